@@ -1,0 +1,19 @@
+//! Generated code for our Talos API subset (`proto/`), wire-compatible with apid.
+#![allow(missing_docs, clippy::all, clippy::pedantic)]
+
+/// `google.rpc.Status`, as carried in `common.Metadata.status`.
+pub mod google {
+    pub mod rpc {
+        tonic::include_proto!("google.rpc");
+    }
+}
+
+/// Talos `common` package.
+pub mod common {
+    tonic::include_proto!("common");
+}
+
+/// Talos `machine` package: `MachineService` client and server stubs.
+pub mod machine {
+    tonic::include_proto!("machine");
+}
