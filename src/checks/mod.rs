@@ -1,0 +1,104 @@
+//! The check kinds. Each is a pure function over a [`State`] and its environment: no I/O, no
+//! clock. One file per kind holds its parameters, its evaluation and its tests.
+
+pub mod capacity_headroom;
+pub mod chaos_report;
+pub mod control_plane_nodes;
+pub mod distinct_hosts;
+pub mod external_traffic_policy;
+pub mod l2_announcement;
+pub mod longhorn_disks;
+pub mod replicated_controller;
+pub mod schedulable_control_plane;
+
+mod support;
+#[cfg(test)]
+pub(crate) mod testing;
+
+use serde::Deserialize;
+
+use crate::config::Environment;
+use crate::state::State;
+use crate::verdict::Finding;
+
+/// What a check sees: the collected state and the environment it belongs to.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    pub env: &'a Environment,
+    pub state: &'a State,
+}
+
+/// One check as written in a gate file: `kind` picks the variant, the other keys are its
+/// parameters.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CheckSpec {
+    ControlPlaneNodes(control_plane_nodes::Params),
+    DistinctHosts(distinct_hosts::Params),
+    SchedulableControlPlane(schedulable_control_plane::Params),
+    ReplicatedController(replicated_controller::Params),
+    L2Announcement(l2_announcement::Params),
+    ExternalTrafficPolicy(external_traffic_policy::Params),
+    LonghornDisks(longhorn_disks::Params),
+    CapacityHeadroom(capacity_headroom::Params),
+    ChaosReport(chaos_report::Params),
+}
+
+/// Every kind a gate file may name, for error messages and `gates list`.
+pub const KINDS: &[&str] = &[
+    "control-plane-nodes",
+    "distinct-hosts",
+    "schedulable-control-plane",
+    "replicated-controller",
+    "l2-announcement",
+    "external-traffic-policy",
+    "longhorn-disks",
+    "capacity-headroom",
+    "chaos-report",
+];
+
+impl CheckSpec {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CheckSpec::ControlPlaneNodes(_) => "control-plane-nodes",
+            CheckSpec::DistinctHosts(_) => "distinct-hosts",
+            CheckSpec::SchedulableControlPlane(_) => "schedulable-control-plane",
+            CheckSpec::ReplicatedController(_) => "replicated-controller",
+            CheckSpec::L2Announcement(_) => "l2-announcement",
+            CheckSpec::ExternalTrafficPolicy(_) => "external-traffic-policy",
+            CheckSpec::LonghornDisks(_) => "longhorn-disks",
+            CheckSpec::CapacityHeadroom(_) => "capacity-headroom",
+            CheckSpec::ChaosReport(_) => "chaos-report",
+        }
+    }
+
+    /// The instance name that tells trials of one kind apart (`coredns`).
+    pub fn instance(&self) -> Option<&str> {
+        match self {
+            CheckSpec::ReplicatedController(p) => Some(&p.name),
+            CheckSpec::ControlPlaneNodes(_)
+            | CheckSpec::DistinctHosts(_)
+            | CheckSpec::SchedulableControlPlane(_)
+            | CheckSpec::L2Announcement(_)
+            | CheckSpec::ExternalTrafficPolicy(_)
+            | CheckSpec::LonghornDisks(_)
+            | CheckSpec::CapacityHeadroom(_)
+            | CheckSpec::ChaosReport(_) => None,
+        }
+    }
+
+    /// Evaluate the check. Pure: the same state always gives the same finding.
+    pub fn evaluate(&self, ctx: Context<'_>) -> Finding {
+        match self {
+            CheckSpec::ControlPlaneNodes(p) => control_plane_nodes::evaluate(ctx, p),
+            CheckSpec::DistinctHosts(p) => distinct_hosts::evaluate(ctx, p),
+            CheckSpec::SchedulableControlPlane(p) => schedulable_control_plane::evaluate(ctx, p),
+            CheckSpec::ReplicatedController(p) => replicated_controller::evaluate(ctx, p),
+            CheckSpec::L2Announcement(p) => l2_announcement::evaluate(ctx, p),
+            CheckSpec::ExternalTrafficPolicy(p) => external_traffic_policy::evaluate(ctx, p),
+            CheckSpec::LonghornDisks(p) => longhorn_disks::evaluate(ctx, p),
+            CheckSpec::CapacityHeadroom(p) => capacity_headroom::evaluate(ctx, p),
+            CheckSpec::ChaosReport(p) => chaos_report::evaluate(ctx, p),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Builder functions for the objects checks read, so tests state only what matters.

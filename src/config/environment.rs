@@ -1,0 +1,244 @@
+//! One environment: a cluster and its surroundings, read from `gates/environments/NAME.yaml`.
+//! The shipped `staging.yaml` documents every key.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::duration::Duration;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Environment {
+    /// The file name without `.yaml`; set by the loader.
+    #[serde(skip)]
+    pub name: String,
+    /// The file it came from; set by the loader.
+    #[serde(skip)]
+    pub file: PathBuf,
+    #[serde(default)]
+    pub description: String,
+    /// Take the gates of another environment (the lab's `lab` is checked like `staging`).
+    #[serde(default)]
+    pub like: Option<String>,
+    #[serde(default)]
+    pub kube: KubeAccess,
+    #[serde(default)]
+    pub nodes: NodesSpec,
+    #[serde(default)]
+    pub ingress: IngressSpec,
+    #[serde(default)]
+    pub capacity: CapacitySpec,
+    #[serde(default)]
+    pub api: Option<ApiSpec>,
+    #[serde(default)]
+    pub talos: Option<TalosAccess>,
+    #[serde(default)]
+    pub proxmox: Option<ProxmoxAccess>,
+    #[serde(default)]
+    pub chaos: Option<ChaosSpec>,
+}
+
+impl Environment {
+    /// The name gate files match on: `like` when set, else the environment's own name.
+    pub fn gate_name(&self) -> &str {
+        self.like.as_deref().unwrap_or(&self.name)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeAccess {
+    /// Context in the kubeconfig; the current context when left out.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// A kubeconfig file; `$KUBECONFIG`, else `~/.kube/config`, when left out.
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Per-request timeout.
+    #[serde(default = "default_kube_timeout")]
+    pub timeout: Duration,
+}
+
+impl Default for KubeAccess {
+    fn default() -> Self {
+        KubeAccess { context: None, kubeconfig: None, timeout: default_kube_timeout() }
+    }
+}
+
+fn default_kube_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodesSpec {
+    #[serde(default = "default_control_planes")]
+    pub control_planes: usize,
+    #[serde(default = "default_host_label")]
+    pub host_label: String,
+}
+
+impl Default for NodesSpec {
+    fn default() -> Self {
+        NodesSpec { control_planes: default_control_planes(), host_label: default_host_label() }
+    }
+}
+
+fn default_control_planes() -> usize {
+    3
+}
+
+fn default_host_label() -> String {
+    "topology.kubernetes.io/zone".to_string()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IngressSpec {
+    #[serde(default = "default_services")]
+    pub services: Vec<ServiceRef>,
+    #[serde(default)]
+    pub urls: Vec<IngressUrl>,
+}
+
+impl Default for IngressSpec {
+    fn default() -> Self {
+        IngressSpec { services: default_services(), urls: Vec::new() }
+    }
+}
+
+fn default_services() -> Vec<ServiceRef> {
+    vec![ServiceRef {
+        namespace: None,
+        selector: BTreeMap::from([(
+            "app.kubernetes.io/name".to_string(),
+            "traefik".to_string(),
+        )]),
+    }]
+}
+
+/// A LoadBalancer Service found by labels, optionally within one namespace.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceRef {
+    #[serde(default)]
+    pub namespace: Option<String>,
+    pub selector: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IngressUrl {
+    pub url: String,
+    /// Host header to send when the URL names an address.
+    #[serde(default)]
+    pub host: Option<String>,
+    #[serde(default = "default_expect_status")]
+    pub expect_status: u16,
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+}
+
+fn default_expect_status() -> u16 {
+    200
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacitySpec {
+    /// Fraction of allocatable CPU and memory each node must keep free.
+    #[serde(default = "default_margin")]
+    pub margin: f64,
+    #[serde(default)]
+    pub basis: CapacityBasis,
+}
+
+impl Default for CapacitySpec {
+    fn default() -> Self {
+        CapacitySpec { margin: default_margin(), basis: CapacityBasis::default() }
+    }
+}
+
+fn default_margin() -> f64 {
+    1.0 / 3.0
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CapacityBasis {
+    /// max(sum of requests, measured usage): needs the metrics API.
+    #[default]
+    Usage,
+    /// Sum of requests only.
+    Requests,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiSpec {
+    /// The Kubernetes API endpoint through the virtual IP, e.g. `https://10.0.50.10:6443`.
+    pub endpoint: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TalosAccess {
+    pub context: String,
+    #[serde(default)]
+    pub talosconfig: Option<PathBuf>,
+    /// Control-plane node addresses, called directly on port 50000.
+    pub endpoints: Vec<String>,
+    #[serde(default = "default_talos_timeout")]
+    pub timeout: Duration,
+}
+
+fn default_talos_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxmoxAccess {
+    pub url: String,
+    /// `USER@REALM!TOKENID`.
+    pub token_id: String,
+    #[serde(default)]
+    pub token_secret_env: Option<String>,
+    #[serde(default)]
+    pub token_secret_file: Option<PathBuf>,
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    #[serde(default)]
+    pub fingerprint: Option<String>,
+    #[serde(default)]
+    pub insecure_tls: bool,
+    #[serde(default)]
+    pub vms: VmScope,
+    /// Map nodes to VMs by name when a VM has no SMBIOS uuid.
+    #[serde(default)]
+    pub match_by_name: bool,
+    #[serde(default = "default_proxmox_timeout")]
+    pub timeout: Duration,
+}
+
+fn default_proxmox_timeout() -> Duration {
+    Duration::from_secs(35)
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmScope {
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub name_pattern: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChaosSpec {
+    #[serde(default)]
+    pub allowed: bool,
+}

@@ -1,0 +1,185 @@
+//! Typed shapes for the custom resources and metrics that k8s-openapi does not cover:
+//! Cilium's L2 announcement policy, Longhorn's nodes, volumes, replicas and settings, and the
+//! metrics.k8s.io objects. Only the fields the checks read are typed; unknown fields are
+//! ignored because these come from clusters, not from our configuration.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use serde::{Deserialize, Serialize};
+
+/// `ciliuml2announcementpolicies.cilium.io/v2alpha1`, cluster-scoped.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct L2AnnouncementPolicy {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: L2AnnouncementPolicySpec,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct L2AnnouncementPolicySpec {
+    /// Nil selects every node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<LabelSelector>,
+    /// Nil selects every service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_selector: Option<LabelSelector>,
+    #[serde(default, rename = "loadBalancerIPs")]
+    pub load_balancer_ips: bool,
+    #[serde(default, rename = "externalIPs")]
+    pub external_ips: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interfaces: Option<Vec<String>>,
+}
+
+/// `nodes.longhorn.io/v1beta2` in `longhorn-system`; its name is the Kubernetes node name.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornNode {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: LonghornNodeSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<LonghornNodeStatus>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornNodeSpec {
+    #[serde(default = "default_true")]
+    pub allow_scheduling: bool,
+    #[serde(default)]
+    pub disks: BTreeMap<String, LonghornDisk>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornDisk {
+    #[serde(default)]
+    pub path: String,
+    #[serde(default = "default_true")]
+    pub allow_scheduling: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornNodeStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+}
+
+/// `volumes.longhorn.io/v1beta2`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornVolume {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: LonghornVolumeSpec,
+    #[serde(default)]
+    pub status: LonghornVolumeStatus,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornVolumeSpec {
+    #[serde(default)]
+    pub number_of_replicas: i64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornVolumeStatus {
+    /// `attached`, `detached`, ...
+    #[serde(default)]
+    pub state: String,
+    /// `healthy`, `degraded`, `faulted`, `unknown` (detached volumes report `unknown`).
+    #[serde(default)]
+    pub robustness: String,
+    #[serde(default, rename = "currentNodeID")]
+    pub current_node_id: String,
+}
+
+/// `replicas.longhorn.io/v1beta2`; labelled `longhornvolume=<volume>`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornReplica {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: LonghornReplicaSpec,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornReplicaSpec {
+    #[serde(default, rename = "nodeID")]
+    pub node_id: String,
+    #[serde(default)]
+    pub volume_name: String,
+}
+
+/// `settings.longhorn.io/v1beta2`: a string value at the top level (not under spec).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornSetting {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub value: String,
+}
+
+/// `metrics.k8s.io/v1beta1` NodeMetrics (resource `nodes`). Memory is the working set.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeMetrics {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub timestamp: Option<String>,
+    #[serde(default)]
+    pub window: Option<String>,
+    #[serde(default)]
+    pub usage: ResourceUsage,
+}
+
+/// `metrics.k8s.io/v1beta1` PodMetrics (resource `pods`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodMetrics {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub timestamp: Option<String>,
+    #[serde(default)]
+    pub window: Option<String>,
+    #[serde(default)]
+    pub containers: Vec<ContainerMetrics>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ContainerMetrics {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub usage: ResourceUsage,
+}
+
+/// CPU and memory as Kubernetes quantity strings (`7338891n`, `14520Ki`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ResourceUsage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+}
+
+fn default_true() -> bool {
+    true
+}

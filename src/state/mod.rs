@@ -1,0 +1,110 @@
+//! Everything collected about one environment at one moment, as typed data.
+//!
+//! Collectors (live kube-rs, snapshot files) fill a [`State`]; checks only read it. A
+//! resource the cluster does not serve (a CRD that is not installed, the metrics API without
+//! metrics-server) is recorded as [`Collected::Absent`] with the reason, so a check that
+//! needs it can give an `error` verdict that says why.
+
+mod crds;
+
+pub use crds::{
+    L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornDisk, LonghornNode,
+    LonghornNodeSpec, LonghornNodeStatus, LonghornReplica, LonghornReplicaSpec, LonghornSetting,
+    LonghornVolume, LonghornVolumeSpec, LonghornVolumeStatus, NodeMetrics, PodMetrics,
+    ContainerMetrics, ResourceUsage,
+};
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use serde::Serialize;
+
+use crate::verdict::Finding;
+
+/// One collected resource list, or why it could not be collected.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Collected<T> {
+    Present(T),
+    Absent(String),
+}
+
+impl<T: Default> Default for Collected<T> {
+    fn default() -> Self {
+        Collected::Absent("not collected".to_string())
+    }
+}
+
+impl<T> Collected<T> {
+    /// The data, or an `error` finding that names what is missing and why.
+    pub fn get(&self, what: &str) -> Result<&T, Finding> {
+        match self {
+            Collected::Present(value) => Ok(value),
+            Collected::Absent(reason) => Err(Finding::error(format!("{what} unavailable: {reason}"))),
+        }
+    }
+
+    pub fn present(&self) -> Option<&T> {
+        match self {
+            Collected::Present(value) => Some(value),
+            Collected::Absent(_) => None,
+        }
+    }
+}
+
+/// Where a state came from, for reports.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "lowercase", tag = "kind")]
+pub enum Source {
+    Live { context: String },
+    Snapshot { files: Vec<String> },
+}
+
+/// The typed picture of one environment.
+#[derive(Debug, Clone, Serialize)]
+pub struct State {
+    pub source: Source,
+    pub collected_at: DateTime<Utc>,
+    pub nodes: Collected<Vec<Node>>,
+    pub pods: Collected<Vec<Pod>>,
+    pub deployments: Collected<Vec<Deployment>>,
+    pub daemonsets: Collected<Vec<DaemonSet>>,
+    pub statefulsets: Collected<Vec<StatefulSet>>,
+    pub pdbs: Collected<Vec<PodDisruptionBudget>>,
+    pub services: Collected<Vec<Service>>,
+    pub leases: Collected<Vec<Lease>>,
+    pub l2_policies: Collected<Vec<L2AnnouncementPolicy>>,
+    pub longhorn_nodes: Collected<Vec<LonghornNode>>,
+    pub longhorn_volumes: Collected<Vec<LonghornVolume>>,
+    pub longhorn_replicas: Collected<Vec<LonghornReplica>>,
+    pub longhorn_settings: Collected<Vec<LonghornSetting>>,
+    pub node_metrics: Collected<Vec<NodeMetrics>>,
+    pub pod_metrics: Collected<Vec<PodMetrics>>,
+}
+
+impl State {
+    /// A state in which nothing has been collected yet; collectors fill it in.
+    pub fn empty(source: Source, collected_at: DateTime<Utc>) -> Self {
+        State {
+            source,
+            collected_at,
+            nodes: Collected::default(),
+            pods: Collected::default(),
+            deployments: Collected::default(),
+            daemonsets: Collected::default(),
+            statefulsets: Collected::default(),
+            pdbs: Collected::default(),
+            services: Collected::default(),
+            leases: Collected::default(),
+            l2_policies: Collected::default(),
+            longhorn_nodes: Collected::default(),
+            longhorn_volumes: Collected::default(),
+            longhorn_replicas: Collected::default(),
+            longhorn_settings: Collected::default(),
+            node_metrics: Collected::default(),
+            pod_metrics: Collected::default(),
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! The four verdicts a trial can reach, and the evidence that goes with them.
+
+use serde::Serialize;
+
+/// What a check concluded. "Could not look" is `Error`, never `Pass` or `Fail`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Error,
+    Skip,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Error => "error",
+            Verdict::Skip => "skip",
+        }
+    }
+}
+
+/// A verdict with a one-line summary and the evidence an operator needs to act on it:
+/// every line names the objects (`namespace/name`), nodes and physical hosts involved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub verdict: Verdict,
+    pub summary: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+    /// Things worth knowing that do not change the verdict.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl Finding {
+    fn new(verdict: Verdict, summary: impl Into<String>) -> Self {
+        Finding { verdict, summary: summary.into(), evidence: Vec::new(), warnings: Vec::new() }
+    }
+
+    pub fn pass(summary: impl Into<String>) -> Self {
+        Self::new(Verdict::Pass, summary)
+    }
+
+    pub fn fail(summary: impl Into<String>) -> Self {
+        Self::new(Verdict::Fail, summary)
+    }
+
+    pub fn error(summary: impl Into<String>) -> Self {
+        Self::new(Verdict::Error, summary)
+    }
+
+    pub fn skip(summary: impl Into<String>) -> Self {
+        Self::new(Verdict::Skip, summary)
+    }
+
+    pub fn with_evidence<I, S>(mut self, lines: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.evidence.extend(lines.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn with_warnings<I, S>(mut self, lines: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.warnings.extend(lines.into_iter().map(Into::into));
+        self
+    }
+
+    /// The summary, evidence and warnings as the indented text block shown in terminals and
+    /// in JUnit failure bodies.
+    pub fn details(&self) -> String {
+        let mut out = self.summary.clone();
+        for line in &self.evidence {
+            out.push_str("\n  ");
+            out.push_str(line);
+        }
+        for line in &self.warnings {
+            out.push_str("\n  warning: ");
+            out.push_str(line);
+        }
+        out
+    }
+}
