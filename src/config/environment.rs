@@ -63,7 +63,11 @@ pub struct KubeAccess {
 
 impl Default for KubeAccess {
     fn default() -> Self {
-        KubeAccess { context: None, kubeconfig: None, timeout: default_kube_timeout() }
+        KubeAccess {
+            context: None,
+            kubeconfig: None,
+            timeout: default_kube_timeout(),
+        }
     }
 }
 
@@ -82,7 +86,10 @@ pub struct NodesSpec {
 
 impl Default for NodesSpec {
     fn default() -> Self {
-        NodesSpec { control_planes: default_control_planes(), host_label: default_host_label() }
+        NodesSpec {
+            control_planes: default_control_planes(),
+            host_label: default_host_label(),
+        }
     }
 }
 
@@ -105,17 +112,17 @@ pub struct IngressSpec {
 
 impl Default for IngressSpec {
     fn default() -> Self {
-        IngressSpec { services: default_services(), urls: Vec::new() }
+        IngressSpec {
+            services: default_services(),
+            urls: Vec::new(),
+        }
     }
 }
 
 fn default_services() -> Vec<ServiceRef> {
     vec![ServiceRef {
         namespace: None,
-        selector: BTreeMap::from([(
-            "app.kubernetes.io/name".to_string(),
-            "traefik".to_string(),
-        )]),
+        selector: BTreeMap::from([("app.kubernetes.io/name".to_string(), "traefik".to_string())]),
     }]
 }
 
@@ -157,7 +164,10 @@ pub struct CapacitySpec {
 
 impl Default for CapacitySpec {
     fn default() -> Self {
-        CapacitySpec { margin: default_margin(), basis: CapacityBasis::default() }
+        CapacitySpec {
+            margin: default_margin(),
+            basis: CapacityBasis::default(),
+        }
     }
 }
 

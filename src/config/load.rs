@@ -1,0 +1,291 @@
+//! Reading and validating the whole configuration directory.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::Environment;
+use super::error::{ConfigError, ConfigErrors, nearest};
+use super::gate::{EnvironmentSet, Gate};
+use super::yaml;
+
+/// The validated configuration: every environment and every gate.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub environments: BTreeMap<String, Environment>,
+    /// Sorted by gate number.
+    pub gates: Vec<Gate>,
+}
+
+impl Config {
+    /// Load `<root>/environments/*.yaml`, the extra environment directories, and the gate
+    /// files in every other subdirectory of `root` (one per decision, e.g. `adr-007`).
+    pub fn load(root: &Path, extra_env_dirs: &[PathBuf]) -> Result<Config, ConfigErrors> {
+        let mut errors = Vec::new();
+        if !root.is_dir() {
+            return Err(ConfigErrors(vec![
+                ConfigError::new(root, "configuration directory not found")
+                    .hint("run gates from the repository root, or pass --config DIR"),
+            ]));
+        }
+        let mut environments = BTreeMap::new();
+        // Environments whose files failed to load still count as known, so one typo is
+        // reported once and not again by every gate that names the environment.
+        let mut broken = Vec::new();
+        let mut env_dirs = vec![root.join("environments")];
+        env_dirs.extend(extra_env_dirs.iter().cloned());
+        for dir in &env_dirs {
+            for file in yaml_files(dir, &mut errors) {
+                let Some(env) = load_environment(&file, &mut errors) else {
+                    broken.extend(file.file_stem().map(|s| s.to_string_lossy().into_owned()));
+                    continue;
+                };
+                {
+                    if let Some(previous) = environments.get(&env.name) {
+                        let previous: &Environment = previous;
+                        errors.push(ConfigError::new(
+                            &file,
+                            format!(
+                                "environment `{}` is also defined in {}",
+                                env.name,
+                                previous.file.display()
+                            ),
+                        ));
+                        continue;
+                    }
+                    environments.insert(env.name.clone(), env);
+                }
+            }
+        }
+
+        let mut gates = Vec::new();
+        for dir in subdirectories(root, &mut errors) {
+            if dir.file_name().is_some_and(|n| n == "environments") {
+                continue;
+            }
+            for file in yaml_files(&dir, &mut errors) {
+                match read(&file).and_then(|text| {
+                    let mut gate: Gate = yaml::from_str(&file, &text)?;
+                    gate.file = file.clone();
+                    validate_gate(&gate, &text, &environments, &broken)?;
+                    Ok(gate)
+                }) {
+                    Ok(gate) => gates.push(gate),
+                    Err(error) => errors.push(error),
+                }
+            }
+        }
+        gates.sort_by_key(|g| g.number);
+        for pair in gates.windows(2) {
+            if pair[0].number == pair[1].number {
+                errors.push(ConfigError::new(
+                    &pair[1].file,
+                    format!(
+                        "gate {} is also defined in {}",
+                        pair[1].number,
+                        pair[0].file.display()
+                    ),
+                ));
+            }
+        }
+        for env in environments.values() {
+            if let Some(like) = &env.like {
+                let known: Vec<&str> = known_gate_environments(&gates);
+                if !known.contains(&like.as_str()) {
+                    let text = fs::read_to_string(&env.file).unwrap_or_default();
+                    let mut error = ConfigError::new(
+                        &env.file,
+                        format!("`like: {like}` names an environment no gate applies to"),
+                    )
+                    .at(yaml::locate_word(&text, 1, like))
+                    .key("like");
+                    if let Some(best) = nearest(like, known.iter().copied()) {
+                        error = error.hint(format!("did you mean `{best}`?"));
+                    }
+                    errors.push(error);
+                }
+            }
+        }
+
+        if errors.is_empty() {
+            Ok(Config {
+                environments,
+                gates,
+            })
+        } else {
+            Err(ConfigErrors(errors))
+        }
+    }
+
+    /// The environment by name, or an error that suggests the nearest one.
+    pub fn environment(&self, name: &str) -> Result<&Environment, String> {
+        self.environments.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.environments.keys().map(String::as_str).collect();
+            match nearest(name, known.iter().copied()) {
+                Some(best) => format!(
+                    "unknown environment `{name}`: did you mean `{best}`? (known: {})",
+                    known.join(", ")
+                ),
+                None => format!("unknown environment `{name}` (known: {})", known.join(", ")),
+            }
+        })
+    }
+
+    /// The gates that apply to an environment, in gate order.
+    pub fn gates_for<'a>(&'a self, env: &'a Environment) -> impl Iterator<Item = &'a Gate> + 'a {
+        self.gates
+            .iter()
+            .filter(move |g| g.applies_to(env.gate_name()))
+    }
+}
+
+fn known_gate_environments(gates: &[Gate]) -> Vec<&str> {
+    let mut names: Vec<&str> = gates
+        .iter()
+        .flat_map(|g| match &g.environments {
+            EnvironmentSet::All => Vec::new(),
+            EnvironmentSet::Only(names) => names.iter().map(String::as_str).collect(),
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+fn validate_gate(
+    gate: &Gate,
+    text: &str,
+    environments: &BTreeMap<String, Environment>,
+    broken: &[String],
+) -> Result<(), ConfigError> {
+    if let EnvironmentSet::Only(names) = &gate.environments {
+        for name in names {
+            let known_as_gate_target =
+                environments.values().any(|e| e.gate_name() == name) || broken.contains(name);
+            if !known_as_gate_target {
+                let known: Vec<&str> = environments.keys().map(String::as_str).collect();
+                let mut error = ConfigError::new(
+                    &gate.file,
+                    format!("unknown environment `{name}` in `environments`"),
+                )
+                .at(yaml::locate_word(text, 1, name))
+                .key("environments");
+                error = match nearest(name, known.iter().copied()) {
+                    Some(best) => error.hint(format!(
+                        "did you mean `{best}`? (known: {})",
+                        known.join(", ")
+                    )),
+                    None => error.hint(format!(
+                        "known: {}; add gates/environments/{name}.yaml to define it",
+                        known.join(", ")
+                    )),
+                };
+                return Err(error);
+            }
+        }
+    }
+    if gate.checks.is_empty() {
+        return Err(
+            ConfigError::new(&gate.file, format!("gate {} has no checks", gate.number))
+                .at(yaml::locate_word(text, 1, "checks"))
+                .key("checks"),
+        );
+    }
+    Ok(())
+}
+
+fn load_environment(file: &Path, errors: &mut Vec<ConfigError>) -> Option<Environment> {
+    let name = file.file_stem()?.to_string_lossy().into_owned();
+    let result = read(file).and_then(|text| {
+        let mut env: Environment = yaml::from_str(file, &text)?;
+        env.name = name;
+        env.file = file.to_path_buf();
+        if !(0.0..1.0).contains(&env.capacity.margin) {
+            return Err(ConfigError::new(
+                file,
+                format!(
+                    "capacity.margin must be a fraction from 0 to 1, not {}",
+                    env.capacity.margin
+                ),
+            )
+            .at(yaml::locate_word(&text, 1, "margin"))
+            .key("capacity.margin")
+            .hint("a third is 0.3334"));
+        }
+        if env.nodes.control_planes == 0 {
+            return Err(
+                ConfigError::new(file, "nodes.control_planes must be at least 1")
+                    .at(yaml::locate_word(&text, 1, "control_planes"))
+                    .key("nodes.control_planes"),
+            );
+        }
+        if let Some(proxmox) = &env.proxmox {
+            let sources = [
+                proxmox.token_secret_env.is_some(),
+                proxmox.token_secret_file.is_some(),
+            ];
+            if sources.iter().filter(|s| **s).count() != 1 {
+                return Err(ConfigError::new(
+                    file,
+                    "proxmox needs exactly one of token_secret_env and token_secret_file",
+                )
+                .at(yaml::locate_word(&text, 1, "proxmox"))
+                .key("proxmox")
+                .hint("the secret itself never goes in this file"));
+            }
+        }
+        Ok(env)
+    });
+    match result {
+        Ok(env) => Some(env),
+        Err(error) => {
+            errors.push(error);
+            None
+        }
+    }
+}
+
+fn read(file: &Path) -> Result<String, ConfigError> {
+    fs::read_to_string(file).map_err(|err| ConfigError::new(file, format!("cannot read: {err}")))
+}
+
+fn yaml_files(dir: &Path, errors: &mut Vec<ConfigError>) -> Vec<PathBuf> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) => {
+            errors.push(ConfigError::new(
+                dir,
+                format!("cannot read directory: {err}"),
+            ));
+            return Vec::new();
+        }
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn subdirectories(root: &Path, errors: &mut Vec<ConfigError>) -> Vec<PathBuf> {
+    match fs::read_dir(root) {
+        Ok(entries) => {
+            let mut dirs: Vec<PathBuf> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect();
+            dirs.sort();
+            dirs
+        }
+        Err(err) => {
+            errors.push(ConfigError::new(
+                root,
+                format!("cannot read directory: {err}"),
+            ));
+            Vec::new()
+        }
+    }
+}

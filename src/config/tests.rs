@@ -1,0 +1,141 @@
+use std::fs;
+use std::path::Path;
+
+use super::{Config, ConfigErrors};
+
+const STAGING: &str = "kube:\n  context: admin@staging\nnodes:\n  control_planes: 3\n";
+
+const GATE: &str = "gate: 2\ntitle: Controllers.\nenvironments: [staging]\nchecks:\n  - kind: replicated-controller\n    name: coredns\n    selector: { k8s-app: kube-dns }\n";
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn load(env: &str, gate: &str) -> Result<Config, ConfigErrors> {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "environments/staging.yaml", env);
+    write(dir.path(), "adr-007/2.yaml", gate);
+    Config::load(dir.path(), &[])
+}
+
+fn only_error(result: Result<Config, ConfigErrors>) -> super::ConfigError {
+    let errors = result.expect_err("the configuration should be rejected");
+    assert_eq!(errors.0.len(), 1, "{errors}");
+    errors.0.into_iter().next().unwrap()
+}
+
+#[test]
+fn valid_configuration_loads() {
+    let config = load(STAGING, GATE).unwrap();
+    let env = config.environment("staging").unwrap();
+    assert_eq!(env.kube.context.as_deref(), Some("admin@staging"));
+    assert_eq!(env.nodes.host_label, "topology.kubernetes.io/zone");
+    assert_eq!(config.gates_for(env).count(), 1);
+}
+
+#[test]
+fn unknown_environment_key_names_line_key_and_nearest() {
+    let error = only_error(load(
+        "kube:\n  context: a\nnodes:\n  control_plane: 3\n",
+        GATE,
+    ));
+    assert_eq!(error.key.as_deref(), Some("control_plane"));
+    assert_eq!(error.position, Some((4, 3)));
+    let text = error.to_string();
+    assert!(
+        text.contains("staging.yaml:4:3: unknown key `control_plane`"),
+        "{text}"
+    );
+    assert!(text.contains("did you mean `control_planes`?"), "{text}");
+}
+
+#[test]
+fn wrong_type_names_the_place() {
+    let error = only_error(load("nodes:\n  control_planes: three\n", GATE));
+    let text = error.to_string();
+    assert!(text.contains("staging.yaml:2:"), "{text}");
+    assert!(text.contains("control_planes"), "{text}");
+}
+
+#[test]
+fn unknown_check_kind_suggests_the_nearest_kind() {
+    let gate = GATE.replace("replicated-controller", "replicated-controler");
+    let error = only_error(load(STAGING, &gate));
+    let text = error.to_string();
+    assert!(
+        text.contains("2.yaml:5:11: unknown value `replicated-controler`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("did you mean `replicated-controller`?"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unknown_check_parameter_names_its_own_line() {
+    let gate = format!("{GATE}    min_replica: 2\n");
+    let error = only_error(load(STAGING, &gate));
+    let text = error.to_string();
+    assert!(
+        text.contains("2.yaml:8:5: unknown key `min_replica`"),
+        "{text}"
+    );
+    assert!(text.contains("did you mean `min_replicas`?"), "{text}");
+}
+
+#[test]
+fn unknown_environment_in_gate_suggests_a_known_one() {
+    let gate = GATE.replace("[staging]", "[stagin]");
+    let error = only_error(load(STAGING, &gate));
+    let text = error.to_string();
+    assert!(
+        text.contains("2.yaml:3:16: unknown environment `stagin`"),
+        "{text}"
+    );
+    assert!(text.contains("did you mean `staging`?"), "{text}");
+}
+
+#[test]
+fn bad_duration_explains_the_format() {
+    let error = only_error(load("kube:\n  timeout: ten seconds\n", GATE));
+    let text = error.to_string();
+    assert!(text.contains("staging.yaml:2:"), "{text}");
+    assert!(text.contains("\"90s\""), "{text}");
+}
+
+#[test]
+fn margin_outside_a_fraction_is_rejected() {
+    let error = only_error(load("capacity:\n  margin: 33\n", GATE));
+    assert_eq!(error.key.as_deref(), Some("capacity.margin"));
+    assert_eq!(error.position, Some((2, 3)));
+}
+
+#[test]
+fn like_makes_an_environment_take_another_ones_gates() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "environments/staging.yaml", STAGING);
+    write(dir.path(), "adr-007/2.yaml", GATE);
+    let extra = tempfile::tempdir().unwrap();
+    write(extra.path(), "lab.yaml", "like: staging\n");
+    let config = Config::load(dir.path(), &[extra.path().to_path_buf()]).unwrap();
+    let lab = config.environment("lab").unwrap();
+    assert_eq!(config.gates_for(lab).count(), 1);
+}
+
+#[test]
+fn unknown_environment_on_the_command_line_suggests_one() {
+    let config = load(STAGING, GATE).unwrap();
+    let message = config.environment("stagign").unwrap_err();
+    assert!(message.contains("did you mean `staging`?"), "{message}");
+}
+
+#[test]
+fn shipped_configuration_is_valid() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("gates");
+    let config = Config::load(&root, &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(config.environments.contains_key("staging"));
+    assert!(config.environments.contains_key("production"));
+}
