@@ -38,7 +38,12 @@ pub struct Finding {
 
 impl Finding {
     fn new(verdict: Verdict, summary: impl Into<String>) -> Self {
-        Finding { verdict, summary: summary.into(), evidence: Vec::new(), warnings: Vec::new() }
+        Finding {
+            verdict,
+            summary: summary.into(),
+            evidence: Vec::new(),
+            warnings: Vec::new(),
+        }
     }
 
     pub fn pass(summary: impl Into<String>) -> Self {

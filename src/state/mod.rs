@@ -8,10 +8,10 @@
 mod crds;
 
 pub use crds::{
-    L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornDisk, LonghornNode,
+    ContainerMetrics, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornDisk, LonghornNode,
     LonghornNodeSpec, LonghornNodeStatus, LonghornReplica, LonghornReplicaSpec, LonghornSetting,
     LonghornVolume, LonghornVolumeSpec, LonghornVolumeStatus, NodeMetrics, PodMetrics,
-    ContainerMetrics, ResourceUsage,
+    ResourceUsage,
 };
 
 use chrono::{DateTime, Utc};
@@ -42,7 +42,9 @@ impl<T> Collected<T> {
     pub fn get(&self, what: &str) -> Result<&T, Finding> {
         match self {
             Collected::Present(value) => Ok(value),
-            Collected::Absent(reason) => Err(Finding::error(format!("{what} unavailable: {reason}"))),
+            Collected::Absent(reason) => {
+                Err(Finding::error(format!("{what} unavailable: {reason}")))
+            }
         }
     }
 

@@ -1,0 +1,90 @@
+//! Command-line definitions (clap) only; the work happens in [`crate::app`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gates",
+    version,
+    about = "Verify the rollout gates of ADR 007 against live infrastructure or snapshots."
+)]
+pub struct Cli {
+    /// Configuration directory: environments/ and one directory of gate files per decision.
+    #[arg(long, global = true, default_value = "gates", value_name = "DIR")]
+    pub config: PathBuf,
+    /// Another directory of environment files (repeatable), e.g. the one the lab writes.
+    #[arg(long = "env-dir", global = true, value_name = "DIR")]
+    pub env_dirs: Vec<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the gates, their checks and the environments.
+    List,
+    /// Evaluate the gates that apply to an environment (read-only).
+    Check(CheckArgs),
+    /// Write what `check` would read from a live cluster to a file, for offline runs.
+    Snapshot(SnapshotArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The environment (a file name under gates/environments without .yaml).
+    pub env: String,
+    /// Run only trials whose name contains this (libtest filter).
+    pub filter: Option<String>,
+    /// Read the state from kubectl output instead of the cluster (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Vec<PathBuf>,
+    /// Also write the JUnit report here.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+    /// Directory for the timestamped JUnit and JSON reports.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub reports: PathBuf,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Pretty)]
+    pub format: Format,
+    /// List the trials without collecting anything.
+    #[arg(long)]
+    pub list: bool,
+    /// Match the filter exactly.
+    #[arg(long)]
+    pub exact: bool,
+    /// Skip trials whose name contains this (repeatable).
+    #[arg(long, value_name = "FILTER")]
+    pub skip: Vec<String>,
+    /// Colour on the terminal.
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+    /// One character per trial.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// The environment whose cluster to read.
+    pub env: String,
+    /// Where to write the snapshot (JSON, a v1 List).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Pretty,
+    Terse,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}

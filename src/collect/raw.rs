@@ -1,0 +1,99 @@
+//! Objects as JSON values, grouped by kind, before they become a typed [`State`]. Both the
+//! live collector and the snapshot reader fill a [`RawState`]; one conversion then types
+//! every object, so both paths accept and reject exactly the same shapes.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::kinds::Kind;
+use crate::state::{Collected, Source, State};
+
+/// For each kind: its objects, or why they could not be collected.
+#[derive(Debug, Default)]
+pub struct RawState {
+    pub lists: BTreeMap<Kind, Result<Vec<Value>, String>>,
+}
+
+impl RawState {
+    pub fn push(&mut self, kind: Kind, object: Value) {
+        match self.lists.entry(kind).or_insert_with(|| Ok(Vec::new())) {
+            Ok(items) => items.push(object),
+            Err(_) => {}
+        }
+    }
+
+    /// Mark a kind as collected (possibly with no objects).
+    pub fn mark_present(&mut self, kind: Kind) {
+        self.lists.entry(kind).or_insert_with(|| Ok(Vec::new()));
+    }
+
+    pub fn mark_absent(&mut self, kind: Kind, reason: String) {
+        self.lists.insert(kind, Err(reason));
+    }
+
+    /// Type every object. An object that does not fit its kind's shape makes that kind
+    /// absent with a reason naming the object, so the checks that need it say why.
+    pub fn into_state(mut self, source: Source, collected_at: DateTime<Utc>) -> State {
+        let mut state = State::empty(source, collected_at);
+        for kind in Kind::ALL {
+            let raw = self.lists.remove(&kind).unwrap_or_else(|| {
+                Err(format!(
+                    "{} was not collected",
+                    kind.coordinates().resource_name()
+                ))
+            });
+            match kind {
+                Kind::Node => state.nodes = typed(kind, raw),
+                Kind::Pod => state.pods = typed(kind, raw),
+                Kind::Deployment => state.deployments = typed(kind, raw),
+                Kind::DaemonSet => state.daemonsets = typed(kind, raw),
+                Kind::StatefulSet => state.statefulsets = typed(kind, raw),
+                Kind::PodDisruptionBudget => state.pdbs = typed(kind, raw),
+                Kind::Service => state.services = typed(kind, raw),
+                Kind::Lease => state.leases = typed(kind, raw),
+                Kind::L2AnnouncementPolicy => state.l2_policies = typed(kind, raw),
+                Kind::LonghornNode => state.longhorn_nodes = typed(kind, raw),
+                Kind::LonghornVolume => state.longhorn_volumes = typed(kind, raw),
+                Kind::LonghornReplica => state.longhorn_replicas = typed(kind, raw),
+                Kind::LonghornSetting => state.longhorn_settings = typed(kind, raw),
+                Kind::NodeMetrics => state.node_metrics = typed(kind, raw),
+                Kind::PodMetrics => state.pod_metrics = typed(kind, raw),
+            }
+        }
+        state
+    }
+}
+
+fn typed<T: DeserializeOwned>(kind: Kind, raw: Result<Vec<Value>, String>) -> Collected<Vec<T>> {
+    let values = match raw {
+        Ok(values) => values,
+        Err(reason) => return Collected::Absent(reason),
+    };
+    let mut items = Vec::with_capacity(values.len());
+    for value in values {
+        let name = object_name(&value);
+        match serde_json::from_value(value) {
+            Ok(item) => items.push(item),
+            Err(err) => {
+                return Collected::Absent(format!(
+                    "{} {name} has an unexpected shape: {err}",
+                    kind.coordinates().kind
+                ));
+            }
+        }
+    }
+    Collected::Present(items)
+}
+
+/// `namespace/name` or `name` of a JSON object, for messages.
+pub fn object_name(value: &Value) -> String {
+    let meta = &value["metadata"];
+    match (meta["namespace"].as_str(), meta["name"].as_str()) {
+        (Some(ns), Some(name)) => format!("{ns}/{name}"),
+        (None, Some(name)) => name.to_string(),
+        _ => "(unnamed)".to_string(),
+    }
+}

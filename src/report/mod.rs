@@ -1,0 +1,74 @@
+//! Reports of one run: JUnit XML for dashboards and CI, JSON for machines, and the closing
+//! lines of the terminal output.
+
+pub mod json;
+pub mod junit;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::runner::{GateStatus, Tally, TrialResult};
+use crate::state::Source;
+use crate::verdict::Verdict;
+
+/// Everything a report says about one `gates check` run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    pub environment: String,
+    /// The decision the gates come from, e.g. `adr-007`.
+    pub decision: String,
+    pub started_at: DateTime<Utc>,
+    pub source: Source,
+    #[serde(serialize_with = "seconds")]
+    pub collect_time: Duration,
+    pub tally: Tally,
+    pub gates: Vec<GateStatus>,
+    pub trials: Vec<TrialResult>,
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+impl Run {
+    /// `reports/staging-20261129T191500Z` (extension added by the writer).
+    pub fn default_stem(&self, dir: &Path) -> PathBuf {
+        dir.join(format!(
+            "{}-{}",
+            self.environment,
+            self.started_at.format("%Y%m%dT%H%M%SZ")
+        ))
+    }
+
+    /// The closing lines: counts and how the rollout stands.
+    pub fn closing_lines(&self) -> String {
+        let t = &self.tally;
+        let mut out = format!(
+            "{} passed, {} failed, {} errors, {} skipped\n",
+            t.passed, t.failed, t.errors, t.skipped
+        );
+        let passing = self
+            .gates
+            .iter()
+            .filter(|g| g.verdict == Verdict::Pass)
+            .count();
+        out.push_str(&format!(
+            "Rollout: {passing} of {} gates pass for {}\n",
+            self.gates.len(),
+            self.environment
+        ));
+        for gate in &self.gates {
+            let word = match gate.verdict {
+                Verdict::Pass => "pass ",
+                Verdict::Fail => "FAIL ",
+                Verdict::Error => "ERROR",
+                Verdict::Skip => "skip ",
+            };
+            out.push_str(&format!("  gate {} {word}  {}\n", gate.gate, gate.title));
+        }
+        out
+    }
+}

@@ -1,0 +1,206 @@
+//! Trials: one per check of each gate that applies to the environment. The state is
+//! collected once, every selected trial is evaluated against it, and libtest-mimic prints
+//! the results so that libtest filters, `--list` and `--exact` behave as users expect.
+
+use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use serde::Serialize;
+
+use crate::checks::{CheckSpec, Context};
+use crate::config::{Config, Environment, Gate};
+use crate::state::State;
+use crate::verdict::{Finding, Verdict};
+
+/// One check of one gate in one environment, before it runs.
+#[derive(Debug, Clone)]
+pub struct TrialSpec {
+    /// `gate2::staging::replicated-controller::coredns`
+    pub name: String,
+    pub gate: u32,
+    pub check: CheckSpec,
+}
+
+/// A trial and what it found.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrialResult {
+    pub name: String,
+    pub gate: u32,
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+    #[serde(flatten)]
+    pub finding: Finding,
+    #[serde(serialize_with = "as_seconds")]
+    pub duration: Duration,
+}
+
+fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// The trials of an environment in gate order.
+pub fn trials(config: &Config, env: &Environment) -> Vec<TrialSpec> {
+    config
+        .gates_for(env)
+        .flat_map(|gate| gate.checks.iter().map(move |check| (gate, check)))
+        .map(|(gate, check)| TrialSpec {
+            name: trial_name(gate, &env.name, check),
+            gate: gate.number,
+            check: check.clone(),
+        })
+        .collect()
+}
+
+fn trial_name(gate: &Gate, env: &str, check: &CheckSpec) -> String {
+    match check.instance() {
+        Some(instance) => format!("gate{}::{env}::{}::{instance}", gate.number, check.kind()),
+        None => format!("gate{}::{env}::{}", gate.number, check.kind()),
+    }
+}
+
+/// The trials that the libtest arguments select (filter, `--exact`, `--skip`).
+pub fn selected<'a>(args: &Arguments, specs: &'a [TrialSpec]) -> Vec<&'a TrialSpec> {
+    specs
+        .iter()
+        .filter(|spec| !args.is_filtered_out(&Trial::test(spec.name.clone(), || Ok(()))))
+        .collect()
+}
+
+/// Evaluate the selected trials against one state. Pure apart from measuring time.
+pub fn evaluate(specs: &[&TrialSpec], env: &Environment, state: &State) -> Vec<TrialResult> {
+    let ctx = Context { env, state };
+    specs
+        .iter()
+        .map(|spec| {
+            let started = Instant::now();
+            let finding = spec.check.evaluate(ctx);
+            TrialResult {
+                name: spec.name.clone(),
+                gate: spec.gate,
+                kind: spec.check.kind(),
+                instance: spec.check.instance().map(str::to_string),
+                finding,
+                duration: started.elapsed(),
+            }
+        })
+        .collect()
+}
+
+/// Print the results libtest-style; the trials replay what was already evaluated.
+pub fn print(args: &Arguments, results: &[TrialResult]) {
+    let trials = results
+        .iter()
+        .map(|result| {
+            let finding = result.finding.clone();
+            match finding.verdict {
+                Verdict::Skip => Trial::ignorable_test(result.name.clone(), move || {
+                    Ok(Completion::ignored_with(finding.summary))
+                }),
+                _ => Trial::test(result.name.clone(), move || outcome(&finding)),
+            }
+        })
+        .collect();
+    // The exit code comes from our verdicts (fail vs could-not-evaluate), not libtest's.
+    let _conclusion = libtest_mimic::run(args, trials);
+}
+
+/// List the trials without collecting anything.
+pub fn list(args: &Arguments, specs: &[TrialSpec]) {
+    let trials = specs
+        .iter()
+        .map(|spec| Trial::test(spec.name.clone(), || Ok(())))
+        .collect();
+    // The exit code comes from our verdicts (fail vs could-not-evaluate), not libtest's.
+    let _conclusion = libtest_mimic::run(args, trials);
+}
+
+fn outcome(finding: &Finding) -> Result<(), Failed> {
+    match finding.verdict {
+        Verdict::Pass | Verdict::Skip => Ok(()),
+        Verdict::Fail => Err(finding.details().into()),
+        Verdict::Error => Err(format!("could not evaluate: {}", finding.details()).into()),
+    }
+}
+
+/// Counts over the results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+    pub skipped: usize,
+}
+
+impl Tally {
+    pub fn of(results: &[TrialResult]) -> Tally {
+        let mut tally = Tally::default();
+        for result in results {
+            match result.finding.verdict {
+                Verdict::Pass => tally.passed += 1,
+                Verdict::Fail => tally.failed += 1,
+                Verdict::Error => tally.errors += 1,
+                Verdict::Skip => tally.skipped += 1,
+            }
+        }
+        tally
+    }
+
+    /// 0 all pass, 1 a gate failed, 2 something could not be evaluated.
+    pub fn exit_code(&self) -> u8 {
+        if self.errors > 0 {
+            2
+        } else if self.failed > 0 {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+/// How one gate stands after a run: the worst verdict of its evaluated trials.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateStatus {
+    pub gate: u32,
+    pub title: String,
+    pub verdict: Verdict,
+    pub trials: usize,
+}
+
+pub fn gate_statuses(
+    config: &Config,
+    env: &Environment,
+    results: &[TrialResult],
+) -> Vec<GateStatus> {
+    config
+        .gates_for(env)
+        .filter_map(|gate| {
+            let mine: Vec<&TrialResult> =
+                results.iter().filter(|r| r.gate == gate.number).collect();
+            if mine.is_empty() {
+                return None;
+            }
+            let verdict = mine
+                .iter()
+                .map(|r| r.finding.verdict)
+                .max_by_key(|v| severity(*v))
+                .unwrap_or(Verdict::Pass);
+            Some(GateStatus {
+                gate: gate.number,
+                title: gate.title.clone(),
+                verdict,
+                trials: mine.len(),
+            })
+        })
+        .collect()
+}
+
+/// A gate is as good as its worst trial; a skipped trial keeps it from passing.
+fn severity(verdict: Verdict) -> u8 {
+    match verdict {
+        Verdict::Pass => 0,
+        Verdict::Skip => 1,
+        Verdict::Fail => 2,
+        Verdict::Error => 3,
+    }
+}
