@@ -1,2 +1,7 @@
-//! Protocol clients for `gates`: the Talos API (gRPC over mutual TLS) and the Proxmox VE API.
+//! Protocol clients for `gates`: the Talos API (gRPC over mutual TLS) and the Proxmox VE
+//! API (HTTPS with an API token). Each boundary has its own error type whose messages say
+//! what to fix; nothing here prints secrets.
+pub mod retry;
 pub mod talos;
+
+pub use retry::RetryPolicy;

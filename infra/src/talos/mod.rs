@@ -1,2 +1,19 @@
-//! Talos API (apid, port 50000): talosconfig reading and a per-node gRPC client.
+//! Talos API (apid, port 50000): talosconfig reading and a per-node gRPC client over
+//! mutual TLS.
+mod client;
+mod config;
+mod error;
+mod keys;
 pub mod proto;
+mod types;
+
+pub use client::{TalosClient, TalosNode, TalosOptions};
+pub use config::{
+    APID_PORT, EndpointAddr, TalosConfigError, TalosContext, TalosCredentials, candidate_paths,
+    load_context, load_context_from, locate, parse_context, parse_endpoint,
+};
+pub use error::TalosError;
+pub use keys::normalize_private_key_pem;
+pub use types::{
+    EtcdAlarm, EtcdAlarmKind, EtcdMember, EtcdMemberStatus, NodeVersion, ServiceState,
+};

@@ -1,0 +1,341 @@
+//! Errors of the Talos client, each saying what to fix, and their classification
+//! from tonic transport errors and gRPC statuses.
+
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use rustls::{AlertDescription, CertificateError};
+
+/// A failed Talos API call or connection. `endpoint` is `host:port` as dialled.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TalosError {
+    #[error("Talos endpoint {endpoint:?} is invalid: {reason}")]
+    InvalidEndpoint { endpoint: String, reason: String },
+    #[error("Talos client credentials are unusable: {reason}")]
+    Credentials { reason: String },
+    #[error("{endpoint}: connection refused: is the node up and apid listening on this port?")]
+    Refused { endpoint: String },
+    #[error(
+        "{endpoint}: unreachable ({detail}): check the address and the network path to port 50000"
+    )]
+    Unreachable { endpoint: String, detail: String },
+    #[error("{endpoint}: {what} timed out after {after:?}: the node may be down or filtered")]
+    Timeout {
+        endpoint: String,
+        what: String,
+        after: Duration,
+    },
+    #[error(
+        "{endpoint}: the node's certificate is not signed by the talosconfig CA: use the context of this cluster, or regenerate the talosconfig"
+    )]
+    UnknownCa { endpoint: String },
+    #[error(
+        "{endpoint}: the node's certificate does not name this address: list the node by an address in its certificate, or add it to machine.certSANs"
+    )]
+    NameMismatch { endpoint: String },
+    #[error(
+        "{endpoint}: the node's certificate has expired or is not yet valid: check the node's clock and certificate rotation"
+    )]
+    CertificateExpired { endpoint: String },
+    #[error(
+        "{endpoint}: the node rejected our client certificate ({alert}): the talosconfig crt/key must be issued by this cluster's Talos CA and still valid"
+    )]
+    ClientCertificateRejected { endpoint: String, alert: String },
+    #[error("{endpoint}: TLS handshake failed: {detail}")]
+    Tls { endpoint: String, detail: String },
+    #[error(
+        "{endpoint}: {method} is not implemented there ({message}): etcd calls only work on control-plane nodes; is this endpoint a worker?"
+    )]
+    Unimplemented {
+        endpoint: String,
+        method: &'static str,
+        message: String,
+    },
+    #[error(
+        "{endpoint}: {method} denied ({message}): the talosconfig certificate's role (os:reader or higher) does not allow it"
+    )]
+    PermissionDenied {
+        endpoint: String,
+        method: &'static str,
+        message: String,
+    },
+    #[error("{endpoint}: {method}: etcd has no quorum or no leader ({message})")]
+    EtcdNoQuorum {
+        endpoint: String,
+        method: &'static str,
+        message: String,
+    },
+    #[error("{endpoint}: {method}: service unavailable ({message})")]
+    Unavailable {
+        endpoint: String,
+        method: &'static str,
+        message: String,
+    },
+    #[error("{endpoint}: {method} failed on the node: {message}")]
+    NodeError {
+        endpoint: String,
+        method: &'static str,
+        message: String,
+    },
+    #[error("{endpoint}: {method} returned no message")]
+    EmptyReply {
+        endpoint: String,
+        method: &'static str,
+    },
+    #[error("{endpoint}: {method} failed: {code}: {message}")]
+    Rpc {
+        endpoint: String,
+        method: &'static str,
+        code: String,
+        message: String,
+    },
+}
+
+impl TalosError {
+    /// Whether a read may succeed when tried again shortly (the node was busy or a
+    /// connection dropped). TLS, permission and "wrong node kind" errors are final.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            TalosError::Timeout { .. }
+                | TalosError::Unavailable { .. }
+                | TalosError::EtcdNoQuorum { .. }
+                | TalosError::Unreachable { .. }
+        )
+    }
+
+    /// The endpoint the error concerns, when there is one.
+    pub fn endpoint(&self) -> Option<&str> {
+        match self {
+            TalosError::Credentials { .. } => None,
+            TalosError::InvalidEndpoint { endpoint, .. }
+            | TalosError::Refused { endpoint }
+            | TalosError::Unreachable { endpoint, .. }
+            | TalosError::Timeout { endpoint, .. }
+            | TalosError::UnknownCa { endpoint }
+            | TalosError::NameMismatch { endpoint }
+            | TalosError::CertificateExpired { endpoint }
+            | TalosError::ClientCertificateRejected { endpoint, .. }
+            | TalosError::Tls { endpoint, .. }
+            | TalosError::Unimplemented { endpoint, .. }
+            | TalosError::PermissionDenied { endpoint, .. }
+            | TalosError::EtcdNoQuorum { endpoint, .. }
+            | TalosError::Unavailable { endpoint, .. }
+            | TalosError::NodeError { endpoint, .. }
+            | TalosError::EmptyReply { endpoint, .. }
+            | TalosError::Rpc { endpoint, .. } => Some(endpoint),
+        }
+    }
+}
+
+/// What a TLS or socket failure in an error chain amounts to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TransportCause {
+    Refused,
+    Unreachable(String),
+    UnknownCa,
+    NameMismatch,
+    Expired,
+    ClientRejected(String),
+    Tls(String),
+}
+
+/// Walks an error chain (looking inside `io::Error`, whose `source()` skips its payload)
+/// for a rustls error or a socket error, and classifies it.
+pub(crate) fn transport_cause(err: &(dyn StdError + 'static)) -> Option<TransportCause> {
+    let mut current: Option<&(dyn StdError + 'static)> = Some(err);
+    let mut io_fallback: Option<TransportCause> = None;
+    let mut depth = 0;
+    while let Some(e) = current {
+        depth += 1;
+        if depth > 32 {
+            break;
+        }
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(classify_rustls(tls));
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if let Some(inner) = io.get_ref()
+                && let Some(found) = transport_cause(inner)
+            {
+                return Some(found);
+            }
+            if io_fallback.is_none() {
+                io_fallback = classify_io(io);
+            }
+            // hyper and tonic sometimes carry the TLS error only as text.
+            if let Some(alert) = io
+                .get_ref()
+                .and_then(|inner| alert_from_text(&inner.to_string()))
+            {
+                return Some(alert);
+            }
+        }
+        current = e.source();
+    }
+    io_fallback
+}
+
+/// Recognises rustls's "received fatal alert: <Name>" when only the text survived.
+fn alert_from_text(text: &str) -> Option<TransportCause> {
+    let name = text.split("received fatal alert: ").nth(1)?.trim();
+    Some(if CLIENT_REJECTION_ALERTS.contains(&name) {
+        TransportCause::ClientRejected(name.to_string())
+    } else {
+        TransportCause::Tls(format!("server sent alert {name}"))
+    })
+}
+
+/// Alerts a server sends when it refuses the client certificate. `DecryptError` is what a
+/// certificate from another Talos CA gets: every Talos CA is named `O=talos`, so the
+/// server finds an issuer by name and the signature check fails.
+const CLIENT_REJECTION_ALERTS: &[&str] = &[
+    "CertificateRequired",
+    "BadCertificate",
+    "UnknownCA",
+    "CertificateExpired",
+    "CertificateRevoked",
+    "CertificateUnknown",
+    "UnsupportedCertificate",
+    "AccessDenied",
+    "DecryptError",
+];
+
+fn classify_io(io: &std::io::Error) -> Option<TransportCause> {
+    use std::io::ErrorKind as K;
+    match io.kind() {
+        K::ConnectionRefused => Some(TransportCause::Refused),
+        K::HostUnreachable | K::NetworkUnreachable | K::AddrNotAvailable | K::NetworkDown => {
+            Some(TransportCause::Unreachable(io.to_string()))
+        }
+        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => {
+            Some(TransportCause::Unreachable(io.to_string()))
+        }
+        _ => None,
+    }
+}
+
+pub(crate) fn classify_rustls(err: &rustls::Error) -> TransportCause {
+    match err {
+        rustls::Error::InvalidCertificate(cert) => match cert {
+            CertificateError::UnknownIssuer | CertificateError::BadSignature => {
+                TransportCause::UnknownCa
+            }
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                TransportCause::NameMismatch
+            }
+            CertificateError::Expired
+            | CertificateError::ExpiredContext { .. }
+            | CertificateError::NotValidYet
+            | CertificateError::NotValidYetContext { .. } => TransportCause::Expired,
+            other => TransportCause::Tls(format!("invalid server certificate: {other:?}")),
+        },
+        rustls::Error::AlertReceived(alert) => match alert {
+            AlertDescription::CertificateRequired
+            | AlertDescription::BadCertificate
+            | AlertDescription::UnknownCA
+            | AlertDescription::CertificateExpired
+            | AlertDescription::CertificateRevoked
+            | AlertDescription::CertificateUnknown
+            | AlertDescription::UnsupportedCertificate
+            | AlertDescription::AccessDenied
+            | AlertDescription::DecryptError => {
+                TransportCause::ClientRejected(format!("{alert:?}"))
+            }
+            other => TransportCause::Tls(format!("server sent alert {other:?}")),
+        },
+        other => TransportCause::Tls(other.to_string()),
+    }
+}
+
+pub(crate) fn from_cause(endpoint: &str, cause: TransportCause) -> TalosError {
+    let endpoint = endpoint.to_string();
+    match cause {
+        TransportCause::Refused => TalosError::Refused { endpoint },
+        TransportCause::Unreachable(detail) => TalosError::Unreachable { endpoint, detail },
+        TransportCause::UnknownCa => TalosError::UnknownCa { endpoint },
+        TransportCause::NameMismatch => TalosError::NameMismatch { endpoint },
+        TransportCause::Expired => TalosError::CertificateExpired { endpoint },
+        TransportCause::ClientRejected(alert) => {
+            TalosError::ClientCertificateRejected { endpoint, alert }
+        }
+        TransportCause::Tls(detail) => TalosError::Tls { endpoint, detail },
+    }
+}
+
+/// Classifies a failed connect.
+pub(crate) fn from_transport(endpoint: &str, err: &tonic::transport::Error) -> TalosError {
+    match transport_cause(err) {
+        Some(cause) => from_cause(endpoint, cause),
+        None => TalosError::Unreachable {
+            endpoint: endpoint.to_string(),
+            detail: chain_text(err),
+        },
+    }
+}
+
+/// Classifies a gRPC status from a call; transport failures hidden in the status
+/// (for example a client certificate rejected after a TLS 1.3 handshake) win.
+pub(crate) fn from_status(
+    endpoint: &str,
+    method: &'static str,
+    status: &tonic::Status,
+) -> TalosError {
+    if let Some(cause) = StdError::source(status).and_then(transport_cause) {
+        return from_cause(endpoint, cause);
+    }
+    let endpoint = endpoint.to_string();
+    let message = status.message().to_string();
+    match status.code() {
+        tonic::Code::Unimplemented => TalosError::Unimplemented {
+            endpoint,
+            method,
+            message,
+        },
+        tonic::Code::PermissionDenied | tonic::Code::Unauthenticated => {
+            TalosError::PermissionDenied {
+                endpoint,
+                method,
+                message,
+            }
+        }
+        tonic::Code::Unavailable
+            if method.starts_with("Etcd") && !message.contains("transport") =>
+        {
+            TalosError::EtcdNoQuorum {
+                endpoint,
+                method,
+                message,
+            }
+        }
+        tonic::Code::Unavailable => TalosError::Unavailable {
+            endpoint,
+            method,
+            message,
+        },
+        tonic::Code::DeadlineExceeded => TalosError::Timeout {
+            endpoint,
+            what: method.to_string(),
+            after: Duration::ZERO,
+        },
+        code => TalosError::Rpc {
+            endpoint,
+            method,
+            code: format!("{code:?}"),
+            message,
+        },
+    }
+}
+
+fn chain_text(err: &(dyn StdError + 'static)) -> String {
+    let mut parts = vec![err.to_string()];
+    let mut current = err.source();
+    while let Some(e) = current {
+        let text = e.to_string();
+        if !parts.iter().any(|p| p == &text) {
+            parts.push(text);
+        }
+        current = e.source();
+    }
+    parts.join(": ")
+}

@@ -1,0 +1,485 @@
+//! The Talos client against a tonic apid stand-in over real mutual TLS on loopback.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use common::pki::{Ca, Leaf};
+use gates_infra::RetryPolicy;
+use gates_infra::talos::proto::common::Metadata;
+use gates_infra::talos::proto::machine::{
+    self as pb,
+    machine_service_server::{MachineService, MachineServiceServer},
+};
+use gates_infra::talos::{EtcdAlarmKind, TalosClient, TalosCredentials, TalosError, TalosOptions};
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic::{Request, Response, Status};
+
+#[derive(Clone, Copy, PartialEq)]
+enum Role {
+    ControlPlane,
+    Worker,
+    Denied,
+    NoQuorum,
+}
+
+struct Apid {
+    role: Role,
+}
+
+impl Apid {
+    /// apid answers a direct call locally; routing metadata would mean a proxied call.
+    fn refuse_routing<T>(req: &Request<T>) -> Result<(), Status> {
+        for key in ["node", "nodes"] {
+            if req.metadata().get(key).is_some() {
+                return Err(Status::invalid_argument(format!(
+                    "unexpected {key} metadata"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn etcd_gate<T>(&self, req: &Request<T>, api: &str) -> Result<(), Status> {
+        Self::refuse_routing(req)?;
+        match self.role {
+            Role::ControlPlane => Ok(()),
+            Role::Worker => Err(Status::unimplemented(format!(
+                "{api} is only available on control plane nodes"
+            ))),
+            Role::Denied => Err(Status::permission_denied("not authorized")),
+            Role::NoQuorum => Err(Status::unavailable("etcdserver: no leader")),
+        }
+    }
+}
+
+fn member(id: u64, name: &str, ip: &str, learner: bool) -> pb::EtcdMember {
+    pb::EtcdMember {
+        id,
+        hostname: name.to_string(),
+        peer_urls: vec![format!("https://{ip}:2380")],
+        client_urls: vec![format!("https://{ip}:2379")],
+        is_learner: learner,
+    }
+}
+
+#[tonic::async_trait]
+impl MachineService for Apid {
+    async fn version(&self, req: Request<()>) -> Result<Response<pb::VersionResponse>, Status> {
+        Self::refuse_routing(&req)?;
+        if self.role == Role::Denied {
+            return Err(Status::permission_denied("not authorized"));
+        }
+        Ok(Response::new(pb::VersionResponse {
+            messages: vec![pb::Version {
+                metadata: None,
+                version: Some(pb::VersionInfo {
+                    tag: "v1.13.9".into(),
+                    sha: "abc".into(),
+                    built: String::new(),
+                    go_version: "go1.24".into(),
+                    os: "linux".into(),
+                    arch: "amd64".into(),
+                }),
+                platform: Some(pb::PlatformInfo {
+                    name: "nocloud".into(),
+                    mode: "cloud".into(),
+                }),
+                features: Some(pb::FeaturesInfo { rbac: true }),
+            }],
+        }))
+    }
+
+    async fn etcd_member_list(
+        &self,
+        req: Request<pb::EtcdMemberListRequest>,
+    ) -> Result<Response<pb::EtcdMemberListResponse>, Status> {
+        self.etcd_gate(&req, "member list")?;
+        if !req.get_ref().query_local {
+            return Err(Status::invalid_argument("test server expects query_local"));
+        }
+        Ok(Response::new(pb::EtcdMemberListResponse {
+            messages: vec![pb::EtcdMembers {
+                metadata: None,
+                legacy_members: vec![],
+                members: vec![
+                    member(0x4f3fb4c33808229a, "cp1", "127.0.0.1", false),
+                    member(0x5225cca9d46339f4, "cp2", "127.0.0.2", false),
+                    member(0x81048da043fcc3f3, "cp3", "127.0.0.3", true),
+                ],
+            }],
+        }))
+    }
+
+    async fn etcd_status(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<pb::EtcdStatusResponse>, Status> {
+        self.etcd_gate(&req, "etcd status")?;
+        Ok(Response::new(pb::EtcdStatusResponse {
+            messages: vec![pb::EtcdStatus {
+                metadata: None,
+                member_status: Some(pb::EtcdMemberStatus {
+                    protocol_version: "3.6.0".into(),
+                    db_size: 4096,
+                    db_size_in_use: 2048,
+                    leader: 0x5225cca9d46339f4,
+                    raft_index: 10,
+                    raft_term: 2,
+                    raft_applied_index: 10,
+                    errors: vec![],
+                    is_learner: false,
+                    member_id: 0x4f3fb4c33808229a,
+                    storage_version: "3.6.0".into(),
+                }),
+            }],
+        }))
+    }
+
+    async fn etcd_alarm_list(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<pb::EtcdAlarmListResponse>, Status> {
+        self.etcd_gate(&req, "etcd alarm list")?;
+        Ok(Response::new(pb::EtcdAlarmListResponse {
+            messages: vec![pb::EtcdAlarm {
+                metadata: None,
+                member_alarms: vec![
+                    pb::EtcdMemberAlarm {
+                        member_id: 7,
+                        alarm: 1,
+                    },
+                    pb::EtcdMemberAlarm {
+                        member_id: 8,
+                        alarm: 0,
+                    },
+                ],
+            }],
+        }))
+    }
+
+    async fn service_list(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<pb::ServiceListResponse>, Status> {
+        Self::refuse_routing(&req)?;
+        Ok(Response::new(pb::ServiceListResponse {
+            messages: vec![pb::ServiceList {
+                metadata: Some(Metadata::default()),
+                services: vec![
+                    pb::ServiceInfo {
+                        id: "etcd".into(),
+                        state: "Running".into(),
+                        events: None,
+                        health: Some(pb::ServiceHealth {
+                            unknown: false,
+                            healthy: true,
+                            last_message: "".into(),
+                            last_change: None,
+                        }),
+                    },
+                    pb::ServiceInfo {
+                        id: "machined".into(),
+                        state: "Running".into(),
+                        events: None,
+                        health: Some(pb::ServiceHealth {
+                            unknown: true,
+                            healthy: false,
+                            last_message: "".into(),
+                            last_change: None,
+                        }),
+                    },
+                ],
+            }],
+        }))
+    }
+}
+
+/// Starts an apid stand-in on 127.0.0.1:0 presenting `server` and trusting `client_ca`.
+async fn serve(server: &Leaf, client_ca: &Ca, role: Role) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let tls = ServerTlsConfig::new()
+        .identity(Identity::from_pem(&server.cert_pem, &server.key_pem))
+        .client_ca_root(Certificate::from_pem(client_ca.pem()));
+    let router = Server::builder()
+        .tls_config(tls)
+        .expect("server tls")
+        .add_service(MachineServiceServer::new(Apid { role }));
+    tokio::spawn(router.serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)));
+    addr
+}
+
+fn fast() -> TalosOptions {
+    TalosOptions {
+        connect_timeout: Duration::from_secs(5),
+        call_timeout: Duration::from_secs(5),
+        retry: RetryPolicy::NONE,
+    }
+}
+
+/// Credentials as a talosconfig carries them: Ed25519 key under the Talos label.
+fn creds(ca: &Ca, client: &Leaf) -> TalosCredentials {
+    TalosCredentials::from_pem(
+        ca.pem().as_bytes(),
+        client.cert_pem.as_bytes(),
+        client.talos_key_pem().as_bytes(),
+    )
+    .expect("credentials")
+}
+
+async fn setup(role: Role) -> (TalosClient, String) {
+    let ca = Ca::new("talos");
+    let server = ca.server(&["127.0.0.1"], &["cp1"], false);
+    let addr = serve(&server, &ca, role).await;
+    let client = TalosClient::new(creds(&ca, &ca.client("os:admin")), fast());
+    (client, addr.to_string())
+}
+
+#[tokio::test]
+async fn mtls_calls_return_typed_results() {
+    let (client, endpoint) = setup(Role::ControlPlane).await;
+    let node = client.connect(&endpoint).await.expect("connect");
+    assert_eq!(node.endpoint(), endpoint);
+
+    let version = node.version().await.expect("version");
+    assert_eq!(version.tag, "v1.13.9");
+    assert_eq!(version.platform.as_deref(), Some("nocloud"));
+
+    let members = node.etcd_members().await.expect("members");
+    assert_eq!(members.len(), 3);
+    assert_eq!(members[0].hostname, "cp1");
+    assert_eq!(members[0].id_hex(), "4f3fb4c33808229a");
+    assert_eq!(
+        members[1].peer_urls,
+        vec!["https://127.0.0.2:2380".to_string()]
+    );
+    assert!(members[2].is_learner);
+
+    let status = node.etcd_status().await.expect("status");
+    assert_eq!(status.member_id, 0x4f3fb4c33808229a);
+    assert_eq!(status.leader, 0x5225cca9d46339f4);
+    assert_eq!(status.storage_version, "3.6.0");
+
+    let alarms = node.etcd_alarms().await.expect("alarms");
+    assert_eq!(alarms.len(), 1, "NONE entries are dropped: {alarms:?}");
+    assert_eq!(alarms[0].kind, EtcdAlarmKind::NoSpace);
+    assert_eq!(alarms[0].member_id, 7);
+
+    let services = node.services().await.expect("services");
+    let etcd = services.iter().find(|s| s.id == "etcd").expect("etcd");
+    assert_eq!(etcd.state, "Running");
+    assert_eq!(etcd.healthy, Some(true));
+    let machined = services
+        .iter()
+        .find(|s| s.id == "machined")
+        .expect("machined");
+    assert_eq!(machined.healthy, None);
+}
+
+#[tokio::test]
+async fn default_port_is_50000() {
+    let addr = gates_infra::talos::parse_endpoint("10.0.50.11").expect("parse");
+    assert_eq!(addr.port, 50000);
+    assert_eq!(addr.to_string(), "10.0.50.11:50000");
+}
+
+#[tokio::test]
+async fn worker_etcd_call_is_unimplemented() {
+    let (client, endpoint) = setup(Role::Worker).await;
+    let node = client.connect(&endpoint).await.expect("connect");
+    node.version().await.expect("version works on workers");
+    let err = node.etcd_members().await.expect_err("worker");
+    assert!(
+        matches!(
+            err,
+            TalosError::Unimplemented {
+                method: "EtcdMemberList",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("control-plane"), "{err}");
+}
+
+#[tokio::test]
+async fn denied_call_is_permission_denied() {
+    let (client, endpoint) = setup(Role::Denied).await;
+    let node = client.connect(&endpoint).await.expect("connect");
+    let err = node.version().await.expect_err("denied");
+    assert!(
+        matches!(err, TalosError::PermissionDenied { .. }),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn etcd_without_leader_is_no_quorum_and_retried_boundedly() {
+    let ca = Ca::new("talos");
+    let server = ca.server(&["127.0.0.1"], &[], false);
+    let addr = serve(&server, &ca, Role::NoQuorum).await;
+    let options = TalosOptions {
+        retry: RetryPolicy {
+            attempts: 3,
+            initial_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(10),
+        },
+        ..fast()
+    };
+    let client = TalosClient::new(creds(&ca, &ca.client("os:reader")), options);
+    let node = client.connect(&addr.to_string()).await.expect("connect");
+    let err = node.etcd_status().await.expect_err("no quorum");
+    assert!(matches!(err, TalosError::EtcdNoQuorum { .. }), "{err:?}");
+    assert!(err.is_retryable());
+}
+
+#[tokio::test]
+async fn server_signed_by_another_ca_is_unknown_ca() {
+    let ours = Ca::new("talos");
+    let theirs = Ca::new("talos");
+    let server = theirs.server(&["127.0.0.1"], &[], false);
+    let addr = serve(&server, &ours, Role::ControlPlane).await;
+    let client = TalosClient::new(creds(&ours, &ours.client("os:admin")), fast());
+    let err = client
+        .connect(&addr.to_string())
+        .await
+        .expect_err("wrong ca");
+    assert!(matches!(err, TalosError::UnknownCa { .. }), "{err:?}");
+    assert!(!err.is_retryable());
+}
+
+#[tokio::test]
+async fn certificate_for_another_address_is_name_mismatch() {
+    let ca = Ca::new("talos");
+    let server = ca.server(&["127.0.0.2"], &["cp2"], false);
+    let addr = serve(&server, &ca, Role::ControlPlane).await;
+    let client = TalosClient::new(creds(&ca, &ca.client("os:admin")), fast());
+    let err = client
+        .connect(&addr.to_string())
+        .await
+        .expect_err("mismatch");
+    assert!(matches!(err, TalosError::NameMismatch { .. }), "{err:?}");
+    assert!(err.to_string().contains("certSANs"), "{err}");
+}
+
+#[tokio::test]
+async fn expired_server_certificate_is_reported() {
+    let ca = Ca::new("talos");
+    let server = ca.server(&["127.0.0.1"], &[], true);
+    let addr = serve(&server, &ca, Role::ControlPlane).await;
+    let client = TalosClient::new(creds(&ca, &ca.client("os:admin")), fast());
+    let err = client
+        .connect(&addr.to_string())
+        .await
+        .expect_err("expired");
+    assert!(
+        matches!(err, TalosError::CertificateExpired { .. }),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn client_certificate_from_another_ca_is_rejected() {
+    let ca = Ca::new("talos");
+    let stranger = Ca::new("talos");
+    let server = ca.server(&["127.0.0.1"], &[], false);
+    let addr = serve(&server, &ca, Role::ControlPlane).await;
+    // Trusts the right server CA but presents a certificate the server does not know.
+    let foreign = stranger.client("os:admin");
+    let credentials = TalosCredentials::from_pem(
+        ca.pem().as_bytes(),
+        foreign.cert_pem.as_bytes(),
+        foreign.talos_key_pem().as_bytes(),
+    )
+    .expect("credentials");
+    let client = TalosClient::new(credentials, fast());
+    let result = match client.connect(&addr.to_string()).await {
+        Ok(node) => node.version().await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    let err = result.expect_err("rejected");
+    assert!(
+        matches!(err, TalosError::ClientCertificateRejected { .. }),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn missing_client_certificate_is_rejected() {
+    let ca = Ca::new("talos");
+    let server = ca.server(&["127.0.0.1"], &[], false);
+    let addr = serve(&server, &ca, Role::ControlPlane).await;
+    let client = TalosClient::new(
+        TalosCredentials::ca_only(ca.pem().as_bytes()).expect("ca"),
+        fast(),
+    );
+    let result = match client.connect(&addr.to_string()).await {
+        Ok(node) => node.version().await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    let err = result.expect_err("rejected");
+    assert!(
+        matches!(&err, TalosError::ClientCertificateRejected { alert, .. } if alert == "CertificateRequired"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn credentials_debug_never_shows_the_key() {
+    let ca = Ca::new("talos");
+    let client = ca.client("os:admin");
+    let credentials = creds(&ca, &client);
+    let shown = format!("{credentials:?}");
+    let body: String = client
+        .key_pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    assert!(!shown.contains(&body), "{shown}");
+    assert!(shown.contains("redacted"), "{shown}");
+}
+
+#[tokio::test]
+async fn refused_connection_is_named() {
+    // Bind then drop a listener to get a port nobody listens on.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let ca = Ca::new("talos");
+    let client = TalosClient::new(creds(&ca, &ca.client("os:admin")), fast());
+    let endpoint = format!("127.0.0.1:{port}");
+    let err = client.connect(&endpoint).await.expect_err("refused");
+    assert!(matches!(err, TalosError::Refused { .. }), "{err:?}");
+    assert_eq!(err.endpoint(), Some(endpoint.as_str()));
+}
+
+#[tokio::test]
+async fn silent_endpoint_times_out() {
+    // A listener that accepts TCP but never speaks TLS.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock);
+        }
+    });
+    let ca = Ca::new("talos");
+    let options = TalosOptions {
+        connect_timeout: Duration::from_millis(300),
+        ..fast()
+    };
+    let client = TalosClient::new(creds(&ca, &ca.client("os:admin")), options);
+    let err = client
+        .connect(&addr.to_string())
+        .await
+        .expect_err("timeout");
+    assert!(matches!(err, TalosError::Timeout { .. }), "{err:?}");
+}
