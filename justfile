@@ -1,0 +1,26 @@
+# Recipes for gates. `just --list` shows them.
+
+# Run the main job on the built-in lab (staging, production, chaos), reports in reports/.
+demo:
+    cargo run --release -- demo
+
+# Everything CI runs: tests, formatting, lints.
+test:
+    cargo test --workspace
+
+# Formatting and lints, as CI checks them.
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Check staging as the ADR's implementation status describes it (offline snapshot).
+staging-today:
+    cargo run -- check staging --snapshot fixtures/snapshots/staging-today.json --snapshot fixtures/snapshots/staging-today-crds.json
+
+# Regenerate the snapshot fixtures.
+fixtures:
+    python3 fixtures/snapshots/generate.py
+
+# Everything CI does, the same way.
+ci:
+    bash .ci/run

@@ -1,0 +1,95 @@
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::*;
+
+fn schema() -> PathBuf {
+    let path = root().join("../shared/schemas/junit-10.xsd");
+    assert!(
+        path.exists(),
+        "the JUnit schema is expected at {} (shared/ beside the repository)",
+        path.display()
+    );
+    path
+}
+
+fn validate(xml: &Path) {
+    let out = Command::new("xmllint")
+        .arg("--noout")
+        .arg("--schema")
+        .arg(schema())
+        .arg(xml)
+        .output()
+        .expect("xmllint runs (Debian package libxml2-utils; .ci/run installs it)");
+    assert!(
+        out.status.success(),
+        "{} does not validate:\n{}",
+        xml.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn junit_reports_validate_and_carry_the_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("staging.xml");
+    let (out, reports) = check(
+        "staging",
+        STAGING_TODAY,
+        &["--junit", junit.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    validate(&junit);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("classname=\"adr007.gate1\""), "{xml}");
+    assert!(xml.contains("<failure message="), "{xml}");
+    assert!(xml.contains("type=\"GateViolation\""), "{xml}");
+    assert!(
+        xml.contains("<skipped message=\"no chaos report for staging"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("talos-test-worker-01"),
+        "the evidence is in the failure body:\n{xml}"
+    );
+    // The timestamped copy and the JSON report sit in the reports directory.
+    let names: Vec<String> = std::fs::read_dir(reports.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("staging-") && n.ends_with(".xml")),
+        "{names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("staging-") && n.ends_with(".json")),
+        "{names:?}"
+    );
+    for name in names.iter().filter(|n| n.ends_with(".xml")) {
+        validate(&reports.path().join(name));
+    }
+}
+
+#[test]
+fn junit_with_errors_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("production.xml");
+    // Without metrics the capacity check cannot be evaluated: an <error>.
+    let (out, _reports) = check(
+        "production",
+        &["target-production.json"],
+        &["--junit", junit.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    validate(&junit);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<error message="), "{xml}");
+    assert!(
+        xml.contains("metrics-server"),
+        "the error says what to fix:\n{xml}"
+    );
+}

@@ -1,0 +1,63 @@
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixture(name: &str) -> String {
+    root()
+        .join("fixtures/snapshots")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// `gates` run from the repository root, writing its reports into `reports`.
+pub fn gates(reports: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("gates").expect("the gates binary is built");
+    cmd.current_dir(root())
+        .env("NO_COLOR", "1")
+        .env_remove("GATES_LOG");
+    cmd.arg("--config").arg(root().join("gates"));
+    cmd.env("GATES_TEST_REPORTS", reports);
+    cmd
+}
+
+/// `gates check ENV --snapshot ...` with reports in a temporary directory.
+pub fn check(env: &str, snapshots: &[&str], extra: &[&str]) -> (Output, tempfile::TempDir) {
+    let reports = tempfile::tempdir().unwrap();
+    let mut cmd = gates(reports.path());
+    cmd.args(["check", env, "--reports"]).arg(reports.path());
+    for snapshot in snapshots {
+        cmd.arg("--snapshot").arg(fixture(snapshot));
+    }
+    cmd.args(extra);
+    (cmd.output().unwrap(), reports)
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The line libtest prints for one trial, e.g. `test gate1::staging::distinct-hosts ... FAILED`.
+pub fn trial_line<'a>(out: &'a str, name: &str) -> Option<&'a str> {
+    let prefix = format!("test {name} ... ");
+    out.lines().find(|l| l.starts_with(&prefix))
+}
+
+pub fn assert_trial(out: &str, name: &str, word: &str) {
+    let line = trial_line(out, name).unwrap_or_else(|| panic!("no trial {name} in:\n{out}"));
+    assert!(
+        line.ends_with(word),
+        "expected {name} to be {word}, got `{line}` in:\n{out}"
+    );
+}
+
+pub const STAGING_TODAY: &[&str] = &["staging-today.json", "staging-today-crds.json"];
