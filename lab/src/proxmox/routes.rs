@@ -1,0 +1,697 @@
+//! Request dispatch and the endpoint handlers.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method};
+use serde_json::{Map, Value, json};
+
+use super::ProxmoxApi;
+use super::auth::{Auth, authenticate, percent_decode};
+use super::backend::{ActionError, HaState, HostCommand, HostInfo, VmAction, VmInfo, VmStatus};
+use super::params::{self, Kind, Param, Values, opt, req, root};
+use super::response::{self, Resp};
+use super::tasks::Upid;
+
+/// The parts of a request the handlers need.
+pub struct Incoming<'a> {
+    /// Host whose address received the request.
+    pub host: &'a str,
+    pub method: &'a Method,
+    pub path: &'a str,
+    pub query: &'a str,
+    pub headers: &'a HeaderMap,
+    pub body: &'a Bytes,
+}
+
+const API_PREFIX: &str = "/api2/json";
+
+/// Authenticates, parses parameters and routes one request.
+pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
+    let Some(rel) = inc.path.strip_prefix(API_PREFIX) else {
+        return response::not_implemented(inc.method.as_str(), inc.path);
+    };
+    let rel = if rel.is_empty() { "/" } else { rel };
+    let token = match authenticate(inc.headers, &api.options.tokens) {
+        Auth::Token(id) => id,
+        Auth::Missing => {
+            tokio::time::sleep(api.options.unauthorized_delay).await;
+            return response::empty(401, "No ticket");
+        }
+        Auth::Invalid => {
+            tokio::time::sleep(api.options.unauthorized_delay).await;
+            return response::empty(401, "Authentication failed!");
+        }
+    };
+    let mut values = Values::new();
+    params::parse_form(inc.query.as_bytes(), &mut values);
+    if !inc.body.is_empty() {
+        if matches!(*inc.method, Method::GET | Method::DELETE) {
+            return response::error(
+                501,
+                &format!("Unexpected content for method '{}'", inc.method),
+            );
+        }
+        let is_json = inc
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if is_json {
+            if let Err(msg) = params::parse_json(inc.body, &mut values) {
+                return response::error(400, &msg);
+            }
+        } else {
+            params::parse_form(inc.body, &mut values);
+        }
+    }
+    let segments: Vec<String> = rel
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(percent_decode)
+        .collect();
+    let seg: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let ctx = Ctx {
+        api,
+        host: inc.host,
+        token: &token,
+        values: &values,
+    };
+    let get = *inc.method == Method::GET;
+    let post = *inc.method == Method::POST;
+    match seg.as_slice() {
+        ["version"] if get => ctx.checked(&[], |c| c.version()),
+        ["nodes"] if get => ctx.checked(&[], |c| c.nodes()),
+        ["cluster", "status"] if get => ctx.checked(&[], |c| c.cluster_status()),
+        ["cluster", "resources"] if get => ctx.checked(RESOURCES_SCHEMA, |c| c.resources()),
+        ["cluster", "ha", "resources"] if get => ctx
+            .checked(&[opt("type", Kind::Enum(&["ct", "vm"]))], |c| {
+                c.ha_resources()
+            }),
+        ["nodes", node, "wakeonlan"] if post => ctx.checked(&[], |c| c.wakeonlan(node)),
+        ["nodes", node, rest @ ..] => {
+            let node = match ctx.proxy_target(node).await {
+                Ok(n) => n,
+                Err(resp) => return resp,
+            };
+            match (rest, get, post) {
+                (["qemu"], true, _) => {
+                    ctx.checked(&[opt("full", Kind::Boolean)], |c| c.qemu_list(&node))
+                }
+                (["qemu", vmid, "status", "current"], true, _) => match parse_vmid(vmid) {
+                    Ok(id) => ctx.checked(&[], |c| c.vm_status(&node, id)),
+                    Err(r) => *r,
+                },
+                (["qemu", vmid, "config"], true, _) => match parse_vmid(vmid) {
+                    Ok(id) => ctx.checked(CONFIG_SCHEMA, |c| c.vm_config(&node, id)),
+                    Err(r) => *r,
+                },
+                (["qemu", vmid, "status", action], _, true) => {
+                    let (action, schema) = match *action {
+                        "start" => (VmAction::Start, START_SCHEMA),
+                        "stop" => (VmAction::Stop, STOP_SCHEMA),
+                        "shutdown" => (VmAction::Shutdown, SHUTDOWN_SCHEMA),
+                        _ => return response::not_implemented(inc.method.as_str(), rel),
+                    };
+                    match parse_vmid(vmid) {
+                        Ok(id) => ctx.checked(schema, |c| c.vm_action(&node, id, action)),
+                        Err(r) => *r,
+                    }
+                }
+                (["tasks", upid, "status"], true, _) => {
+                    ctx.checked(&[], |c| c.task_status(&node, upid))
+                }
+                (["tasks", upid, "log"], true, _) => {
+                    ctx.checked(LOG_SCHEMA, |c| c.task_log(&node, upid))
+                }
+                (["status"], _, true) => ctx.checked(
+                    &[req("command", Kind::Enum(&["reboot", "shutdown"]))],
+                    |c| c.host_power(&node),
+                ),
+                _ => response::not_implemented(inc.method.as_str(), rel),
+            }
+        }
+        _ => response::not_implemented(inc.method.as_str(), rel),
+    }
+}
+
+const RESOURCES_SCHEMA: &[Param] = &[opt("type", Kind::Enum(&["vm", "storage", "node", "sdn"]))];
+const CONFIG_SCHEMA: &[Param] = &[opt("current", Kind::Boolean), opt("snapshot", Kind::String)];
+const START_SCHEMA: &[Param] = &[
+    opt("timeout", Kind::Integer),
+    opt("machine", Kind::String),
+    root("skiplock", Kind::Boolean),
+    root("stateuri", Kind::String),
+    root("migratedfrom", Kind::String),
+];
+const STOP_SCHEMA: &[Param] = &[
+    opt("timeout", Kind::Integer),
+    opt("overrule-shutdown", Kind::Boolean),
+    root("skiplock", Kind::Boolean),
+    root("keepActive", Kind::Boolean),
+    root("migratedfrom", Kind::String),
+];
+const SHUTDOWN_SCHEMA: &[Param] = &[
+    opt("timeout", Kind::Integer),
+    opt("forceStop", Kind::Boolean),
+    root("skiplock", Kind::Boolean),
+    root("keepActive", Kind::Boolean),
+];
+const LOG_SCHEMA: &[Param] = &[
+    opt("start", Kind::Integer),
+    opt("limit", Kind::Integer),
+    opt("download", Kind::Boolean),
+];
+
+/// Validates a `{vmid}` path parameter; the error is the 400 response to send.
+fn parse_vmid(text: &str) -> Result<u32, Box<Resp>> {
+    let msg = match text.parse::<u64>() {
+        Ok(n) if (100..=999_999_999).contains(&n) => return Ok(n as u32),
+        Ok(n) if n < 100 => "value must have a minimum value of 100".to_string(),
+        Ok(_) => "value must have a maximum value of 999999999".to_string(),
+        Err(_) => format!("type check ('integer') failed - got '{text}'"),
+    };
+    let mut e = std::collections::BTreeMap::new();
+    e.insert("vmid".to_string(), msg);
+    Err(Box::new(response::param_errors(e)))
+}
+
+fn bool_int(b: bool) -> Value {
+    json!(if b { 1 } else { 0 })
+}
+
+/// Per-request context.
+struct Ctx<'a> {
+    api: &'a Arc<ProxmoxApi>,
+    host: &'a str,
+    token: &'a str,
+    values: &'a Values,
+}
+
+impl Ctx<'_> {
+    /// Validates parameters against `schema`, then runs the handler.
+    fn checked(&self, schema: &[Param], handler: impl FnOnce(&Self) -> Resp) -> Resp {
+        let errors = params::validate(self.values, schema);
+        if errors.is_empty() {
+            handler(self)
+        } else {
+            response::param_errors(errors)
+        }
+    }
+
+    fn hosts(&self) -> Vec<HostInfo> {
+        self.api.backend.hosts()
+    }
+
+    /// Resolves `{node}` of a proxied call: `localhost` is the receiving host; an unknown name
+    /// fails the DNS fallback; a host that is down makes the proxy fail with 595.
+    async fn proxy_target(&self, node: &str) -> Result<String, Resp> {
+        let name = if node == "localhost" { self.host } else { node };
+        let valid = !name.is_empty()
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !name.starts_with('-')
+            && !name.ends_with('-');
+        if !valid {
+            let mut e = std::collections::BTreeMap::new();
+            e.insert(
+                "node".to_string(),
+                "invalid format - value does not look like a valid node name".to_string(),
+            );
+            return Err(response::param_errors(e));
+        }
+        let hosts = self.hosts();
+        let Some(target) = hosts.iter().find(|h| h.name == name) else {
+            return Err(response::error(
+                500,
+                &format!(
+                    "hostname lookup '{name}' failed - failed to get address info for: {name}: Name or service not known"
+                ),
+            ));
+        };
+        if target.name != self.host && !target.online {
+            tokio::time::sleep(self.api.options.unreachable_delay).await;
+            return Err(response::empty(595, "No route to host"));
+        }
+        Ok(target.name.clone())
+    }
+
+    fn version(&self) -> Resp {
+        let version = &self.api.options.version;
+        let release: Vec<&str> = version.split('.').take(2).collect();
+        response::data(json!({
+            "version": version,
+            "release": release.join("."),
+            "repoid": "1a2b3c4d5e6f7a8b",
+        }))
+    }
+
+    fn node_entry(&self, h: &HostInfo, resources_style: bool) -> Value {
+        let mut m = Map::new();
+        m.insert("id".into(), json!(format!("node/{}", h.name)));
+        m.insert("node".into(), json!(h.name));
+        m.insert("type".into(), json!("node"));
+        m.insert(
+            "status".into(),
+            json!(if h.online { "online" } else { "offline" }),
+        );
+        m.insert("level".into(), json!(""));
+        if !resources_style && let Some(fp) = self.api.fingerprint(&h.name) {
+            m.insert("ssl_fingerprint".into(), json!(fp));
+        }
+        if h.online {
+            m.insert("cpu".into(), json!(h.cpu));
+            m.insert("maxcpu".into(), json!(h.maxcpu));
+            m.insert("mem".into(), json!(h.mem));
+            m.insert("maxmem".into(), json!(h.maxmem));
+            m.insert("disk".into(), json!(h.disk));
+            m.insert("maxdisk".into(), json!(h.maxdisk));
+            m.insert("uptime".into(), json!(h.uptime));
+        }
+        Value::Object(m)
+    }
+
+    fn nodes(&self) -> Resp {
+        let list: Vec<Value> = self
+            .hosts()
+            .iter()
+            .map(|h| self.node_entry(h, false))
+            .collect();
+        response::data(Value::Array(list))
+    }
+
+    fn cluster_status(&self) -> Resp {
+        let hosts = self.hosts();
+        let online = hosts.iter().filter(|h| h.online).count();
+        let quorate = online * 2 > hosts.len();
+        let mut list = vec![json!({
+            "type": "cluster",
+            "id": "cluster",
+            "name": self.api.backend.cluster_name(),
+            "nodes": hosts.len(),
+            "version": hosts.len() + 2,
+            "quorate": bool_int(quorate),
+        })];
+        for (i, h) in hosts.iter().enumerate() {
+            list.push(json!({
+                "type": "node",
+                "id": format!("node/{}", h.name),
+                "name": h.name,
+                "nodeid": i + 1,
+                "ip": h.ip.to_string(),
+                "local": bool_int(h.name == self.host),
+                "online": bool_int(h.online),
+                "level": "",
+            }));
+        }
+        response::data(Value::Array(list))
+    }
+
+    fn quorate(&self) -> bool {
+        let hosts = self.hosts();
+        hosts.iter().filter(|h| h.online).count() * 2 > hosts.len()
+    }
+
+    fn vm_resource(vm: &VmInfo) -> Value {
+        let mut m = Map::new();
+        m.insert("id".into(), json!(format!("qemu/{}", vm.vmid)));
+        m.insert("vmid".into(), json!(vm.vmid));
+        m.insert("node".into(), json!(vm.node));
+        m.insert("type".into(), json!("qemu"));
+        m.insert("status".into(), json!(vm.status.as_str()));
+        if vm.status != VmStatus::Unknown {
+            m.insert("name".into(), json!(vm.name));
+            m.insert("uptime".into(), json!(vm.uptime));
+            m.insert("template".into(), json!(0));
+            m.insert("maxcpu".into(), json!(vm.maxcpu));
+            m.insert("cpu".into(), json!(vm.cpu));
+            m.insert("maxmem".into(), json!(vm.maxmem));
+            m.insert("mem".into(), json!(vm.mem));
+            m.insert("maxdisk".into(), json!(vm.maxdisk));
+            for key in ["disk", "netin", "netout", "diskread", "diskwrite"] {
+                m.insert(key.into(), json!(0));
+            }
+        }
+        if !vm.tags.is_empty() {
+            m.insert("tags".into(), json!(vm.tags.join(";")));
+        }
+        if let Some(ha) = &vm.ha
+            && vm.ha_managed()
+        {
+            m.insert("hastate".into(), json!(ha.crm_state));
+        }
+        Value::Object(m)
+    }
+
+    fn resources(&self) -> Resp {
+        let kind = self.values.get("type").map(String::as_str);
+        let mut list = Vec::new();
+        if matches!(kind, None | Some("node")) {
+            list.extend(self.hosts().iter().map(|h| self.node_entry(h, true)));
+        }
+        if matches!(kind, None | Some("vm")) {
+            list.extend(self.api.backend.vms().iter().map(Self::vm_resource));
+        }
+        response::data(Value::Array(list))
+    }
+
+    fn ha_resources(&self) -> Resp {
+        if self.values.get("type").is_some_and(|t| t == "ct") {
+            return response::data(json!([]));
+        }
+        let list: Vec<Value> = self
+            .api
+            .backend
+            .vms()
+            .iter()
+            .filter_map(|vm| {
+                let ha = vm.ha.as_ref()?;
+                Some(json!({
+                    "sid": format!("vm:{}", vm.vmid),
+                    "type": "vm",
+                    "state": ha.requested.as_str(),
+                    "max_restart": 1,
+                    "max_relocate": 1,
+                    "failback": 1,
+                    "digest": sha1_hex(format!("vm:{}:{}", vm.vmid, ha.requested.as_str()).as_bytes()),
+                }))
+            })
+            .collect();
+        response::data(Value::Array(list))
+    }
+
+    /// vmstatus fields shared by `/qemu` and `status/current`; status is running or stopped.
+    fn vmstatus(vm: &VmInfo) -> Map<String, Value> {
+        let running = vm.status == VmStatus::Running;
+        let mut m = Map::new();
+        m.insert("vmid".into(), json!(vm.vmid));
+        m.insert(
+            "status".into(),
+            json!(if running { "running" } else { "stopped" }),
+        );
+        m.insert("name".into(), json!(vm.name));
+        m.insert("cpus".into(), json!(vm.maxcpu));
+        m.insert("maxmem".into(), json!(vm.maxmem));
+        m.insert("maxdisk".into(), json!(vm.maxdisk));
+        m.insert("uptime".into(), json!(if running { vm.uptime } else { 0 }));
+        m.insert("cpu".into(), json!(if running { vm.cpu } else { 0.0 }));
+        m.insert("mem".into(), json!(if running { vm.mem } else { 0 }));
+        for key in ["disk", "netin", "netout", "diskread", "diskwrite"] {
+            m.insert(key.into(), json!(0));
+        }
+        if !vm.tags.is_empty() {
+            m.insert("tags".into(), json!(vm.tags.join(";")));
+        }
+        if running {
+            m.insert("pid".into(), json!(10_000 + vm.vmid % 50_000));
+        }
+        m
+    }
+
+    fn vm_on(&self, node: &str, vmid: u32) -> Option<VmInfo> {
+        self.api
+            .backend
+            .vms()
+            .into_iter()
+            .find(|vm| vm.vmid == vmid && vm.node == node)
+    }
+
+    fn qemu_list(&self, node: &str) -> Resp {
+        let list: Vec<Value> = self
+            .api
+            .backend
+            .vms()
+            .iter()
+            .filter(|vm| vm.node == node)
+            .map(|vm| Value::Object(Self::vmstatus(vm)))
+            .collect();
+        response::data(Value::Array(list))
+    }
+
+    fn missing_config(node: &str, vmid: u32) -> String {
+        format!("Configuration file 'nodes/{node}/qemu-server/{vmid}.conf' does not exist")
+    }
+
+    fn vm_status(&self, node: &str, vmid: u32) -> Resp {
+        let Some(vm) = self.vm_on(node, vmid) else {
+            return response::error(500, &Self::missing_config(node, vmid));
+        };
+        let mut m = Self::vmstatus(&vm);
+        let running = vm.status == VmStatus::Running;
+        m.insert(
+            "qmpstatus".into(),
+            json!(if running { "running" } else { "stopped" }),
+        );
+        let ha = match &vm.ha {
+            Some(ha) if vm.ha_managed() => json!({"managed": 1, "state": ha.requested.as_str()}),
+            _ => json!({"managed": 0}),
+        };
+        m.insert("ha".into(), ha);
+        if running {
+            m.insert("running-machine".into(), json!("pc-i440fx-9.2+pve1"));
+            m.insert("running-qemu".into(), json!("9.2.0"));
+        }
+        response::data(Value::Object(m))
+    }
+
+    fn vm_config(&self, node: &str, vmid: u32) -> Resp {
+        let (Some(_), Some(cfg)) = (self.vm_on(node, vmid), self.api.backend.vm_config(vmid))
+        else {
+            return response::error(500, &Self::missing_config(node, vmid));
+        };
+        let mut m = Map::new();
+        m.insert("name".into(), json!(cfg.name));
+        m.insert("cores".into(), json!(cfg.cores));
+        m.insert("sockets".into(), json!(cfg.sockets));
+        // `memory` is a property string in current Proxmox, hence a JSON string.
+        m.insert("memory".into(), json!(cfg.memory_mib.to_string()));
+        m.insert("ostype".into(), json!("l26"));
+        m.insert("scsihw".into(), json!("virtio-scsi-single"));
+        m.insert("boot".into(), json!("order=scsi0;net0"));
+        m.insert(
+            "scsi0".into(),
+            json!(format!("local-lvm:vm-{vmid}-disk-0,iothread=1,size=64G")),
+        );
+        let b = vmid.to_be_bytes();
+        m.insert(
+            "net0".into(),
+            json!(format!(
+                "virtio=BC:24:11:{:02X}:{:02X}:{:02X},bridge=vmbr0",
+                b[1], b[2], b[3]
+            )),
+        );
+        if cfg.onboot {
+            m.insert("onboot".into(), json!(1));
+        }
+        if let Some(uuid) = &cfg.smbios_uuid {
+            m.insert("smbios1".into(), json!(format!("uuid={uuid}")));
+        }
+        if !cfg.tags.is_empty() {
+            m.insert("tags".into(), json!(cfg.tags.join(";")));
+        }
+        let digest = sha1_hex(Value::Object(m.clone()).to_string().as_bytes());
+        m.insert("digest".into(), json!(digest));
+        response::data(Value::Object(m))
+    }
+
+    fn host_pstart(&self, node: &str) -> u64 {
+        // Process start in clock ticks (100 Hz) since the host booted.
+        self.hosts()
+            .iter()
+            .find(|h| h.name == node)
+            .map(|h| h.uptime.saturating_mul(100).max(1000))
+            .unwrap_or(1000)
+    }
+
+    fn vm_action(&self, node: &str, vmid: u32, action: VmAction) -> Resp {
+        let ha_vm = self
+            .api
+            .backend
+            .vms()
+            .into_iter()
+            .find(|vm| vm.vmid == vmid && vm.ha_managed());
+        if action == VmAction::Start && !self.quorate() {
+            return response::error(500, "cluster not ready - no quorum?");
+        }
+        let worker_type = match (&ha_vm, action) {
+            (Some(_), VmAction::Start) => "hastart",
+            (Some(_), _) => "hastop",
+            (None, a) => a.task_type(),
+        };
+        let first_line = ha_vm.as_ref().map(|_| {
+            let verb = if action == VmAction::Start {
+                "start"
+            } else {
+                "stop"
+            };
+            format!("Requesting HA {verb} for VM {vmid}")
+        });
+        let upid = self.api.tasks.start(
+            node,
+            self.host_pstart(node),
+            worker_type,
+            &vmid.to_string(),
+            self.token,
+            first_line,
+        );
+        let api = self.api.clone();
+        let node = node.to_string();
+        let task_upid = upid.clone();
+        let is_ha = ha_vm.is_some();
+        tokio::spawn(async move {
+            tokio::time::sleep(api.options.task_duration).await;
+            let result = run_vm_action(&api, &node, vmid, action, is_ha);
+            api.tasks.finish(&task_upid, result);
+        });
+        response::data(json!(upid.encode()))
+    }
+
+    /// The task named by `upid_text` if it ran on `node`; else the `upid` parameter error.
+    fn find_task(&self, node: &str, upid_text: &str) -> Result<super::tasks::Task, &'static str> {
+        let upid = Upid::parse(upid_text).ok_or("unable to parse worker upid")?;
+        // Task logs are local to the node that ran the task.
+        if upid.node != node {
+            return Err("no such task");
+        }
+        self.api.tasks.get(&upid).ok_or("no such task")
+    }
+
+    fn upid_error(msg: &str) -> Resp {
+        let mut e = std::collections::BTreeMap::new();
+        e.insert("upid".to_string(), msg.to_string());
+        response::param_errors(e)
+    }
+
+    fn task_status(&self, node: &str, upid_text: &str) -> Resp {
+        let task = match self.find_task(node, upid_text) {
+            Ok(t) => t,
+            Err(msg) => return Self::upid_error(msg),
+        };
+        let u = &task.upid;
+        let mut m = Map::new();
+        m.insert("upid".into(), json!(u.encode()));
+        m.insert("node".into(), json!(u.node));
+        m.insert("pid".into(), json!(u.pid));
+        m.insert("pstart".into(), json!(u.pstart));
+        m.insert("starttime".into(), json!(u.starttime));
+        m.insert("type".into(), json!(u.worker_type));
+        m.insert("id".into(), json!(u.id));
+        match u.user.split_once('!') {
+            Some((user, tokenid)) => {
+                m.insert("user".into(), json!(user));
+                m.insert("tokenid".into(), json!(tokenid));
+            }
+            None => {
+                m.insert("user".into(), json!(u.user));
+            }
+        }
+        match &task.exitstatus {
+            None => {
+                m.insert("status".into(), json!("running"));
+            }
+            Some(exit) => {
+                m.insert("status".into(), json!("stopped"));
+                m.insert("exitstatus".into(), json!(exit));
+            }
+        }
+        response::data(Value::Object(m))
+    }
+
+    fn task_log(&self, node: &str, upid_text: &str) -> Resp {
+        let task = match self.find_task(node, upid_text) {
+            Ok(t) => t,
+            Err(msg) => return Self::upid_error(msg),
+        };
+        let int = |k: &str, d: usize| {
+            self.values
+                .get(k)
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(d)
+        };
+        let start = int("start", 0);
+        let limit = int("limit", 50);
+        let lines: Vec<Value> = task
+            .log
+            .iter()
+            .enumerate()
+            .skip(start)
+            .take(limit)
+            .map(|(i, t)| json!({"n": i + 1, "t": t}))
+            .collect();
+        response::data_with(Value::Array(lines), Some(task.log.len()))
+    }
+
+    fn host_power(&self, node: &str) -> Resp {
+        let command = match self.values.get("command").map(String::as_str) {
+            Some("reboot") => HostCommand::Reboot,
+            _ => HostCommand::Shutdown,
+        };
+        match self.api.backend.host_power(node, command) {
+            Ok(()) => response::data(Value::Null),
+            Err(e) => response::error(500, &e.to_string()),
+        }
+    }
+
+    /// Not proxied: the receiving host sends the magic packet for `{node}`.
+    fn wakeonlan(&self, node: &str) -> Resp {
+        let target = if node == "localhost" { self.host } else { node };
+        if target == self.host {
+            return response::error(
+                500,
+                &format!("'{target}' is local node, cannot wake my self!"),
+            );
+        }
+        if !self.hosts().iter().any(|h| h.name == target) {
+            return response::error(500, &format!("no such cluster node '{target}'"));
+        }
+        match self.api.backend.wake_on_lan(self.host, target) {
+            Ok(mac) => response::data(json!(mac)),
+            Err(e) => response::error(500, &e.to_string()),
+        }
+    }
+}
+
+/// The work of a finished power task: checks where the guest lives, then asks the backend.
+fn run_vm_action(
+    api: &ProxmoxApi,
+    node: &str,
+    vmid: u32,
+    action: VmAction,
+    is_ha: bool,
+) -> Result<(), String> {
+    if is_ha {
+        let state = if action == VmAction::Start {
+            HaState::Started
+        } else {
+            HaState::Stopped
+        };
+        return api
+            .backend
+            .ha_request(vmid, state)
+            .map_err(|e| e.to_string());
+    }
+    let on_node = api
+        .backend
+        .vms()
+        .iter()
+        .any(|vm| vm.vmid == vmid && vm.node == node);
+    if !on_node {
+        return Err(match action {
+            VmAction::Start => Ctx::missing_config(node, vmid),
+            _ => format!("unable to find configuration file for VM {vmid} on node '{node}'"),
+        });
+    }
+    match api.backend.vm_power(vmid, action) {
+        Ok(()) => Ok(()),
+        Err(ActionError::AlreadyRunning) => Err(format!("VM {vmid} already running")),
+        Err(ActionError::Failed(text)) => Err(text),
+    }
+}
+
+fn sha1_hex(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
