@@ -1,14 +1,196 @@
-//! (being written)
+//! Gates 1 and 5: every node names its physical host, and the control-plane nodes sit on as
+//! many distinct hosts as the ADR asks for, so that losing one host costs one etcd member.
+//! Workers may share a host with a control plane; only control planes must be apart.
+
+use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
 use super::Context;
+use super::support::{Hosts, is_control_plane, name};
 use crate::verdict::Finding;
 
+/// No parameters: the expected count and the host label come from the environment.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {}
 
-pub fn evaluate(_ctx: Context<'_>, _params: &Params) -> Finding {
-    Finding::error("this check is not implemented yet")
+pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
+    let nodes = match ctx.state.nodes.get("nodes") {
+        Ok(nodes) => nodes,
+        Err(finding) => return finding,
+    };
+    let hosts = Hosts::new(ctx, nodes);
+    let expected = ctx.env.nodes.control_planes;
+
+    let mut problems = Vec::new();
+    let unlabelled: Vec<&str> = nodes
+        .iter()
+        .map(|n| name(&n.metadata))
+        .filter(|n| hosts.of(n).is_none())
+        .collect();
+    if !unlabelled.is_empty() {
+        problems.push(format!(
+            "{} node(s) lack the host label {}: {}",
+            unlabelled.len(),
+            hosts.label(),
+            unlabelled.join(", ")
+        ));
+    }
+
+    let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut control_planes = 0;
+    for node in nodes.iter().filter(|n| is_control_plane(n)) {
+        control_planes += 1;
+        let node_name = name(&node.metadata);
+        if let Some(host) = hosts.of(node_name) {
+            by_host.entry(host).or_default().push(node_name);
+        }
+    }
+    for (host, members) in by_host.iter().filter(|(_, m)| m.len() > 1) {
+        problems.push(format!(
+            "host {host} carries {} control-plane nodes: {}; losing it loses all of them",
+            members.len(),
+            members.join(", ")
+        ));
+    }
+    if by_host.len() < expected {
+        problems.push(format!(
+            "control-plane nodes span {} distinct host(s), the ADR expects {expected} control planes on {expected} distinct hosts",
+            by_host.len()
+        ));
+    }
+
+    let evidence: Vec<String> = nodes
+        .iter()
+        .map(|n| {
+            let role = if is_control_plane(n) {
+                "control-plane"
+            } else {
+                "other"
+            };
+            format!("{role} {}", hosts.describe(name(&n.metadata)))
+        })
+        .collect();
+    match problems.first() {
+        Some(first) => Finding::fail(first.clone())
+            .with_evidence(problems.iter().skip(1).cloned().chain(evidence)),
+        None => Finding::pass(format!(
+            "{control_planes} control-plane nodes on {} distinct hosts; every node names its host",
+            by_host.len()
+        ))
+        .with_evidence(evidence),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::testing::*;
+    use crate::verdict::Verdict;
+
+    fn check(nodes: Vec<k8s_openapi::api::core::v1::Node>) -> Finding {
+        run(&env(), &state().nodes(nodes).build(), &Params {}, evaluate)
+    }
+
+    #[test]
+    fn three_control_planes_on_three_hosts_pass() {
+        let mut nodes = target_nodes();
+        // A worker may share a host with a control plane.
+        nodes.push(node("worker-1").host("pve1").ready().build());
+        let f = check(nodes);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+        assert!(
+            f.summary
+                .contains("3 control-plane nodes on 3 distinct hosts")
+        );
+        assert!(
+            f.evidence
+                .contains(&"other node worker-1 (host pve1)".to_string())
+        );
+    }
+
+    #[test]
+    fn two_control_planes_on_one_host_fail_naming_both() {
+        let mut nodes = target_nodes();
+        nodes[2] = node("cp-3").host("pve1").control_plane().ready().build();
+        let f = check(nodes);
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert_eq!(
+            f.summary,
+            "host pve1 carries 2 control-plane nodes: cp-1, cp-3; losing it loses all of them"
+        );
+        assert!(text(&f).contains("span 2 distinct host(s)"));
+    }
+
+    #[test]
+    fn a_node_without_the_host_label_fails_by_name() {
+        let mut nodes = target_nodes();
+        nodes.push(node("worker-1").ready().build());
+        let f = check(nodes);
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert_eq!(
+            f.summary,
+            "1 node(s) lack the host label topology.kubernetes.io/zone: worker-1"
+        );
+    }
+
+    #[test]
+    fn too_few_control_planes_cannot_span_enough_hosts() {
+        let nodes = vec![
+            node("talos-test-cp-01")
+                .host("pve1")
+                .control_plane()
+                .ready()
+                .build(),
+            node("talos-test-worker-01").host("pve2").ready().build(),
+        ];
+        let f = check(nodes);
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert!(
+            f.summary.contains("span 1 distinct host(s)"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn the_host_label_comes_from_the_environment() {
+        let mut env = env();
+        env.nodes.host_label = "example.com/proxmox-host".into();
+        let nodes: Vec<_> = (1..=3)
+            .map(|i| {
+                node(&format!("cp-{i}"))
+                    .label("example.com/proxmox-host", &format!("pve{i}"))
+                    .control_plane()
+                    .build()
+            })
+            .collect();
+        let f = run(
+            &env,
+            &state().nodes(nodes.clone()).build(),
+            &Params {},
+            evaluate,
+        );
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+        // The default label alone does not count under another host label.
+        let f = run(
+            &env,
+            &state().nodes(target_nodes()).build(),
+            &Params {},
+            evaluate,
+        );
+        assert_eq!(f.verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn nodes_absent_is_an_error() {
+        let f = run(
+            &env(),
+            &state().with(|s| s.nodes = absent("timeout")).build(),
+            &Params {},
+            evaluate,
+        );
+        assert_eq!(f.verdict, Verdict::Error);
+    }
 }

@@ -1,1 +1,172 @@
-//! Helpers shared by several checks.
+//! Helpers shared by several checks: labels, node roles and readiness, pod state, the
+//! node → physical host lookup, and finding the configured LoadBalancer Services.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::Context;
+use crate::config::ServiceRef;
+use crate::selector::Selector;
+
+/// The marker label Talos puts on control-plane nodes.
+pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
+
+static NO_LABELS: LazyLock<BTreeMap<String, String>> = LazyLock::new(BTreeMap::new);
+
+/// An object's labels; none is the same as empty.
+pub fn labels(meta: &ObjectMeta) -> &BTreeMap<String, String> {
+    meta.labels.as_ref().unwrap_or(&NO_LABELS)
+}
+
+pub fn name(meta: &ObjectMeta) -> &str {
+    meta.name.as_deref().unwrap_or("<unnamed>")
+}
+
+/// `namespace/name`, or just the name for cluster-scoped objects.
+pub fn ns_name(meta: &ObjectMeta) -> String {
+    match meta.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{}", name(meta)),
+        _ => name(meta).to_string(),
+    }
+}
+
+pub fn is_control_plane(node: &Node) -> bool {
+    labels(&node.metadata).contains_key(CONTROL_PLANE_LABEL)
+}
+
+/// The node's Ready condition status (`True`, `False`, `Unknown`), `None` when not reported.
+pub fn node_ready_status(node: &Node) -> Option<&str> {
+    node.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| c.status.as_str())
+}
+
+/// Ready, and not on its way out.
+pub fn pod_is_ready(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_none()
+        && pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Succeeded or Failed: the pod holds no resources and counts for nothing.
+pub fn pod_is_terminated(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded") | Some("Failed")
+    )
+}
+
+pub fn pod_node(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()?
+        .node_name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+}
+
+/// Which physical host each node runs on. This is the one place that answers that question;
+/// today it reads the environment's host label, later it can consult Proxmox placement.
+#[derive(Debug, Clone)]
+pub struct Hosts {
+    label: String,
+    by_node: BTreeMap<String, Option<String>>,
+}
+
+impl Hosts {
+    pub fn new(ctx: Context<'_>, nodes: &[Node]) -> Self {
+        let label = ctx.env.nodes.host_label.clone();
+        let by_node = nodes
+            .iter()
+            .map(|n| {
+                let host = labels(&n.metadata)
+                    .get(&label)
+                    .filter(|h| !h.is_empty())
+                    .cloned();
+                (name(&n.metadata).to_string(), host)
+            })
+            .collect();
+        Hosts { label, by_node }
+    }
+
+    /// The host of a node, if known.
+    pub fn of(&self, node: &str) -> Option<&str> {
+        self.by_node.get(node)?.as_deref()
+    }
+
+    /// The label that names hosts, for messages.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// `node cp-1 (host pve1)`, `node cp-1 (no host label topology.kubernetes.io/zone)`, or
+    /// `node cp-1 (not in the node list)`.
+    pub fn describe(&self, node: &str) -> String {
+        format!("node {node} ({})", self.host_note(node))
+    }
+
+    /// The parenthesised part of [`Hosts::describe`].
+    pub fn host_note(&self, node: &str) -> String {
+        match self.by_node.get(node) {
+            Some(Some(host)) => format!("host {host}"),
+            Some(None) => format!("no host label {}", self.label),
+            None => "not in the node list".to_string(),
+        }
+    }
+}
+
+/// The LoadBalancer Services a [`ServiceRef`] names, and the non-LoadBalancer ones its labels
+/// also match (for a helpful message when the type is wrong).
+pub struct FoundServices<'a> {
+    pub load_balancers: Vec<&'a Service>,
+    pub other_types: Vec<&'a Service>,
+}
+
+pub fn find_services<'a>(services: &'a [Service], wanted: &ServiceRef) -> FoundServices<'a> {
+    let selector = Selector::from_labels(&wanted.selector);
+    let mut found = FoundServices {
+        load_balancers: Vec::new(),
+        other_types: Vec::new(),
+    };
+    for svc in services {
+        let ns_ok = wanted
+            .namespace
+            .as_deref()
+            .is_none_or(|ns| svc.metadata.namespace.as_deref() == Some(ns));
+        if !ns_ok || !selector.matches(labels(&svc.metadata)) {
+            continue;
+        }
+        if service_type(svc) == "LoadBalancer" {
+            found.load_balancers.push(svc);
+        } else {
+            found.other_types.push(svc);
+        }
+    }
+    found
+}
+
+/// The Service type; Kubernetes defaults it to ClusterIP.
+pub fn service_type(svc: &Service) -> &str {
+    svc.spec
+        .as_ref()
+        .and_then(|s| s.type_.as_deref())
+        .unwrap_or("ClusterIP")
+}
+
+/// `app.kubernetes.io/name=traefik in any namespace`, for messages.
+pub fn describe_service_ref(wanted: &ServiceRef) -> String {
+    let selector = Selector::from_labels(&wanted.selector);
+    match &wanted.namespace {
+        Some(ns) => format!("{selector} in namespace {ns}"),
+        None => format!("{selector} in any namespace"),
+    }
+}
