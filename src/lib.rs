@@ -2,6 +2,7 @@
 //! live infrastructure or snapshots, and writes libtest-style output, JUnit and JSON reports.
 
 pub mod app;
+pub mod chaos;
 pub mod checks;
 pub mod cli;
 pub mod collect;

@@ -246,9 +246,119 @@ pub struct VmScope {
     pub name_pattern: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+/// The chaos step (gate 4). Refused unless `allowed: true`.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChaosSpec {
     #[serde(default)]
     pub allowed: bool,
+    /// How often each probe samples.
+    #[serde(default = "default_sample_interval")]
+    pub sample_interval: Duration,
+    /// How long the host stays down before restore, at most.
+    #[serde(default = "default_outage")]
+    pub outage: Duration,
+    /// How long recovery may take after restore.
+    #[serde(default = "default_recovery_timeout")]
+    pub recovery_timeout: Duration,
+    /// How old the newest chaos report may be for `gates check` to count it for gate 4.
+    #[serde(default = "default_report_max_age")]
+    pub report_max_age: Duration,
+    #[serde(default)]
+    pub budgets: Budgets,
+}
+
+impl Default for ChaosSpec {
+    fn default() -> Self {
+        ChaosSpec {
+            allowed: false,
+            sample_interval: default_sample_interval(),
+            outage: default_outage(),
+            recovery_timeout: default_recovery_timeout(),
+            report_max_age: default_report_max_age(),
+            budgets: Budgets::default(),
+        }
+    }
+}
+
+fn default_sample_interval() -> Duration {
+    Duration(std::time::Duration::from_millis(500))
+}
+
+fn default_outage() -> Duration {
+    Duration::from_secs(6 * 60)
+}
+
+fn default_recovery_timeout() -> Duration {
+    Duration::from_secs(15 * 60)
+}
+
+fn default_report_max_age() -> Duration {
+    Duration::from_secs(7 * 24 * 3600)
+}
+
+/// Downtime each probe may see during a chaos run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    /// The API through the VIP: Talos moves the VIP within about a minute.
+    #[serde(default = "default_api_budget")]
+    pub api: Budget,
+    /// Each ingress URL: Cilium moves an L2 lease in 10 to 20 s with default timings.
+    #[serde(default = "default_ingress_budget")]
+    pub ingress: Budget,
+    /// Each protected controller must keep a ready replica throughout.
+    #[serde(default)]
+    pub workloads: Budget,
+    /// etcd must keep quorum throughout.
+    #[serde(default)]
+    pub etcd: Budget,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            api: default_api_budget(),
+            ingress: default_ingress_budget(),
+            workloads: Budget::default(),
+            etcd: Budget::default(),
+        }
+    }
+}
+
+fn default_api_budget() -> Budget {
+    Budget {
+        longest: Duration::from_secs(60),
+        total: Duration::from_secs(90),
+    }
+}
+
+fn default_ingress_budget() -> Budget {
+    Budget {
+        longest: Duration::from_secs(25),
+        total: Duration::from_secs(40),
+    }
+}
+
+/// The longest single outage and the sum of all outages allowed; zero means none.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    #[serde(default = "zero")]
+    pub longest: Duration,
+    #[serde(default = "zero")]
+    pub total: Duration,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            longest: zero(),
+            total: zero(),
+        }
+    }
+}
+
+fn zero() -> Duration {
+    Duration(std::time::Duration::ZERO)
 }

@@ -10,8 +10,8 @@ mod yaml;
 
 pub use duration::Duration;
 pub use environment::{
-    ApiSpec, CapacityBasis, CapacitySpec, ChaosSpec, Environment, IngressSpec, IngressUrl,
-    KubeAccess, NodesSpec, ProxmoxAccess, ServiceRef, TalosAccess, VmScope,
+    ApiSpec, Budget, Budgets, CapacityBasis, CapacitySpec, ChaosSpec, Environment, IngressSpec,
+    IngressUrl, KubeAccess, NodesSpec, ProxmoxAccess, ServiceRef, TalosAccess, VmScope,
 };
 pub use error::{ConfigError, ConfigErrors, nearest};
 pub use gate::{EnvironmentSet, Gate};

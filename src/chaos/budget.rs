@@ -1,0 +1,184 @@
+//! A probe's outages against its budget: the verdict of one chaos trial.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::timeline::{Interval, Sample, longest_and_total, outages, unknowns};
+use crate::config::Budget;
+use crate::verdict::{Finding, Verdict};
+
+/// Everything a probe measured, and what that means against its budget.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeOutcome {
+    pub probe: String,
+    pub samples: usize,
+    pub outages: Vec<Interval>,
+    pub unknown: Vec<Interval>,
+    #[serde(serialize_with = "super::timeline::seconds")]
+    pub longest: Duration,
+    #[serde(serialize_with = "super::timeline::seconds")]
+    pub total: Duration,
+    #[serde(serialize_with = "super::timeline::seconds")]
+    pub budget_longest: Duration,
+    #[serde(serialize_with = "super::timeline::seconds")]
+    pub budget_total: Duration,
+    pub finding: Finding,
+}
+
+pub fn judge(probe: &str, samples: &[Sample], budget: Budget) -> ProbeOutcome {
+    let found = outages(samples);
+    let unknown = unknowns(samples);
+    let (longest, total) = longest_and_total(&found);
+    let budget_longest: Duration = budget.longest.into();
+    let budget_total: Duration = budget.total.into();
+    let verdict = if samples.is_empty() {
+        Verdict::Error
+    } else if longest > budget_longest || total > budget_total {
+        Verdict::Fail
+    } else {
+        Verdict::Pass
+    };
+    let summary = match verdict {
+        Verdict::Error => format!("{probe}: no sample was taken"),
+        Verdict::Pass if found.is_empty() => {
+            format!("{probe}: available throughout ({} samples)", samples.len())
+        }
+        Verdict::Pass => format!(
+            "{probe}: longest outage {:.1}s, total {:.1}s, within the budget ({:.1}s, {:.1}s)",
+            longest.as_secs_f64(),
+            total.as_secs_f64(),
+            budget_longest.as_secs_f64(),
+            budget_total.as_secs_f64()
+        ),
+        Verdict::Fail | Verdict::Skip => format!(
+            "{probe}: longest outage {:.1}s, total {:.1}s, over the budget (longest {:.1}s, total {:.1}s)",
+            longest.as_secs_f64(),
+            total.as_secs_f64(),
+            budget_longest.as_secs_f64(),
+            budget_total.as_secs_f64()
+        ),
+    };
+    let mut evidence: Vec<String> = found
+        .iter()
+        .map(|i| format!("down {i}{}", reason_at(samples, i)))
+        .collect();
+    evidence.extend(unknown.iter().map(|i| format!("unknown {i}")));
+    let finding = match verdict {
+        Verdict::Pass => Finding::pass(summary),
+        Verdict::Fail | Verdict::Skip => Finding::fail(summary),
+        Verdict::Error => Finding::error(summary),
+    }
+    .with_evidence(evidence);
+    ProbeOutcome {
+        probe: probe.to_string(),
+        samples: samples.len(),
+        outages: found,
+        unknown,
+        longest,
+        total,
+        budget_longest,
+        budget_total,
+        finding,
+    }
+}
+
+/// The failure detail of the first down sample of an interval.
+fn reason_at(samples: &[Sample], interval: &Interval) -> String {
+    samples
+        .iter()
+        .find(|s| s.at == interval.start)
+        .and_then(|s| match &s.observation {
+            super::timeline::Observation::Down(reason) => Some(format!(": {reason}")),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chaos::timeline::Observation;
+    use crate::config::Duration as Human;
+
+    fn budget(longest: u64, total: u64) -> Budget {
+        Budget {
+            longest: Human::from_secs(longest),
+            total: Human::from_secs(total),
+        }
+    }
+
+    fn samples(pattern: &str) -> Vec<Sample> {
+        pattern
+            .chars()
+            .enumerate()
+            .map(|(i, c)| Sample {
+                at: Duration::from_secs(i as u64),
+                observation: match c {
+                    '+' => Observation::Up,
+                    '?' => Observation::Unknown("api down".into()),
+                    _ => Observation::Down("refused".into()),
+                },
+            })
+            .collect()
+    }
+
+    #[test]
+    fn within_budget_passes_and_lists_the_outage() {
+        let outcome = judge("api", &samples("++--+++"), budget(5, 5));
+        assert_eq!(outcome.finding.verdict, Verdict::Pass);
+        assert_eq!(outcome.longest, Duration::from_secs(2));
+        assert_eq!(
+            outcome.finding.evidence,
+            vec!["down [2.0s, 4.0s) 2.0s: refused".to_string()]
+        );
+    }
+
+    #[test]
+    fn longest_over_budget_fails() {
+        let outcome = judge("ingress", &samples("+----+"), budget(3, 10));
+        assert_eq!(outcome.finding.verdict, Verdict::Fail);
+        assert!(
+            outcome.finding.summary.contains("over the budget"),
+            "{}",
+            outcome.finding.summary
+        );
+    }
+
+    #[test]
+    fn total_over_budget_fails_even_when_each_outage_is_short() {
+        let outcome = judge("ingress", &samples("+-+-+-+-+"), budget(1, 3));
+        assert_eq!(outcome.finding.verdict, Verdict::Fail);
+        assert_eq!(outcome.total, Duration::from_secs(4));
+    }
+
+    #[test]
+    fn a_zero_budget_fails_on_any_outage() {
+        assert_eq!(
+            judge("etcd", &samples("+-+"), budget(0, 0)).finding.verdict,
+            Verdict::Fail
+        );
+        assert_eq!(
+            judge("etcd", &samples("+++"), budget(0, 0)).finding.verdict,
+            Verdict::Pass
+        );
+    }
+
+    #[test]
+    fn no_samples_is_an_error() {
+        assert_eq!(
+            judge("api", &[], budget(1, 1)).finding.verdict,
+            Verdict::Error
+        );
+    }
+
+    #[test]
+    fn unknown_periods_are_listed_but_do_not_fail() {
+        let outcome = judge("workloads", &samples("++??++"), budget(0, 0));
+        assert_eq!(outcome.finding.verdict, Verdict::Pass);
+        assert_eq!(
+            outcome.finding.evidence,
+            vec!["unknown [2.0s, 4.0s) 2.0s".to_string()]
+        );
+    }
+}

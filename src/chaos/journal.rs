@@ -1,0 +1,340 @@
+//! The chaos journal: the plan is on disk (synced) before the first power action, every
+//! action and its result is appended, and `gates recover` reads it back to start whatever
+//! the plan stopped. One JSON object per line, so a crash mid-write loses at most the last
+//! line, which the reader skips.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// One VM the plan powers off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedVm {
+    pub vmid: u32,
+    pub name: String,
+    /// The Proxmox host it runs on.
+    pub host: String,
+    /// The Kubernetes node it carries.
+    pub node: String,
+}
+
+/// What a run is allowed to touch. Nothing outside it is ever powered off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedFault {
+    pub environment: String,
+    pub host: String,
+    pub vms: Vec<PlannedVm>,
+    /// When the VMs must be running again at the latest.
+    pub restore_by: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Entry {
+    Plan {
+        plan: PlannedFault,
+    },
+    StopRequested {
+        vmid: u32,
+        host: String,
+    },
+    Stopped {
+        vmid: u32,
+        host: String,
+    },
+    StartRequested {
+        vmid: u32,
+        host: String,
+    },
+    Started {
+        vmid: u32,
+        host: String,
+    },
+    ActionFailed {
+        vmid: u32,
+        action: String,
+        error: String,
+    },
+    Restored,
+    Finished {
+        outcome: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub at: DateTime<Utc>,
+    #[serde(flatten)]
+    pub entry: Entry,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("{path}: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error(
+        "{path}: an earlier chaos run has not restored everything it stopped ({vms}); run `gates recover {environment}` first"
+    )]
+    Unfinished {
+        path: PathBuf,
+        environment: String,
+        vms: String,
+    },
+    #[error("{path}: no plan in the journal; nothing to recover")]
+    NoPlan { path: PathBuf },
+}
+
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+}
+
+impl Journal {
+    /// Start a journal with the plan, refusing while an earlier run still owes a restore.
+    pub fn create(path: &Path, plan: &PlannedFault) -> Result<Journal, JournalError> {
+        if path.exists() {
+            let records = read(path)?;
+            let owed = pending_restore(&records);
+            if !owed.is_empty() {
+                return Err(JournalError::Unfinished {
+                    path: path.to_path_buf(),
+                    environment: plan.environment.clone(),
+                    vms: owed
+                        .iter()
+                        .map(|v| format!("{} {}", v.vmid, v.name))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+        }
+        let io = |err: std::io::Error| JournalError::Io {
+            path: path.to_path_buf(),
+            message: err.to_string(),
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(io)?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .map_err(io)?;
+        let mut journal = Journal {
+            path: path.to_path_buf(),
+            file,
+        };
+        journal.append(Entry::Plan { plan: plan.clone() })?;
+        // The directory entry must survive a crash too.
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+            && let Ok(dir) = File::open(dir)
+        {
+            let _ = dir.sync_all();
+        }
+        Ok(journal)
+    }
+
+    /// Reopen an existing journal to append (for `gates recover`).
+    pub fn open(path: &Path) -> Result<Journal, JournalError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|err| JournalError::Io {
+                path: path.to_path_buf(),
+                message: err.to_string(),
+            })?;
+        Ok(Journal {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Append one entry and sync it to disk before returning.
+    pub fn append(&mut self, entry: Entry) -> Result<(), JournalError> {
+        let record = Record {
+            at: Utc::now(),
+            entry,
+        };
+        let mut line = serde_json::to_string(&record).map_err(|err| JournalError::Io {
+            path: self.path.clone(),
+            message: err.to_string(),
+        })?;
+        line.push('\n');
+        let io = |err: std::io::Error| JournalError::Io {
+            path: self.path.clone(),
+            message: err.to_string(),
+        };
+        self.file.write_all(line.as_bytes()).map_err(io)?;
+        self.file.sync_all().map_err(io)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Every complete record of a journal; a torn last line is skipped.
+pub fn read(path: &Path) -> Result<Vec<Record>, JournalError> {
+    let text = fs::read_to_string(path).map_err(|err| JournalError::Io {
+        path: path.to_path_buf(),
+        message: err.to_string(),
+    })?;
+    Ok(text
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect())
+}
+
+/// The plan a journal starts with.
+pub fn plan(records: &[Record]) -> Option<&PlannedFault> {
+    records.iter().find_map(|r| match &r.entry {
+        Entry::Plan { plan } => Some(plan),
+        _ => None,
+    })
+}
+
+/// The planned VMs whose stop was requested (whether or not it was confirmed) and that have
+/// not been confirmed started since.
+pub fn pending_restore(records: &[Record]) -> Vec<PlannedVm> {
+    let Some(plan) = plan(records) else {
+        return Vec::new();
+    };
+    plan.vms
+        .iter()
+        .filter(|vm| {
+            let mut owed = false;
+            for record in records {
+                match &record.entry {
+                    Entry::StopRequested { vmid, .. } if *vmid == vm.vmid => owed = true,
+                    Entry::Started { vmid, .. } if *vmid == vm.vmid => owed = false,
+                    _ => {}
+                }
+            }
+            owed
+        })
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> PlannedFault {
+        PlannedFault {
+            environment: "staging".into(),
+            host: "pve2".into(),
+            vms: vec![
+                PlannedVm {
+                    vmid: 201,
+                    name: "talos-stag-cp-02".into(),
+                    host: "pve2".into(),
+                    node: "talos-stag-cp-02".into(),
+                },
+                PlannedVm {
+                    vmid: 202,
+                    name: "talos-stag-w-02".into(),
+                    host: "pve2".into(),
+                    node: "talos-stag-w-02".into(),
+                },
+            ],
+            restore_by: Utc::now(),
+        }
+    }
+
+    #[test]
+    fn the_plan_is_on_disk_before_any_action() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j/staging.journal");
+        let _journal = Journal::create(&path, &plan()).unwrap();
+        let records = read(&path).unwrap();
+        assert_eq!(records.len(), 1);
+        let written = super::plan(&records).expect("the plan is the first record");
+        assert_eq!((written.host.as_str(), &written.vms), ("pve2", &plan().vms));
+        assert!(pending_restore(&records).is_empty(), "nothing stopped yet");
+    }
+
+    #[test]
+    fn a_requested_stop_is_owed_until_the_start_is_confirmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("staging.journal");
+        let mut journal = Journal::create(&path, &plan()).unwrap();
+        journal
+            .append(Entry::StopRequested {
+                vmid: 201,
+                host: "pve2".into(),
+            })
+            .unwrap();
+        journal
+            .append(Entry::StopRequested {
+                vmid: 202,
+                host: "pve2".into(),
+            })
+            .unwrap();
+        journal
+            .append(Entry::Stopped {
+                vmid: 201,
+                host: "pve2".into(),
+            })
+            .unwrap();
+        let owed: Vec<u32> = pending_restore(&read(&path).unwrap())
+            .iter()
+            .map(|v| v.vmid)
+            .collect();
+        assert_eq!(owed, vec![201, 202]);
+        journal
+            .append(Entry::Started {
+                vmid: 201,
+                host: "pve2".into(),
+            })
+            .unwrap();
+        let owed: Vec<u32> = pending_restore(&read(&path).unwrap())
+            .iter()
+            .map(|v| v.vmid)
+            .collect();
+        assert_eq!(owed, vec![202]);
+    }
+
+    #[test]
+    fn a_new_run_is_refused_while_a_restore_is_owed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("staging.journal");
+        let mut journal = Journal::create(&path, &plan()).unwrap();
+        journal
+            .append(Entry::StopRequested {
+                vmid: 201,
+                host: "pve2".into(),
+            })
+            .unwrap();
+        drop(journal);
+        let err = Journal::create(&path, &plan()).err().expect("refused");
+        let text = err.to_string();
+        assert!(
+            text.contains("gates recover staging") && text.contains("201 talos-stag-cp-02"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_torn_last_line_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("staging.journal");
+        let mut journal = Journal::create(&path, &plan()).unwrap();
+        journal
+            .append(Entry::StopRequested {
+                vmid: 201,
+                host: "pve2".into(),
+            })
+            .unwrap();
+        drop(journal);
+        let mut text = fs::read_to_string(&path).unwrap();
+        text.push_str("{\"at\":\"2026-11-29T10:00:00Z\",\"event\":\"star");
+        fs::write(&path, text).unwrap();
+        let records = read(&path).unwrap();
+        assert_eq!(records.len(), 2);
+        assert_eq!(pending_restore(&records).len(), 1);
+    }
+}
