@@ -1,0 +1,27 @@
+//! Proxmox VE API (HTTPS on 8006, API token): inventory of the environment's VMs,
+//! VM ↔ Kubernetes node mapping, and VM power actions for the chaos step.
+mod client;
+mod error;
+mod inventory;
+mod mapping;
+mod model;
+mod power;
+mod secret;
+mod tls;
+mod upid;
+
+pub use client::{ProxmoxClient, ProxmoxSettings};
+pub use error::ProxmoxError;
+pub use inventory::{Inventory, InventoryVm, VmScope, collect_inventory, glob_match};
+pub use mapping::{
+    KubeNodeIdentity, MappingError, MappingOptions, MatchedBy, NodeMapping, NodePlacement,
+    map_nodes_to_vms,
+};
+pub use model::{
+    ClusterVm, HaRequestedState, HaResource, PveNode, PveVersion, TaskStatus, VmConfig, VmStatus,
+    parse_smbios_uuid, parse_tags,
+};
+pub use power::{PowerAction, PowerOptions, PowerReport, TaskOutcome};
+pub use secret::{ApiToken, TokenSecret};
+pub use tls::{TlsTrust, certificate_fingerprint, format_fingerprint, parse_fingerprint};
+pub use upid::Upid;

@@ -1,0 +1,391 @@
+//! Typed Proxmox answers. Perl-side typing is loose (booleans as 0/1, numbers as
+//! strings, keys omitted), so fields are read leniently.
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+/// A cluster member from `GET /nodes`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PveNode {
+    /// Node name (`pve1`).
+    pub node: String,
+    /// `online`, `offline` or `unknown`.
+    #[serde(default)]
+    pub status: String,
+    /// SHA-256 of the node certificate, `AB:CD:...`.
+    #[serde(default)]
+    pub ssl_fingerprint: Option<String>,
+}
+
+impl PveNode {
+    pub fn is_online(&self) -> bool {
+        self.status == "online"
+    }
+}
+
+/// A QEMU VM from `GET /cluster/resources?type=vm` (LXC rows are dropped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterVm {
+    pub vmid: u32,
+    /// Absent when the VM's node has not reported for a while (`status: unknown`).
+    pub name: Option<String>,
+    /// The Proxmox node that owns the VM's config, i.e. its physical host.
+    pub node: String,
+    /// `running`, `stopped`, `paused`, ..., `unknown` (node silent).
+    pub status: String,
+    pub tags: Vec<String>,
+    /// HA service state (`started`, `stopped`, `fence`, ...) when HA manages the VM.
+    pub hastate: Option<String>,
+    pub template: bool,
+    pub lock: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RawResource {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default, deserialize_with = "lenient_u32")]
+    vmid: Option<u32>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    name: Option<String>,
+    #[serde(default)]
+    node: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default, deserialize_with = "lenient_string")]
+    tags: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    hastate: Option<String>,
+    #[serde(default, deserialize_with = "lenient_bool")]
+    template: bool,
+    #[serde(default, deserialize_with = "lenient_string")]
+    lock: Option<String>,
+}
+
+impl RawResource {
+    pub(crate) fn into_qemu(self) -> Option<ClusterVm> {
+        if self.kind != "qemu" {
+            return None;
+        }
+        Some(ClusterVm {
+            vmid: self.vmid?,
+            name: self.name,
+            node: self.node,
+            status: self.status,
+            tags: parse_tags(self.tags.as_deref().unwrap_or_default()),
+            hastate: self.hastate,
+            template: self.template,
+            lock: self.lock,
+        })
+    }
+}
+
+/// Splits a Proxmox tag list (`;`, also `,` or spaces), lowercased, empties dropped.
+pub fn parse_tags(raw: &str) -> Vec<String> {
+    raw.split([';', ',', ' '])
+        .map(|t| t.trim().to_ascii_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+/// What gates reads from `GET /nodes/{node}/qemu/{vmid}/config`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VmConfig {
+    pub name: Option<String>,
+    /// The `smbios1` uuid as configured (case preserved); `None` if absent or malformed.
+    pub smbios_uuid: Option<String>,
+    pub tags: Vec<String>,
+}
+
+impl VmConfig {
+    pub(crate) fn from_value(value: &Value) -> VmConfig {
+        let text = |k: &str| value.get(k).and_then(value_to_string);
+        VmConfig {
+            name: text("name"),
+            smbios_uuid: text("smbios1").as_deref().and_then(parse_smbios_uuid),
+            tags: parse_tags(text("tags").as_deref().unwrap_or_default()),
+        }
+    }
+}
+
+/// Extracts `uuid=...` from an `smbios1` property string (`k=v` pairs, any order) and
+/// checks its 8-4-4-4-12 hex shape.
+pub fn parse_smbios_uuid(smbios1: &str) -> Option<String> {
+    let uuid = smbios1
+        .split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| k.trim() == "uuid")
+        .map(|(_, v)| v.trim().to_string())?;
+    let groups: Vec<&str> = uuid.split('-').collect();
+    let shape = [8, 4, 4, 4, 12];
+    let ok = groups.len() == 5
+        && groups
+            .iter()
+            .zip(shape)
+            .all(|(g, n)| g.len() == n && g.chars().all(|c| c.is_ascii_hexdigit()));
+    ok.then_some(uuid)
+}
+
+/// HA requested state of a resource (`/cluster/ha/resources`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HaRequestedState {
+    /// `started` (also `enabled`, and the default when absent).
+    Started,
+    Stopped,
+    Disabled,
+    Ignored,
+    Other(String),
+}
+
+impl HaRequestedState {
+    pub(crate) fn parse(raw: Option<&str>) -> Self {
+        match raw.unwrap_or("started") {
+            "started" | "enabled" => Self::Started,
+            "stopped" => Self::Stopped,
+            "disabled" => Self::Disabled,
+            "ignored" => Self::Ignored,
+            other => Self::Other(other.to_string()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Started => "started",
+            Self::Stopped => "stopped",
+            Self::Disabled => "disabled",
+            Self::Ignored => "ignored",
+            Self::Other(s) => s,
+        }
+    }
+}
+
+/// One HA resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HaResource {
+    /// `vm:100`.
+    pub sid: String,
+    /// The VM id when `sid` is a `vm:` resource.
+    pub vmid: Option<u32>,
+    pub state: HaRequestedState,
+}
+
+impl HaResource {
+    /// HA acts on the resource (listed and not `ignored`).
+    pub fn is_managed(&self) -> bool {
+        self.state != HaRequestedState::Ignored
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RawHaResource {
+    #[serde(default)]
+    sid: String,
+    #[serde(default, deserialize_with = "lenient_string")]
+    state: Option<String>,
+}
+
+impl From<RawHaResource> for HaResource {
+    fn from(raw: RawHaResource) -> Self {
+        let vmid = raw.sid.strip_prefix("vm:").and_then(|id| id.parse().ok());
+        HaResource {
+            state: HaRequestedState::parse(raw.state.as_deref()),
+            sid: raw.sid,
+            vmid,
+        }
+    }
+}
+
+/// `GET /nodes/{node}/qemu/{vmid}/status/current`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmStatus {
+    /// `running` or `stopped` (QEMU process present or not).
+    pub status: String,
+    /// QMP run state (`running`, `paused`, `prelaunch`, ...), when reported.
+    pub qmpstatus: Option<String>,
+    pub name: Option<String>,
+    /// HA manages the VM.
+    pub ha_managed: bool,
+    /// HA service state when managed.
+    pub ha_state: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RawVmStatus {
+    #[serde(default)]
+    status: String,
+    #[serde(default, deserialize_with = "lenient_string")]
+    qmpstatus: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    name: Option<String>,
+    #[serde(default)]
+    ha: Option<RawHa>,
+}
+
+#[derive(Deserialize)]
+struct RawHa {
+    #[serde(default, deserialize_with = "lenient_bool")]
+    managed: bool,
+    #[serde(default, deserialize_with = "lenient_string")]
+    state: Option<String>,
+}
+
+impl From<RawVmStatus> for VmStatus {
+    fn from(raw: RawVmStatus) -> Self {
+        let (ha_managed, ha_state) = match raw.ha {
+            Some(ha) => (ha.managed, ha.state),
+            None => (false, None),
+        };
+        VmStatus {
+            status: raw.status,
+            qmpstatus: raw.qmpstatus,
+            name: raw.name,
+            ha_managed,
+            ha_state: if ha_managed { ha_state } else { None },
+        }
+    }
+}
+
+/// `GET /nodes/{node}/tasks/{upid}/status`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct TaskStatus {
+    /// `running` or `stopped`.
+    pub status: String,
+    /// Only once stopped: `OK`, `WARNINGS: n`, or the error text.
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub exitstatus: Option<String>,
+}
+
+impl TaskStatus {
+    pub fn is_running(&self) -> bool {
+        self.status != "stopped"
+    }
+
+    /// `OK` and `WARNINGS: n` are success.
+    pub fn succeeded(&self) -> bool {
+        self.exitstatus
+            .as_deref()
+            .is_some_and(|e| e == "OK" || e.starts_with("WARNINGS:"))
+    }
+}
+
+/// `GET /version`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PveVersion {
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub release: String,
+}
+
+fn value_to_string(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(if *b { "1" } else { "0" }.to_string()),
+        _ => None,
+    }
+}
+
+fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?
+        .as_ref()
+        .and_then(value_to_string))
+}
+
+fn lenient_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    Ok(match Option::<Value>::deserialize(d)? {
+        Some(Value::Number(n)) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+        Some(Value::String(s)) => s.trim().parse().ok(),
+        _ => None,
+    })
+}
+
+fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(match Option::<Value>::deserialize(d)? {
+        Some(Value::Bool(b)) => b,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|n| n != 0.0),
+        Some(Value::String(s)) => matches!(s.trim(), "1" | "true" | "on" | "yes"),
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smbios_uuid_is_found_in_any_position_and_checked() {
+        assert_eq!(
+            parse_smbios_uuid("uuid=6c3fa683-bef9-4425-b413-eaa45a9d6191").as_deref(),
+            Some("6c3fa683-bef9-4425-b413-eaa45a9d6191")
+        );
+        assert_eq!(
+            parse_smbios_uuid(
+                "manufacturer=UUVNVQ==,uuid=6C3FA683-BEF9-4425-B413-EAA45A9D6191,base64=1"
+            )
+            .as_deref(),
+            Some("6C3FA683-BEF9-4425-B413-EAA45A9D6191")
+        );
+        assert_eq!(parse_smbios_uuid("serial=abc"), None);
+        assert_eq!(parse_smbios_uuid("uuid=not-a-uuid"), None);
+    }
+
+    #[test]
+    fn tags_split_on_semicolons_and_friends() {
+        assert_eq!(parse_tags("k8s;Staging"), vec!["k8s", "staging"]);
+        assert_eq!(parse_tags("a, b c;;"), vec!["a", "b", "c"]);
+        assert!(parse_tags("").is_empty());
+    }
+
+    #[test]
+    fn resources_read_perl_typing() {
+        let raw: RawResource = serde_json::from_value(serde_json::json!({
+            "type": "qemu", "vmid": "101", "node": "pve1", "status": "running",
+            "template": 0, "tags": "staging;cp", "hastate": "started"
+        }))
+        .expect("json");
+        let vm = raw.into_qemu().expect("qemu");
+        assert_eq!(vm.vmid, 101);
+        assert!(!vm.template);
+        assert_eq!(vm.tags, vec!["staging", "cp"]);
+        let lxc: RawResource = serde_json::from_value(serde_json::json!({
+            "type": "lxc", "vmid": 200, "node": "pve1", "status": "running"
+        }))
+        .expect("json");
+        assert!(lxc.into_qemu().is_none());
+    }
+
+    #[test]
+    fn ha_state_defaults_to_started() {
+        assert_eq!(HaRequestedState::parse(None), HaRequestedState::Started);
+        assert_eq!(
+            HaRequestedState::parse(Some("enabled")),
+            HaRequestedState::Started
+        );
+        let r: HaResource = RawHaResource {
+            sid: "vm:100".into(),
+            state: Some("ignored".into()),
+        }
+        .into();
+        assert_eq!(r.vmid, Some(100));
+        assert!(!r.is_managed());
+    }
+
+    #[test]
+    fn task_success_is_ok_or_warnings() {
+        let t = |e: &str| TaskStatus {
+            status: "stopped".into(),
+            exitstatus: Some(e.into()),
+        };
+        assert!(t("OK").succeeded());
+        assert!(t("WARNINGS: 2").succeeded());
+        assert!(!t("VM 100 already running").succeeded());
+        assert!(
+            !TaskStatus {
+                status: "running".into(),
+                exitstatus: None
+            }
+            .succeeded()
+        );
+    }
+}
