@@ -1,0 +1,154 @@
+//! The files a running lab writes for its clients: a kubeconfig, and one environment file
+//! per environment in the harness's format (notes/lab-plan.md).
+
+use crate::addr::{INGRESS_HTTP_PORT, KUBE_PORT, PROXMOX_PORT, Plan};
+use crate::world::World;
+use base64::Engine;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Write a file readable only by its owner (it may hold secrets).
+pub fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, contents)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// YAML-quote a string (double quotes, escaped).
+fn yq(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+pub fn kubeconfig(world: &World, plan: Plan, ca_pem: &str, admin: &str, read_only: &str) -> String {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let mut out = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
+    for (k, e) in world.envs.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "- name: {}\n  cluster:\n    server: https://{}:{KUBE_PORT}\n    certificate-authority-data: {ca}",
+            e.name(),
+            plan.vip_ip(k)
+        );
+    }
+    let _ = write!(
+        out,
+        "users:\n- name: gates-lab-admin\n  user:\n    token: {admin}\n- name: gates-lab-readonly\n  user:\n    token: {read_only}\ncontexts:\n"
+    );
+    for e in &world.envs {
+        let _ = writeln!(
+            out,
+            "- name: {0}\n  context:\n    cluster: {0}\n    user: gates-lab-admin",
+            e.name()
+        );
+        let _ = writeln!(
+            out,
+            "- name: {0}-readonly\n  context:\n    cluster: {0}\n    user: gates-lab-readonly",
+            e.name()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "current-context: {}",
+        world.envs.first().map(|e| e.name()).unwrap_or("lab")
+    );
+    out
+}
+
+pub struct EnvFilePaths {
+    pub kubeconfig: PathBuf,
+    pub talosconfig: PathBuf,
+    pub proxmox_token: PathBuf,
+    pub proxmox_ca: PathBuf,
+}
+
+/// The environment file for environment `k`, in gates/environments format.
+pub fn env_file(
+    world: &World,
+    plan: Plan,
+    k: usize,
+    paths: &EnvFilePaths,
+    token_id: &str,
+) -> String {
+    let e = &world.envs[k];
+    let like = e.spec.like.as_str();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Written by gates-lab for scenario {}; regenerated on every lab start.",
+        world.scenario
+    );
+    let _ = writeln!(
+        out,
+        "description: Lab {like} (scenario {}), simulated by gates-lab.",
+        world.scenario
+    );
+    let _ = writeln!(out, "like: {like}");
+    let _ = writeln!(
+        out,
+        "kube:\n  context: {}\n  kubeconfig: {}",
+        e.name(),
+        yq(&paths.kubeconfig.display().to_string())
+    );
+    let _ = writeln!(
+        out,
+        "nodes:\n  control_planes: 3\n  host_label: topology.kubernetes.io/zone"
+    );
+    if let Some(ing) = &e.spec.ingress {
+        let _ = writeln!(
+            out,
+            "ingress:\n  services:\n    - selector: {{ app.kubernetes.io/name: traefik }}"
+        );
+        let _ = ing;
+        let _ = writeln!(out, "  urls:");
+        for h in &ing.hosts {
+            let _ = writeln!(
+                out,
+                "    - url: http://{}:{INGRESS_HTTP_PORT}/\n      host: {h}\n      expect_status: 200",
+                plan.ingress_ip(k)
+            );
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "ingress:\n  services:\n    - selector: {{ app.kubernetes.io/name: traefik }}"
+        );
+    }
+    let _ = writeln!(out, "capacity:\n  margin: 0.3334\n  basis: usage");
+    let _ = writeln!(
+        out,
+        "api:\n  endpoint: https://{}:{KUBE_PORT}",
+        plan.vip_ip(k)
+    );
+    let endpoints: Vec<String> = e
+        .nodes
+        .iter()
+        .filter(|&&n| world.nodes[n].is_control_plane() && world.nodes[n].addressed)
+        .map(|&n| plan.node_ip(n).to_string())
+        .collect();
+    let _ = writeln!(
+        out,
+        "talos:\n  context: {}\n  talosconfig: {}\n  endpoints: [{}]",
+        e.name(),
+        yq(&paths.talosconfig.display().to_string()),
+        endpoints.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "proxmox:\n  url: https://{}:{PROXMOX_PORT}\n  token_id: {}\n  token_secret_file: {}\n  ca_file: {}\n  vms:\n    tags: [{}]",
+        plan.host_ip(0),
+        yq(token_id),
+        yq(&paths.proxmox_token.display().to_string()),
+        yq(&paths.proxmox_ca.display().to_string()),
+        e.tag
+    );
+    let _ = writeln!(out, "chaos:\n  allowed: true");
+    out
+}

@@ -1,0 +1,90 @@
+//! Discovery documents: /api, /apis, /apis/<group>, /api/v1 and /apis/<group>/<version>.
+
+use crate::resources::{RESOURCES, groups};
+use serde_json::{Value, json};
+
+pub fn api_versions(server_address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    })
+}
+
+fn group_doc(name: &str, versions: &[&str]) -> Value {
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    json!({
+        "name": name,
+        "versions": vs,
+        "preferredVersion": vs.first().cloned().unwrap_or(Value::Null),
+    })
+}
+
+pub fn api_group_list(metrics: bool) -> Value {
+    let groups: Vec<Value> = groups()
+        .into_iter()
+        .filter(|(g, _)| metrics || *g != "metrics.k8s.io")
+        .map(|(g, vs)| group_doc(g, &vs))
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+pub fn api_group(group: &str, metrics: bool) -> Option<Value> {
+    if group == "metrics.k8s.io" && !metrics {
+        return None;
+    }
+    groups()
+        .into_iter()
+        .find(|(g, _)| *g == group)
+        .map(|(g, vs)| {
+            let mut doc = group_doc(g, &vs);
+            if let Some(m) = doc.as_object_mut() {
+                m.insert("kind".into(), json!("APIGroup"));
+                m.insert("apiVersion".into(), json!("v1"));
+            }
+            doc
+        })
+}
+
+pub fn resource_list(group: &str, version: &str, metrics: bool) -> Option<Value> {
+    if group == "metrics.k8s.io" && !metrics {
+        return None;
+    }
+    let defs: Vec<_> = RESOURCES
+        .iter()
+        .filter(|d| d.group == group && d.version == version)
+        .collect();
+    if defs.is_empty() {
+        return None;
+    }
+    let resources: Vec<Value> = defs
+        .iter()
+        .map(|d| {
+            let mut r = json!({
+                "name": d.plural,
+                "singularName": d.singular,
+                "namespaced": d.namespaced,
+                "kind": d.kind,
+                "verbs": d.verbs(),
+            });
+            if !d.short_names.is_empty() {
+                r["shortNames"] = json!(d.short_names);
+            }
+            if !d.categories.is_empty() {
+                r["categories"] = json!(d.categories);
+            }
+            r
+        })
+        .collect();
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    )
+}

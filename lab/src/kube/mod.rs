@@ -1,0 +1,627 @@
+//! The Kubernetes API server of one environment: HTTPS with bearer tokens, discovery, get,
+//! list (selectors, paging) and watch, answered from the world's object store. The same
+//! handler serves every control-plane node's address and the environment's API VIP.
+
+mod discovery;
+pub mod status;
+mod table;
+
+use crate::net::{Body, ConnInfo, Handler, channel_body};
+use crate::reqlog::{Protocol, RequestLog};
+use crate::resources::{self, ResourceDef};
+use crate::selector::{FieldSelector, Selector, labels_of};
+use crate::world::Shared;
+use crate::world::store::{Event, EventType};
+use base64::Engine;
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response};
+use serde_json::{Value, json};
+use status::{
+    bad_request, bytes_response, json_response, not_found, not_found_path, status, unauthorized,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The bearer tokens the API accepts. Never logged.
+#[derive(Clone)]
+pub struct Tokens {
+    pub admin: String,
+    pub read_only: String,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tokens([secret])")
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum User {
+    Admin,
+    ReadOnly,
+    Anonymous,
+}
+
+impl User {
+    fn name(self) -> &'static str {
+        match self {
+            User::Admin => "gates-lab-admin",
+            User::ReadOnly => "gates-lab-readonly",
+            User::Anonymous => "system:anonymous",
+        }
+    }
+}
+
+pub struct KubeApi {
+    pub shared: Arc<Shared>,
+    pub env: usize,
+    pub tokens: Tokens,
+    pub log: RequestLog,
+}
+
+impl KubeApi {
+    pub fn handler(self: Arc<Self>) -> Handler {
+        Arc::new(move |req, info| {
+            let api = self.clone();
+            Box::pin(async move {
+                let method = req.method().to_string();
+                let path = req
+                    .uri()
+                    .path_and_query()
+                    .map(|p| p.to_string())
+                    .unwrap_or_default();
+                let resp = api.handle(req, info).await;
+                api.log.record(
+                    Protocol::Kube,
+                    info.client,
+                    info.server,
+                    &method,
+                    &path,
+                    resp.status().as_u16(),
+                );
+                resp
+            })
+        })
+    }
+
+    fn authenticate(&self, req: &Request<Incoming>) -> Result<User, ()> {
+        let Some(h) = req.headers().get(hyper::header::AUTHORIZATION) else {
+            return Ok(User::Anonymous);
+        };
+        let h = h.to_str().map_err(|_| ())?;
+        let token = h.strip_prefix("Bearer ").ok_or(())?.trim();
+        if constant_eq(token, &self.tokens.admin) {
+            Ok(User::Admin)
+        } else if constant_eq(token, &self.tokens.read_only) {
+            Ok(User::ReadOnly)
+        } else {
+            Err(())
+        }
+    }
+
+    async fn handle(&self, req: Request<Incoming>, info: ConnInfo) -> Response<Body> {
+        let Ok(user) = self.authenticate(&req) else {
+            return unauthorized();
+        };
+        let path = req.uri().path().trim_end_matches('/').to_string();
+        let query: HashMap<String, String> = req
+            .uri()
+            .query()
+            .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+            .unwrap_or_default();
+        // Health and version are public (system:public-info-viewer).
+        match path.as_str() {
+            "/healthz" | "/livez" | "/readyz" => {
+                return self.health(&path, query.contains_key("verbose"));
+            }
+            "/version" => return json_response(200, &self.version()),
+            _ => {}
+        }
+        if user == User::Anonymous {
+            return unauthorized();
+        }
+        let metrics = self.shared.read(|w| w.envs[self.env].spec.metrics);
+        let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        // Discovery.
+        match segs.as_slice() {
+            ["api"] => {
+                return json_response(200, &discovery::api_versions(&info.server.to_string()));
+            }
+            ["apis"] => return json_response(200, &discovery::api_group_list(metrics)),
+            ["api", "v1"] => return opt_json(discovery::resource_list("", "v1", metrics)),
+            ["apis", g] => return opt_json(discovery::api_group(g, metrics)),
+            ["apis", g, v] => return opt_json(discovery::resource_list(g, v, metrics)),
+            _ => {}
+        }
+        let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
+            ["api", v, rest @ ..] => ("", *v, rest),
+            ["apis", g, v, rest @ ..] => (*g, *v, rest),
+            _ => return not_found_path(),
+        };
+        // rest: [plural] [plural name] [namespaces ns plural] [namespaces ns plural name]
+        let (ns, plural, name) = match rest {
+            [p] => (None, *p, None),
+            ["namespaces", n] if group.is_empty() => (None, "namespaces", Some(*n)),
+            ["namespaces", ns, p] => (Some(*ns), *p, None),
+            ["namespaces", ns, p, n] => (Some(*ns), *p, Some(*n)),
+            [p, n] => (None, *p, Some(*n)),
+            _ => return not_found_path(),
+        };
+        let Some(def) = resources::lookup(group, version, plural) else {
+            return not_found_path();
+        };
+        if def.group == "metrics.k8s.io" && !metrics {
+            return not_found_path();
+        }
+        if ns.is_some() && !def.namespaced {
+            return not_found_path();
+        }
+        let verb = if req.method() == Method::GET {
+            if name.is_some() {
+                "get"
+            } else if is_true(query.get("watch")) {
+                "watch"
+            } else {
+                "list"
+            }
+        } else {
+            match *req.method() {
+                Method::POST => "create",
+                Method::PUT => "update",
+                Method::PATCH => "patch",
+                Method::DELETE => "delete",
+                _ => "unknown",
+            }
+        };
+        if !matches!(verb, "get" | "list" | "watch") {
+            if user == User::ReadOnly {
+                let scope = match ns {
+                    Some(n) => format!(" in the namespace \"{n}\""),
+                    None => String::new(),
+                };
+                let gr = if def.group.is_empty() {
+                    "\"\"".to_string()
+                } else {
+                    format!("\"{}\"", def.group)
+                };
+                let msg = format!(
+                    "{}{} is forbidden: User \"{}\" cannot {verb} resource \"{}\" in API group {gr}{scope}",
+                    def.group_resource(),
+                    name.map(|n| format!(" \"{n}\"")).unwrap_or_default(),
+                    user.name(),
+                    def.plural,
+                );
+                let details =
+                    json!({"name": name.unwrap_or(""), "group": def.group, "kind": def.plural});
+                return status(403, "Forbidden", &msg, Some(details));
+            }
+            return status(
+                405,
+                "MethodNotAllowed",
+                &format!("the lab does not support {verb} on {}", def.plural),
+                None,
+            );
+        }
+        if verb == "watch" && def.read_only_api {
+            return status(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+                None,
+            );
+        }
+        if !self.shared.read(|w| w.envs[self.env].quorum) {
+            return status(500, "InternalError", "etcdserver: request timed out", None);
+        }
+        let wants_table = req
+            .headers()
+            .get(hyper::header::ACCEPT)
+            .and_then(|a| a.to_str().ok())
+            .is_some_and(|a| a.contains("as=Table"));
+        match verb {
+            "get" => self.get(def, ns, name.unwrap_or_default(), wants_table),
+            "list" => self.list(def, ns, &query, wants_table),
+            _ => self.watch(def, ns, &query),
+        }
+    }
+
+    fn health(&self, path: &str, verbose: bool) -> Response<Body> {
+        let quorum = self.shared.read(|w| w.envs[self.env].quorum);
+        let checks = [
+            "ping",
+            "log",
+            "etcd",
+            "informer-sync",
+            "poststarthook/start-apiserver-admission-initializer",
+        ];
+        if quorum && !verbose {
+            return bytes_response(200, "text/plain; charset=utf-8", b"ok".to_vec());
+        }
+        let mut text = String::new();
+        for c in checks {
+            let ok = quorum || c != "etcd";
+            text.push_str(&if ok {
+                format!("[+]{c} ok\n")
+            } else {
+                format!("[-]{c} failed: reason withheld\n")
+            });
+        }
+        let what = path.trim_start_matches('/');
+        if quorum {
+            text.push_str(&format!("{what} check passed\n"));
+            bytes_response(200, "text/plain; charset=utf-8", text.into_bytes())
+        } else {
+            text.push_str(&format!("{what} check failed\n"));
+            bytes_response(500, "text/plain; charset=utf-8", text.into_bytes())
+        }
+    }
+
+    fn version(&self) -> Value {
+        let v = self
+            .shared
+            .read(|w| w.envs[self.env].spec.kubernetes_version.clone());
+        let trimmed = v.trim_start_matches('v');
+        let mut parts = trimmed.split('.');
+        let major = parts.next().unwrap_or("1");
+        let minor = parts.next().unwrap_or("0");
+        json!({
+            "major": major,
+            "minor": minor,
+            "emulationMajor": major,
+            "emulationMinor": minor,
+            "gitVersion": v,
+            "gitCommit": "0000000000000000000000000000000000000000",
+            "gitTreeState": "clean",
+            "buildDate": "2025-09-09T19:44:50Z",
+            "goVersion": "go1.24.6",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+        })
+    }
+
+    fn get(
+        &self,
+        def: &'static ResourceDef,
+        ns: Option<&str>,
+        name: &str,
+        table: bool,
+    ) -> Response<Body> {
+        let obj = self.shared.read(|w| {
+            w.envs[self.env]
+                .store
+                .get(def.res, ns.unwrap_or(""), name)
+                .map(|o| (o, w.envs[self.env].store.rv()))
+        });
+        match obj {
+            Some((o, rv)) if table => json_response(
+                200,
+                &table::table(def, &[o], rv, None, self.shared.clock.wall_now()),
+            ),
+            Some((o, _)) => bytes_response(
+                200,
+                "application/json",
+                serde_json::to_vec(&*o).unwrap_or_default(),
+            ),
+            None => not_found(def.plural, def.group, name),
+        }
+    }
+
+    fn list(
+        &self,
+        def: &'static ResourceDef,
+        ns: Option<&str>,
+        query: &HashMap<String, String>,
+        table: bool,
+    ) -> Response<Body> {
+        let labels = match query
+            .get("labelSelector")
+            .map(|s| Selector::parse(s))
+            .transpose()
+        {
+            Ok(s) => s.unwrap_or_default(),
+            Err(e) => return bad_request(&format!("unable to parse requirement: {e}")),
+        };
+        let fields = match query
+            .get("fieldSelector")
+            .map(|s| FieldSelector::parse(s, def.field_selectors))
+            .transpose()
+        {
+            Ok(s) => s,
+            Err(e) => return bad_request(&e),
+        };
+        let limit: usize = match query.get("limit").map(|l| l.parse::<i64>()) {
+            None => 0,
+            Some(Ok(n)) if n > 0 => n as usize,
+            Some(Ok(_)) => 0,
+            Some(Err(_)) => return bad_request("limit must be an integer"),
+        };
+        let after = match query.get("continue").filter(|c| !c.is_empty()) {
+            Some(c) => match decode_continue(c) {
+                Some(k) => Some(k),
+                None => {
+                    return status(
+                        400,
+                        "BadRequest",
+                        "continue key is not valid: illegal base64 data",
+                        None,
+                    );
+                }
+            },
+            None => None,
+        };
+        let (rv, all) = self.shared.read(|w| {
+            let store = &w.envs[self.env].store;
+            (store.rv(), store.list(def.res))
+        });
+        let filtered = labels.is_empty() && fields.is_none();
+        let mut items = Vec::new();
+        let mut next = None;
+        let mut remaining = 0usize;
+        for (key, obj) in all.iter() {
+            if ns.is_some_and(|n| key.0 != n) {
+                continue;
+            }
+            if let Some((ans, aname)) = &after
+                && (key.0.as_str(), key.1.as_str()) <= (ans.as_str(), aname.as_str())
+            {
+                continue;
+            }
+            if !labels.is_empty() && !labels.matches(&labels_of(obj)) {
+                continue;
+            }
+            if let Some(f) = &fields
+                && !f.matches(obj)
+            {
+                continue;
+            }
+            if limit > 0 && items.len() == limit {
+                if next.is_none() {
+                    next = items
+                        .last()
+                        .map(|(k, _): &(&(String, String), &Arc<Value>)| encode_continue(rv, k));
+                }
+                remaining += 1;
+                if !filtered {
+                    break;
+                }
+                continue;
+            }
+            items.push((key, obj));
+        }
+        let objs: Vec<Arc<Value>> = items.iter().map(|(_, o)| (*o).clone()).collect();
+        if table {
+            return json_response(
+                200,
+                &table::table(def, &objs, rv, next, self.shared.clock.wall_now()),
+            );
+        }
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if let Some(c) = &next {
+            meta["continue"] = json!(c);
+            if filtered {
+                meta["remainingItemCount"] = json!(remaining);
+            }
+        }
+        let mut out = Vec::with_capacity(256 + objs.len() * 1024);
+        out.extend_from_slice(
+            format!(
+                "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
+                def.list_kind(),
+                def.api_version(),
+                meta
+            )
+            .as_bytes(),
+        );
+        for (i, o) in objs.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_item(&mut out, o, def.typed);
+        }
+        out.extend_from_slice(b"]}");
+        bytes_response(200, "application/json", out)
+    }
+
+    fn watch(
+        &self,
+        def: &'static ResourceDef,
+        ns: Option<&str>,
+        query: &HashMap<String, String>,
+    ) -> Response<Body> {
+        let labels = match query
+            .get("labelSelector")
+            .map(|s| Selector::parse(s))
+            .transpose()
+        {
+            Ok(s) => s.unwrap_or_default(),
+            Err(e) => return bad_request(&format!("unable to parse requirement: {e}")),
+        };
+        let fields = match query
+            .get("fieldSelector")
+            .map(|s| FieldSelector::parse(s, def.field_selectors))
+            .transpose()
+        {
+            Ok(s) => s,
+            Err(e) => return bad_request(&e),
+        };
+        let since: Option<u64> = query
+            .get("resourceVersion")
+            .filter(|v| !v.is_empty() && *v != "0")
+            .and_then(|v| v.parse().ok());
+        let timeout = query
+            .get("timeoutSeconds")
+            .and_then(|t| t.parse::<u64>().ok())
+            .map(Duration::from_secs)
+            .unwrap_or(Duration::from_secs(1800));
+        let bookmarks = is_true(query.get("allowWatchBookmarks"));
+        let ns = ns.map(String::from);
+        let matches = move |res: crate::resources::Res, obj: &Value| -> bool {
+            res == def.res
+                && ns.as_ref().is_none_or(|n| {
+                    obj.pointer("/metadata/namespace").and_then(|x| x.as_str()) == Some(n.as_str())
+                })
+                && (labels.is_empty() || labels.matches(&labels_of(obj)))
+                && fields.as_ref().is_none_or(|f| f.matches(obj))
+        };
+        // Replay (or the initial state) and subscription are taken under one lock.
+        let setup = self.shared.read(|w| {
+            let store = &w.envs[self.env].store;
+            let start = since.unwrap_or_else(|| store.rv());
+            let initial: Vec<Arc<Value>> = if since.is_none() {
+                store.list(def.res).into_iter().map(|(_, o)| o).collect()
+            } else {
+                Vec::new()
+            };
+            store
+                .subscribe(start)
+                .map(|(replay, rx)| (initial, replay, rx, store.rv()))
+        });
+        let (tx, rx_body) = tokio::sync::mpsc::channel::<Bytes>(256);
+        let resp = Response::builder()
+            .status(200)
+            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .header("Transfer-Encoding", "chunked")
+            .body(channel_body(rx_body));
+        let mut resp = match resp {
+            Ok(r) => r,
+            Err(_) => return status(500, "InternalError", "response", None),
+        };
+        resp.headers_mut().remove("Transfer-Encoding");
+        match setup {
+            Err(_) => {
+                let ev = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": format!("too old resource version: {} ({})", since.unwrap_or(0), 0), "reason": "Expired", "code": 410}});
+                tokio::spawn(async move {
+                    let _ = tx.send(line(&ev)).await;
+                });
+            }
+            Ok((initial, replay, mut rx, mut last_rv)) => {
+                let typed = def.typed;
+                let _ = typed;
+                tokio::spawn(async move {
+                    for o in initial {
+                        if matches(def.res, &o) && tx.send(event_line("ADDED", &o)).await.is_err() {
+                            return;
+                        }
+                    }
+                    for e in replay {
+                        if matches(e.res, &e.obj)
+                            && tx.send(event_line(e.etype.as_str(), &e.obj)).await.is_err()
+                        {
+                            return;
+                        }
+                        last_rv = last_rv.max(e.rv);
+                    }
+                    let deadline = tokio::time::sleep(timeout);
+                    tokio::pin!(deadline);
+                    let mut tick = tokio::time::interval(Duration::from_secs(60));
+                    tick.tick().await;
+                    loop {
+                        tokio::select! {
+                            _ = &mut deadline => return,
+                            _ = tx.closed() => return,
+                            _ = tick.tick(), if bookmarks => {
+                                let bm = json!({"type": "BOOKMARK", "object": {"kind": def.kind, "apiVersion": def.api_version(), "metadata": {"resourceVersion": last_rv.to_string()}}});
+                                if tx.send(line(&bm)).await.is_err() { return; }
+                            }
+                            ev = rx.recv() => {
+                                let ev: Arc<Event> = match ev {
+                                    Ok(e) => e,
+                                    // Fell behind: end the watch; the client lists again.
+                                    Err(_) => return,
+                                };
+                                if ev.rv <= last_rv { continue; }
+                                last_rv = ev.rv;
+                                if matches(ev.res, &ev.obj) && tx.send(event_line(ev.etype.as_str(), &ev.obj)).await.is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                });
+            }
+        }
+        let _ = EventType::Added;
+        resp
+    }
+}
+
+fn opt_json(v: Option<Value>) -> Response<Body> {
+    match v {
+        Some(v) => json_response(200, &v),
+        None => not_found_path(),
+    }
+}
+
+fn is_true(v: Option<&String>) -> bool {
+    v.is_some_and(|v| v == "1" || v == "true")
+}
+
+fn line(v: &Value) -> Bytes {
+    let mut b = serde_json::to_vec(v).unwrap_or_default();
+    b.push(b'\n');
+    Bytes::from(b)
+}
+
+fn event_line(etype: &str, obj: &Value) -> Bytes {
+    let mut b = Vec::with_capacity(1024);
+    b.extend_from_slice(b"{\"type\":\"");
+    b.extend_from_slice(etype.as_bytes());
+    b.extend_from_slice(b"\",\"object\":");
+    let _ = serde_json::to_writer(&mut b, obj);
+    b.extend_from_slice(b"}\n");
+    Bytes::from(b)
+}
+
+/// Write a list item; typed (built-in) kinds omit apiVersion and kind in lists.
+fn write_item(out: &mut Vec<u8>, obj: &Value, typed: bool) {
+    match obj.as_object() {
+        Some(m) if typed => {
+            out.push(b'{');
+            let mut first = true;
+            for (k, v) in m {
+                if k == "apiVersion" || k == "kind" {
+                    continue;
+                }
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                let _ = serde_json::to_writer(&mut *out, k);
+                out.push(b':');
+                let _ = serde_json::to_writer(&mut *out, v);
+            }
+            out.push(b'}');
+        }
+        _ => {
+            let _ = serde_json::to_writer(&mut *out, obj);
+        }
+    }
+}
+
+fn encode_continue(rv: u64, key: &(String, String)) -> String {
+    let start = format!("{}/{}", key.0, key.1);
+    let doc = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start});
+    base64::engine::general_purpose::URL_SAFE.encode(doc.to_string())
+}
+
+fn decode_continue(c: &str) -> Option<(String, String)> {
+    let bytes = base64::engine::general_purpose::URL_SAFE
+        .decode(c)
+        .or_else(|_| base64::engine::general_purpose::STANDARD.decode(c))
+        .ok()?;
+    let v: Value = serde_json::from_slice(&bytes).ok()?;
+    let start = v.get("start")?.as_str()?;
+    let (ns, name) = start.split_once('/')?;
+    Some((ns.to_string(), name.to_string()))
+}
+
+/// Compare secrets without an early exit on the first differing byte.
+fn constant_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}

@@ -1,0 +1,123 @@
+//! `meta.k8s.io/v1` Table responses, which kubectl asks for when it prints objects. Columns
+//! follow the real server's for nodes, pods and PDBs; other kinds get Name and Age.
+
+use crate::resources::{Res, ResourceDef};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+fn age(created: Option<&str>, now: chrono::DateTime<chrono::Utc>) -> String {
+    let Some(t) = created.and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok()) else {
+        return "<unknown>".into();
+    };
+    let secs = (now - t.with_timezone(&chrono::Utc)).num_seconds().max(0);
+    match secs {
+        s if s < 120 => format!("{s}s"),
+        s if s < 3 * 3600 => format!("{}m", s / 60),
+        s if s < 2 * 86400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
+    }
+}
+
+fn col(name: &str, ty: &str, priority: i32) -> Value {
+    json!({"name": name, "type": ty, "format": if name == "Name" {"name"} else {""}, "description": "", "priority": priority})
+}
+
+fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(|x| x.as_str()).unwrap_or("")
+}
+
+pub fn table(
+    def: &ResourceDef,
+    items: &[Arc<Value>],
+    rv: u64,
+    cont: Option<String>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Value {
+    let columns = match def.res {
+        Res::Nodes => vec![
+            col("Name", "string", 0),
+            col("Status", "string", 0),
+            col("Roles", "string", 0),
+            col("Age", "string", 0),
+            col("Version", "string", 0),
+            col("Internal-IP", "string", 1),
+        ],
+        Res::Pods => vec![
+            col("Name", "string", 0),
+            col("Ready", "string", 0),
+            col("Status", "string", 0),
+            col("Restarts", "string", 0),
+            col("Age", "string", 0),
+            col("IP", "string", 1),
+            col("Node", "string", 1),
+        ],
+        Res::PodDisruptionBudgets => vec![
+            col("Name", "string", 0),
+            col("Min Available", "string", 0),
+            col("Max Unavailable", "string", 0),
+            col("Allowed Disruptions", "integer", 0),
+            col("Age", "string", 0),
+        ],
+        _ => vec![col("Name", "string", 0), col("Age", "string", 0)],
+    };
+    let rows: Vec<Value> = items
+        .iter()
+        .map(|o| {
+            let name = s(o, "/metadata/name");
+            let a = age(o.pointer("/metadata/creationTimestamp").and_then(|x| x.as_str()), now);
+            let cells = match def.res {
+                Res::Nodes => {
+                    let ready = o
+                        .pointer("/status/conditions")
+                        .and_then(|c| c.as_array())
+                        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+                        .map(|c| c["status"] == "True")
+                        .unwrap_or(false);
+                    let roles: Vec<&str> = o
+                        .pointer("/metadata/labels")
+                        .and_then(|l| l.as_object())
+                        .map(|l| l.keys().filter_map(|k| k.strip_prefix("node-role.kubernetes.io/")).collect())
+                        .unwrap_or_default();
+                    let ip = o
+                        .pointer("/status/addresses")
+                        .and_then(|a| a.as_array())
+                        .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
+                        .and_then(|x| x["address"].as_str())
+                        .unwrap_or("");
+                    json!([name, if ready {"Ready"} else {"NotReady"}, if roles.is_empty() {"<none>".to_string()} else {roles.join(",")}, a, s(o, "/status/nodeInfo/kubeletVersion"), ip])
+                }
+                Res::Pods => {
+                    let statuses = o.pointer("/status/containerStatuses").and_then(|c| c.as_array()).cloned().unwrap_or_default();
+                    let ready = statuses.iter().filter(|c| c["ready"] == true).count();
+                    let total = o.pointer("/spec/containers").and_then(|c| c.as_array()).map(|c| c.len()).unwrap_or(0);
+                    let status = if o.pointer("/metadata/deletionTimestamp").is_some() {
+                        "Terminating".to_string()
+                    } else if let Some(w) = statuses.first().and_then(|c| c.pointer("/state/waiting/reason")).and_then(|r| r.as_str()) {
+                        w.to_string()
+                    } else {
+                        s(o, "/status/phase").to_string()
+                    };
+                    json!([name, format!("{ready}/{total}"), status, 0, a, s(o, "/status/podIP"), s(o, "/spec/nodeName")])
+                }
+                Res::PodDisruptionBudgets => {
+                    let show = |p: &str| o.pointer(p).map(|v| if let Some(s) = v.as_str() { s.to_string() } else { v.to_string() }).unwrap_or_else(|| "N/A".into());
+                    json!([name, show("/spec/minAvailable"), show("/spec/maxUnavailable"), o.pointer("/status/disruptionsAllowed").cloned().unwrap_or(json!(0)), a])
+                }
+                _ => json!([name, a]),
+            };
+            let mut meta = o.get("metadata").cloned().unwrap_or(json!({}));
+            if let Some(m) = meta.as_object_mut() {
+                m.remove("managedFields");
+            }
+            json!({
+                "cells": cells,
+                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta},
+            })
+        })
+        .collect();
+    let mut meta = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = cont {
+        meta["continue"] = json!(c);
+    }
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": columns, "rows": rows})
+}

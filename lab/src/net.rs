@@ -1,0 +1,179 @@
+//! Listeners that follow the world: a server address accepts connections only while the
+//! machine behind it is up. When it goes down the listening socket is closed (clients get
+//! "connection refused") and open connections are dropped, as on real hardware.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+pub type Body = BoxBody<Bytes, BodyError>;
+
+/// Who is talking to whom, for handlers and the request log.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnInfo {
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+}
+
+pub type Handler = Arc<
+    dyn Fn(Request<Incoming>, ConnInfo) -> Pin<Box<dyn Future<Output = Response<Body>> + Send>>
+        + Send
+        + Sync,
+>;
+
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+/// A streaming body fed by a channel (watch responses).
+pub fn channel_body(rx: mpsc::Receiver<Bytes>) -> Body {
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, BodyError>(Frame::data(b)), rx))
+    });
+    BodyExt::boxed(StreamBody::new(stream))
+}
+
+fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let sock = TcpSocket::new_v4()?;
+    // Rebinding right after a close must work (TIME_WAIT from dropped connections).
+    sock.set_reuseaddr(true)?;
+    sock.bind(addr)?;
+    sock.listen(1024)
+}
+
+/// Map the world's reachability to one address's up/down signal.
+pub fn follow<T, F>(mut src: watch::Receiver<T>, f: F) -> watch::Receiver<bool>
+where
+    T: Send + Sync + 'static,
+    F: Fn(&T) -> bool + Send + Sync + 'static,
+{
+    let (tx, rx) = watch::channel(f(&src.borrow()));
+    tokio::spawn(async move {
+        while src.changed().await.is_ok() {
+            let v = f(&src.borrow_and_update());
+            tx.send_if_modified(|cur| {
+                if *cur != v {
+                    *cur = v;
+                    true
+                } else {
+                    false
+                }
+            });
+            if tx.is_closed() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Serve `handler` on `addr` (TLS when `tls` is given) while `up` is true. Binds before
+/// returning when initially up, so address errors surface to the caller.
+pub async fn serve_switched(
+    addr: SocketAddr,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    mut up: watch::Receiver<bool>,
+    handler: Handler,
+) -> std::io::Result<JoinHandle<()>> {
+    let mut listener = if *up.borrow_and_update() {
+        Some(bind(addr)?)
+    } else {
+        None
+    };
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    Ok(tokio::spawn(async move {
+        loop {
+            match &listener {
+                Some(l) => {
+                    tokio::select! {
+                        accepted = l.accept() => {
+                            let Ok((stream, client)) = accepted else { continue };
+                            let info = ConnInfo { client, server: addr };
+                            tokio::spawn(serve_conn(stream, info, acceptor.clone(), up.clone(), handler.clone()));
+                        }
+                        changed = up.changed() => {
+                            if changed.is_err() { return; }
+                            if !*up.borrow_and_update() {
+                                listener = None;
+                            }
+                        }
+                    }
+                }
+                None => {
+                    if up.changed().await.is_err() {
+                        return;
+                    }
+                    if *up.borrow_and_update() {
+                        // The port was ours a moment ago; retry briefly if the kernel lags.
+                        for _ in 0..50 {
+                            match bind(addr) {
+                                Ok(l) => {
+                                    listener = Some(l);
+                                    break;
+                                }
+                                Err(e) => {
+                                    tracing::debug!(%addr, error = %e, "rebind failed, retrying");
+                                    tokio::time::sleep(Duration::from_millis(20)).await;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }))
+}
+
+async fn serve_conn(
+    stream: tokio::net::TcpStream,
+    info: ConnInfo,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    mut up: watch::Receiver<bool>,
+    handler: Handler,
+) {
+    let _ = stream.set_nodelay(true);
+    let service = hyper::service::service_fn(move |req| {
+        let h = handler.clone();
+        async move { Ok::<_, std::convert::Infallible>(h(req, info).await) }
+    });
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let down = async move {
+        let _ = up.wait_for(|v| !*v).await;
+    };
+    match acceptor {
+        Some(acc) => {
+            let tls = tokio::select! {
+                r = acc.accept(stream) => r,
+                _ = tokio::time::sleep(Duration::from_secs(10)) => return,
+            };
+            let Ok(tls) = tls else { return };
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+            tokio::select! {
+                _ = conn => {}
+                _ = down => {}
+            }
+        }
+        None => {
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            tokio::select! {
+                _ = conn => {}
+                _ = down => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! Starting and stopping a whole lab: the world, its driver, every server, and the files
+//! clients need. Used by the `gates-lab` binary, by tests, and by `gates demo`/`gates lab`.
+
+use crate::addr::{INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT, KUBE_PORT, Plan};
+use crate::clock::SimClock;
+use crate::files;
+use crate::kube::{KubeApi, Tokens};
+use crate::net::{self, serve_switched};
+use crate::pki::tls::{ServerTls, server_config};
+use crate::pki::{CaKind, CertificateAuthority};
+use crate::reqlog::RequestLog;
+use crate::scenario::Scenario;
+use crate::truth::GroundTruth;
+use crate::world::{Shared, World};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::task::JoinHandle;
+
+#[derive(Debug, Clone)]
+pub struct LabOptions {
+    /// A built-in scenario name or a path to a scenario file.
+    pub scenario: String,
+    /// Instead of `scenario`, generate a scale scenario with this many nodes.
+    pub generate_nodes: Option<usize>,
+    /// The subnet byte S of 127.S.x.y.
+    pub subnet: u8,
+    /// Simulated seconds per real second.
+    pub speed: f64,
+    /// Where the kubeconfig, talosconfig, token and ground truth go.
+    pub state_dir: PathBuf,
+    /// Where environment files go (`None`: not written).
+    pub env_dir: Option<PathBuf>,
+}
+
+impl Default for LabOptions {
+    fn default() -> Self {
+        LabOptions {
+            scenario: "adr-007".into(),
+            generate_nodes: None,
+            subnet: 77,
+            speed: 1.0,
+            state_dir: PathBuf::from("target/lab"),
+            env_dir: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error(transparent)]
+    Scenario(#[from] crate::scenario::ScenarioError),
+    #[error(transparent)]
+    Build(#[from] crate::world::BuildError),
+    #[error("certificates: {0}")]
+    Pki(String),
+    #[error("cannot listen on {0}: {1}")]
+    Listen(SocketAddr, std::io::Error),
+    #[error("cannot write {0}: {1}")]
+    Write(PathBuf, std::io::Error),
+    #[error("subnet must be 1..=254")]
+    Subnet,
+}
+
+/// Paths of the files a lab wrote.
+#[derive(Debug, Clone)]
+pub struct LabFiles {
+    pub kubeconfig: PathBuf,
+    pub talosconfig: PathBuf,
+    pub proxmox_token: PathBuf,
+    pub proxmox_ca: PathBuf,
+    pub kube_ca: PathBuf,
+    pub ground_truth: PathBuf,
+    pub env_files: Vec<PathBuf>,
+}
+
+/// A running lab.
+pub struct Lab {
+    pub shared: Arc<Shared>,
+    pub plan: Plan,
+    pub log: RequestLog,
+    pub files: LabFiles,
+    tokens: Tokens,
+    kube_ca_pem: String,
+    tasks: Vec<JoinHandle<()>>,
+    /// Kept alive: dropping a server handle of the Proxmox/Talos servers stops it.
+    handles: Vec<Box<dyn std::any::Any + Send>>,
+}
+
+impl std::fmt::Debug for Lab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lab")
+            .field("plan", &self.plan)
+            .field("files", &self.files)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lab {
+    /// Build the world and start every server; returns once all of them listen.
+    pub async fn start(opts: LabOptions) -> Result<Lab, LabError> {
+        if opts.subnet == 0 || opts.subnet == 255 {
+            return Err(LabError::Subnet);
+        }
+        let scenario = match opts.generate_nodes {
+            Some(n) => Scenario::generated(n, 10),
+            None => Scenario::load(&opts.scenario)?,
+        };
+        let plan = Plan::new(opts.subnet);
+        let clock = SimClock::new(opts.speed);
+        let world = World::build(&scenario, plan, clock)?;
+        let shared = Shared::new(world);
+        let log = RequestLog::new();
+        let mut tasks = Vec::new();
+        tasks.push(tokio::spawn(shared.clone().drive()));
+
+        let pki = |e: crate::pki::PkiError| LabError::Pki(e.to_string());
+        let secret = |_| LabError::Pki("no system randomness".into());
+        let tokens = Tokens {
+            admin: crate::ids::secret_hex(24).map_err(secret)?,
+            read_only: crate::ids::secret_hex(24).map_err(secret)?,
+        };
+        let kube_ca = CertificateAuthority::new(CaKind::Kubernetes).map_err(pki)?;
+        let kube_ca_pem = kube_ca.cert_pem();
+
+        let (envs, nodes): (Vec<EnvListen>, Vec<NodeListen>) = shared.read(|w| {
+            (
+                w.envs
+                    .iter()
+                    .map(|e| {
+                        (
+                            e.name().to_string(),
+                            e.nodes.clone(),
+                            e.spec.ingress.as_ref().map(|i| i.hosts.clone()),
+                        )
+                    })
+                    .collect(),
+                w.nodes
+                    .iter()
+                    .map(|n| (n.index, n.is_control_plane(), n.addressed))
+                    .collect(),
+            )
+        });
+        let reach = shared.subscribe_reachability();
+        for (k, (name, env_nodes, ingress_hosts)) in envs.iter().enumerate() {
+            let mut ips: Vec<IpAddr> = vec![IpAddr::V4(plan.vip_ip(k))];
+            ips.extend(
+                env_nodes
+                    .iter()
+                    .filter(|&&j| nodes[j].1 && nodes[j].2)
+                    .map(|&j| IpAddr::V4(plan.node_ip(j))),
+            );
+            ips.push(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+            let leaf = kube_ca
+                .server_cert(
+                    &ips,
+                    &[
+                        "kubernetes",
+                        "kubernetes.default",
+                        "kubernetes.default.svc",
+                        "kubernetes.default.svc.cluster.local",
+                        "localhost",
+                    ],
+                )
+                .map_err(pki)?;
+            let tls = server_config(&ServerTls::from_leaf(&leaf), &[b"h2", b"http/1.1"])
+                .map_err(|e| LabError::Pki(e.to_string()))?;
+            let api = Arc::new(KubeApi {
+                shared: shared.clone(),
+                env: k,
+                tokens: tokens.clone(),
+                log: log.clone(),
+            });
+            let handler = api.handler();
+            for &j in env_nodes.iter().filter(|&&j| nodes[j].1 && nodes[j].2) {
+                let addr = SocketAddr::from((plan.node_ip(j), KUBE_PORT));
+                let up = net::follow(reach.clone(), move |r: &crate::world::Reachability| {
+                    r.node_api.get(j).copied().unwrap_or(false)
+                });
+                tasks.push(
+                    serve_switched(addr, Some(tls.clone()), up, handler.clone())
+                        .await
+                        .map_err(|e| LabError::Listen(addr, e))?,
+                );
+            }
+            let addr = SocketAddr::from((plan.vip_ip(k), KUBE_PORT));
+            let up = net::follow(reach.clone(), move |r: &crate::world::Reachability| {
+                r.vip.get(k).copied().unwrap_or(false)
+            });
+            tasks.push(
+                serve_switched(addr, Some(tls.clone()), up, handler.clone())
+                    .await
+                    .map_err(|e| LabError::Listen(addr, e))?,
+            );
+
+            if let Some(hosts) = ingress_hosts {
+                let h = crate::ingress::handler(name.clone(), hosts.clone(), log.clone());
+                let addr = SocketAddr::from((plan.ingress_ip(k), INGRESS_HTTP_PORT));
+                let up = net::follow(reach.clone(), move |r: &crate::world::Reachability| {
+                    r.ingress.get(k).copied().unwrap_or(false)
+                });
+                tasks.push(
+                    serve_switched(addr, None, up.clone(), h.clone())
+                        .await
+                        .map_err(|e| LabError::Listen(addr, e))?,
+                );
+                let host_refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
+                let leaf = kube_ca
+                    .server_cert(&[IpAddr::V4(plan.ingress_ip(k))], &host_refs)
+                    .map_err(pki)?;
+                let tls = server_config(&ServerTls::from_leaf(&leaf), &[b"h2", b"http/1.1"])
+                    .map_err(|e| LabError::Pki(e.to_string()))?;
+                let addr = SocketAddr::from((plan.ingress_ip(k), INGRESS_HTTPS_PORT));
+                tasks.push(
+                    serve_switched(addr, Some(tls), up, h)
+                        .await
+                        .map_err(|e| LabError::Listen(addr, e))?,
+                );
+            }
+        }
+        let control = plan.control_addr();
+        let (_always_tx, always) = tokio::sync::watch::channel(true);
+        tasks.push(
+            serve_switched(
+                control,
+                None,
+                always,
+                crate::control::handler(shared.clone(), log.clone()),
+            )
+            .await
+            .map_err(|e| LabError::Listen(control, e))?,
+        );
+        // The sender must outlive the listener; park it in a task that ends with the lab.
+        tasks.push(tokio::spawn(async move {
+            let _keep = _always_tx;
+            std::future::pending::<()>().await;
+        }));
+
+        let state_dir = absolute(&opts.state_dir);
+        let files = LabFiles {
+            kubeconfig: state_dir.join("kubeconfig"),
+            talosconfig: state_dir.join("talosconfig"),
+            proxmox_token: state_dir.join("proxmox-token"),
+            proxmox_ca: state_dir.join("proxmox-ca.pem"),
+            kube_ca: state_dir.join("kube-ca.pem"),
+            ground_truth: state_dir.join("ground-truth.json"),
+            env_files: Vec::new(),
+        };
+        let mut lab = Lab {
+            shared,
+            plan,
+            log,
+            files,
+            tokens,
+            kube_ca_pem,
+            tasks,
+            handles: Vec::new(),
+        };
+        lab.write_files(opts.env_dir.as_deref().map(absolute))?;
+        Ok(lab)
+    }
+
+    fn write_files(&mut self, env_dir: Option<PathBuf>) -> Result<(), LabError> {
+        let w = |p: &PathBuf, s: &str| {
+            files::write_private(p, s).map_err(|e| LabError::Write(p.clone(), e))
+        };
+        let kubeconfig = self.shared.read(|world| {
+            files::kubeconfig(
+                world,
+                self.plan,
+                &self.kube_ca_pem,
+                &self.tokens.admin,
+                &self.tokens.read_only,
+            )
+        });
+        w(&self.files.kubeconfig, &kubeconfig)?;
+        w(&self.files.kube_ca, &self.kube_ca_pem)?;
+        if let Some(dir) = env_dir {
+            let paths = files::EnvFilePaths {
+                kubeconfig: self.files.kubeconfig.clone(),
+                talosconfig: self.files.talosconfig.clone(),
+                proxmox_token: self.files.proxmox_token.clone(),
+                proxmox_ca: self.files.proxmox_ca.clone(),
+            };
+            let docs: Vec<(String, String)> = self.shared.read(|world| {
+                (0..world.envs.len())
+                    .map(|k| {
+                        (
+                            world.envs[k].name().to_string(),
+                            files::env_file(world, self.plan, k, &paths, PROXMOX_TOKEN_ID),
+                        )
+                    })
+                    .collect()
+            });
+            for (name, doc) in docs {
+                let p = dir.join(format!("{name}.yaml"));
+                w(&p, &doc)?;
+                self.files.env_files.push(p);
+            }
+        }
+        Ok(())
+    }
+
+    /// The bearer token with full rights (for tests; never print it).
+    pub fn admin_token(&self) -> &str {
+        &self.tokens.admin
+    }
+
+    /// The read-only bearer token.
+    pub fn read_only_token(&self) -> &str {
+        &self.tokens.read_only
+    }
+
+    pub fn kube_ca_pem(&self) -> &str {
+        &self.kube_ca_pem
+    }
+
+    pub fn ground_truth(&self) -> GroundTruth {
+        self.shared.read(|w| w.truth.clone())
+    }
+
+    /// Write the ground truth JSON into the state dir.
+    pub fn save_ground_truth(&self) -> Result<(), LabError> {
+        let text = serde_json::to_string_pretty(&self.ground_truth()).unwrap_or_default();
+        files::write_private(&self.files.ground_truth, &text)
+            .map_err(|e| LabError::Write(self.files.ground_truth.clone(), e))
+    }
+
+    /// Keep a server handle (from the Proxmox or Talos servers) alive as long as the lab.
+    pub fn keep(&mut self, handle: Box<dyn std::any::Any + Send>) {
+        self.handles.push(handle);
+    }
+
+    /// Take every address down, stop all tasks and save the ground truth.
+    pub async fn stop(mut self) {
+        self.shared.shutdown();
+        let _ = self.save_ground_truth();
+        // Give listeners a moment to see the shutdown and close their sockets.
+        tokio::task::yield_now().await;
+        for t in self.tasks.drain(..) {
+            t.abort();
+            let _ = t.await;
+        }
+        self.handles.clear();
+    }
+}
+
+/// Name, node indices and ingress host names of an environment.
+type EnvListen = (String, Vec<usize>, Option<Vec<String>>);
+/// Index, control plane, addressed.
+type NodeListen = (usize, bool, bool);
+
+pub const PROXMOX_TOKEN_ID: &str = "gates@pve!lab";
+
+fn absolute(p: &std::path::Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    }
+}

@@ -1,0 +1,423 @@
+//! Building the initial world from a scenario: VMs on hosts, nodes with their labels and
+//! capacity, pods placed by a small deterministic scheduler, leases, VIPs and Longhorn.
+
+use super::*;
+use crate::ids;
+use crate::quantity;
+use crate::scenario::{Scenario, WorkloadKind};
+use crate::truth::Target;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("scenario {scenario}: {message}")]
+    Invalid { scenario: String, message: String },
+}
+
+/// Resources Talos reserves for the system on every node (kubelet systemReserved).
+pub(crate) const RESERVED_CPU_MILLI: i64 = 50;
+pub(crate) const RESERVED_MEMORY: i64 = 192 << 20;
+
+pub(crate) const HOST_LABEL: &str = "topology.kubernetes.io/zone";
+
+/// Longhorn's defaults for the settings a gate reads (types/setting.go).
+const LONGHORN_DEFAULTS: &[(&str, &str)] = &[
+    ("default-replica-count", "{\"v1\":\"3\",\"v2\":\"3\"}"),
+    ("replica-soft-anti-affinity", "false"),
+    ("replica-zone-soft-anti-affinity", "true"),
+    ("replica-disk-soft-anti-affinity", "true"),
+    ("create-default-disk-labeled-nodes", "false"),
+    ("node-drain-policy", "block-if-contains-last-replica"),
+    ("node-down-pod-deletion-policy", "do-nothing"),
+    ("replica-replenishment-wait-interval", "600"),
+    ("default-data-path", "/var/lib/longhorn/"),
+];
+
+impl World {
+    pub fn build(scenario: &Scenario, plan: Plan, clock: SimClock) -> Result<World, BuildError> {
+        let invalid = |message: String| BuildError::Invalid {
+            scenario: scenario.name.clone(),
+            message,
+        };
+        let hosts = scenario
+            .hosts
+            .iter()
+            .map(|h| {
+                Ok(Host {
+                    name: h.name.clone(),
+                    online: true,
+                    cpus: h.cpus,
+                    memory_bytes: quantity::bytes(&h.memory).map_err(invalid)?,
+                    epoch: 0,
+                    shutting_down: false,
+                    online_since: Duration::ZERO,
+                })
+            })
+            .collect::<Result<Vec<_>, BuildError>>()?;
+
+        let mut truth = GroundTruth {
+            scenario: scenario.name.clone(),
+            speed: clock.speed(),
+            start: clock
+                .start_wall()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            ..Default::default()
+        };
+        let mut nodes = Vec::new();
+        let mut envs = Vec::new();
+        let mut used_vmids = BTreeSet::new();
+        for (k, es) in scenario.environments.iter().enumerate() {
+            let tag = es.tag.clone().unwrap_or_else(|| es.like.clone());
+            let mut env_nodes = Vec::new();
+            for ns in &es.nodes {
+                let index = nodes.len();
+                let host = hosts
+                    .iter()
+                    .position(|h| h.name == ns.host)
+                    .ok_or_else(|| invalid(format!("unknown host {}", ns.host)))?;
+                let vmid = ns.vmid.unwrap_or(1000 + index as u32);
+                if !used_vmids.insert(vmid) {
+                    return Err(invalid(format!("vmid {vmid} is used twice")));
+                }
+                let cp = ns.role == Role::ControlPlane;
+                let mut labels = BTreeMap::from([
+                    ("beta.kubernetes.io/arch".to_string(), "amd64".to_string()),
+                    ("beta.kubernetes.io/os".to_string(), "linux".to_string()),
+                    ("kubernetes.io/arch".to_string(), "amd64".to_string()),
+                    ("kubernetes.io/hostname".to_string(), ns.name.clone()),
+                    ("kubernetes.io/os".to_string(), "linux".to_string()),
+                    (HOST_LABEL.to_string(), ns.host.clone()),
+                ]);
+                if cp {
+                    labels.insert(
+                        "node-role.kubernetes.io/control-plane".into(),
+                        String::new(),
+                    );
+                }
+                labels.extend(ns.labels.clone());
+                nodes.push(Node {
+                    index,
+                    env: k,
+                    name: ns.name.clone(),
+                    role: ns.role,
+                    host,
+                    vmid,
+                    uuid: ns
+                        .uuid
+                        .clone()
+                        .unwrap_or_else(|| ids::uuid(&["smbios", &ns.name])),
+                    ha: ns.ha,
+                    tags: vec!["talos".into(), tag.clone()],
+                    cpu_milli: quantity::cpu_milli(&ns.cpu).map_err(invalid)?,
+                    memory_bytes: quantity::bytes(&ns.memory).map_err(invalid)?,
+                    vm_running: true,
+                    vm_started_at: Duration::ZERO,
+                    shutting_down: false,
+                    booted: true,
+                    booted_at: Duration::ZERO,
+                    down_since: Duration::ZERO,
+                    epoch: 0,
+                    ready: true,
+                    ready_changed: Duration::ZERO,
+                    labels,
+                    cp_taint: cp && !es.allow_scheduling_on_control_planes,
+                    addressed: index < crate::addr::MAX_ADDRESSED,
+                    etcd_member_id: ids::hash64(&["etcd-member", &ns.name]),
+                });
+                env_nodes.push(index);
+            }
+
+            let workloads = es
+                .workloads
+                .iter()
+                .map(|w| {
+                    let cpu = quantity::cpu_milli(&w.requests.cpu).map_err(invalid)?;
+                    let mem = quantity::bytes(&w.requests.memory).map_err(invalid)?;
+                    let (ucpu, umem) = match &w.usage {
+                        Some(u) => (
+                            quantity::cpu_milli(&u.cpu).map_err(invalid)?,
+                            quantity::bytes(&u.memory).map_err(invalid)?,
+                        ),
+                        None => (cpu / 2, mem / 2),
+                    };
+                    Ok(Workload {
+                        spec: w.clone(),
+                        uid: ids::uuid(&[&es.name, "workload", &w.namespace, &w.name]),
+                        cpu_milli: cpu,
+                        memory_bytes: mem,
+                        usage_cpu_milli: ucpu,
+                        usage_memory_bytes: umem,
+                        template_hash: ids::suffix(
+                            &[&es.name, &w.namespace, &w.name, "template"],
+                            10,
+                        ),
+                        created_pods: 0,
+                        selector: Selector::from_map(&w.labels),
+                    })
+                })
+                .collect::<Result<Vec<_>, BuildError>>()?;
+
+            let mut pdbs = Vec::new();
+            for w in &es.workloads {
+                if let Some(rule) = &w.pdb {
+                    let name = rule.name.clone().unwrap_or_else(|| w.name.clone());
+                    pdbs.push(Pdb {
+                        namespace: w.namespace.clone(),
+                        uid: ids::uuid(&[&es.name, "pdb", &w.namespace, &name]),
+                        name,
+                        selector: Some(rule.selector.clone().unwrap_or_else(|| w.labels.clone())),
+                        min_available: rule.min_available.clone(),
+                        max_unavailable: rule.max_unavailable.clone(),
+                    });
+                }
+            }
+            for p in &es.pdbs {
+                pdbs.push(Pdb {
+                    namespace: p.namespace.clone(),
+                    name: p.name.clone(),
+                    uid: ids::uuid(&[&es.name, "pdb", &p.namespace, &p.name]),
+                    selector: p.selector.clone(),
+                    min_available: p.min_available.clone(),
+                    max_unavailable: p.max_unavailable.clone(),
+                });
+            }
+
+            let policies = es
+                .l2_policies
+                .iter()
+                .map(|p| {
+                    let ns = match &p.node_selector {
+                        Some(v) => Selector::from_label_selector(v)
+                            .map_err(|m| invalid(format!("L2 policy {}: {m}", p.name)))?,
+                        None => None,
+                    };
+                    let ss = match &p.service_selector {
+                        Some(v) => Selector::from_label_selector(v)
+                            .map_err(|m| invalid(format!("L2 policy {}: {m}", p.name)))?,
+                        None => None,
+                    };
+                    Ok(L2Policy {
+                        name: p.name.clone(),
+                        uid: ids::uuid(&[&es.name, "l2policy", &p.name]),
+                        node_selector_json: p.node_selector.clone(),
+                        node_selector: ns,
+                        service_selector_json: p.service_selector.clone(),
+                        service_selector: ss,
+                        load_balancer_ips: p.load_balancer_ips,
+                    })
+                })
+                .collect::<Result<Vec<_>, BuildError>>()?;
+
+            let mut longhorn_settings: BTreeMap<String, String> = LONGHORN_DEFAULTS
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let mut disk_nodes = BTreeSet::new();
+            if let Some(lh) = &es.longhorn {
+                longhorn_settings.extend(lh.settings.clone());
+                match &lh.disk_nodes {
+                    Some(names) => {
+                        for n in names {
+                            let i = env_nodes
+                                .iter()
+                                .copied()
+                                .find(|&i| nodes[i].name == *n)
+                                .ok_or_else(|| {
+                                    invalid(format!("longhorn disk node {n} is not in {}", es.name))
+                                })?;
+                            disk_nodes.insert(i);
+                        }
+                    }
+                    None => {
+                        disk_nodes.extend(env_nodes.iter().copied().filter(|&i| !nodes[i].cp_taint))
+                    }
+                }
+            }
+
+            let url_api = format!("https://{}:{}", plan.vip_ip(k), crate::addr::KUBE_PORT);
+            truth.targets.insert(
+                format!("api/{}", es.name),
+                Target {
+                    kind: "api".into(),
+                    env: es.name.clone(),
+                    url: url_api,
+                    host: None,
+                    outages: vec![],
+                },
+            );
+            if let Some(ing) = &es.ingress {
+                for h in &ing.hosts {
+                    truth.targets.insert(
+                        format!("ingress/{}/{h}", es.name),
+                        Target {
+                            kind: "ingress".into(),
+                            env: es.name.clone(),
+                            url: format!(
+                                "http://{}:{}/",
+                                plan.ingress_ip(k),
+                                crate::addr::INGRESS_HTTP_PORT
+                            ),
+                            host: Some(h.clone()),
+                            outages: vec![],
+                        },
+                    );
+                }
+            }
+
+            envs.push(Env {
+                index: k,
+                spec: es.clone(),
+                tag,
+                nodes: env_nodes,
+                store: Store::new(),
+                workloads,
+                pods: BTreeMap::new(),
+                pdbs,
+                policies,
+                lease: es.ingress.as_ref().map(|_| L2Lease {
+                    holder: None,
+                    acquired: Duration::ZERO,
+                    renewed: Duration::ZERO,
+                    transitions: 0,
+                    pending: false,
+                }),
+                vip_holder: None,
+                vip_pending: false,
+                quorum: true,
+                volumes: Vec::new(),
+                disk_nodes,
+                longhorn_settings,
+                dirty: Dirty {
+                    all: true,
+                    ..Default::default()
+                },
+                pod_ips: 0,
+                cluster_uid: ids::uuid(&[&es.name, "cluster"]),
+            });
+        }
+
+        let mut world = World {
+            clock,
+            plan,
+            timings: scenario.timings.clone(),
+            scenario: scenario.name.clone(),
+            hosts,
+            nodes,
+            envs,
+            truth,
+            queue: BinaryHeap::new(),
+            seq: 0,
+            last_reach: Reachability::default(),
+        };
+
+        let t0 = Duration::ZERO;
+        for e in 0..world.envs.len() {
+            world.envs[e].quorum = world.has_quorum(e);
+            world.envs[e].vip_holder = world
+                .etcd_members(e)
+                .into_iter()
+                .find(|&n| world.nodes[n].booted);
+            // DaemonSets first, then the rest, in scenario order.
+            let order: Vec<usize> = {
+                let ws = &world.envs[e].workloads;
+                let mut v: Vec<usize> = (0..ws.len())
+                    .filter(|&i| ws[i].spec.kind == WorkloadKind::DaemonSet)
+                    .collect();
+                v.extend((0..ws.len()).filter(|&i| ws[i].spec.kind != WorkloadKind::DaemonSet));
+                v
+            };
+            for wi in order {
+                world.reconcile_workload(e, wi, t0);
+            }
+            // Pods of the initial state have been running for a while.
+            for p in world.envs[e].pods.values_mut() {
+                if p.node.is_some() {
+                    p.running = true;
+                    p.api_ready = true;
+                    p.started_at = Some(t0);
+                }
+            }
+            world.build_volumes(e).map_err(invalid)?;
+            if world.envs[e].lease.is_some() {
+                let holder = world.l2_candidates(e).into_iter().next();
+                if let Some(l) = world.envs[e].lease.as_mut() {
+                    l.holder = holder;
+                }
+            }
+        }
+        world.schedule(world.timings.lease_renew, Action::RenewLeases);
+        for e in 0..world.envs.len() {
+            world.flush(e, t0);
+        }
+        world.last_reach = world.reachability();
+        for e in 0..world.envs.len() {
+            if !world.last_reach.vip[e] {
+                let name = world.envs[e].spec.name.clone();
+                world.truth.set_available(&format!("api/{name}"), false, t0);
+            }
+            if !world.last_reach.ingress[e] {
+                let name = world.envs[e].spec.name.clone();
+                for h in world.envs[e]
+                    .spec
+                    .ingress
+                    .as_ref()
+                    .map(|i| i.hosts.clone())
+                    .unwrap_or_default()
+                {
+                    world
+                        .truth
+                        .set_available(&format!("ingress/{name}/{h}"), false, t0);
+                }
+            }
+        }
+        Ok(world)
+    }
+
+    fn build_volumes(&mut self, e: usize) -> Result<(), String> {
+        let Some(lh) = self.envs[e].spec.longhorn.clone() else {
+            return Ok(());
+        };
+        let disk_nodes: Vec<usize> = self.envs[e].disk_nodes.iter().copied().collect();
+        for (vi, v) in lh.volumes.iter().enumerate() {
+            let attached_to = match &v.attached_to {
+                Some(n) => Some(
+                    self.envs[e]
+                        .nodes
+                        .iter()
+                        .copied()
+                        .find(|&i| self.nodes[i].name == *n)
+                        .ok_or(format!("volume {} attached to unknown node {n}", v.name))?,
+                ),
+                None => None,
+            };
+            // Replicas on distinct nodes (hard anti-affinity), starting at a different node
+            // per volume so replicas spread.
+            let count = v.replicas.min(disk_nodes.len());
+            let replicas = (0..count)
+                .map(|r| {
+                    let node = disk_nodes[(vi + r) % disk_nodes.len()];
+                    Replica {
+                        name: format!(
+                            "{}-r-{}",
+                            v.name,
+                            ids::suffix(&[&v.name, &r.to_string()], 8)
+                        ),
+                        node,
+                        running: true,
+                        failed_at: None,
+                    }
+                })
+                .collect();
+            let env_name = self.envs[e].spec.name.clone();
+            self.envs[e].volumes.push(Volume {
+                name: v.name.clone(),
+                uid: ids::uuid(&[&env_name, "volume", &v.name]),
+                size_bytes: quantity::bytes(&v.size)?,
+                attached_to,
+                pvc: v.pvc.clone(),
+                replicas,
+                number_of_replicas: v.replicas,
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,859 @@
+//! The world's rules: what a power operation sets off, and when.
+
+use super::*;
+use crate::ids;
+use crate::scenario::WorkloadKind;
+
+impl World {
+    // ---- power operations (called through `Shared`) ----
+
+    fn vm(&self, vmid: u32) -> Result<usize, PowerError> {
+        let n = self.node_by_vmid(vmid).ok_or(PowerError::NoSuchVm(vmid))?;
+        let h = self.nodes[n].host;
+        if !self.hosts[h].online {
+            return Err(PowerError::HostOffline(self.hosts[h].name.clone()));
+        }
+        Ok(n)
+    }
+
+    fn host(&self, name: &str) -> Result<usize, PowerError> {
+        self.host_by_name(name)
+            .ok_or_else(|| PowerError::NoSuchHost(name.to_string()))
+    }
+
+    pub(crate) fn stop_vm(&mut self, vmid: u32, now: Duration) -> Result<(), PowerError> {
+        let n = self.vm(vmid)?;
+        self.hard_stop(n, now, "vm-stopped");
+        Ok(())
+    }
+
+    fn hard_stop(&mut self, n: usize, now: Duration, kind: &str) {
+        if !self.nodes[n].vm_running {
+            return;
+        }
+        let node = &mut self.nodes[n];
+        node.vm_running = false;
+        node.shutting_down = false;
+        node.epoch += 1;
+        let (name, env) = (node.name.clone(), node.env);
+        self.event(
+            now,
+            kind,
+            Some(env),
+            &name,
+            format!("vmid {}", self.nodes[n].vmid),
+        );
+        if self.nodes[n].booted {
+            self.machine_down(n, false, now);
+        }
+    }
+
+    pub(crate) fn start_vm(&mut self, vmid: u32, now: Duration) -> Result<(), PowerError> {
+        let n = self.vm(vmid)?;
+        if self.nodes[n].vm_running {
+            return Ok(());
+        }
+        let node = &mut self.nodes[n];
+        node.vm_running = true;
+        node.vm_started_at = now;
+        node.epoch += 1;
+        let (name, env, epoch) = (node.name.clone(), node.env, node.epoch);
+        self.event(now, "vm-started", Some(env), &name, format!("vmid {vmid}"));
+        self.schedule(now + self.timings.boot, Action::Booted { node: n, epoch });
+        Ok(())
+    }
+
+    pub(crate) fn shutdown_vm(&mut self, vmid: u32, now: Duration) -> Result<(), PowerError> {
+        let n = self.vm(vmid)?;
+        self.begin_shutdown(n, now);
+        Ok(())
+    }
+
+    fn begin_shutdown(&mut self, n: usize, now: Duration) {
+        let node = &mut self.nodes[n];
+        if !node.vm_running || node.shutting_down {
+            return;
+        }
+        node.shutting_down = true;
+        let (name, env, epoch) = (node.name.clone(), node.env, node.epoch);
+        self.event(
+            now,
+            "vm-shutdown-requested",
+            Some(env),
+            &name,
+            String::new(),
+        );
+        self.schedule(
+            now + self.timings.shutdown,
+            Action::ShutdownDone { node: n, epoch },
+        );
+    }
+
+    pub(crate) fn shutdown_host(&mut self, host: &str, now: Duration) -> Result<(), PowerError> {
+        let h = self.host(host)?;
+        if !self.hosts[h].online {
+            return Err(PowerError::HostOffline(host.to_string()));
+        }
+        if self.hosts[h].shutting_down {
+            return Ok(());
+        }
+        self.hosts[h].shutting_down = true;
+        self.hosts[h].epoch += 1;
+        let epoch = self.hosts[h].epoch;
+        self.event(now, "host-shutdown-requested", None, host, String::new());
+        for n in 0..self.nodes.len() {
+            if self.nodes[n].host == h {
+                self.begin_shutdown(n, now);
+            }
+        }
+        self.schedule(
+            now + self.timings.shutdown + Duration::from_secs(5),
+            Action::HostOff { host: h, epoch },
+        );
+        Ok(())
+    }
+
+    pub(crate) fn wake_host(&mut self, host: &str, now: Duration) -> Result<(), PowerError> {
+        let h = self.host(host)?;
+        if self.hosts[h].online {
+            return Ok(());
+        }
+        self.hosts[h].epoch += 1;
+        let epoch = self.hosts[h].epoch;
+        self.event(now, "host-wake-requested", None, host, String::new());
+        self.schedule(
+            now + self.timings.host_boot,
+            Action::HostOnline { host: h, epoch },
+        );
+        Ok(())
+    }
+
+    pub(crate) fn power_loss_host(&mut self, host: &str, now: Duration) -> Result<(), PowerError> {
+        let h = self.host(host)?;
+        if !self.hosts[h].online {
+            return Ok(());
+        }
+        self.hosts[h].online = false;
+        self.hosts[h].shutting_down = false;
+        self.hosts[h].epoch += 1;
+        self.event(now, "host-power-lost", None, host, String::new());
+        for n in 0..self.nodes.len() {
+            if self.nodes[n].host == h {
+                self.hard_stop(n, now, "vm-stopped");
+            }
+        }
+        Ok(())
+    }
+
+    // ---- consequences ----
+
+    /// The machine is gone: endpoints go dark now, the rest follows on the timings.
+    fn machine_down(&mut self, n: usize, graceful: bool, now: Duration) {
+        let env = self.nodes[n].env;
+        self.nodes[n].booted = false;
+        self.nodes[n].down_since = now;
+        let name = self.nodes[n].name.clone();
+        self.event(
+            now,
+            "machine-down",
+            Some(env),
+            &name,
+            if graceful {
+                "graceful".into()
+            } else {
+                "power lost".into()
+            },
+        );
+        let keys: Vec<Key> = self.envs[env]
+            .pods
+            .iter()
+            .filter(|(_, p)| p.node == Some(n))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in keys {
+            if let Some(p) = self.envs[env].pods.get_mut(&k) {
+                p.running = false;
+            }
+            self.envs[env].dirty.pods.insert(k);
+        }
+        self.envs[env].dirty.nodes = true;
+        self.update_quorum(env, now);
+        if self.envs[env].vip_holder == Some(n) && !self.envs[env].vip_pending {
+            let delay = if graceful {
+                self.timings.vip_graceful_failover
+            } else {
+                self.timings.vip_failover
+            };
+            self.envs[env].vip_pending = true;
+            self.schedule(now + delay, Action::VipElect { env });
+        }
+        if let Some(lease) = self.envs[env].lease.as_mut()
+            && lease.holder == Some(n)
+            && !lease.pending
+        {
+            lease.pending = true;
+            let delay = if graceful {
+                // ReleaseOnCancel: the holder empties the lease; others acquire on their next try.
+                lease.holder = None;
+                lease.renewed = now;
+                self.envs[env].dirty.leases = true;
+                Duration::from_secs(2)
+            } else {
+                self.timings.lease_duration
+            };
+            if graceful {
+                self.event(now, "lease-released", Some(env), &name, String::new());
+            }
+            self.schedule(now + delay, Action::LeaseElect { env });
+        }
+        for v in self.envs[env].volumes.iter_mut() {
+            for r in v.replicas.iter_mut().filter(|r| r.node == n && r.running) {
+                r.running = false;
+                r.failed_at = Some(now);
+            }
+        }
+        self.envs[env].dirty.longhorn = true;
+        self.schedule(
+            now + self.timings.node_monitor_grace,
+            Action::NodeUnready {
+                node: n,
+                since: now,
+            },
+        );
+    }
+
+    fn update_quorum(&mut self, env: usize, now: Duration) {
+        let q = self.has_quorum(env);
+        if q == self.envs[env].quorum {
+            return;
+        }
+        self.envs[env].quorum = q;
+        let name = self.envs[env].spec.name.clone();
+        if q {
+            self.event(now, "quorum-regained", Some(env), &name, String::new());
+            self.vip_elect_soon(env, now);
+        } else {
+            self.event(now, "quorum-lost", Some(env), &name, String::new());
+            // The VIP is bound to etcd: without quorum nobody holds it.
+            if let Some(h) = self.envs[env].vip_holder.take() {
+                let holder = self.nodes[h].name.clone();
+                self.event(
+                    now,
+                    "vip-released",
+                    Some(env),
+                    &holder,
+                    "etcd quorum lost".into(),
+                );
+            }
+        }
+    }
+
+    fn vip_elect_soon(&mut self, env: usize, now: Duration) {
+        let holder_up = self.envs[env]
+            .vip_holder
+            .is_some_and(|h| self.nodes[h].booted);
+        if !holder_up && !self.envs[env].vip_pending {
+            self.envs[env].vip_pending = true;
+            self.schedule(now + Duration::from_secs(1), Action::VipElect { env });
+        }
+    }
+
+    pub(crate) fn apply(&mut self, now: Duration, action: Action) {
+        match action {
+            Action::NodeUnready { node, since } => {
+                let n = &self.nodes[node];
+                // Back up since, or down again later (that outage has its own timer).
+                if n.booted || !n.ready || n.down_since != since {
+                    return;
+                }
+                let env = n.env;
+                let name = n.name.clone();
+                self.nodes[node].ready = false;
+                self.nodes[node].ready_changed = now;
+                self.event(
+                    now,
+                    "node-not-ready",
+                    Some(env),
+                    &name,
+                    "Ready=Unknown, unreachable taints added".into(),
+                );
+                let keys: Vec<Key> = self.envs[env]
+                    .pods
+                    .iter()
+                    .filter(|(_, p)| p.node == Some(node))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in keys {
+                    if let Some(p) = self.envs[env].pods.get_mut(&k)
+                        && p.api_ready
+                    {
+                        p.api_ready = false;
+                        p.ready_changed = now;
+                        self.envs[env].dirty.pods.insert(k);
+                    }
+                }
+                self.envs[env].dirty.nodes = true;
+                self.envs[env].dirty.longhorn = true;
+                self.schedule(now + self.timings.toleration, Action::Evict { node, since });
+            }
+            Action::Evict { node, since } => {
+                let n = &self.nodes[node];
+                if n.ready || n.booted || n.down_since != since {
+                    return;
+                }
+                let env = self.nodes[node].env;
+                let keys: Vec<Key> = self.envs[env]
+                    .pods
+                    .iter()
+                    .filter(|(_, p)| p.node == Some(node) && p.deleting.is_none())
+                    .filter(|(_, p)| {
+                        self.envs[env].workloads[p.workload].spec.kind != WorkloadKind::DaemonSet
+                    })
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                let mut touched = BTreeSet::new();
+                for k in keys {
+                    if let Some(p) = self.envs[env].pods.get_mut(&k) {
+                        p.deleting = Some(now);
+                        touched.insert(p.workload);
+                    }
+                    self.event(
+                        now,
+                        "pod-evicted",
+                        Some(env),
+                        &format!("{}/{}", k.0, k.1),
+                        format!("from {}", self.nodes[node].name),
+                    );
+                    self.envs[env].dirty.pods.insert(k);
+                }
+                for w in touched {
+                    self.reconcile_workload(env, w, now);
+                }
+            }
+            Action::Booted { node, epoch } => {
+                if self.nodes[node].epoch != epoch
+                    || !self.nodes[node].vm_running
+                    || self.nodes[node].booted
+                {
+                    return;
+                }
+                self.machine_up(node, now);
+            }
+            Action::ShutdownDone { node, epoch } => {
+                let n = &self.nodes[node];
+                if n.epoch != epoch || !n.vm_running || !n.shutting_down {
+                    return;
+                }
+                let env = n.env;
+                let name = n.name.clone();
+                self.nodes[node].vm_running = false;
+                self.nodes[node].shutting_down = false;
+                self.nodes[node].epoch += 1;
+                self.event(now, "vm-off", Some(env), &name, "guest shut down".into());
+                if self.nodes[node].booted {
+                    self.machine_down(node, true, now);
+                }
+            }
+            Action::PodStarted { env, key, uid } => {
+                let Some(p) = self.envs[env].pods.get(&key) else {
+                    return;
+                };
+                if p.uid != uid
+                    || p.deleting.is_some()
+                    || p.running
+                    || !p.node.is_some_and(|n| self.nodes[n].booted)
+                {
+                    return;
+                }
+                if let Some(p) = self.envs[env].pods.get_mut(&key) {
+                    p.running = true;
+                    p.api_ready = true;
+                    p.started_at = Some(now);
+                    p.ready_changed = now;
+                }
+                self.envs[env].dirty.pods.insert(key);
+                self.envs[env].dirty.nodes = true;
+            }
+            Action::LeaseElect { env } => self.lease_elect(env, now),
+            Action::VipElect { env } => {
+                self.envs[env].vip_pending = false;
+                if !self.envs[env].quorum {
+                    self.envs[env].vip_holder = None;
+                    return;
+                }
+                let old = self.envs[env].vip_holder;
+                if old.is_some_and(|h| self.nodes[h].booted) {
+                    return;
+                }
+                let new = self
+                    .etcd_members(env)
+                    .into_iter()
+                    .find(|&n| self.nodes[n].booted);
+                self.envs[env].vip_holder = new;
+                if let Some(h) = new {
+                    let from = old
+                        .map(|o| self.nodes[o].name.clone())
+                        .unwrap_or_else(|| "nobody".into());
+                    let to = self.nodes[h].name.clone();
+                    self.event(now, "vip-moved", Some(env), &to, format!("from {from}"));
+                }
+            }
+            Action::LonghornRebuilt { node, epoch } => {
+                if self.nodes[node].epoch != epoch || !self.nodes[node].booted {
+                    return;
+                }
+                let env = self.nodes[node].env;
+                let mut rebuilt = Vec::new();
+                for v in self.envs[env].volumes.iter_mut() {
+                    for r in v
+                        .replicas
+                        .iter_mut()
+                        .filter(|r| r.node == node && !r.running)
+                    {
+                        r.running = true;
+                        r.failed_at = None;
+                        rebuilt.push(v.name.clone());
+                    }
+                }
+                for v in rebuilt {
+                    self.event(
+                        now,
+                        "longhorn-replica-rebuilt",
+                        Some(env),
+                        &v,
+                        format!("on {}", self.nodes[node].name),
+                    );
+                }
+                self.envs[env].dirty.longhorn = true;
+            }
+            Action::HostOff { host, epoch } => {
+                if self.hosts[host].epoch != epoch || !self.hosts[host].online {
+                    return;
+                }
+                self.hosts[host].online = false;
+                self.hosts[host].shutting_down = false;
+                let name = self.hosts[host].name.clone();
+                self.event(now, "host-off", None, &name, String::new());
+                for n in 0..self.nodes.len() {
+                    if self.nodes[n].host == host {
+                        self.hard_stop(n, now, "vm-stopped");
+                    }
+                }
+            }
+            Action::HostOnline { host, epoch } => {
+                if self.hosts[host].epoch != epoch || self.hosts[host].online {
+                    return;
+                }
+                self.hosts[host].online = true;
+                self.hosts[host].online_since = now;
+                let name = self.hosts[host].name.clone();
+                self.event(now, "host-online", None, &name, String::new());
+            }
+            Action::RenewLeases => {
+                for e in 0..self.envs.len() {
+                    let holder_up = self.envs[e]
+                        .lease
+                        .as_ref()
+                        .and_then(|l| l.holder)
+                        .is_some_and(|h| self.nodes[h].booted);
+                    if holder_up && let Some(l) = self.envs[e].lease.as_mut() {
+                        l.renewed = now;
+                        self.envs[e].dirty.leases = true;
+                    }
+                }
+                self.schedule(now + self.timings.lease_renew, Action::RenewLeases);
+            }
+        }
+    }
+
+    fn machine_up(&mut self, n: usize, now: Duration) {
+        let env = self.nodes[n].env;
+        let name = self.nodes[n].name.clone();
+        let epoch = self.nodes[n].epoch;
+        self.nodes[n].booted = true;
+        self.nodes[n].booted_at = now;
+        self.event(now, "machine-up", Some(env), &name, String::new());
+        if !self.nodes[n].ready {
+            self.nodes[n].ready = true;
+            self.nodes[n].ready_changed = now;
+            self.event(now, "node-ready", Some(env), &name, String::new());
+        }
+        // The kubelet is back: Terminating pods finish deleting, the others restart.
+        let keys: Vec<Key> = self.envs[env]
+            .pods
+            .iter()
+            .filter(|(_, p)| p.node == Some(n))
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut touched = BTreeSet::new();
+        for k in keys {
+            let Some(p) = self.envs[env].pods.get_mut(&k) else {
+                continue;
+            };
+            touched.insert(p.workload);
+            if p.deleting.is_some() {
+                self.envs[env].pods.remove(&k);
+                self.envs[env].dirty.removed_pods.insert(k.clone());
+                self.envs[env].dirty.pods.remove(&k);
+                continue;
+            }
+            p.running = false;
+            if p.api_ready {
+                p.api_ready = false;
+                p.ready_changed = now;
+            }
+            let uid = p.uid.clone();
+            self.envs[env].dirty.pods.insert(k.clone());
+            self.schedule(
+                now + self.timings.pod_start,
+                Action::PodStarted { env, key: k, uid },
+            );
+        }
+        self.envs[env].dirty.nodes = true;
+        self.envs[env].dirty.longhorn = true;
+        self.update_quorum(env, now);
+        self.vip_elect_soon(env, now);
+        if let Some(l) = self.envs[env].lease.as_mut()
+            && !l.holder.is_some_and(|h| self.nodes[h].booted)
+            && !l.pending
+        {
+            l.pending = true;
+            self.schedule(now + Duration::from_secs(2), Action::LeaseElect { env });
+        }
+        self.schedule(
+            now + self.timings.longhorn_rebuild,
+            Action::LonghornRebuilt { node: n, epoch },
+        );
+        // Pending pods and DaemonSets may now fit.
+        for w in 0..self.envs[env].workloads.len() {
+            self.reconcile_workload(env, w, now);
+        }
+        let _ = touched;
+    }
+
+    fn lease_elect(&mut self, env: usize, now: Duration) {
+        let candidates = self.l2_candidates(env);
+        let Some(lease) = self.envs[env].lease.as_mut() else {
+            return;
+        };
+        lease.pending = false;
+        let old = lease.holder;
+        if old.is_some_and(|h| self.nodes[h].booted) {
+            return;
+        }
+        match candidates.first() {
+            Some(&new) => {
+                lease.holder = Some(new);
+                lease.acquired = now;
+                lease.renewed = now;
+                lease.transitions += 1;
+                self.envs[env].dirty.leases = true;
+                let from = old
+                    .map(|o| self.nodes[o].name.clone())
+                    .unwrap_or_else(|| "nobody".into());
+                let to = self.nodes[new].name.clone();
+                self.event(now, "lease-moved", Some(env), &to, format!("from {from}"));
+            }
+            None => {
+                self.event(
+                    now,
+                    "lease-no-candidate",
+                    Some(env),
+                    "ingress",
+                    "no live node is selected by an L2 policy".into(),
+                );
+            }
+        }
+    }
+
+    /// Live nodes an L2 policy selecting the ingress Service would announce from, in order.
+    pub fn l2_candidates(&self, env: usize) -> Vec<usize> {
+        self.l2_selected(env)
+            .into_iter()
+            .filter(|&n| self.nodes[n].booted)
+            .collect()
+    }
+
+    /// Nodes selected by a policy that selects the ingress Service (alive or not).
+    pub fn l2_selected(&self, env: usize) -> Vec<usize> {
+        let e = &self.envs[env];
+        let Some(ing) = &e.spec.ingress else {
+            return vec![];
+        };
+        let mut svc_labels = ing.labels.clone();
+        svc_labels.insert(
+            "io.kubernetes.service.namespace".into(),
+            ing.namespace.clone(),
+        );
+        svc_labels.insert("io.kubernetes.service.name".into(), ing.service.clone());
+        let policies: Vec<&L2Policy> = e
+            .policies
+            .iter()
+            .filter(|p| {
+                p.load_balancer_ips
+                    && p.service_selector
+                        .as_ref()
+                        .is_none_or(|s| s.matches(&svc_labels))
+            })
+            .collect();
+        e.nodes
+            .iter()
+            .copied()
+            .filter(|&n| {
+                policies.iter().any(|p| {
+                    p.node_selector
+                        .as_ref()
+                        .is_none_or(|s| s.matches(&self.nodes[n].labels))
+                })
+            })
+            .collect()
+    }
+
+    // ---- scheduling ----
+
+    /// Bring a workload's pods to what its controller wants, creating pods where they fit.
+    pub(crate) fn reconcile_workload(&mut self, env: usize, wi: usize, now: Duration) {
+        let kind = self.envs[env].workloads[wi].spec.kind;
+        match kind {
+            WorkloadKind::DaemonSet => {
+                let nodes = self.envs[env].nodes.clone();
+                for n in nodes {
+                    if !self.eligible(env, wi, n, true) {
+                        continue;
+                    }
+                    let has = self.envs[env]
+                        .pods
+                        .values()
+                        .any(|p| p.workload == wi && p.node == Some(n) && p.deleting.is_none());
+                    if !has {
+                        self.create_pod(env, wi, Some(n), None, now);
+                    }
+                }
+            }
+            WorkloadKind::Deployment => {
+                // Pending pods first: try to place them.
+                let pending: Vec<Key> = self.envs[env]
+                    .pods
+                    .iter()
+                    .filter(|(_, p)| p.workload == wi && p.node.is_none())
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in pending {
+                    if let Some(n) = self.place(env, wi) {
+                        self.bind(env, &k, n, now);
+                    }
+                }
+                let active = self.envs[env]
+                    .pods
+                    .values()
+                    .filter(|p| p.workload == wi && p.deleting.is_none())
+                    .count() as i32;
+                let want = self.envs[env].workloads[wi].spec.replicas;
+                for _ in active..want {
+                    let node = self.place(env, wi);
+                    self.create_pod(env, wi, node, None, now);
+                }
+            }
+            WorkloadKind::StatefulSet => {
+                let want = self.envs[env].workloads[wi].spec.replicas.max(0) as usize;
+                for ord in 0..want {
+                    let existing = self.envs[env]
+                        .pods
+                        .iter()
+                        .find(|(_, p)| p.workload == wi && p.ordinal == Some(ord))
+                        .map(|(k, p)| (k.clone(), p.node));
+                    match existing {
+                        Some((k, None)) => {
+                            if let Some(n) = self.place(env, wi) {
+                                self.bind(env, &k, n, now);
+                            }
+                        }
+                        Some(_) => {}
+                        None => {
+                            let node = self.place(env, wi);
+                            self.create_pod(env, wi, node, Some(ord), now);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn bind(&mut self, env: usize, key: &Key, n: usize, now: Duration) {
+        let Some(p) = self.envs[env].pods.get_mut(key) else {
+            return;
+        };
+        p.node = Some(n);
+        let uid = p.uid.clone();
+        let name = format!("{}/{}", key.0, key.1);
+        self.envs[env].dirty.pods.insert(key.clone());
+        self.envs[env].dirty.nodes = true;
+        self.event(
+            now,
+            "pod-scheduled",
+            Some(env),
+            &name,
+            format!("on {}", self.nodes[n].name),
+        );
+        if self.nodes[n].booted {
+            self.schedule(
+                now + self.timings.pod_start,
+                Action::PodStarted {
+                    env,
+                    key: key.clone(),
+                    uid,
+                },
+            );
+        }
+    }
+
+    /// Whether a pod of workload `wi` may run on node `n` (taints, selector, readiness;
+    /// `daemon` pods tolerate not-ready nodes and ignore capacity, as DaemonSets do).
+    fn eligible(&self, env: usize, wi: usize, n: usize, daemon: bool) -> bool {
+        let node = &self.nodes[n];
+        let w = &self.envs[env].workloads[wi];
+        if node.cp_taint && !w.spec.tolerate_control_plane {
+            return false;
+        }
+        if !w
+            .spec
+            .node_selector
+            .iter()
+            .all(|(k, v)| node.labels.get(k) == Some(v))
+        {
+            return false;
+        }
+        daemon || node.ready
+    }
+
+    /// Pick a node for a new pod of workload `wi`: eligible, fits, anti-affinity; prefer
+    /// nodes (then hosts) with fewer pods of the workload, then the least requested CPU.
+    fn place(&self, env: usize, wi: usize) -> Option<usize> {
+        let e = &self.envs[env];
+        let w = &e.workloads[wi];
+        let mut best: Option<((usize, usize, i64), usize)> = None;
+        for &n in &e.nodes {
+            if !self.eligible(env, wi, n, false) {
+                continue;
+            }
+            let node = &self.nodes[n];
+            let on_node: Vec<&Pod> = e.pods.values().filter(|p| p.node == Some(n)).collect();
+            let cpu: i64 = on_node
+                .iter()
+                .map(|p| e.workloads[p.workload].cpu_milli)
+                .sum();
+            let mem: i64 = on_node
+                .iter()
+                .map(|p| e.workloads[p.workload].memory_bytes)
+                .sum();
+            if cpu + w.cpu_milli > node.cpu_milli - super::build::RESERVED_CPU_MILLI
+                || mem + w.memory_bytes > node.memory_bytes - super::build::RESERVED_MEMORY
+            {
+                continue;
+            }
+            let same = on_node
+                .iter()
+                .filter(|p| p.workload == wi && p.deleting.is_none())
+                .count();
+            if same > 0 && w.spec.anti_affinity == crate::scenario::AntiAffinity::Required {
+                continue;
+            }
+            let same_host = e
+                .pods
+                .values()
+                .filter(|p| {
+                    p.workload == wi
+                        && p.deleting.is_none()
+                        && p.node.is_some_and(|m| self.nodes[m].host == node.host)
+                })
+                .count();
+            let score = if w.spec.anti_affinity == crate::scenario::AntiAffinity::None {
+                (0, 0, cpu)
+            } else {
+                (same, same_host, cpu)
+            };
+            if best.as_ref().is_none_or(|(s, _)| score < *s) {
+                best = Some((score, n));
+            }
+        }
+        best.map(|(_, n)| n)
+    }
+
+    fn create_pod(
+        &mut self,
+        env: usize,
+        wi: usize,
+        node: Option<usize>,
+        ordinal: Option<usize>,
+        now: Duration,
+    ) {
+        let e = &mut self.envs[env];
+        let w = &mut e.workloads[wi];
+        w.created_pods += 1;
+        let serial = w.created_pods.to_string();
+        let name = match (w.spec.kind, ordinal) {
+            (WorkloadKind::StatefulSet, Some(o)) => format!("{}-{o}", w.spec.name),
+            (WorkloadKind::DaemonSet, _) => format!(
+                "{}-{}",
+                w.spec.name,
+                ids::suffix(&[&e.spec.name, &w.spec.name, &serial], 5)
+            ),
+            _ => format!(
+                "{}-{}-{}",
+                w.spec.name,
+                w.template_hash,
+                ids::suffix(&[&e.spec.name, &w.spec.name, &serial], 5)
+            ),
+        };
+        let ns = w.spec.namespace.clone();
+        e.pod_ips += 1;
+        let ip = format!(
+            "10.{}.{}.{}",
+            64 + (e.pod_ips >> 16) % 64,
+            (e.pod_ips >> 8) % 256,
+            e.pod_ips % 256
+        );
+        let uid = ids::uuid(&[&e.spec.name, "pod", &ns, &name, &serial]);
+        let key = (ns.clone(), name.clone());
+        e.pods.insert(
+            key.clone(),
+            Pod {
+                namespace: ns,
+                name,
+                workload: wi,
+                uid: uid.clone(),
+                node,
+                created: now,
+                ip,
+                running: false,
+                started_at: None,
+                api_ready: false,
+                ready_changed: now,
+                deleting: None,
+                ordinal,
+            },
+        );
+        e.dirty.pods.insert(key.clone());
+        e.dirty.nodes = true;
+        if now > Duration::ZERO {
+            let where_ = node
+                .map(|n| self.nodes[n].name.clone())
+                .unwrap_or_else(|| "nowhere (Pending)".into());
+            self.event(
+                now,
+                "pod-created",
+                Some(env),
+                &format!("{}/{}", key.0, key.1),
+                format!("on {where_}"),
+            );
+        }
+        if let Some(n) = node
+            && self.nodes[n].booted
+        {
+            self.schedule(
+                now + self.timings.pod_start,
+                Action::PodStarted { env, key, uid },
+            );
+        }
+    }
+}

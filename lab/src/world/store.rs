@@ -1,0 +1,231 @@
+//! The object store of one environment's Kubernetes API: JSON objects per resource, a
+//! resourceVersion counter like etcd's revision, a bounded event history so that watches can
+//! resume from a list's resourceVersion, and a broadcast channel for live watches.
+
+use crate::resources::Res;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Event {
+    pub rv: u64,
+    pub res: Res,
+    pub etype: EventType,
+    pub obj: Arc<Value>,
+}
+
+pub type Key = (String, String);
+
+/// Events to replay and the receiver for what follows.
+pub type Subscription = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub rv: u64,
+    pub obj: Arc<Value>,
+}
+
+/// How many past events a watch may resume from.
+const HISTORY: usize = 50_000;
+
+#[derive(Debug)]
+pub struct Store {
+    rv: u64,
+    objs: HashMap<Res, BTreeMap<Key, Stored>>,
+    history: VecDeque<Arc<Event>>,
+    /// Events with rv at or below this are gone from history.
+    floor: u64,
+    tx: broadcast::Sender<Arc<Event>>,
+}
+
+/// A watch asked to resume from a resourceVersion older than the history holds.
+#[derive(Debug)]
+pub struct TooOld;
+
+impl Default for Store {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Store {
+    pub fn new() -> Self {
+        let (tx, _) = broadcast::channel(16_384);
+        Store {
+            rv: 1,
+            objs: HashMap::new(),
+            history: VecDeque::new(),
+            floor: 1,
+            tx,
+        }
+    }
+
+    pub fn rv(&self) -> u64 {
+        self.rv
+    }
+
+    fn key_of(obj: &Value) -> Key {
+        let s = |p: &str| {
+            obj.pointer(p)
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        (s("/metadata/namespace"), s("/metadata/name"))
+    }
+
+    /// Insert or replace; a no-op when nothing but the resourceVersion would change.
+    pub fn put(&mut self, res: Res, mut obj: Value) {
+        let key = Self::key_of(&obj);
+        let map = self.objs.entry(res).or_default();
+        let etype = match map.get(&key) {
+            Some(old) => {
+                set_rv(&mut obj, old.rv);
+                if *old.obj == obj {
+                    return;
+                }
+                EventType::Modified
+            }
+            None => EventType::Added,
+        };
+        self.rv += 1;
+        set_rv(&mut obj, self.rv);
+        let obj = Arc::new(obj);
+        map.insert(
+            key,
+            Stored {
+                rv: self.rv,
+                obj: obj.clone(),
+            },
+        );
+        self.emit(res, etype, obj);
+    }
+
+    pub fn delete(&mut self, res: Res, ns: &str, name: &str) -> bool {
+        let Some(map) = self.objs.get_mut(&res) else {
+            return false;
+        };
+        let Some(old) = map.remove(&(ns.to_string(), name.to_string())) else {
+            return false;
+        };
+        self.rv += 1;
+        let mut obj = (*old.obj).clone();
+        set_rv(&mut obj, self.rv);
+        self.emit(res, EventType::Deleted, Arc::new(obj));
+        true
+    }
+
+    fn emit(&mut self, res: Res, etype: EventType, obj: Arc<Value>) {
+        let ev = Arc::new(Event {
+            rv: self.rv,
+            res,
+            etype,
+            obj,
+        });
+        if self.history.len() >= HISTORY
+            && let Some(old) = self.history.pop_front()
+        {
+            self.floor = old.rv;
+        }
+        self.history.push_back(ev.clone());
+        // No receivers is normal.
+        let _ = self.tx.send(ev);
+    }
+
+    pub fn get(&self, res: Res, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.objs
+            .get(&res)?
+            .get(&(ns.to_string(), name.to_string()))
+            .map(|s| s.obj.clone())
+    }
+
+    /// All objects of a resource, ordered by (namespace, name), with the store's revision.
+    pub fn list(&self, res: Res) -> Vec<(Key, Arc<Value>)> {
+        self.objs
+            .get(&res)
+            .map(|m| m.iter().map(|(k, s)| (k.clone(), s.obj.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn keys(&self, res: Res) -> Vec<Key> {
+        self.objs
+            .get(&res)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn count(&self, res: Res) -> usize {
+        self.objs.get(&res).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Events after `since` (for resuming a watch) and a receiver for what follows. Called
+    /// under the world lock, so nothing can slip between the replay and the subscription.
+    pub fn subscribe(&self, since: u64) -> Result<Subscription, TooOld> {
+        if since < self.floor {
+            return Err(TooOld);
+        }
+        let replay = self
+            .history
+            .iter()
+            .filter(|e| e.rv > since)
+            .cloned()
+            .collect();
+        Ok((replay, self.tx.subscribe()))
+    }
+}
+
+fn set_rv(obj: &mut Value, rv: u64) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unchanged_puts_do_not_bump_and_watch_resumes() {
+        let mut s = Store::new();
+        s.put(
+            Res::Pods,
+            json!({"metadata":{"namespace":"a","name":"p"},"x":1}),
+        );
+        let rv1 = s.rv();
+        s.put(
+            Res::Pods,
+            json!({"metadata":{"namespace":"a","name":"p"},"x":1}),
+        );
+        assert_eq!(s.rv(), rv1);
+        s.put(
+            Res::Pods,
+            json!({"metadata":{"namespace":"a","name":"p"},"x":2}),
+        );
+        assert_eq!(s.rv(), rv1 + 1);
+        let (replay, _rx) = s.subscribe(rv1).expect("in history");
+        assert_eq!(replay.len(), 1);
+        assert_eq!(replay[0].etype, EventType::Modified);
+        assert!(s.delete(Res::Pods, "a", "p"));
+        assert!(s.get(Res::Pods, "a", "p").is_none());
+    }
+}

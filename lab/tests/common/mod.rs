@@ -1,0 +1,35 @@
+//! Helpers shared by the lab's integration tests.
+#![allow(dead_code)]
+
+use gates_lab::{Lab, LabOptions};
+
+/// Subnet bytes used by the tests, one per test so labs never collide when tests run in
+/// parallel (nextest runs every test in its own process): kube_api 20..=39, world_rules
+/// 40..=69, kubectl 70..=79, runner 80..=89.
+pub async fn start(scenario: &str, subnet: u8, speed: f64) -> (Lab, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = Lab::start(LabOptions {
+        scenario: scenario.into(),
+        generate_nodes: None,
+        subnet,
+        speed,
+        state_dir: dir.path().join("state"),
+        env_dir: Some(dir.path().join("env")),
+    })
+    .await
+    .unwrap_or_else(|e| panic!("lab {scenario} on subnet {subnet}: {e}"));
+    (lab, dir)
+}
+
+pub async fn kube_client(lab: &Lab, context: &str) -> kube::Client {
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(&lab.files.kubeconfig).expect("kubeconfig");
+    let opts = kube::config::KubeConfigOptions {
+        context: Some(context.to_string()),
+        ..Default::default()
+    };
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &opts)
+        .await
+        .expect("config");
+    kube::Client::try_from(config).expect("client")
+}
