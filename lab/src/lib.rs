@@ -24,3 +24,4 @@ pub use runner::{Lab, LabError, LabFiles, LabOptions};
 
 pub mod pki;
 pub mod proxmox;
+pub mod talos;

@@ -86,6 +86,15 @@ impl Drop for ServerHandle {
     }
 }
 
+/// Errors starting a lab server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("TLS configuration: {0}")]
+    Tls(#[from] rustls::Error),
+    #[error("listen: {0}")]
+    Io(#[from] io::Error),
+}
+
 /// How long a client may take to finish the TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Pause before retrying a bind that failed (e.g. the port is briefly still in use).

@@ -28,6 +28,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::watch;
 
+pub use crate::pki::endpoint::ServeError;
 use crate::pki::endpoint::{ConnectionInfo, Recorder, RequestRecord, ServerHandle, serve_tls};
 use crate::pki::tls::{ServerTls, server_config};
 
@@ -143,15 +144,6 @@ impl ProxmoxApi {
         });
         resp
     }
-}
-
-/// Errors starting a server.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    #[error("TLS configuration: {0}")]
-    Tls(#[from] rustls::Error),
-    #[error("listen: {0}")]
-    Io(#[from] std::io::Error),
 }
 
 /// pveproxy closes idle keep-alive connections after 5 s.

@@ -1,0 +1,18 @@
+//! Server stubs and messages generated from `proto/` (Talos's `machine` and `common` packages,
+//! wire-compatible with apid) by `build.rs`.
+
+#![allow(clippy::all, missing_docs)]
+
+pub mod common {
+    include!(concat!(env!("OUT_DIR"), "/server/common.rs"));
+}
+
+pub mod machine {
+    include!(concat!(env!("OUT_DIR"), "/server/machine.rs"));
+}
+
+pub mod google {
+    pub mod rpc {
+        include!(concat!(env!("OUT_DIR"), "/server/google.rpc.rs"));
+    }
+}

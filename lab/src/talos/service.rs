@@ -1,0 +1,329 @@
+//! `machine.MachineService` as apid answers it: RBAC from the client certificate's
+//! organizations, routing by the `node` / `nodes` metadata (`research/talos.md` §1.4–1.7), and
+//! per-node answers from the backend.
+
+use std::sync::Arc;
+
+use tonic::metadata::MetadataMap;
+use tonic::{Code, Request, Response, Status};
+
+use super::backend::{AlarmKind, EtcdError, NodeRole, TalosBackend};
+use super::proto::common::Metadata;
+use super::proto::google::rpc::Status as RpcStatus;
+use super::proto::machine::{
+    self, EtcdAlarm, EtcdAlarmListResponse, EtcdMemberListRequest, EtcdMemberListResponse,
+    EtcdMembers, EtcdStatus, EtcdStatusResponse, ServiceList, ServiceListResponse, Version,
+    VersionResponse, machine_service_server::MachineService,
+};
+
+/// Roles (`Subject.O`) of the client certificate on the connection, inserted per request.
+#[derive(Debug, Clone, Default)]
+pub struct PeerRoles(pub Vec<String>);
+
+/// Roles allowed to read versions and services.
+const READ_ROLES: &[&str] = &["os:admin", "os:operator", "os:reader"];
+/// Roles allowed to read etcd state.
+const ETCD_ROLES: &[&str] = &["os:admin", "os:operator", "os:reader", "os:etcd:backup"];
+
+/// The apid of one node.
+pub struct Apid {
+    /// This node's name.
+    pub node: String,
+    pub backend: Arc<dyn TalosBackend>,
+}
+
+/// A reply element (`Version`, `EtcdMembers`, …): each carries `common.Metadata metadata = 1`.
+trait Element: Default {
+    fn set_metadata(&mut self, metadata: Metadata);
+}
+
+macro_rules! element {
+    ($($t:ty),*) => {
+        $(impl Element for $t {
+            fn set_metadata(&mut self, metadata: Metadata) {
+                self.metadata = Some(metadata);
+            }
+        })*
+    };
+}
+element!(Version, EtcdMembers, EtcdStatus, EtcdAlarm, ServiceList);
+
+fn values<'a>(md: &'a MetadataMap, key: &str) -> Vec<&'a str> {
+    md.get_all(key)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect()
+}
+
+fn dial_error(target: &str, resolved: bool) -> Status {
+    let detail = if resolved {
+        format!("dial tcp {target}:50000: connect: connection refused")
+    } else {
+        format!("dial tcp: lookup {target}: no such host")
+    };
+    Status::unavailable(format!(
+        "connection error: desc = \"transport: Error while dialing: {detail}\""
+    ))
+}
+
+fn etcd_status_error(err: EtcdError) -> Status {
+    match err {
+        EtcdError::NoQuorum => Status::unavailable(err.to_string()),
+        EtcdError::Failed(text) => Status::unknown(text),
+    }
+}
+
+impl Apid {
+    fn authorize<T>(&self, req: &Request<T>, allowed: &[&str]) -> Result<(), Status> {
+        let roles = req
+            .extensions()
+            .get::<PeerRoles>()
+            .cloned()
+            .unwrap_or_default();
+        if roles.0.iter().any(|r| allowed.contains(&r.as_str())) {
+            Ok(())
+        } else {
+            Err(Status::permission_denied("not authorized"))
+        }
+    }
+
+    /// Answers for one target named in `node`/`nodes` metadata, as this node's apid would
+    /// after proxying: itself, another node, or a dial error.
+    fn answer_for<X>(
+        &self,
+        target: &str,
+        answer: &impl Fn(&str) -> Result<X, Status>,
+    ) -> Result<X, Status> {
+        let Some(node) = self.backend.resolve(target) else {
+            return if self.backend.role(&self.node) == NodeRole::Worker {
+                Err(Status::permission_denied("no request forwarding"))
+            } else {
+                Err(dial_error(target, false))
+            };
+        };
+        if node == self.node {
+            return answer(&node);
+        }
+        // Workers hold no client certificate, so they cannot forward.
+        if self.backend.role(&self.node) == NodeRole::Worker {
+            return Err(Status::permission_denied("no request forwarding"));
+        }
+        if !self.backend.is_up(&node) {
+            return Err(dial_error(target, true));
+        }
+        answer(&node)
+    }
+
+    /// Applies apid's routing to a unary call.
+    fn route<X: Element>(
+        &self,
+        md: &MetadataMap,
+        answer: impl Fn(&str) -> Result<X, Status>,
+    ) -> Result<Vec<X>, Status> {
+        if !self.backend.is_up(&self.node) {
+            return Err(Status::unavailable("node is shutting down"));
+        }
+        if md.contains_key("proxyfrom") {
+            return answer(&self.node).map(|x| vec![x]);
+        }
+        let node = values(md, "node");
+        if !node.is_empty() {
+            if node.len() > 1 {
+                return Err(Status::invalid_argument(
+                    "node metadata must be single-valued",
+                ));
+            }
+            return self.answer_for(node[0], &answer).map(|x| vec![x]);
+        }
+        let nodes = values(md, "nodes");
+        if nodes.is_empty() {
+            return answer(&self.node).map(|x| vec![x]);
+        }
+        // One-to-many: every target becomes an element tagged with the target string; failures
+        // become elements with only metadata, and the call itself succeeds.
+        Ok(nodes
+            .iter()
+            .map(|target| {
+                let hostname = target.to_string();
+                match self.answer_for(target, &answer) {
+                    Ok(mut x) => {
+                        x.set_metadata(Metadata {
+                            hostname,
+                            ..Metadata::default()
+                        });
+                        x
+                    }
+                    Err(status) => {
+                        let mut x = X::default();
+                        x.set_metadata(Metadata {
+                            hostname,
+                            error: format!(
+                                "rpc error: code = {:?} desc = {}",
+                                status.code(),
+                                status.message()
+                            ),
+                            status: Some(RpcStatus {
+                                code: status.code() as i32,
+                                message: status.message().to_string(),
+                                details: Vec::new(),
+                            }),
+                        });
+                        x
+                    }
+                }
+            })
+            .collect())
+    }
+
+    fn control_plane_only(&self, node: &str, api: &str) -> Result<(), Status> {
+        if self.backend.role(node) == NodeRole::Worker {
+            Err(Status::new(
+                Code::Unimplemented,
+                format!("{api} is only available on control plane nodes"),
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl MachineService for Apid {
+    async fn version(&self, req: Request<()>) -> Result<Response<VersionResponse>, Status> {
+        self.authorize(&req, READ_ROLES)?;
+        let messages = self.route(req.metadata(), |node| {
+            let v = self.backend.version(node);
+            Ok(Version {
+                metadata: None,
+                version: Some(machine::VersionInfo {
+                    tag: v.tag,
+                    sha: v.sha,
+                    built: v.built,
+                    go_version: v.go_version,
+                    os: v.os,
+                    arch: v.arch,
+                }),
+                platform: v
+                    .platform
+                    .map(|(name, mode)| machine::PlatformInfo { name, mode }),
+                features: Some(machine::FeaturesInfo { rbac: true }),
+            })
+        })?;
+        Ok(Response::new(VersionResponse { messages }))
+    }
+
+    async fn etcd_member_list(
+        &self,
+        req: Request<EtcdMemberListRequest>,
+    ) -> Result<Response<EtcdMemberListResponse>, Status> {
+        self.authorize(&req, ETCD_ROLES)?;
+        let messages = self.route(req.metadata(), |node| {
+            self.control_plane_only(node, "member list")?;
+            let members = self.backend.etcd_members(node).map_err(etcd_status_error)?;
+            Ok(EtcdMembers {
+                metadata: None,
+                legacy_members: Vec::new(),
+                members: members
+                    .into_iter()
+                    .map(|m| machine::EtcdMember {
+                        id: m.id,
+                        hostname: m.hostname,
+                        peer_urls: m.peer_urls,
+                        client_urls: m.client_urls,
+                        is_learner: m.is_learner,
+                    })
+                    .collect(),
+            })
+        })?;
+        Ok(Response::new(EtcdMemberListResponse { messages }))
+    }
+
+    async fn etcd_status(&self, req: Request<()>) -> Result<Response<EtcdStatusResponse>, Status> {
+        self.authorize(&req, ETCD_ROLES)?;
+        let messages = self.route(req.metadata(), |node| {
+            self.control_plane_only(node, "etcd status")?;
+            let s = self.backend.etcd_status(node).map_err(etcd_status_error)?;
+            Ok(EtcdStatus {
+                metadata: None,
+                member_status: Some(machine::EtcdMemberStatus {
+                    protocol_version: s.protocol_version,
+                    db_size: s.db_size,
+                    db_size_in_use: s.db_size_in_use,
+                    leader: s.leader,
+                    raft_index: s.raft_index,
+                    raft_term: s.raft_term,
+                    raft_applied_index: s.raft_applied_index,
+                    errors: s.errors,
+                    is_learner: s.is_learner,
+                    member_id: s.member_id,
+                    storage_version: s.storage_version,
+                }),
+            })
+        })?;
+        Ok(Response::new(EtcdStatusResponse { messages }))
+    }
+
+    async fn etcd_alarm_list(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<EtcdAlarmListResponse>, Status> {
+        self.authorize(&req, ETCD_ROLES)?;
+        let messages = self.route(req.metadata(), |node| {
+            self.control_plane_only(node, "etcd alarm list")?;
+            let alarms = self.backend.etcd_alarms(node).map_err(etcd_status_error)?;
+            Ok(EtcdAlarm {
+                metadata: None,
+                member_alarms: alarms
+                    .into_iter()
+                    .map(|a| machine::EtcdMemberAlarm {
+                        member_id: a.member_id,
+                        alarm: match a.alarm {
+                            AlarmKind::None => machine::etcd_member_alarm::AlarmType::None,
+                            AlarmKind::NoSpace => machine::etcd_member_alarm::AlarmType::Nospace,
+                            AlarmKind::Corrupt => machine::etcd_member_alarm::AlarmType::Corrupt,
+                        } as i32,
+                    })
+                    .collect(),
+            })
+        })?;
+        Ok(Response::new(EtcdAlarmListResponse { messages }))
+    }
+
+    async fn service_list(
+        &self,
+        req: Request<()>,
+    ) -> Result<Response<ServiceListResponse>, Status> {
+        self.authorize(&req, READ_ROLES)?;
+        let messages = self.route(req.metadata(), |node| {
+            let services = self.backend.services(node);
+            Ok(ServiceList {
+                metadata: None,
+                services: services
+                    .into_iter()
+                    .map(|s| machine::ServiceInfo {
+                        id: s.id,
+                        state: s.state,
+                        events: Some(machine::ServiceEvents {
+                            events: s
+                                .events
+                                .into_iter()
+                                .map(|e| machine::ServiceEvent {
+                                    msg: e.msg,
+                                    state: e.state,
+                                    ts: Some(e.at.into()),
+                                })
+                                .collect(),
+                        }),
+                        health: Some(machine::ServiceHealth {
+                            unknown: s.healthy.is_none(),
+                            healthy: s.healthy.unwrap_or(false),
+                            last_message: s.last_message,
+                            last_change: Some(s.last_change.into()),
+                        }),
+                    })
+                    .collect(),
+            })
+        })?;
+        Ok(Response::new(ServiceListResponse { messages }))
+    }
+}

@@ -1,0 +1,124 @@
+//! Talos nodes 127.S.1.{1,2,3} (control planes) and 127.S.1.4 (worker) serving apid over mTLS
+//! with the in-memory backend, and a tonic client generated from the same protos.
+
+#![allow(dead_code)]
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use gates_lab::pki::endpoint::{RequestRecord, ServerHandle};
+use gates_lab::pki::tls::ServerTls;
+use gates_lab::pki::{CaKind, CertificateAuthority, CertifiedKey, relabel_private_key};
+use gates_lab::talos::memory::MemoryTalos;
+use gates_lab::talos::{NodeRole, serve};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+#[allow(clippy::all)]
+pub mod proto {
+    pub mod common {
+        include!(concat!(env!("OUT_DIR"), "/client/common.rs"));
+    }
+    pub mod machine {
+        include!(concat!(env!("OUT_DIR"), "/client/machine.rs"));
+    }
+    pub mod google {
+        pub mod rpc {
+            include!(concat!(env!("OUT_DIR"), "/client/google.rpc.rs"));
+        }
+    }
+}
+
+pub use proto::machine::machine_service_client::MachineServiceClient;
+
+pub struct Nodes {
+    pub backend: Arc<MemoryTalos>,
+    pub ca: CertificateAuthority,
+    pub admin: CertifiedKey,
+    pub handles: Vec<ServerHandle>,
+    pub records: Arc<Mutex<Vec<RequestRecord>>>,
+    pub subnet: u8,
+}
+
+pub const NAMES: [&str; 4] = ["talos-cp-1", "talos-cp-2", "talos-cp-3", "talos-worker-1"];
+
+pub fn node_ip(subnet: u8, j: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(127, subnet, 1, j))
+}
+
+pub async fn start(subnet: u8) -> Nodes {
+    let specs: Vec<(&str, IpAddr, NodeRole)> = NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let role = if i < 3 {
+                NodeRole::ControlPlane
+            } else {
+                NodeRole::Worker
+            };
+            (*name, node_ip(subnet, i as u8 + 1), role)
+        })
+        .collect();
+    let backend = MemoryTalos::new(&specs);
+    let ca = CertificateAuthority::new(CaKind::Talos).expect("ca");
+    let admin = ca.talos_admin_cert().expect("admin");
+    let records = Arc::new(Mutex::new(Vec::new()));
+    let mut handles = Vec::new();
+    for (name, ip, _) in &specs {
+        let leaf = ca.talos_server_cert(name, &[*ip]).expect("leaf");
+        let sink = records.clone();
+        let handle = serve(
+            backend.clone(),
+            name,
+            SocketAddr::new(*ip, 50000),
+            &ServerTls::from_leaf(&leaf),
+            ca.cert_der(),
+            backend.power_watch(name),
+            Arc::new(move |r| sink.lock().expect("records").push(r)),
+        )
+        .await
+        .expect("serve");
+        handles.push(handle);
+    }
+    Nodes {
+        backend,
+        ca,
+        admin,
+        handles,
+        records,
+        subnet,
+    }
+}
+
+impl Nodes {
+    /// A client for node `j` (1-based) presenting `identity` (cert, Talos-labelled key) or none.
+    pub async fn client_with(
+        &self,
+        j: u8,
+        identity: Option<&CertifiedKey>,
+        ca_pem: &str,
+    ) -> Result<MachineServiceClient<Channel>, tonic::transport::Error> {
+        let ip = node_ip(self.subnet, j);
+        let mut tls = ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(ca_pem))
+            .domain_name(ip.to_string());
+        if let Some(id) = identity {
+            // Talos writes the key as `ED25519 PRIVATE KEY`; rustls needs `PRIVATE KEY`.
+            let key = relabel_private_key(&id.key_pem_talos());
+            tls = tls.identity(Identity::from_pem(id.cert_pem(), key));
+        }
+        let channel = Endpoint::from_shared(format!("https://{ip}:50000"))
+            .expect("uri")
+            .tls_config(tls)?
+            .connect_timeout(std::time::Duration::from_secs(5))
+            .connect()
+            .await?;
+        Ok(MachineServiceClient::new(channel))
+    }
+
+    /// An admin client for node `j`.
+    pub async fn admin_client(&self, j: u8) -> MachineServiceClient<Channel> {
+        self.client_with(j, Some(&self.admin), &self.ca.cert_pem())
+            .await
+            .expect("connect")
+    }
+}
