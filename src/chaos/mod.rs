@@ -2,4 +2,5 @@
 
 pub mod budget;
 pub mod journal;
+pub mod sampler;
 pub mod timeline;

@@ -3,6 +3,7 @@
 //!
 //! [`State`]: crate::state::State
 
+pub mod api;
 pub mod kinds;
 pub mod kube;
 pub mod raw;

@@ -1,0 +1,130 @@
+//! The Kubernetes API as an endpoint: `/readyz` through the API virtual IP, verified with the
+//! cluster CA from the environment's kubeconfig. Used by the `api-endpoint` check and by the
+//! chaos step's API probe (on a new connection each time, and on a kept-alive one).
+
+use std::time::Duration;
+
+use base64::Engine;
+use kube::config::Kubeconfig;
+
+use super::kube::resolve;
+use crate::config::Environment;
+
+/// What the kubeconfig says about the environment's cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterAccess {
+    pub context: String,
+    pub server: String,
+    /// PEM of the cluster CA.
+    pub ca_pem: Option<Vec<u8>>,
+    pub insecure: bool,
+}
+
+/// Read the cluster of the environment's kubeconfig context.
+pub fn cluster_access(env: &Environment) -> Result<ClusterAccess, String> {
+    let kubeconfig = match &env.kube.kubeconfig {
+        Some(path) => {
+            let path = resolve(&env.file, path);
+            Kubeconfig::read_from(&path)
+                .map_err(|err| format!("cannot read kubeconfig {}: {err}", path.display()))?
+        }
+        None => Kubeconfig::read().map_err(|err| format!("cannot read the kubeconfig: {err}"))?,
+    };
+    let context_name = env
+        .kube
+        .context
+        .clone()
+        .or_else(|| kubeconfig.current_context.clone())
+        .ok_or("the kubeconfig has no current context; set kube.context")?;
+    let context = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context_name)
+        .and_then(|c| c.context.as_ref())
+        .ok_or_else(|| format!("the kubeconfig has no context `{context_name}`"))?;
+    let cluster = kubeconfig
+        .clusters
+        .iter()
+        .find(|c| c.name == context.cluster)
+        .and_then(|c| c.cluster.as_ref())
+        .ok_or_else(|| format!("the kubeconfig has no cluster `{}`", context.cluster))?;
+    let ca_pem = match (
+        &cluster.certificate_authority_data,
+        &cluster.certificate_authority,
+    ) {
+        (Some(data), _) => Some(
+            base64::engine::general_purpose::STANDARD
+                .decode(data.trim())
+                .map_err(|err| {
+                    format!(
+                        "certificate-authority-data of cluster `{}`: {err}",
+                        context.cluster
+                    )
+                })?,
+        ),
+        (None, Some(file)) => Some(
+            std::fs::read(file).map_err(|err| format!("certificate-authority {file}: {err}"))?,
+        ),
+        (None, None) => None,
+    };
+    Ok(ClusterAccess {
+        context: context_name,
+        server: cluster.server.clone().unwrap_or_default(),
+        ca_pem,
+        insecure: cluster.insecure_skip_tls_verify.unwrap_or(false),
+    })
+}
+
+/// An HTTPS client for `/readyz` that trusts only the cluster CA.
+pub fn readyz_client(
+    access: &ClusterAccess,
+    timeout: Duration,
+    keep_alive: bool,
+) -> Result<reqwest::Client, String> {
+    let mut builder = reqwest::Client::builder()
+        .use_rustls_tls()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .tls_built_in_root_certs(false);
+    if let Some(pem) = &access.ca_pem {
+        let certs = reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|err| format!("cluster CA: {err}"))?;
+        for cert in certs {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    if access.insecure {
+        builder = builder.danger_accept_invalid_certs(true);
+    }
+    if !keep_alive {
+        builder = builder.pool_max_idle_per_host(0);
+    }
+    builder
+        .build()
+        .map_err(|err| format!("cannot build an HTTPS client: {err}"))
+}
+
+/// `GET <endpoint>/readyz`: Ok when the API answers 200, otherwise what went wrong.
+pub async fn readyz(client: &reqwest::Client, endpoint: &str) -> Result<(), String> {
+    let url = format!("{}/readyz", endpoint.trim_end_matches('/'));
+    match client.get(&url).send().await {
+        Ok(response) if response.status().is_success() => Ok(()),
+        Ok(response) => {
+            let status = response.status();
+            let body = response.text().await.unwrap_or_default();
+            let first = body
+                .lines()
+                .find(|l| l.contains("failed"))
+                .unwrap_or_else(|| body.lines().next().unwrap_or(""));
+            Err(format!(
+                "{url} answered {status}{}",
+                if first.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {first}")
+                }
+            ))
+        }
+        Err(err) => Err(format!("{url}: {}", super::kube::chain(&err))),
+    }
+}
