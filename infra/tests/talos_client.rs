@@ -213,6 +213,9 @@ async fn serve(server: &Leaf, client_ca: &Ca, role: Role) -> SocketAddr {
     addr
 }
 
+/// A loopback address where nothing listens (not in the lab's address plan).
+const NOBODY: &str = "127.83.91.7";
+
 fn fast() -> TalosOptions {
     TalosOptions {
         connect_timeout: Duration::from_secs(5),
@@ -445,17 +448,12 @@ async fn credentials_debug_never_shows_the_key() {
 
 #[tokio::test]
 async fn refused_connection_is_named() {
-    // Bind then drop a listener to get a port nobody listens on.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
     let ca = Ca::new("talos");
     let client = TalosClient::new(creds(&ca, &ca.client("os:admin")), fast());
-    let endpoint = format!("127.0.0.1:{port}");
-    let err = client.connect(&endpoint).await.expect_err("refused");
+    // Nothing listens there (outside the lab address plan); the default port is used.
+    let err = client.connect(NOBODY).await.expect_err("refused");
     assert!(matches!(err, TalosError::Refused { .. }), "{err:?}");
-    assert_eq!(err.endpoint(), Some(endpoint.as_str()));
+    assert_eq!(err.endpoint(), Some("127.83.91.7:50000"));
 }
 
 #[tokio::test]
@@ -482,4 +480,62 @@ async fn silent_endpoint_times_out() {
         .await
         .expect_err("timeout");
     assert!(matches!(err, TalosError::Timeout { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn etcd_views_keep_order_and_name_the_failing_endpoint() {
+    let ca = Ca::new("talos");
+    let cp = serve(
+        &ca.server(&["127.0.0.1"], &[], false),
+        &ca,
+        Role::ControlPlane,
+    )
+    .await;
+    let worker = serve(&ca.server(&["127.0.0.1"], &[], false), &ca, Role::Worker).await;
+    let client = TalosClient::new(creds(&ca, &ca.client("os:admin")), fast());
+    let endpoints = vec![NOBODY.to_string(), cp.to_string(), worker.to_string()];
+    let views = client.etcd_views(&endpoints).await;
+    assert_eq!(
+        views.iter().map(|v| v.endpoint.clone()).collect::<Vec<_>>(),
+        endpoints
+    );
+    assert!(matches!(
+        views[0].first_error(),
+        Some(TalosError::Refused { .. })
+    ));
+    assert!(matches!(views[0].members, Err(TalosError::Refused { .. })));
+    assert!(
+        views[1].first_error().is_none(),
+        "{:?}",
+        views[1].first_error()
+    );
+    assert_eq!(views[1].members.as_ref().map(Vec::len).ok(), Some(3));
+    assert!(views[2].version.is_ok());
+    assert!(matches!(
+        views[2].members,
+        Err(TalosError::Unimplemented { .. })
+    ));
+}
+
+#[tokio::test]
+async fn plain_pkcs8_client_key_also_works() {
+    let ca = Ca::new("talos");
+    let addr = serve(
+        &ca.server(&["127.0.0.1"], &[], false),
+        &ca,
+        Role::ControlPlane,
+    )
+    .await;
+    let leaf = ca.client("os:admin");
+    let credentials = TalosCredentials::from_pem(
+        ca.pem().as_bytes(),
+        leaf.cert_pem.as_bytes(),
+        leaf.key_pem.as_bytes(),
+    )
+    .expect("credentials");
+    let node = TalosClient::new(credentials, fast())
+        .connect(&addr.to_string())
+        .await
+        .expect("connect");
+    assert_eq!(node.version().await.expect("version").tag, "v1.13.9");
 }

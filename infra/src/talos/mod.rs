@@ -6,6 +6,7 @@ mod error;
 mod keys;
 pub mod proto;
 mod types;
+mod views;
 
 pub use client::{TalosClient, TalosNode, TalosOptions};
 pub use config::{
@@ -17,3 +18,4 @@ pub use keys::normalize_private_key_pem;
 pub use types::{
     EtcdAlarm, EtcdAlarmKind, EtcdMember, EtcdMemberStatus, NodeVersion, ServiceState,
 };
+pub use views::EndpointEtcdView;

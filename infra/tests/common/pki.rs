@@ -4,6 +4,8 @@
 
 use std::net::IpAddr;
 
+use rustls::pki_types::pem::PemObject as _;
+
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
     ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
@@ -21,9 +23,23 @@ pub struct Leaf {
 }
 
 impl Leaf {
-    /// The key as Talos writes it: same DER, label `ED25519 PRIVATE KEY`.
+    /// The key as Talos writes it: Go's `x509.MarshalPKCS8PrivateKey` output (PKCS#8 v1,
+    /// seed only: `30 2e 02 01 00 30 05 06 03 2b 65 70 04 22 04 20 <seed>`) under the label
+    /// `ED25519 PRIVATE KEY`. rcgen writes v2 (with the public key); the seed is the same.
     pub fn talos_key_pem(&self) -> String {
-        self.key_pem.replace("PRIVATE KEY", "ED25519 PRIVATE KEY")
+        use base64::Engine as _;
+        let der = rustls::pki_types::PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
+            .expect("key der");
+        let der = der.secret_der();
+        const PREFIX: [u8; 16] = [
+            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
+            0x04, 0x20,
+        ];
+        assert_eq!(&der[5..16], &PREFIX[5..16], "an Ed25519 PKCS#8 key");
+        let mut v1 = PREFIX.to_vec();
+        v1.extend_from_slice(&der[16..48]);
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&v1);
+        format!("-----BEGIN ED25519 PRIVATE KEY-----\n{b64}\n-----END ED25519 PRIVATE KEY-----\n")
     }
 }
 
