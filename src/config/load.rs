@@ -97,7 +97,8 @@ impl Config {
                         &env.file,
                         format!("`like: {like}` names an environment no gate applies to"),
                     )
-                    .at(yaml::locate_word(&text, 1, like))
+                    .at(yaml::locate_word(&text, 1, "like")
+                        .and_then(|(line, _)| yaml::locate_word(&text, line, like)))
                     .key("like");
                     if let Some(best) = nearest(like, known.iter().copied()) {
                         error = error.hint(format!("did you mean `{best}`?"));

@@ -46,10 +46,14 @@ pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// The line libtest prints for one trial, e.g. `test gate1::staging::distinct-hosts ... FAILED`.
+/// The line libtest prints for one trial, e.g. `test gate1::staging::distinct-hosts ... FAILED`
+/// (libtest pads names to a common width).
 pub fn trial_line<'a>(out: &'a str, name: &str) -> Option<&'a str> {
-    let prefix = format!("test {name} ... ");
-    out.lines().find(|l| l.starts_with(&prefix))
+    out.lines().find(|l| {
+        l.strip_prefix("test ")
+            .and_then(|rest| rest.split_once(" ..."))
+            .is_some_and(|(n, _)| n.trim_end() == name)
+    })
 }
 
 pub fn assert_trial(out: &str, name: &str, word: &str) {
