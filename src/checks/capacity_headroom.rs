@@ -1,14 +1,561 @@
-//! (being written)
+//! Gate 5: every node keeps the ADR's capacity margin free ("at least a third of each node's
+//! CPU and memory"), so two nodes can carry the load while one host is down.
+//!
+//! Per node and resource: used = max(sum of the requests of its non-terminated pods, measured
+//! usage from metrics.k8s.io), or the requests alone with `capacity.basis: requests`;
+//! free = allocatable − used must be at least `capacity.margin` × allocatable. A pod's request
+//! follows the scheduler: its pod-level request if set, else max(app containers + sidecars,
+//! the largest init step), plus the pod overhead. Quantities are summed exactly.
 
+use k8s_openapi::api::core::v1::{Container, Node, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 use super::Context;
+use super::support::{Hosts, name, ns_name, pod_is_terminated, pod_node};
+use crate::config::CapacityBasis;
+use crate::quantity::Quantity;
+use crate::state::NodeMetrics;
 use crate::verdict::Finding;
 
+/// No parameters: margin and basis come from the environment's `capacity` section.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {}
 
-pub fn evaluate(_ctx: Context<'_>, _params: &Params) -> Finding {
-    Finding::error("this check is not implemented yet")
+const RESOURCES: [(&str, &str); 2] = [("cpu", "CPU"), ("memory", "memory")];
+
+/// One resource of one node.
+struct Cell {
+    alloc: Quantity,
+    requests: Quantity,
+    usage: Option<Quantity>,
+}
+
+impl Cell {
+    fn used(&self) -> Quantity {
+        self.usage.map_or(self.requests, |u| u.max(self.requests))
+    }
+    fn free(&self) -> Quantity {
+        self.alloc - self.used()
+    }
+    fn free_fraction(&self) -> f64 {
+        if self.alloc.nanos() <= 0 {
+            0.0
+        } else {
+            self.free().nanos() as f64 / self.alloc.nanos() as f64
+        }
+    }
+    fn show(&self, q: Quantity, resource: &str) -> String {
+        if resource == "cpu" {
+            q.display_cpu()
+        } else {
+            q.display_bytes()
+        }
+    }
+}
+
+pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
+    let margin = ctx.env.capacity.margin;
+    if !(0.0..1.0).contains(&margin) {
+        return Finding::error(format!(
+            "capacity.margin is {margin}; it must be at least 0 and below 1"
+        ));
+    }
+    let (nodes, pods) = match (ctx.state.nodes.get("nodes"), ctx.state.pods.get("pods")) {
+        (Ok(n), Ok(p)) => (n, p),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let basis = ctx.env.capacity.basis;
+    let metrics: Option<&[NodeMetrics]> = match basis {
+        CapacityBasis::Requests => None,
+        CapacityBasis::Usage => match ctx
+            .state
+            .node_metrics
+            .get("node metrics (metrics.k8s.io/v1beta1)")
+        {
+            Ok(m) => Some(m),
+            Err(e) => {
+                return Finding::error(format!(
+                    "{}. Install metrics-server (on Talos with kubelet rotate-server-certificates and kubelet-serving-cert-approver), or set `capacity: {{basis: requests}}` in environment {} to judge by requests alone",
+                    e.summary, ctx.env.name
+                ));
+            }
+        },
+    };
+    let hosts = Hosts::new(ctx, nodes);
+    let margin_text = percent_text(margin);
+
+    let mut rows = vec![[
+        "node".to_string(),
+        "host".into(),
+        "cpu alloc".into(),
+        "used".into(),
+        "free".into(),
+        "memory alloc".into(),
+        "used".into(),
+        "free".into(),
+    ]];
+    let mut short = Vec::new();
+    let mut short_lines = Vec::new();
+    let mut unknown = Vec::new();
+    for node in nodes {
+        let node_name = name(&node.metadata);
+        let host = hosts.of(node_name).unwrap_or("?").to_string();
+        match node_cells(node, pods, metrics) {
+            Err(why) => {
+                unknown.push(format!("{}: {why}", hosts.describe(node_name)));
+                rows.push([
+                    node_name.to_string(),
+                    host,
+                    "?".into(),
+                    "?".into(),
+                    "?".into(),
+                    "?".into(),
+                    "?".into(),
+                    "?".into(),
+                ]);
+            }
+            Ok(cells) => {
+                let mut row = vec![node_name.to_string(), host];
+                let mut node_short = false;
+                for ((resource, label), cell) in RESOURCES.iter().zip(&cells) {
+                    let fraction = cell.free_fraction();
+                    let ok = cell.free().nanos() as f64 >= margin * cell.alloc.nanos() as f64;
+                    row.push(cell.show(cell.alloc, resource));
+                    row.push(cell.show(cell.used(), resource));
+                    row.push(format!(
+                        "{}%{}",
+                        (fraction * 100.0).floor() as i64,
+                        if ok { "" } else { " !" }
+                    ));
+                    if !ok {
+                        node_short = true;
+                        let usage = cell.usage.map_or(String::new(), |u| {
+                            format!(", usage {}", cell.show(u, resource))
+                        });
+                        short_lines.push(format!(
+                            "{}: {label} free {} of {} ({}%), below the {margin_text} margin (requests {}{usage})",
+                            hosts.describe(node_name),
+                            cell.show(cell.free(), resource),
+                            cell.show(cell.alloc, resource),
+                            (fraction * 100.0).floor() as i64,
+                            cell.show(cell.requests, resource),
+                        ));
+                    }
+                }
+                if node_short {
+                    short.push(node_name);
+                }
+                rows.push(row.try_into().unwrap_or_default());
+            }
+        }
+    }
+    let basis_text = match basis {
+        CapacityBasis::Usage => "used = max(requests, measured usage)",
+        CapacityBasis::Requests => "used = requests (capacity.basis: requests)",
+    };
+    let mut table = format_table(&rows);
+    table.push(basis_text.to_string());
+
+    if !short.is_empty() {
+        return Finding::fail(format!(
+            "{} of {} nodes keep less than {margin_text} of CPU or memory free: {}",
+            short.len(),
+            nodes.len(),
+            short.join(", ")
+        ))
+        .with_evidence(short_lines.into_iter().chain(unknown).chain(table));
+    }
+    if let Some(first) = unknown.first() {
+        return Finding::error(format!("cannot measure headroom of {first}"))
+            .with_evidence(unknown.iter().skip(1).cloned().chain(table));
+    }
+    if nodes.is_empty() {
+        return Finding::error("no nodes to measure");
+    }
+    Finding::pass(format!(
+        "every node keeps at least {margin_text} of its CPU and memory free"
+    ))
+    .with_evidence(table)
+}
+
+/// CPU and memory cells of one node, or why they cannot be computed.
+fn node_cells(
+    node: &Node,
+    pods: &[Pod],
+    metrics: Option<&[NodeMetrics]>,
+) -> Result<[Cell; 2], String> {
+    let node_name = name(&node.metadata);
+    let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+    let usage = match metrics {
+        None => None,
+        Some(all) => Some(
+            all.iter()
+                .find(|m| name(&m.metadata) == node_name)
+                .ok_or("no node metrics (metrics-server has not reported this node)")?,
+        ),
+    };
+    let mut cells = Vec::new();
+    for (resource, _) in RESOURCES {
+        let alloc = allocatable
+            .and_then(|a| a.get(resource))
+            .ok_or_else(|| format!("status.allocatable has no {resource}"))?;
+        let alloc =
+            Quantity::parse(&alloc.0).map_err(|e| format!("allocatable {resource}: {e}"))?;
+        let mut requests = Quantity::ZERO;
+        for pod in pods
+            .iter()
+            .filter(|p| pod_node(p) == Some(node_name) && !pod_is_terminated(p))
+        {
+            requests = requests
+                + pod_request(pod, resource)
+                    .map_err(|e| format!("pod {}: {e}", ns_name(&pod.metadata)))?;
+        }
+        let usage = match usage {
+            None => None,
+            Some(m) => {
+                let raw = if resource == "cpu" {
+                    &m.usage.cpu
+                } else {
+                    &m.usage.memory
+                };
+                let raw = raw
+                    .as_deref()
+                    .ok_or_else(|| format!("node metrics have no {resource} usage"))?;
+                Some(Quantity::parse(raw).map_err(|e| format!("node metrics {resource}: {e}"))?)
+            }
+        };
+        cells.push(Cell {
+            alloc,
+            requests,
+            usage,
+        });
+    }
+    let [cpu, memory]: [Cell; 2] = cells
+        .try_into()
+        .map_err(|_| "internal: two resources expected".to_string())?;
+    Ok([cpu, memory])
+}
+
+fn request_of(
+    requests: Option<&BTreeMap<String, K8sQuantity>>,
+    resource: &str,
+) -> Result<Quantity, String> {
+    match requests.and_then(|r| r.get(resource)) {
+        None => Ok(Quantity::ZERO),
+        Some(q) => Quantity::parse(&q.0).map_err(|e| format!("{resource} request: {e}")),
+    }
+}
+
+fn container_request(c: &Container, resource: &str) -> Result<Quantity, String> {
+    request_of(
+        c.resources.as_ref().and_then(|r| r.requests.as_ref()),
+        resource,
+    )
+    .map_err(|e| format!("container {}: {e}", c.name))
+}
+
+/// The request the scheduler accounts for one pod.
+fn pod_request(pod: &Pod, resource: &str) -> Result<Quantity, String> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(Quantity::ZERO);
+    };
+    let overhead = request_of(spec.overhead.as_ref(), resource)?;
+    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref())
+        && pod_level.contains_key(resource)
+    {
+        return Ok(request_of(Some(pod_level), resource)? + overhead);
+    }
+    let mut app = Quantity::ZERO;
+    for c in &spec.containers {
+        app = app + container_request(c, resource)?;
+    }
+    let mut sidecars = Quantity::ZERO;
+    let mut init_peak = Quantity::ZERO;
+    for c in spec.init_containers.iter().flatten() {
+        let r = container_request(c, resource)?;
+        if c.restart_policy.as_deref() == Some("Always") {
+            sidecars = sidecars + r;
+            init_peak = init_peak.max(sidecars);
+        } else {
+            init_peak = init_peak.max(sidecars + r);
+        }
+    }
+    Ok((app + sidecars).max(init_peak) + overhead)
+}
+
+/// `33%` for 1/3, `33.3%` for 0.333.
+fn percent_text(fraction: f64) -> String {
+    let text = format!("{:.1}", fraction * 100.0);
+    format!("{}%", text.strip_suffix(".0").unwrap_or(&text))
+}
+
+fn format_table(rows: &[[String; 8]]) -> Vec<String> {
+    let mut widths = [0usize; 8];
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    rows.iter()
+        .map(|row| {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(widths)
+                .map(|(c, w)| format!("{c:<w$}"))
+                .collect();
+            cells.join("  ").trim_end().to_string()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::testing::*;
+    use crate::state::{Collected, State};
+    use crate::verdict::Verdict;
+
+    /// Three 4-core, 8Gi nodes, each with a 1-core/2Gi pod and 1 core/3Gi usage.
+    fn good() -> StateBuilder {
+        state()
+            .nodes(target_nodes())
+            .pods((1..=3).map(|i| {
+                pod("apps", &format!("p{i}"))
+                    .on(&format!("cp-{i}"))
+                    .requests("1", "2Gi")
+                    .build()
+            }))
+            .node_metrics((1..=3).map(|i| node_metrics(&format!("cp-{i}"), "1000000000n", "3Gi")))
+    }
+
+    fn check(state: &State) -> Finding {
+        run(&env(), state, &Params {}, evaluate)
+    }
+
+    fn requests_env() -> crate::config::Environment {
+        let mut env = env();
+        env.capacity.basis = CapacityBasis::Requests;
+        env
+    }
+
+    #[test]
+    fn enough_headroom_passes_with_a_table() {
+        let f = check(&good().build());
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+        assert_eq!(
+            f.summary,
+            "every node keeps at least 33.3% of its CPU and memory free"
+        );
+        assert!(
+            f.evidence[0]
+                .starts_with("node  host  cpu alloc  used  free  memory alloc  used  free"),
+            "{}",
+            f.evidence[0]
+        );
+        assert_eq!(
+            f.evidence[1],
+            "cp-1  pve1  4          1     75%   8Gi           3Gi   62%"
+        );
+        assert_eq!(
+            f.evidence.last().unwrap(),
+            "used = max(requests, measured usage)"
+        );
+    }
+
+    #[test]
+    fn measured_usage_above_the_margin_fails_naming_node_and_host() {
+        let s = good()
+            .with(|s| s.node_metrics = Collected::Present(vec![]))
+            .node_metrics([
+                node_metrics("cp-1", "3", "1Gi"),
+                node_metrics("cp-2", "1", "1Gi"),
+                node_metrics("cp-3", "1", "1Gi"),
+            ])
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Fail, "{}", text(&f));
+        assert_eq!(
+            f.summary,
+            "1 of 3 nodes keep less than 33.3% of CPU or memory free: cp-1"
+        );
+        assert_eq!(
+            f.evidence[0],
+            "node cp-1 (host pve1): CPU free 1 of 4 (25%), below the 33.3% margin (requests 1, usage 3)"
+        );
+        assert!(text(&f).contains("25% !"));
+    }
+
+    #[test]
+    fn requests_above_the_margin_fail_even_when_usage_is_low() {
+        let s = good()
+            .pods([pod("apps", "big")
+                .on("cp-2")
+                .requests("100m", "4Gi")
+                .build()])
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert!(
+            f.evidence[0].starts_with("node cp-2 (host pve2): memory free 2Gi of 8Gi (25%)"),
+            "{}",
+            f.evidence[0]
+        );
+    }
+
+    #[test]
+    fn the_margin_boundary_is_exact_and_comes_from_the_environment() {
+        let mut env = env();
+        env.capacity.margin = 0.25;
+        let s = good()
+            .with(|s| s.node_metrics = Collected::Present(vec![]))
+            .node_metrics((1..=3).map(|i| node_metrics(&format!("cp-{i}"), "3", "6Gi")))
+            .build();
+        assert_eq!(run(&env, &s, &Params {}, evaluate).verdict, Verdict::Pass);
+        let s = good()
+            .with(|s| s.node_metrics = Collected::Present(vec![]))
+            .node_metrics((1..=3).map(|i| node_metrics(&format!("cp-{i}"), "3000000001n", "6Gi")))
+            .build();
+        assert_eq!(run(&env, &s, &Params {}, evaluate).verdict, Verdict::Fail);
+        env.capacity.margin = 1.5;
+        let f = run(&env, &s, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Error);
+        assert!(f.summary.contains("capacity.margin is 1.5"));
+    }
+
+    #[test]
+    fn terminated_pods_and_other_nodes_do_not_count() {
+        let s = good()
+            .pods([
+                pod("apps", "done")
+                    .on("cp-1")
+                    .requests("4", "8Gi")
+                    .phase("Succeeded")
+                    .build(),
+                pod("apps", "pending").requests("4", "8Gi").build(),
+            ])
+            .build();
+        assert_eq!(check(&s).verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn pod_requests_follow_the_scheduler() {
+        let p = pod("a", "p")
+            .requests("100m", "100Mi")
+            .container("200m", "100Mi")
+            .build();
+        assert_eq!(
+            pod_request(&p, "cpu").unwrap(),
+            Quantity::parse("300m").unwrap()
+        );
+        // A large init container dominates.
+        let p = pod("a", "p")
+            .requests("100m", "1Mi")
+            .init_container("1", "1Mi", false)
+            .build();
+        assert_eq!(
+            pod_request(&p, "cpu").unwrap(),
+            Quantity::parse("1").unwrap()
+        );
+        // A sidecar adds to the app containers and to later init steps.
+        let p = pod("a", "p")
+            .requests("100m", "1Mi")
+            .init_container("50m", "1Mi", true)
+            .init_container("120m", "1Mi", false)
+            .overhead("10m", "0")
+            .build();
+        assert_eq!(
+            pod_request(&p, "cpu").unwrap(),
+            Quantity::parse("180m").unwrap()
+        );
+        let bad = pod("a", "p").requests("lots", "1Mi").build();
+        assert!(
+            pod_request(&bad, "cpu")
+                .unwrap_err()
+                .contains("container main: cpu request: invalid quantity \"lots\"")
+        );
+    }
+
+    #[test]
+    fn requests_basis_needs_no_metrics() {
+        let s = good()
+            .with(|s| s.node_metrics = absent("the server could not find the requested resource"))
+            .build();
+        let f = run(&requests_env(), &s, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+        assert_eq!(
+            f.evidence.last().unwrap(),
+            "used = requests (capacity.basis: requests)"
+        );
+    }
+
+    #[test]
+    fn metrics_absent_is_an_error_with_the_fix() {
+        let s = good()
+            .with(|s| s.node_metrics = absent("the server could not find the requested resource"))
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Error);
+        assert!(f.summary.starts_with(
+            "node metrics (metrics.k8s.io/v1beta1) unavailable: the server could not find"
+        ));
+        assert!(f.summary.contains("Install metrics-server"));
+        assert!(
+            f.summary
+                .contains("set `capacity: {basis: requests}` in environment staging")
+        );
+    }
+
+    #[test]
+    fn a_node_without_metrics_or_allocatable_is_an_error_unless_another_fails() {
+        let s = good()
+            .with(|s| {
+                s.node_metrics = Collected::Present(vec![
+                    node_metrics("cp-1", "1", "1Gi"),
+                    node_metrics("cp-2", "1", "1Gi"),
+                ])
+            })
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Error);
+        assert_eq!(
+            f.summary,
+            "cannot measure headroom of node cp-3 (host pve3): no node metrics (metrics-server has not reported this node)"
+        );
+        let s = good()
+            .with(|s| s.nodes = Collected::Present(vec![]))
+            .nodes([
+                node("cp-1").host("pve1").no_allocatable().build(),
+                node("cp-2").host("pve2").allocatable("1", "1Gi").build(),
+            ])
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Fail, "{}", text(&f));
+        assert!(text(&f).contains("node cp-1 (host pve1): status.allocatable has no cpu"));
+        let s = good()
+            .pods([pod("apps", "bad").on("cp-1").requests("1x", "1").build()])
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Error);
+        assert!(
+            f.summary
+                .contains("pod apps/bad: container main: cpu request: invalid quantity \"1x\""),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn absent_nodes_or_pods_are_errors() {
+        assert_eq!(
+            check(&good().with(|s| s.nodes = absent("x")).build()).verdict,
+            Verdict::Error
+        );
+        assert_eq!(
+            check(&good().with(|s| s.pods = absent("x")).build()).verdict,
+            Verdict::Error
+        );
+    }
 }

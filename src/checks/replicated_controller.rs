@@ -899,14 +899,7 @@ mod tests {
                 dns_pod("dns-0", "cp-1").build(),
                 dns_pod("dns-1", "cp-2").build(),
             ])
-            .with(|s| {
-                s.statefulsets = crate::state::Collected::Present(vec![statefulset(
-                    "kube-system",
-                    "dns",
-                    DNS,
-                    2,
-                )])
-            })
+            .statefulsets([statefulset("kube-system", "dns", DNS, 2)])
             .pdbs([pdb("kube-system", "dns", DNS).min_available(2).build()])
             .build();
         let f = fails_with(&s, "keeps all 2 replica(s)");

@@ -1,7 +1,5 @@
 //! Builder functions for the objects checks read, so tests state only what matters:
 //! `node("cp-1").host("pve1").control_plane().ready().build()`.
-// Builders are added ahead of the checks whose tests use them.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 
