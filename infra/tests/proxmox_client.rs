@@ -475,3 +475,92 @@ fn upid_parse_is_public() {
         ("pve1", "qmstop", "101")
     );
 }
+
+#[tokio::test]
+async fn forbidden_is_named_and_ha_denial_does_not_break_the_inventory() {
+    let mut st = state();
+    st.forbidden = vec!["cluster/ha/resources".into(), "nodes".into()];
+    let s = setup(st).await;
+    let c = client(&s);
+    match c.nodes().await.expect_err("403") {
+        ProxmoxError::Forbidden { message, .. } => {
+            assert!(message.contains("Permission check failed"), "{message}")
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    s.pve
+        .with(|st| st.forbidden = vec!["cluster/ha/resources".into()]);
+    let inv = collect_inventory(&c, &VmScope::default())
+        .await
+        .expect("inventory");
+    assert!(matches!(inv.ha_error, Some(ProxmoxError::Forbidden { .. })));
+    assert_eq!(inv.vms.len(), 3);
+}
+
+#[tokio::test]
+async fn expired_server_certificate_is_reported() {
+    let ca = Ca::new("Proxmox Virtual Environment");
+    let server = ca.server(&["127.0.0.1"], &[], true);
+    let pve = pve::serve(&server, state()).await;
+    let c = client_with(
+        pve.url(),
+        TlsTrust::ca_pem(ca.pem().into_bytes()).expect("ca"),
+        SECRET,
+    );
+    let err = c.version().await.expect_err("expired");
+    assert!(
+        matches!(err, ProxmoxError::CertificateExpired { .. }),
+        "{err:?}"
+    );
+}
+
+/// Forwards to `target`, but drops the first `drops` connections at once, like a
+/// keep-alive connection the server closed under us.
+async fn flaky_proxy(target: std::net::SocketAddr, drops: usize) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let mut seen = 0;
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            seen += 1;
+            if seen <= drops {
+                drop(inbound);
+                continue;
+            }
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn reads_are_retried_after_a_dropped_connection_but_only_boundedly() {
+    let s = setup(state()).await;
+    let trust = TlsTrust::ca_pem(s.ca.pem().into_bytes()).expect("ca");
+    let retry = RetryPolicy {
+        attempts: 2,
+        initial_backoff: Duration::from_millis(5),
+        max_backoff: Duration::from_millis(5),
+    };
+    let make = |addr: std::net::SocketAddr| {
+        let mut settings =
+            ProxmoxSettings::new(format!("https://{addr}"), token(SECRET), trust.clone());
+        settings.retry = retry;
+        ProxmoxClient::new(settings).expect("client")
+    };
+    let once = flaky_proxy(s.pve.addr, 1).await;
+    assert_eq!(
+        make(once).version().await.expect("second attempt").release,
+        "9.2"
+    );
+
+    let twice = flaky_proxy(s.pve.addr, 2).await;
+    let err = make(twice).version().await.expect_err("attempts used up");
+    assert!(err.is_retryable(), "{err:?}");
+}

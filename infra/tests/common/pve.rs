@@ -74,6 +74,8 @@ pub struct State {
     pending_ha: BTreeMap<u32, (u32, String)>,
     tasks: BTreeMap<String, Task>,
     next_pid: u32,
+    /// Paths (after /api2/json) answered 403, as for a token without the privilege.
+    pub forbidden: Vec<String>,
     /// "METHOD path" of every authenticated request.
     pub log: Vec<String>,
     /// Authorization headers that were refused.
@@ -190,6 +192,12 @@ fn handle(state: &Mutex<State>, req: Request<Incoming>) -> Response<Full<Bytes>>
     let Some(rest) = path.strip_prefix("/api2/json/") else {
         return fail(501, &format!("Method '{method} {path}' not implemented"));
     };
+    if s.forbidden.iter().any(|f| f == rest) {
+        return fail(
+            403,
+            &format!("Permission check failed (/{rest}, Sys.Audit)"),
+        );
+    }
     let decoded: Vec<String> = rest.split('/').map(percent_decode).collect();
     let parts: Vec<&str> = decoded.iter().map(String::as_str).collect();
     match (method.as_str(), parts.as_slice()) {
