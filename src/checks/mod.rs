@@ -102,3 +102,125 @@ impl CheckSpec {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shape of a gate file, as far as the checks are concerned.
+    #[derive(Deserialize)]
+    struct GateFile {
+        gate: u32,
+        title: String,
+        environments: serde_yaml_ng::Value,
+        checks: Vec<CheckSpec>,
+    }
+
+    const GATE_FILES: [(&str, &str); 5] = [
+        (
+            "1-control-plane.yaml",
+            include_str!("../../gates/adr-007/1-control-plane.yaml"),
+        ),
+        (
+            "2-controllers.yaml",
+            include_str!("../../gates/adr-007/2-controllers.yaml"),
+        ),
+        (
+            "3-ingress-address.yaml",
+            include_str!("../../gates/adr-007/3-ingress-address.yaml"),
+        ),
+        (
+            "4-host-failure.yaml",
+            include_str!("../../gates/adr-007/4-host-failure.yaml"),
+        ),
+        (
+            "5-production-capacity.yaml",
+            include_str!("../../gates/adr-007/5-production-capacity.yaml"),
+        ),
+    ];
+
+    #[test]
+    fn the_shipped_gate_files_parse_into_known_checks() {
+        let mut kinds_used = std::collections::BTreeSet::new();
+        for (i, (file, text)) in GATE_FILES.iter().enumerate() {
+            let gate: GateFile =
+                serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(gate.gate as usize, i + 1, "{file}");
+            assert!(
+                gate.title.ends_with('.') && !gate.title.contains("open"),
+                "{file}"
+            );
+            assert!(!gate.checks.is_empty(), "{file}");
+            let mut trials = std::collections::BTreeSet::new();
+            for check in &gate.checks {
+                assert!(KINDS.contains(&check.kind()));
+                kinds_used.insert(check.kind());
+                let trial = format!("{}::{}", check.kind(), check.instance().unwrap_or(""));
+                assert!(
+                    trials.insert(trial.clone()),
+                    "{file}: duplicate trial {trial}"
+                );
+            }
+            let envs = &gate.environments;
+            assert!(envs.is_sequence() || envs.as_str() == Some("all"), "{file}");
+        }
+        assert_eq!(
+            kinds_used.len(),
+            KINDS.len(),
+            "every kind is used by some gate"
+        );
+    }
+
+    #[test]
+    fn gate_2_covers_every_controller_group_of_the_adr() {
+        let gate: GateFile = serde_yaml_ng::from_str(GATE_FILES[1].1).unwrap();
+        let names: Vec<&str> = gate.checks.iter().filter_map(|c| c.instance()).collect();
+        assert_eq!(
+            names,
+            [
+                "cilium-operator",
+                "longhorn-csi-attacher",
+                "longhorn-csi-provisioner",
+                "longhorn-csi-resizer",
+                "longhorn-csi-snapshotter",
+                "coredns",
+                "traefik",
+                "cert-manager-webhook",
+                "external-secrets",
+                "external-secrets-webhook",
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_parameters_and_kinds_are_rejected() {
+        let bad: Result<CheckSpec, _> =
+            serde_yaml_ng::from_str("{kind: distinct-hosts, spread: host}");
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("unknown field `spread`")
+        );
+        let bad: Result<CheckSpec, _> = serde_yaml_ng::from_str(
+            "{kind: replicated-controller, name: x, selector: {a: b}, replicas: 2}",
+        );
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("unknown field `replicas`")
+        );
+        let bad: Result<CheckSpec, _> = serde_yaml_ng::from_str("{kind: distinct-host}");
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("unknown variant `distinct-host`")
+        );
+        let ok: CheckSpec =
+            serde_yaml_ng::from_str("{kind: replicated-controller, name: x, selector: {a: b}}")
+                .unwrap();
+        match ok {
+            CheckSpec::ReplicatedController(p) => assert_eq!(p.min_replicas, 2),
+            other => panic!("{other:?}"),
+        }
+    }
+}
