@@ -564,3 +564,21 @@ async fn reads_are_retried_after_a_dropped_connection_but_only_boundedly() {
     let err = make(twice).version().await.expect_err("attempts used up");
     assert!(err.is_retryable(), "{err:?}");
 }
+
+#[tokio::test]
+async fn url_may_carry_the_api_prefix_but_must_be_https() {
+    let s = setup(state()).await;
+    let trust = TlsTrust::ca_pem(s.ca.pem().into_bytes()).expect("ca");
+    let c = client_with(format!("{}/api2/json/", s.pve.url()), trust.clone(), SECRET);
+    c.version().await.expect("prefix tolerated");
+    assert!(
+        s.pve.log().iter().all(|l| l == "GET /api2/json/version"),
+        "{:?}",
+        s.pve.log()
+    );
+    let plain = ProxmoxSettings::new(format!("http://{}", s.pve.addr), token(SECRET), trust);
+    assert!(matches!(
+        ProxmoxClient::new(plain),
+        Err(ProxmoxError::InvalidSettings { .. })
+    ));
+}

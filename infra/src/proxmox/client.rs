@@ -62,9 +62,16 @@ pub struct ProxmoxClient {
 
 impl ProxmoxClient {
     pub fn new(settings: ProxmoxSettings) -> Result<Self, ProxmoxError> {
-        let base = Url::parse(&settings.url).map_err(|e| ProxmoxError::InvalidSettings {
+        let mut base = Url::parse(&settings.url).map_err(|e| ProxmoxError::InvalidSettings {
             reason: format!("url {:?}: {e}", settings.url),
         })?;
+        // Accept `https://host:8006/api2/json` too; the prefix is added per request.
+        let trimmed = base
+            .path()
+            .trim_end_matches('/')
+            .trim_end_matches("/api2/json")
+            .to_string();
+        base.set_path(&trimmed);
         if base.scheme() != "https" {
             return Err(ProxmoxError::InvalidSettings {
                 reason: format!(

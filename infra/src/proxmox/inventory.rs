@@ -93,6 +93,16 @@ pub struct Inventory {
     pub ha_error: Option<ProxmoxError>,
 }
 
+impl Inventory {
+    pub fn vm(&self, vmid: u32) -> Option<&InventoryVm> {
+        self.vms.iter().find(|v| v.vm.vmid == vmid)
+    }
+
+    pub fn node(&self, name: &str) -> Option<&PveNode> {
+        self.nodes.iter().find(|n| n.node == name)
+    }
+}
+
 /// Reads nodes, the scoped VMs, their configs (concurrently) and HA resources.
 /// A VM whose config cannot be read is kept with `config_error`; failing list calls fail.
 pub async fn collect_inventory(

@@ -179,10 +179,15 @@ pub struct TalosContext {
 impl TalosContext {
     /// The hosts of the listed endpoints (scheme and port stripped), in order, for
     /// the `talos-endpoints` check: every control-plane address listed, the VIP absent.
+    /// An endpoint that does not parse is kept as written, so the check still sees it.
     pub fn endpoint_hosts(&self) -> Vec<String> {
         self.endpoints
             .iter()
-            .filter_map(|e| parse_endpoint(e).ok().map(|a| a.host))
+            .map(|e| {
+                parse_endpoint(e)
+                    .map(|a| a.host)
+                    .unwrap_or_else(|_| e.trim().to_string())
+            })
             .collect()
     }
 }

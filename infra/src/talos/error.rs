@@ -59,7 +59,9 @@ pub enum TalosError {
         method: &'static str,
         message: String,
     },
-    #[error("{endpoint}: {method}: etcd has no quorum or no leader ({message})")]
+    #[error(
+        "{endpoint}: {method}: etcd did not answer ({message}): no quorum, no leader, or etcd not running on this node"
+    )]
     EtcdNoQuorum {
         endpoint: String,
         method: &'static str,
@@ -197,11 +199,6 @@ pub(crate) fn from_status(
             endpoint,
             method,
             message,
-        },
-        tonic::Code::DeadlineExceeded => TalosError::Timeout {
-            endpoint,
-            what: method.to_string(),
-            after: Duration::ZERO,
         },
         code => TalosError::Rpc {
             endpoint,
