@@ -435,3 +435,55 @@ async fn start_without_quorum_fails_before_any_task() {
     let (_, s) = get(&c, 1, "/cluster/status").await;
     assert_eq!(s["data"][0]["quorate"], 0);
 }
+
+#[tokio::test]
+async fn idle_keep_alive_connections_close_and_a_stopped_server_refuses_connections() {
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let mut c = start(
+        238,
+        gates_lab::proxmox::ProxmoxOptions {
+            idle_timeout: Duration::from_millis(300),
+            ..fast()
+        },
+    )
+    .await;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(c.ca.cert_der().clone()).expect("root");
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect("127.238.0.1:8006")
+        .await
+        .expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("127.238.0.1").expect("name");
+    let mut tls = connector.connect(name, tcp).await.expect("handshake");
+    let request = format!(
+        "GET /api2/json/version HTTP/1.1\r\nHost: 127.238.0.1\r\nAuthorization: {}\r\n\r\n",
+        c.auth()
+    );
+    tls.write_all(request.as_bytes()).await.expect("write");
+    let started = Instant::now();
+    let mut buf = Vec::new();
+    // The server answers, keeps the connection open while idle, then closes it.
+    let _ = tokio::time::timeout(Duration::from_secs(5), tls.read_to_end(&mut buf))
+        .await
+        .expect("server never closed the idle connection");
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    let text = String::from_utf8_lossy(&buf);
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    assert!(text.contains("pve-api-daemon/3.0"), "{text}");
+
+    c.handles.remove(0).stop().await;
+    assert!(
+        tokio::net::TcpStream::connect("127.238.0.1:8006")
+            .await
+            .is_err()
+    );
+}

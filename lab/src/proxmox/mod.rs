@@ -54,6 +54,8 @@ pub struct ProxmoxOptions {
     pub task_duration: Duration,
     /// `GET /version` `version`; `release` is its first two components.
     pub version: String,
+    /// Idle keep-alive connections are closed after this long (pveproxy: 5 s).
+    pub idle_timeout: Duration,
 }
 
 impl Default for ProxmoxOptions {
@@ -64,6 +66,7 @@ impl Default for ProxmoxOptions {
             unreachable_delay: Duration::from_secs(3),
             task_duration: Duration::from_millis(1500),
             version: "9.1.1".into(),
+            idle_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -146,8 +149,6 @@ impl ProxmoxApi {
     }
 }
 
-/// pveproxy closes idle keep-alive connections after 5 s.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// pveproxy serves at most 100 requests per connection.
 const MAX_REQUESTS_PER_CONNECTION: u32 = 100;
 
@@ -164,6 +165,7 @@ pub async fn serve(
         map.insert(host.to_string(), fp);
     }
     let config = server_config(tls, &[b"http/1.1"])?;
+    let idle_timeout = api.options.idle_timeout;
     let host: Arc<str> = Arc::from(host);
     let handle = serve_tls(addr, config, power, move |stream, info| {
         let api = api.clone();
@@ -190,7 +192,9 @@ pub async fn serve(
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
-                .header_read_timeout(IDLE_TIMEOUT)
+                // hyper starts this timer whenever it waits for a request head, so it also
+                // closes idle keep-alive connections, as pveproxy does.
+                .header_read_timeout(idle_timeout)
                 .keep_alive(true)
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
