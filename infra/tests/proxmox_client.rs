@@ -582,3 +582,23 @@ async fn url_may_carry_the_api_prefix_but_must_be_https() {
         Err(ProxmoxError::InvalidSettings { .. })
     ));
 }
+
+#[tokio::test]
+async fn older_servers_message_in_the_reason_phrase_is_used() {
+    let mut st = state();
+    st.legacy_errors = true;
+    let s = setup(st).await;
+    match client(&s)
+        .vm_status("pve1", 999)
+        .await
+        .expect_err("missing")
+    {
+        ProxmoxError::NotFound { message, .. } => {
+            assert_eq!(
+                message,
+                "Configuration file 'nodes/pve1/qemu-server/999.conf' does not exist"
+            )
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}

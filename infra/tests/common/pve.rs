@@ -74,6 +74,9 @@ pub struct State {
     pending_ha: BTreeMap<u32, (u32, String)>,
     tasks: BTreeMap<String, Task>,
     next_pid: u32,
+    /// Answer errors like PVE before libpve-http-server-perl 5.2: text only in the
+    /// reason phrase, body `{"data":null}`.
+    pub legacy_errors: bool,
     /// Paths (after /api2/json) answered 403, as for a token without the privilege.
     pub forbidden: Vec<String>,
     /// "METHOD path" of every authenticated request.
@@ -171,6 +174,45 @@ fn fail(status: u16, message: &str) -> Response<Full<Bytes>> {
 }
 
 fn handle(state: &Mutex<State>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let legacy = state.lock().expect("lock").legacy_errors;
+    let resp = route(state, req);
+    if !legacy || resp.status().as_u16() < 400 {
+        return resp;
+    }
+    // Move the JSON message into the reason phrase, as older servers did.
+    let status = resp.status();
+    let body: Option<Value> = {
+        let bytes = resp.into_body();
+        let collected = futures_lite_block(bytes);
+        serde_json::from_slice(&collected).ok()
+    };
+    let message = body
+        .as_ref()
+        .and_then(|b| b.get("message"))
+        .and_then(Value::as_str)
+        .map(|m| m.trim().to_string());
+    let mut out = reply(status.as_u16(), None, Some(json!({ "data": null })));
+    if let Some(m) = message
+        && let Ok(reason) = hyper::ext::ReasonPhrase::try_from(m)
+    {
+        out.extensions_mut().insert(reason);
+    }
+    out
+}
+
+/// The test bodies are `Full`, so their single frame is ready at once.
+fn futures_lite_block(body: Full<Bytes>) -> Vec<u8> {
+    use http_body_util::BodyExt as _;
+    let mut fut = std::pin::pin!(body.collect());
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    match fut.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(Ok(collected)) => collected.to_bytes().to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+fn route(state: &Mutex<State>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let mut s = state.lock().expect("lock");
     let auth = req
         .headers()
