@@ -548,6 +548,17 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_node_list_is_an_error() {
+        let f = check(
+            &good()
+                .with(|s| s.nodes = Collected::Present(vec![]))
+                .build(),
+        );
+        assert_eq!(f.verdict, Verdict::Error);
+        assert_eq!(f.summary, "no nodes to measure");
+    }
+
+    #[test]
     fn absent_nodes_or_pods_are_errors() {
         assert_eq!(
             check(&good().with(|s| s.nodes = absent("x")).build()).verdict,

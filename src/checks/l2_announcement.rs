@@ -57,6 +57,9 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             "the environment names no ingress Services (ingress.services is empty)",
         );
     }
+    if nodes.is_empty() {
+        return Finding::error("the node list is empty, so there is nothing to announce from");
+    }
     let hosts = Hosts::new(ctx, nodes);
     let mut compiled = Vec::new();
     for policy in policies {
@@ -527,6 +530,17 @@ mod tests {
         let f = check(&good().with(|s| s.leases = absent("forbidden")).build());
         assert_eq!(f.verdict, Verdict::Pass);
         assert!(f.warnings[0].contains("leases were not collected"));
+    }
+
+    #[test]
+    fn an_empty_node_list_is_an_error() {
+        let f = check(
+            &good()
+                .with(|s| s.nodes = Collected::Present(vec![]))
+                .build(),
+        );
+        assert_eq!(f.verdict, Verdict::Error);
+        assert!(f.summary.starts_with("the node list is empty"));
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         (Ok(n), Ok(l), Ok(v), Ok(r)) => (n, l, v, r),
         (Err(e), ..) | (_, Err(e), ..) | (_, _, Err(e), _) | (.., Err(e)) => return e,
     };
+    if nodes.is_empty() {
+        return Finding::error("the node list is empty, so there is nothing to store data on");
+    }
     let hosts = Hosts::new(ctx, nodes);
     let mut problems = Vec::new();
     let mut details = Vec::new();
@@ -354,6 +357,16 @@ mod tests {
             )])
             .build();
         assert!(check(&s).warnings.is_empty());
+    }
+
+    #[test]
+    fn an_empty_node_list_is_an_error() {
+        let f = check(
+            &good()
+                .with(|s| s.nodes = Collected::Present(vec![]))
+                .build(),
+        );
+        assert_eq!(f.verdict, Verdict::Error);
     }
 
     #[test]
