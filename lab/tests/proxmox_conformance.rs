@@ -1,15 +1,16 @@
 //! proxmoxer (a Python Proxmox client nobody here wrote) against the lab's Proxmox API
-//! (issue 4 item 13). Needs a Python with proxmoxer: `GATES_TEST_PYTHON`, else the
-//! workspace's `target/venv/bin/python` (made by `.ci/run`). Without either the test fails.
-//! Subnet byte 239 is reserved for this test.
+//! (issue 4 item 13): once over the in-memory backend, once over the full lab. Needs a Python
+//! with proxmoxer: `GATES_TEST_PYTHON`, else the workspace's `target/venv/bin/python` (made by
+//! `.ci/run`). Without either the tests fail. Subnet bytes 239 and 240 are reserved here.
 
 mod proxmox_support;
 
-use std::path::PathBuf;
-use std::process::Stdio;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use gates_lab::proxmox::VmStatus;
+use gates_lab::{Lab, LabOptions};
 use proxmox_support::{TOKEN_ID, TOKEN_SECRET, fast, start};
 
 fn python() -> PathBuf {
@@ -26,36 +27,43 @@ fn python() -> PathBuf {
     default
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn proxmoxer_authenticates_lists_and_stops_and_starts_a_vm() {
+/// Runs the conformance script; panics with its output when it fails.
+async fn run_script(
+    host: &str,
+    ca: &Path,
+    token_id: &str,
+    secret_file: &Path,
+    vmid: &str,
+) -> String {
     let python = python();
-    let cluster = start(239, fast()).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ca = cluster.write_ca(dir.path());
-    let secret = dir.path().join("proxmox-token");
-    std::fs::write(&secret, format!("{TOKEN_SECRET}\n")).expect("secret");
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/conformance/proxmoxer_conformance.py");
-
     let child = tokio::process::Command::new(&python)
         .arg(&script)
-        .args(["--host", "127.239.0.2", "--port", "8006"])
+        .args([
+            "--host",
+            host,
+            "--port",
+            "8006",
+            "--token-id",
+            token_id,
+            "--vmid",
+            vmid,
+        ])
         .arg("--ca")
-        .arg(&ca)
-        .args(["--token-id", TOKEN_ID])
+        .arg(ca)
         .arg("--secret-file")
-        .arg(&secret)
-        .args(["--vmid", "101"])
+        .arg(secret_file)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
-    let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+    let output: Output = tokio::time::timeout(Duration::from_secs(180), child.wait_with_output())
         .await
         .expect("proxmoxer script timed out")
         .expect("script output");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
@@ -63,7 +71,19 @@ async fn proxmoxer_authenticates_lists_and_stops_and_starts_a_vm() {
         output.status
     );
     assert!(stdout.contains("proxmoxer conformance passed"), "{stdout}");
-    assert!(!stdout.contains(TOKEN_SECRET) && !stderr.contains(TOKEN_SECRET));
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxmoxer_against_the_in_memory_cluster() {
+    let cluster = start(239, fast()).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = cluster.write_ca(dir.path());
+    let secret = dir.path().join("proxmox-token");
+    std::fs::write(&secret, format!("{TOKEN_SECRET}\n")).expect("secret");
+
+    let stdout = run_script("127.239.0.2", &ca, TOKEN_ID, &secret, "101").await;
+    assert!(!stdout.contains(TOKEN_SECRET));
 
     // The server saw what the script claims, and the VM ended up running again.
     assert_eq!(
@@ -88,4 +108,31 @@ async fn proxmoxer_authenticates_lists_and_stops_and_starts_a_vm() {
             .any(|r| r.path.contains("/tasks/UPID:") && r.status == 200)
     );
     assert!(records.iter().any(|r| r.status == 401));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxmoxer_against_the_full_lab() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = Lab::start(LabOptions {
+        subnet: 240,
+        speed: 10.0,
+        state_dir: dir.path().to_path_buf(),
+        env_dir: None,
+        ..LabOptions::default()
+    })
+    .await
+    .expect("lab starts");
+    let stdout = run_script(
+        "127.240.0.1",
+        &lab.files.proxmox_ca,
+        gates_lab::runner::PROXMOX_TOKEN_ID,
+        &lab.files.proxmox_token,
+        "auto",
+    )
+    .await;
+    assert!(
+        stdout.contains("ok: stop task exit status is OK"),
+        "{stdout}"
+    );
+    println!("{stdout}");
 }

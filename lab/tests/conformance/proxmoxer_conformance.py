@@ -9,6 +9,7 @@ never printed.
 
 import argparse
 import sys
+import time
 
 from proxmoxer import ProxmoxAPI
 from proxmoxer.core import ResourceException
@@ -29,6 +30,26 @@ def vm_row(prox, vmid):
     return matches[0]
 
 
+def wait_status(prox, vmid, wanted, timeout):
+    """Polls /cluster/resources until the VM reports `wanted` (tasks end before state settles)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = vm_row(prox, vmid).get("status")
+        if status == wanted or time.monotonic() >= deadline:
+            expect(status == wanted, f"VM {vmid} reports {wanted} (last: {status})")
+            return
+        time.sleep(0.2)
+
+
+def pick_vm(prox):
+    """A running QEMU guest, preferring one that HA does not manage."""
+    rows = [r for r in prox.cluster.resources.get(type="vm") if r.get("type") == "qemu"]
+    running = [r for r in rows if r.get("status") == "running"]
+    expect(len(running) > 0, "/cluster/resources lists a running qemu VM")
+    running.sort(key=lambda r: ("hastate" in r, r["vmid"]))
+    return running[0]["vmid"]
+
+
 def run_task(prox, upid, what):
     expect(isinstance(upid, str) and upid.startswith("UPID:"), f"{what} returns a UPID")
     status = Tasks.blocking_status(prox, upid, timeout=60, polling_interval=0.2)
@@ -44,7 +65,8 @@ def main():
     parser.add_argument("--ca", required=True, help="PEM file of the lab Proxmox CA")
     parser.add_argument("--token-id", required=True, help="user@realm!tokenname")
     parser.add_argument("--secret-file", required=True)
-    parser.add_argument("--vmid", type=int, required=True)
+    parser.add_argument("--vmid", default="auto", help="a VM id, or auto")
+    parser.add_argument("--state-timeout", type=float, default=60.0)
     args = parser.parse_args()
 
     with open(args.secret_file, encoding="utf-8") as f:
@@ -63,19 +85,22 @@ def main():
 
     version = prox.version.get()
     expect("version" in version and "release" in version, "GET /version with the token")
+    vmid = pick_vm(prox) if args.vmid == "auto" else int(args.vmid)
 
-    row = vm_row(prox, args.vmid)
+    row = vm_row(prox, vmid)
     expect(row.get("type") == "qemu", "resource row is a qemu guest")
     expect(row.get("status") == "running", "VM is running before the test")
     node = row["node"]
 
-    run_task(prox, prox.nodes(node).qemu(args.vmid).status.stop.post(), "stop")
-    expect(vm_row(prox, args.vmid).get("status") == "stopped", "VM is stopped after stop")
+    run_task(prox, prox.nodes(node).qemu(vmid).status.stop.post(), "stop")
+    wait_status(prox, vmid, "stopped", args.state_timeout)
+    # HA may have moved the guest meanwhile: re-resolve its node, as clients must.
+    node = vm_row(prox, vmid)["node"]
 
-    run_task(prox, prox.nodes(node).qemu(args.vmid).status.start.post(), "start")
-    expect(vm_row(prox, args.vmid).get("status") == "running", "VM is running after start")
+    run_task(prox, prox.nodes(node).qemu(vmid).status.start.post(), "start")
+    wait_status(prox, vmid, "running", args.state_timeout)
 
-    config = prox.nodes(node).qemu(args.vmid).config.get()
+    config = prox.nodes(node).qemu(vmid).config.get()
     expect(str(config.get("smbios1", "")).startswith("uuid="), "config carries smbios1 uuid")
 
     wrong = ProxmoxAPI(
@@ -93,7 +118,7 @@ def main():
     except ResourceException as e:
         expect(e.status_code == 401, "a wrong token gets 401")
 
-    print("proxmoxer conformance passed")
+    print(f"proxmoxer conformance passed (VM {vmid})")
 
 
 if __name__ == "__main__":
