@@ -153,13 +153,13 @@ async fn check(config: &Config, config_dir: &Path, args: CheckArgs) -> Result<u8
     let started_at = Utc::now();
     let collect_started = Instant::now();
     let state = if args.snapshot.is_empty() {
-        collect::kube::collect(env).await
+        collect::live(config, env).await
     } else {
         let snapshot = collect::snapshot::read(&args.snapshot, started_at)?;
         for note in &snapshot.notes {
             eprintln!("note: {note}");
         }
-        snapshot.state
+        collect::offline(snapshot.state)
     };
     let collect_time = collect_started.elapsed();
     let results = runner::evaluate(&selected, env, &state);

@@ -128,3 +128,21 @@ pub async fn readyz(client: &reqwest::Client, endpoint: &str) -> Result<(), Stri
         Err(err) => Err(format!("{url}: {}", super::kube::chain(&err))),
     }
 }
+
+/// The API endpoint state for the `api-endpoint` check.
+pub async fn collect(env: &Environment, vip: &str) -> crate::state::ApiState {
+    let timeout: Duration = env.kube.timeout.into();
+    let access = cluster_access(env);
+    let readyz = match &access {
+        Ok(access) => match readyz_client(access, timeout, false) {
+            Ok(client) => readyz(&client, vip).await,
+            Err(err) => Err(err),
+        },
+        Err(err) => Err(err.clone()),
+    };
+    crate::state::ApiState {
+        vip_endpoint: Some(vip.to_string()),
+        kubeconfig_server: access.map(|a| a.server),
+        readyz,
+    }
+}

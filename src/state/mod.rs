@@ -6,12 +6,18 @@
 //! needs it can give an `error` verdict that says why.
 
 mod crds;
+mod infra;
 
 pub use crds::{
     ContainerMetrics, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornDisk, LonghornNode,
     LonghornNodeSpec, LonghornNodeStatus, LonghornReplica, LonghornReplicaSpec, LonghornSetting,
     LonghornVolume, LonghornVolumeSpec, LonghornVolumeStatus, NodeMetrics, PodMetrics,
     ResourceUsage,
+};
+
+pub use infra::{
+    ApiState, EtcdMemberView, EtcdView, Placement, ProxmoxHost, ProxmoxState, ProxmoxVm,
+    TalosEndpoint, TalosState,
 };
 
 use chrono::{DateTime, Utc};
@@ -28,7 +34,11 @@ use crate::verdict::Finding;
 #[serde(untagged)]
 pub enum Collected<T> {
     Present(T),
+    /// Should be there but is not (not served, forbidden, unreachable): checks give `error`.
     Absent(String),
+    /// Not part of this run (no such section in the environment, or an offline snapshot
+    /// run): checks that need it are skipped with the reason.
+    NotApplicable(String),
 }
 
 impl<T: Default> Default for Collected<T> {
@@ -45,13 +55,14 @@ impl<T> Collected<T> {
             Collected::Absent(reason) => {
                 Err(Finding::error(format!("{what} unavailable: {reason}")))
             }
+            Collected::NotApplicable(reason) => Err(Finding::skip(reason.clone())),
         }
     }
 
     pub fn present(&self) -> Option<&T> {
         match self {
             Collected::Present(value) => Some(value),
-            Collected::Absent(_) => None,
+            Collected::Absent(_) | Collected::NotApplicable(_) => None,
         }
     }
 }
@@ -84,6 +95,12 @@ pub struct State {
     pub longhorn_settings: Collected<Vec<LonghornSetting>>,
     pub node_metrics: Collected<Vec<NodeMetrics>>,
     pub pod_metrics: Collected<Vec<PodMetrics>>,
+    /// Absent when the environment has no `talos` section.
+    pub talos: Collected<TalosState>,
+    /// Absent when the environment has no `proxmox` section.
+    pub proxmox: Collected<ProxmoxState>,
+    /// Absent when the environment has no `api` section.
+    pub api: Collected<ApiState>,
 }
 
 impl State {
@@ -107,6 +124,9 @@ impl State {
             longhorn_settings: Collected::default(),
             node_metrics: Collected::default(),
             pod_metrics: Collected::default(),
+            talos: Collected::NotApplicable("Talos was not read".to_string()),
+            proxmox: Collected::NotApplicable("Proxmox was not read".to_string()),
+            api: Collected::NotApplicable("the API endpoint was not read".to_string()),
         }
     }
 }

@@ -1,0 +1,167 @@
+//! The Proxmox collector: hosts, the VMs of every configured environment's scope (so a
+//! host's other tenants are known), and which VM carries which Kubernetes node, matched by
+//! SMBIOS uuid against `status.nodeInfo.systemUUID`.
+
+use std::time::Duration;
+
+use gates_infra::proxmox::{
+    self, ApiToken, KubeNodeIdentity, MappingOptions, MatchedBy, ProxmoxClient, ProxmoxSettings,
+    TlsTrust, TokenSecret,
+};
+use k8s_openapi::api::core::v1::Node;
+
+use super::kube::resolve;
+use crate::config::{Config, Environment, ProxmoxAccess};
+use crate::state::{Placement, ProxmoxHost, ProxmoxState, ProxmoxVm};
+
+/// A client for the environment's Proxmox API. Warns on every run with `insecure_tls`.
+pub fn client(env: &Environment, access: &ProxmoxAccess) -> Result<ProxmoxClient, String> {
+    let secret = match (&access.token_secret_env, &access.token_secret_file) {
+        (Some(var), _) => TokenSecret::from_env(var),
+        (None, Some(file)) => TokenSecret::from_file(&resolve(&env.file, file)),
+        (None, None) => {
+            return Err(format!(
+                "{}: proxmox needs token_secret_env or token_secret_file",
+                env.file.display()
+            ));
+        }
+    }
+    .map_err(|err| err.to_string())?;
+    let token = ApiToken::new(&access.token_id, secret).map_err(|err| err.to_string())?;
+    let trust = match (&access.ca_file, &access.fingerprint, access.insecure_tls) {
+        (Some(file), _, _) => TlsTrust::ca_file(&resolve(&env.file, file)),
+        (None, Some(fingerprint), _) => TlsTrust::fingerprint(fingerprint),
+        (None, None, true) => {
+            tracing::warn!(
+                "{}: proxmox.insecure_tls is set: the Proxmox API certificate is not verified",
+                env.file.display()
+            );
+            Ok(TlsTrust::Insecure)
+        }
+        (None, None, false) => {
+            return Err(format!(
+                "{}: proxmox needs ca_file, fingerprint, or an explicit insecure_tls: true",
+                env.file.display()
+            ));
+        }
+    }
+    .map_err(|err| err.to_string())?;
+    let mut settings = ProxmoxSettings::new(access.url.clone(), token, trust);
+    let timeout: Duration = access.timeout.into();
+    settings.request_timeout = timeout;
+    settings.connect_timeout = timeout.min(Duration::from_secs(5));
+    ProxmoxClient::new(settings).map_err(|err| err.to_string())
+}
+
+fn scope(access: &ProxmoxAccess) -> proxmox::VmScope {
+    proxmox::VmScope {
+        tags: access.vms.tags.clone(),
+        name_pattern: access.vms.name_pattern.clone(),
+    }
+}
+
+pub async fn collect(
+    config: &Config,
+    env: &Environment,
+    access: &ProxmoxAccess,
+    nodes: Option<&[Node]>,
+) -> Result<ProxmoxState, String> {
+    let client = client(env, access)?;
+    // Every VM, so other environments' VMs on the same hosts are known too.
+    let everything = proxmox::VmScope {
+        tags: Vec::new(),
+        name_pattern: None,
+    };
+    let inventory = proxmox::collect_inventory(&client, &everything)
+        .await
+        .map_err(|err| err.to_string())?;
+    let mine = scope(access);
+    let scopes: Vec<(&str, proxmox::VmScope)> = config
+        .environments
+        .values()
+        .filter_map(|e| {
+            e.proxmox
+                .as_ref()
+                .filter(|p| p.url == access.url)
+                .map(|p| (e.name.as_str(), scope(p)))
+        })
+        .collect();
+    let vms = inventory
+        .vms
+        .iter()
+        .map(|vm| ProxmoxVm {
+            vmid: vm.vm.vmid,
+            name: vm.vm.name.clone().unwrap_or_default(),
+            host: vm.host().to_string(),
+            status: vm.vm.status.clone(),
+            uuid: vm.smbios_uuid.clone(),
+            ha_managed: vm.is_ha_managed(),
+            environments: scopes
+                .iter()
+                .filter(|(_, s)| s.matches(&vm.vm))
+                .map(|(n, _)| n.to_string())
+                .collect(),
+        })
+        .collect();
+    let in_scope: Vec<proxmox::InventoryVm> = inventory
+        .vms
+        .iter()
+        .filter(|vm| mine.matches(&vm.vm))
+        .cloned()
+        .collect();
+    let identities: Vec<KubeNodeIdentity> = nodes
+        .unwrap_or_default()
+        .iter()
+        .map(|node| KubeNodeIdentity {
+            name: node.metadata.name.clone().unwrap_or_default(),
+            system_uuid: node
+                .status
+                .as_ref()
+                .and_then(|s| s.node_info.as_ref())
+                .map(|i| i.system_uuid.clone())
+                .unwrap_or_default(),
+        })
+        .collect();
+    let (placements, unmatched_nodes, mapping_error) = match proxmox::map_nodes_to_vms(
+        &identities,
+        &in_scope,
+        MappingOptions {
+            allow_name_fallback: access.match_by_name,
+        },
+    ) {
+        Ok(mapping) => (
+            mapping
+                .placements
+                .iter()
+                .map(|p| Placement {
+                    node: p.node.clone(),
+                    vmid: p.vmid,
+                    vm_name: p.vm_name.clone().unwrap_or_default(),
+                    host: p.host.clone(),
+                    uuid: p.uuid.clone(),
+                    matched_by: match p.matched_by {
+                        MatchedBy::SystemUuid => "uuid".to_string(),
+                        MatchedBy::Name => "name".to_string(),
+                    },
+                })
+                .collect(),
+            mapping.unmatched.clone(),
+            None,
+        ),
+        Err(err) => (Vec::new(), Vec::new(), Some(err.to_string())),
+    };
+    Ok(ProxmoxState {
+        hosts: inventory
+            .nodes
+            .iter()
+            .map(|n| ProxmoxHost {
+                name: n.node.clone(),
+                online: n.is_online(),
+            })
+            .collect(),
+        vms,
+        placements,
+        unmatched_nodes,
+        mapping_error,
+    })
+}

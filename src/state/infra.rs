@@ -1,0 +1,101 @@
+//! What the Talos API, the Proxmox VE API and the API endpoint said about an environment,
+//! as plain data (no client types), so checks stay pure and snapshots stay serializable.
+
+use serde::Serialize;
+
+/// The talosconfig context and every configured control-plane endpoint's view of etcd.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TalosState {
+    /// The talosconfig file and context that were used.
+    pub talosconfig: String,
+    pub context: String,
+    /// Endpoint hosts the talosconfig context lists (what talosctl would dial).
+    pub context_endpoints: Vec<String>,
+    /// One entry per endpoint the environment names, in order.
+    pub endpoints: Vec<TalosEndpoint>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TalosEndpoint {
+    pub endpoint: String,
+    /// What the node answered, or why it could not be asked.
+    pub view: Result<EtcdView, String>,
+}
+
+/// One control-plane node's answers: its version, the member list it sees, its own
+/// member's status and the cluster's alarms.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EtcdView {
+    pub talos_version: String,
+    pub members: Vec<EtcdMemberView>,
+    /// This node's member id (hex), from its status.
+    pub member_id: String,
+    /// The leader this member follows (hex), empty when none.
+    pub leader: String,
+    pub alarms: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EtcdMemberView {
+    /// `%016x`, as talosctl prints it.
+    pub id: String,
+    /// The member name, which is the node's hostname.
+    pub hostname: String,
+    pub peer_urls: Vec<String>,
+    pub learner: bool,
+}
+
+/// The Kubernetes API endpoint: where the kubeconfig points and whether the VIP answers.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApiState {
+    /// `api.endpoint` of the environment (the VIP), if configured.
+    pub vip_endpoint: Option<String>,
+    /// The server of the kubeconfig context.
+    pub kubeconfig_server: Result<String, String>,
+    /// `GET <vip>/readyz` verified with the cluster CA.
+    pub readyz: Result<(), String>,
+}
+
+/// The Proxmox hosts, the environment's VMs and which VM carries which node.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProxmoxState {
+    pub hosts: Vec<ProxmoxHost>,
+    /// Every VM of any configured environment's scope, with the environments it belongs to.
+    pub vms: Vec<ProxmoxVm>,
+    /// Kubernetes node → VM → host, for this environment's nodes.
+    pub placements: Vec<Placement>,
+    /// Nodes of this environment with no VM (by SMBIOS uuid, or by name when allowed).
+    pub unmatched_nodes: Vec<String>,
+    /// Why the mapping could not be made (duplicate UUIDs), when it could not.
+    pub mapping_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProxmoxHost {
+    pub name: String,
+    pub online: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProxmoxVm {
+    pub vmid: u32,
+    pub name: String,
+    pub host: String,
+    pub status: String,
+    pub uuid: Option<String>,
+    pub ha_managed: bool,
+    /// The environments whose VM scope selects this VM.
+    pub environments: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Placement {
+    pub node: String,
+    pub vmid: u32,
+    pub vm_name: String,
+    pub host: String,
+    pub uuid: Option<String>,
+    /// `uuid` or `name`.
+    pub matched_by: String,
+}
