@@ -1,6 +1,7 @@
 //! The environment's VMs as Proxmox sees them: which host runs each, its SMBIOS UUID,
 //! tags and HA state. Collected once, then checks and the mapping work on plain data.
 
+use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
 use super::client::ProxmoxClient;
@@ -8,7 +9,7 @@ use super::error::ProxmoxError;
 use super::model::{ClusterVm, HaRequestedState, PveNode};
 
 /// Which VMs belong to an environment. An empty scope selects every VM.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VmScope {
     /// The VM must carry every one of these tags (case-insensitive).
     pub tags: Vec<String>,

@@ -4,30 +4,32 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+
 use super::inventory::InventoryVm;
 
 /// A Kubernetes node's identity as the API reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KubeNodeIdentity {
     pub name: String,
     /// `status.nodeInfo.systemUUID` (may be empty).
     pub system_uuid: String,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MappingOptions {
     /// Match VM name = node name when no UUID matches. Off by default: names can lie.
     pub allow_name_fallback: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MatchedBy {
     SystemUuid,
     Name,
 }
 
 /// Where one Kubernetes node runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodePlacement {
     pub node: String,
     pub vmid: u32,
@@ -39,7 +41,7 @@ pub struct NodePlacement {
     pub matched_by: MatchedBy,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeMapping {
     /// In the order of the nodes given.
     pub placements: Vec<NodePlacement>,

@@ -1,11 +1,11 @@
 //! Typed Proxmox answers. Perl-side typing is loose (booleans as 0/1, numbers as
 //! strings, keys omitted), so fields are read leniently.
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 /// A cluster member from `GET /nodes`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PveNode {
     /// Node name (`pve1`).
     pub node: String,
@@ -24,7 +24,7 @@ impl PveNode {
 }
 
 /// A QEMU VM from `GET /cluster/resources?type=vm` (LXC rows are dropped).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterVm {
     pub vmid: u32,
     /// Absent when the VM's node has not reported for a while (`status: unknown`).
@@ -89,7 +89,7 @@ pub fn parse_tags(raw: &str) -> Vec<String> {
 }
 
 /// What gates reads from `GET /nodes/{node}/qemu/{vmid}/config`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct VmConfig {
     pub name: Option<String>,
     /// The `smbios1` uuid as configured (case preserved); `None` if absent or malformed.
@@ -127,7 +127,8 @@ pub fn parse_smbios_uuid(smbios1: &str) -> Option<String> {
 }
 
 /// HA requested state of a resource (`/cluster/ha/resources`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum HaRequestedState {
     /// `started` (also `enabled`, and the default when absent).
     Started,
@@ -160,7 +161,7 @@ impl HaRequestedState {
 }
 
 /// One HA resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HaResource {
     /// `vm:100`.
     pub sid: String,
@@ -196,7 +197,7 @@ impl From<RawHaResource> for HaResource {
 }
 
 /// `GET /nodes/{node}/qemu/{vmid}/status/current`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VmStatus {
     /// `running` or `stopped` (QEMU process present or not).
     pub status: String,

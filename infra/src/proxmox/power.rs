@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::client::ProxmoxClient;
@@ -32,7 +33,8 @@ impl Default for PowerOptions {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PowerAction {
     Stop,
     Start,
@@ -56,7 +58,7 @@ impl PowerAction {
 }
 
 /// How a finished task ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TaskOutcome {
     Ok,
     /// Success with warnings (`WARNINGS: n`).
@@ -64,7 +66,8 @@ pub enum TaskOutcome {
 }
 
 /// What a power action did and what it observed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Serializable, so the chaos journal can record it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PowerReport {
     pub vmid: u32,
     pub action: PowerAction,

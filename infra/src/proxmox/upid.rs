@@ -91,6 +91,19 @@ impl fmt::Display for Upid {
     }
 }
 
+impl serde::Serialize for Upid {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.raw)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Upid {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(d)?;
+        Upid::parse(&raw).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +133,16 @@ mod tests {
         assert_eq!(u.id, "");
         assert_eq!(u.user, "gates@pve!lab");
         assert_eq!(u.pstart, 0x1FE231761);
+    }
+
+    #[test]
+    fn serializes_as_its_text() {
+        let text = "UPID:pve1:000039C6:1FE23176:619510B1:qmstop:101:gates@pve!lab:";
+        let u = Upid::parse(text).expect("upid");
+        let json = serde_json::to_string(&u).expect("json");
+        assert_eq!(json, format!("\"{text}\""));
+        assert_eq!(serde_json::from_str::<Upid>(&json).expect("back"), u);
+        assert!(serde_json::from_str::<Upid>("\"UPID:bad\"").is_err());
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! Typed results of the Talos calls gates makes, independent of the generated code.
+//! Serializable so snapshots can carry them.
+
+use serde::{Deserialize, Serialize};
 
 /// `machine.Version` of one node.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct NodeVersion {
     /// Talos release tag, e.g. `v1.13.9`.
     pub tag: String,
@@ -13,7 +16,7 @@ pub struct NodeVersion {
 }
 
 /// One etcd member as a control-plane node sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EtcdMember {
     pub id: u64,
     /// etcd member name = node hostname.
@@ -31,7 +34,7 @@ impl EtcdMember {
 }
 
 /// Status of the local etcd member of one control-plane node.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct EtcdMemberStatus {
     pub member_id: u64,
     /// Member id of the leader this member follows (0: none known).
@@ -49,7 +52,7 @@ pub struct EtcdMemberStatus {
 }
 
 /// Kind of an etcd alarm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EtcdAlarmKind {
     None,
     NoSpace,
@@ -59,14 +62,14 @@ pub enum EtcdAlarmKind {
 }
 
 /// An alarm raised on an etcd member.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EtcdAlarm {
     pub member_id: u64,
     pub kind: EtcdAlarmKind,
 }
 
 /// One Talos system service (`etcd`, `kubelet`, `apid`, ...).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceState {
     pub id: String,
     /// `Running`, `Finished`, `Failed`, ... as Talos reports it.
