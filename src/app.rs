@@ -30,6 +30,8 @@ pub enum AppError {
     Write { path: PathBuf, message: String },
     #[error("{0}")]
     Collect(String),
+    #[error("{0}")]
+    Chaos(#[from] crate::chaos::ChaosError),
 }
 
 impl AppError {
@@ -40,6 +42,7 @@ impl AppError {
             | AppError::Snapshot(_)
             | AppError::Write { .. }
             | AppError::Collect(_) => 2,
+            AppError::Chaos(err) => err.exit_code(),
         }
     }
 }
@@ -85,6 +88,14 @@ async fn run(cli: Cli) -> Result<u8, AppError> {
         }
         Command::Check(args) => check(&config, &cli.config, args).await,
         Command::Snapshot(args) => snapshot(&config, args).await,
+        Command::Chaos(args) => {
+            let env = config.environment(&args.env).map_err(AppError::Usage)?;
+            Ok(crate::chaos::run(&config, env, args).await?)
+        }
+        Command::Recover(args) => {
+            let env = config.environment(&args.env).map_err(AppError::Usage)?;
+            Ok(crate::chaos::recover(&config, env, args).await?)
+        }
     }
 }
 

@@ -29,6 +29,52 @@ pub enum Command {
     Check(CheckArgs),
     /// Write what `check` would read from a live cluster to a file, for offline runs.
     Snapshot(SnapshotArgs),
+    /// Gate 4: power off one Proxmox host's VMs of ENV, probe, measure, restore, verify.
+    Chaos(ChaosArgs),
+    /// Start every VM a chaos run stopped, from its journal (safe to run twice).
+    Recover(RecoverArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ChaosArgs {
+    /// The environment (its file must say `chaos: {allowed: true}`).
+    pub env: String,
+    /// The Proxmox host: a name, `auto` (rotates by date), or `worst` (holds the API VIP
+    /// and the L2 lease).
+    #[arg(long, default_value = "auto", value_name = "NAME|auto|worst")]
+    pub host: String,
+    /// Print the plan and stop before touching anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Confirm a run on production.
+    #[arg(long)]
+    pub yes: bool,
+    /// Shut the whole host down instead of its VMs of ENV (refused when it runs anything else).
+    #[arg(long)]
+    pub whole_host: bool,
+    /// Also write the JUnit report here.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+    /// Directory for the timestamped reports.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub reports: PathBuf,
+    /// The journal file (default: reports/chaos-ENV.journal).
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Pretty)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    pub env: String,
+    /// The journal file (default: reports/chaos-ENV.journal).
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// Directory the chaos run wrote to (for the default journal path).
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub reports: PathBuf,
 }
 
 #[derive(Debug, Args)]
