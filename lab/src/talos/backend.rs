@@ -57,7 +57,7 @@ impl Default for TalosVersion {
         Self {
             tag: "v1.13.9".into(),
             sha: "5c3d1f0e".into(),
-            built: String::new(),
+            built: "2026-08-21T09:14:02Z".into(),
             go_version: "go1.25.7".into(),
             os: "linux".into(),
             arch: "amd64".into(),
