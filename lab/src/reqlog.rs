@@ -25,19 +25,13 @@ pub struct RequestRecord {
     pub client: String,
     /// The server address the request arrived on.
     pub server: String,
-    /// HTTP method, or for gRPC the full method path's verb `POST`.
+    /// HTTP method (gRPC calls are `POST`).
     pub verb: String,
-    /// Path with query (HTTP) or the gRPC method (`/machine.MachineService/Version`).
+    /// Path (with query for the Kubernetes API) or the gRPC method (`/machine.MachineService/Version`).
     pub path: String,
     pub status: u16,
-}
-
-impl RequestRecord {
-    /// True for requests that cannot change state (HTTP GET/HEAD and watch, gRPC reads are
-    /// recorded with verb "GET" by convention).
-    pub fn is_read(&self) -> bool {
-        matches!(self.verb.as_str(), "GET" | "HEAD" | "OPTIONS")
-    }
+    /// The call cannot change state (an HTTP GET, or a read-only gRPC method).
+    pub read_only: bool,
 }
 
 /// A cheap clonable recorder. Servers call [`RequestLog::record`] once per request.
@@ -61,8 +55,7 @@ impl RequestLog {
         log
     }
 
-    /// Record one request. `verb` is an HTTP method (gRPC servers pass "GET" for reads and
-    /// "POST" for calls that change state).
+    /// Record one HTTP request; GET/HEAD/OPTIONS count as reads.
     pub fn record(
         &self,
         protocol: Protocol,
@@ -88,7 +81,38 @@ impl RequestLog {
             verb: verb.to_string(),
             path: path.to_string(),
             status,
+            read_only: matches!(verb, "GET" | "HEAD" | "OPTIONS"),
         });
+    }
+
+    /// A recorder for the Proxmox and Talos servers (they report in their own record type).
+    pub fn recorder(&self) -> crate::pki::endpoint::Recorder {
+        let log = self.clone();
+        Arc::new(move |r: crate::pki::endpoint::RequestRecord| {
+            let protocol = if r.system == "talos" {
+                Protocol::Talos
+            } else {
+                Protocol::Proxmox
+            };
+            let Ok(mut inner) = log.inner.lock() else {
+                return;
+            };
+            let real_seconds = inner
+                .start
+                .map(|s| s.elapsed())
+                .unwrap_or(Duration::ZERO)
+                .as_secs_f64();
+            inner.records.push(RequestRecord {
+                real_seconds,
+                protocol,
+                client: r.client.to_string(),
+                server: r.server.to_string(),
+                verb: r.verb,
+                path: r.path,
+                status: r.status,
+                read_only: r.read_only,
+            });
+        })
     }
 
     pub fn snapshot(&self) -> Vec<RequestRecord> {

@@ -1,7 +1,9 @@
 //! Starting and stopping a whole lab: the world, its driver, every server, and the files
 //! clients need. Used by the `gates-lab` binary, by tests, and by `gates demo`/`gates lab`.
 
-use crate::addr::{INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT, KUBE_PORT, Plan};
+use crate::addr::{
+    APID_PORT, INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT, KUBE_PORT, PROXMOX_PORT, Plan,
+};
 use crate::clock::SimClock;
 use crate::files;
 use crate::kube::{KubeApi, Tokens};
@@ -218,6 +220,92 @@ impl Lab {
                 );
             }
         }
+        let mut handles: Vec<Box<dyn std::any::Any + Send>> = Vec::new();
+        let backend = Arc::new(crate::world::backends::LabBackend {
+            shared: shared.clone(),
+        });
+        let recorder = log.recorder();
+
+        // Proxmox VE on every host.
+        let pve_ca = CertificateAuthority::new(CaKind::Proxmox).map_err(pki)?;
+        let pve_secret = uuid_secret().map_err(secret)?;
+        let pve_api = crate::proxmox::ProxmoxApi::new(
+            backend.clone(),
+            crate::proxmox::ProxmoxOptions {
+                tokens: vec![crate::proxmox::ApiToken {
+                    id: PROXMOX_TOKEN_ID.into(),
+                    secret: pve_secret.clone(),
+                }],
+                ..Default::default()
+            },
+            recorder.clone(),
+        );
+        let host_names: Vec<String> =
+            shared.read(|w| w.hosts.iter().map(|h| h.name.clone()).collect());
+        for (i, name) in host_names.iter().enumerate() {
+            let addr = SocketAddr::from((plan.host_ip(i), PROXMOX_PORT));
+            let leaf = pve_ca
+                .proxmox_node_cert(name, IpAddr::V4(plan.host_ip(i)))
+                .map_err(pki)?;
+            let up = net::follow(reach.clone(), move |r: &crate::world::Reachability| {
+                r.hosts.get(i).copied().unwrap_or(false)
+            });
+            let h = crate::proxmox::serve(
+                pve_api.clone(),
+                name,
+                addr,
+                &ServerTls::from_leaf(&leaf),
+                up,
+            )
+            .await
+            .map_err(|e| LabError::Pki(format!("Proxmox server on {addr}: {e}")))?;
+            handles.push(Box::new(h));
+        }
+
+        // Talos apid on every addressed node.
+        let talos_ca = CertificateAuthority::new(CaKind::Talos).map_err(pki)?;
+        let talos_admin = talos_ca.talos_admin_cert().map_err(pki)?;
+        let node_names: Vec<String> =
+            shared.read(|w| w.nodes.iter().map(|n| n.name.clone()).collect());
+        for &(j, _, addressed) in nodes.iter() {
+            if !addressed {
+                continue;
+            }
+            let addr = SocketAddr::from((plan.node_ip(j), APID_PORT));
+            let leaf = talos_ca
+                .talos_server_cert(&node_names[j], &[IpAddr::V4(plan.node_ip(j))])
+                .map_err(pki)?;
+            let up = net::follow(reach.clone(), move |r: &crate::world::Reachability| {
+                r.apid.get(j).copied().unwrap_or(false)
+            });
+            let h = crate::talos::serve(
+                backend.clone(),
+                &node_names[j],
+                addr,
+                &ServerTls::from_leaf(&leaf),
+                talos_ca.cert_der(),
+                up,
+                recorder.clone(),
+            )
+            .await
+            .map_err(|e| LabError::Pki(format!("Talos apid on {addr}: {e}")))?;
+            handles.push(Box::new(h));
+        }
+        let talos_contexts: Vec<crate::pki::talosconfig::TalosContext> = envs
+            .iter()
+            .map(|(name, env_nodes, _)| {
+                let endpoints = env_nodes
+                    .iter()
+                    .filter(|&&j| nodes[j].1 && nodes[j].2)
+                    .map(|&j| plan.node_ip(j).to_string())
+                    .collect();
+                crate::pki::talosconfig::TalosContext::new(name, endpoints, &talos_ca, &talos_admin)
+            })
+            .collect();
+        let first = envs.first().map(|e| e.0.clone()).unwrap_or_default();
+        let talosconfig = crate::pki::talosconfig::talosconfig_yaml(&first, &talos_contexts)
+            .map_err(|e| LabError::Pki(e.to_string()))?;
+
         let control = plan.control_addr();
         let (_always_tx, always) = tokio::sync::watch::channel(true);
         tasks.push(
@@ -254,8 +342,14 @@ impl Lab {
             tokens,
             kube_ca_pem,
             tasks,
-            handles: Vec::new(),
+            handles,
         };
+        let w = |p: &PathBuf, s: &str| {
+            files::write_private(p, s).map_err(|e| LabError::Write(p.clone(), e))
+        };
+        w(&lab.files.talosconfig, &talosconfig)?;
+        w(&lab.files.proxmox_token, &format!("{pve_secret}\n"))?;
+        w(&lab.files.proxmox_ca, &pve_ca.cert_pem())?;
         lab.write_files(opts.env_dir.as_deref().map(absolute))?;
         Ok(lab)
     }
@@ -351,6 +445,19 @@ type EnvListen = (String, Vec<usize>, Option<Vec<String>>);
 type NodeListen = (usize, bool, bool);
 
 pub const PROXMOX_TOKEN_ID: &str = "gates@pve!lab";
+
+/// A Proxmox token secret: a random UUID, as `pveum user token add` prints.
+fn uuid_secret() -> Result<String, ring::error::Unspecified> {
+    let h = crate::ids::secret_hex(16)?;
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    ))
+}
 
 fn absolute(p: &std::path::Path) -> PathBuf {
     if p.is_absolute() {

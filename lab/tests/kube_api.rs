@@ -207,3 +207,343 @@ async fn kube_rs_lists_every_resource_of_adr_007() {
     );
     lab.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_decide_who_may_do_what() {
+    let (lab, _dir) = start("adr-007", 21, 1.0).await;
+    let http = common::https_client(&lab);
+    let base = "https://127.21.2.1:6443";
+    let r = http
+        .get(format!("{base}/api/v1/nodes"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 401);
+    let body: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(
+        (
+            body["kind"].as_str(),
+            body["reason"].as_str(),
+            body["code"].as_i64()
+        ),
+        (Some("Status"), Some("Unauthorized"), Some(401))
+    );
+    let r = http
+        .get(format!("{base}/api/v1/nodes"))
+        .bearer_auth("wrong")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 401);
+    // Health is public.
+    let r = http
+        .get(format!("{base}/readyz"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(
+        (r.status().as_u16(), r.text().await.expect("text")),
+        (200, "ok".to_string())
+    );
+
+    let ro = lab.read_only_token();
+    let r = http
+        .get(format!("{base}/api/v1/nodes"))
+        .bearer_auth(ro)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let r = http
+        .delete(format!("{base}/api/v1/namespaces/kube-system/pods/x"))
+        .bearer_auth(ro)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 403);
+    let body: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(body["reason"], "Forbidden");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cannot delete resource \"pods\"")),
+        "{body}"
+    );
+    let r = http
+        .post(format!(
+            "{base}/apis/apps/v1/namespaces/default/deployments"
+        ))
+        .bearer_auth(ro)
+        .body("{}")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 403);
+
+    let admin = lab.admin_token();
+    let r = http
+        .get(format!("{base}/api/v1/namespaces/kube-system/pods/nope"))
+        .bearer_auth(admin)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 404);
+    let body: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(body["message"], "pods \"nope\" not found");
+    assert_eq!(body["details"]["kind"], "pods");
+    // Every request was logged with its client and verb.
+    let log = lab.log.snapshot();
+    assert!(
+        log.iter()
+            .any(|r| r.verb == "DELETE" && r.status == 403 && !r.read_only)
+    );
+    assert!(
+        log.iter()
+            .filter(|r| r.protocol == gates_lab::reqlog::Protocol::Kube)
+            .all(|r| r.client.starts_with("127."))
+    );
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_page_and_filter_like_the_real_server() {
+    let (lab, _dir) = start("adr-007", 22, 1.0).await;
+    let http = common::https_client(&lab);
+    let base = "https://127.22.2.1:6443";
+    let token = lab.admin_token();
+    let get = |url: String| {
+        let http = http.clone();
+        async move {
+            let r = http.get(url).bearer_auth(token).send().await.expect("send");
+            assert_eq!(r.status(), 200);
+            r.json::<serde_json::Value>().await.expect("json")
+        }
+    };
+    let all = get(format!("{base}/api/v1/pods")).await;
+    let total = all["items"].as_array().expect("items").len();
+    assert!(
+        all["items"][0].get("kind").is_none(),
+        "typed list items carry no kind"
+    );
+    let mut seen = Vec::new();
+    let mut url = format!("{base}/api/v1/pods?limit=7");
+    loop {
+        let page = get(url.clone()).await;
+        let items = page["items"].as_array().expect("items");
+        assert!(items.len() <= 7);
+        seen.extend(
+            items
+                .iter()
+                .map(|i| format!("{}/{}", i["metadata"]["namespace"], i["metadata"]["name"])),
+        );
+        match page["metadata"]["continue"].as_str() {
+            Some(c) => {
+                assert!(page["metadata"]["remainingItemCount"].as_u64().is_some());
+                url = format!("{base}/api/v1/pods?limit=7&continue={c}");
+            }
+            None => break,
+        }
+    }
+    let unique: std::collections::BTreeSet<_> = seen.iter().collect();
+    assert_eq!((seen.len(), unique.len()), (total, total));
+
+    let sel = get(format!(
+        "{base}/api/v1/pods?labelSelector=k8s-app%20in%20(kube-dns,nope),tier!%3Ddb"
+    ))
+    .await;
+    assert_eq!(sel["items"].as_array().expect("items").len(), 2);
+    let on = get(format!(
+        "{base}/api/v1/pods?fieldSelector=spec.nodeName%3Dtalos-lab-cp-01"
+    ))
+    .await;
+    assert!(
+        on["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .all(|p| p["spec"]["nodeName"] == "talos-lab-cp-01")
+    );
+    let ns = get(format!("{base}/api/v1/namespaces/kube-system/pods")).await;
+    assert!(
+        ns["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .all(|p| p["metadata"]["namespace"] == "kube-system")
+    );
+    let r = http
+        .get(format!(
+            "{base}/api/v1/pods?fieldSelector=status.phase%3DRunning"
+        ))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 400);
+    let crd = get(format!(
+        "{base}/apis/cilium.io/v2alpha1/ciliuml2announcementpolicies"
+    ))
+    .await;
+    assert_eq!(
+        crd["items"][0]["kind"], "CiliumL2AnnouncementPolicy",
+        "custom resources keep their kind in lists"
+    );
+    let r = http
+        .get(format!(
+            "{base}/apis/cilium.io/v2alpha1/namespaces/x/ciliuml2announcementpolicies"
+        ))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 404, "cluster-scoped");
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_streams_changes_from_a_list_resource_version() {
+    use futures::StreamExt;
+    let (lab, _dir) = start("adr-007", 23, 1.0).await;
+    let client = common::kube_client(&lab, "lab").await;
+    let pods: Api<Pod> = Api::all(client.clone());
+    let lp = ListParams::default().fields("spec.nodeName=talos-lab-cp-01");
+    let list = pods.list(&lp).await.expect("list");
+    let rv = list.metadata.resource_version.clone().expect("rv");
+    let wp = kube::api::WatchParams::default()
+        .fields("spec.nodeName=talos-lab-cp-01")
+        .timeout(30);
+    let mut stream = pods.watch(&wp, &rv).await.expect("watch").boxed();
+    lab.shared.stop_vm(101).expect("stop");
+    let next = tokio::time::timeout(std::time::Duration::from_secs(10), stream.next())
+        .await
+        .expect("an event in time");
+    match next {
+        Some(Ok(kube::api::WatchEvent::Modified(p))) => {
+            assert_eq!(
+                p.spec.and_then(|s| s.node_name).as_deref(),
+                Some("talos-lab-cp-01")
+            );
+        }
+        other => panic!("expected MODIFIED, got {other:?}"),
+    }
+    // The node's own API address refuses connections now; kube-rs through the VIP fails too.
+    let err = tokio::net::TcpStream::connect("127.23.1.1:6443").await;
+    assert!(err.is_err(), "a powered-off node refuses connections");
+    // Without a resourceVersion a watch starts with the current objects as ADDED.
+    let client2 = common::kube_client(&lab, "lab-production").await;
+    let nodes: Api<Node> = Api::all(client2);
+    let mut s = nodes
+        .watch(&kube::api::WatchParams::default().timeout(5), "0")
+        .await
+        .expect("watch")
+        .boxed();
+    let first = tokio::time::timeout(std::time::Duration::from_secs(10), s.next())
+        .await
+        .expect("event");
+    assert!(
+        matches!(first, Some(Ok(kube::api::WatchEvent::Added(_)))),
+        "{first:?}"
+    );
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_vip_ingress_and_readyz_follow_the_world() {
+    // Speed 20: the 60 s VIP failover takes 3 s, the 15 s lease 0.75 s.
+    let (lab, _dir) = start("adr-007", 24, 20.0).await;
+    let http = common::https_client(&lab);
+    let plain = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(5))
+        .build()
+        .expect("client");
+    let ingress = |host: &'static str| {
+        let plain = plain.clone();
+        async move {
+            plain
+                .get("http://127.24.3.1:8080/")
+                .header("Host", host)
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+        }
+    };
+    assert_eq!(ingress("whoami.lab.internal").await.expect("up"), 200);
+    assert_eq!(ingress("other.example").await.expect("up"), 404);
+    let r = http
+        .get("https://127.24.3.1:8443/")
+        .header("Host", "whoami.lab.internal")
+        .send()
+        .await
+        .expect("https ingress");
+    assert_eq!(r.status(), 200);
+
+    lab.shared.power_loss_host("pve1").expect("power loss");
+    assert!(
+        ingress("whoami.lab.internal").await.is_err(),
+        "announcing node gone: nothing answers"
+    );
+    assert!(
+        http.get("https://127.24.2.1:6443/readyz")
+            .send()
+            .await
+            .is_err(),
+        "VIP gone with its holder"
+    );
+    common::eventually(20, "ingress back on another node", || async {
+        ingress("whoami.lab.internal").await.ok() == Some(200)
+    })
+    .await;
+    common::eventually(20, "VIP back on another node", || async {
+        http.get("https://127.24.2.1:6443/readyz")
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200)
+    })
+    .await;
+
+    // Second host: etcd loses quorum; the surviving node's API says so.
+    lab.shared.power_loss_host("pve2").expect("power loss");
+    let r = http
+        .get("https://127.24.1.3:6443/readyz?verbose")
+        .send()
+        .await
+        .expect("node 3 up");
+    assert_eq!(r.status(), 500);
+    assert!(r.text().await.expect("text").contains("[-]etcd failed"));
+    let r = http
+        .get("https://127.24.1.3:6443/api/v1/nodes")
+        .bearer_auth(lab.admin_token())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 500);
+
+    let truth = lab.ground_truth();
+    let api = &truth.targets["api/lab"].outages;
+    assert!(!api.is_empty());
+    assert_eq!(api[0].duration_sim(), Some(60.0));
+    // The control endpoint serves the same.
+    let events: serde_json::Value = plain
+        .get("http://127.24.255.1:7000/events")
+        .send()
+        .await
+        .expect("control")
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        events["events"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|e| e["kind"] == "quorum-lost"))
+    );
+    let reqs: serde_json::Value = plain
+        .get("http://127.24.255.1:7000/requests")
+        .send()
+        .await
+        .expect("control")
+        .json()
+        .await
+        .expect("json");
+    assert!(reqs.as_array().is_some_and(|r| !r.is_empty()));
+    lab.stop().await;
+}

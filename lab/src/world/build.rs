@@ -49,6 +49,7 @@ impl World {
                     memory_bytes: quantity::bytes(&h.memory).map_err(invalid)?,
                     epoch: 0,
                     shutting_down: false,
+                    reboot: false,
                     online_since: Duration::ZERO,
                 })
             })

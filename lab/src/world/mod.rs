@@ -4,6 +4,7 @@
 //! failover, etcd quorum, Longhorn degradation). Everything happens in simulated time on one
 //! event queue, so a scenario always unfolds the same way.
 
+pub mod backends;
 mod build;
 mod render;
 mod rules;
@@ -34,6 +35,8 @@ pub struct Host {
     /// Bumped on every power change; scheduled events of an older epoch are dropped.
     pub epoch: u64,
     pub shutting_down: bool,
+    /// A reboot was requested: come back after the boot time once off.
+    pub reboot: bool,
     pub online_since: Duration,
 }
 

@@ -69,6 +69,24 @@ impl World {
         Ok(())
     }
 
+    /// An ACPI shutdown that has already completed (the qmshutdown task ends with the guest off).
+    pub(crate) fn shutdown_vm_now(&mut self, vmid: u32, now: Duration) -> Result<(), PowerError> {
+        let n = self.vm(vmid)?;
+        if !self.nodes[n].vm_running {
+            return Ok(());
+        }
+        let node = &mut self.nodes[n];
+        node.vm_running = false;
+        node.shutting_down = false;
+        node.epoch += 1;
+        let (name, env) = (node.name.clone(), node.env);
+        self.event(now, "vm-off", Some(env), &name, "guest shut down".into());
+        if self.nodes[n].booted {
+            self.machine_down(n, true, now);
+        }
+        Ok(())
+    }
+
     fn begin_shutdown(&mut self, n: usize, now: Duration) {
         let node = &mut self.nodes[n];
         if !node.vm_running || node.shutting_down {
@@ -434,6 +452,14 @@ impl World {
                 self.hosts[host].shutting_down = false;
                 let name = self.hosts[host].name.clone();
                 self.event(now, "host-off", None, &name, String::new());
+                if std::mem::take(&mut self.hosts[host].reboot) {
+                    self.hosts[host].epoch += 1;
+                    let epoch = self.hosts[host].epoch;
+                    self.schedule(
+                        now + self.timings.host_boot,
+                        Action::HostOnline { host, epoch },
+                    );
+                }
                 for n in 0..self.nodes.len() {
                     if self.nodes[n].host == host {
                         self.hard_stop(n, now, "vm-stopped");

@@ -33,3 +33,29 @@ pub async fn kube_client(lab: &Lab, context: &str) -> kube::Client {
         .expect("config");
     kube::Client::try_from(config).expect("client")
 }
+
+/// A reqwest client that trusts the lab's kube CA (also used for the ingress's HTTPS).
+pub fn https_client(lab: &Lab) -> reqwest::Client {
+    let ca = reqwest::Certificate::from_pem(lab.kube_ca_pem().as_bytes()).expect("ca");
+    reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .expect("client")
+}
+
+/// Poll `f` until it returns true, for at most `secs` real seconds.
+pub async fn eventually<F, Fut>(secs: u64, what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while tokio::time::Instant::now() < deadline {
+        if f().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}

@@ -1,0 +1,386 @@
+//! The world as the Proxmox VE and Talos apid servers see it: implementations of their
+//! backend traits over [`Shared`].
+
+use super::*;
+use crate::proxmox::{
+    ActionError, HaInfo, HaState, HostCommand, HostInfo, ProxmoxBackend, VmAction, VmConfig,
+    VmInfo, VmStatus,
+};
+use crate::talos::{
+    EtcdAlarm, EtcdError, EtcdMember, EtcdMemberStatus, NodeRole, ServiceEvent, ServiceState,
+    TalosBackend, TalosVersion,
+};
+use std::time::SystemTime;
+
+/// Both backends over one world.
+#[derive(Clone)]
+pub struct LabBackend {
+    pub shared: Arc<Shared>,
+}
+
+fn action_error(e: PowerError) -> ActionError {
+    ActionError::Failed(match e {
+        PowerError::NoSuchVm(id) => {
+            format!("Configuration file 'nodes/unknown/qemu-server/{id}.conf' does not exist")
+        }
+        PowerError::NoSuchHost(h) => format!(
+            "hostname lookup '{h}' failed - failed to get address info for: {h}: Name or service not known"
+        ),
+        PowerError::HostOffline(h) => format!("no route to host {h}"),
+    })
+}
+
+/// The MAC address the lab gives host `i` for wake-on-LAN.
+pub fn host_mac(i: usize) -> String {
+    format!("52:54:00:00:{:02x}:{:02x}", (i >> 8) & 0xff, i & 0xff)
+}
+
+impl ProxmoxBackend for LabBackend {
+    fn cluster_name(&self) -> String {
+        "gates-lab".into()
+    }
+
+    fn hosts(&self) -> Vec<HostInfo> {
+        self.shared.read(|w| {
+            let now = w.clock.now();
+            w.hosts
+                .iter()
+                .enumerate()
+                .map(|(i, h)| {
+                    let vms: Vec<&Node> = w
+                        .nodes
+                        .iter()
+                        .filter(|n| n.host == i && n.vm_running)
+                        .collect();
+                    let mem: i64 = vms.iter().map(|n| n.memory_bytes).sum::<i64>() + (2 << 30);
+                    let cpu: i64 = vms.iter().map(|n| n.cpu_milli / 4).sum();
+                    HostInfo {
+                        name: h.name.clone(),
+                        ip: IpAddr::V4(w.plan.host_ip(i)),
+                        online: h.online,
+                        maxcpu: h.cpus,
+                        maxmem: h.memory_bytes.max(0) as u64,
+                        mem: if h.online { mem.max(0) as u64 } else { 0 },
+                        cpu: if h.online {
+                            (cpu as f64 / (f64::from(h.cpus) * 1000.0)).clamp(0.0, 1.0)
+                        } else {
+                            0.0
+                        },
+                        maxdisk: 100 << 30,
+                        disk: 12 << 30,
+                        uptime: if h.online {
+                            now.saturating_sub(h.online_since).as_secs() + 86_400
+                        } else {
+                            0
+                        },
+                    }
+                })
+                .collect()
+        })
+    }
+
+    fn vms(&self) -> Vec<VmInfo> {
+        self.shared.read(|w| {
+            let now = w.clock.now();
+            w.nodes
+                .iter()
+                .map(|n| {
+                    let online = w.hosts[n.host].online;
+                    let status = if !online {
+                        VmStatus::Unknown
+                    } else if n.vm_running {
+                        VmStatus::Running
+                    } else {
+                        VmStatus::Stopped
+                    };
+                    VmInfo {
+                        vmid: n.vmid,
+                        name: n.name.clone(),
+                        node: w.hosts[n.host].name.clone(),
+                        status,
+                        tags: n.tags.clone(),
+                        ha: n.ha.then(|| HaInfo {
+                            requested: if n.vm_running {
+                                HaState::Started
+                            } else {
+                                HaState::Stopped
+                            },
+                            crm_state: if !online {
+                                "fence".into()
+                            } else if n.vm_running {
+                                "started".into()
+                            } else {
+                                "stopped".into()
+                            },
+                        }),
+                        uptime: if n.vm_running && online {
+                            now.saturating_sub(n.vm_started_at).as_secs()
+                        } else {
+                            0
+                        },
+                        maxcpu: (n.cpu_milli / 1000).max(1) as u32,
+                        cpu: if n.booted { 0.12 } else { 0.0 },
+                        maxmem: n.memory_bytes.max(0) as u64,
+                        mem: if n.vm_running {
+                            (n.memory_bytes / 2).max(0) as u64
+                        } else {
+                            0
+                        },
+                        maxdisk: 64 << 30,
+                    }
+                })
+                .collect()
+        })
+    }
+
+    fn vm_config(&self, vmid: u32) -> Option<VmConfig> {
+        self.shared.read(|w| {
+            let n = &w.nodes[w.node_by_vmid(vmid)?];
+            Some(VmConfig {
+                name: n.name.clone(),
+                smbios_uuid: Some(n.uuid.clone()),
+                tags: n.tags.clone(),
+                cores: (n.cpu_milli / 1000).max(1) as u32,
+                sockets: 1,
+                memory_mib: (n.memory_bytes >> 20).max(0) as u64,
+                onboot: false,
+            })
+        })
+    }
+
+    fn vm_power(&self, vmid: u32, action: VmAction) -> Result<(), ActionError> {
+        match action {
+            VmAction::Start => {
+                let running = self
+                    .shared
+                    .read(|w| w.node_by_vmid(vmid).map(|n| w.nodes[n].vm_running));
+                if running == Some(true) {
+                    return Err(ActionError::AlreadyRunning);
+                }
+                self.shared.start_vm(vmid).map_err(action_error)
+            }
+            VmAction::Stop => self.shared.stop_vm(vmid).map_err(action_error),
+            // The qmshutdown task ends when the guest is off.
+            VmAction::Shutdown => self
+                .shared
+                .change(|w, now| w.shutdown_vm_now(vmid, now))
+                .map_err(action_error),
+        }
+    }
+
+    fn ha_request(&self, vmid: u32, state: HaState) -> Result<(), ActionError> {
+        match state {
+            HaState::Started => match self.shared.start_vm(vmid) {
+                Ok(()) => Ok(()),
+                Err(e) => Err(action_error(e)),
+            },
+            HaState::Stopped => self.shared.shutdown_vm(vmid).map_err(action_error),
+            HaState::Disabled | HaState::Ignored => Ok(()),
+        }
+    }
+
+    fn host_power(&self, host: &str, command: HostCommand) -> Result<(), ActionError> {
+        self.shared
+            .change(|w, now| {
+                w.shutdown_host(host, now)?;
+                if command == HostCommand::Reboot
+                    && let Some(h) = w.host_by_name(host)
+                {
+                    w.hosts[h].reboot = true;
+                }
+                Ok(())
+            })
+            .map_err(action_error)
+    }
+
+    fn wake_on_lan(&self, _from: &str, target: &str) -> Result<String, ActionError> {
+        let i = self
+            .shared
+            .read(|w| w.host_by_name(target))
+            .ok_or_else(|| {
+                ActionError::Failed(format!(
+                    "No wake on LAN MAC address defined for '{target}'!"
+                ))
+            })?;
+        self.shared.wake_host(target).map_err(action_error)?;
+        Ok(host_mac(i))
+    }
+}
+
+impl LabBackend {
+    fn node(&self, name: &str) -> Option<usize> {
+        self.shared.read(|w| w.node_by_name(name))
+    }
+}
+
+fn system_time(w: &World, d: Duration) -> SystemTime {
+    SystemTime::from(w.clock.wall_of(d))
+}
+
+impl TalosBackend for LabBackend {
+    fn resolve(&self, target: &str) -> Option<String> {
+        self.shared.read(|w| {
+            w.nodes
+                .iter()
+                .find(|n| {
+                    n.name == target
+                        || (n.addressed && w.plan.node_ip(n.index).to_string() == target)
+                })
+                .map(|n| n.name.clone())
+        })
+    }
+
+    fn is_up(&self, node: &str) -> bool {
+        self.shared
+            .read(|w| w.node_by_name(node).is_some_and(|n| w.nodes[n].booted))
+    }
+
+    fn role(&self, node: &str) -> NodeRole {
+        self.shared
+            .read(|w| match w.node_by_name(node).map(|n| w.nodes[n].role) {
+                Some(Role::ControlPlane) => NodeRole::ControlPlane,
+                _ => NodeRole::Worker,
+            })
+    }
+
+    fn version(&self, node: &str) -> TalosVersion {
+        let tag = self.shared.read(|w| {
+            w.node_by_name(node)
+                .map(|n| w.envs[w.nodes[n].env].spec.talos_version.clone())
+        });
+        TalosVersion {
+            tag: tag.unwrap_or_else(|| TalosVersion::default().tag),
+            ..TalosVersion::default()
+        }
+    }
+
+    fn etcd_members(&self, node: &str) -> Result<Vec<EtcdMember>, EtcdError> {
+        let n = self
+            .node(node)
+            .ok_or_else(|| EtcdError::Failed(format!("unknown node {node}")))?;
+        self.shared.read(|w| {
+            let env = w.nodes[n].env;
+            if !w.envs[env].quorum {
+                return Err(EtcdError::NoQuorum);
+            }
+            Ok(w.etcd_members(env)
+                .into_iter()
+                .map(|m| {
+                    let ip = w.plan.node_ip(m);
+                    EtcdMember {
+                        id: w.nodes[m].etcd_member_id,
+                        hostname: w.nodes[m].name.clone(),
+                        peer_urls: vec![format!("https://{ip}:2380")],
+                        client_urls: vec![format!("https://{ip}:2379")],
+                        is_learner: false,
+                    }
+                })
+                .collect())
+        })
+    }
+
+    fn etcd_status(&self, node: &str) -> Result<EtcdMemberStatus, EtcdError> {
+        let n = self
+            .node(node)
+            .ok_or_else(|| EtcdError::Failed(format!("unknown node {node}")))?;
+        self.shared.read(|w| {
+            let env = w.nodes[n].env;
+            let leader = w
+                .etcd_leader(env)
+                .map(|l| w.nodes[l].etcd_member_id)
+                .unwrap_or(0);
+            let rv = w.envs[env].store.rv();
+            Ok(EtcdMemberStatus {
+                member_id: w.nodes[n].etcd_member_id,
+                protocol_version: "3.6.0".into(),
+                storage_version: "3.6.0".into(),
+                db_size: 48 << 20,
+                db_size_in_use: 21 << 20,
+                leader,
+                raft_index: 10_000 + rv,
+                raft_term: 2 + w
+                    .truth
+                    .events
+                    .iter()
+                    .filter(|e| e.kind == "quorum-regained")
+                    .count() as u64,
+                raft_applied_index: 10_000 + rv,
+                errors: if leader == 0 {
+                    vec!["etcdserver: no leader".into()]
+                } else {
+                    vec![]
+                },
+                is_learner: false,
+            })
+        })
+    }
+
+    fn etcd_alarms(&self, node: &str) -> Result<Vec<EtcdAlarm>, EtcdError> {
+        let n = self
+            .node(node)
+            .ok_or_else(|| EtcdError::Failed(format!("unknown node {node}")))?;
+        self.shared.read(|w| {
+            if w.envs[w.nodes[n].env].quorum {
+                Ok(vec![])
+            } else {
+                Err(EtcdError::NoQuorum)
+            }
+        })
+    }
+
+    fn services(&self, node: &str) -> Vec<ServiceState> {
+        let Some(n) = self.node(node) else {
+            return vec![];
+        };
+        self.shared.read(|w| {
+            let nd = &w.nodes[n];
+            let since = system_time(w, nd.booted_at);
+            let mk = |id: &str, healthy: Option<bool>, msg: &str| ServiceState {
+                id: id.into(),
+                state: "Running".into(),
+                healthy,
+                last_message: msg.into(),
+                last_change: since,
+                events: vec![
+                    ServiceEvent {
+                        msg: "Starting service".into(),
+                        state: "Starting".into(),
+                        at: since,
+                    },
+                    ServiceEvent {
+                        msg: msg.into(),
+                        state: "Running".into(),
+                        at: since,
+                    },
+                ],
+            };
+            let mut out = vec![
+                mk("apid", Some(true), "Health check successful"),
+                mk("containerd", Some(true), "Health check successful"),
+                mk("cri", Some(true), "Health check successful"),
+            ];
+            if nd.is_control_plane() {
+                let quorum = w.envs[nd.env].quorum;
+                out.push(mk(
+                    "etcd",
+                    Some(quorum),
+                    if quorum {
+                        "Health check successful"
+                    } else {
+                        "Health check failed: context deadline exceeded"
+                    },
+                ));
+            }
+            out.push(mk("kubelet", Some(true), "Health check successful"));
+            out.push(mk("machined", None, "Service started as goroutine"));
+            if nd.is_control_plane() {
+                out.push(mk("trustd", Some(true), "Health check successful"));
+            }
+            out.push(mk("udevd", Some(true), "Health check successful"));
+            out.sort_by(|a, b| a.id.cmp(&b.id));
+            out
+        })
+    }
+}
+
+use std::net::IpAddr;

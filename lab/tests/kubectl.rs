@@ -1,0 +1,151 @@
+//! Conformance with kubectl, a client nobody here wrote (issue 4 item 12). kubectl must be
+//! installed (`.ci/run` installs Debian's `kubernetes-client`); without it this test fails.
+
+mod common;
+
+use std::process::Command;
+
+fn kubectl_path() -> String {
+    for p in ["/usr/bin/kubectl", "/usr/local/bin/kubectl"] {
+        if std::path::Path::new(p).exists() {
+            return p.to_string();
+        }
+    }
+    match Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+    {
+        Ok(o) if o.status.success() => "kubectl".to_string(),
+        _ => panic!(
+            "kubectl is not installed: install Debian's `kubernetes-client` (CI does this in .ci/run)"
+        ),
+    }
+}
+
+async fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> String {
+    let bin = kubectl_path();
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--request-timeout=20s")
+        .args(args);
+    // kubectl caches discovery under $HOME; keep it inside the test's temp dir.
+    cmd.env("KUBECACHEDIR", kubeconfig.with_file_name("kubecache"));
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output())
+        .await
+        .expect("kubectl finished")
+        .expect("kubectl runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_reads_the_lab() {
+    let (lab, _dir) = common::start("adr-007", 70, 1.0).await;
+    let kc = lab.files.kubeconfig.clone();
+
+    let nodes = kubectl(&kc, &["get", "nodes"]).await;
+    for n in ["talos-lab-cp-01", "talos-lab-cp-02", "talos-lab-cp-03"] {
+        assert!(nodes.contains(n), "{nodes}");
+    }
+    assert!(
+        nodes.contains("Ready") && nodes.contains("control-plane"),
+        "{nodes}"
+    );
+
+    let prod = kubectl(
+        &kc,
+        &["--context", "lab-production", "get", "nodes", "-o", "name"],
+    )
+    .await;
+    assert!(prod.contains("node/talos-prod-cp-01"), "{prod}");
+
+    let pods = kubectl(&kc, &["get", "pods", "-A", "-l", "k8s-app=kube-dns"]).await;
+    assert_eq!(
+        pods.lines().filter(|l| l.contains("coredns-")).count(),
+        2,
+        "{pods}"
+    );
+    assert!(
+        pods.lines()
+            .next()
+            .is_some_and(|h| h.starts_with("NAMESPACE")),
+        "{pods}"
+    );
+
+    let pdbs = kubectl(&kc, &["get", "pdb", "-A"]).await;
+    assert!(
+        pdbs.contains("coredns") && pdbs.contains("cilium-operator"),
+        "{pdbs}"
+    );
+
+    let l2 = kubectl(&kc, &["get", "ciliuml2announcementpolicies"]).await;
+    assert!(l2.contains("ingress-address"), "{l2}");
+    let l2json = kubectl(&kc, &["get", "ciliuml2announcementpolicies", "-o", "json"]).await;
+    let v: serde_json::Value = serde_json::from_str(&l2json).expect("json");
+    assert_eq!(v["items"][0]["apiVersion"], "cilium.io/v2alpha1");
+
+    let raw = kubectl(&kc, &["get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes"]).await;
+    let v: serde_json::Value = serde_json::from_str(&raw).expect("json");
+    assert_eq!(v["kind"], "NodeMetricsList");
+    assert_eq!(v["items"].as_array().map(|i| i.len()), Some(3));
+
+    let lh = kubectl(
+        &kc,
+        &[
+            "get",
+            "volumes.longhorn.io",
+            "-n",
+            "longhorn-system",
+            "-o",
+            "jsonpath={.items[*].status.robustness}",
+        ],
+    )
+    .await;
+    assert!(lh.split_whitespace().any(|r| r == "healthy"), "{lh}");
+
+    // The read-only context can read but not write.
+    let ro = kubectl(
+        &kc,
+        &[
+            "--context",
+            "lab-readonly",
+            "get",
+            "pods",
+            "-n",
+            "kube-system",
+            "-o",
+            "name",
+        ],
+    )
+    .await;
+    assert!(ro.contains("pod/coredns-"));
+    let out = Command::new(kubectl_path())
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .args([
+            "--context",
+            "lab-readonly",
+            "delete",
+            "pod",
+            "-n",
+            "kube-system",
+            "nope",
+        ])
+        .env("KUBECACHEDIR", kc.with_file_name("kubecache"))
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("forbidden"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lab.stop().await;
+}
