@@ -7,7 +7,8 @@
 //! `io.kubernetes.service.namespace` and `io.kubernetes.service.name`; a Service with a
 //! `loadBalancerClass` other than `io.cilium/l2-announcer` is never announced. The current
 //! announcer is the holder of Lease `cilium-l2announce-<namespace>-<name>` (normally in
-//! kube-system). `node.kubernetes.io/exclude-from-external-load-balancers` on a selected node
+//! kube-system); a holder that stopped renewing (older than the lease duration at collection
+//! time, plus skew) is a warning. `node.kubernetes.io/exclude-from-external-load-balancers` on a selected node
 //! is only a warning: whether the L2 announcer honours it is not established.
 
 use std::collections::BTreeMap;
@@ -283,12 +284,32 @@ fn check_service(
             )),
             Some(holder) => {
                 evidence.push(format!("Lease {} is held by {}", ns_name(&l.metadata), hosts.describe(holder)));
+                if let Some(warning) = stale_lease(ctx, l) {
+                    warnings.push(warning);
+                }
                 if !selected.contains(&holder) {
                     warnings.push(format!("the holder of Lease {}, node {holder}, is not selected by the policies", ns_name(&l.metadata)));
                 }
             }
         },
     }
+}
+
+/// A lease whose last renewal is older than its duration at collection time: its holder
+/// may be gone. `renewTime` is written with the holder's clock, so a few seconds of skew
+/// are allowed before saying so.
+fn stale_lease(ctx: Context<'_>, lease: &Lease) -> Option<String> {
+    const SKEW_SECONDS: i64 = 5;
+    let spec = lease.spec.as_ref()?;
+    let renewed = spec.renew_time.as_ref()?.0.as_second();
+    let duration = i64::from(spec.lease_duration_seconds?);
+    let age = ctx.state.collected_at.timestamp() - renewed;
+    (age > duration + SKEW_SECONDS).then(|| {
+        format!(
+            "Lease {} was last renewed {age}s before collection, longer than its {duration}s duration: its holder may be gone",
+            ns_name(&lease.metadata)
+        )
+    })
 }
 
 #[cfg(test)]
@@ -527,6 +548,30 @@ mod tests {
         );
         assert!(text(&f).contains("Lease cilium/cilium-l2announce-traefik-traefik is held by node outsider (not in the node list)"));
         assert!(f.warnings[0].contains("node outsider, is not selected"));
+        // Renewed 60s before collection with a 15s duration: stale; 10s before: fine.
+        let collected = state().build().collected_at.timestamp();
+        for (age, stale) in [(60, true), (10, false)] {
+            let mut l = lease("kube-system", "cilium-l2announce-traefik-traefik", "cp-1");
+            if let Some(spec) = l.spec.as_mut() {
+                spec.renew_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+                    k8s_openapi::jiff::Timestamp::from_second(collected - age).unwrap(),
+                ));
+            }
+            let f = check(
+                &good()
+                    .with(|s| s.leases = Collected::Present(vec![l]))
+                    .build(),
+            );
+            assert_eq!(f.verdict, Verdict::Pass);
+            assert_eq!(
+                f.warnings.iter().any(|w| w.contains(&format!(
+                    "last renewed {age}s before collection, longer than its 15s duration"
+                ))),
+                stale,
+                "{:?}",
+                f.warnings
+            );
+        }
         let f = check(&good().with(|s| s.leases = absent("forbidden")).build());
         assert_eq!(f.verdict, Verdict::Pass);
         assert!(f.warnings[0].contains("leases were not collected"));
