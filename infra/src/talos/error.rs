@@ -187,7 +187,9 @@ pub(crate) fn from_status(
             }
         }
         tonic::Code::Unavailable
-            if method.starts_with("Etcd") && !message.contains("transport") =>
+            if method.starts_with("Etcd")
+                && !message.contains("transport")
+                && !message.contains("connection") =>
         {
             TalosError::EtcdNoQuorum {
                 endpoint,
