@@ -487,3 +487,55 @@ async fn idle_keep_alive_connections_close_and_a_stopped_server_refuses_connecti
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn an_audit_token_reads_but_power_calls_get_403_before_proxying() {
+    let c = start(230, fast()).await;
+    let auth = format!(
+        "PVEAPIToken={}={}",
+        proxmox_support::AUDIT_TOKEN_ID,
+        proxmox_support::AUDIT_TOKEN_SECRET
+    );
+    let resp = c
+        .client()
+        .get(c.url(1, "/cluster/resources?type=vm"))
+        .header("Authorization", &auth)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(resp.status().as_u16(), 200);
+
+    c.backend.set_host_online("pve3", false);
+    for (path, expected) in [
+        (
+            "/nodes/pve1/qemu/101/status/stop",
+            "Permission check failed (/vms/101, VM.PowerMgmt)",
+        ),
+        (
+            "/nodes/pve3/qemu/103/status/stop",
+            "Permission check failed (/vms/103, VM.PowerMgmt)",
+        ),
+        (
+            "/nodes/pve3/wakeonlan",
+            "Permission check failed (/nodes/pve3, Sys.PowerMgmt)",
+        ),
+        (
+            "/nodes/localhost/status",
+            "Permission check failed (/nodes/pve1, Sys.PowerMgmt)",
+        ),
+    ] {
+        let resp = c
+            .client()
+            .post(c.url(1, path))
+            .header("Authorization", &auth)
+            .form(&[("command", "shutdown")])
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(resp.status().as_u16(), 403, "{path}");
+        assert_eq!(reason(&resp), expected);
+        let body: Value = resp.json().await.expect("json");
+        assert_eq!(body["message"], format!("{expected}\n"));
+    }
+    assert_eq!(c.backend.vm(101).expect("vm").status, VmStatus::Running);
+}

@@ -44,8 +44,12 @@ use response::Resp;
 /// Tunables of the simulated API.
 #[derive(Debug, Clone)]
 pub struct ProxmoxOptions {
-    /// Tokens that authenticate (`user@realm!tokenid` + secret).
+    /// Tokens that authenticate (`user@realm!tokenid` + secret), with the privileges a chaos
+    /// tool needs (VM.Audit, VM.PowerMgmt, Sys.Audit, Sys.PowerMgmt).
     pub tokens: Vec<ApiToken>,
+    /// Tokens that may only read (VM.Audit, Sys.Audit): power calls answer 403
+    /// `Permission check failed (<path>, <privilege>)`, before any proxying.
+    pub audit_tokens: Vec<ApiToken>,
     /// Delay before every 401 (Proxmox: 3 s).
     pub unauthorized_delay: Duration,
     /// Delay before a 595 for a call about a host that is down (Proxmox: ~3 s of ARP failure).
@@ -62,6 +66,7 @@ impl Default for ProxmoxOptions {
     fn default() -> Self {
         Self {
             tokens: Vec::new(),
+            audit_tokens: Vec::new(),
             unauthorized_delay: Duration::from_secs(3),
             unreachable_delay: Duration::from_secs(3),
             task_duration: Duration::from_millis(1500),

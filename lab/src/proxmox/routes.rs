@@ -32,7 +32,14 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
         return response::not_implemented(inc.method.as_str(), inc.path);
     };
     let rel = if rel.is_empty() { "/" } else { rel };
-    let token = match authenticate(inc.headers, &api.options.tokens) {
+    let all_tokens: Vec<_> = api
+        .options
+        .tokens
+        .iter()
+        .chain(&api.options.audit_tokens)
+        .cloned()
+        .collect();
+    let token = match authenticate(inc.headers, &all_tokens) {
         Auth::Token(id) => id,
         Auth::Missing => {
             tokio::time::sleep(api.options.unauthorized_delay).await;
@@ -80,6 +87,21 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
     };
     let get = *inc.method == Method::GET;
     let post = *inc.method == Method::POST;
+    // Permissions are checked before parameters and before proxying (403 even for a dead host).
+    let may_power = !api.options.audit_tokens.iter().any(|t| t.id == token);
+    if post && !may_power {
+        let denied = match seg.as_slice() {
+            ["nodes", _, "qemu", vmid, "status", _] => Some(format!("/vms/{vmid}, VM.PowerMgmt")),
+            ["nodes", node, "status" | "wakeonlan"] => {
+                let node = if *node == "localhost" { inc.host } else { node };
+                Some(format!("/nodes/{node}, Sys.PowerMgmt"))
+            }
+            _ => None,
+        };
+        if let Some(what) = denied {
+            return response::error(403, &format!("Permission check failed ({what})"));
+        }
+    }
     match seg.as_slice() {
         ["version"] if get => ctx.checked(&[], |c| c.version()),
         ["nodes"] if get => ctx.checked(&[], |c| c.nodes()),

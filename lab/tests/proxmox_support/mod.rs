@@ -17,6 +17,8 @@ use gates_lab::proxmox::{ApiToken, ProxmoxApi, ProxmoxOptions, serve};
 
 pub const TOKEN_ID: &str = "gates@pve!lab";
 pub const TOKEN_SECRET: &str = "5f2b7c1e-0000-4a1b-9c3d-lab-secret";
+pub const AUDIT_TOKEN_ID: &str = "auditor@pve!ro";
+pub const AUDIT_TOKEN_SECRET: &str = "0d9c8b7a-read-only-lab-secret";
 
 pub struct Cluster {
     pub backend: Arc<MemoryProxmox>,
@@ -63,6 +65,10 @@ pub async fn start(subnet: u8, options: ProxmoxOptions) -> Cluster {
             tokens: vec![ApiToken {
                 id: TOKEN_ID.into(),
                 secret: TOKEN_SECRET.into(),
+            }],
+            audit_tokens: vec![ApiToken {
+                id: AUDIT_TOKEN_ID.into(),
+                secret: AUDIT_TOKEN_SECRET.into(),
             }],
             ..options
         },
