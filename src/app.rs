@@ -80,13 +80,19 @@ fn init_logging() {
 }
 
 async fn run(cli: Cli) -> Result<u8, AppError> {
+    // The lab and the demo write the environment files they use; load the rest afterwards.
+    let cli = match cli.command {
+        Command::Lab(args) => return crate::demo::lab(args).await,
+        Command::Demo(args) => return crate::demo::demo(&cli.config, args).await,
+        command => Cli { command, ..cli },
+    };
     let config = Config::load(&cli.config, &cli.env_dirs)?;
     match cli.command {
         Command::List => {
             print!("{}", list(&config));
             Ok(0)
         }
-        Command::Check(args) => check(&config, &cli.config, args).await,
+        Command::Check(args) => check_env(&config, &cli.config, args).await,
         Command::Snapshot(args) => snapshot(&config, args).await,
         Command::Chaos(args) => {
             let env = config.environment(&args.env).map_err(AppError::Usage)?;
@@ -95,6 +101,9 @@ async fn run(cli: Cli) -> Result<u8, AppError> {
         Command::Recover(args) => {
             let env = config.environment(&args.env).map_err(AppError::Usage)?;
             Ok(crate::chaos::recover(&config, env, args).await?)
+        }
+        Command::Lab(_) | Command::Demo(_) => {
+            unreachable!("handled before loading the configuration")
         }
     }
 }
@@ -152,7 +161,12 @@ fn libtest_args(args: &CheckArgs) -> Arguments {
     }
 }
 
-async fn check(config: &Config, config_dir: &Path, args: CheckArgs) -> Result<u8, AppError> {
+/// `gates check ENV`: collect once, evaluate, print, write reports.
+pub async fn check_env(
+    config: &Config,
+    config_dir: &Path,
+    args: CheckArgs,
+) -> Result<u8, AppError> {
     let env = config.environment(&args.env).map_err(AppError::Usage)?;
     let specs = runner::trials(config, env);
     let largs = libtest_args(&args);

@@ -180,11 +180,13 @@ pub fn gate_statuses(
             if mine.is_empty() {
                 return None;
             }
+            // Skipped trials (not applicable here, e.g. Talos on an offline run) neither
+            // prove nor break a gate; a gate with nothing but skips is itself skipped.
             let verdict = mine
                 .iter()
                 .map(|r| r.finding.verdict)
                 .max_by_key(|v| severity(*v))
-                .unwrap_or(Verdict::Pass);
+                .unwrap_or(Verdict::Skip);
             Some(GateStatus {
                 gate: gate.number,
                 title: gate.title.clone(),
@@ -195,11 +197,11 @@ pub fn gate_statuses(
         .collect()
 }
 
-/// A gate is as good as its worst trial; a skipped trial keeps it from passing.
+/// A gate is as good as its worst trial; skips rank below passes.
 fn severity(verdict: Verdict) -> u8 {
     match verdict {
-        Verdict::Pass => 0,
-        Verdict::Skip => 1,
+        Verdict::Skip => 0,
+        Verdict::Pass => 1,
         Verdict::Fail => 2,
         Verdict::Error => 3,
     }

@@ -27,7 +27,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     let unlabelled: Vec<&str> = nodes
         .iter()
         .map(|n| name(&n.metadata))
-        .filter(|n| hosts.of(n).is_none())
+        .filter(|n| hosts.labelled(n).is_none())
         .collect();
     if !unlabelled.is_empty() {
         problems.push(format!(
@@ -36,6 +36,22 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             hosts.label(),
             unlabelled.join(", ")
         ));
+    }
+
+    if hosts.from_proxmox() {
+        for node in nodes {
+            let node_name = name(&node.metadata);
+            match (hosts.placement(node_name), hosts.labelled(node_name)) {
+                (Some((real, vm)), Some(claimed)) if real != claimed => problems.push(format!(
+                    "node {node_name} is labelled {}={claimed} but runs on Proxmox host {real} ({vm}): the label lies",
+                    hosts.label()
+                )),
+                (None, _) => problems.push(format!(
+                    "node {node_name} matches no VM of the environment in Proxmox (by SMBIOS uuid): its host is unknown"
+                )),
+                _ => {}
+            }
+        }
     }
 
     let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -76,8 +92,9 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         Some(first) => Finding::fail(first.clone())
             .with_evidence(problems.iter().skip(1).cloned().chain(evidence)),
         None => Finding::pass(format!(
-            "{control_planes} control-plane nodes on {} distinct hosts; every node names its host",
-            by_host.len()
+            "{control_planes} control-plane nodes on {} distinct hosts; every node names its host{}",
+            by_host.len(),
+            if hosts.from_proxmox() { ", as Proxmox confirms" } else { "" }
         ))
         .with_evidence(evidence),
     }
@@ -108,6 +125,73 @@ mod tests {
             f.evidence
                 .contains(&"other node worker-1 (host pve1)".to_string())
         );
+    }
+
+    fn placed(nodes: Vec<k8s_openapi::api::core::v1::Node>, real: &[(&str, &str)]) -> Finding {
+        use crate::state::{Collected, Placement, ProxmoxState};
+        let placements = real
+            .iter()
+            .enumerate()
+            .map(|(i, (node, host))| Placement {
+                node: node.to_string(),
+                vmid: 101 + i as u32,
+                vm_name: node.to_string(),
+                host: host.to_string(),
+                uuid: Some(format!("uuid-{i}")),
+                matched_by: "uuid".into(),
+            })
+            .collect();
+        let s = state()
+            .nodes(nodes)
+            .with(|s| {
+                s.proxmox = Collected::Present(ProxmoxState {
+                    placements,
+                    ..Default::default()
+                })
+            })
+            .build();
+        run(&env(), &s, &Params {}, evaluate)
+    }
+
+    #[test]
+    fn proxmox_placement_that_agrees_with_the_labels_passes() {
+        let f = placed(
+            target_nodes(),
+            &[("cp-1", "pve1"), ("cp-2", "pve2"), ("cp-3", "pve3")],
+        );
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+        assert!(f.summary.contains("as Proxmox confirms"));
+        assert!(
+            text(&f).contains("node cp-2 (host pve2, VM 102 cp-2)"),
+            "{}",
+            text(&f)
+        );
+    }
+
+    #[test]
+    fn a_label_that_lies_fails_naming_both_hosts() {
+        // The labels say pve1..pve3, but cp-3's VM really runs on pve1.
+        let f = placed(
+            target_nodes(),
+            &[("cp-1", "pve1"), ("cp-2", "pve2"), ("cp-3", "pve1")],
+        );
+        assert_eq!(f.verdict, Verdict::Fail);
+        let t = text(&f);
+        assert!(
+            t.contains("node cp-3 is labelled topology.kubernetes.io/zone=pve3 but runs on Proxmox host pve1 (VM 103 cp-3): the label lies"),
+            "{t}"
+        );
+        assert!(
+            t.contains("host pve1 carries 2 control-plane nodes: cp-1, cp-3"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn a_node_without_a_vm_fails_when_proxmox_was_read() {
+        let f = placed(target_nodes(), &[("cp-1", "pve1"), ("cp-2", "pve2")]);
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert!(text(&f).contains("node cp-3 matches no VM of the environment in Proxmox"));
     }
 
     #[test]

@@ -1,15 +1,19 @@
 //! The check kinds. Each is a pure function over a [`State`] and its environment: no I/O, no
 //! clock. One file per kind holds its parameters, its evaluation and its tests.
 
+pub mod api_endpoint;
 pub mod capacity_headroom;
 pub mod chaos_report;
 pub mod control_plane_nodes;
 pub mod distinct_hosts;
+pub mod etcd_members;
 pub mod external_traffic_policy;
+pub mod host_sharing;
 pub mod l2_announcement;
 pub mod longhorn_disks;
 pub mod replicated_controller;
 pub mod schedulable_control_plane;
+pub mod talos_endpoints;
 
 mod support;
 #[cfg(test)]
@@ -42,6 +46,10 @@ pub enum CheckSpec {
     LonghornDisks(longhorn_disks::Params),
     CapacityHeadroom(capacity_headroom::Params),
     ChaosReport(chaos_report::Params),
+    EtcdMembers(etcd_members::Params),
+    TalosEndpoints(talos_endpoints::Params),
+    ApiEndpoint(api_endpoint::Params),
+    HostSharing(host_sharing::Params),
 }
 
 /// Every kind a gate file may name, for error messages and `gates list`.
@@ -55,6 +63,10 @@ pub const KINDS: &[&str] = &[
     "longhorn-disks",
     "capacity-headroom",
     "chaos-report",
+    "etcd-members",
+    "talos-endpoints",
+    "api-endpoint",
+    "host-sharing",
 ];
 
 impl CheckSpec {
@@ -69,6 +81,10 @@ impl CheckSpec {
             CheckSpec::LonghornDisks(_) => "longhorn-disks",
             CheckSpec::CapacityHeadroom(_) => "capacity-headroom",
             CheckSpec::ChaosReport(_) => "chaos-report",
+            CheckSpec::EtcdMembers(_) => "etcd-members",
+            CheckSpec::TalosEndpoints(_) => "talos-endpoints",
+            CheckSpec::ApiEndpoint(_) => "api-endpoint",
+            CheckSpec::HostSharing(_) => "host-sharing",
         }
     }
 
@@ -83,7 +99,11 @@ impl CheckSpec {
             | CheckSpec::ExternalTrafficPolicy(_)
             | CheckSpec::LonghornDisks(_)
             | CheckSpec::CapacityHeadroom(_)
-            | CheckSpec::ChaosReport(_) => None,
+            | CheckSpec::ChaosReport(_)
+            | CheckSpec::EtcdMembers(_)
+            | CheckSpec::TalosEndpoints(_)
+            | CheckSpec::ApiEndpoint(_)
+            | CheckSpec::HostSharing(_) => None,
         }
     }
 
@@ -99,6 +119,10 @@ impl CheckSpec {
             CheckSpec::LonghornDisks(p) => longhorn_disks::evaluate(ctx, p),
             CheckSpec::CapacityHeadroom(p) => capacity_headroom::evaluate(ctx, p),
             CheckSpec::ChaosReport(p) => chaos_report::evaluate(ctx, p),
+            CheckSpec::EtcdMembers(p) => etcd_members::evaluate(ctx, p),
+            CheckSpec::TalosEndpoints(p) => talos_endpoints::evaluate(ctx, p),
+            CheckSpec::ApiEndpoint(p) => api_endpoint::evaluate(ctx, p),
+            CheckSpec::HostSharing(p) => host_sharing::evaluate(ctx, p),
         }
     }
 }

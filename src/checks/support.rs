@@ -74,12 +74,15 @@ pub fn pod_node(pod: &Pod) -> Option<&str> {
         .filter(|n| !n.is_empty())
 }
 
-/// Which physical host each node runs on. This is the one place that answers that question;
-/// today it reads the environment's host label, later it can consult Proxmox placement.
+/// Which physical host each node runs on. This is the one place that answers that question:
+/// Proxmox's placement (VM by SMBIOS uuid) when Proxmox was read, else the environment's host
+/// label.
 #[derive(Debug, Clone)]
 pub struct Hosts {
     label: String,
     by_node: BTreeMap<String, Option<String>>,
+    /// Node → (Proxmox host, VM description), when Proxmox was read.
+    placed: Option<BTreeMap<String, (String, String)>>,
 }
 
 impl Hosts {
@@ -95,12 +98,47 @@ impl Hosts {
                 (name(&n.metadata).to_string(), host)
             })
             .collect();
-        Hosts { label, by_node }
+        let placed = ctx.state.proxmox.present().map(|proxmox| {
+            proxmox
+                .placements
+                .iter()
+                .map(|p| {
+                    (
+                        p.node.clone(),
+                        (p.host.clone(), format!("VM {} {}", p.vmid, p.vm_name)),
+                    )
+                })
+                .collect()
+        });
+        Hosts {
+            label,
+            by_node,
+            placed,
+        }
     }
 
-    /// The host of a node, if known.
+    /// The host of a node, if known: Proxmox's answer when Proxmox was read, else the label.
     pub fn of(&self, node: &str) -> Option<&str> {
+        match &self.placed {
+            Some(placed) => placed.get(node).map(|(host, _)| host.as_str()),
+            None => self.labelled(node),
+        }
+    }
+
+    /// The host the node's label claims, whatever Proxmox says.
+    pub fn labelled(&self, node: &str) -> Option<&str> {
         self.by_node.get(node)?.as_deref()
+    }
+
+    /// Proxmox's host and VM for a node, when Proxmox was read and the node was matched.
+    pub fn placement(&self, node: &str) -> Option<(&str, &str)> {
+        let (host, vm) = self.placed.as_ref()?.get(node)?;
+        Some((host.as_str(), vm.as_str()))
+    }
+
+    /// Whether hosts come from Proxmox.
+    pub fn from_proxmox(&self) -> bool {
+        self.placed.is_some()
     }
 
     /// The label that names hosts, for messages.
@@ -116,7 +154,11 @@ impl Hosts {
 
     /// The parenthesised part of [`Hosts::describe`].
     pub fn host_note(&self, node: &str) -> String {
+        if let Some((host, vm)) = self.placement(node) {
+            return format!("host {host}, {vm}");
+        }
         match self.by_node.get(node) {
+            Some(_) if self.placed.is_some() => "no VM in Proxmox".to_string(),
             Some(Some(host)) => format!("host {host}"),
             Some(None) => format!("no host label {}", self.label),
             None => "not in the node list".to_string(),

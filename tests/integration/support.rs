@@ -21,15 +21,21 @@ pub fn gates(reports: &Path) -> Command {
     cmd.current_dir(root())
         .env("NO_COLOR", "1")
         .env_remove("GATES_LOG");
-    cmd.arg("--config").arg(root().join("gates"));
     cmd.env("GATES_TEST_REPORTS", reports);
+    cmd
+}
+
+/// `gates --config <repo>/gates`.
+pub fn gates_with_config(reports: &Path) -> Command {
+    let mut cmd = gates(reports);
+    cmd.arg("--config").arg(root().join("gates"));
     cmd
 }
 
 /// `gates check ENV --snapshot ...` with reports in a temporary directory.
 pub fn check(env: &str, snapshots: &[&str], extra: &[&str]) -> (Output, tempfile::TempDir) {
     let reports = tempfile::tempdir().unwrap();
-    let mut cmd = gates(reports.path());
+    let mut cmd = gates_with_config(reports.path());
     cmd.args(["check", env, "--reports"]).arg(reports.path());
     for snapshot in snapshots {
         cmd.arg("--snapshot").arg(fixture(snapshot));

@@ -1,0 +1,313 @@
+//! Gates 1 and 5: etcd runs one member on each control-plane node, and every control-plane
+//! endpoint, asked directly over the Talos API, sees the same healthy member set.
+//!
+//! An endpoint that does not answer is named: the check then fails when others answered
+//! (a control-plane node is down or unreachable, which the gate does not allow), and errors
+//! when none did (nothing could be evaluated). It never passes with a silent endpoint.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+
+use super::Context;
+use super::support::{is_control_plane, name};
+use crate::state::EtcdMemberView;
+use crate::verdict::Finding;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {}
+
+pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
+    let talos = match ctx.state.talos.get("the Talos API") {
+        Ok(talos) => talos,
+        Err(finding) => return finding,
+    };
+    let expected = ctx.env.nodes.control_planes;
+    let mut problems = Vec::new();
+    let mut evidence = Vec::new();
+    let mut answered: Vec<(&str, BTreeSet<(String, String)>)> = Vec::new();
+    let mut learners = BTreeSet::new();
+    let mut alarms = BTreeSet::new();
+    let mut by_id: BTreeMap<String, &EtcdMemberView> = BTreeMap::new();
+    for endpoint in &talos.endpoints {
+        match &endpoint.view {
+            Ok(view) => {
+                let set: BTreeSet<(String, String)> = view
+                    .members
+                    .iter()
+                    .map(|m| (m.id.clone(), m.hostname.clone()))
+                    .collect();
+                for member in &view.members {
+                    by_id.entry(member.id.clone()).or_insert(member);
+                    if member.learner {
+                        learners.insert(format!("{} ({})", member.hostname, member.id));
+                    }
+                }
+                alarms.extend(view.alarms.iter().cloned());
+                for error in &view.errors {
+                    problems.push(format!(
+                        "endpoint {} reports an etcd error: {error}",
+                        endpoint.endpoint
+                    ));
+                }
+                evidence.push(format!(
+                    "endpoint {}: Talos {}, member {}, leader {}, sees {} members",
+                    endpoint.endpoint,
+                    view.talos_version,
+                    view.member_id,
+                    if view.leader.is_empty() {
+                        "none"
+                    } else {
+                        &view.leader
+                    },
+                    view.members.len()
+                ));
+                answered.push((&endpoint.endpoint, set));
+            }
+            Err(reason) => problems.push(format!(
+                "endpoint {} did not answer: {reason}",
+                endpoint.endpoint
+            )),
+        }
+    }
+    if answered.is_empty() {
+        return Finding::error(format!("no Talos endpoint of {} answered", ctx.env.name))
+            .with_evidence(problems);
+    }
+    let reference = &answered[0];
+    for (endpoint, set) in &answered[1..] {
+        if set != &reference.1 {
+            problems.push(format!(
+                "endpoint {endpoint} sees members {} but endpoint {} sees {}",
+                describe(set),
+                reference.0,
+                describe(&reference.1)
+            ));
+        }
+    }
+    let members: Vec<&EtcdMemberView> = by_id.values().copied().collect();
+    if members.len() != expected {
+        problems.push(format!(
+            "etcd has {} members, the ADR expects {expected}",
+            members.len()
+        ));
+    }
+    if !learners.is_empty() {
+        problems.push(format!(
+            "learner members (not voting yet): {}",
+            join(&learners)
+        ));
+    }
+    if !alarms.is_empty() {
+        problems.push(format!("etcd alarms raised: {}", join(&alarms)));
+    }
+    if let Some(nodes) = ctx.state.nodes.present() {
+        let control_planes: BTreeSet<&str> = nodes
+            .iter()
+            .filter(|n| is_control_plane(n))
+            .map(|n| name(&n.metadata))
+            .collect();
+        for member in &members {
+            if !control_planes.contains(member.hostname.as_str()) {
+                problems.push(format!(
+                    "member {} ({}) is not a control-plane node of {}",
+                    member.hostname, member.id, ctx.env.name
+                ));
+            }
+        }
+    }
+    let voting = members.iter().filter(|m| !m.learner).count();
+    let quorum = voting / 2 + 1;
+    evidence.insert(
+        0,
+        format!(
+            "members: {}; quorum {quorum} of {voting}, tolerates {} failure(s)",
+            members
+                .iter()
+                .map(|m| format!("{} ({})", m.hostname, m.id))
+                .collect::<Vec<_>>()
+                .join(", "),
+            voting.saturating_sub(quorum)
+        ),
+    );
+    if problems.is_empty() {
+        Finding::pass(format!(
+            "{} etcd members agree on every endpoint; quorum {quorum}, tolerates {} failure(s)",
+            members.len(),
+            voting.saturating_sub(quorum)
+        ))
+        .with_evidence(evidence)
+    } else {
+        Finding::fail(format!(
+            "etcd membership does not meet the ADR: {}",
+            problems[0]
+        ))
+        .with_evidence(problems.into_iter().skip(1).chain(evidence))
+    }
+}
+
+fn describe(set: &BTreeSet<(String, String)>) -> String {
+    set.iter()
+        .map(|(id, host)| format!("{host} ({id})"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn join(items: &BTreeSet<String>) -> String {
+    items.iter().cloned().collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::testing::{env, node, run, state, text};
+    use crate::state::{Collected, EtcdView, State, TalosEndpoint, TalosState};
+    use crate::verdict::Verdict;
+
+    fn member(i: u8) -> EtcdMemberView {
+        EtcdMemberView {
+            id: format!("{:016x}", 0xa0 + i as u64),
+            hostname: format!("cp-{i}"),
+            peer_urls: vec![format!("https://10.0.0.{i}:2380")],
+            learner: false,
+        }
+    }
+
+    fn view(members: Vec<EtcdMemberView>) -> Result<EtcdView, String> {
+        Ok(EtcdView {
+            talos_version: "v1.11.5".into(),
+            member_id: members.first().map(|m| m.id.clone()).unwrap_or_default(),
+            leader: members.first().map(|m| m.id.clone()).unwrap_or_default(),
+            members,
+            alarms: vec![],
+            errors: vec![],
+        })
+    }
+
+    fn with_endpoints(views: Vec<Result<EtcdView, String>>) -> State {
+        state()
+            .nodes((1..=3).map(|i| node(&format!("cp-{i}")).control_plane().ready().build()))
+            .with(|s| {
+                s.talos = Collected::Present(TalosState {
+                    endpoints: views
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, view)| TalosEndpoint {
+                            endpoint: format!("10.0.0.{}", i + 1),
+                            view,
+                        })
+                        .collect(),
+                    ..TalosState::default()
+                })
+            })
+            .build()
+    }
+
+    fn three() -> Vec<EtcdMemberView> {
+        vec![member(1), member(2), member(3)]
+    }
+
+    #[test]
+    fn three_agreeing_members_pass_with_quorum_stated() {
+        let s = with_endpoints(vec![view(three()), view(three()), view(three())]);
+        let f = run(&env(), &s, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+        assert!(
+            text(&f).contains("quorum 2 of 3, tolerates 1 failure(s)"),
+            "{}",
+            text(&f)
+        );
+    }
+
+    #[test]
+    fn a_silent_endpoint_fails_and_is_named() {
+        let s = with_endpoints(vec![
+            view(three()),
+            Err("connection refused".into()),
+            view(three()),
+        ]);
+        let f = run(&env(), &s, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert!(
+            text(&f).contains("endpoint 10.0.0.2 did not answer: connection refused"),
+            "{}",
+            text(&f)
+        );
+    }
+
+    #[test]
+    fn no_endpoint_answering_is_an_error() {
+        let s = with_endpoints(vec![Err("refused".into()), Err("refused".into())]);
+        assert_eq!(
+            run(&env(), &s, &Params {}, evaluate).verdict,
+            Verdict::Error
+        );
+    }
+
+    #[test]
+    fn endpoints_that_disagree_fail_naming_both_sets() {
+        let s = with_endpoints(vec![
+            view(three()),
+            view(vec![member(1), member(2)]),
+            view(three()),
+        ]);
+        let f = run(&env(), &s, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert!(
+            text(&f).contains("endpoint 10.0.0.2 sees members cp-1"),
+            "{}",
+            text(&f)
+        );
+    }
+
+    #[test]
+    fn two_members_fail_the_count() {
+        let two = vec![member(1), member(2)];
+        let s = with_endpoints(vec![view(two.clone()), view(two)]);
+        let f = run(&env(), &s, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert!(
+            text(&f).contains("etcd has 2 members, the ADR expects 3"),
+            "{}",
+            text(&f)
+        );
+    }
+
+    #[test]
+    fn learners_and_alarms_fail() {
+        let mut members = three();
+        members[2].learner = true;
+        let mut alarmed = view(members).unwrap();
+        alarmed.alarms = vec!["NoSpace on member 00000000000000a1".into()];
+        let s = with_endpoints(vec![Ok(alarmed)]);
+        let f = run(&env(), &s, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Fail);
+        let t = text(&f);
+        assert!(
+            t.contains("learner members") && t.contains("NoSpace"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn a_member_that_is_no_control_plane_node_fails() {
+        let mut members = three();
+        members[2].hostname = "worker-9".into();
+        let s = with_endpoints(vec![view(members)]);
+        let f = run(&env(), &s, &Params {}, evaluate);
+        assert!(
+            text(&f).contains("member worker-9 (00000000000000a3) is not a control-plane node"),
+            "{}",
+            text(&f)
+        );
+    }
+
+    #[test]
+    fn without_a_talos_section_the_check_is_skipped() {
+        let s = state()
+            .with(|s| s.talos = Collected::NotApplicable("no `talos` section".into()))
+            .build();
+        assert_eq!(run(&env(), &s, &Params {}, evaluate).verdict, Verdict::Skip);
+    }
+}

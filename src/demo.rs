@@ -1,0 +1,152 @@
+//! `gates lab` and `gates demo`: the built-in lab as a place to try gates without a cluster.
+//! The lab runs in this process, but the harness reaches it only over its protocols, with
+//! the kubeconfig, talosconfig, token and environment files the lab writes, exactly as it
+//! reaches real infrastructure.
+
+use std::path::{Path, PathBuf};
+
+use gates_lab::{Lab, LabOptions};
+
+use crate::app::{AppError, check_env};
+use crate::cli::{ChaosArgs, CheckArgs, Color, DemoArgs, Format, LabArgs};
+use crate::config::Config;
+
+/// `gates lab`: run until Ctrl-C.
+pub async fn lab(args: LabArgs) -> Result<u8, AppError> {
+    let lab = start(
+        &args.scenario,
+        args.speed,
+        args.subnet,
+        &args.state_dir,
+        &args.write_env_dir,
+    )
+    .await?;
+    eprintln!(
+        "gates lab: scenario {} at speed {} on 127.{}.x.y",
+        args.scenario, args.speed, args.subnet
+    );
+    for file in &lab.files.env_files {
+        eprintln!("  environment: {}", file.display());
+    }
+    eprintln!("  kubeconfig:  {}", lab.files.kubeconfig.display());
+    eprintln!("  talosconfig: {}", lab.files.talosconfig.display());
+    eprintln!("Try `gates check lab` in another terminal. Ctrl-C stops the lab.");
+    let _ = tokio::signal::ctrl_c().await;
+    lab.stop().await;
+    Ok(0)
+}
+
+/// `gates demo`: lab, check both environments, chaos on the staging-like one, reports.
+pub async fn demo(config_dir: &Path, args: DemoArgs) -> Result<u8, AppError> {
+    let work = tempfile::tempdir()
+        .map_err(|err| AppError::Usage(format!("cannot create a temporary directory: {err}")))?;
+    let env_dir = work.path().join("environments");
+    eprintln!(
+        "gates demo: starting the lab (scenario adr-007, speed {}, 127.{}.x.y)",
+        args.speed, args.subnet
+    );
+    let lab = start("adr-007", args.speed, args.subnet, work.path(), &env_dir).await?;
+    let result = run_demo(config_dir, &env_dir, &args).await;
+    let _ = lab.save_ground_truth();
+    lab.stop().await;
+    let (codes, reports) = result?;
+    eprintln!();
+    eprintln!("gates demo: reports written:");
+    for path in &reports {
+        eprintln!("  {}", path.display());
+    }
+    Ok(codes.into_iter().max().unwrap_or(0))
+}
+
+async fn run_demo(
+    config_dir: &Path,
+    env_dir: &Path,
+    args: &DemoArgs,
+) -> Result<(Vec<u8>, Vec<PathBuf>), AppError> {
+    let config = Config::load(config_dir, &[env_dir.to_path_buf()])?;
+    let mut codes = Vec::new();
+    for env_name in ["lab", "lab-production"] {
+        let env = config.environment(env_name).map_err(AppError::Usage)?;
+        println!("\n== gates check {env_name} ({})", env.description);
+        let check = CheckArgs {
+            env: env_name.to_string(),
+            filter: None,
+            snapshot: Vec::new(),
+            junit: None,
+            reports: args.reports.clone(),
+            format: Format::Pretty,
+            list: false,
+            exact: false,
+            skip: Vec::new(),
+            color: Color::Auto,
+            quiet: false,
+        };
+        codes.push(check_env(&config, config_dir, check).await?);
+    }
+    if !args.no_chaos {
+        let env = config.environment("lab").map_err(AppError::Usage)?;
+        println!("\n== gates chaos lab --host worst");
+        let chaos = ChaosArgs {
+            env: "lab".to_string(),
+            host: "worst".to_string(),
+            dry_run: false,
+            yes: false,
+            whole_host: false,
+            junit: None,
+            reports: args.reports.clone(),
+            journal: None,
+            format: Format::Pretty,
+        };
+        codes.push(crate::chaos::run(&config, env, chaos).await?);
+    }
+    Ok((codes, report_files(&args.reports)))
+}
+
+async fn start(
+    scenario: &str,
+    speed: f64,
+    subnet: u8,
+    state_dir: &Path,
+    env_dir: &Path,
+) -> Result<Lab, AppError> {
+    let options = LabOptions {
+        scenario: scenario.to_string(),
+        generate_nodes: None,
+        subnet,
+        speed,
+        state_dir: state_dir.to_path_buf(),
+        env_dir: Some(env_dir.to_path_buf()),
+    };
+    Lab::start(options).await.map_err(|err| {
+        AppError::Usage(format!(
+            "cannot start the lab: {err} (is another lab using 127.{subnet}.x.y? try --subnet)"
+        ))
+    })
+}
+
+/// The reports of this run: the newest file per environment and kind.
+fn report_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    let mut newest: std::collections::BTreeMap<String, PathBuf> = std::collections::BTreeMap::new();
+    for file in files {
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some((stem, _)) = name.rsplit_once('-') else {
+            continue;
+        };
+        if !(stem.starts_with("lab") || stem.starts_with("chaos-lab")) {
+            continue;
+        }
+        let ext = file
+            .extension()
+            .map(|e| e.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        newest.insert(format!("{stem}.{ext}"), file);
+    }
+    newest.into_values().collect()
+}
