@@ -4,4 +4,5 @@
 mod check;
 mod config_errors;
 mod junit;
+mod lab;
 mod support;

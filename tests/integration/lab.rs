@@ -1,0 +1,221 @@
+//! `gates check` against the lab, over the lab's real HTTPS, gRPC and mTLS: every static
+//! gate on the ADR's target, the expected failures on staging today, read-only behaviour
+//! proven by the lab's request log, and error verdicts for bad credentials.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use gates_lab::{Lab, LabOptions};
+use serde_json::Value;
+
+use crate::support::*;
+
+/// Subnets 100..=119 belong to these tests (each test its own, so they run in parallel).
+async fn lab(scenario: &str, subnet: u8, dir: &Path) -> Lab {
+    Lab::start(LabOptions {
+        scenario: scenario.to_string(),
+        generate_nodes: None,
+        subnet,
+        speed: 1.0,
+        state_dir: dir.to_path_buf(),
+        env_dir: Some(dir.join("environments")),
+    })
+    .await
+    .unwrap_or_else(|err| panic!("the lab starts on 127.{subnet}.x.y: {err}"))
+}
+
+/// `gates --env-dir <lab envs> check ENV --format json` in a blocking task.
+async fn check_json(env_dir: PathBuf, env: &str, extra: &[&str]) -> (Output, Value) {
+    let env = env.to_string();
+    let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    let out = tokio::task::spawn_blocking(move || {
+        let reports = tempfile::tempdir().unwrap();
+        gates_with_config(reports.path())
+            .arg("--env-dir")
+            .arg(&env_dir)
+            .args(["check", &env, "--format", "json", "--reports"])
+            .arg(reports.path())
+            .args(&extra)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+        panic!(
+            "stdout is JSON ({err}):\n{}\n{}",
+            stdout(&out),
+            stderr(&out)
+        )
+    });
+    (out, json)
+}
+
+fn trial<'a>(json: &'a Value, name: &str) -> &'a Value {
+    json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no trial {name} in {json:#}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_static_gate_passes_on_the_adr_target_and_check_only_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab("adr-007", 100, dir.path()).await;
+    let envs = dir.path().join("environments");
+    let (out, json) = check_json(envs.clone(), "lab", &[]).await;
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    for name in [
+        "gate1::lab::etcd-members",
+        "gate1::lab::talos-endpoints",
+        "gate1::lab::api-endpoint",
+        "gate1::lab::distinct-hosts",
+        "gate2::lab::replicated-controller::traefik",
+        "gate3::lab::l2-announcement",
+    ] {
+        assert_eq!(
+            trial(&json, name)["verdict"],
+            "pass",
+            "{:#}",
+            trial(&json, name)
+        );
+    }
+    assert!(
+        trial(&json, "gate1::lab::distinct-hosts")["summary"]
+            .as_str()
+            .unwrap()
+            .contains("as Proxmox confirms")
+    );
+    let (out, json) = check_json(envs, "lab-production", &[]).await;
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    assert_eq!(
+        trial(&json, "gate5::lab-production::capacity-headroom")["verdict"],
+        "pass"
+    );
+
+    // Every request the two runs made was a read, on every protocol.
+    let requests = lab.log.snapshot();
+    assert!(
+        requests.len() > 20,
+        "the runs reached the lab: {requests:?}"
+    );
+    let writes: Vec<_> = requests.iter().filter(|r| !r.read_only).collect();
+    assert!(writes.is_empty(), "gates check wrote: {writes:#?}");
+    let protocols: std::collections::BTreeSet<String> = requests
+        .iter()
+        .map(|r| format!("{:?}", r.protocol))
+        .collect();
+    for protocol in ["Kube", "Proxmox", "Talos"] {
+        assert!(
+            protocols.contains(protocol),
+            "no {protocol} request in {protocols:?}"
+        );
+    }
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staging_today_in_the_lab_shows_the_open_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab("staging-today", 101, dir.path()).await;
+    let (out, json) = check_json(dir.path().join("environments"), "lab", &[]).await;
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    for name in [
+        "gate1::lab::control-plane-nodes",
+        "gate1::lab::etcd-members",
+        "gate3::lab::l2-announcement",
+        "gate2::lab::replicated-controller::traefik",
+    ] {
+        assert_eq!(
+            trial(&json, name)["verdict"],
+            "fail",
+            "{:#}",
+            trial(&json, name)
+        );
+    }
+    let l2 = trial(&json, "gate3::lab::l2-announcement").to_string();
+    assert!(
+        l2.contains("talos-test-cp-01"),
+        "the node left out is named: {l2}"
+    );
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_proxmox_token_is_an_error_that_says_what_to_fix_and_stays_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab("adr-007", 102, dir.path()).await;
+    let token = dir.path().join("wrong-token");
+    std::fs::write(&token, "00000000-0000-0000-0000-00000000beef\n").unwrap();
+    let envs = dir.path().join("environments");
+    let text = std::fs::read_to_string(envs.join("lab.yaml")).unwrap();
+    let real = lab.files.proxmox_token.display().to_string();
+    std::fs::write(
+        envs.join("lab.yaml"),
+        text.replace(&real, &token.display().to_string()),
+    )
+    .unwrap();
+    let (out, json) = check_json(envs, "lab", &["host-sharing"]).await;
+    assert_eq!(out.status.code(), Some(2), "{json:#}");
+    let sharing = trial(&json, "gate1::lab::host-sharing");
+    assert_eq!(sharing["verdict"], "error", "{sharing:#}");
+    let summary = sharing["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("401") || summary.to_lowercase().contains("auth"),
+        "{summary}"
+    );
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        !all.contains("beef"),
+        "the token secret never appears: {all}"
+    );
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_talosconfig_with_another_ca_gives_error_verdicts_naming_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab("adr-007", 103, dir.path()).await;
+    // A second lab's talosconfig: valid credentials, but from another Talos CA.
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = self::lab("adr-007", 104, other_dir.path()).await;
+    let envs = dir.path().join("environments");
+    let text = std::fs::read_to_string(envs.join("lab.yaml")).unwrap();
+    let ours = lab.files.talosconfig.display().to_string();
+    let theirs = other.files.talosconfig.display().to_string();
+    std::fs::write(envs.join("lab.yaml"), text.replace(&ours, &theirs)).unwrap();
+    let (out, json) = check_json(envs, "lab", &["etcd-members"]).await;
+    assert_eq!(out.status.code(), Some(2), "{json:#}");
+    let etcd = trial(&json, "gate1::lab::etcd-members");
+    assert_eq!(etcd["verdict"], "error", "{etcd:#}");
+    let body = etcd.to_string().to_lowercase();
+    assert!(
+        body.contains("ca") || body.contains("certificate"),
+        "the reason names the certificate problem: {etcd:#}"
+    );
+    other.stop().await;
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_powered_off_control_plane_fails_etcd_and_names_the_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab("adr-007", 105, dir.path()).await;
+    let vmid = lab.shared.read(|w| {
+        let node = w
+            .node_by_name("talos-lab-cp-02")
+            .expect("the scenario has talos-lab-cp-02");
+        w.nodes[node].vmid
+    });
+    lab.shared.stop_vm(vmid).expect("the VM stops");
+    let (out, json) = check_json(dir.path().join("environments"), "lab", &["etcd-members"]).await;
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    let etcd = trial(&json, "gate1::lab::etcd-members").to_string();
+    assert!(
+        etcd.contains("127.105.1.2") && etcd.contains("did not answer"),
+        "{etcd}"
+    );
+    lab.stop().await;
+}
