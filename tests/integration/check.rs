@@ -274,3 +274,26 @@ fn unreachable_cluster_gives_error_verdicts_not_pass_or_fail() {
     }
     assert!(!String::from_utf8_lossy(&out.stdout).contains("not-a-secret"));
 }
+
+#[test]
+fn kinds_gates_does_not_read_are_ignored_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = dir.path().join("extra.yaml");
+    std::fs::write(
+        &extra,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\ndata: {a: b}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: default}\n",
+    )
+    .unwrap();
+    let (out, _reports) = check(
+        "staging",
+        &["target-staging.json", extra.to_str().unwrap()],
+        &["gate1"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("note: ignored objects of kind ConfigMap (v1)"),
+        "{err}"
+    );
+    assert!(err.contains("kind Namespace"), "{err}");
+}

@@ -219,3 +219,56 @@ async fn a_powered_off_control_plane_fails_etcd_and_names_the_endpoint() {
     );
     lab.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_of_the_lab_gives_the_same_verdicts_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab("staging-today", 106, dir.path()).await;
+    let envs = dir.path().join("environments");
+    let file = dir.path().join("snapshot.json");
+    let (envs2, file2) = (envs.clone(), file.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        let reports = tempfile::tempdir().unwrap();
+        gates_with_config(reports.path())
+            .arg("--env-dir")
+            .arg(&envs2)
+            .args(["snapshot", "lab", "-o"])
+            .arg(&file2)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, live) = check_json(envs.clone(), "lab", &[]).await;
+    lab.stop().await;
+    // The lab is gone: the offline run reads only the file.
+    let (_, offline) = check_json(envs, "lab", &["--snapshot", file.to_str().unwrap()]).await;
+    let verdicts = |json: &Value| -> Vec<(String, String)> {
+        json["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| {
+                ![
+                    "etcd-members",
+                    "talos-endpoints",
+                    "api-endpoint",
+                    "host-sharing",
+                ]
+                .contains(&t["kind"].as_str().unwrap())
+            })
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap().to_string(),
+                    t["verdict"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(verdicts(&live), verdicts(&offline));
+    assert!(
+        verdicts(&offline).iter().any(|(_, v)| v == "fail"),
+        "staging-today fails offline too"
+    );
+}
