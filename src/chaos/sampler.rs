@@ -1,8 +1,10 @@
 //! Continuous sampling: a probe is sent on a fixed schedule, each send in its own task so a
 //! slow or hanging request never delays the next one, and each sample is stamped with its
-//! send time on the run's timeline.
+//! send time on the run's timeline. Every sample is also pushed to a shared live list, so
+//! progress and early budget verdicts can follow the run while it goes on.
 
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -11,12 +13,16 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use super::timeline::{Observation, Sample};
 
+/// The samples of one probe so far, in the order they completed.
+pub type Live = Arc<Mutex<Vec<Sample>>>;
+
 /// Sample `probe` every `interval` until `stop` turns true; each attempt may take `timeout`.
 pub async fn sample<F, Fut>(
     origin: Instant,
     interval: Duration,
     timeout: Duration,
     mut stop: watch::Receiver<bool>,
+    live: Live,
     probe: F,
 ) -> Vec<Sample>
 where
@@ -48,6 +54,7 @@ where
             }
             Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
                 if let Ok(sample) = done {
+                    publish(&live, &sample);
                     samples.push(sample);
                 }
             }
@@ -55,11 +62,18 @@ where
     }
     while let Some(done) = in_flight.join_next().await {
         if let Ok(sample) = done {
+            publish(&live, &sample);
             samples.push(sample);
         }
     }
     samples.sort_by_key(|s| s.at);
     samples
+}
+
+fn publish(live: &Live, sample: &Sample) {
+    if let Ok(mut list) = live.lock() {
+        list.push(sample.clone());
+    }
 }
 
 #[cfg(test)]
@@ -75,11 +89,13 @@ mod tests {
         let (stop_tx, stop_rx) = watch::channel(false);
         let calls = Arc::new(AtomicUsize::new(0));
         let counter = calls.clone();
+        let live: Live = Arc::default();
         let sampler = tokio::spawn(sample(
             origin,
             Duration::from_millis(100),
             Duration::from_millis(300),
             stop_rx,
+            live.clone(),
             move || {
                 let n = counter.fetch_add(1, Ordering::SeqCst);
                 async move {
@@ -95,6 +111,7 @@ mod tests {
         stop_tx.send(true).unwrap();
         let samples = sampler.await.unwrap();
         assert_eq!(samples.len(), 10, "{samples:?}");
+        assert_eq!(live.lock().unwrap().len(), 10, "every sample is published live");
         let hung = &samples[2];
         assert_eq!(hung.at, Duration::from_millis(200));
         assert_eq!(

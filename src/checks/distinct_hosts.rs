@@ -38,7 +38,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         ));
     }
 
-    if hosts.from_proxmox() {
+    if hosts.proxmox_known() {
         for node in nodes {
             let node_name = name(&node.metadata);
             match (hosts.placement(node_name), hosts.labelled(node_name)) {
@@ -94,7 +94,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         None => Finding::pass(format!(
             "{control_planes} control-plane nodes on {} distinct hosts; every node names its host{}",
             by_host.len(),
-            if hosts.from_proxmox() { ", as Proxmox confirms" } else { "" }
+            if hosts.proxmox_known() { ", as Proxmox confirms" } else { "" }
         ))
         .with_evidence(evidence),
     }

@@ -137,7 +137,7 @@ impl Hosts {
     }
 
     /// Whether hosts come from Proxmox.
-    pub fn from_proxmox(&self) -> bool {
+    pub fn proxmox_known(&self) -> bool {
         self.placed.is_some()
     }
 

@@ -19,9 +19,9 @@ pub struct RawState {
 
 impl RawState {
     pub fn push(&mut self, kind: Kind, object: Value) {
-        match self.lists.entry(kind).or_insert_with(|| Ok(Vec::new())) {
-            Ok(items) => items.push(object),
-            Err(_) => {}
+        // A kind already known to be absent stays absent.
+        if let Ok(items) = self.lists.entry(kind).or_insert_with(|| Ok(Vec::new())) {
+            items.push(object);
         }
     }
 

@@ -1,0 +1,149 @@
+//! What the chaos step reads from a collected state: the protected controllers (gate 2's
+//! `replicated-controller` checks), node readiness, etcd health as the Talos API reports it,
+//! and Longhorn volume health. Pure functions, shared by preflight, probes and recovery.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use crate::checks::CheckSpec;
+use crate::checks::replicated_controller::Params as Controller;
+use crate::config::Config;
+use crate::state::{LonghornVolume, TalosState};
+
+/// The controllers gate 2 protects, as its gate file names them.
+pub fn protected_controllers(config: &Config) -> Vec<Controller> {
+    config
+        .gates
+        .iter()
+        .filter(|g| g.number == 2)
+        .flat_map(|g| g.checks.iter())
+        .filter_map(|c| match c {
+            CheckSpec::ReplicatedController(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The pods of a controller: its selector's labels, in its namespace when it names one.
+pub fn selects(controller: &Controller, pod: &Pod) -> bool {
+    if let Some(ns) = &controller.namespace
+        && pod.metadata.namespace.as_deref() != Some(ns.as_str())
+    {
+        return false;
+    }
+    let labels = pod.metadata.labels.as_ref();
+    controller
+        .selector
+        .iter()
+        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+}
+
+/// Ready and not being deleted.
+pub fn pod_ready(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_none()
+        && pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+pub fn node_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+pub fn node_name(node: &Node) -> &str {
+    node.metadata.name.as_deref().unwrap_or_default()
+}
+
+/// Nodes that are not Ready, by name.
+pub fn not_ready_nodes(nodes: &[Node]) -> Vec<String> {
+    nodes
+        .iter()
+        .filter(|n| !node_ready(n))
+        .map(|n| node_name(n).to_string())
+        .collect()
+}
+
+/// Controllers with no ready replica among `pods`, by name.
+pub fn controllers_without_ready_replica(controllers: &[Controller], pods: &[Pod]) -> Vec<String> {
+    controllers
+        .iter()
+        .filter(|c| !pods.iter().any(|p| selects(c, p) && pod_ready(p)))
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// Why etcd is not healthy with every member, from every control-plane endpoint's view;
+/// empty when each endpoint answered, all agree on the members, each member answered for
+/// itself, every one follows a leader and no alarm is raised.
+pub fn etcd_problems(talos: &TalosState) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut member_sets = BTreeSet::new();
+    let mut answered = BTreeSet::new();
+    let mut listed = BTreeSet::new();
+    for endpoint in &talos.endpoints {
+        match &endpoint.view {
+            Err(err) => problems.push(format!("{}: {err}", endpoint.endpoint)),
+            Ok(view) => {
+                let ids: BTreeSet<String> = view.members.iter().map(|m| m.id.clone()).collect();
+                for m in &view.members {
+                    listed.insert((m.id.clone(), m.hostname.clone()));
+                    if m.learner {
+                        problems.push(format!("member {} is still a learner", m.hostname));
+                    }
+                }
+                member_sets.insert(ids);
+                answered.insert(view.member_id.clone());
+                if view.leader.is_empty() {
+                    problems.push(format!("{}: its member follows no leader", endpoint.endpoint));
+                }
+                problems.extend(
+                    view.alarms
+                        .iter()
+                        .map(|a| format!("{}: alarm {a}", endpoint.endpoint)),
+                );
+                problems.extend(
+                    view.errors
+                        .iter()
+                        .map(|e| format!("{}: {e}", endpoint.endpoint)),
+                );
+            }
+        }
+    }
+    if member_sets.len() > 1 {
+        problems.push("the endpoints disagree on the member list".to_string());
+    }
+    for (id, hostname) in &listed {
+        if !answered.contains(id) {
+            problems.push(format!(
+                "member {hostname} ({id}) did not answer through its own endpoint"
+            ));
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    problems
+}
+
+/// Longhorn volumes that are attached but not healthy.
+pub fn unhealthy_volumes(volumes: &[LonghornVolume]) -> Vec<String> {
+    volumes
+        .iter()
+        .filter_map(|v| {
+            let status = &v.status;
+            (status.state == "attached" && status.robustness != "healthy").then(|| {
+                format!(
+                    "{} is {} on {}",
+                    v.metadata.name.as_deref().unwrap_or_default(),
+                    status.robustness,
+                    status.current_node_id
+                )
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,272 @@
+//! The probes sampled through a run, each a cheap closure that answers one observation:
+//! the API's `/readyz` through the VIP (a new connection every time, and a kept-alive one),
+//! each ingress URL (Host header, expected status), the protected controllers' ready
+//! replicas (through the API; unknown when the API does not answer) and etcd quorum over
+//! the Talos API of the control-plane nodes that stay up (called directly, never via the VIP).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gates_infra::RetryPolicy;
+use gates_infra::talos::{TalosClient, TalosNode, TalosOptions};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+
+use super::cluster::controllers_without_ready_replica;
+use super::timeline::Observation;
+use crate::checks::replicated_controller::Params as Controller;
+use crate::collect::api::{ClusterAccess, readyz, readyz_client};
+use crate::collect::kube::resolve;
+use crate::config::{Budget, Environment, IngressUrl};
+
+pub type ProbeFuture = Pin<Box<dyn Future<Output = Observation> + Send>>;
+pub type ProbeFn = Arc<dyn Fn() -> ProbeFuture + Send + Sync>;
+
+/// One probe: its trial name, what it watches, its budget and how to take one sample.
+#[derive(Clone)]
+pub struct Probe {
+    /// Part of the trial name: `api-vip-new-connection`, `ingress::whoami.lab.internal`.
+    pub name: String,
+    pub what: String,
+    pub budget: Budget,
+    pub sample: ProbeFn,
+}
+
+/// Everything the probes need, built once before the fault.
+pub struct ProbeInputs<'a> {
+    pub env: &'a Environment,
+    pub access: &'a ClusterAccess,
+    pub kube: Option<kube::Client>,
+    pub controllers: Vec<Controller>,
+    /// Control-plane Talos endpoints whose nodes stay up.
+    pub surviving_talos: Vec<String>,
+    /// etcd members before the fault.
+    pub etcd_members: usize,
+    pub timeout: Duration,
+}
+
+pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
+    let chaos = inputs.env.chaos.clone().unwrap_or_default();
+    let budgets = chaos.budgets;
+    let mut probes = Vec::new();
+    let vip = inputs
+        .env
+        .api
+        .as_ref()
+        .map(|a| a.endpoint.clone())
+        .ok_or("the API probe needs `api.endpoint` (the VIP) in the environment file")?;
+    for (name, keep_alive) in [("api-vip-new-connection", false), ("api-vip-kept-alive", true)] {
+        let client = readyz_client(inputs.access, inputs.timeout, keep_alive)?;
+        let endpoint = vip.clone();
+        probes.push(Probe {
+            name: name.to_string(),
+            what: format!(
+                "GET {endpoint}/readyz ({})",
+                if keep_alive { "kept-alive connection" } else { "new connection each time" }
+            ),
+            budget: budgets.api,
+            sample: Arc::new(move || {
+                let client = client.clone();
+                let endpoint = endpoint.clone();
+                Box::pin(async move {
+                    match readyz(&client, &endpoint).await {
+                        Ok(()) => Observation::Up,
+                        Err(err) => Observation::Down(err),
+                    }
+                })
+            }),
+        });
+    }
+    for url in &inputs.env.ingress.urls {
+        probes.push(ingress_probe(inputs.env, url, budgets.ingress, inputs.timeout)?);
+    }
+    if !inputs.controllers.is_empty() {
+        let client = inputs
+            .kube
+            .clone()
+            .ok_or("the workloads probe needs a Kubernetes client")?;
+        let controllers = Arc::new(inputs.controllers.clone());
+        probes.push(Probe {
+            name: "workloads".to_string(),
+            what: format!(
+                "a ready replica of each of {} ({} controllers)",
+                controllers.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", "),
+                controllers.len()
+            ),
+            budget: budgets.workloads,
+            sample: Arc::new(move || {
+                let client = client.clone();
+                let controllers = controllers.clone();
+                Box::pin(async move { workloads(client, &controllers).await })
+            }),
+        });
+    }
+    if let Some(talos) = &inputs.env.talos {
+        let explicit = talos.talosconfig.as_ref().map(|p| resolve(&inputs.env.file, p));
+        let context = gates_infra::talos::load_context(explicit.as_deref(), Some(&talos.context))
+            .map_err(|e| e.to_string())?;
+        let client = TalosClient::from_context(
+            &context,
+            TalosOptions {
+                connect_timeout: inputs.timeout,
+                call_timeout: inputs.timeout,
+                retry: RetryPolicy::NONE,
+            },
+        );
+        let quorum = inputs.etcd_members / 2 + 1;
+        let endpoints = Arc::new(inputs.surviving_talos.clone());
+        let nodes: Arc<tokio::sync::Mutex<HashMap<String, TalosNode>>> = Arc::default();
+        probes.push(Probe {
+            name: "etcd-quorum".to_string(),
+            what: format!(
+                "etcd status through the Talos API of {} (quorum {quorum} of {})",
+                endpoints.join(", "),
+                inputs.etcd_members
+            ),
+            budget: budgets.etcd,
+            sample: Arc::new(move || {
+                let client = client.clone();
+                let endpoints = endpoints.clone();
+                let nodes = nodes.clone();
+                Box::pin(async move { etcd_quorum(client, &endpoints, nodes, quorum).await })
+            }),
+        });
+    }
+    Ok(probes)
+}
+
+fn ingress_probe(
+    env: &Environment,
+    url: &IngressUrl,
+    budget: Budget,
+    timeout: Duration,
+) -> Result<Probe, String> {
+    let mut builder = reqwest::Client::builder()
+        .use_rustls_tls()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        // Each sample opens a new connection, as a client does after the address moved.
+        .pool_max_idle_per_host(0);
+    if let Some(file) = &url.ca_file {
+        let path = resolve(&env.file, file);
+        let pem = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        builder = builder.tls_built_in_root_certs(false);
+        for cert in reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+        {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    let client = builder.build().map_err(|e| format!("HTTP client: {e}"))?;
+    let target = url.url.clone();
+    let host = url.host.clone();
+    let expect = url.expect_status;
+    let shown = host.clone().unwrap_or_else(|| target.clone());
+    Ok(Probe {
+        name: format!("ingress::{shown}"),
+        what: format!(
+            "GET {target}{} expecting {expect}",
+            host.as_deref().map(|h| format!(" (Host: {h})")).unwrap_or_default()
+        ),
+        budget,
+        sample: Arc::new(move || {
+            let mut request = client.get(&target);
+            if let Some(h) = &host {
+                request = request.header(reqwest::header::HOST, h);
+            }
+            Box::pin(async move {
+                match request.send().await {
+                    Ok(r) if r.status().as_u16() == expect => Observation::Up,
+                    Ok(r) => Observation::Down(format!("answered {} (expected {expect})", r.status())),
+                    Err(err) => Observation::Down(crate::collect::kube::chain(&err)),
+                }
+            })
+        }),
+    })
+}
+
+async fn workloads(client: kube::Client, controllers: &[Controller]) -> Observation {
+    let pods: Api<Pod> = Api::all(client);
+    match pods.list(&ListParams::default()).await {
+        Ok(list) => {
+            let missing = controllers_without_ready_replica(controllers, &list.items);
+            if missing.is_empty() {
+                Observation::Up
+            } else {
+                Observation::Down(format!("no ready replica: {}", missing.join(", ")))
+            }
+        }
+        Err(err) => Observation::Unknown(format!("the API did not answer: {err}")),
+    }
+}
+
+async fn etcd_quorum(
+    client: TalosClient,
+    endpoints: &[String],
+    nodes: Arc<tokio::sync::Mutex<HashMap<String, TalosNode>>>,
+    quorum: usize,
+) -> Observation {
+    let answers = futures::future::join_all(endpoints.iter().map(|endpoint| {
+        let client = client.clone();
+        let nodes = nodes.clone();
+        async move {
+            let cached = nodes.lock().await.get(endpoint).cloned();
+            let node = match cached {
+                Some(node) => node,
+                None => {
+                    let node = client.connect(endpoint).await.map_err(|e| e.to_string())?;
+                    nodes.lock().await.insert(endpoint.clone(), node.clone());
+                    node
+                }
+            };
+            let status = node.etcd_status().await.map_err(|e| e.to_string())?;
+            if status.leader == 0 {
+                Err(format!("{endpoint}: no leader"))
+            } else {
+                Ok(())
+            }
+        }
+    }))
+    .await;
+    let with_leader = answers.iter().filter(|a| a.is_ok()).count();
+    if with_leader >= quorum {
+        Observation::Up
+    } else {
+        let why: Vec<String> = answers.into_iter().filter_map(Result::err).collect();
+        Observation::Down(format!(
+            "{with_leader} of the needed {quorum} members follow a leader: {}",
+            why.join("; ")
+        ))
+    }
+}
+
+/// The Talos endpoints of the control-plane nodes that are not in `stopped_nodes`, from the
+/// preflight views (each endpoint's own member names its node).
+pub fn surviving_endpoints(
+    talos: &crate::state::TalosState,
+    stopped_nodes: &[String],
+) -> (Vec<String>, usize) {
+    let mut members = std::collections::BTreeSet::new();
+    let mut surviving = Vec::new();
+    for endpoint in &talos.endpoints {
+        let Ok(view) = &endpoint.view else {
+            continue;
+        };
+        for m in &view.members {
+            members.insert(m.id.clone());
+        }
+        let own = view
+            .members
+            .iter()
+            .find(|m| m.id == view.member_id)
+            .map(|m| m.hostname.as_str());
+        if !own.is_some_and(|h| stopped_nodes.iter().any(|n| n == h)) {
+            surviving.push(endpoint.endpoint.clone());
+        }
+    }
+    (surviving, members.len())
+}
