@@ -482,13 +482,11 @@ impl KubeApi {
         let resp = Response::builder()
             .status(200)
             .header(hyper::header::CONTENT_TYPE, "application/json")
-            .header("Transfer-Encoding", "chunked")
             .body(channel_body(rx_body));
-        let mut resp = match resp {
+        let resp = match resp {
             Ok(r) => r,
             Err(_) => return status(500, "InternalError", "response", None),
         };
-        resp.headers_mut().remove("Transfer-Encoding");
         match setup {
             Err(_) => {
                 let ev = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": format!("too old resource version: {} ({})", since.unwrap_or(0), 0), "reason": "Expired", "code": 410}});

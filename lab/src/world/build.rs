@@ -280,6 +280,7 @@ impl World {
                     renewed: Duration::ZERO,
                     transitions: 0,
                     pending: false,
+                    ever_held: false,
                 }),
                 vip_holder: None,
                 vip_pending: false,
@@ -287,6 +288,7 @@ impl World {
                 volumes: Vec::new(),
                 disk_nodes,
                 longhorn_settings,
+                load: LoadIndex::default(),
                 dirty: Dirty {
                     all: true,
                     ..Default::default()
@@ -311,6 +313,11 @@ impl World {
         };
 
         let t0 = Duration::ZERO;
+        let node_count = world.nodes.len();
+        for e in world.envs.iter_mut() {
+            e.load.load = vec![(0, 0); node_count];
+            e.load.by_workload = vec![BTreeSet::new(); e.workloads.len()];
+        }
         for e in 0..world.envs.len() {
             world.envs[e].quorum = world.has_quorum(e);
             world.envs[e].vip_holder = world
@@ -342,6 +349,7 @@ impl World {
                 let holder = world.l2_candidates(e).into_iter().next();
                 if let Some(l) = world.envs[e].lease.as_mut() {
                     l.holder = holder;
+                    l.ever_held = holder.is_some();
                 }
             }
         }

@@ -147,6 +147,8 @@ pub struct L2Lease {
     pub transitions: i32,
     /// A takeover is scheduled.
     pub pending: bool,
+    /// Some node has held it: before that, no Lease object exists.
+    pub ever_held: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -166,6 +168,19 @@ pub struct Volume {
     pub pvc: Option<String>,
     pub replicas: Vec<Replica>,
     pub number_of_replicas: usize,
+}
+
+/// Where pods run, kept up to date so the scheduler need not scan every pod.
+#[derive(Debug, Clone, Default)]
+pub struct LoadIndex {
+    /// Requested (CPU millicores, memory bytes) of the pods bound to each node, by node index.
+    pub load: Vec<(i64, i64)>,
+    /// Non-terminating pods per (workload, node).
+    pub by_node: std::collections::HashMap<(usize, usize), usize>,
+    /// Non-terminating pods per (workload, host).
+    pub by_host: std::collections::HashMap<(usize, usize), usize>,
+    /// Keys of every pod (Terminating too) of each workload, by workload index.
+    pub by_workload: Vec<BTreeSet<Key>>,
 }
 
 /// Which derived objects must be re-rendered into the store.
@@ -204,6 +219,7 @@ pub struct Env {
     pub disk_nodes: BTreeSet<usize>,
     pub longhorn_settings: BTreeMap<String, String>,
     pub dirty: Dirty,
+    pub load: LoadIndex,
     pub pod_ips: u64,
     pub cluster_uid: String,
 }

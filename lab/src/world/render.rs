@@ -110,7 +110,12 @@ impl World {
         if pods_changed || dirty.nodes {
             self.render_workloads(env, &mut puts);
             self.render_endpoints(env, &mut puts);
-            self.render_pod_metrics(env, &mut puts, &mut deletes, dirty.all);
+            if dirty.all {
+                self.render_pod_metrics(env, &mut puts, &mut deletes, None);
+            } else {
+                let keys: BTreeSet<Key> = dirty.pods.union(&dirty.removed_pods).cloned().collect();
+                self.render_pod_metrics(env, &mut puts, &mut deletes, Some(&keys));
+            }
         }
         if dirty.all || dirty.leases {
             self.render_lease(env, &mut puts);
@@ -349,6 +354,11 @@ impl World {
     ) {
         let e = &self.envs[env];
         let metrics = e.spec.metrics;
+        let usage = if metrics {
+            self.usage_by_node(env)
+        } else {
+            Vec::new()
+        };
         for &n in &e.nodes {
             let node = &self.nodes[n];
             let mut taints = Vec::new();
@@ -530,7 +540,7 @@ impl World {
             };
             puts.push((Res::Nodes, to_value(&obj)));
             if metrics && node.booted {
-                let (cpu, mem) = self.usage_on(env, n);
+                let (cpu, mem) = usage.get(n).copied().unwrap_or_default();
                 puts.push((
                     Res::NodeMetrics,
                     json!({
@@ -548,21 +558,29 @@ impl World {
         }
     }
 
-    /// Measured usage of a node: the system (Talos, etcd, API server on control planes)
-    /// plus its running pods.
-    fn usage_on(&self, env: usize, n: usize) -> (i64, i64) {
+    /// Measured usage of every node of the environment (by node index): the system (Talos,
+    /// etcd, the API server on control planes) plus its running pods.
+    fn usage_by_node(&self, env: usize) -> Vec<(i64, i64)> {
         let e = &self.envs[env];
-        let (mut cpu, mut mem) = if self.nodes[n].is_control_plane() {
-            (150, 1 << 30)
-        } else {
-            (40, 400 << 20)
-        };
-        for p in e.pods.values().filter(|p| p.node == Some(n) && p.running) {
-            let w = &e.workloads[p.workload];
-            cpu += w.usage_cpu_milli;
-            mem += w.usage_memory_bytes;
+        let mut usage: Vec<(i64, i64)> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                if n.is_control_plane() {
+                    (150, 1 << 30)
+                } else {
+                    (40, 400 << 20)
+                }
+            })
+            .collect();
+        for p in e.pods.values().filter(|p| p.running) {
+            if let Some(u) = p.node.and_then(|n| usage.get_mut(n)) {
+                let w = &e.workloads[p.workload];
+                u.0 += w.usage_cpu_milli;
+                u.1 += w.usage_memory_bytes;
+            }
         }
-        (cpu, mem)
+        usage
     }
 
     fn render_pod(&self, env: usize, p: &Pod) -> Value {
@@ -815,28 +833,31 @@ impl World {
         to_value(&obj)
     }
 
+    /// Pod metrics of the given pods (all pods when `keys` is None): present while running.
     fn render_pod_metrics(
         &self,
         env: usize,
         puts: &mut Vec<(Res, Value)>,
         deletes: &mut Vec<(Res, Key)>,
-        all: bool,
+        keys: Option<&BTreeSet<Key>>,
     ) {
         let e = &self.envs[env];
         if !e.spec.metrics {
             return;
         }
-        let existing: BTreeSet<Key> = if all {
-            BTreeSet::new()
-        } else {
-            e.store.keys(Res::PodMetrics).into_iter().collect()
-        };
-        let mut seen = BTreeSet::new();
-        for (k, p) in &e.pods {
-            if !p.running {
-                continue;
+        let all: Vec<&Key>;
+        let keys: Vec<&Key> = match keys {
+            Some(k) => k.iter().collect(),
+            None => {
+                all = e.pods.keys().collect();
+                all
             }
-            seen.insert(k.clone());
+        };
+        for k in keys {
+            let Some(p) = e.pods.get(k).filter(|p| p.running) else {
+                deletes.push((Res::PodMetrics, k.clone()));
+                continue;
+            };
             let w = &e.workloads[p.workload];
             puts.push((
                 Res::PodMetrics,
@@ -849,9 +870,6 @@ impl World {
                     "containers": [{"name": w.spec.name, "usage": {"cpu": quantity::cpu_nano_string(w.usage_cpu_milli), "memory": format!("{}Ki", w.usage_memory_bytes / 1024)}}],
                 }),
             ));
-        }
-        for k in existing.difference(&seen) {
-            deletes.push((Res::PodMetrics, k.clone()));
         }
     }
 
@@ -1264,6 +1282,10 @@ impl World {
         let (Some(ing), Some(l)) = (&e.spec.ingress, &e.lease) else {
             return;
         };
+        if !l.ever_held {
+            // No agent has campaigned: Cilium has not created the Lease.
+            return;
+        }
         let name = format!("cilium-l2announce-{}-{}", ing.namespace, ing.service);
         let lease = coord::Lease {
             metadata: self.meta(

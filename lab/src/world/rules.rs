@@ -334,6 +334,8 @@ impl World {
                     if let Some(p) = self.envs[env].pods.get_mut(&k) {
                         p.deleting = Some(now);
                         touched.insert(p.workload);
+                        let wi = p.workload;
+                        self.index_terminating(env, wi, node);
                     }
                     self.event(
                         now,
@@ -518,6 +520,11 @@ impl World {
             };
             touched.insert(p.workload);
             if p.deleting.is_some() {
+                let wi = p.workload;
+                self.index_removed(env, wi, n);
+                if let Some(set) = self.envs[env].load.by_workload.get_mut(wi) {
+                    set.remove(&k);
+                }
                 self.envs[env].pods.remove(&k);
                 self.envs[env].dirty.removed_pods.insert(k.clone());
                 self.envs[env].dirty.pods.remove(&k);
@@ -570,6 +577,7 @@ impl World {
         match candidates.first() {
             Some(&new) => {
                 lease.holder = Some(new);
+                lease.ever_held = true;
                 lease.acquired = now;
                 lease.renewed = now;
                 lease.transitions += 1;
@@ -648,9 +656,10 @@ impl World {
                         continue;
                     }
                     let has = self.envs[env]
-                        .pods
-                        .values()
-                        .any(|p| p.workload == wi && p.node == Some(n) && p.deleting.is_none());
+                        .load
+                        .by_node
+                        .get(&(wi, n))
+                        .is_some_and(|&c| c > 0);
                     if !has {
                         self.create_pod(env, wi, Some(n), None, now);
                     }
@@ -658,21 +667,19 @@ impl World {
             }
             WorkloadKind::Deployment => {
                 // Pending pods first: try to place them.
-                let pending: Vec<Key> = self.envs[env]
-                    .pods
-                    .iter()
-                    .filter(|(_, p)| p.workload == wi && p.node.is_none())
-                    .map(|(k, _)| k.clone())
+                let pending: Vec<Key> = self
+                    .pods_of(env, wi)
+                    .filter(|p| p.node.is_none())
+                    .map(|p| (p.namespace.clone(), p.name.clone()))
                     .collect();
                 for k in pending {
                     if let Some(n) = self.place(env, wi) {
                         self.bind(env, &k, n, now);
                     }
                 }
-                let active = self.envs[env]
-                    .pods
-                    .values()
-                    .filter(|p| p.workload == wi && p.deleting.is_none())
+                let active = self
+                    .pods_of(env, wi)
+                    .filter(|p| p.deleting.is_none())
                     .count() as i32;
                 let want = self.envs[env].workloads[wi].spec.replicas;
                 for _ in active..want {
@@ -683,11 +690,10 @@ impl World {
             WorkloadKind::StatefulSet => {
                 let want = self.envs[env].workloads[wi].spec.replicas.max(0) as usize;
                 for ord in 0..want {
-                    let existing = self.envs[env]
-                        .pods
-                        .iter()
-                        .find(|(_, p)| p.workload == wi && p.ordinal == Some(ord))
-                        .map(|(k, p)| (k.clone(), p.node));
+                    let existing = self
+                        .pods_of(env, wi)
+                        .find(|p| p.ordinal == Some(ord))
+                        .map(|p| ((p.namespace.clone(), p.name.clone()), p.node));
                     match existing {
                         Some((k, None)) => {
                             if let Some(n) = self.place(env, wi) {
@@ -705,12 +711,66 @@ impl World {
         }
     }
 
+    /// The pods of workload `wi`.
+    fn pods_of(&self, env: usize, wi: usize) -> impl Iterator<Item = &Pod> + '_ {
+        let e = &self.envs[env];
+        e.load
+            .by_workload
+            .get(wi)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| e.pods.get(k))
+    }
+
+    /// A pod of workload `wi` now runs on node `n`.
+    fn index_bound(&mut self, env: usize, wi: usize, n: usize) {
+        let (cpu, mem) = (
+            self.envs[env].workloads[wi].cpu_milli,
+            self.envs[env].workloads[wi].memory_bytes,
+        );
+        let host = self.nodes[n].host;
+        let idx = &mut self.envs[env].load;
+        if let Some(l) = idx.load.get_mut(n) {
+            l.0 += cpu;
+            l.1 += mem;
+        }
+        *idx.by_node.entry((wi, n)).or_default() += 1;
+        *idx.by_host.entry((wi, host)).or_default() += 1;
+    }
+
+    /// A pod of workload `wi` on node `n` is Terminating: it still holds its resources but
+    /// no longer counts as a replica.
+    fn index_terminating(&mut self, env: usize, wi: usize, n: usize) {
+        let host = self.nodes[n].host;
+        let idx = &mut self.envs[env].load;
+        if let Some(c) = idx.by_node.get_mut(&(wi, n)) {
+            *c = c.saturating_sub(1);
+        }
+        if let Some(c) = idx.by_host.get_mut(&(wi, host)) {
+            *c = c.saturating_sub(1);
+        }
+    }
+
+    /// A Terminating pod of workload `wi` on node `n` is gone.
+    fn index_removed(&mut self, env: usize, wi: usize, n: usize) {
+        let (cpu, mem) = (
+            self.envs[env].workloads[wi].cpu_milli,
+            self.envs[env].workloads[wi].memory_bytes,
+        );
+        if let Some(l) = self.envs[env].load.load.get_mut(n) {
+            l.0 -= cpu;
+            l.1 -= mem;
+        }
+    }
+
     fn bind(&mut self, env: usize, key: &Key, n: usize, now: Duration) {
         let Some(p) = self.envs[env].pods.get_mut(key) else {
             return;
         };
         p.node = Some(n);
         let uid = p.uid.clone();
+        let wi = p.workload;
+        self.index_bound(env, wi, n);
         let name = format!("{}/{}", key.0, key.1);
         self.envs[env].dirty.pods.insert(key.clone());
         self.envs[env].dirty.nodes = true;
@@ -763,39 +823,20 @@ impl World {
                 continue;
             }
             let node = &self.nodes[n];
-            let on_node: Vec<&Pod> = e.pods.values().filter(|p| p.node == Some(n)).collect();
-            let cpu: i64 = on_node
-                .iter()
-                .map(|p| e.workloads[p.workload].cpu_milli)
-                .sum();
-            let mem: i64 = on_node
-                .iter()
-                .map(|p| e.workloads[p.workload].memory_bytes)
-                .sum();
+            let (cpu, mem) = e.load.load.get(n).copied().unwrap_or((0, 0));
             if cpu + w.cpu_milli > node.cpu_milli - super::build::RESERVED_CPU_MILLI
                 || mem + w.memory_bytes > node.memory_bytes - super::build::RESERVED_MEMORY
             {
                 continue;
             }
-            let same = on_node
-                .iter()
-                .filter(|p| p.workload == wi && p.deleting.is_none())
-                .count();
-            if same > 0 && w.spec.anti_affinity == crate::scenario::AntiAffinity::Required {
-                continue;
-            }
-            let same_host = e
-                .pods
-                .values()
-                .filter(|p| {
-                    p.workload == wi
-                        && p.deleting.is_none()
-                        && p.node.is_some_and(|m| self.nodes[m].host == node.host)
-                })
-                .count();
             let score = if w.spec.anti_affinity == crate::scenario::AntiAffinity::None {
                 (0, 0, cpu)
             } else {
+                let same = e.load.by_node.get(&(wi, n)).copied().unwrap_or(0);
+                if same > 0 && w.spec.anti_affinity == crate::scenario::AntiAffinity::Required {
+                    continue;
+                }
+                let same_host = e.load.by_host.get(&(wi, node.host)).copied().unwrap_or(0);
                 (same, same_host, cpu)
             };
             if best.as_ref().is_none_or(|(s, _)| score < *s) {
@@ -861,6 +902,12 @@ impl World {
         );
         e.dirty.pods.insert(key.clone());
         e.dirty.nodes = true;
+        if let Some(set) = e.load.by_workload.get_mut(wi) {
+            set.insert(key.clone());
+        }
+        if let Some(n) = node {
+            self.index_bound(env, wi, n);
+        }
         if now > Duration::ZERO {
             let where_ = node
                 .map(|n| self.nodes[n].name.clone())

@@ -1,0 +1,51 @@
+//! A generated scenario with thousands of nodes and tens of thousands of pods loads and
+//! serves paged lists (issue 4 item 10). How fast is a benchmark's business, not this test's.
+
+mod common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_scenario_serves_paged_lists() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = gates_lab::Lab::start(gates_lab::LabOptions {
+        scenario: String::new(),
+        generate_nodes: Some(2000),
+        subnet: 80,
+        speed: 1.0,
+        state_dir: dir.path().join("state"),
+        env_dir: None,
+    })
+    .await
+    .expect("generated lab starts");
+    let (nodes, pods) = lab.shared.read(|w| (w.nodes.len(), w.envs[0].pods.len()));
+    assert_eq!(nodes, 2000);
+    assert!(pods >= 19_970, "{pods} pods");
+    let pending = lab
+        .shared
+        .read(|w| w.envs[0].pods.values().filter(|p| p.node.is_none()).count());
+    assert_eq!(pending, 0, "everything fits");
+
+    let http = common::https_client(&lab);
+    let token = lab.admin_token().to_string();
+    for (path, expected) in [("/api/v1/pods", pods), ("/api/v1/nodes", nodes)] {
+        let mut count = 0;
+        let mut url = format!("https://127.80.2.1:6443{path}?limit=500");
+        loop {
+            let page: serde_json::Value = http
+                .get(&url)
+                .bearer_auth(&token)
+                .send()
+                .await
+                .expect("send")
+                .json()
+                .await
+                .expect("json");
+            count += page["items"].as_array().expect("items").len();
+            match page["metadata"]["continue"].as_str() {
+                Some(c) => url = format!("https://127.80.2.1:6443{path}?limit=500&continue={c}"),
+                None => break,
+            }
+        }
+        assert_eq!(count, expected, "{path}");
+    }
+    lab.stop().await;
+}

@@ -1,0 +1,266 @@
+//! The built-in scenarios have the shapes their names promise: adr-007 satisfies the ADR,
+//! staging-today and each variant break what they say they break.
+
+use gates_lab::addr::Plan;
+use gates_lab::clock::SimClock;
+use gates_lab::resources::Res;
+use gates_lab::scenario::Scenario;
+use gates_lab::world::{Shared, World};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+fn world(name: &str) -> Arc<Shared> {
+    let s = Scenario::load(name).expect("scenario");
+    Shared::new(World::build(&s, Plan::new(1), SimClock::new(1.0)).expect("builds"))
+}
+
+fn list(w: &Shared, env: usize, res: Res) -> Vec<Value> {
+    w.read(|w| {
+        w.envs[env]
+            .store
+            .list(res)
+            .into_iter()
+            .map(|(_, o)| (*o).clone())
+            .collect()
+    })
+}
+
+fn get(w: &Shared, env: usize, res: Res, ns: &str, name: &str) -> Option<Value> {
+    w.read(|w| w.envs[env].store.get(res, ns, name).map(|o| (*o).clone()))
+}
+
+fn zone_of(node: &Value) -> String {
+    node["metadata"]["labels"]["topology.kubernetes.io/zone"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[tokio::test]
+async fn adr_007_satisfies_the_adr() {
+    let w = world("adr-007");
+    for env in 0..2 {
+        let nodes = list(&w, env, Res::Nodes);
+        let zones: BTreeSet<String> = nodes.iter().map(zone_of).collect();
+        assert_eq!(
+            (nodes.len(), zones.len()),
+            (3, 3),
+            "three control planes on three hosts"
+        );
+        // Every controller: two ready replicas on distinct nodes, PDB allowing one disruption.
+        for (ns, selector) in [
+            ("kube-system", ("io.cilium/app", "operator")),
+            ("kube-system", ("k8s-app", "kube-dns")),
+            ("longhorn-system", ("app", "csi-attacher")),
+            ("longhorn-system", ("app", "csi-provisioner")),
+            ("longhorn-system", ("app", "csi-resizer")),
+            ("longhorn-system", ("app", "csi-snapshotter")),
+            ("traefik", ("app.kubernetes.io/name", "traefik")),
+            ("cert-manager", ("app.kubernetes.io/name", "webhook")),
+            (
+                "external-secrets",
+                ("app.kubernetes.io/name", "external-secrets"),
+            ),
+            (
+                "external-secrets",
+                ("app.kubernetes.io/name", "external-secrets-webhook"),
+            ),
+        ] {
+            let pods: Vec<Value> = list(&w, env, Res::Pods)
+                .into_iter()
+                .filter(|p| {
+                    p["metadata"]["namespace"] == ns
+                        && p["metadata"]["labels"][selector.0] == selector.1
+                })
+                .collect();
+            let nodes: BTreeSet<&str> = pods
+                .iter()
+                .filter_map(|p| p["spec"]["nodeName"].as_str())
+                .collect();
+            assert_eq!((pods.len(), nodes.len()), (2, 2), "{ns} {selector:?}");
+            let pdb = list(&w, env, Res::PodDisruptionBudgets)
+                .into_iter()
+                .find(|p| {
+                    p["metadata"]["namespace"] == ns
+                        && p["spec"]["selector"]["matchLabels"][selector.0] == selector.1
+                })
+                .unwrap_or_else(|| panic!("PDB for {selector:?}"));
+            assert_eq!(pdb["status"]["disruptionsAllowed"], 1, "{selector:?}");
+        }
+        // L2 policy over all nodes, Traefik Cluster, lease held.
+        let policy = &list(&w, env, Res::CiliumL2Policies)[0];
+        assert_eq!(
+            policy["spec"]["nodeSelector"]["matchLabels"],
+            serde_json::json!({})
+        );
+        let svc = get(&w, env, Res::Services, "traefik", "traefik").expect("traefik svc");
+        assert_eq!(svc["spec"]["externalTrafficPolicy"], "Cluster");
+        assert!(
+            get(
+                &w,
+                env,
+                Res::Leases,
+                "kube-system",
+                "cilium-l2announce-traefik-traefik"
+            )
+            .is_some()
+        );
+        // Longhorn: a schedulable disk on every node, healthy attached volumes, spread replicas.
+        for n in list(&w, env, Res::LonghornNodes) {
+            assert_eq!(
+                n["spec"]["disks"].as_object().map(|d| d.len()),
+                Some(1),
+                "{}",
+                n["metadata"]["name"]
+            );
+        }
+        for v in list(&w, env, Res::LonghornVolumes)
+            .iter()
+            .filter(|v| v["status"]["state"] == "attached")
+        {
+            assert_eq!(v["status"]["robustness"], "healthy");
+        }
+        let replicas = list(&w, env, Res::LonghornReplicas);
+        for v in list(&w, env, Res::LonghornVolumes) {
+            let on: Vec<&str> = replicas
+                .iter()
+                .filter(|r| r["spec"]["volumeName"] == v["metadata"]["name"])
+                .filter_map(|r| r["spec"]["nodeID"].as_str())
+                .collect();
+            let distinct: BTreeSet<&&str> = on.iter().collect();
+            assert_eq!(on.len(), distinct.len());
+            assert_eq!(on.len(), 3);
+        }
+        // More than a third free on every node, by requests and by measured usage.
+        let metrics = list(&w, env, Res::NodeMetrics);
+        for n in list(&w, env, Res::Nodes) {
+            let name = n["metadata"]["name"].as_str().expect("name");
+            let alloc_cpu = gates_lab::quantity::cpu_milli(
+                n["status"]["allocatable"]["cpu"].as_str().expect("cpu"),
+            )
+            .expect("q");
+            let alloc_mem = gates_lab::quantity::bytes(
+                n["status"]["allocatable"]["memory"].as_str().expect("mem"),
+            )
+            .expect("q");
+            let (mut req_cpu, mut req_mem) = (0, 0);
+            for p in list(&w, env, Res::Pods)
+                .iter()
+                .filter(|p| p["spec"]["nodeName"] == name)
+            {
+                let r = &p["spec"]["containers"][0]["resources"]["requests"];
+                req_cpu +=
+                    gates_lab::quantity::cpu_milli(r["cpu"].as_str().expect("cpu")).expect("q");
+                req_mem +=
+                    gates_lab::quantity::bytes(r["memory"].as_str().expect("mem")).expect("q");
+            }
+            assert!(
+                req_cpu * 3 < alloc_cpu * 2 && req_mem * 3 < alloc_mem * 2,
+                "{name}: requests {req_cpu}m {req_mem}"
+            );
+            let m = metrics
+                .iter()
+                .find(|m| m["metadata"]["name"] == name)
+                .expect("metrics");
+            let use_cpu = gates_lab::quantity::cpu_milli(m["usage"]["cpu"].as_str().expect("cpu"))
+                .expect("q");
+            let use_mem =
+                gates_lab::quantity::bytes(m["usage"]["memory"].as_str().expect("mem")).expect("q");
+            assert!(
+                use_cpu * 3 < alloc_cpu * 2 && use_mem * 3 < alloc_mem * 2,
+                "{name}: usage {use_cpu}m {use_mem}"
+            );
+        }
+    }
+    assert!(w.reachability().ingress.iter().all(|&u| u) && w.reachability().vip.iter().all(|&u| u));
+}
+
+#[tokio::test]
+async fn staging_today_matches_the_implementation_status() {
+    let w = world("staging-today");
+    let nodes = list(&w, 0, Res::Nodes);
+    assert_eq!(nodes.len(), 2);
+    let cp = get(&w, 0, Res::Nodes, "", "talos-test-cp-01").expect("cp");
+    assert_eq!(
+        cp["spec"]["taints"][0]["key"],
+        "node-role.kubernetes.io/control-plane"
+    );
+    let policy = &list(&w, 0, Res::CiliumL2Policies)[0];
+    assert_eq!(
+        policy["spec"]["nodeSelector"]["matchLabels"]["kubernetes.io/hostname"],
+        "talos-test-worker-01"
+    );
+    let svc = get(&w, 0, Res::Services, "traefik", "traefik").expect("svc");
+    assert_eq!(svc["spec"]["externalTrafficPolicy"], "Local");
+    let lease = get(
+        &w,
+        0,
+        Res::Leases,
+        "kube-system",
+        "cilium-l2announce-traefik-traefik",
+    )
+    .expect("lease");
+    assert_eq!(lease["spec"]["holderIdentity"], "talos-test-worker-01");
+    let lh: Vec<(String, usize)> = list(&w, 0, Res::LonghornNodes)
+        .iter()
+        .map(|n| {
+            (
+                n["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                n["spec"]["disks"].as_object().map(|d| d.len()).unwrap_or(0),
+            )
+        })
+        .collect();
+    assert!(
+        lh.contains(&("talos-test-worker-01".to_string(), 1))
+            && lh.contains(&("talos-test-cp-01".to_string(), 0)),
+        "{lh:?}"
+    );
+    let dep = get(&w, 0, Res::Deployments, "kube-system", "cilium-operator").expect("operator");
+    assert_eq!(dep["spec"]["replicas"], 1);
+    assert!(list(&w, 0, Res::PodDisruptionBudgets).is_empty());
+}
+
+#[tokio::test]
+async fn each_variant_breaks_one_thing() {
+    let w = world("adr-007-shared-host");
+    let zones: Vec<String> = list(&w, 0, Res::Nodes).iter().map(zone_of).collect();
+    assert_eq!(zones, vec!["pve1", "pve1", "pve3"]);
+
+    let w = world("adr-007-l2-excludes-control-planes");
+    let p = &list(&w, 0, Res::CiliumL2Policies)[0];
+    assert_eq!(
+        p["spec"]["nodeSelector"]["matchExpressions"][0]["operator"],
+        "DoesNotExist"
+    );
+    assert!(
+        get(
+            &w,
+            0,
+            Res::Leases,
+            "kube-system",
+            "cilium-l2announce-traefik-traefik"
+        )
+        .is_none(),
+        "no node campaigns"
+    );
+    assert!(!w.reachability().ingress[0]);
+    assert!(w.reachability().ingress[1], "production untouched");
+
+    let w = world("adr-007-single-replica");
+    let pods = list(&w, 0, Res::Pods)
+        .into_iter()
+        .filter(|p| p["metadata"]["labels"]["k8s-app"] == "kube-dns")
+        .count();
+    assert_eq!(pods, 1);
+
+    let w = world("adr-007-pdb-selects-nothing");
+    let pdb = get(&w, 0, Res::PodDisruptionBudgets, "kube-system", "coredns").expect("pdb");
+    assert_eq!(
+        (
+            pdb["status"]["expectedPods"].as_i64(),
+            pdb["status"]["disruptionsAllowed"].as_i64()
+        ),
+        (Some(0), Some(0))
+    );
+}
