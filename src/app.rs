@@ -186,6 +186,8 @@ pub async fn check_env(
         }
         collect::offline(snapshot.state)
     };
+    let mut state = state;
+    collect::chaos_report(&mut state, env, &args.reports);
     let collect_time = collect_started.elapsed();
     let results = runner::evaluate(&selected, env, &state);
     let run = Run {

@@ -149,6 +149,30 @@ pub fn env_file(
         yq(&paths.proxmox_ca.display().to_string()),
         e.tag
     );
-    let _ = writeln!(out, "chaos:\n  allowed: true");
+    out.push_str(&chaos_section(world.clock.speed()));
     out
+}
+
+/// Chaos settings (gate 4) for a lab running `speed` times faster than real time: the
+/// harness's defaults in simulated time, converted to real time, with one or two sample
+/// intervals of slack on the budgets so sampling granularity cannot fail them.
+fn chaos_section(speed: f64) -> String {
+    let speed = if speed.is_finite() && speed > 0.0 {
+        speed
+    } else {
+        1.0
+    };
+    let real_ms = |sim_secs: f64| ((sim_secs * 1000.0) / speed).round().max(1.0) as u64;
+    let interval = real_ms(0.5).clamp(100, 500);
+    // Host down for six simulated minutes: past the 5m40s pod eviction of a dead node.
+    let outage = real_ms(360.0).max(2000);
+    let recovery = real_ms(900.0).max(15_000);
+    let slack = 2 * interval;
+    format!(
+        "chaos:\n  allowed: true\n  sample_interval: {interval}ms\n  outage: {outage}ms\n  recovery_timeout: {recovery}ms\n  budgets:\n    api: {{ longest: {}ms, total: {}ms }}\n    ingress: {{ longest: {}ms, total: {}ms }}\n",
+        real_ms(75.0) + slack,
+        real_ms(90.0) + slack,
+        real_ms(25.0) + slack,
+        real_ms(40.0) + slack,
+    )
 }

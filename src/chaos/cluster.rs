@@ -100,7 +100,10 @@ pub fn etcd_problems(talos: &TalosState) -> Vec<String> {
                 member_sets.insert(ids);
                 answered.insert(view.member_id.clone());
                 if view.leader.is_empty() {
-                    problems.push(format!("{}: its member follows no leader", endpoint.endpoint));
+                    problems.push(format!(
+                        "{}: its member follows no leader",
+                        endpoint.endpoint
+                    ));
                 }
                 problems.extend(
                     view.alarms

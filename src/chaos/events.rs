@@ -85,11 +85,15 @@ pub async fn watch(
             }
             _ = ticker.tick() => {
                 let at = origin.elapsed();
+                let nodes_api = Api::<Node>::all(client.clone());
+                let leases_api = Api::<Lease>::all(client.clone());
+                let pods_api = Api::<Pod>::all(client.clone());
+                let params = ListParams::default();
                 let poll = tokio::time::timeout(interval.max(Duration::from_secs(1)) * 2, async {
                     tokio::join!(
-                        Api::<Node>::all(client.clone()).list(&ListParams::default()),
-                        Api::<Lease>::all(client.clone()).list(&ListParams::default()),
-                        Api::<Pod>::all(client.clone()).list(&ListParams::default()),
+                        nodes_api.list(&params),
+                        leases_api.list(&params),
+                        pods_api.list(&params),
                     )
                 })
                 .await;
@@ -123,7 +127,11 @@ fn nodes_changed(seen: &mut Seen, nodes: &[Node], at: Duration, events: &Events)
     if let Some(before) = &seen.ready {
         for (name, ready) in &now {
             if before.get(name) != Some(ready) {
-                let kind = if *ready { "node-ready" } else { "node-not-ready" };
+                let kind = if *ready {
+                    "node-ready"
+                } else {
+                    "node-not-ready"
+                };
                 events.push(at, kind, name, "");
             }
         }
@@ -157,7 +165,13 @@ fn leases_changed(seen: &mut Seen, leases: &[Lease], at: Duration, events: &Even
             if let Some(old) = before.get(name)
                 && old != holder
             {
-                let shown = |h: &str| if h.is_empty() { "nobody".to_string() } else { h.to_string() };
+                let shown = |h: &str| {
+                    if h.is_empty() {
+                        "nobody".to_string()
+                    } else {
+                        h.to_string()
+                    }
+                };
                 events.push(
                     at,
                     "lease-holder-changed",

@@ -1,44 +1,181 @@
 //! The chaos step (gate 4): preflight, plan, journal, inject, observe, restore, verify.
+//!
+//! A run refuses unless the environment allows chaos (production also needs `--yes`), the
+//! static gates 1 to 3 pass and the cluster is at steady state. It prints the plan, writes it
+//! to a synced journal, samples every probe from before the fault until recovery, stops the
+//! planned VMs, restores them at the outage deadline (or earlier when a probe breaks its
+//! budget, or on SIGINT/SIGTERM), waits for full recovery and reports one trial per probe,
+//! one for recovery and one for "no manual work". `gates recover` finishes a run that died.
 
 pub mod budget;
+pub mod cluster;
+pub mod events;
 pub mod journal;
+pub mod plan;
+pub mod power;
+pub mod preflight;
+pub mod probes;
+pub mod progress;
+pub mod recovery;
+pub mod report;
 pub mod sampler;
 pub mod timeline;
 
-use crate::cli::{ChaosArgs, RecoverArgs};
+mod run;
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::RecoverArgs;
 use crate::config::{Config, Environment};
+
+pub use run::run;
 
 /// Why a chaos run or a recovery stopped before it could report verdicts.
 #[derive(Debug, thiserror::Error)]
 pub enum ChaosError {
+    /// Nothing was touched: not allowed, preflight refused, no such host, ...
     #[error("{0}")]
     Refused(String),
+    /// The run could not go on (a client could not be built, the journal is unwritable).
+    #[error("{0}")]
+    Failed(String),
+    /// VMs the run stopped may still be stopped.
+    #[error("{0}")]
+    RestoreFailed(String),
 }
 
 impl ChaosError {
     pub fn exit_code(&self) -> u8 {
         match self {
-            ChaosError::Refused(_) => 2,
+            ChaosError::Refused(_) | ChaosError::Failed(_) | ChaosError::RestoreFailed(_) => 2,
         }
     }
 }
 
-/// `gates chaos ENV`.
-pub async fn run(_config: &Config, env: &Environment, _args: ChaosArgs) -> Result<u8, ChaosError> {
-    Err(ChaosError::Refused(format!(
-        "the chaos step for {} is being built",
-        env.name
-    )))
+/// `reports/chaos-ENV.journal` unless `--journal` says otherwise.
+pub fn journal_path(explicit: Option<&Path>, reports: &Path, env: &str) -> PathBuf {
+    explicit
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| reports.join(format!("chaos-{env}.journal")))
 }
 
-/// `gates recover ENV`.
+/// `gates recover ENV`: start every VM the journal's run asked to stop and that is not
+/// running, wait until it runs, and settle the journal. Safe to run any number of times.
 pub async fn recover(
     _config: &Config,
     env: &Environment,
-    _args: RecoverArgs,
+    args: RecoverArgs,
 ) -> Result<u8, ChaosError> {
-    Err(ChaosError::Refused(format!(
-        "recovery for {} is being built",
-        env.name
-    )))
+    let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
+    if !path.exists() {
+        println!(
+            "no chaos journal at {}: nothing to recover for {}",
+            path.display(),
+            env.name
+        );
+        return Ok(0);
+    }
+    let records = journal::read(&path).map_err(|e| ChaosError::Failed(e.to_string()))?;
+    let Some(plan) = journal::plan(&records).cloned() else {
+        return Err(ChaosError::Failed(
+            journal::JournalError::NoPlan { path: path.clone() }.to_string(),
+        ));
+    };
+    if plan.environment != env.name {
+        return Err(ChaosError::Refused(format!(
+            "{} is the journal of {}, not of {}",
+            path.display(),
+            plan.environment,
+            env.name
+        )));
+    }
+    let requested: Vec<journal::PlannedVm> = plan
+        .vms
+        .iter()
+        .filter(|vm| {
+            records.iter().any(|r| {
+                matches!(&r.entry, journal::Entry::StopRequested { vmid, .. } if *vmid == vm.vmid)
+            })
+        })
+        .cloned()
+        .collect();
+    let owed = journal::pending_restore(&records);
+    if requested.is_empty() {
+        println!(
+            "{}: the run stopped nothing; nothing to recover",
+            path.display()
+        );
+        return Ok(0);
+    }
+    let access = env.proxmox.as_ref().ok_or_else(|| {
+        ChaosError::Failed(format!("{} has no proxmox section", env.file.display()))
+    })?;
+    let client = crate::collect::proxmox::client(env, access).map_err(ChaosError::Failed)?;
+    let mut to_start = Vec::new();
+    let mut running = Vec::new();
+    for vm in &requested {
+        match client.locate_vm(vm.vmid).await {
+            Ok(found) if found.status == "running" => running.push(vm.clone()),
+            Ok(found) => {
+                println!(
+                    "VM {} {} on {} is {}: starting it",
+                    vm.vmid, vm.name, found.node, found.status
+                );
+                to_start.push(vm.clone());
+            }
+            Err(err) => {
+                return Err(ChaosError::RestoreFailed(format!(
+                    "cannot find VM {} {}: {err}; the journal {} still owes it",
+                    vm.vmid,
+                    vm.name,
+                    path.display()
+                )));
+            }
+        }
+    }
+    let journal = journal::Journal::open(&path).map_err(|e| ChaosError::Failed(e.to_string()))?;
+    let power = power::Power::new(client, std::time::Duration::from_secs(1), journal);
+    for vm in running
+        .iter()
+        .filter(|vm| owed.iter().any(|o| o.vmid == vm.vmid))
+    {
+        // Started before the crash, but the journal never heard of it.
+        power
+            .note(journal::Entry::Started {
+                vmid: vm.vmid,
+                host: vm.host.clone(),
+            })
+            .map_err(ChaosError::Failed)?;
+    }
+    let errors = power.start_all(&to_start).await;
+    if !errors.is_empty() {
+        return Err(ChaosError::RestoreFailed(format!(
+            "could not start every VM: {}; run `gates recover {}` again or start them by hand",
+            errors.join("; "),
+            env.name
+        )));
+    }
+    if !owed.is_empty() || !to_start.is_empty() {
+        power
+            .note(journal::Entry::Restored)
+            .and_then(|()| {
+                power.note(journal::Entry::Finished {
+                    outcome: "recovered by gates recover".into(),
+                })
+            })
+            .map_err(ChaosError::Failed)?;
+    }
+    for vm in &requested {
+        println!("VM {} {} (node {}) is running", vm.vmid, vm.name, vm.node);
+    }
+    if to_start.is_empty() {
+        println!("nothing was stopped; {} is settled", path.display());
+    } else {
+        println!(
+            "started {} VM(s); {} is settled",
+            to_start.len(),
+            path.display()
+        );
+    }
+    Ok(0)
 }

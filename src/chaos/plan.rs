@@ -59,7 +59,10 @@ pub fn choose_host(
 ) -> Result<(String, String), String> {
     let hosts = environment_hosts(proxmox);
     if hosts.is_empty() {
-        return Err("no node of the environment is matched to a Proxmox VM, so no host can be chosen".into());
+        return Err(
+            "no node of the environment is matched to a Proxmox VM, so no host can be chosen"
+                .into(),
+        );
     }
     match selector {
         "auto" => {
@@ -104,7 +107,11 @@ fn worst_host(state: &State, proxmox: &ProxmoxState) -> Result<(String, String),
         if !name.starts_with("cilium-l2announce-") {
             continue;
         }
-        let Some(holder) = lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) else {
+        let Some(holder) = lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref())
+        else {
             continue;
         };
         if let Some(placement) = proxmox.placements.iter().find(|p| p.node == holder) {
@@ -132,7 +139,7 @@ pub fn target(
 ) -> Result<Target, String> {
     let on_host: Vec<&crate::state::ProxmoxVm> =
         proxmox.vms.iter().filter(|vm| vm.host == host).collect();
-    let (mine, others): (Vec<_>, Vec<_>) = on_host
+    let (mine, others): (Vec<&crate::state::ProxmoxVm>, Vec<&crate::state::ProxmoxVm>) = on_host
         .iter()
         .partition(|vm| vm.environments.iter().any(|e| e == &env.name));
     let bystanders: Vec<Bystander> = others

@@ -126,7 +126,12 @@ impl Power {
         }
     }
 
-    fn count<T, E: std::fmt::Display>(&self, action: &'static str, vm: &PlannedVm, result: &Result<T, E>) {
+    fn count<T, E: std::fmt::Display>(
+        &self,
+        action: &'static str,
+        vm: &PlannedVm,
+        result: &Result<T, E>,
+    ) {
         if let Ok(mut issued) = self.issued.lock() {
             issued.push(Issued {
                 action,
@@ -147,20 +152,38 @@ pub fn beyond_plan(vms: &[PlannedVm], issued: &[Issued]) -> Vec<String> {
     let mut out = Vec::new();
     for action in issued {
         if !vms.iter().any(|v| v.vmid == action.vmid) {
-            out.push(format!("{} of VM {} which is not in the plan", action.action, action.vmid));
+            out.push(format!(
+                "{} of VM {} which is not in the plan",
+                action.action, action.vmid
+            ));
         }
     }
     for vm in vms {
-        let stops = issued.iter().filter(|a| a.vmid == vm.vmid && a.action == "stop").count();
-        let starts = issued.iter().filter(|a| a.vmid == vm.vmid && a.action == "start").count();
+        let stops = issued
+            .iter()
+            .filter(|a| a.vmid == vm.vmid && a.action == "stop")
+            .count();
+        let starts = issued
+            .iter()
+            .filter(|a| a.vmid == vm.vmid && a.action == "start")
+            .count();
         if stops > 1 {
-            out.push(format!("VM {} {} was stopped {stops} times", vm.vmid, vm.name));
+            out.push(format!(
+                "VM {} {} was stopped {stops} times",
+                vm.vmid, vm.name
+            ));
         }
         if starts > 1 {
-            out.push(format!("VM {} {} was started {starts} times", vm.vmid, vm.name));
+            out.push(format!(
+                "VM {} {} was started {starts} times",
+                vm.vmid, vm.name
+            ));
         }
         if stops == 0 && starts > 0 {
-            out.push(format!("VM {} {} was started without having been stopped", vm.vmid, vm.name));
+            out.push(format!(
+                "VM {} {} was started without having been stopped",
+                vm.vmid, vm.name
+            ));
         }
     }
     out

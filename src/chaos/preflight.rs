@@ -13,11 +13,21 @@ use crate::state::State;
 use crate::verdict::Verdict;
 
 /// Every reason to refuse; empty when the run may go ahead.
-pub fn refusals(state: &State, gate_trials: &[TrialResult], controllers: &[Controller]) -> Vec<String> {
+pub fn refusals(
+    state: &State,
+    gate_trials: &[TrialResult],
+    controllers: &[Controller],
+) -> Vec<String> {
     let mut out = Vec::new();
-    let gated: Vec<&TrialResult> = gate_trials.iter().filter(|t| (1..=3).contains(&t.gate)).collect();
+    let gated: Vec<&TrialResult> = gate_trials
+        .iter()
+        .filter(|t| (1..=3).contains(&t.gate))
+        .collect();
     if gated.is_empty() {
-        out.push("no trial of gates 1 to 3 applies to this environment, so none proves it ready".to_string());
+        out.push(
+            "no trial of gates 1 to 3 applies to this environment, so none proves it ready"
+                .to_string(),
+        );
     }
     for trial in gated {
         if trial.finding.verdict != Verdict::Pass {
@@ -74,7 +84,9 @@ pub fn refusals(state: &State, gate_trials: &[TrialResult], controllers: &[Contr
                 out.push(format!("nodes cannot be mapped to VMs: {err}"));
             }
         }
-        None => out.push("the Proxmox API could not be read (a `proxmox` section is required)".to_string()),
+        None => out.push(
+            "the Proxmox API could not be read (a `proxmox` section is required)".to_string(),
+        ),
     }
     out
 }
@@ -108,7 +120,10 @@ fn blocking_pdbs(
                 pods.iter().any(|p| {
                     selects(c, p)
                         && p.metadata.namespace.as_deref() == ns
-                        && p.metadata.labels.as_ref().is_some_and(|l| selector.matches(l))
+                        && p.metadata
+                            .labels
+                            .as_ref()
+                            .is_some_and(|l| selector.matches(l))
                 })
             })
             .map(|c| c.name.as_str())

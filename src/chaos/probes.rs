@@ -58,14 +58,21 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
         .as_ref()
         .map(|a| a.endpoint.clone())
         .ok_or("the API probe needs `api.endpoint` (the VIP) in the environment file")?;
-    for (name, keep_alive) in [("api-vip-new-connection", false), ("api-vip-kept-alive", true)] {
+    for (name, keep_alive) in [
+        ("api-vip-new-connection", false),
+        ("api-vip-kept-alive", true),
+    ] {
         let client = readyz_client(inputs.access, inputs.timeout, keep_alive)?;
         let endpoint = vip.clone();
         probes.push(Probe {
             name: name.to_string(),
             what: format!(
                 "GET {endpoint}/readyz ({})",
-                if keep_alive { "kept-alive connection" } else { "new connection each time" }
+                if keep_alive {
+                    "kept-alive connection"
+                } else {
+                    "new connection each time"
+                }
             ),
             budget: budgets.api,
             sample: Arc::new(move || {
@@ -81,7 +88,12 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
         });
     }
     for url in &inputs.env.ingress.urls {
-        probes.push(ingress_probe(inputs.env, url, budgets.ingress, inputs.timeout)?);
+        probes.push(ingress_probe(
+            inputs.env,
+            url,
+            budgets.ingress,
+            inputs.timeout,
+        )?);
     }
     if !inputs.controllers.is_empty() {
         let client = inputs
@@ -93,7 +105,11 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
             name: "workloads".to_string(),
             what: format!(
                 "a ready replica of each of {} ({} controllers)",
-                controllers.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", "),
+                controllers
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 controllers.len()
             ),
             budget: budgets.workloads,
@@ -105,7 +121,10 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
         });
     }
     if let Some(talos) = &inputs.env.talos {
-        let explicit = talos.talosconfig.as_ref().map(|p| resolve(&inputs.env.file, p));
+        let explicit = talos
+            .talosconfig
+            .as_ref()
+            .map(|p| resolve(&inputs.env.file, p));
         let context = gates_infra::talos::load_context(explicit.as_deref(), Some(&talos.context))
             .map_err(|e| e.to_string())?;
         let client = TalosClient::from_context(
@@ -170,7 +189,9 @@ fn ingress_probe(
         name: format!("ingress::{shown}"),
         what: format!(
             "GET {target}{} expecting {expect}",
-            host.as_deref().map(|h| format!(" (Host: {h})")).unwrap_or_default()
+            host.as_deref()
+                .map(|h| format!(" (Host: {h})"))
+                .unwrap_or_default()
         ),
         budget,
         sample: Arc::new(move || {
@@ -181,7 +202,9 @@ fn ingress_probe(
             Box::pin(async move {
                 match request.send().await {
                     Ok(r) if r.status().as_u16() == expect => Observation::Up,
-                    Ok(r) => Observation::Down(format!("answered {} (expected {expect})", r.status())),
+                    Ok(r) => {
+                        Observation::Down(format!("answered {} (expected {expect})", r.status()))
+                    }
                     Err(err) => Observation::Down(crate::collect::kube::chain(&err)),
                 }
             })

@@ -111,7 +111,11 @@ mod tests {
         stop_tx.send(true).unwrap();
         let samples = sampler.await.unwrap();
         assert_eq!(samples.len(), 10, "{samples:?}");
-        assert_eq!(live.lock().unwrap().len(), 10, "every sample is published live");
+        assert_eq!(
+            live.lock().unwrap().len(),
+            10,
+            "every sample is published live"
+        );
         let hung = &samples[2];
         assert_eq!(hung.at, Duration::from_millis(200));
         assert_eq!(

@@ -50,6 +50,19 @@ pub async fn live(config: &Config, env: &Environment) -> State {
     state
 }
 
+/// Gate 4's evidence: the newest chaos report of the environment under `reports`.
+pub fn chaos_report(state: &mut State, env: &Environment, reports: &std::path::Path) {
+    state.chaos_report = match crate::chaos::report::newest(reports, &env.name) {
+        Ok(Some(summary)) => Collected::Present(summary),
+        Ok(None) => Collected::NotApplicable(format!(
+            "no chaos report for {} under {}",
+            env.name,
+            reports.display()
+        )),
+        Err(err) => Collected::Absent(format!("the newest chaos report: {err}")),
+    };
+}
+
 /// Offline: what the snapshot files hold, with the live-only parts marked as such.
 pub fn offline(mut state: State) -> State {
     let reason = "an offline snapshot run does not read it".to_string();

@@ -101,6 +101,8 @@ pub struct State {
     pub proxmox: Collected<ProxmoxState>,
     /// Absent when the environment has no `api` section.
     pub api: Collected<ApiState>,
+    /// The newest chaos report of the environment (gate 4), when one was found.
+    pub chaos_report: Collected<crate::chaos::report::Summary>,
 }
 
 impl State {
@@ -127,6 +129,7 @@ impl State {
             talos: Collected::NotApplicable("Talos was not read".to_string()),
             proxmox: Collected::NotApplicable("Proxmox was not read".to_string()),
             api: Collected::NotApplicable("the API endpoint was not read".to_string()),
+            chaos_report: Collected::NotApplicable("chaos reports were not read".to_string()),
         }
     }
 }

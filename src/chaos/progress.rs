@@ -1,0 +1,146 @@
+//! Progress on stderr: indicatif bars on a terminal (the phase with its elapsed time, and
+//! one line per probe with its state and budget), plain periodic lines otherwise. Log lines
+//! go through `suspend`, because indicatif drops `println` when its target is hidden.
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio::time::Instant;
+
+/// One probe's line: its name, what it sees now, and its outages against the budget.
+#[derive(Debug, Clone)]
+pub struct ProbeLine {
+    pub name: String,
+    pub state: &'static str,
+    pub longest: Duration,
+    pub total: Duration,
+    pub budget_longest: Duration,
+    pub budget_total: Duration,
+}
+
+impl std::fmt::Display for ProbeLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} (longest {:.1}s of {:.1}s, total {:.1}s of {:.1}s)",
+            self.name,
+            self.state,
+            self.longest.as_secs_f64(),
+            self.budget_longest.as_secs_f64(),
+            self.total.as_secs_f64(),
+            self.budget_total.as_secs_f64()
+        )
+    }
+}
+
+pub struct Progress {
+    bars: Option<Bars>,
+    origin: Instant,
+    plain_every: Duration,
+    last_plain: Mutex<Option<Instant>>,
+    phase: Mutex<String>,
+}
+
+struct Bars {
+    multi: MultiProgress,
+    phase: ProgressBar,
+    probes: Mutex<Vec<ProgressBar>>,
+}
+
+impl Progress {
+    /// Bars only on a terminal and outside CI.
+    pub fn new(origin: Instant) -> Progress {
+        let interactive = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
+        let bars = interactive.then(|| {
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10));
+            let phase = multi.add(ProgressBar::new_spinner());
+            phase.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            phase.enable_steady_tick(Duration::from_millis(200));
+            Bars {
+                multi,
+                phase,
+                probes: Mutex::new(Vec::new()),
+            }
+        });
+        Progress {
+            bars,
+            origin,
+            plain_every: Duration::from_secs(5),
+            last_plain: Mutex::new(None),
+            phase: Mutex::new(String::new()),
+        }
+    }
+
+    /// A log line, above the bars on a terminal, plain otherwise; never dropped.
+    pub fn line(&self, text: &str) {
+        match &self.bars {
+            Some(bars) => bars.multi.suspend(|| eprintln!("{text}")),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    pub fn phase(&self, phase: &str) {
+        if let Ok(mut p) = self.phase.lock() {
+            *p = phase.to_string();
+        }
+        match &self.bars {
+            Some(bars) => bars.phase.set_message(phase.to_string()),
+            None => eprintln!("[{:>6.1}s] {phase}", self.origin.elapsed().as_secs_f64()),
+        }
+    }
+
+    /// The probes' states; on a terminal every call redraws, otherwise a line every few
+    /// seconds.
+    pub fn probes(&self, lines: &[ProbeLine]) {
+        match &self.bars {
+            Some(bars) => {
+                let Ok(mut probe_bars) = bars.probes.lock() else {
+                    return;
+                };
+                while probe_bars.len() < lines.len() {
+                    let bar = bars.multi.add(ProgressBar::new_spinner());
+                    bar.set_style(
+                        ProgressStyle::with_template("    {msg}")
+                            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                    );
+                    probe_bars.push(bar);
+                }
+                for (bar, line) in probe_bars.iter().zip(lines) {
+                    bar.set_message(line.to_string());
+                }
+            }
+            None => {
+                let Ok(mut last) = self.last_plain.lock() else {
+                    return;
+                };
+                if last.is_some_and(|t| t.elapsed() < self.plain_every) {
+                    return;
+                }
+                *last = Some(Instant::now());
+                let phase = self.phase.lock().map(|p| p.clone()).unwrap_or_default();
+                let states: Vec<String> = lines.iter().map(ToString::to_string).collect();
+                eprintln!(
+                    "[{:>6.1}s] {phase}: {}",
+                    self.origin.elapsed().as_secs_f64(),
+                    states.join("; ")
+                );
+            }
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(bars) = &self.bars {
+            if let Ok(probes) = bars.probes.lock() {
+                for bar in probes.iter() {
+                    bar.finish_and_clear();
+                }
+            }
+            bars.phase.finish_and_clear();
+        }
+    }
+}
