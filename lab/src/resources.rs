@@ -74,7 +74,12 @@ impl ResourceDef {
 }
 
 const META: &[&str] = &["metadata.name", "metadata.namespace"];
-const POD_FIELDS: &[&str] = &["metadata.name", "metadata.namespace", "spec.nodeName"];
+const POD_FIELDS: &[&str] = &[
+    "metadata.name",
+    "metadata.namespace",
+    "spec.nodeName",
+    "status.phase",
+];
 
 macro_rules! def {
     ($res:ident, $g:expr, $v:expr, $p:expr, $s:expr, $k:expr, $ns:expr, $short:expr, $cat:expr, $typed:expr, $ro:expr, $fs:expr) => {

@@ -325,6 +325,27 @@ impl Lab {
         }));
 
         let state_dir = absolute(&opts.state_dir);
+        {
+            // Keep the ground-truth file current while the lab runs (once a real second).
+            let shared = shared.clone();
+            let path = state_dir.join("ground-truth.json");
+            tasks.push(tokio::spawn(async move {
+                let mut written = usize::MAX;
+                let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+                loop {
+                    tick.tick().await;
+                    let (n, text) = shared.read(|w| {
+                        (
+                            w.truth.events.len(),
+                            serde_json::to_string_pretty(&w.truth).unwrap_or_default(),
+                        )
+                    });
+                    if n != written && files::write_private(&path, &text).is_ok() {
+                        written = n;
+                    }
+                }
+            }));
+        }
         let files = LabFiles {
             kubeconfig: state_dir.join("kubeconfig"),
             talosconfig: state_dir.join("talosconfig"),
@@ -393,6 +414,36 @@ impl Lab {
             }
         }
         Ok(())
+    }
+
+    /// The Kubernetes API VIP of environment `k` (0-based).
+    pub fn api_url(&self, k: usize) -> String {
+        format!("https://{}:{KUBE_PORT}", self.plan.vip_ip(k))
+    }
+
+    /// The Kubernetes API on node `j`'s own address (control planes only answer).
+    pub fn node_api_url(&self, j: usize) -> String {
+        format!("https://{}:{KUBE_PORT}", self.plan.node_ip(j))
+    }
+
+    /// The ingress address of environment `k`, plain HTTP.
+    pub fn ingress_url(&self, k: usize) -> String {
+        format!("http://{}:{INGRESS_HTTP_PORT}/", self.plan.ingress_ip(k))
+    }
+
+    /// The Proxmox VE API of host `i` (0-based).
+    pub fn proxmox_url(&self, i: usize) -> String {
+        format!("https://{}:{PROXMOX_PORT}", self.plan.host_ip(i))
+    }
+
+    /// Talos apid of node `j` (0-based).
+    pub fn apid_addr(&self, j: usize) -> SocketAddr {
+        SocketAddr::from((self.plan.node_ip(j), APID_PORT))
+    }
+
+    /// The control endpoint (GET /events, /requests, /health).
+    pub fn control_url(&self) -> String {
+        format!("http://{}", self.plan.control_addr())
     }
 
     /// The bearer token with full rights (for tests; never print it).

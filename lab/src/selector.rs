@@ -197,8 +197,8 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
     }
 }
 
-/// Field selectors the lab supports: `metadata.name`, `metadata.namespace`, `spec.nodeName`
-/// (pods), with `=`, `==` and `!=`.
+/// Field selectors the lab supports: `metadata.name`, `metadata.namespace`, and for pods
+/// `spec.nodeName` and `status.phase`, with `=`, `==` and `!=`.
 #[derive(Debug, Clone, Default)]
 pub struct FieldSelector {
     reqs: Vec<(String, String, bool)>,
@@ -234,6 +234,7 @@ impl FieldSelector {
                 "metadata.name" => obj.pointer("/metadata/name"),
                 "metadata.namespace" => obj.pointer("/metadata/namespace"),
                 "spec.nodeName" => obj.pointer("/spec/nodeName"),
+                "status.phase" => obj.pointer("/status/phase"),
                 _ => None,
             }
             .and_then(|x| x.as_str())

@@ -1,0 +1,150 @@
+//! The runner: files for clients, the Proxmox API driving the world, and a clean stop.
+
+mod common;
+
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_client_files_and_stops_cleanly() {
+    let (lab, dir) = common::start("adr-007", 80, 1.0).await;
+    let kc = std::fs::read_to_string(&lab.files.kubeconfig).expect("kubeconfig");
+    let kc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&kc).expect("yaml");
+    let contexts: Vec<&str> = kc["contexts"]
+        .as_sequence()
+        .expect("contexts")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        contexts,
+        vec![
+            "lab",
+            "lab-readonly",
+            "lab-production",
+            "lab-production-readonly"
+        ]
+    );
+    assert_eq!(
+        kc["clusters"][1]["cluster"]["server"],
+        "https://127.80.2.2:6443"
+    );
+
+    let env: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(dir.path().join("env/lab.yaml")).expect("env"),
+    )
+    .expect("yaml");
+    assert_eq!(env["like"], "staging");
+    assert_eq!(env["kube"]["context"], "lab");
+    assert_eq!(env["api"]["endpoint"], "https://127.80.2.1:6443");
+    assert_eq!(env["ingress"]["urls"][0]["url"], "http://127.80.3.1:8080/");
+    assert_eq!(env["ingress"]["urls"][0]["host"], "whoami.lab.internal");
+    assert_eq!(
+        env["talos"]["endpoints"].as_sequence().map(|e| e.len()),
+        Some(3)
+    );
+    assert_eq!(env["proxmox"]["token_id"], "gates@pve!lab");
+    for key in [
+        &env["kube"]["kubeconfig"],
+        &env["talos"]["talosconfig"],
+        &env["proxmox"]["token_secret_file"],
+        &env["proxmox"]["ca_file"],
+    ] {
+        let p = std::path::PathBuf::from(key.as_str().expect("path"));
+        assert!(p.is_absolute() && p.exists(), "{}", p.display());
+    }
+    let prod: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(dir.path().join("env/lab-production.yaml")).expect("env"),
+    )
+    .expect("yaml");
+    assert_eq!(prod["like"], "production");
+    assert_eq!(prod["proxmox"]["vms"]["tags"][0], "production");
+    let tc: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(&lab.files.talosconfig).expect("talosconfig"),
+    )
+    .expect("yaml");
+    assert!(
+        tc["contexts"]["lab-production"]["endpoints"]
+            .as_sequence()
+            .is_some_and(|e| e.len() == 3)
+    );
+    let token = std::fs::read_to_string(&lab.files.proxmox_token).expect("token");
+    assert_eq!(token.trim().len(), 36);
+
+    // The Proxmox API drives the world: stopping a VM stops the Talos node in it.
+    let pve_ca = reqwest::Certificate::from_pem(
+        std::fs::read(&lab.files.proxmox_ca).expect("ca").as_slice(),
+    )
+    .expect("pem");
+    let pve = reqwest::Client::builder()
+        .add_root_certificate(pve_ca)
+        .build()
+        .expect("client");
+    let auth = format!("PVEAPIToken=gates@pve!lab={}", token.trim());
+    let r = pve
+        .post(format!(
+            "{}/api2/json/nodes/pve2/qemu/102/status/stop",
+            lab.proxmox_url(0)
+        ))
+        .header("Authorization", &auth)
+        .send()
+        .await
+        .expect("stop");
+    assert_eq!(r.status(), 200);
+    common::eventually(15, "the VM stops", || async {
+        lab.shared.read(|w| !w.nodes[1].vm_running)
+    })
+    .await;
+    assert!(
+        tokio::net::TcpStream::connect("127.80.1.2:50000")
+            .await
+            .is_err(),
+        "apid of a stopped VM refuses connections"
+    );
+    assert!(
+        lab.ground_truth()
+            .events
+            .iter()
+            .any(|e| e.kind == "vm-stopped" && e.subject == "talos-lab-cp-02")
+    );
+    let reqs = lab.log.snapshot();
+    assert!(
+        reqs.iter()
+            .any(|r| r.protocol == gates_lab::reqlog::Protocol::Proxmox
+                && r.verb == "POST"
+                && !r.read_only)
+    );
+
+    let api = "127.80.2.1:6443";
+    assert!(tokio::net::TcpStream::connect(api).await.is_ok());
+    let truth_file = lab.files.ground_truth.clone();
+    lab.stop().await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        tokio::net::TcpStream::connect(api).await.is_err(),
+        "a stopped lab refuses connections"
+    );
+    let truth: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(truth_file).expect("ground truth"))
+            .expect("json");
+    assert!(truth["events"].as_array().is_some_and(|e| !e.is_empty()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_labs_run_side_by_side() {
+    let (a, _da) = common::start("adr-007", 81, 1.0).await;
+    let (b, _db) = common::start("staging-today", 82, 1.0).await;
+    let ca = common::kube_client(&a, "lab").await;
+    let cb = common::kube_client(&b, "lab").await;
+    use k8s_openapi::api::core::v1::Node;
+    let na = kube::Api::<Node>::all(ca)
+        .list(&Default::default())
+        .await
+        .expect("a");
+    let nb = kube::Api::<Node>::all(cb)
+        .list(&Default::default())
+        .await
+        .expect("b");
+    assert_eq!((na.items.len(), nb.items.len()), (3, 2));
+    a.stop().await;
+    b.stop().await;
+}
