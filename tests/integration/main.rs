@@ -1,6 +1,7 @@
 //! CLI integration tests: the real `gates` binary over the shipped configuration and the
 //! snapshot fixtures, asserting exit codes, trial names, evidence and JUnit validity.
 
+mod chaos;
 mod check;
 mod config_errors;
 mod junit;

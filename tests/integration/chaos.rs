@@ -1,0 +1,578 @@
+//! The chaos step against the lab: the real `gates` binary, a lab started in the test
+//! process (its environment files go to `--env-dir`), compressed time. Each test uses its
+//! own lab subnet so tests run in parallel; every wait is bounded by a deadline.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use gates_lab::{Lab, LabOptions};
+use serde_json::Value;
+
+use crate::support::{root, stderr, stdout};
+
+/// Simulated seconds per real second: a 60 s VIP failover takes 1.5 s, the host stays down
+/// for 9 s (six simulated minutes).
+const SPEED: f64 = 40.0;
+
+struct Bench {
+    lab: Lab,
+    dir: tempfile::TempDir,
+}
+
+impl Bench {
+    async fn start(scenario: &str, subnet: u8) -> Bench {
+        let dir = tempfile::tempdir().unwrap();
+        let lab = Lab::start(LabOptions {
+            scenario: scenario.to_string(),
+            generate_nodes: None,
+            subnet,
+            speed: SPEED,
+            state_dir: dir.path().join("state"),
+            env_dir: Some(dir.path().join("env")),
+        })
+        .await
+        .expect("the lab starts");
+        Bench { lab, dir }
+    }
+
+    /// The shipped configuration, copied.
+    fn config(&self) -> PathBuf {
+        let dir = self.dir.path().join("gates");
+        if !dir.exists() {
+            copy_config(&dir, false);
+        }
+        dir
+    }
+
+    fn reports(&self) -> PathBuf {
+        self.dir.path().join("reports")
+    }
+
+    fn journal(&self) -> PathBuf {
+        self.reports().join("chaos-lab.journal")
+    }
+
+    /// `gates --config CONFIG --env-dir ENV ARGS... --reports REPORTS`.
+    fn command(&self, config: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("gates"));
+        cmd.current_dir(self.dir.path())
+            .env("NO_COLOR", "1")
+            .env("CI", "1")
+            .env_remove("GATES_LOG")
+            .arg("--config")
+            .arg(config)
+            .arg("--env-dir")
+            .arg(self.dir.path().join("env"))
+            .args(args)
+            .arg("--reports")
+            .arg(self.reports());
+        cmd
+    }
+
+    async fn run(&self, config: &Path, args: &[&str]) -> Output {
+        let mut cmd = self.command(config, args);
+        tokio::task::spawn_blocking(move || cmd.output().expect("gates runs"))
+            .await
+            .unwrap()
+    }
+
+    /// The newest chaos report JSON.
+    fn report(&self) -> Value {
+        let mut reports: Vec<PathBuf> = std::fs::read_dir(self.reports())
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                name.starts_with("chaos-lab-") && name.ends_with("Z.json")
+            })
+            .collect();
+        reports.sort();
+        let path = reports.pop().expect("a chaos report");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    fn junit(&self) -> PathBuf {
+        self.dir.path().join("junit.xml")
+    }
+
+    /// Power requests the Proxmox API received: (verb, path).
+    fn power_requests(&self) -> Vec<(String, String)> {
+        self.lab
+            .log
+            .snapshot()
+            .into_iter()
+            .filter(|r| r.verb == "POST" && r.path.contains("/status/"))
+            .map(|r| (r.verb, r.path))
+            .collect()
+    }
+
+    fn vm_running(&self, vmid: u32) -> bool {
+        self.lab.shared.read(|w| {
+            w.node_by_vmid(vmid)
+                .map(|n| w.nodes[n].vm_running)
+                .unwrap_or(false)
+        })
+    }
+
+    fn all_vms_running(&self) -> bool {
+        self.lab
+            .shared
+            .read(|w| w.nodes.iter().all(|n| n.vm_running))
+    }
+
+    /// Wait (bounded) until the journal records a confirmed stop.
+    async fn wait_for_stop(&self, deadline: Duration) {
+        let until = Instant::now() + deadline;
+        loop {
+            let text = std::fs::read_to_string(self.journal()).unwrap_or_default();
+            if text.contains("\"event\":\"stopped\"") {
+                return;
+            }
+            assert!(
+                Instant::now() < until,
+                "no confirmed stop in the journal within {deadline:?}:\n{text}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn validate_junit(xml: &Path) {
+    let schema = root().join("../shared/schemas/junit-10.xsd");
+    let out = Command::new("xmllint")
+        .arg("--noout")
+        .arg("--schema")
+        .arg(&schema)
+        .arg(xml)
+        .output()
+        .expect("xmllint runs (Debian package libxml2-utils)");
+    assert!(
+        out.status.success(),
+        "{} does not validate:\n{}",
+        xml.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn seconds(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+fn probe<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["probe"] == name)
+        .unwrap_or_else(|| panic!("no probe {name} in {report:#}"))
+}
+
+/// The probe's measured intervals against the lab's ground truth for `key`, on the run's
+/// timeline, within one sample interval plus 100 ms at each end.
+fn assert_matches_truth(bench: &Bench, report: &Value, probe_name: &str, key: &str) {
+    let started = chrono::DateTime::parse_from_rfc3339(report["started_at"].as_str().unwrap())
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let lab_start = bench.lab.shared.read(|w| w.clock.start_wall());
+    let offset = (started - lab_start).num_microseconds().unwrap() as f64 / 1e6;
+    let truth = bench.lab.ground_truth();
+    let target = truth
+        .targets
+        .get(key)
+        .unwrap_or_else(|| panic!("no target {key}"));
+    let expected: Vec<(f64, f64)> = target
+        .outages
+        .iter()
+        .map(|o| {
+            (
+                o.start_real_seconds - offset,
+                o.end_real_seconds.expect("the outage ended") - offset,
+            )
+        })
+        .collect();
+    let measured: Vec<(f64, f64)> = probe(report, probe_name)["outages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (seconds(&i["start"]), seconds(&i["end"])))
+        .collect();
+    let tolerance = 0.1 + 0.1; // sample interval (lab: 100 ms) + 100 ms
+    assert_eq!(
+        measured.len(),
+        expected.len(),
+        "{probe_name}: measured {measured:?}, ground truth {expected:?}"
+    );
+    assert!(!expected.is_empty(), "{key}: the fault caused no outage");
+    for (m, e) in measured.iter().zip(&expected) {
+        eprintln!(
+            "{probe_name}: measured [{:.3}, {:.3}) ground truth [{:.3}, {:.3}) differences {:+.3}s {:+.3}s",
+            m.0,
+            m.1,
+            e.0,
+            e.1,
+            m.0 - e.0,
+            m.1 - e.1
+        );
+        assert!(
+            (m.0 - e.0).abs() <= tolerance && (m.1 - e.1).abs() <= tolerance,
+            "{probe_name}: measured [{:.3}, {:.3}) vs ground truth [{:.3}, {:.3})",
+            m.0,
+            m.1,
+            e.0,
+            e.1
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
+    let bench = Bench::start("adr-007", 211).await;
+    let junit = bench.junit();
+    let out = bench
+        .run(
+            &bench.config(),
+            &[
+                "chaos",
+                "lab",
+                "--host",
+                "worst",
+                "--junit",
+                junit.to_str().unwrap(),
+            ],
+        )
+        .await;
+    let (o, e) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{o}\nstderr:\n{e}");
+    // The plan came first, then one trial per probe, recovery and no manual work.
+    assert!(
+        o.contains("Chaos plan for lab") && o.contains("vmid 101 talos-lab-cp-01"),
+        "{o}"
+    );
+    for trial in [
+        "api-vip-new-connection",
+        "api-vip-kept-alive",
+        "ingress::whoami.lab.internal",
+        "workloads",
+        "etcd-quorum",
+        "recovery",
+        "no-manual-work",
+    ] {
+        crate::support::assert_trial(&o, &format!("gate4::lab::chaos::{trial}"), "ok");
+    }
+    validate_junit(&junit);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("classname=\"adr007.gate4\""), "{xml}");
+    assert!(xml.contains("name=\"host\" value=\"pve1\""), "{xml}");
+    assert!(
+        xml.contains("name=\"outage.api-vip-new-connection\""),
+        "{xml}"
+    );
+
+    let report = bench.report();
+    assert_eq!(report["host"], "pve1");
+    assert_eq!(report["verdict"], "pass");
+    assert_matches_truth(&bench, &report, "api-vip-new-connection", "api/lab");
+    assert_matches_truth(
+        &bench,
+        &report,
+        "ingress::whoami.lab.internal",
+        "ingress/lab/whoami.lab.internal",
+    );
+    // The timeline holds the samples and what the cluster did.
+    let timeline: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            bench
+                .reports()
+                .join(report["timeline_file"].as_str().unwrap()),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let kinds: Vec<&str> = timeline["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    for kind in [
+        "vm-stop-requested",
+        "node-not-ready",
+        "lease-holder-changed",
+        "vms-running",
+        "recovered",
+    ] {
+        assert!(kinds.contains(&kind), "no {kind} event in {kinds:?}");
+    }
+    // Exactly one stop and one start, both of VM 101.
+    let power = bench.power_requests();
+    assert_eq!(power.len(), 2, "{power:?}");
+    assert!(
+        power.iter().all(|(_, p)| p.contains("/qemu/101/status/")),
+        "{power:?}"
+    );
+    assert!(bench.all_vms_running());
+
+    // `gates check` now reports gate 4 from this run.
+    let out = bench
+        .run(&bench.config(), &["check", "lab", "chaos-report"])
+        .await;
+    crate::support::assert_trial(&stdout(&out), "gate4::lab::chaos-report", "ok");
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_l2_policy_on_one_node_fails_the_ingress_budget_when_its_host_goes_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("l2-one-node.yaml");
+    std::fs::write(
+        &scenario,
+        "name: adr-007-l2-one-node\n\
+         description: adr-007 with the L2 policy selecting only talos-lab-cp-01.\n\
+         extends: adr-007\n\
+         set:\n  environments[name=lab].l2_policies[name=ingress-address].node_selector:\n    matchLabels: { kubernetes.io/hostname: talos-lab-cp-01 }\n",
+    )
+    .unwrap();
+    let bench = Bench::start(scenario.to_str().unwrap(), 212).await;
+    // Gate 3 would refuse this cluster in preflight; this test measures what chaos finds
+    // when the static gate is not there to stop it.
+    let config = dir.path().join("gates");
+    copy_config(&config, true);
+    let junit = bench.junit();
+    let out = bench
+        .run(
+            &config,
+            &[
+                "chaos",
+                "lab",
+                "--host",
+                "pve1",
+                "--junit",
+                junit.to_str().unwrap(),
+            ],
+        )
+        .await;
+    let (o, e) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "stdout:\n{o}\nstderr:\n{e}");
+    crate::support::assert_trial(
+        &o,
+        "gate4::lab::chaos::ingress::whoami.lab.internal",
+        "FAILED",
+    );
+    crate::support::assert_trial(&o, "gate4::lab::chaos::no-manual-work", "ok");
+    validate_junit(&junit);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let failure = xml
+        .split("<testcase")
+        .skip(1)
+        .find(|c| c.contains("ingress::whoami.lab.internal"))
+        .unwrap();
+    assert!(
+        failure.contains("<failure") && failure.contains("over the budget"),
+        "{failure}"
+    );
+    assert!(
+        failure.contains("down ["),
+        "the intervals are in the failure body: {failure}"
+    );
+    let report = bench.report();
+    let ingress = probe(&report, "ingress::whoami.lab.internal");
+    assert!(
+        seconds(&ingress["longest"]) > seconds(&ingress["budget_longest"]),
+        "{ingress:#}"
+    );
+    assert!(bench.all_vms_running(), "restored after the budget broke");
+    bench.lab.stop().await;
+}
+
+/// The shipped gates and environments (not the lab files a developer's lab may have left
+/// there), optionally without gate 3's l2-announcement check.
+fn copy_config(to: &Path, without_l2_check: bool) {
+    let from = root().join("gates");
+    for sub in ["environments", "adr-007"] {
+        std::fs::create_dir_all(to.join(sub)).unwrap();
+        for entry in std::fs::read_dir(from.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with("lab") || !name.ends_with(".yaml") {
+                continue;
+            }
+            let mut text = std::fs::read_to_string(&path).unwrap();
+            if without_l2_check && name == "3-ingress-address.yaml" {
+                text = text.replace("  - kind: l2-announcement\n", "");
+                assert!(!text.contains("l2-announcement\n"), "{text}");
+            }
+            std::fs::write(to.join(sub).join(name), text).unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preflight_refuses_on_staging_today_and_touches_nothing() {
+    let bench = Bench::start("staging-today", 213).await;
+    let out = bench
+        .run(&bench.config(), &["chaos", "lab", "--host", "pve1"])
+        .await;
+    let (o, e) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "stdout:\n{o}\nstderr:\n{e}");
+    assert!(e.contains("preflight refused the run on lab"), "{e}");
+    assert!(e.contains("gate 1 does not pass"), "{e}");
+    assert!(o.contains("preflight: REFUSED"), "{o}");
+    assert!(
+        bench.power_requests().is_empty(),
+        "{:?}",
+        bench.power_requests()
+    );
+    assert!(!bench.journal().exists(), "no journal without a run");
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preflight_refuses_while_a_host_is_down() {
+    let bench = Bench::start("adr-007", 214).await;
+    bench.lab.shared.power_loss_host("pve5").unwrap();
+    let out = bench
+        .run(&bench.config(), &["chaos", "lab", "--host", "pve2"])
+        .await;
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("Proxmox host already down: pve5"), "{e}");
+    assert!(
+        bench.power_requests().is_empty(),
+        "{:?}",
+        bench.power_requests()
+    );
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_prints_the_plan_and_touches_nothing() {
+    let bench = Bench::start("adr-007", 215).await;
+    let out = bench
+        .run(
+            &bench.config(),
+            &["chaos", "lab", "--host", "pve3", "--dry-run"],
+        )
+        .await;
+    let o = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{o}\n{}", stderr(&out));
+    assert!(
+        o.contains("vmid 103 talos-lab-cp-03 (node talos-lab-cp-03)"),
+        "{o}"
+    );
+    assert!(
+        o.contains("left running on pve3") && o.contains("201 talos-prod-cp-01 (lab-production)"),
+        "{o}"
+    );
+    assert!(o.contains("Dry run: nothing was touched."), "{o}");
+    // The whole-host mode is refused: pve3 also runs lab-production.
+    let out = bench
+        .run(
+            &bench.config(),
+            &[
+                "chaos",
+                "lab",
+                "--host",
+                "pve3",
+                "--whole-host",
+                "--dry-run",
+            ],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--whole-host refused: pve3 also runs 201"),
+        "{}",
+        stderr(&out)
+    );
+    // Production needs --yes.
+    let out = bench
+        .run(&bench.config(), &["chaos", "lab-production", "--dry-run"])
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("needs --yes"), "{}", stderr(&out));
+    assert!(bench.power_requests().is_empty());
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_during_the_outage_then_recover_leaves_every_vm_running() {
+    let bench = Bench::start("adr-007", 216).await;
+    let mut child = bench
+        .command(&bench.config(), &["chaos", "lab", "--host", "pve2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    bench.wait_for_stop(Duration::from_secs(30)).await;
+    child.kill().unwrap(); // SIGKILL
+    let _ = tokio::task::spawn_blocking(move || child.wait()).await;
+    assert!(!bench.vm_running(102), "the killed run left VM 102 stopped");
+
+    let out = bench.run(&bench.config(), &["recover", "lab"]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("VM 102 talos-lab-cp-02 (node talos-lab-cp-02) is running"));
+    assert!(bench.all_vms_running());
+    let journal = std::fs::read_to_string(bench.journal()).unwrap();
+    assert!(journal.contains("recovered by gates recover"), "{journal}");
+
+    // Safe twice: nothing left to start, no further power request.
+    let before = bench.power_requests().len();
+    let out = bench.run(&bench.config(), &["recover", "lab"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("nothing was stopped"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(bench.power_requests().len(), before);
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_during_the_outage_restores_before_exit_and_spares_the_other_environment() {
+    let bench = Bench::start("adr-007", 217).await;
+    let child = bench
+        .command(&bench.config(), &["chaos", "lab", "--host", "pve3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    bench.wait_for_stop(Duration::from_secs(30)).await;
+    assert!(!bench.vm_running(103));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(bench.vm_running(103), "restored before exit");
+    let journal = std::fs::read_to_string(bench.journal()).unwrap();
+    assert!(journal.contains("\"event\":\"restored\""), "{journal}");
+    assert!(journal.contains("interrupted by SIGINT"), "{journal}");
+    // pve3 also runs lab-production's VM 201: no request ever named it.
+    let power = bench.power_requests();
+    assert!(!power.is_empty());
+    assert!(
+        power.iter().all(|(_, p)| p.contains("/qemu/103/status/")),
+        "only VM 103 was touched: {power:?}"
+    );
+    assert!(bench.vm_running(201));
+    bench.lab.stop().await;
+}
