@@ -373,7 +373,7 @@ async fn lists_page_and_filter_like_the_real_server() {
     );
     let r = http
         .get(format!(
-            "{base}/api/v1/pods?fieldSelector=status.phase%3DRunning"
+            "{base}/api/v1/pods?fieldSelector=spec.restartPolicy%3DAlways"
         ))
         .bearer_auth(token)
         .send()
@@ -427,8 +427,13 @@ async fn watch_streams_changes_from_a_list_resource_version() {
         other => panic!("expected MODIFIED, got {other:?}"),
     }
     // The node's own API address refuses connections now; kube-rs through the VIP fails too.
-    let err = tokio::net::TcpStream::connect("127.23.1.1:6443").await;
-    assert!(err.is_err(), "a powered-off node refuses connections");
+    // (Listeners follow the world asynchronously, within milliseconds.)
+    common::eventually(5, "a powered-off node refuses connections", || async {
+        tokio::net::TcpStream::connect("127.23.1.1:6443")
+            .await
+            .is_err()
+    })
+    .await;
     // Without a resourceVersion a watch starts with the current objects as ADDED.
     let client2 = common::kube_client(&lab, "lab-production").await;
     let nodes: Api<Node> = Api::all(client2);
@@ -478,17 +483,17 @@ async fn api_vip_ingress_and_readyz_follow_the_world() {
     assert_eq!(r.status(), 200);
 
     lab.shared.power_loss_host("pve1").expect("power loss");
-    assert!(
-        ingress("whoami.lab.internal").await.is_err(),
-        "announcing node gone: nothing answers"
-    );
-    assert!(
+    common::eventually(5, "announcing node gone: nothing answers", || async {
+        ingress("whoami.lab.internal").await.is_err()
+    })
+    .await;
+    common::eventually(5, "VIP gone with its holder", || async {
         http.get("https://127.24.2.1:6443/readyz")
             .send()
             .await
-            .is_err(),
-        "VIP gone with its holder"
-    );
+            .is_err()
+    })
+    .await;
     common::eventually(20, "ingress back on another node", || async {
         ingress("whoami.lab.internal").await.ok() == Some(200)
     })

@@ -2,8 +2,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_client_files_and_stops_cleanly() {
     let (lab, dir) = common::start("adr-007", 80, 1.0).await;
@@ -94,12 +92,12 @@ async fn writes_client_files_and_stops_cleanly() {
         lab.shared.read(|w| !w.nodes[1].vm_running)
     })
     .await;
-    assert!(
+    common::eventually(5, "apid of a stopped VM refuses connections", || async {
         tokio::net::TcpStream::connect("127.80.1.2:50000")
             .await
-            .is_err(),
-        "apid of a stopped VM refuses connections"
-    );
+            .is_err()
+    })
+    .await;
     assert!(
         lab.ground_truth()
             .events
@@ -118,11 +116,10 @@ async fn writes_client_files_and_stops_cleanly() {
     assert!(tokio::net::TcpStream::connect(api).await.is_ok());
     let truth_file = lab.files.ground_truth.clone();
     lab.stop().await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(
-        tokio::net::TcpStream::connect(api).await.is_err(),
-        "a stopped lab refuses connections"
-    );
+    common::eventually(5, "a stopped lab refuses connections", || async {
+        tokio::net::TcpStream::connect(api).await.is_err()
+    })
+    .await;
     let truth: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(truth_file).expect("ground truth"))
             .expect("json");
