@@ -62,6 +62,10 @@ pub fn kubeconfig(world: &World, plan: Plan, ca_pem: &str, admin: &str, read_onl
     out
 }
 
+/// First words of every environment file the lab writes; the lab only ever removes files
+/// that start with it.
+pub const ENV_FILE_MARKER: &str = "# Written by gates-lab";
+
 pub struct EnvFilePaths {
     pub kubeconfig: PathBuf,
     pub talosconfig: PathBuf,
@@ -82,7 +86,7 @@ pub fn env_file(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# Written by gates-lab for scenario {}; regenerated on every lab start.",
+        "{ENV_FILE_MARKER} for scenario {}; regenerated on every lab start.",
         world.scenario
     );
     let _ = writeln!(

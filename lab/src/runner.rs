@@ -407,6 +407,22 @@ impl Lab {
                     })
                     .collect()
             });
+            // Files an earlier lab wrote for environments this scenario does not have would
+            // point at servers that are not running: remove them (only files we wrote).
+            let current: Vec<String> = docs.iter().map(|(n, _)| format!("{n}.yaml")).collect();
+            if let Ok(entries) = std::fs::read_dir(&dir) {
+                for entry in entries.flatten() {
+                    let fname = entry.file_name().to_string_lossy().to_string();
+                    if !fname.ends_with(".yaml") || current.contains(&fname) {
+                        continue;
+                    }
+                    let ours = std::fs::read_to_string(entry.path())
+                        .is_ok_and(|t| t.starts_with(files::ENV_FILE_MARKER));
+                    if ours {
+                        let _ = std::fs::remove_file(entry.path());
+                    }
+                }
+            }
             for (name, doc) in docs {
                 let p = dir.join(format!("{name}.yaml"));
                 w(&p, &doc)?;

@@ -127,6 +127,38 @@ async fn writes_client_files_and_stops_cleanly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_environment_files_of_an_earlier_lab_are_removed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let env_dir = dir.path().join("env");
+    std::fs::create_dir_all(&env_dir).expect("mkdir");
+    std::fs::write(
+        env_dir.join("lab-production.yaml"),
+        "# Written by gates-lab for scenario adr-007\n",
+    )
+    .expect("write");
+    std::fs::write(env_dir.join("staging.yaml"), "description: hand-written\n").expect("write");
+    let opts = gates_lab::LabOptions {
+        scenario: "staging-today".into(),
+        generate_nodes: None,
+        subnet: 83,
+        speed: 1.0,
+        state_dir: dir.path().join("state"),
+        env_dir: Some(env_dir.clone()),
+    };
+    let lab = gates_lab::Lab::start(opts).await.expect("lab");
+    assert!(env_dir.join("lab.yaml").exists());
+    assert!(
+        !env_dir.join("lab-production.yaml").exists(),
+        "stale lab file removed"
+    );
+    assert!(
+        env_dir.join("staging.yaml").exists(),
+        "other files untouched"
+    );
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_labs_run_side_by_side() {
     let (a, _da) = common::start("adr-007", 81, 1.0).await;
     let (b, _db) = common::start("staging-today", 82, 1.0).await;
