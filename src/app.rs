@@ -71,7 +71,9 @@ pub fn main() -> ExitCode {
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("GATES_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // kube-client logs every failed request at error level; the collectors and the chaos
+        // probes already report those failures where they matter.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kube_client=off"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

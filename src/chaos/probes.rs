@@ -45,6 +45,7 @@ pub struct ProbeInputs<'a> {
     pub surviving_talos: Vec<String>,
     /// etcd members before the fault.
     pub etcd_members: usize,
+    pub interval: Duration,
     pub timeout: Duration,
 }
 
@@ -100,25 +101,37 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
             .kube
             .clone()
             .ok_or("the workloads probe needs a Kubernetes client")?;
-        let controllers = Arc::new(inputs.controllers.clone());
-        probes.push(Probe {
-            name: "workloads".to_string(),
-            what: format!(
-                "a ready replica of each of {} ({} controllers)",
-                controllers
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                controllers.len()
-            ),
-            budget: budgets.workloads,
-            sample: Arc::new(move || {
-                let client = client.clone();
-                let controllers = controllers.clone();
-                Box::pin(async move { workloads(client, &controllers).await })
-            }),
-        });
+        // One LIST per sample for all controllers: the samplers tick together, the first
+        // to ask lists and the others reuse that answer.
+        let pods = SharedPods::new(client, inputs.interval / 2);
+        for controller in &inputs.controllers {
+            let pods = pods.clone();
+            let controller = Arc::new(controller.clone());
+            probes.push(Probe {
+                name: format!("workloads::{}", controller.name),
+                what: format!(
+                    "a ready replica of {} (pods with {}{})",
+                    controller.name,
+                    controller
+                        .selector
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    controller
+                        .namespace
+                        .as_deref()
+                        .map(|n| format!(" in {n}"))
+                        .unwrap_or_default()
+                ),
+                budget: budgets.workloads,
+                sample: Arc::new(move || {
+                    let pods = pods.clone();
+                    let controller = controller.clone();
+                    Box::pin(async move { workload(&pods, &controller).await })
+                }),
+            });
+        }
     }
     if let Some(talos) = &inputs.env.talos {
         let explicit = talos
@@ -212,18 +225,57 @@ fn ingress_probe(
     })
 }
 
-async fn workloads(client: kube::Client, controllers: &[Controller]) -> Observation {
-    let pods: Api<Pod> = Api::all(client);
-    match pods.list(&ListParams::default()).await {
-        Ok(list) => {
-            let missing = controllers_without_ready_replica(controllers, &list.items);
+/// When the pods were last asked for, and the answer.
+type PodAnswer = Option<(tokio::time::Instant, Result<Arc<Vec<Pod>>, String>)>;
+
+/// The pod list, fetched at most once per `fresh_for` however many probes ask.
+#[derive(Clone)]
+struct SharedPods {
+    client: kube::Client,
+    fresh_for: Duration,
+    last: Arc<tokio::sync::Mutex<PodAnswer>>,
+}
+
+impl SharedPods {
+    fn new(client: kube::Client, fresh_for: Duration) -> SharedPods {
+        SharedPods {
+            client,
+            fresh_for,
+            last: Arc::default(),
+        }
+    }
+
+    async fn get(&self) -> Result<Arc<Vec<Pod>>, String> {
+        let mut last = self.last.lock().await;
+        if let Some((at, answer)) = last.as_ref()
+            && at.elapsed() < self.fresh_for
+        {
+            return answer.clone();
+        }
+        let asked = tokio::time::Instant::now();
+        let api: Api<Pod> = Api::all(self.client.clone());
+        let answer = api
+            .list(&ListParams::default())
+            .await
+            .map(|list| Arc::new(list.items))
+            .map_err(|err| format!("the API did not answer: {err}"));
+        *last = Some((asked, answer.clone()));
+        answer
+    }
+}
+
+async fn workload(pods: &SharedPods, controller: &Controller) -> Observation {
+    match pods.get().await {
+        Ok(pods) => {
+            let missing =
+                controllers_without_ready_replica(std::slice::from_ref(controller), &pods);
             if missing.is_empty() {
                 Observation::Up
             } else {
-                Observation::Down(format!("no ready replica: {}", missing.join(", ")))
+                Observation::Down(format!("no ready replica of {}", controller.name))
             }
         }
-        Err(err) => Observation::Unknown(format!("the API did not answer: {err}")),
+        Err(err) => Observation::Unknown(err),
     }
 }
 

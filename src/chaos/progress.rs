@@ -24,15 +24,44 @@ impl std::fmt::Display for ProbeLine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} {} (longest {:.1}s of {:.1}s, total {:.1}s of {:.1}s)",
+            "{:<30} {:<7} down {:.1}s/{:.1}s",
             self.name,
             self.state,
             self.longest.as_secs_f64(),
             self.budget_longest.as_secs_f64(),
-            self.total.as_secs_f64(),
-            self.budget_total.as_secs_f64()
         )
     }
+}
+
+/// The per-controller workload probes folded into one line, so the display stays short.
+pub fn fold_workloads(lines: Vec<ProbeLine>) -> Vec<ProbeLine> {
+    let (workloads, mut out): (Vec<ProbeLine>, Vec<ProbeLine>) = lines
+        .into_iter()
+        .partition(|l| l.name.starts_with("workloads::"));
+    if let Some(first) = workloads.first() {
+        let down = workloads.iter().filter(|l| l.state == "DOWN").count();
+        let unknown = workloads.iter().filter(|l| l.state == "unknown").count();
+        let state = if down > 0 {
+            "DOWN"
+        } else if unknown > 0 {
+            "unknown"
+        } else {
+            first.state
+        };
+        out.push(ProbeLine {
+            name: format!("workloads ({} controllers, {down} down)", workloads.len()),
+            state,
+            longest: workloads
+                .iter()
+                .map(|l| l.longest)
+                .max()
+                .unwrap_or_default(),
+            total: workloads.iter().map(|l| l.total).max().unwrap_or_default(),
+            budget_longest: first.budget_longest,
+            budget_total: first.budget_total,
+        });
+    }
+    out
 }
 
 pub struct Progress {
@@ -96,7 +125,8 @@ impl Progress {
 
     /// The probes' states; on a terminal every call redraws, otherwise a line every few
     /// seconds.
-    pub fn probes(&self, lines: &[ProbeLine]) {
+    pub fn probes(&self, lines: Vec<ProbeLine>) {
+        let lines = fold_workloads(lines);
         match &self.bars {
             Some(bars) => {
                 let Ok(mut probe_bars) = bars.probes.lock() else {
@@ -110,7 +140,7 @@ impl Progress {
                     );
                     probe_bars.push(bar);
                 }
-                for (bar, line) in probe_bars.iter().zip(lines) {
+                for (bar, line) in probe_bars.iter().zip(&lines) {
                     bar.set_message(line.to_string());
                 }
             }
@@ -127,7 +157,11 @@ impl Progress {
                 eprintln!(
                     "[{:>6.1}s] {phase}: {}",
                     self.origin.elapsed().as_secs_f64(),
-                    states.join("; ")
+                    states
+                        .iter()
+                        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+                        .collect::<Vec<_>>()
+                        .join("; ")
                 );
             }
         }

@@ -124,6 +124,24 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
             env.file.display()
         ))
     })?;
+    // An earlier run that died owes a restore: that comes before anything else.
+    let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
+    if path.exists() {
+        let records = super::journal::read(&path).map_err(|e| ChaosError::Failed(e.to_string()))?;
+        let owed = super::journal::pending_restore(&records);
+        if !owed.is_empty() {
+            let vms: Vec<String> = owed
+                .iter()
+                .map(|v| format!("{} {}", v.vmid, v.name))
+                .collect();
+            return Err(ChaosError::Refused(format!(
+                "{}: an earlier chaos run has not restored what it stopped ({}); run `gates recover {}` first",
+                path.display(),
+                vms.join(", "),
+                env.name
+            )));
+        }
+    }
     let progress = Progress::new(Instant::now());
     progress.phase(&format!("preflight: reading {}", env.name));
 
@@ -172,6 +190,7 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         controllers: controllers.clone(),
         surviving_talos: surviving,
         etcd_members: members,
+        interval,
         timeout,
     })
     .map_err(ChaosError::Failed)?;
@@ -202,7 +221,6 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
     };
 
     // ---- journal, then observe ----
-    let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
     let mut signals = Signals::install().map_err(ChaosError::Failed)?;
     let journal = Journal::create(&path, &fault).map_err(|e| ChaosError::Refused(e.to_string()))?;
     let pve = collect::proxmox::client(env, access).map_err(ChaosError::Failed)?;
@@ -245,7 +263,7 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         if let Some(phase) = phase {
             progress.phase(phase);
         }
-        progress.probes(&live_lines(&probes, &lives));
+        progress.probes(live_lines(&probes, &lives));
     };
 
     progress.phase(&format!("baseline: sampling {} probes", probes.len()));

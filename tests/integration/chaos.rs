@@ -253,7 +253,9 @@ async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
         "api-vip-new-connection",
         "api-vip-kept-alive",
         "ingress::whoami.lab.internal",
-        "workloads",
+        "workloads::coredns",
+        "workloads::traefik",
+        "workloads::cilium-operator",
         "etcd-quorum",
         "recovery",
         "no-manual-work",
@@ -508,6 +510,16 @@ async fn sigkill_during_the_outage_then_recover_leaves_every_vm_running() {
     child.kill().unwrap(); // SIGKILL
     let _ = tokio::task::spawn_blocking(move || child.wait()).await;
     assert!(!bench.vm_running(102), "the killed run left VM 102 stopped");
+    // No new run while the journal owes a restore.
+    let out = bench
+        .run(&bench.config(), &["chaos", "lab", "--host", "pve1"])
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("run `gates recover lab` first"),
+        "{}",
+        stderr(&out)
+    );
 
     let out = bench.run(&bench.config(), &["recover", "lab"]).await;
     assert_eq!(
