@@ -552,3 +552,74 @@ async fn api_vip_ingress_and_readyz_follow_the_world() {
     assert!(reqs.as_array().is_some_and(|r| !r.is_empty()));
     lab.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_watchers_list_then_watch_and_stream_lists() {
+    use futures::StreamExt;
+    use kube::runtime::watcher;
+    let (lab, _dir) = start("adr-007", 25, 1.0).await;
+    let client = common::kube_client(&lab, "lab").await;
+    for config in [
+        watcher::Config::default(),
+        watcher::Config::default().streaming_lists(),
+    ] {
+        let api: Api<Node> = Api::all(client.clone());
+        let mut stream = watcher(api, config).boxed();
+        let mut nodes = 0;
+        let done = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while let Some(ev) = stream.next().await {
+                match ev.expect("watch event") {
+                    watcher::Event::InitApply(_) => nodes += 1,
+                    watcher::Event::InitDone => return true,
+                    _ => {}
+                }
+            }
+            false
+        })
+        .await
+        .expect("initial listing completes");
+        assert!(done);
+        assert_eq!(nodes, 3);
+    }
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aggregated_discovery_lists_every_group() {
+    let (lab, _dir) = start("adr-007", 26, 1.0).await;
+    let client = common::kube_client(&lab, "lab").await;
+    let d = Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .expect("aggregated discovery");
+    let l2 = d.get("cilium.io").expect("cilium.io");
+    assert!(
+        l2.versioned_resources("v2alpha1")
+            .iter()
+            .any(|(ar, _)| ar.plural == "ciliuml2announcementpolicies")
+    );
+    let core = d.get("").expect("core");
+    assert!(
+        core.recommended_resources()
+            .iter()
+            .any(|(ar, caps)| ar.plural == "pods"
+                && caps.scope == kube::discovery::Scope::Namespaced)
+    );
+    for g in [
+        "apps",
+        "policy",
+        "coordination.k8s.io",
+        "discovery.k8s.io",
+        "longhorn.io",
+        "metrics.k8s.io",
+    ] {
+        assert!(d.has_group(g), "{g}");
+    }
+    // Legacy clients still get the legacy documents.
+    let legacy = Discovery::new(client)
+        .run()
+        .await
+        .expect("legacy discovery");
+    assert!(legacy.has_group("longhorn.io"));
+    lab.stop().await;
+}

@@ -88,3 +88,64 @@ pub fn resource_list(group: &str, version: &str, metrics: bool) -> Option<Value>
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
     )
 }
+
+/// Content type of aggregated discovery responses (apidiscovery.k8s.io/v2).
+pub const AGGREGATED_CONTENT_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether an Accept header asks for aggregated discovery v2 (client-go ≥ 1.30 and kube-rs's
+/// `run_aggregated` do; both fall back to the legacy documents when it is not served).
+pub fn wants_aggregated(accept: &str) -> bool {
+    accept.split(',').any(|part| {
+        let params: Vec<&str> = part.split(';').map(str::trim).collect();
+        params.contains(&"g=apidiscovery.k8s.io")
+            && params.contains(&"v=v2")
+            && params.contains(&"as=APIGroupDiscoveryList")
+    })
+}
+
+/// The aggregated discovery document of `/api` (`core`) or `/apis`.
+pub fn aggregated(core: bool, metrics: bool) -> Value {
+    let group_names: Vec<(&str, Vec<&str>)> = if core {
+        vec![("", vec!["v1"])]
+    } else {
+        groups()
+            .into_iter()
+            .filter(|(g, _)| metrics || *g != "metrics.k8s.io")
+            .collect()
+    };
+    let items: Vec<Value> = group_names
+        .into_iter()
+        .map(|(group, versions)| {
+            let versions: Vec<Value> = versions
+                .iter()
+                .map(|v| {
+                    let resources: Vec<Value> = RESOURCES
+                        .iter()
+                        .filter(|d| d.group == group && d.version == *v)
+                        .map(|d| {
+                            let mut r = json!({
+                                "resource": d.plural,
+                                "responseKind": {"group": d.group, "version": d.version, "kind": d.kind},
+                                "scope": if d.namespaced { "Namespaced" } else { "Cluster" },
+                                "singularResource": d.singular,
+                                "verbs": d.verbs(),
+                            });
+                            if !d.short_names.is_empty() {
+                                r["shortNames"] = json!(d.short_names);
+                            }
+                            if !d.categories.is_empty() {
+                                r["categories"] = json!(d.categories);
+                            }
+                            r
+                        })
+                        .collect();
+                    json!({"version": v, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            let meta = if group.is_empty() { json!({"creationTimestamp": null}) } else { json!({"name": group, "creationTimestamp": null}) };
+            json!({"metadata": meta, "versions": versions})
+        })
+        .collect();
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
+}

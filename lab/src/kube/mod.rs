@@ -124,6 +124,20 @@ impl KubeApi {
         }
         let metrics = self.shared.read(|w| w.envs[self.env].spec.metrics);
         let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        // Aggregated discovery when asked for, else the legacy documents.
+        let accept = req
+            .headers()
+            .get(hyper::header::ACCEPT)
+            .and_then(|a| a.to_str().ok())
+            .unwrap_or("");
+        if discovery::wants_aggregated(accept) && matches!(segs.as_slice(), ["api"] | ["apis"]) {
+            let doc = discovery::aggregated(segs.as_slice() == ["api"], metrics);
+            return bytes_response(
+                200,
+                discovery::AGGREGATED_CONTENT_TYPE,
+                serde_json::to_vec(&doc).unwrap_or_default(),
+            );
+        }
         // Discovery.
         match segs.as_slice() {
             ["api"] => {
@@ -448,6 +462,7 @@ impl KubeApi {
         };
         let since: Option<u64> = query
             .get("resourceVersion")
+            .filter(|_| !is_true(query.get("sendInitialEvents")))
             .filter(|v| !v.is_empty() && *v != "0")
             .and_then(|v| v.parse().ok());
         let timeout = query
@@ -456,6 +471,8 @@ impl KubeApi {
             .map(Duration::from_secs)
             .unwrap_or(Duration::from_secs(1800));
         let bookmarks = is_true(query.get("allowWatchBookmarks"));
+        // Streaming lists (sendInitialEvents): the initial ADDED events end with a bookmark.
+        let initial_events = is_true(query.get("sendInitialEvents"));
         let ns = ns.map(String::from);
         let matches = move |res: crate::resources::Res, obj: &Value| -> bool {
             res == def.res
@@ -500,6 +517,15 @@ impl KubeApi {
                 tokio::spawn(async move {
                     for o in initial {
                         if matches(def.res, &o) && tx.send(event_line("ADDED", &o)).await.is_err() {
+                            return;
+                        }
+                    }
+                    if initial_events {
+                        let bm = json!({"type": "BOOKMARK", "object": {"kind": def.kind, "apiVersion": def.api_version(), "metadata": {
+                            "resourceVersion": last_rv.to_string(),
+                            "annotations": {"k8s.io/initial-events-end": "true"},
+                        }}});
+                        if tx.send(line(&bm)).await.is_err() {
                             return;
                         }
                     }
