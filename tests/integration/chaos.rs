@@ -588,3 +588,64 @@ async fn sigint_during_the_outage_restores_before_exit_and_spares_the_other_envi
     assert!(bench.vm_running(201));
     bench.lab.stop().await;
 }
+
+#[test]
+fn the_nightly_ci_examples_run_chaos_then_always_recover_and_keep_the_junit() {
+    let read = |name: &str| -> serde_yaml_ng::Value {
+        let text = std::fs::read_to_string(root().join("examples/ci").join(name)).unwrap();
+        serde_yaml_ng::from_str(&text).unwrap()
+    };
+    let github = read("github-actions-nightly-chaos.yml");
+    let steps = github["jobs"]["chaos"]["steps"].as_sequence().unwrap();
+    let run_of = |s: &serde_yaml_ng::Value| s["run"].as_str().unwrap_or_default().to_string();
+    let chaos = steps
+        .iter()
+        .position(|s| run_of(s).contains("gates chaos staging --host auto --junit"))
+        .expect("a chaos step");
+    let recover = steps
+        .iter()
+        .position(|s| run_of(s).contains("gates recover staging"))
+        .expect("a recover step");
+    assert!(recover > chaos);
+    assert_eq!(steps[recover]["if"].as_str(), Some("always()"));
+    let upload = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact"))
+        })
+        .expect("an upload step");
+    assert_eq!(upload["if"].as_str(), Some("always()"));
+    assert!(
+        upload["with"]["path"]
+            .as_str()
+            .unwrap()
+            .contains("reports/*.xml")
+    );
+
+    let gitlab = read("gitlab-ci-nightly-chaos.yml");
+    let job = &gitlab["chaos:staging"];
+    let script: Vec<&str> = job["script"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.as_str())
+        .collect();
+    assert!(
+        script.iter().any(
+            |s| s.contains("gates chaos staging --host auto --junit reports/chaos-staging.xml")
+        )
+    );
+    assert!(
+        job["after_script"][0]
+            .as_str()
+            .unwrap()
+            .contains("gates recover staging")
+    );
+    assert_eq!(job["artifacts"]["when"].as_str(), Some("always"));
+    assert_eq!(
+        job["artifacts"]["reports"]["junit"][0].as_str(),
+        Some("reports/chaos-staging.xml")
+    );
+}
