@@ -150,3 +150,68 @@ pub fn unhealthy_volumes(volumes: &[LonghornVolume]) -> Vec<String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::testing::pod;
+
+    fn controller(yaml: &str) -> Controller {
+        serde_yaml_ng::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn a_controller_needs_one_ready_pod_of_its_own_labels_and_namespace() {
+        let coredns = controller("{name: coredns, selector: {k8s-app: kube-dns}}");
+        let traefik = controller(
+            "{name: traefik, namespace: traefik, selector: {app.kubernetes.io/name: traefik}}",
+        );
+        let pods = vec![
+            pod("kube-system", "coredns-a")
+                .labels(&[("k8s-app", "kube-dns")])
+                .not_ready()
+                .build(),
+            pod("kube-system", "coredns-b")
+                .labels(&[("k8s-app", "kube-dns")])
+                .terminating()
+                .build(),
+            // The right labels in the wrong namespace do not count.
+            pod("default", "traefik-a")
+                .labels(&[("app.kubernetes.io/name", "traefik")])
+                .build(),
+        ];
+        assert_eq!(
+            controllers_without_ready_replica(&[coredns.clone(), traefik.clone()], &pods),
+            vec!["coredns", "traefik"]
+        );
+        let mut pods = pods;
+        pods.push(
+            pod("traefik", "traefik-b")
+                .labels(&[("app.kubernetes.io/name", "traefik")])
+                .build(),
+        );
+        pods.push(
+            pod("kube-system", "coredns-c")
+                .labels(&[("k8s-app", "kube-dns")])
+                .build(),
+        );
+        assert!(controllers_without_ready_replica(&[coredns, traefik], &pods).is_empty());
+    }
+
+    #[test]
+    fn only_attached_volumes_must_be_healthy() {
+        let volume = |name: &str, state: &str, robustness: &str| -> LonghornVolume {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name},
+                "status": {"state": state, "robustness": robustness, "currentNodeID": "cp1"}
+            }))
+            .unwrap()
+        };
+        let got = unhealthy_volumes(&[
+            volume("a", "attached", "healthy"),
+            volume("b", "attached", "degraded"),
+            volume("c", "detached", "unknown"),
+        ]);
+        assert_eq!(got, vec!["b is degraded on cp1"]);
+    }
+}

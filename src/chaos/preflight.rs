@@ -139,3 +139,163 @@ fn blocking_pdbs(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::checks::testing::{node, pdb, pod, state};
+    use crate::state::{
+        Collected, EtcdMemberView, EtcdView, ProxmoxHost, ProxmoxState, TalosEndpoint, TalosState,
+    };
+    use crate::verdict::Finding;
+
+    fn coredns() -> Controller {
+        serde_yaml_ng::from_str("{name: coredns, selector: {k8s-app: kube-dns}}").unwrap()
+    }
+
+    fn trial(gate: u32, finding: Finding) -> TrialResult {
+        TrialResult {
+            name: format!("gate{gate}::staging::x"),
+            gate,
+            kind: "x",
+            instance: None,
+            finding,
+            duration: Duration::ZERO,
+        }
+    }
+
+    fn member(id: &str, host: &str) -> EtcdMemberView {
+        EtcdMemberView {
+            id: id.into(),
+            hostname: host.into(),
+            peer_urls: vec![],
+            learner: false,
+        }
+    }
+
+    fn talos(answering: &[(&str, &str)]) -> TalosState {
+        let members = vec![
+            member("01", "cp1"),
+            member("02", "cp2"),
+            member("03", "cp3"),
+        ];
+        TalosState {
+            endpoints: answering
+                .iter()
+                .map(|(endpoint, id)| TalosEndpoint {
+                    endpoint: endpoint.to_string(),
+                    view: Ok(EtcdView {
+                        members: members.clone(),
+                        member_id: id.to_string(),
+                        leader: "01".into(),
+                        ..Default::default()
+                    }),
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn healthy() -> crate::state::State {
+        state()
+            .nodes(["cp1", "cp2", "cp3"].map(|n| node(n).control_plane().ready().build()))
+            .pods([
+                pod("kube-system", "coredns-a")
+                    .labels(&[("k8s-app", "kube-dns")])
+                    .on("cp1")
+                    .build(),
+                pod("kube-system", "coredns-b")
+                    .labels(&[("k8s-app", "kube-dns")])
+                    .on("cp2")
+                    .build(),
+            ])
+            .pdbs([pdb("kube-system", "coredns", &[("k8s-app", "kube-dns")])
+                .max_unavailable(1)
+                .status_counts(2, 2, 1, 1)
+                .build()])
+            .with(|s| {
+                s.talos = Collected::Present(talos(&[
+                    ("10.0.0.1", "01"),
+                    ("10.0.0.2", "02"),
+                    ("10.0.0.3", "03"),
+                ]));
+                s.proxmox = Collected::Present(ProxmoxState {
+                    hosts: ["pve1", "pve2", "pve3"]
+                        .iter()
+                        .map(|h| ProxmoxHost {
+                            name: h.to_string(),
+                            online: true,
+                        })
+                        .collect(),
+                    ..Default::default()
+                });
+            })
+            .build()
+    }
+
+    #[test]
+    fn a_healthy_cluster_with_passing_gates_may_go_ahead() {
+        let got = refusals(&healthy(), &[trial(1, Finding::pass("ok"))], &[coredns()]);
+        assert!(got.is_empty(), "{got:?}");
+    }
+
+    #[test]
+    fn a_gate_that_does_not_pass_refuses_and_says_which() {
+        let got = refusals(
+            &healthy(),
+            &[
+                trial(1, Finding::pass("ok")),
+                trial(2, Finding::skip("not applicable")),
+                trial(3, Finding::fail("policy selects one node")),
+                trial(4, Finding::skip("no chaos report")),
+            ],
+            &[coredns()],
+        );
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(
+            got[1].contains("gate 3 does not pass") && got[1].contains("policy selects one node")
+        );
+        assert!(refusals(&healthy(), &[], &[coredns()])[0].contains("no trial of gates 1 to 3"));
+    }
+
+    #[test]
+    fn a_not_ready_node_a_down_host_and_a_blocking_pdb_each_refuse() {
+        let mut s = healthy();
+        s.nodes = Collected::Present(vec![
+            node("cp1").control_plane().ready().build(),
+            node("cp2").control_plane().not_ready().build(),
+        ]);
+        if let Collected::Present(p) = &mut s.proxmox {
+            p.hosts[2].online = false;
+        }
+        s.pdbs = Collected::Present(vec![
+            pdb("kube-system", "coredns", &[("k8s-app", "kube-dns")])
+                .max_unavailable(1)
+                .status_counts(2, 1, 1, 0)
+                .build(),
+        ]);
+        let got = refusals(&s, &[trial(1, Finding::pass("ok"))], &[coredns()]);
+        let text = got.join("\n");
+        assert!(text.contains("nodes not Ready: cp2"), "{text}");
+        assert!(text.contains("Proxmox host already down: pve3"), "{text}");
+        assert!(
+            text.contains(
+                "PodDisruptionBudget kube-system/coredns of coredns allows 0 disruptions"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn etcd_with_a_silent_member_or_without_talos_refuses() {
+        let mut s = healthy();
+        s.talos = Collected::Present(talos(&[("10.0.0.1", "01"), ("10.0.0.2", "02")]));
+        let got = refusals(&s, &[trial(1, Finding::pass("ok"))], &[coredns()]).join("\n");
+        assert!(got.contains("member cp3 (03) did not answer"), "{got}");
+        s.talos = Collected::NotApplicable("no talos section".into());
+        let got = refusals(&s, &[trial(1, Finding::pass("ok"))], &[coredns()]).join("\n");
+        assert!(got.contains("etcd health is unknown"), "{got}");
+    }
+}
