@@ -70,6 +70,8 @@ pub struct LabFiles {
     pub kubeconfig: PathBuf,
     pub talosconfig: PathBuf,
     pub proxmox_token: PathBuf,
+    /// Secret of the read-only Proxmox token [`PROXMOX_AUDIT_TOKEN_ID`].
+    pub proxmox_audit_token: PathBuf,
     pub proxmox_ca: PathBuf,
     pub kube_ca: PathBuf,
     pub ground_truth: PathBuf,
@@ -84,7 +86,7 @@ pub struct Lab {
     pub files: LabFiles,
     tokens: Tokens,
     kube_ca_pem: String,
-    tasks: Vec<JoinHandle<()>>,
+    tasks: Tasks,
     /// Kept alive: dropping a server handle of the Proxmox/Talos servers stops it.
     handles: Vec<Box<dyn std::any::Any + Send>>,
 }
@@ -113,7 +115,8 @@ impl Lab {
         let world = World::build(&scenario, plan, clock)?;
         let shared = Shared::new(world);
         let log = RequestLog::new();
-        let mut tasks = Vec::new();
+        // Aborted on drop, so a start that fails half-way leaves nothing listening.
+        let mut tasks = Tasks(Vec::new());
         tasks.push(tokio::spawn(shared.clone().drive()));
 
         let pki = |e: crate::pki::PkiError| LabError::Pki(e.to_string());
@@ -229,15 +232,20 @@ impl Lab {
         // Proxmox VE on every host.
         let pve_ca = CertificateAuthority::new(CaKind::Proxmox).map_err(pki)?;
         let pve_secret = uuid_secret().map_err(secret)?;
+        let pve_audit_secret = uuid_secret().map_err(secret)?;
         let pve_api = crate::proxmox::ProxmoxApi::new(
             backend.clone(),
-            crate::proxmox::ProxmoxOptions {
-                tokens: vec![crate::proxmox::ApiToken {
+            pve_options(
+                opts.speed,
+                crate::proxmox::ApiToken {
                     id: PROXMOX_TOKEN_ID.into(),
                     secret: pve_secret.clone(),
-                }],
-                ..Default::default()
-            },
+                },
+                crate::proxmox::ApiToken {
+                    id: PROXMOX_AUDIT_TOKEN_ID.into(),
+                    secret: pve_audit_secret.clone(),
+                },
+            ),
             recorder.clone(),
         );
         let host_names: Vec<String> =
@@ -350,6 +358,7 @@ impl Lab {
             kubeconfig: state_dir.join("kubeconfig"),
             talosconfig: state_dir.join("talosconfig"),
             proxmox_token: state_dir.join("proxmox-token"),
+            proxmox_audit_token: state_dir.join("proxmox-audit-token"),
             proxmox_ca: state_dir.join("proxmox-ca.pem"),
             kube_ca: state_dir.join("kube-ca.pem"),
             ground_truth: state_dir.join("ground-truth.json"),
@@ -371,6 +380,10 @@ impl Lab {
         w(&lab.files.talosconfig, &talosconfig)?;
         w(&lab.files.proxmox_token, &format!("{pve_secret}\n"))?;
         w(&lab.files.proxmox_ca, &pve_ca.cert_pem())?;
+        w(
+            &lab.files.proxmox_audit_token,
+            &format!("{pve_audit_secret}\n"),
+        )?;
         lab.write_files(opts.env_dir.as_deref().map(absolute))?;
         Ok(lab)
     }
@@ -498,7 +511,7 @@ impl Lab {
         let _ = self.save_ground_truth();
         // Give listeners a moment to see the shutdown and close their sockets.
         tokio::task::yield_now().await;
-        for t in self.tasks.drain(..) {
+        for t in self.tasks.0.drain(..) {
             t.abort();
             let _ = t.await;
         }
@@ -511,7 +524,58 @@ type EnvListen = (String, Vec<usize>, Option<Vec<String>>);
 /// Index, control plane, addressed.
 type NodeListen = (usize, bool, bool);
 
+impl Drop for Lab {
+    /// A lab dropped without `stop` still takes its addresses down.
+    fn drop(&mut self) {
+        self.shared.shutdown();
+    }
+}
+
+/// Background tasks of a lab; dropping the set aborts them.
+struct Tasks(Vec<JoinHandle<()>>);
+
+impl Tasks {
+    fn push(&mut self, t: JoinHandle<()>) {
+        self.0.push(t);
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
+}
+
 pub const PROXMOX_TOKEN_ID: &str = "gates@pve!lab";
+/// A Proxmox token that may only read (VM.Audit, Sys.Audit); its secret is in
+/// `proxmox-audit-token` beside `proxmox-token`.
+pub const PROXMOX_AUDIT_TOKEN_ID: &str = "gates@pve!lab-audit";
+
+/// Proxmox delays that stand for world time (a power task running, ARP timing out towards a
+/// dead host) run `speed` times faster, like the rest of the world. The delayed 401 is a
+/// security measure of pveproxy, not world time, and stays as it is.
+fn pve_options(
+    speed: f64,
+    token: crate::proxmox::ApiToken,
+    audit: crate::proxmox::ApiToken,
+) -> crate::proxmox::ProxmoxOptions {
+    let d = crate::proxmox::ProxmoxOptions::default();
+    let speed = if speed.is_finite() && speed > 0.001 {
+        speed
+    } else {
+        1.0
+    };
+    let scale = |x: std::time::Duration| x.div_f64(speed).max(std::time::Duration::from_millis(10));
+    crate::proxmox::ProxmoxOptions {
+        tokens: vec![token],
+        audit_tokens: vec![audit],
+        unreachable_delay: scale(d.unreachable_delay),
+        task_duration: scale(d.task_duration),
+        ..d
+    }
+}
 
 /// A Proxmox token secret: a random UUID, as `pveum user token add` prints.
 fn uuid_secret() -> Result<String, ring::error::Unspecified> {

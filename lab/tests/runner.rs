@@ -177,3 +177,61 @@ async fn two_labs_run_side_by_side() {
     a.stop().await;
     b.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_proxmox_token_and_busy_addresses() {
+    let (lab, _dir) = common::start("adr-007", 84, 1.0).await;
+    let secret = std::fs::read_to_string(&lab.files.proxmox_audit_token).expect("audit token");
+    let ca = reqwest::Certificate::from_pem(
+        std::fs::read(&lab.files.proxmox_ca).expect("ca").as_slice(),
+    )
+    .expect("pem");
+    let pve = reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .build()
+        .expect("client");
+    let auth = format!(
+        "PVEAPIToken={}={}",
+        gates_lab::runner::PROXMOX_AUDIT_TOKEN_ID,
+        secret.trim()
+    );
+    let r = pve
+        .get(format!(
+            "{}/api2/json/cluster/resources?type=vm",
+            lab.proxmox_url(0)
+        ))
+        .header("Authorization", &auth)
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(r.status(), 200);
+    let r = pve
+        .post(format!(
+            "{}/api2/json/nodes/pve1/qemu/101/status/stop",
+            lab.proxmox_url(0)
+        ))
+        .header("Authorization", &auth)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 403);
+    assert!(
+        lab.shared.read(|w| w.nodes[0].vm_running),
+        "nothing was stopped"
+    );
+
+    // A second lab on the same subnet cannot listen and says where.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let err = gates_lab::Lab::start(gates_lab::LabOptions {
+        scenario: "adr-007".into(),
+        generate_nodes: None,
+        subnet: 84,
+        speed: 1.0,
+        state_dir: dir.path().join("state"),
+        env_dir: None,
+    })
+    .await
+    .expect_err("addresses are taken");
+    assert!(err.to_string().contains("127.84."), "{err}");
+    lab.stop().await;
+}
