@@ -22,7 +22,10 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             return Finding::error(format!("gate 4 evidence unreadable: {reason}"));
         }
         Collected::NotApplicable(reason) => {
-            return Finding::skip(format!("{reason} (run `gates chaos {env}`)"));
+            return Finding::skip(format!(
+                "no chaos report for {env}: run `gates chaos {env}`"
+            ))
+            .with_evidence([reason.clone()]);
         }
     };
     let max_age: std::time::Duration = ctx
