@@ -47,6 +47,8 @@ pub struct ChaosReport {
     /// Wall-clock time of the timeline's zero, to the millisecond.
     pub started_at: String,
     pub finished_at: String,
+    /// Seconds between two samples of a probe: the resolution of every measured interval.
+    pub sample_interval: f64,
     pub moments: Moments,
     /// `completed`, `interrupted by SIGINT`, ...
     pub outcome: String,

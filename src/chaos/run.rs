@@ -552,6 +552,7 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
             .collect(),
         started_at: report::timestamp(started_at),
         finished_at: report::timestamp(finished_at),
+        sample_interval: report::seconds(interval),
         moments: moments.clone(),
         outcome: outcome.clone(),
         verdict,
@@ -720,6 +721,12 @@ fn closing_text(report: &ChaosReport) -> String {
         vms.join(", "),
         report.outcome
     );
+    let width = report
+        .probes
+        .iter()
+        .map(|p| p.probe.len())
+        .max()
+        .unwrap_or(0);
     for probe in &report.probes {
         let state = if probe.outages.is_empty() {
             "available throughout".to_string()
@@ -733,7 +740,7 @@ fn closing_text(report: &ChaosReport) -> String {
         };
         let _ = writeln!(
             out,
-            "  {:<28} {state} (budget {:.1}s / {:.1}s)",
+            "  {:<width$} {state} (budget {:.1}s / {:.1}s)",
             probe.probe,
             probe.budget_longest.as_secs_f64(),
             probe.budget_total.as_secs_f64()

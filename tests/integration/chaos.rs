@@ -197,7 +197,9 @@ fn assert_matches_truth(bench: &Bench, report: &Value, probe_name: &str, key: &s
         .iter()
         .map(|i| (seconds(&i["start"]), seconds(&i["end"])))
         .collect();
-    let tolerance = 0.1 + 0.1; // sample interval (lab: 100 ms) + 100 ms
+    let interval = seconds(&report["sample_interval"]);
+    assert!(interval > 0.0 && interval <= 0.2, "{interval}");
+    let tolerance = interval + 0.1;
     assert_eq!(
         measured.len(),
         expected.len(),
