@@ -149,3 +149,55 @@ async fn kubectl_reads_the_lab() {
     );
     lab.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_watch_shows_a_node_going_not_ready() {
+    use tokio::io::AsyncBufReadExt;
+    // Speed 40: the 40 s node-monitor grace period takes one real second.
+    let (lab, _dir) = common::start("adr-007", 71, 40.0).await;
+    let kc = lab.files.kubeconfig.clone();
+    let mut child = tokio::process::Command::new(kubectl_path())
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .args(["get", "nodes", "--watch"])
+        .env("KUBECACHEDIR", kc.with_file_name("kubecache"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("kubectl runs");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    // The initial listing first.
+    let mut seen = Vec::new();
+    while seen
+        .iter()
+        .filter(|l: &&String| l.contains("talos-lab-cp-"))
+        .count()
+        < 3
+    {
+        let l = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("initial rows")
+            .expect("read")
+            .expect("line");
+        seen.push(l);
+    }
+    // pve2: not the VIP holder's host, so the watch connection through the VIP survives.
+    lab.shared.power_loss_host("pve2").expect("power loss");
+    let found = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            if l.contains("talos-lab-cp-02") && l.contains("NotReady") {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false);
+    let _ = child.kill().await;
+    assert!(
+        found,
+        "kubectl --watch printed the node going NotReady; saw {seen:?}"
+    );
+    lab.stop().await;
+}

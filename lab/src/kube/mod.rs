@@ -237,7 +237,7 @@ impl KubeApi {
         match verb {
             "get" => self.get(def, ns, name.unwrap_or_default(), wants_table),
             "list" => self.list(def, ns, &query, wants_table),
-            _ => self.watch(def, ns, &query),
+            _ => self.watch(def, ns, &query, wants_table),
         }
     }
 
@@ -443,7 +443,23 @@ impl KubeApi {
         def: &'static ResourceDef,
         ns: Option<&str>,
         query: &HashMap<String, String>,
+        wants_table: bool,
     ) -> Response<Body> {
+        // `kubectl get -w` asks for Tables: each event then carries a one-row Table.
+        let clock = self.shared.clock.clone();
+        let event_line = move |etype: &str, obj: &Value| -> Bytes {
+            if wants_table {
+                let rv = obj
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(|v| v.as_str())
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let t = table::table(def, &[Arc::new(obj.clone())], rv, None, clock.wall_now());
+                line(&json!({"type": etype, "object": t}))
+            } else {
+                event_line(etype, obj)
+            }
+        };
         let labels = match query
             .get("labelSelector")
             .map(|s| Selector::parse(s))
