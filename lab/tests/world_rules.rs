@@ -351,4 +351,16 @@ async fn a_stopped_vm_comes_back_before_eviction_keeps_its_pods() {
     });
     assert_eq!(before, after);
     assert!(w.read(|w| w.envs[0].pods.values().all(|p| p.running)));
+    // The containers restarted with the node.
+    let pod = w
+        .read(|w| {
+            w.envs[0]
+                .pods
+                .values()
+                .find(|p| p.node == Some(1))
+                .map(|p| (p.namespace.clone(), p.name.clone()))
+        })
+        .expect("a pod on cp-02");
+    let obj = obj(&w, 0, Res::Pods, &pod.0, &pod.1);
+    assert_eq!(obj["status"]["containerStatuses"][0]["restartCount"], 1);
 }

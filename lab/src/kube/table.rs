@@ -97,7 +97,15 @@ pub fn table(
                     } else {
                         s(o, "/status/phase").to_string()
                     };
-                    json!([name, format!("{ready}/{total}"), status, 0, a, s(o, "/status/podIP"), s(o, "/spec/nodeName")])
+                    json!([
+                        name,
+                        format!("{ready}/{total}"),
+                        status,
+                        statuses.iter().filter_map(|c| c["restartCount"].as_i64()).sum::<i64>(),
+                        a,
+                        s(o, "/status/podIP"),
+                        s(o, "/spec/nodeName")
+                    ])
                 }
                 Res::PodDisruptionBudgets => {
                     let show = |p: &str| o.pointer(p).map(|v| if let Some(s) = v.as_str() { s.to_string() } else { v.to_string() }).unwrap_or_else(|| "N/A".into());

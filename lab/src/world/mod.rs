@@ -114,6 +114,8 @@ pub struct Pod {
     /// deletionTimestamp: Terminating since.
     pub deleting: Option<Duration>,
     pub ordinal: Option<usize>,
+    /// Container restarts (the node rebooted under the pod).
+    pub restarts: i32,
 }
 
 #[derive(Debug, Clone)]

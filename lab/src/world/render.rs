@@ -707,7 +707,7 @@ impl World {
                 .map(|_| format!("containerd://{}", ids::suffix(&[&p.uid, "container"], 32))),
             ready: p.api_ready,
             started: Some(p.running),
-            restart_count: 0,
+            restart_count: p.restarts,
             state: Some(if p.started_at.is_some() {
                 core::ContainerState {
                     running: Some(core::ContainerStateRunning {

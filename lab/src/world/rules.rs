@@ -531,6 +531,7 @@ impl World {
                 continue;
             }
             p.running = false;
+            p.restarts += 1;
             if p.api_ready {
                 p.api_ready = false;
                 p.ready_changed = now;
@@ -898,6 +899,7 @@ impl World {
                 ready_changed: now,
                 deleting: None,
                 ordinal,
+                restarts: 0,
             },
         );
         e.dirty.pods.insert(key.clone());
