@@ -192,6 +192,25 @@ fn ingress_probe(
         {
             builder = builder.add_root_certificate(cert);
         }
+    } else if url.url.starts_with("https://") {
+        // No ca_file: the system's trust store, as the environment file documents.
+        let native = rustls_native_certs::load_native_certs();
+        if native.certs.is_empty() {
+            return Err(format!(
+                "{}: no ca_file and no system trust roots could be loaded{}",
+                url.url,
+                native
+                    .errors
+                    .first()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
+            ));
+        }
+        for der in native.certs {
+            if let Ok(cert) = reqwest::Certificate::from_der(&der) {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
     }
     let client = builder.build().map_err(|e| format!("HTTP client: {e}"))?;
     let target = url.url.clone();
