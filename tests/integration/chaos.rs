@@ -651,3 +651,71 @@ fn the_nightly_ci_examples_run_chaos_then_always_recover_and_keep_the_junit() {
         Some("reports/chaos-staging.xml")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_the_outage_restores_and_exits_143() {
+    let bench = Bench::start("adr-007", 218).await;
+    let child = bench
+        .command(&bench.config(), &["chaos", "lab", "--host", "pve2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    bench.wait_for_stop(Duration::from_secs(30)).await;
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(bench.all_vms_running(), "restored before exit");
+    assert!(
+        stderr(&out).contains("restoring: SIGTERM received"),
+        "{}",
+        stderr(&out)
+    );
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_down_before_the_fault_aborts_without_touching_anything() {
+    let bench = Bench::start("adr-007", 219).await;
+    // The same environment, but its ingress URL asks for a host the ingress does not serve.
+    let env_dir = bench.dir.path().join("env");
+    let text = std::fs::read_to_string(env_dir.join("lab.yaml")).unwrap();
+    assert!(text.contains("host: whoami.lab.internal"), "{text}");
+    std::fs::write(
+        env_dir.join("lab.yaml"),
+        text.replace("host: whoami.lab.internal", "host: nobody.lab.internal"),
+    )
+    .unwrap();
+    let out = bench
+        .run(&bench.config(), &["chaos", "lab", "--host", "pve2"])
+        .await;
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{}\n{e}", stdout(&out));
+    assert!(
+        e.contains("steady state not met, nothing was touched"),
+        "{e}"
+    );
+    assert!(e.contains("ingress::nobody.lab.internal is down"), "{e}");
+    assert!(
+        bench.power_requests().is_empty(),
+        "{:?}",
+        bench.power_requests()
+    );
+    // The journal says the run ended before the fault, so the next run is not blocked.
+    let journal = std::fs::read_to_string(bench.journal()).unwrap();
+    assert!(journal.contains("aborted before the fault"), "{journal}");
+    bench.lab.stop().await;
+}
