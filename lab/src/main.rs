@@ -81,12 +81,29 @@ async fn main() -> std::process::ExitCode {
         "  control:     http://{}/events  /requests  /health",
         lab.plan.control_addr()
     );
-    eprintln!("Press Ctrl-C to stop.");
-    let _ = tokio::signal::ctrl_c().await;
+    eprintln!("Press Ctrl-C (or send SIGTERM) to stop.");
+    wait_for_stop_signal().await;
     eprintln!(
         "gates-lab: stopping; ground truth in {}",
         lab.files.ground_truth.display()
     );
     lab.stop().await;
     std::process::ExitCode::SUCCESS
+}
+
+/// Ctrl-C, or SIGTERM (how CI and process managers stop a service).
+async fn wait_for_stop_signal() {
+    #[cfg(unix)]
+    {
+        if let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

@@ -5,7 +5,7 @@ use gates_lab::{Lab, LabOptions};
 
 /// Subnet bytes used by the tests, one per test so labs never collide when tests run in
 /// parallel (nextest runs every test in its own process): kube_api 20..=39, world_rules
-/// 40..=69, kubectl 70..=79, runner 80..=89.
+/// 40..=69, kubectl 70..=79, runner and binary 80..=89.
 pub async fn start(scenario: &str, subnet: u8, speed: f64) -> (Lab, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let lab = Lab::start(LabOptions {
