@@ -24,3 +24,7 @@ fixtures:
 # Everything CI does, the same way.
 ci:
     bash .ci/run
+
+# How long check takes and how much memory it needs on thousands of nodes (no assertions).
+bench:
+    cargo bench --bench check_scale

@@ -14,7 +14,8 @@ pub struct Cli {
     /// Configuration directory: environments/ and one directory of gate files per decision.
     #[arg(long, global = true, default_value = "gates", value_name = "DIR")]
     pub config: PathBuf,
-    /// Another directory of environment files (repeatable), e.g. the one the lab writes.
+    /// Another directory of environment files (repeatable), e.g. the one the lab writes; its
+    /// files override same-named ones from the configuration directory.
     #[arg(long = "env-dir", global = true, value_name = "DIR")]
     pub env_dirs: Vec<PathBuf>,
     #[command(subcommand)]

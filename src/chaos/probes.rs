@@ -23,6 +23,8 @@ use crate::collect::kube::resolve;
 use crate::config::{Budget, Environment, IngressUrl};
 
 pub type ProbeFuture = Pin<Box<dyn Future<Output = Observation> + Send>>;
+/// The etcd leader (member id) each time the etcd probe saw it change.
+pub type LeaderLog = Arc<std::sync::Mutex<Vec<(tokio::time::Instant, u64)>>>;
 pub type ProbeFn = Arc<dyn Fn() -> ProbeFuture + Send + Sync>;
 
 /// One probe: its trial name, what it watches, its budget and how to take one sample.
@@ -47,6 +49,7 @@ pub struct ProbeInputs<'a> {
     pub etcd_members: usize,
     pub interval: Duration,
     pub timeout: Duration,
+    pub leaders: LeaderLog,
 }
 
 pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
@@ -151,6 +154,7 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
         let quorum = inputs.etcd_members / 2 + 1;
         let endpoints = Arc::new(inputs.surviving_talos.clone());
         let nodes: Arc<tokio::sync::Mutex<HashMap<String, TalosNode>>> = Arc::default();
+        let leaders = inputs.leaders.clone();
         probes.push(Probe {
             name: "etcd-quorum".to_string(),
             what: format!(
@@ -163,7 +167,10 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
                 let client = client.clone();
                 let endpoints = endpoints.clone();
                 let nodes = nodes.clone();
-                Box::pin(async move { etcd_quorum(client, &endpoints, nodes, quorum).await })
+                let leaders = leaders.clone();
+                Box::pin(
+                    async move { etcd_quorum(client, &endpoints, nodes, quorum, leaders).await },
+                )
             }),
         });
     }
@@ -303,6 +310,7 @@ async fn etcd_quorum(
     endpoints: &[String],
     nodes: Arc<tokio::sync::Mutex<HashMap<String, TalosNode>>>,
     quorum: usize,
+    leaders: LeaderLog,
 ) -> Observation {
     let answers = futures::future::join_all(endpoints.iter().map(|endpoint| {
         let client = client.clone();
@@ -321,12 +329,18 @@ async fn etcd_quorum(
             if status.leader == 0 {
                 Err(format!("{endpoint}: no leader"))
             } else {
-                Ok(())
+                Ok(status.leader)
             }
         }
     }))
     .await;
     let with_leader = answers.iter().filter(|a| a.is_ok()).count();
+    if let Some(leader) = answers.iter().find_map(|a| a.as_ref().ok().copied())
+        && let Ok(mut log) = leaders.lock()
+        && log.last().map(|(_, l)| *l) != Some(leader)
+    {
+        log.push((tokio::time::Instant::now(), leader));
+    }
     if with_leader >= quorum {
         Observation::Up
     } else {

@@ -183,6 +183,7 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
     let cluster_access = collect::api::cluster_access(env).map_err(ChaosError::Failed)?;
     let kube = collect::kube::client(env).await.ok();
     let timeout = (interval * 4).clamp(Duration::from_secs(1), Duration::from_secs(5));
+    let leaders = probes::LeaderLog::default();
     let probes = probes::build(ProbeInputs {
         env,
         access: &cluster_access,
@@ -192,6 +193,7 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         etcd_members: members,
         interval,
         timeout,
+        leaders: leaders.clone(),
     })
     .map_err(ChaosError::Failed)?;
     let restore_by = Utc::now()
@@ -435,6 +437,7 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
     }
     let _ = watcher.await;
     progress.finish();
+    leader_events(&leaders, &state, origin, &events);
     let observed = origin.elapsed();
     let outcomes: Vec<ProbeOutcome> = probes
         .iter()
@@ -607,6 +610,41 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         Some(sig) => signal_code(sig),
         None => tally.exit_code(),
     })
+}
+
+/// etcd leader changes the etcd probe saw, named by member, onto the timeline.
+fn leader_events(
+    leaders: &probes::LeaderLog,
+    state: &crate::state::State,
+    origin: Instant,
+    events: &Events,
+) {
+    let names: std::collections::BTreeMap<String, String> = state
+        .talos
+        .present()
+        .map(|t| {
+            t.endpoints
+                .iter()
+                .filter_map(|e| e.view.as_ref().ok())
+                .flat_map(|v| v.members.iter())
+                .map(|m| (m.id.clone(), m.hostname.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let name = |id: u64| {
+        let hex = format!("{id:016x}");
+        names.get(&hex).cloned().unwrap_or(hex)
+    };
+    let log = leaders.lock().map(|l| l.clone()).unwrap_or_default();
+    for pair in log.windows(2) {
+        let ((_, from), (at, to)) = (pair[0], pair[1]);
+        events.push(
+            at.saturating_duration_since(origin),
+            "etcd-leader-changed",
+            "etcd",
+            format!("{} -> {}", name(from), name(to)),
+        );
+    }
 }
 
 fn libtest_args(format: Format) -> Arguments {

@@ -100,10 +100,24 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     let mut short = Vec::new();
     let mut short_lines = Vec::new();
     let mut unknown = Vec::new();
+    // Index pods and metrics by node once: a cluster has thousands of each.
+    let mut pods_by_node: std::collections::HashMap<&str, Vec<&Pod>> =
+        std::collections::HashMap::new();
+    for pod in pods.iter().filter(|p| !pod_is_terminated(p)) {
+        if let Some(node) = pod_node(pod) {
+            pods_by_node.entry(node).or_default().push(pod);
+        }
+    }
+    let metrics_by_node: Option<std::collections::HashMap<&str, &NodeMetrics>> =
+        metrics.map(|all| all.iter().map(|m| (name(&m.metadata), m)).collect());
     for node in nodes {
         let node_name = name(&node.metadata);
         let host = hosts.of(node_name).unwrap_or("?").to_string();
-        match node_cells(node, pods, metrics) {
+        let on_node = pods_by_node.get(node_name).map_or(&[][..], Vec::as_slice);
+        let usage = metrics_by_node
+            .as_ref()
+            .map(|by| by.get(node_name).copied());
+        match node_cells(node, on_node, usage) {
             Err(why) => {
                 unknown.push(format!("{}: {why}", hosts.describe(node_name)));
                 rows.push([
@@ -182,20 +196,19 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
 }
 
 /// CPU and memory cells of one node, or why they cannot be computed.
+/// The CPU and memory cells of one node. `pods` are the node's non-terminated pods;
+/// `metrics` is `None` on a requests basis, `Some(None)` when metrics lack this node.
 fn node_cells(
     node: &Node,
-    pods: &[Pod],
-    metrics: Option<&[NodeMetrics]>,
+    pods: &[&Pod],
+    metrics: Option<Option<&NodeMetrics>>,
 ) -> Result<[Cell; 2], String> {
-    let node_name = name(&node.metadata);
     let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
     let usage = match metrics {
         None => None,
-        Some(all) => Some(
-            all.iter()
-                .find(|m| name(&m.metadata) == node_name)
-                .ok_or("no node metrics (metrics-server has not reported this node)")?,
-        ),
+        Some(found) => {
+            Some(found.ok_or("no node metrics (metrics-server has not reported this node)")?)
+        }
     };
     let mut cells = Vec::new();
     for (resource, _) in RESOURCES {
@@ -205,10 +218,7 @@ fn node_cells(
         let alloc =
             Quantity::parse(&alloc.0).map_err(|e| format!("allocatable {resource}: {e}"))?;
         let mut requests = Quantity::ZERO;
-        for pod in pods
-            .iter()
-            .filter(|p| pod_node(p) == Some(node_name) && !pod_is_terminated(p))
-        {
+        for pod in pods {
             requests = requests
                 + pod_request(pod, resource)
                     .map_err(|e| format!("pod {}: {e}", ns_name(&pod.metadata)))?;

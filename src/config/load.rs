@@ -41,18 +41,8 @@ impl Config {
                     continue;
                 };
                 {
-                    if let Some(previous) = environments.get(&env.name) {
-                        let previous: &Environment = previous;
-                        errors.push(ConfigError::new(
-                            &file,
-                            format!(
-                                "environment `{}` is also defined in {}",
-                                env.name,
-                                previous.file.display()
-                            ),
-                        ));
-                        continue;
-                    }
+                    // A later directory (an --env-dir, such as the one the lab writes)
+                    // overrides an environment of the same name from an earlier one.
                     environments.insert(env.name.clone(), env);
                 }
             }

@@ -139,3 +139,16 @@ fn shipped_configuration_is_valid() {
     assert!(config.environments.contains_key("staging"));
     assert!(config.environments.contains_key("production"));
 }
+
+#[test]
+fn an_extra_environment_directory_overrides_same_named_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "environments/staging.yaml", STAGING);
+    write(dir.path(), "adr-007/2.yaml", GATE);
+    let extra = tempfile::tempdir().unwrap();
+    write(extra.path(), "staging.yaml", "kube:\n  context: other\n");
+    let config = Config::load(dir.path(), &[extra.path().to_path_buf()]).unwrap();
+    let env = config.environment("staging").unwrap();
+    assert_eq!(env.kube.context.as_deref(), Some("other"));
+    assert!(env.file.starts_with(extra.path()));
+}
