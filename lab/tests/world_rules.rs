@@ -364,3 +364,63 @@ async fn a_stopped_vm_comes_back_before_eviction_keeps_its_pods() {
     let obj = obj(&w, 0, Res::Pods, &pod.0, &pod.1);
     assert_eq!(obj["status"]["containerStatuses"][0]["restartCount"], 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn replacements_wait_pending_when_the_survivors_are_full() {
+    // Three 900m whoami pods on 2-CPU nodes: two survivors cannot take a third one.
+    let mut s = Scenario::load("adr-007").expect("scenario");
+    let whoami = s.environments[0]
+        .workloads
+        .iter_mut()
+        .find(|w| w.name == "whoami")
+        .expect("whoami");
+    whoami.replicas = 3;
+    whoami.requests.cpu = "900m".into();
+    let w = world_of(s);
+    let on: Vec<Option<usize>> = w.read(|w| {
+        w.envs[0]
+            .pods
+            .values()
+            .filter(|p| p.name.starts_with("whoami-") && !p.name.starts_with("whoami-db"))
+            .map(|p| p.node)
+            .collect()
+    });
+    assert_eq!(on.len(), 3);
+    assert!(
+        on.iter().all(|n| n.is_some()),
+        "all three fit at first: {on:?}"
+    );
+
+    w.power_loss_host("pve3").expect("power loss");
+    advance(350).await;
+    let pending: Vec<String> = w.read(|w| {
+        w.envs[0]
+            .pods
+            .values()
+            .filter(|p| p.node.is_none())
+            .map(|p| p.name.clone())
+            .collect()
+    });
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert!(pending[0].starts_with("whoami-"));
+    let pod = obj(&w, 0, Res::Pods, "whoami", &pending[0]);
+    assert_eq!(pod["status"]["phase"], "Pending");
+    assert_eq!(pod["status"]["conditions"][0]["reason"], "Unschedulable");
+    let dep = obj(&w, 0, Res::Deployments, "whoami", "whoami");
+    assert_eq!(dep["status"]["readyReplicas"], 2);
+
+    // The host comes back: the pending pod is placed on the returning node.
+    w.wake_host("pve3").expect("wake");
+    advance(91).await;
+    w.start_vm(103).expect("start");
+    advance(60).await;
+    let scheduled = events(&w, "pod-scheduled");
+    assert!(
+        scheduled
+            .iter()
+            .any(|e| e.subject.ends_with(&pending[0]) && e.detail == "on talos-lab-cp-03"),
+        "{scheduled:?}"
+    );
+    let dep = obj(&w, 0, Res::Deployments, "whoami", "whoami");
+    assert_eq!(dep["status"]["readyReplicas"], 3);
+}
