@@ -136,17 +136,15 @@ fn report_files(dir: &Path) -> Vec<PathBuf> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let Some((stem, _)) = name.rsplit_once('-') else {
+        // `chaos-lab-20261129T202245Z.timeline.json` → `chaos-lab` + `.timeline.json`.
+        let Some((stem, stamped)) = name.rsplit_once('-') else {
             continue;
         };
-        if !(stem.starts_with("lab") || stem.starts_with("chaos-lab")) {
+        if !(stem == "lab" || stem == "lab-production" || stem == "chaos-lab") {
             continue;
         }
-        let ext = file
-            .extension()
-            .map(|e| e.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        newest.insert(format!("{stem}.{ext}"), file);
+        let suffix = stamped.find('.').map_or("", |i| &stamped[i..]);
+        newest.insert(format!("{stem}{suffix}"), file);
     }
     newest.into_values().collect()
 }
