@@ -110,7 +110,6 @@ pub fn env_file(
             out,
             "ingress:\n  services:\n    - selector: {{ app.kubernetes.io/name: traefik }}"
         );
-        let _ = ing;
         let _ = writeln!(out, "  urls:");
         for h in &ing.hosts {
             let _ = writeln!(

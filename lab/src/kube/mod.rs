@@ -11,7 +11,7 @@ use crate::reqlog::{Protocol, RequestLog};
 use crate::resources::{self, ResourceDef};
 use crate::selector::{FieldSelector, Selector, labels_of};
 use crate::world::Shared;
-use crate::world::store::{Event, EventType};
+use crate::world::store::Event;
 use base64::Engine;
 use bytes::Bytes;
 use hyper::body::Incoming;
@@ -522,14 +522,12 @@ impl KubeApi {
         };
         match setup {
             Err(_) => {
-                let ev = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": format!("too old resource version: {} ({})", since.unwrap_or(0), 0), "reason": "Expired", "code": 410}});
+                let ev = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": format!("too old resource version: {}", since.unwrap_or(0)), "reason": "Expired", "code": 410}});
                 tokio::spawn(async move {
                     let _ = tx.send(line(&ev)).await;
                 });
             }
             Ok((initial, replay, mut rx, mut last_rv)) => {
-                let typed = def.typed;
-                let _ = typed;
                 tokio::spawn(async move {
                     for o in initial {
                         if matches(def.res, &o) && tx.send(event_line("ADDED", &o)).await.is_err() {
@@ -582,7 +580,6 @@ impl KubeApi {
                 });
             }
         }
-        let _ = EventType::Added;
         resp
     }
 }

@@ -355,7 +355,7 @@ impl World {
         }
         world.schedule(world.timings.lease_renew, Action::RenewLeases);
         for e in 0..world.envs.len() {
-            world.flush(e, t0);
+            world.flush(e);
         }
         world.last_reach = world.reachability();
         for e in 0..world.envs.len() {

@@ -401,7 +401,7 @@ impl World {
     /// After a change: render what is dirty, and record availability changes.
     fn settle(&mut self, now: Duration) {
         for e in 0..self.envs.len() {
-            self.flush(e, now);
+            self.flush(e);
         }
         let reach = self.reachability();
         for e in 0..self.envs.len() {

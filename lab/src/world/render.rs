@@ -82,7 +82,7 @@ impl World {
     }
 
     /// Write everything the dirty flags name into the environment's store.
-    pub(crate) fn flush(&mut self, env: usize, now: Duration) {
+    pub(crate) fn flush(&mut self, env: usize) {
         let dirty = std::mem::take(&mut self.envs[env].dirty);
         let mut puts: Vec<(Res, Value)> = Vec::new();
         let mut deletes: Vec<(Res, Key)> = Vec::new();
@@ -121,7 +121,7 @@ impl World {
             self.render_lease(env, &mut puts);
         }
         if dirty.all || dirty.longhorn || dirty.nodes {
-            self.render_longhorn(env, now, &mut puts);
+            self.render_longhorn(env, &mut puts);
         }
         let store = &mut self.envs[env].store;
         for (res, v) in puts {
@@ -163,7 +163,6 @@ impl World {
         }
 
         // Services: the API's own, the scenario's, and the ingress LoadBalancer.
-        let vip = self.plan.vip_ip(env).to_string();
         let mut services = vec![core::Service {
             metadata: self.meta(
                 env,
@@ -192,7 +191,6 @@ impl World {
             }),
             status: Some(core::ServiceStatus::default()),
         }];
-        let _ = vip;
         for (i, s) in e.spec.services.iter().enumerate() {
             let ports = s
                 .ports
@@ -1316,7 +1314,7 @@ impl World {
         puts.push((Res::Leases, to_value(&lease)));
     }
 
-    fn render_longhorn(&self, env: usize, now: Duration, puts: &mut Vec<(Res, Value)>) {
+    fn render_longhorn(&self, env: usize, puts: &mut Vec<(Res, Value)>) {
         let e = &self.envs[env];
         let Some(lh) = &e.spec.longhorn else { return };
         let disk_size = quantity::bytes(&lh.disk_size).unwrap_or(200 << 30);
@@ -1382,7 +1380,6 @@ impl World {
         }
         for v in &e.volumes {
             let healthy = v.replicas.iter().filter(|r| r.running).count();
-            let attached = v.attached_to.is_some_and(|n| self.nodes[n].booted);
             let (state, robustness) = match v.attached_to {
                 Some(_) if healthy == 0 => ("attached", "faulted"),
                 Some(_) if healthy >= v.number_of_replicas => ("attached", "healthy"),
@@ -1405,7 +1402,6 @@ impl World {
                     json!({"pvName": v.name, "pvStatus": "Bound", "namespace": "", "pvcName": "", "workloadsStatus": null})
                 }
             };
-            let _ = (attached, now);
             puts.push((
                 Res::LonghornVolumes,
                 json!({

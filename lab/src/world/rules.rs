@@ -513,12 +513,10 @@ impl World {
             .filter(|(_, p)| p.node == Some(n))
             .map(|(k, _)| k.clone())
             .collect();
-        let mut touched = BTreeSet::new();
         for k in keys {
             let Some(p) = self.envs[env].pods.get_mut(&k) else {
                 continue;
             };
-            touched.insert(p.workload);
             if p.deleting.is_some() {
                 let wi = p.workload;
                 self.index_removed(env, wi, n);
@@ -562,7 +560,6 @@ impl World {
         for w in 0..self.envs[env].workloads.len() {
             self.reconcile_workload(env, w, now);
         }
-        let _ = touched;
     }
 
     fn lease_elect(&mut self, env: usize, now: Duration) {
