@@ -135,6 +135,14 @@ async fn losing_a_host_follows_the_real_timeline() {
         40.0,
         "node-monitor grace"
     );
+    // The dead kubelet's heartbeat Lease stopped renewing; the live ones did not.
+    let renew = |n: &str| {
+        obj(&w, 0, Res::Leases, "kube-node-lease", n)["spec"]["renewTime"]
+            .as_str()
+            .expect("renewTime")
+            .to_string()
+    };
+    assert!(renew("talos-lab-cp-01") < renew("talos-lab-cp-02"));
     assert_eq!(node_ready(&w, 0, "talos-lab-cp-01"), "Unknown");
     let node = obj(&w, 0, Res::Nodes, "", "talos-lab-cp-01");
     let taints: Vec<&str> = node["spec"]["taints"]

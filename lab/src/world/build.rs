@@ -122,6 +122,7 @@ impl World {
                     labels,
                     cp_taint: cp && !es.allow_scheduling_on_control_planes,
                     addressed: index < crate::addr::MAX_ADDRESSED,
+                    heartbeat: Duration::ZERO,
                     etcd_member_id: ids::hash64(&["etcd-member", &ns.name]),
                 });
                 env_nodes.push(index);

@@ -72,6 +72,8 @@ pub struct Node {
     pub cp_taint: bool,
     /// Has a 127.S.1.j address (apid and, on control planes, the API are served).
     pub addressed: bool,
+    /// Last kubelet heartbeat (renewTime of its Lease in kube-node-lease).
+    pub heartbeat: Duration,
     pub etcd_member_id: u64,
 }
 
@@ -193,6 +195,8 @@ pub struct Dirty {
     pub pods: BTreeSet<Key>,
     pub removed_pods: BTreeSet<Key>,
     pub leases: bool,
+    /// Node heartbeat Leases to re-render, by node index.
+    pub node_leases: BTreeSet<usize>,
     pub longhorn: bool,
 }
 

@@ -120,6 +120,15 @@ impl World {
         if dirty.all || dirty.leases {
             self.render_lease(env, &mut puts);
         }
+        if dirty.all {
+            for &n in &self.envs[env].nodes {
+                puts.push((Res::Leases, self.render_node_lease(env, n)));
+            }
+        } else {
+            for &n in &dirty.node_leases {
+                puts.push((Res::Leases, self.render_node_lease(env, n)));
+            }
+        }
         if dirty.all || dirty.longhorn || dirty.nodes {
             self.render_longhorn(env, &mut puts);
         }
@@ -1273,6 +1282,37 @@ impl World {
             };
             puts.push((Res::EndpointSlices, to_value(&slice)));
         }
+    }
+
+    /// The kubelet's heartbeat Lease (kube-node-lease/<node>), owned by its Node.
+    fn render_node_lease(&self, env: usize, n: usize) -> Value {
+        let node = &self.nodes[n];
+        let mut meta = self.meta(
+            env,
+            "nodelease",
+            Some("kube-node-lease"),
+            &node.name,
+            BTreeMap::new(),
+            Duration::ZERO,
+        );
+        meta.owner_references = Some(vec![OwnerReference {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            name: node.name.clone(),
+            uid: ids::uuid(&[self.envs[env].name(), "node", "", &node.name]),
+            controller: None,
+            block_owner_deletion: None,
+        }]);
+        let lease = coord::Lease {
+            metadata: meta,
+            spec: Some(coord::LeaseSpec {
+                holder_identity: Some(node.name.clone()),
+                lease_duration_seconds: Some(40),
+                renew_time: Some(self.micro(node.heartbeat)),
+                ..Default::default()
+            }),
+        };
+        to_value(&lease)
     }
 
     fn render_lease(&self, env: usize, puts: &mut Vec<(Res, Value)>) {

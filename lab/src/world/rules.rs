@@ -489,6 +489,16 @@ impl World {
                         self.envs[e].dirty.leases = true;
                     }
                 }
+                // The kubelet renews its node Lease every 10 s (a quarter of its 40 s duration).
+                for n in 0..self.nodes.len() {
+                    let node = &mut self.nodes[n];
+                    if node.booted && now.saturating_sub(node.heartbeat) >= Duration::from_secs(10)
+                    {
+                        node.heartbeat = now;
+                        let env = node.env;
+                        self.envs[env].dirty.node_leases.insert(n);
+                    }
+                }
                 self.schedule(now + self.timings.lease_renew, Action::RenewLeases);
             }
         }
