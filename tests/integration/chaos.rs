@@ -230,6 +230,10 @@ fn assert_matches_truth(bench: &Bench, report: &Value, probe_name: &str, key: &s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
     let bench = Bench::start("adr-007", 211).await;
+    let leader_on_pve1 = bench.lab.shared.read(|w| {
+        w.etcd_leader(0)
+            .is_some_and(|n| w.nodes[n].name == "talos-lab-cp-01")
+    });
     let junit = bench.junit();
     let out = bench
         .run(
@@ -308,6 +312,12 @@ async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
     ] {
         assert!(kinds.contains(&kind), "no {kind} event in {kinds:?}");
     }
+    // The etcd probe sees the leader move exactly when the leader's host went down.
+    assert_eq!(
+        kinds.contains(&"etcd-leader-changed"),
+        leader_on_pve1,
+        "leader on pve1: {leader_on_pve1}; events {kinds:?}"
+    );
     // Exactly one stop and one start, both of VM 101.
     let power = bench.power_requests();
     assert_eq!(power.len(), 2, "{power:?}");
@@ -655,6 +665,15 @@ fn the_nightly_ci_examples_run_chaos_then_always_recover_and_keep_the_junit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_during_the_outage_restores_and_exits_143() {
     let bench = Bench::start("adr-007", 218).await;
+    let leader = bench
+        .lab
+        .shared
+        .read(|w| w.etcd_leader(0).map(|n| w.nodes[n].name.clone()));
+    assert_eq!(
+        leader.as_deref(),
+        Some("talos-lab-cp-02"),
+        "the scenario's etcd leader"
+    );
     let child = bench
         .command(&bench.config(), &["chaos", "lab", "--host", "pve2"])
         .stdout(Stdio::piped())
@@ -683,6 +702,29 @@ async fn sigterm_during_the_outage_restores_and_exits_143() {
         stderr(&out).contains("restoring: SIGTERM received"),
         "{}",
         stderr(&out)
+    );
+    // pve2 carried the etcd leader: the etcd probe saw it move.
+    let report = bench.report();
+    assert_eq!(report["outcome"], "interrupted by SIGTERM; restored");
+    let timeline: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            bench
+                .reports()
+                .join(report["timeline_file"].as_str().unwrap()),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        timeline["events"].as_array().unwrap().iter().any(|e| {
+            e["kind"] == "etcd-leader-changed"
+                && e["detail"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("talos-lab-cp-02 -> ")
+        }),
+        "{:#}",
+        timeline["events"]
     );
     bench.lab.stop().await;
 }
