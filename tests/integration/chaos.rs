@@ -71,10 +71,13 @@ impl Bench {
     }
 
     async fn run(&self, config: &Path, args: &[&str]) -> Output {
-        let mut cmd = self.command(config, args);
-        tokio::task::spawn_blocking(move || cmd.output().expect("gates runs"))
-            .await
-            .unwrap()
+        let child = self
+            .command(config, args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("gates starts");
+        finish(child, Duration::from_secs(90)).await
     }
 
     /// The newest chaos report JSON.
@@ -134,6 +137,22 @@ impl Bench {
                 "no confirmed stop in the journal within {deadline:?}:\n{text}"
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Wait for a `gates` process, at most `limit`: a hung run is killed and fails the test
+/// instead of hanging it.
+async fn finish(child: std::process::Child, limit: Duration) -> Output {
+    let pid = child.id();
+    let waiting = tokio::task::spawn_blocking(move || child.wait_with_output());
+    match tokio::time::timeout(limit, waiting).await {
+        Ok(done) => done.unwrap().expect("gates runs"),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("gates did not finish within {limit:?}");
         }
     }
 }
@@ -520,7 +539,7 @@ async fn sigkill_during_the_outage_then_recover_leaves_every_vm_running() {
         .unwrap();
     bench.wait_for_stop(Duration::from_secs(30)).await;
     child.kill().unwrap(); // SIGKILL
-    let _ = tokio::task::spawn_blocking(move || child.wait()).await;
+    let _ = finish(child, Duration::from_secs(30)).await;
     assert!(!bench.vm_running(102), "the killed run left VM 102 stopped");
     // No new run while the journal owes a restore.
     let out = bench
@@ -575,10 +594,7 @@ async fn sigint_during_the_outage_restores_before_exit_and_spares_the_other_envi
         .status()
         .unwrap();
     assert!(status.success());
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let out = finish(child, Duration::from_secs(60)).await;
     assert_eq!(
         out.status.code(),
         Some(130),
@@ -686,10 +702,7 @@ async fn sigterm_during_the_outage_restores_and_exits_143() {
         .status()
         .unwrap();
     assert!(status.success());
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let out = finish(child, Duration::from_secs(60)).await;
     assert_eq!(
         out.status.code(),
         Some(143),
