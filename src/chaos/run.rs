@@ -161,15 +161,20 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
             refusals.join("\n  - ")
         )));
     };
-    let (host, reason) = plan::choose_host(&args.host, &state, proxmox, Utc::now().date_naive())
-        .map_err(|e| {
-            progress.finish();
-            ChaosError::Refused(e)
-        })?;
-    let target = plan::target(env, proxmox, &host, reason, args.whole_host).map_err(|e| {
+    // Without a target there is no plan to print; say every reason at once.
+    let refuse = |why: String| {
         progress.finish();
-        ChaosError::Refused(e)
-    })?;
+        let mut all = refusals.clone();
+        all.push(why);
+        ChaosError::Refused(format!(
+            "preflight refused the run on {}:\n  - {}",
+            env.name,
+            all.join("\n  - ")
+        ))
+    };
+    let (host, reason) =
+        plan::choose_host(&args.host, &state, proxmox, Utc::now().date_naive()).map_err(refuse)?;
+    let target = plan::target(env, proxmox, &host, reason, args.whole_host).map_err(refuse)?;
     let interval: Duration = spec.sample_interval.into();
     let outage: Duration = spec.outage.into();
     let recovery_timeout: Duration = spec.recovery_timeout.into();
