@@ -107,6 +107,9 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
         // One LIST per sample for all controllers: the samplers tick together, the first
         // to ask lists and the others reuse that answer.
         let pods = SharedPods::new(client, inputs.interval / 2);
+        // A hanging API (the VIP moving) makes the workloads unknown, never down: answer
+        // before the sampler's own timeout would count the sample as down.
+        let patience = inputs.timeout.mul_f64(0.75);
         for controller in &inputs.controllers {
             let pods = pods.clone();
             let controller = Arc::new(controller.clone());
@@ -131,7 +134,7 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
                 sample: Arc::new(move || {
                     let pods = pods.clone();
                     let controller = controller.clone();
-                    Box::pin(async move { workload(&pods, &controller).await })
+                    Box::pin(async move { workload(&pods, &controller, patience).await })
                 }),
             });
         }
@@ -290,8 +293,17 @@ impl SharedPods {
     }
 }
 
-async fn workload(pods: &SharedPods, controller: &Controller) -> Observation {
-    match pods.get().await {
+async fn workload(pods: &SharedPods, controller: &Controller, patience: Duration) -> Observation {
+    let answer = match tokio::time::timeout(patience, pods.get()).await {
+        Ok(answer) => answer,
+        Err(_) => {
+            return Observation::Unknown(format!(
+                "the API did not answer within {:.1}s",
+                patience.as_secs_f64()
+            ));
+        }
+    };
+    match answer {
         Ok(pods) => {
             let missing =
                 controllers_without_ready_replica(std::slice::from_ref(controller), &pods);
@@ -377,4 +389,54 @@ pub fn surviving_endpoints(
         }
     }
     (surviving, members.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_hanging_api_makes_a_workload_unknown_not_down() {
+        // Accepts connections and never answers, like a VIP whose holder just died.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let holder = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let pods = SharedPods::new(client, Duration::from_millis(50));
+        let coredns: Controller =
+            serde_yaml_ng::from_str("{name: coredns, selector: {k8s-app: kube-dns}}").unwrap();
+        let started = tokio::time::Instant::now();
+        let observation = workload(&pods, &coredns, Duration::from_millis(300)).await;
+        assert!(
+            matches!(&observation, Observation::Unknown(why) if why.contains("did not answer within 0.3s")),
+            "{observation:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(2));
+        holder.abort();
+    }
+
+    #[tokio::test]
+    async fn a_refused_api_makes_a_workload_unknown() {
+        // Bind then drop: nothing listens on the port any more.
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let pods = SharedPods::new(client, Duration::from_millis(50));
+        let coredns: Controller =
+            serde_yaml_ng::from_str("{name: coredns, selector: {k8s-app: kube-dns}}").unwrap();
+        let observation = workload(&pods, &coredns, Duration::from_secs(5)).await;
+        assert!(
+            matches!(&observation, Observation::Unknown(why) if why.contains("the API did not answer")),
+            "{observation:?}"
+        );
+    }
 }
