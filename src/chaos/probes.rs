@@ -155,6 +155,7 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
             },
         );
         let quorum = inputs.etcd_members / 2 + 1;
+        let patience = inputs.timeout.mul_f64(0.75);
         let endpoints = Arc::new(inputs.surviving_talos.clone());
         let nodes: Arc<tokio::sync::Mutex<HashMap<String, TalosNode>>> = Arc::default();
         let leaders = inputs.leaders.clone();
@@ -171,9 +172,9 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
                 let endpoints = endpoints.clone();
                 let nodes = nodes.clone();
                 let leaders = leaders.clone();
-                Box::pin(
-                    async move { etcd_quorum(client, &endpoints, nodes, quorum, leaders).await },
-                )
+                Box::pin(async move {
+                    etcd_quorum(client, &endpoints, nodes, quorum, leaders, patience).await
+                })
             }),
         });
     }
@@ -323,11 +324,14 @@ async fn etcd_quorum(
     nodes: Arc<tokio::sync::Mutex<HashMap<String, TalosNode>>>,
     quorum: usize,
     leaders: LeaderLog,
+    patience: Duration,
 ) -> Observation {
     let answers = futures::future::join_all(endpoints.iter().map(|endpoint| {
         let client = client.clone();
         let nodes = nodes.clone();
-        async move {
+        // Each member answers within `patience`, so one slow node is named instead of the
+        // whole sample timing out.
+        let ask = async move {
             let cached = nodes.lock().await.get(endpoint).cloned();
             let node = match cached {
                 Some(node) => node,
@@ -343,6 +347,16 @@ async fn etcd_quorum(
             } else {
                 Ok(status.leader)
             }
+        };
+        async move {
+            tokio::time::timeout(patience, ask)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(format!(
+                        "{endpoint}: no answer within {:.1}s",
+                        patience.as_secs_f64()
+                    ))
+                })
         }
     }))
     .await;
