@@ -62,7 +62,7 @@ fn main() {
         &format!("evaluate {} trials", selected.len()),
         &mut eval_times,
     );
-    slowest.sort_by(|a, b| b.0.cmp(&a.0));
+    slowest.sort_by_key(|s| std::cmp::Reverse(s.0));
     for (time, name, verdict) in slowest.iter().take(4) {
         println!("  {name:<42} {:>8.1}ms ({})", ms(*time), verdict.as_str());
     }
