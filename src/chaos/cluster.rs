@@ -39,21 +39,11 @@ pub fn selects(controller: &Controller, pod: &Pod) -> bool {
         .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
 }
 
-/// Ready and not being deleted.
-pub fn pod_ready(pod: &Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_none()
-        && pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
+pub use crate::checks::support::pod_is_ready as pod_ready;
 
+/// Ready condition `True`.
 pub fn node_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    crate::checks::support::node_ready_status(node) == Some("True")
 }
 
 pub fn node_name(node: &Node) -> &str {

@@ -4,13 +4,10 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use quick_xml::Writer;
-use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event as XmlEvent};
 use serde::{Deserialize, Serialize};
 
 use super::budget::ProbeOutcome;
@@ -18,6 +15,7 @@ use super::events::Event;
 use super::journal::PlannedVm;
 use super::power::Issued;
 use super::timeline::Sample;
+use crate::report::junit::JunitWriter;
 use crate::runner::{Tally, TrialResult};
 use crate::verdict::Verdict;
 
@@ -119,32 +117,15 @@ pub fn write(
 /// JUnit for gate 4: one suite `adr007.gate4`, host, VMs and measured outages as suite
 /// properties (the schema allows none on testcases), the intervals in failure bodies.
 pub fn render_junit(report: &ChaosReport) -> String {
-    let mut writer = Writer::new_with_indent(Cursor::new(Vec::new()), b' ', 2);
-    let mut emit = |event: XmlEvent<'_>| {
-        let _ = writer.write_event(event);
-    };
-    emit(XmlEvent::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
     let total: f64 = report.trials.iter().map(|t| t.duration.as_secs_f64()).sum();
     let classname = format!("{}.gate4", report.decision.replace('-', ""));
-    let mut root = BytesStart::new("testsuites");
-    root.push_attribute((
-        "name",
-        format!("gates chaos {} {}", report.decision, report.environment).as_str(),
-    ));
-    push_counts(&mut root, &report.tally);
-    root.push_attribute(("time", format!("{total:.6}").as_str()));
-    emit(XmlEvent::Start(root));
-
-    let mut suite = BytesStart::new("testsuite");
-    suite.push_attribute(("name", classname.as_str()));
-    push_counts(&mut suite, &report.tally);
-    suite.push_attribute(("skipped", report.tally.skipped.to_string().as_str()));
-    suite.push_attribute(("time", format!("{total:.6}").as_str()));
+    let mut junit = JunitWriter::new(
+        &format!("gates chaos {} {}", report.decision, report.environment),
+        &report.tally,
+        total,
+    );
     let stamp = report.started_at.get(..19).unwrap_or(&report.started_at);
-    suite.push_attribute(("timestamp", stamp));
-    emit(XmlEvent::Start(suite));
-
-    emit(XmlEvent::Start(BytesStart::new("properties")));
+    junit.start_suite(&classname, &report.tally, total, stamp);
     let vms = report
         .vms
         .iter()
@@ -183,68 +164,12 @@ pub fn render_junit(report: &ChaosReport) -> String {
             ),
         ));
     }
-    for (name, value) in &properties {
-        let mut property = BytesStart::new("property");
-        property.push_attribute(("name", name.as_str()));
-        property.push_attribute(("value", clean(value).as_str()));
-        emit(XmlEvent::Empty(property));
-    }
-    emit(XmlEvent::End(BytesEnd::new("properties")));
-
+    junit.properties(&properties);
     for case in &report.trials {
-        let mut testcase = BytesStart::new("testcase");
-        testcase.push_attribute(("name", case.name.as_str()));
-        testcase.push_attribute(("classname", classname.as_str()));
-        testcase.push_attribute((
-            "time",
-            format!("{:.6}", case.duration.as_secs_f64()).as_str(),
-        ));
-        let finding = &case.finding;
-        let child = match finding.verdict {
-            Verdict::Pass => None,
-            Verdict::Fail => Some(("failure", "GateViolation")),
-            Verdict::Error => Some(("error", "CouldNotEvaluate")),
-            Verdict::Skip => Some(("skipped", "Skipped")),
-        };
-        match child {
-            None => {
-                emit(XmlEvent::Start(testcase));
-                emit(XmlEvent::Start(BytesStart::new("system-out")));
-                emit(XmlEvent::Text(BytesText::new(&clean(&finding.details()))));
-                emit(XmlEvent::End(BytesEnd::new("system-out")));
-                emit(XmlEvent::End(BytesEnd::new("testcase")));
-            }
-            Some((element, kind)) => {
-                emit(XmlEvent::Start(testcase));
-                let mut start = BytesStart::new(element);
-                start.push_attribute(("message", clean(&finding.summary).as_str()));
-                start.push_attribute(("type", kind));
-                emit(XmlEvent::Start(start));
-                emit(XmlEvent::Text(BytesText::new(&clean(&finding.details()))));
-                emit(XmlEvent::End(BytesEnd::new(element)));
-                emit(XmlEvent::End(BytesEnd::new("testcase")));
-            }
-        }
+        junit.testcase(case, &classname);
     }
-    emit(XmlEvent::End(BytesEnd::new("testsuite")));
-    emit(XmlEvent::End(BytesEnd::new("testsuites")));
-    let mut text = String::from_utf8_lossy(&writer.into_inner().into_inner()).into_owned();
-    text.push('\n');
-    text
-}
-
-fn push_counts(start: &mut BytesStart<'_>, tally: &Tally) {
-    let tests = tally.passed + tally.failed + tally.errors + tally.skipped;
-    start.push_attribute(("tests", tests.to_string().as_str()));
-    start.push_attribute(("failures", tally.failed.to_string().as_str()));
-    start.push_attribute(("errors", tally.errors.to_string().as_str()));
-}
-
-/// XML 1.0 cannot carry control characters; drop them (keeps newlines and tabs).
-fn clean(text: &str) -> String {
-    text.chars()
-        .filter(|c| *c == '\n' || *c == '\t' || !c.is_control())
-        .collect()
+    junit.end_suite();
+    junit.finish()
 }
 
 /// What `gates check` needs from a chaos report to stand for gate 4.

@@ -15,7 +15,7 @@ pub mod replicated_controller;
 pub mod schedulable_control_plane;
 pub mod talos_endpoints;
 
-mod support;
+pub(crate) mod support;
 #[cfg(test)]
 pub(crate) mod testing;
 

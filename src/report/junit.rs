@@ -1,9 +1,9 @@
-//! JUnit XML in the profile Jenkins' `junit-10.xsd` accepts: flat suites (one per gate),
-//! dotted classnames (`adr007.gate2`), `time` on every case, the whole evidence in the body
-//! of `<failure>`, `<error>` for could-not-evaluate, `<skipped>` with the reason. The root
-//! carries only name, tests, failures, errors and time, and testcases carry no properties,
-//! because that schema allows nothing else there (quick-junit always writes more, so the
-//! document is written with quick-xml directly).
+//! JUnit XML in the profile Jenkins' `junit-10.xsd` accepts: flat suites, dotted classnames
+//! (`adr007.gate2`), `time` on every case, the whole evidence in the body of `<failure>`,
+//! `<error>` for could-not-evaluate, `<skipped>` with the reason. The root carries only name,
+//! tests, failures, errors and time, and testcases carry no properties, because that schema
+//! allows nothing else there (quick-junit always writes more, so the document is written
+//! with quick-xml directly). [`JunitWriter`] is shared by `gates check` and `gates chaos`.
 
 use std::io::Cursor;
 
@@ -15,109 +15,143 @@ use crate::runner::{Tally, TrialResult};
 use crate::state::Source;
 use crate::verdict::Verdict;
 
+/// `gates check`: one suite per gate.
 pub fn render(run: &Run) -> String {
-    let mut writer = Writer::new_with_indent(Cursor::new(Vec::new()), b' ', 2);
-    // Writing to memory cannot fail; ignore the io::Result of each event.
-    let mut emit = |event: Event<'_>| {
-        let _ = writer.write_event(event);
-    };
-    emit(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
-
     let total: f64 = run.collect_time.as_secs_f64()
         + run
             .trials
             .iter()
             .map(|t| t.duration.as_secs_f64())
             .sum::<f64>();
-    let mut root = BytesStart::new("testsuites");
-    root.push_attribute((
-        "name",
-        format!("gates {} {}", run.decision, run.environment).as_str(),
-    ));
-    push_counts(&mut root, &run.tally);
-    root.push_attribute(("time", time(total).as_str()));
-    emit(Event::Start(root));
-
+    let mut junit = JunitWriter::new(
+        &format!("gates {} {}", run.decision, run.environment),
+        &run.tally,
+        total,
+    );
     let class_prefix = run.decision.replace('-', "");
+    let source = match &run.source {
+        Source::Live { context } => format!("live, kube context {context}"),
+        Source::Snapshot { files } => format!("snapshot {}", files.join(", ")),
+    };
+    let timestamp = run.started_at.format("%Y-%m-%dT%H:%M:%S").to_string();
     for gate in &run.gates {
-        let cases: Vec<&TrialResult> = run.trials.iter().filter(|t| t.gate == gate.gate).collect();
-        let owned: Vec<TrialResult> = cases.iter().map(|c| (*c).clone()).collect();
-        let tally = Tally::of(&owned);
+        let cases: Vec<TrialResult> = run
+            .trials
+            .iter()
+            .filter(|t| t.gate == gate.gate)
+            .cloned()
+            .collect();
         let classname = format!("{class_prefix}.gate{}", gate.gate);
-        let mut suite = BytesStart::new("testsuite");
-        suite.push_attribute(("name", classname.as_str()));
-        push_counts(&mut suite, &tally);
-        suite.push_attribute(("skipped", tally.skipped.to_string().as_str()));
-        suite.push_attribute((
-            "time",
-            time(cases.iter().map(|c| c.duration.as_secs_f64()).sum()).as_str(),
-        ));
-        suite.push_attribute((
-            "timestamp",
-            run.started_at
-                .format("%Y-%m-%dT%H:%M:%S")
-                .to_string()
-                .as_str(),
-        ));
-        emit(Event::Start(suite));
-
-        emit(Event::Start(BytesStart::new("properties")));
-        let source = match &run.source {
-            Source::Live { context } => format!("live, kube context {context}"),
-            Source::Snapshot { files } => format!("snapshot {}", files.join(", ")),
-        };
-        for (name, value) in [
+        let time = cases.iter().map(|c| c.duration.as_secs_f64()).sum();
+        junit.start_suite(&classname, &Tally::of(&cases), time, &timestamp);
+        junit.properties(&[
             ("environment", run.environment.as_str()),
             ("decision", run.decision.as_str()),
             ("gate", gate.title.as_str()),
             ("source", source.as_str()),
-        ] {
-            let mut property = BytesStart::new("property");
-            property.push_attribute(("name", name));
-            property.push_attribute(("value", value));
-            emit(Event::Empty(property));
+        ]);
+        for case in &cases {
+            junit.testcase(case, &classname);
         }
-        emit(Event::End(BytesEnd::new("properties")));
+        junit.end_suite();
+    }
+    junit.finish()
+}
 
-        for case in cases {
-            let mut testcase = BytesStart::new("testcase");
-            testcase.push_attribute(("name", case.name.as_str()));
-            testcase.push_attribute(("classname", classname.as_str()));
-            testcase.push_attribute(("time", time(case.duration.as_secs_f64()).as_str()));
-            let finding = &case.finding;
-            let child = match finding.verdict {
-                Verdict::Pass => None,
-                Verdict::Fail => Some(("failure", "GateViolation")),
-                Verdict::Error => Some(("error", "CouldNotEvaluate")),
-                Verdict::Skip => Some(("skipped", "Skipped")),
-            };
-            match child {
-                None if finding.warnings.is_empty() => emit(Event::Empty(testcase)),
-                None => {
-                    emit(Event::Start(testcase));
-                    emit(Event::Start(BytesStart::new("system-out")));
-                    emit(Event::Text(BytesText::new(&clean(&finding.details()))));
-                    emit(Event::End(BytesEnd::new("system-out")));
-                    emit(Event::End(BytesEnd::new("testcase")));
-                }
-                Some((element, kind)) => {
-                    emit(Event::Start(testcase));
-                    let mut start = BytesStart::new(element);
-                    start.push_attribute(("message", clean(&finding.summary).as_str()));
-                    start.push_attribute(("type", kind));
-                    emit(Event::Start(start));
-                    emit(Event::Text(BytesText::new(&clean(&finding.details()))));
-                    emit(Event::End(BytesEnd::new(element)));
-                    emit(Event::End(BytesEnd::new("testcase")));
-                }
+/// Writes one JUnit document: root, then suites with properties and testcases.
+pub struct JunitWriter {
+    writer: Writer<Cursor<Vec<u8>>>,
+}
+
+impl JunitWriter {
+    /// The declaration and the root `<testsuites>` element.
+    pub fn new(name: &str, tally: &Tally, time: f64) -> Self {
+        let mut junit = JunitWriter {
+            writer: Writer::new_with_indent(Cursor::new(Vec::new()), b' ', 2),
+        };
+        junit.emit(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
+        let mut root = BytesStart::new("testsuites");
+        root.push_attribute(("name", clean(name).as_str()));
+        push_counts(&mut root, tally);
+        root.push_attribute(("time", seconds(time).as_str()));
+        junit.emit(Event::Start(root));
+        junit
+    }
+
+    // Writing to memory cannot fail; the io::Result of each event is ignored.
+    fn emit(&mut self, event: Event<'_>) {
+        let _ = self.writer.write_event(event);
+    }
+
+    pub fn start_suite(&mut self, name: &str, tally: &Tally, time: f64, timestamp: &str) {
+        let mut suite = BytesStart::new("testsuite");
+        suite.push_attribute(("name", name));
+        push_counts(&mut suite, tally);
+        suite.push_attribute(("skipped", tally.skipped.to_string().as_str()));
+        suite.push_attribute(("time", seconds(time).as_str()));
+        suite.push_attribute(("timestamp", timestamp));
+        self.emit(Event::Start(suite));
+    }
+
+    pub fn properties<K: AsRef<str>, V: AsRef<str>>(&mut self, properties: &[(K, V)]) {
+        self.emit(Event::Start(BytesStart::new("properties")));
+        for (name, value) in properties {
+            let mut property = BytesStart::new("property");
+            property.push_attribute(("name", clean(name.as_ref()).as_str()));
+            property.push_attribute(("value", clean(value.as_ref()).as_str()));
+            self.emit(Event::Empty(property));
+        }
+        self.emit(Event::End(BytesEnd::new("properties")));
+    }
+
+    /// One testcase: passes carry their evidence in `<system-out>` when they have any.
+    pub fn testcase(&mut self, case: &TrialResult, classname: &str) {
+        let mut testcase = BytesStart::new("testcase");
+        testcase.push_attribute(("name", case.name.as_str()));
+        testcase.push_attribute(("classname", classname));
+        testcase.push_attribute(("time", seconds(case.duration.as_secs_f64()).as_str()));
+        let finding = &case.finding;
+        let child = match finding.verdict {
+            Verdict::Pass => None,
+            Verdict::Fail => Some(("failure", "GateViolation")),
+            Verdict::Error => Some(("error", "CouldNotEvaluate")),
+            Verdict::Skip => Some(("skipped", "Skipped")),
+        };
+        match child {
+            None if finding.evidence.is_empty() && finding.warnings.is_empty() => {
+                self.emit(Event::Empty(testcase));
+            }
+            None => {
+                self.emit(Event::Start(testcase));
+                self.emit(Event::Start(BytesStart::new("system-out")));
+                self.emit(Event::Text(BytesText::new(&clean(&finding.details()))));
+                self.emit(Event::End(BytesEnd::new("system-out")));
+                self.emit(Event::End(BytesEnd::new("testcase")));
+            }
+            Some((element, kind)) => {
+                self.emit(Event::Start(testcase));
+                let mut start = BytesStart::new(element);
+                start.push_attribute(("message", clean(&finding.summary).as_str()));
+                start.push_attribute(("type", kind));
+                self.emit(Event::Start(start));
+                self.emit(Event::Text(BytesText::new(&clean(&finding.details()))));
+                self.emit(Event::End(BytesEnd::new(element)));
+                self.emit(Event::End(BytesEnd::new("testcase")));
             }
         }
-        emit(Event::End(BytesEnd::new("testsuite")));
     }
-    emit(Event::End(BytesEnd::new("testsuites")));
-    let mut text = String::from_utf8_lossy(&writer.into_inner().into_inner()).into_owned();
-    text.push('\n');
-    text
+
+    pub fn end_suite(&mut self) {
+        self.emit(Event::End(BytesEnd::new("testsuite")));
+    }
+
+    /// Close the root and return the document.
+    pub fn finish(mut self) -> String {
+        self.emit(Event::End(BytesEnd::new("testsuites")));
+        let mut text = String::from_utf8_lossy(&self.writer.into_inner().into_inner()).into_owned();
+        text.push('\n');
+        text
+    }
 }
 
 fn push_counts(start: &mut BytesStart<'_>, tally: &Tally) {
@@ -127,7 +161,7 @@ fn push_counts(start: &mut BytesStart<'_>, tally: &Tally) {
     start.push_attribute(("errors", tally.errors.to_string().as_str()));
 }
 
-fn time(seconds: f64) -> String {
+fn seconds(seconds: f64) -> String {
     format!("{seconds:.6}")
 }
 
@@ -153,4 +187,14 @@ fn clean(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clean;
+
+    #[test]
+    fn terminal_escapes_and_control_characters_are_dropped() {
+        assert_eq!(clean("\u{1b}[31mred\u{1b}[0m\u{7}\tok\n"), "red\tok\n");
+    }
 }
