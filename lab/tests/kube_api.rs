@@ -406,14 +406,16 @@ async fn watch_streams_changes_from_a_list_resource_version() {
     let (lab, _dir) = start("adr-007", 23, 1.0).await;
     let client = common::kube_client(&lab, "lab").await;
     let pods: Api<Pod> = Api::all(client.clone());
-    let lp = ListParams::default().fields("spec.nodeName=talos-lab-cp-01");
+    let lp = ListParams::default().fields("spec.nodeName=talos-lab-cp-02");
     let list = pods.list(&lp).await.expect("list");
     let rv = list.metadata.resource_version.clone().expect("rv");
     let wp = kube::api::WatchParams::default()
-        .fields("spec.nodeName=talos-lab-cp-01")
+        .fields("spec.nodeName=talos-lab-cp-02")
         .timeout(30);
     let mut stream = pods.watch(&wp, &rv).await.expect("watch").boxed();
-    lab.shared.stop_vm(101).expect("stop");
+    // cp-02, not cp-01: cp-01 holds the API VIP this watch runs through, and its loss would
+    // close the stream before the event could arrive.
+    lab.shared.stop_vm(102).expect("stop");
     let next = tokio::time::timeout(std::time::Duration::from_secs(10), stream.next())
         .await
         .expect("an event in time");
@@ -421,7 +423,7 @@ async fn watch_streams_changes_from_a_list_resource_version() {
         Some(Ok(kube::api::WatchEvent::Modified(p))) => {
             assert_eq!(
                 p.spec.and_then(|s| s.node_name).as_deref(),
-                Some("talos-lab-cp-01")
+                Some("talos-lab-cp-02")
             );
         }
         other => panic!("expected MODIFIED, got {other:?}"),
@@ -429,7 +431,7 @@ async fn watch_streams_changes_from_a_list_resource_version() {
     // The node's own API address refuses connections now; kube-rs through the VIP fails too.
     // (Listeners follow the world asynchronously, within milliseconds.)
     common::eventually(5, "a powered-off node refuses connections", || async {
-        tokio::net::TcpStream::connect("127.23.1.1:6443")
+        tokio::net::TcpStream::connect("127.23.1.2:6443")
             .await
             .is_err()
     })
