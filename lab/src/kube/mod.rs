@@ -329,21 +329,9 @@ impl KubeApi {
         query: &HashMap<String, String>,
         table: bool,
     ) -> Response<Body> {
-        let labels = match query
-            .get("labelSelector")
-            .map(|s| Selector::parse(s))
-            .transpose()
-        {
-            Ok(s) => s.unwrap_or_default(),
-            Err(e) => return bad_request(&format!("unable to parse requirement: {e}")),
-        };
-        let fields = match query
-            .get("fieldSelector")
-            .map(|s| FieldSelector::parse(s, def.field_selectors))
-            .transpose()
-        {
-            Ok(s) => s,
-            Err(e) => return bad_request(&e),
+        let (labels, fields) = match selectors(def, query) {
+            Ok(parsed) => parsed,
+            Err(response) => return response,
         };
         let limit: usize = match query.get("limit").map(|l| l.parse::<i64>()) {
             None => 0,
@@ -460,21 +448,9 @@ impl KubeApi {
                 event_line(etype, obj)
             }
         };
-        let labels = match query
-            .get("labelSelector")
-            .map(|s| Selector::parse(s))
-            .transpose()
-        {
-            Ok(s) => s.unwrap_or_default(),
-            Err(e) => return bad_request(&format!("unable to parse requirement: {e}")),
-        };
-        let fields = match query
-            .get("fieldSelector")
-            .map(|s| FieldSelector::parse(s, def.field_selectors))
-            .transpose()
-        {
-            Ok(s) => s,
-            Err(e) => return bad_request(&e),
+        let (labels, fields) = match selectors(def, query) {
+            Ok(parsed) => parsed,
+            Err(response) => return response,
         };
         let since: Option<u64> = query
             .get("resourceVersion")
@@ -661,4 +637,28 @@ fn constant_eq(a: &str, b: &str) -> bool {
             .zip(b.bytes())
             .fold(0u8, |acc, (x, y)| acc | (x ^ y))
             == 0
+}
+
+/// The `labelSelector` and `fieldSelector` of a list or watch, or the 400 the real server
+/// answers for a bad one.
+#[expect(
+    clippy::result_large_err,
+    reason = "the error is the response itself, built once per bad request"
+)]
+fn selectors(
+    def: &ResourceDef,
+    query: &HashMap<String, String>,
+) -> Result<(Selector, Option<FieldSelector>), Response<Body>> {
+    let labels = query
+        .get("labelSelector")
+        .map(|s| Selector::parse(s))
+        .transpose()
+        .map_err(|e| bad_request(&format!("unable to parse requirement: {e}")))?
+        .unwrap_or_default();
+    let fields = query
+        .get("fieldSelector")
+        .map(|s| FieldSelector::parse(s, def.field_selectors))
+        .transpose()
+        .map_err(|e| bad_request(&e))?;
+    Ok((labels, fields))
 }
