@@ -8,11 +8,17 @@ use std::time::Duration;
 use common::pki::{Ca, Leaf};
 use gates_infra::RetryPolicy;
 use gates_infra::talos::proto::common::Metadata;
+use gates_infra::talos::proto::cosi::resource::{
+    self as cosi,
+    state_server::{State, StateServer},
+};
 use gates_infra::talos::proto::machine::{
     self as pb,
     machine_service_server::{MachineService, MachineServiceServer},
 };
-use gates_infra::talos::{EtcdAlarmKind, TalosClient, TalosCredentials, TalosError, TalosOptions};
+use gates_infra::talos::{
+    EtcdAlarmKind, TalosClient, TalosCredentials, TalosError, TalosOptions, holds_address,
+};
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tonic::{Request, Response, Status};
 
@@ -196,8 +202,128 @@ impl MachineService for Apid {
     }
 }
 
+/// COSI `State` of the stand-in: the node's AddressStatuses as (id, YAML spec).
+struct Cosi {
+    role: Role,
+    addresses: Vec<(String, String)>,
+}
+
+/// The YAML Talos renders for an AddressStatus spec (the fields gates reads and a few more).
+fn address_yaml(cidr: &str, link: &str) -> String {
+    let ip = cidr.split('/').next().unwrap_or_default();
+    let scope = if link == "lo" { "host" } else { "global" };
+    format!(
+        "address: {cidr}\nlocal: {ip}\nbroadcast: \"\"\nanycast: \"\"\nmulticast: \"\"\n\
+         linkIndex: 2\nlinkName: {link}\nfamily: inet4\nscope: {scope}\nflags: permanent\n\
+         priority: 1024\n"
+    )
+}
+
+/// Addresses of a node at `ip`, plus the VIP 10.5.0.10 when `vip`.
+fn node_addresses(ip: &str, vip: bool) -> Vec<(String, String)> {
+    let mut list = vec![
+        (
+            "lo/127.0.0.1/8".to_string(),
+            address_yaml("127.0.0.1/8", "lo"),
+        ),
+        (
+            format!("eth0/{ip}/24"),
+            address_yaml(&format!("{ip}/24"), "eth0"),
+        ),
+    ];
+    if vip {
+        list.push((
+            "eth0/10.5.0.10/32".to_string(),
+            address_yaml("10.5.0.10/32", "eth0"),
+        ));
+    }
+    list
+}
+
+fn resource(id: &str, yaml: &str) -> cosi::Resource {
+    cosi::Resource {
+        metadata: Some(cosi::Metadata {
+            namespace: "network".into(),
+            r#type: "AddressStatuses.net.talos.dev".into(),
+            id: id.to_string(),
+            version: "1".into(),
+            owner: "network.AddressStatusController".into(),
+            phase: "running".into(),
+            ..cosi::Metadata::default()
+        }),
+        spec: Some(cosi::Spec {
+            proto_spec: Vec::new(),
+            yaml_spec: yaml.to_string(),
+        }),
+    }
+}
+
+type ListStream =
+    tonic::codegen::tokio_stream::Iter<std::vec::IntoIter<Result<cosi::ListResponse, Status>>>;
+
+#[tonic::async_trait]
+impl State for Cosi {
+    async fn get(
+        &self,
+        req: Request<cosi::GetRequest>,
+    ) -> Result<Response<cosi::GetResponse>, Status> {
+        Apid::refuse_routing(&req)?;
+        if self.role == Role::Denied {
+            return Err(Status::permission_denied("not authorized"));
+        }
+        let r = req.get_ref();
+        self.addresses
+            .iter()
+            .find(|(id, _)| {
+                r.namespace == "network"
+                    && r.r#type == "AddressStatuses.net.talos.dev"
+                    && *id == r.id
+            })
+            .map(|(id, yaml)| {
+                Response::new(cosi::GetResponse {
+                    resource: Some(resource(id, yaml)),
+                })
+            })
+            .ok_or_else(|| Status::not_found(format!("resource {} doesn't exist", r.id)))
+    }
+
+    type ListStream = ListStream;
+
+    async fn list(&self, req: Request<cosi::ListRequest>) -> Result<Response<ListStream>, Status> {
+        Apid::refuse_routing(&req)?;
+        if self.role == Role::Denied {
+            return Err(Status::permission_denied("not authorized"));
+        }
+        let r = req.get_ref();
+        // A type with no resources lists nothing, as COSI does.
+        let items = if r.namespace == "network" && r.r#type == "AddressStatuses.net.talos.dev" {
+            self.addresses
+                .iter()
+                .map(|(id, yaml)| {
+                    Ok(cosi::ListResponse {
+                        resource: Some(resource(id, yaml)),
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Response::new(tonic::codegen::tokio_stream::iter(items)))
+    }
+}
+
 /// Starts an apid stand-in on 127.0.0.1:0 presenting `server` and trusting `client_ca`.
 async fn serve(server: &Leaf, client_ca: &Ca, role: Role) -> SocketAddr {
+    serve_with(server, client_ca, role, node_addresses("10.5.0.2", false)).await
+}
+
+/// Like [`serve`], with the node's COSI address resources given.
+async fn serve_with(
+    server: &Leaf,
+    client_ca: &Ca,
+    role: Role,
+    addresses: Vec<(String, String)>,
+) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -208,7 +334,8 @@ async fn serve(server: &Leaf, client_ca: &Ca, role: Role) -> SocketAddr {
     let router = Server::builder()
         .tls_config(tls)
         .expect("server tls")
-        .add_service(MachineServiceServer::new(Apid { role }));
+        .add_service(MachineServiceServer::new(Apid { role }))
+        .add_service(StateServer::new(Cosi { role, addresses }));
     tokio::spawn(router.serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)));
     addr
 }
@@ -538,4 +665,134 @@ async fn plain_pkcs8_client_key_also_works() {
         .await
         .expect("connect");
     assert_eq!(node.version().await.expect("version").tag, "v1.13.9");
+}
+
+#[tokio::test]
+async fn addresses_are_listed_from_cosi_and_parsed() {
+    let (client, endpoint) = setup(Role::ControlPlane).await;
+    let node = client.connect(&endpoint).await.expect("connect");
+    let addrs = node.addresses().await.expect("addresses");
+    let ids: Vec<&str> = addrs.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids, ["lo/127.0.0.1/8", "eth0/10.5.0.2/24"]);
+    assert_eq!(addrs[1].link, "eth0");
+    assert_eq!(
+        addrs[1].address,
+        "10.5.0.2".parse::<std::net::IpAddr>().unwrap()
+    );
+    assert_eq!(addrs[1].prefix_len, 24);
+    assert_eq!(addrs[0].link, "lo");
+    assert_eq!(addrs[0].prefix_len, 8);
+}
+
+#[tokio::test]
+async fn denied_address_list_is_permission_denied() {
+    let (client, endpoint) = setup(Role::Denied).await;
+    let node = client.connect(&endpoint).await.expect("connect");
+    let err = node.addresses().await.expect_err("denied");
+    assert!(
+        matches!(err, TalosError::PermissionDenied { .. }),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn address_list_on_an_apid_without_cosi_is_unimplemented() {
+    // Only MachineService here: tonic answers Unimplemented for the unknown service.
+    let ca = Ca::new("talos");
+    let server = ca.server(&["127.0.0.1"], &[], false);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let tls = ServerTlsConfig::new()
+        .identity(Identity::from_pem(&server.cert_pem, &server.key_pem))
+        .client_ca_root(Certificate::from_pem(ca.pem()));
+    let router = Server::builder()
+        .tls_config(tls)
+        .expect("server tls")
+        .add_service(MachineServiceServer::new(Apid {
+            role: Role::ControlPlane,
+        }));
+    tokio::spawn(router.serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)));
+    let client = TalosClient::new(creds(&ca, &ca.client("os:admin")), fast());
+    let node = client.connect(&addr.to_string()).await.expect("connect");
+    let err = node.addresses().await.expect_err("no State service");
+    assert!(
+        matches!(
+            err,
+            TalosError::Unimplemented {
+                method: "cosi.resource.State/List",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_address_resource_is_a_typed_error_naming_it() {
+    let ca = Ca::new("talos");
+    let mut addresses = node_addresses("10.5.0.2", false);
+    addresses.push((
+        "eth0/garbage".to_string(),
+        "address: not-an-ip/24\nlinkName: eth0\n".to_string(),
+    ));
+    let addr = serve_with(
+        &ca.server(&["127.0.0.1"], &[], false),
+        &ca,
+        Role::ControlPlane,
+        addresses,
+    )
+    .await;
+    let client = TalosClient::new(creds(&ca, &ca.client("os:reader")), fast());
+    let node = client.connect(&addr.to_string()).await.expect("connect");
+    let err = node.addresses().await.expect_err("malformed");
+    match &err {
+        TalosError::BadResource { resource, .. } => assert_eq!(resource, "eth0/garbage"),
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("eth0/garbage"), "{err}");
+}
+
+#[tokio::test]
+async fn the_vip_is_found_on_exactly_one_control_plane_node() {
+    let ca = Ca::new("talos");
+    let mut endpoints = Vec::new();
+    for (ip, holder) in [("10.5.0.2", false), ("10.5.0.3", true), ("10.5.0.4", false)] {
+        let addr = serve_with(
+            &ca.server(&["127.0.0.1"], &[], false),
+            &ca,
+            Role::ControlPlane,
+            node_addresses(ip, holder),
+        )
+        .await;
+        endpoints.push(addr.to_string());
+    }
+    endpoints.push(NOBODY.to_string());
+    let client = TalosClient::new(creds(&ca, &ca.client("os:reader")), fast());
+    let vip: std::net::IpAddr = "10.5.0.10".parse().unwrap();
+
+    // One node at a time, through TalosNode::addresses.
+    let mut holders = Vec::new();
+    for endpoint in &endpoints[..3] {
+        let node = client.connect(endpoint).await.expect("connect");
+        let addrs = node.addresses().await.expect("addresses");
+        if holds_address(&addrs, vip) {
+            holders.push(endpoint.clone());
+            let a = addrs.iter().find(|a| a.address == vip).expect("vip entry");
+            assert_eq!((a.link.as_str(), a.prefix_len), ("eth0", 32));
+        }
+    }
+    assert_eq!(holders, [endpoints[1].clone()]);
+
+    // The sweep keeps order and names the endpoint it could not read.
+    let views = client.addresses_of(&endpoints).await;
+    let held: Vec<Option<bool>> = views.iter().map(|v| v.holds(vip)).collect();
+    assert_eq!(held, [Some(false), Some(true), Some(false), None]);
+    assert_eq!(views[3].endpoint, NOBODY);
+    assert!(
+        matches!(views[3].addresses, Err(TalosError::Refused { .. })),
+        "{:?}",
+        views[3].addresses
+    );
 }

@@ -8,13 +8,15 @@ use std::time::Duration;
 
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
+use super::addresses::{ADDRESS_STATUS_TYPE, NETWORK_NAMESPACE, parse_address_spec};
 use super::config::{EndpointAddr, TalosContext, TalosCredentials, parse_endpoint};
 use super::error::{TalosError, from_status, from_transport};
+use super::proto::cosi::resource::{ListRequest, state_client::StateClient};
 use super::proto::machine::{
     self as pb, EtcdMemberListRequest, machine_service_client::MachineServiceClient,
 };
 use super::types::{
-    EtcdAlarm, EtcdAlarmKind, EtcdMember, EtcdMemberStatus, NodeVersion, ServiceState,
+    EtcdAlarm, EtcdAlarmKind, EtcdMember, EtcdMemberStatus, NodeAddress, NodeVersion, ServiceState,
 };
 use crate::retry::RetryPolicy;
 
@@ -118,7 +120,9 @@ impl TalosClient {
             .await?;
         Ok(TalosNode {
             addr,
-            client: MachineServiceClient::new(channel).max_decoding_message_size(MAX_MESSAGE),
+            client: MachineServiceClient::new(channel.clone())
+                .max_decoding_message_size(MAX_MESSAGE),
+            state: StateClient::new(channel).max_decoding_message_size(MAX_MESSAGE),
             options: self.options,
         })
     }
@@ -129,6 +133,8 @@ impl TalosClient {
 pub struct TalosNode {
     addr: EndpointAddr,
     client: MachineServiceClient<Channel>,
+    /// COSI resource reads, on the same connection.
+    state: StateClient<Channel>,
     options: TalosOptions,
 }
 
@@ -142,22 +148,42 @@ impl TalosNode {
         &self.addr
     }
 
-    /// Runs one RPC with the call timeout, retrying retryable failures.
+    /// Runs one `MachineService` RPC with the call timeout, retrying retryable failures.
     async fn call<R, F, Fut>(&self, method: &'static str, op: F) -> Result<R, TalosError>
     where
         F: Fn(MachineServiceClient<Channel>) -> Fut,
         Fut: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
+    {
+        self.rpc(&self.client, method, |c| {
+            let fut = op(c);
+            async move { fut.await.map(tonic::Response::into_inner) }
+        })
+        .await
+    }
+
+    /// Runs one RPC on `client` (a streaming one up to its end) with the call timeout,
+    /// retrying retryable failures.
+    async fn rpc<C, R, F, Fut>(
+        &self,
+        client: &C,
+        method: &'static str,
+        op: F,
+    ) -> Result<R, TalosError>
+    where
+        C: Clone,
+        F: Fn(C) -> Fut,
+        Fut: Future<Output = Result<R, tonic::Status>>,
     {
         let endpoint = self.endpoint();
         let timeout = self.options.call_timeout;
         self.options
             .retry
             .run(TalosError::is_retryable, || {
-                let fut = op(self.client.clone());
+                let fut = op(client.clone());
                 let endpoint = endpoint.clone();
                 async move {
                     match tokio::time::timeout(timeout, fut).await {
-                        Ok(Ok(reply)) => Ok(reply.into_inner()),
+                        Ok(Ok(reply)) => Ok(reply),
                         Ok(Err(status)) => Err(from_status(&endpoint, method, &status)),
                         Err(_) => Err(TalosError::Timeout {
                             endpoint,
@@ -306,5 +332,41 @@ impl TalosNode {
                 }
             })
             .collect())
+    }
+
+    /// The node's addresses: COSI `State/List` of `AddressStatuses.net.talos.dev` in
+    /// `network` (`talosctl get addresses`). The API VIP is among them on its holder only.
+    pub async fn addresses(&self) -> Result<Vec<NodeAddress>, TalosError> {
+        const METHOD: &str = "cosi.resource.State/List";
+        let resources = self
+            .rpc(&self.state, METHOD, |mut c| async move {
+                let mut stream = c
+                    .list(ListRequest {
+                        namespace: NETWORK_NAMESPACE.to_string(),
+                        r#type: ADDRESS_STATUS_TYPE.to_string(),
+                        options: None,
+                    })
+                    .await?
+                    .into_inner();
+                let mut resources = Vec::new();
+                while let Some(msg) = stream.message().await? {
+                    resources.extend(msg.resource);
+                }
+                Ok(resources)
+            })
+            .await?;
+        resources
+            .into_iter()
+            .map(|r| {
+                let id = r.metadata.map(|m| m.id).unwrap_or_default();
+                let yaml = r.spec.map(|s| s.yaml_spec).unwrap_or_default();
+                parse_address_spec(&id, &yaml).map_err(|reason| TalosError::BadResource {
+                    endpoint: self.endpoint(),
+                    method: METHOD,
+                    resource: id,
+                    reason,
+                })
+            })
+            .collect()
     }
 }

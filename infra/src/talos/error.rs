@@ -84,6 +84,13 @@ pub enum TalosError {
         endpoint: String,
         method: &'static str,
     },
+    #[error("{endpoint}: {method}: resource {resource:?} is malformed: {reason}")]
+    BadResource {
+        endpoint: String,
+        method: &'static str,
+        resource: String,
+        reason: String,
+    },
     #[error("{endpoint}: {method} failed: {code}: {message}")]
     Rpc {
         endpoint: String,
@@ -125,6 +132,7 @@ impl TalosError {
             | TalosError::Unavailable { endpoint, .. }
             | TalosError::NodeError { endpoint, .. }
             | TalosError::EmptyReply { endpoint, .. }
+            | TalosError::BadResource { endpoint, .. }
             | TalosError::Rpc { endpoint, .. } => Some(endpoint),
         }
     }

@@ -1,5 +1,6 @@
 //! Talos API (apid, port 50000): talosconfig reading and a per-node gRPC client over
 //! mutual TLS.
+mod addresses;
 mod client;
 mod config;
 mod error;
@@ -7,7 +8,9 @@ mod keys;
 pub mod proto;
 mod types;
 mod views;
+mod vip;
 
+pub use addresses::{ADDRESS_STATUS_TYPE, NETWORK_NAMESPACE, holds_address, parse_address_spec};
 pub use client::{TalosClient, TalosNode, TalosOptions};
 pub use config::{
     APID_PORT, EndpointAddr, TalosConfigError, TalosContext, TalosCredentials, candidate_paths,
@@ -16,6 +19,7 @@ pub use config::{
 pub use error::TalosError;
 pub use keys::normalize_private_key_pem;
 pub use types::{
-    EtcdAlarm, EtcdAlarmKind, EtcdMember, EtcdMemberStatus, NodeVersion, ServiceState,
+    EtcdAlarm, EtcdAlarmKind, EtcdMember, EtcdMemberStatus, NodeAddress, NodeVersion, ServiceState,
 };
 pub use views::EndpointEtcdView;
+pub use vip::EndpointAddresses;

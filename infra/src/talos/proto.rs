@@ -17,3 +17,10 @@ pub mod common {
 pub mod machine {
     tonic::include_proto!("machine");
 }
+
+/// COSI `cosi.resource` package: the `State` service (resource reads) and its messages.
+pub mod cosi {
+    pub mod resource {
+        tonic::include_proto!("cosi.resource");
+    }
+}

@@ -78,3 +78,15 @@ pub struct ServiceState {
     pub healthy: Option<bool>,
     pub last_message: String,
 }
+
+/// One address a node has configured (a COSI `AddressStatuses.net.talos.dev` resource),
+/// e.g. id `eth0/10.5.0.2/24`. The API VIP shows up as an extra `/32` on its holder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeAddress {
+    /// The resource id: `<link>/<address>/<prefix>`.
+    pub id: String,
+    /// Link name (`eth0`, `lo`, ...).
+    pub link: String,
+    pub address: std::net::IpAddr,
+    pub prefix_len: u8,
+}
