@@ -1,13 +1,16 @@
 //! Talos apid over real mutual TLS on loopback, against the in-memory backend.
-//! Subnet bytes 241..=246 are reserved for these tests.
+//! Subnet bytes 241..=247 are reserved for these tests.
 
 mod talos_support;
 
 use gates_lab::pki::{CaKind, CertificateAuthority, Eku, LeafSpec};
+use talos_support::proto::cosi::resource::{GetRequest, ListRequest, Resource};
 use talos_support::proto::machine::EtcdMemberListRequest;
 use talos_support::{NAMES, Nodes, start};
+use talos_support::{StateClient, node_ip};
 use tonic::Code;
 use tonic::metadata::MetadataValue;
+use tonic::transport::Channel;
 
 /// Connects and calls Version; any failure (handshake, transport, status) becomes text.
 async fn version_with(
@@ -259,4 +262,150 @@ async fn down_nodes_refuse_connections_and_quorum_loss_is_unavailable() {
         .expect_err("no quorum");
     assert_eq!(err.code(), Code::Unavailable);
     assert_eq!(err.message(), "etcdserver: no leader");
+}
+
+/// Lists (`namespace`, `type`) on a node; the ids in stream order.
+async fn list_ids(
+    client: &mut StateClient<Channel>,
+    namespace: &str,
+    kind: &str,
+    node: Option<&'static str>,
+) -> Result<Vec<Resource>, tonic::Status> {
+    let mut req = tonic::Request::new(ListRequest {
+        namespace: namespace.into(),
+        r#type: kind.into(),
+        options: None,
+    });
+    if let Some(n) = node {
+        req.metadata_mut()
+            .insert("node", MetadataValue::from_static(n));
+    }
+    let mut stream = client.list(req).await?.into_inner();
+    let mut out = Vec::new();
+    while let Some(msg) = stream.message().await? {
+        out.extend(msg.resource);
+    }
+    Ok(out)
+}
+
+fn ids(resources: &[Resource]) -> Vec<String> {
+    resources
+        .iter()
+        .map(|r| {
+            r.metadata
+                .as_ref()
+                .map(|m| m.id.clone())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+const ADDRESSES: &str = "AddressStatuses.net.talos.dev";
+
+#[tokio::test]
+async fn cosi_serves_addresses_and_the_vip_only_on_its_holder() {
+    let nodes = start(247).await;
+    let vip = "127.247.2.1".parse().expect("vip");
+    nodes.backend.set_vip_holder(Some("talos-cp-2"), vip);
+    let reader = nodes.ca.talos_client_cert(&["os:reader"]).expect("reader");
+
+    let mut cp1 = nodes.state_client(1, &reader).await;
+    let listed = list_ids(&mut cp1, "network", ADDRESSES, None)
+        .await
+        .expect("list");
+    assert_eq!(ids(&listed), ["lo/127.0.0.1/8", "eth0/127.247.1.1/24"]);
+    let md = listed[1].metadata.as_ref().expect("metadata");
+    assert_eq!(
+        (md.namespace.as_str(), md.r#type.as_str()),
+        ("network", ADDRESSES)
+    );
+    assert!(md.created.is_some() && md.updated.is_some());
+    let yaml = &listed[1].spec.as_ref().expect("spec").yaml_spec;
+    let spec: serde_yaml_ng::Value = serde_yaml_ng::from_str(yaml).expect("yaml");
+    assert_eq!(spec["address"].as_str(), Some("127.247.1.1/24"));
+    assert_eq!(spec["linkName"].as_str(), Some("eth0"));
+
+    let mut cp2 = nodes.state_client(2, &reader).await;
+    let holder = list_ids(&mut cp2, "network", ADDRESSES, None)
+        .await
+        .expect("list");
+    assert_eq!(
+        ids(&holder),
+        [
+            "lo/127.0.0.1/8",
+            "eth0/127.247.1.2/24",
+            "eth0/127.247.2.1/32"
+        ]
+    );
+
+    // Get by id; a missing id is NotFound; another type lists nothing.
+    let got = cp2
+        .get(GetRequest {
+            namespace: "network".into(),
+            r#type: ADDRESSES.into(),
+            id: "eth0/127.247.2.1/32".into(),
+            options: None,
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(
+        ids(&[got.resource.expect("resource")]),
+        ["eth0/127.247.2.1/32"]
+    );
+    let missing = cp1
+        .get(GetRequest {
+            namespace: "network".into(),
+            r#type: ADDRESSES.into(),
+            id: "eth0/127.247.2.1/32".into(),
+            options: None,
+        })
+        .await
+        .expect_err("cp1 does not hold the VIP");
+    assert_eq!(missing.code(), Code::NotFound);
+    assert!(
+        list_ids(&mut cp1, "network", "LinkStatuses.net.talos.dev", None)
+            .await
+            .expect("list")
+            .is_empty()
+    );
+
+    // `node` routing: cp1 answers for cp2.
+    let routed = list_ids(&mut cp1, "network", ADDRESSES, Some("127.247.1.2"))
+        .await
+        .expect("routed");
+    assert_eq!(ids(&routed).len(), 3);
+
+    // RBAC: a role outside admin/operator/reader is denied.
+    let backup = nodes
+        .ca
+        .talos_client_cert(&["os:etcd:backup"])
+        .expect("cert");
+    let mut denied = nodes.state_client(1, &backup).await;
+    let err = list_ids(&mut denied, "network", ADDRESSES, None)
+        .await
+        .expect_err("denied");
+    assert_eq!(err.code(), Code::PermissionDenied);
+
+    // Without quorum the VIP is released; a down holder refuses connections.
+    nodes.backend.set_up("talos-cp-3", false);
+    nodes.backend.set_up("talos-cp-1", false);
+    let released = list_ids(&mut cp2, "network", ADDRESSES, None)
+        .await
+        .expect("list");
+    assert_eq!(ids(&released).len(), 2, "{:?}", ids(&released));
+    nodes.backend.set_up("talos-cp-2", false);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while nodes
+        .channel_with(2, Some(&reader), &nodes.ca.cert_pem())
+        .await
+        .is_ok()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "cp2 still accepts connections at {}",
+            node_ip(247, 2)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }

@@ -1,6 +1,7 @@
 //! What the Talos apid server needs to know about the simulated nodes. The lab's world model
 //! implements [`TalosBackend`]; tests use [`super::memory::MemoryTalos`].
 
+use std::net::IpAddr;
 use std::time::SystemTime;
 
 /// The apid server's view of the world, per node (by node name, e.g. `talos-cp-1`).
@@ -30,6 +31,21 @@ pub trait TalosBackend: Send + Sync + 'static {
 
     /// The node's system services (`etcd`, `kubelet`, `apid`, …).
     fn services(&self, node: &str) -> Vec<ServiceState>;
+
+    /// The node's addresses, served as COSI `AddressStatuses.net.talos.dev`: loopback, its own
+    /// address and, on the current API VIP holder only, the VIP as a `/32`.
+    fn addresses(&self, node: &str) -> Vec<LabAddress>;
+}
+
+/// One address configured on a node's link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabAddress {
+    /// Link name: `lo`, `eth0`.
+    pub link: String,
+    pub address: IpAddr,
+    pub prefix_len: u8,
+    /// When the address appeared (the resource's created/updated time).
+    pub since: SystemTime,
 }
 
 /// Node role.

@@ -3,15 +3,15 @@
 //! backend of the server's tests.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 
 use super::backend::{
-    EtcdAlarm, EtcdError, EtcdMember, EtcdMemberStatus, NodeRole, ServiceEvent, ServiceState,
-    TalosBackend, TalosVersion,
+    EtcdAlarm, EtcdError, EtcdMember, EtcdMemberStatus, LabAddress, NodeRole, ServiceEvent,
+    ServiceState, TalosBackend, TalosVersion,
 };
 
 #[derive(Debug, Clone)]
@@ -28,6 +28,8 @@ struct Node {
 pub struct MemoryTalos {
     nodes: Mutex<Vec<Node>>,
     alarms: Mutex<Vec<EtcdAlarm>>,
+    /// The API VIP and the node that holds it, if any.
+    vip: Mutex<Option<(String, IpAddr)>>,
     power: Mutex<HashMap<String, watch::Sender<bool>>>,
     boot: SystemTime,
 }
@@ -54,6 +56,7 @@ impl MemoryTalos {
         Arc::new(Self {
             nodes: Mutex::new(nodes),
             alarms: Mutex::new(Vec::new()),
+            vip: Mutex::new(None),
             power: Mutex::new(power),
             boot: SystemTime::now() - Duration::from_secs(3600),
         })
@@ -95,6 +98,12 @@ impl MemoryTalos {
     /// Replaces the active alarms.
     pub fn set_alarms(&self, alarms: Vec<EtcdAlarm>) {
         *self.alarms.lock().unwrap_or_else(|e| e.into_inner()) = alarms;
+    }
+
+    /// Makes `node` the holder of the API VIP `vip`, or nobody with `None`. The holder shows
+    /// the VIP among its addresses while it is up and etcd has quorum.
+    pub fn set_vip_holder(&self, node: Option<&str>, vip: IpAddr) {
+        *self.vip.lock().unwrap_or_else(|e| e.into_inner()) = node.map(|n| (n.to_string(), vip));
     }
 
     /// Member id of a node's etcd member.
@@ -218,5 +227,30 @@ impl TalosBackend for MemoryTalos {
                 }
             })
             .collect()
+    }
+
+    fn addresses(&self, node: &str) -> Vec<LabAddress> {
+        let Some(me) = self.node(node) else {
+            return Vec::new();
+        };
+        let at = |link: &str, address: IpAddr, prefix_len: u8| LabAddress {
+            link: link.to_string(),
+            address,
+            prefix_len,
+            since: self.boot,
+        };
+        let mut list = vec![
+            at("lo", IpAddr::V4(Ipv4Addr::LOCALHOST), 8),
+            at("eth0", me.ip, 24),
+        ];
+        let vip = self.vip.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some((holder, ip)) = vip
+            && holder == node
+            && me.up
+            && self.leader().is_some()
+        {
+            list.push(at("eth0", ip, 32));
+        }
+        list
     }
 }

@@ -1,10 +1,12 @@
 //! Talos apid (`127.S.1.j:50000`): gRPC over mutual TLS, `machine.MachineService` `Version`,
-//! `EtcdMemberList`, `EtcdStatus`, `EtcdAlarmList` and `ServiceList`, answered from a
+//! `EtcdMemberList`, `EtcdStatus`, `EtcdAlarmList` and `ServiceList`, and COSI
+//! `cosi.resource.State` `Get`/`List` of the node's addresses, answered from a
 //! [`TalosBackend`]. Client certificates must chain to the Talos OS CA and carry EKU exactly
 //! `clientAuth`; roles come from their organizations. A powered-off node refuses connections.
 //! Facts: `research/talos.md`.
 
 mod backend;
+mod cosi;
 pub mod memory;
 pub mod proto;
 mod service;
@@ -24,11 +26,13 @@ use crate::pki::endpoint::{Recorder, RequestRecord, ServeError, ServerHandle, se
 use crate::pki::tls::{ServerTls, subject_organizations, talos_mtls_config};
 
 pub use backend::{
-    AlarmKind, EtcdAlarm, EtcdError, EtcdMember, EtcdMemberStatus, NodeRole, ServiceEvent,
-    ServiceState, TalosBackend, TalosVersion,
+    AlarmKind, EtcdAlarm, EtcdError, EtcdMember, EtcdMemberStatus, LabAddress, NodeRole,
+    ServiceEvent, ServiceState, TalosBackend, TalosVersion,
 };
+pub use cosi::{ADDRESS_STATUS_TYPE, NETWORK_NAMESPACE, address_id};
 pub use service::PeerRoles;
 
+use proto::cosi::resource::state_server::StateServer;
 use proto::machine::machine_service_server::MachineServiceServer;
 use service::Apid;
 
@@ -55,6 +59,9 @@ pub async fn serve(
         let server = MachineServiceServer::from_arc(apid.clone())
             .max_decoding_message_size(MAX_MESSAGE_SIZE)
             .max_encoding_message_size(MAX_MESSAGE_SIZE);
+        let state = StateServer::from_arc(apid.clone())
+            .max_decoding_message_size(MAX_MESSAGE_SIZE)
+            .max_encoding_message_size(MAX_MESSAGE_SIZE);
         let recorder = recorder.clone();
         let roles = PeerRoles(
             info.peer_certs
@@ -66,11 +73,18 @@ pub async fn serve(
             let service = service_fn(move |mut req: http::Request<Incoming>| {
                 req.extensions_mut().insert(roles.clone());
                 let mut server = server.clone();
+                let mut state = state.clone();
                 let recorder = recorder.clone();
                 let path = req.uri().path().to_string();
                 let (peer, local) = (info.peer, info.local);
                 async move {
-                    let resp = match server.call(req).await {
+                    // Both services share the connection; the path names the service.
+                    let resp = if path.starts_with("/cosi.resource.State/") {
+                        state.call(req).await
+                    } else {
+                        server.call(req).await
+                    };
+                    let resp = match resp {
                         Ok(resp) => resp,
                         Err(never) => match never {},
                     };

@@ -1,5 +1,5 @@
 //! Server stubs and messages generated from `proto/` (Talos's `machine` and `common` packages,
-//! wire-compatible with apid) by `build.rs`.
+//! COSI's `cosi.resource`; wire-compatible with apid) by `build.rs`.
 
 #![allow(clippy::all, missing_docs)]
 
@@ -14,5 +14,11 @@ pub mod machine {
 pub mod google {
     pub mod rpc {
         include!(concat!(env!("OUT_DIR"), "/server/google.rpc.rs"));
+    }
+}
+
+pub mod cosi {
+    pub mod resource {
+        include!(concat!(env!("OUT_DIR"), "/server/cosi.resource.rs"));
     }
 }

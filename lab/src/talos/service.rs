@@ -20,8 +20,8 @@ use super::proto::machine::{
 #[derive(Debug, Clone, Default)]
 pub struct PeerRoles(pub Vec<String>);
 
-/// Roles allowed to read versions and services.
-const READ_ROLES: &[&str] = &["os:admin", "os:operator", "os:reader"];
+/// Roles allowed to read versions, services and COSI resources.
+pub(super) const READ_ROLES: &[&str] = &["os:admin", "os:operator", "os:reader"];
 /// Roles allowed to read etcd state.
 const ETCD_ROLES: &[&str] = &["os:admin", "os:operator", "os:reader", "os:etcd:backup"];
 
@@ -48,7 +48,7 @@ macro_rules! element {
 }
 element!(Version, EtcdMembers, EtcdStatus, EtcdAlarm, ServiceList);
 
-fn values<'a>(md: &'a MetadataMap, key: &str) -> Vec<&'a str> {
+pub(super) fn values<'a>(md: &'a MetadataMap, key: &str) -> Vec<&'a str> {
     md.get_all(key)
         .iter()
         .filter_map(|v| v.to_str().ok())
@@ -74,7 +74,7 @@ fn etcd_status_error(err: EtcdError) -> Status {
 }
 
 impl Apid {
-    fn authorize<T>(&self, req: &Request<T>, allowed: &[&str]) -> Result<(), Status> {
+    pub(super) fn authorize<T>(&self, req: &Request<T>, allowed: &[&str]) -> Result<(), Status> {
         let roles = req
             .extensions()
             .get::<PeerRoles>()
@@ -89,7 +89,7 @@ impl Apid {
 
     /// Answers for one target named in `node`/`nodes` metadata, as this node's apid would
     /// after proxying: itself, another node, or a dial error.
-    fn answer_for<X>(
+    pub(super) fn answer_for<X>(
         &self,
         target: &str,
         answer: &impl Fn(&str) -> Result<X, Status>,

@@ -381,6 +381,34 @@ impl TalosBackend for LabBackend {
             out
         })
     }
+
+    /// Loopback, the node's lab address as a /24 and, while this node holds its environment's
+    /// API VIP and the VIP is up, the VIP as a /32.
+    fn addresses(&self, node: &str) -> Vec<crate::talos::LabAddress> {
+        let Some(n) = self.node(node) else {
+            return vec![];
+        };
+        self.shared.read(|w| {
+            let nd = &w.nodes[n];
+            let since = system_time(w, nd.booted_at);
+            let at = |link: &str, address: std::net::Ipv4Addr, prefix_len: u8| {
+                crate::talos::LabAddress {
+                    link: link.into(),
+                    address: address.into(),
+                    prefix_len,
+                    since,
+                }
+            };
+            let mut out = vec![
+                at("lo", std::net::Ipv4Addr::LOCALHOST, 8),
+                at("eth0", w.plan.node_ip(n), 24),
+            ];
+            if w.envs[nd.env].vip_holder == Some(n) && w.vip_up(nd.env) {
+                out.push(at("eth0", w.plan.vip_ip(nd.env), 32));
+            }
+            out
+        })
+    }
 }
 
 use std::net::IpAddr;

@@ -26,8 +26,14 @@ pub mod proto {
             include!(concat!(env!("OUT_DIR"), "/client/google.rpc.rs"));
         }
     }
+    pub mod cosi {
+        pub mod resource {
+            include!(concat!(env!("OUT_DIR"), "/client/cosi.resource.rs"));
+        }
+    }
 }
 
+pub use proto::cosi::resource::state_client::StateClient;
 pub use proto::machine::machine_service_client::MachineServiceClient;
 
 pub struct Nodes {
@@ -97,6 +103,27 @@ impl Nodes {
         identity: Option<&CertifiedKey>,
         ca_pem: &str,
     ) -> Result<MachineServiceClient<Channel>, tonic::transport::Error> {
+        Ok(MachineServiceClient::new(
+            self.channel_with(j, identity, ca_pem).await?,
+        ))
+    }
+
+    /// A COSI `State` client for node `j` (1-based) presenting `identity`.
+    pub async fn state_client(&self, j: u8, identity: &CertifiedKey) -> StateClient<Channel> {
+        StateClient::new(
+            self.channel_with(j, Some(identity), &self.ca.cert_pem())
+                .await
+                .expect("connect"),
+        )
+    }
+
+    /// An mTLS channel to node `j` (1-based).
+    pub async fn channel_with(
+        &self,
+        j: u8,
+        identity: Option<&CertifiedKey>,
+        ca_pem: &str,
+    ) -> Result<Channel, tonic::transport::Error> {
         let ip = node_ip(self.subnet, j);
         let mut tls = ClientTlsConfig::new()
             .ca_certificate(Certificate::from_pem(ca_pem))
@@ -112,7 +139,7 @@ impl Nodes {
             .connect_timeout(std::time::Duration::from_secs(5))
             .connect()
             .await?;
-        Ok(MachineServiceClient::new(channel))
+        Ok(channel)
     }
 
     /// An admin client for node `j`.
