@@ -143,10 +143,15 @@ pub fn env_file(
         yq(&paths.talosconfig.display().to_string()),
         endpoints.join(", ")
     );
+    // Every other host's API too, so `--whole-host` can wake the host behind `url`.
+    let fallback: Vec<String> = (1..world.hosts.len())
+        .map(|i| format!("https://{}:{PROXMOX_PORT}", plan.host_ip(i)))
+        .collect();
     let _ = writeln!(
         out,
-        "proxmox:\n  url: https://{}:{PROXMOX_PORT}\n  token_id: {}\n  token_secret_file: {}\n  ca_file: {}\n  vms:\n    tags: [{}]",
+        "proxmox:\n  url: https://{}:{PROXMOX_PORT}\n  fallback_urls: [{}]\n  token_id: {}\n  token_secret_file: {}\n  ca_file: {}\n  vms:\n    tags: [{}]",
         plan.host_ip(0),
+        fallback.join(", "),
         yq(token_id),
         yq(&paths.proxmox_token.display().to_string()),
         yq(&paths.proxmox_ca.display().to_string()),

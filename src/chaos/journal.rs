@@ -29,6 +29,19 @@ pub struct PlannedFault {
     pub vms: Vec<PlannedVm>,
     /// When the VMs must be running again at the latest.
     pub restore_by: DateTime<Utc>,
+    /// Set in whole-host mode: the host itself is shut down and woken again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_power: Option<HostPower>,
+}
+
+/// How a whole-host run brings the host back: wake-on-LAN sent by another host's API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostPower {
+    /// The Proxmox API (of another host) that sends the wake-on-LAN packet.
+    pub wake_via_url: String,
+    pub wake_via_host: String,
+    /// The MAC the target host has configured for wake-on-LAN.
+    pub mac: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +68,24 @@ pub enum Entry {
     },
     ActionFailed {
         vmid: u32,
+        action: String,
+        error: String,
+    },
+    HostShutdownRequested {
+        host: String,
+    },
+    HostOffline {
+        host: String,
+    },
+    HostWakeRequested {
+        host: String,
+        via: String,
+    },
+    HostOnline {
+        host: String,
+    },
+    HostActionFailed {
+        host: String,
         action: String,
         error: String,
     },
@@ -97,16 +128,11 @@ impl Journal {
     pub fn create(path: &Path, plan: &PlannedFault) -> Result<Journal, JournalError> {
         if path.exists() {
             let records = read(path)?;
-            let owed = pending_restore(&records);
-            if !owed.is_empty() {
+            if let Some(owed) = owed_text(&records) {
                 return Err(JournalError::Unfinished {
                     path: path.to_path_buf(),
                     environment: plan.environment.clone(),
-                    vms: owed
-                        .iter()
-                        .map(|v| format!("{} {}", v.vmid, v.name))
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    vms: owed,
                 });
             }
         }
@@ -219,6 +245,31 @@ pub fn pending_restore(records: &[Record]) -> Vec<PlannedVm> {
         .collect()
 }
 
+/// The host a whole-host run asked to shut down and has not seen online again since.
+pub fn host_owed(records: &[Record]) -> Option<String> {
+    let mut owed = None;
+    for record in records {
+        match &record.entry {
+            Entry::HostShutdownRequested { host } => owed = Some(host.clone()),
+            Entry::HostOnline { host } if owed.as_ref() == Some(host) => owed = None,
+            _ => {}
+        }
+    }
+    owed
+}
+
+/// What an earlier run still owes, for refusals: VMs and the host, if any.
+pub fn owed_text(records: &[Record]) -> Option<String> {
+    let mut parts: Vec<String> = pending_restore(records)
+        .iter()
+        .map(|v| format!("{} {}", v.vmid, v.name))
+        .collect();
+    if let Some(host) = host_owed(records) {
+        parts.insert(0, format!("host {host}"));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +293,7 @@ mod tests {
                 },
             ],
             restore_by: Utc::now(),
+            host_power: None,
         }
     }
 
@@ -336,5 +388,39 @@ mod tests {
         let records = read(&path).unwrap();
         assert_eq!(records.len(), 2);
         assert_eq!(pending_restore(&records).len(), 1);
+    }
+
+    #[test]
+    fn a_shut_down_host_is_owed_until_it_is_seen_online() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("staging.journal");
+        let mut journal = Journal::create(&path, &plan()).unwrap();
+        journal
+            .append(Entry::HostShutdownRequested {
+                host: "pve2".into(),
+            })
+            .unwrap();
+        assert_eq!(host_owed(&read(&path).unwrap()).as_deref(), Some("pve2"));
+        journal
+            .append(Entry::HostWakeRequested {
+                host: "pve2".into(),
+                via: "pve1".into(),
+            })
+            .unwrap();
+        let records = read(&path).unwrap();
+        assert_eq!(
+            host_owed(&records).as_deref(),
+            Some("pve2"),
+            "asked, not seen"
+        );
+        assert_eq!(owed_text(&records).as_deref(), Some("host pve2"));
+        let err = Journal::create(&path, &plan()).err().expect("refused");
+        assert!(err.to_string().contains("host pve2"), "{err}");
+        journal
+            .append(Entry::HostOnline {
+                host: "pve2".into(),
+            })
+            .unwrap();
+        assert_eq!(host_owed(&read(&path).unwrap()), None);
     }
 }

@@ -10,6 +10,7 @@
 pub mod budget;
 pub mod cluster;
 pub mod events;
+pub mod host_power;
 pub mod journal;
 pub mod plan;
 pub mod power;
@@ -100,7 +101,8 @@ pub async fn recover(
         .cloned()
         .collect();
     let owed = journal::pending_restore(&records);
-    if requested.is_empty() {
+    let host_owed = journal::host_owed(&records);
+    if requested.is_empty() && host_owed.is_none() {
         println!(
             "{}: the run stopped nothing; nothing to recover",
             path.display()
@@ -110,7 +112,51 @@ pub async fn recover(
     let access = env.proxmox.as_ref().ok_or_else(|| {
         ChaosError::Failed(format!("{} has no proxmox section", env.file.display()))
     })?;
-    let client = crate::collect::proxmox::client(env, access).map_err(ChaosError::Failed)?;
+    // A whole-host run acted through another host's API; so does its recovery, since the
+    // host behind `url` may be the one that is off.
+    let client = match &plan.host_power {
+        Some(how) => crate::collect::proxmox::client_at(env, access, &how.wake_via_url),
+        None => crate::collect::proxmox::client(env, access),
+    }
+    .map_err(ChaosError::Failed)?;
+    let journal = journal::Journal::open(&path).map_err(|e| ChaosError::Failed(e.to_string()))?;
+    let power = power::Power::new(client.clone(), std::time::Duration::from_secs(1), journal);
+    if let (Some(host), Some(how)) = (&host_owed, &plan.host_power) {
+        let online = client
+            .cluster_members()
+            .await
+            .map_err(|err| {
+                ChaosError::RestoreFailed(format!(
+                    "cannot read the cluster status through {}: {err}; the journal {} still owes host {host}",
+                    how.wake_via_url,
+                    path.display()
+                ))
+            })?
+            .iter()
+            .any(|m| &m.name == host && m.online);
+        if online {
+            power
+                .note(journal::Entry::HostOnline { host: host.clone() })
+                .map_err(ChaosError::Failed)?;
+            println!("host {host} is online");
+        } else {
+            println!(
+                "host {host} is off: waking it through {} ({})",
+                how.wake_via_host, how.wake_via_url
+            );
+            let patience = env.chaos.clone().unwrap_or_default().recovery_timeout;
+            power
+                .wake_host(host, &how.wake_via_host, patience.into())
+                .await
+                .map_err(|err| {
+                    ChaosError::RestoreFailed(format!(
+                        "{err}; run `gates recover {}` again or power {host} on by hand",
+                        env.name
+                    ))
+                })?;
+            println!("host {host} is online again");
+        }
+    }
     let mut to_start = Vec::new();
     let mut running = Vec::new();
     for vm in &requested {
@@ -133,8 +179,6 @@ pub async fn recover(
             }
         }
     }
-    let journal = journal::Journal::open(&path).map_err(|e| ChaosError::Failed(e.to_string()))?;
-    let power = power::Power::new(client, std::time::Duration::from_secs(1), journal);
     for vm in running
         .iter()
         .filter(|vm| owed.iter().any(|o| o.vmid == vm.vmid))
@@ -155,7 +199,7 @@ pub async fn recover(
             env.name
         )));
     }
-    if !owed.is_empty() || !to_start.is_empty() {
+    if !owed.is_empty() || !to_start.is_empty() || host_owed.is_some() {
         power
             .note(journal::Entry::Restored)
             .and_then(|()| {

@@ -2,12 +2,12 @@
 //!
 //! The default stops only this environment's running VMs on the host (what a host power loss
 //! looks like to this cluster) and leaves every other environment's VMs alone. The whole-host
-//! mode stops every VM on the host and is refused unless all of them belong to this
-//! environment.
+//! mode hard-stops the same VMs and then shuts the host itself down (woken again by
+//! wake-on-LAN); it is refused unless every VM on the host belongs to this environment.
 
 use chrono::{DateTime, NaiveDate, Utc};
 
-use super::journal::{PlannedFault, PlannedVm};
+use super::journal::{HostPower, PlannedFault, PlannedVm};
 use crate::config::Environment;
 use crate::state::{ProxmoxState, State};
 
@@ -28,6 +28,8 @@ pub struct Target {
     pub vms: Vec<PlannedVm>,
     pub bystanders: Vec<Bystander>,
     pub whole_host: bool,
+    /// Whole-host mode: how the host is woken again (set once preflight found a way).
+    pub host_power: Option<HostPower>,
 }
 
 impl Target {
@@ -37,6 +39,7 @@ impl Target {
             host: self.host.clone(),
             vms: self.vms.clone(),
             restore_by,
+            host_power: self.host_power.clone(),
         }
     }
 }
@@ -196,6 +199,7 @@ pub fn target(
         vms,
         bystanders,
         whole_host,
+        host_power: None,
     })
 }
 

@@ -1,6 +1,7 @@
-//! The only writes the chaos step makes: Proxmox stop and start of the planned VMs. Every
-//! request is journaled (synced) before it is sent and its result after, and every request
-//! sent is counted, so the "no manual work" trial can compare what was done with the plan.
+//! The only writes the chaos step makes: Proxmox stop and start of the planned VMs, and in
+//! whole-host mode the host's shutdown and wake-on-LAN. Every request is journaled (synced)
+//! before it is sent and its result after, and every request sent is counted, so the
+//! "no manual work" trial can compare what was done with the plan.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,7 +16,9 @@ use super::journal::{Entry, Journal, PlannedVm};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Issued {
     pub action: &'static str,
-    pub vmid: u32,
+    /// The VM, for VM actions; none for host actions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vmid: Option<u32>,
     pub host: String,
     /// `ok`, or the error.
     pub result: String,
@@ -126,6 +129,93 @@ impl Power {
         }
     }
 
+    /// Orderly shutdown of the whole host, then wait until the cluster sees it offline.
+    pub async fn shutdown_host(&self, host: &str, deadline: Duration) -> Result<(), String> {
+        self.note(Entry::HostShutdownRequested {
+            host: host.to_string(),
+        })
+        .map_err(|e| format!("journal: {e}; the host was not shut down"))?;
+        let result = self.client.shutdown_host(host).await;
+        self.count_host("host-shutdown", host, &result);
+        let waited = match result {
+            Ok(()) => {
+                self.client
+                    .wait_host(host, false, deadline, self.options.poll_interval)
+                    .await
+            }
+            Err(err) => Err(err),
+        };
+        match waited {
+            Ok(_) => self
+                .note(Entry::HostOffline {
+                    host: host.to_string(),
+                })
+                .map_err(|e| format!("journal: {e}")),
+            Err(err) => {
+                let _ = self.note(Entry::HostActionFailed {
+                    host: host.to_string(),
+                    action: "shutdown".into(),
+                    error: err.to_string(),
+                });
+                Err(format!("shut down host {host}: {err}"))
+            }
+        }
+    }
+
+    /// Wake-on-LAN for the host (sent by the host this client talks to), then wait until the
+    /// cluster sees it online.
+    pub async fn wake_host(&self, host: &str, via: &str, deadline: Duration) -> Result<(), String> {
+        self.note(Entry::HostWakeRequested {
+            host: host.to_string(),
+            via: via.to_string(),
+        })
+        .map_err(|e| format!("journal: {e}"))?;
+        let result = self.client.wake_host(host).await;
+        self.count_host("host-wake", host, &result);
+        let waited = match result {
+            Ok(_) => {
+                self.client
+                    .wait_host(host, true, deadline, self.options.poll_interval)
+                    .await
+            }
+            Err(err) => Err(err),
+        };
+        match waited {
+            Ok(_) => self
+                .note(Entry::HostOnline {
+                    host: host.to_string(),
+                })
+                .map_err(|e| format!("journal: {e}")),
+            Err(err) => {
+                let _ = self.note(Entry::HostActionFailed {
+                    host: host.to_string(),
+                    action: "wake".into(),
+                    error: err.to_string(),
+                });
+                Err(format!("wake host {host} through {via}: {err}"))
+            }
+        }
+    }
+
+    fn count_host<T, E: std::fmt::Display>(
+        &self,
+        action: &'static str,
+        host: &str,
+        result: &Result<T, E>,
+    ) {
+        if let Ok(mut issued) = self.issued.lock() {
+            issued.push(Issued {
+                action,
+                vmid: None,
+                host: host.to_string(),
+                result: match result {
+                    Ok(_) => "ok".to_string(),
+                    Err(err) => err.to_string(),
+                },
+            });
+        }
+    }
+
     fn count<T, E: std::fmt::Display>(
         &self,
         action: &'static str,
@@ -135,7 +225,7 @@ impl Power {
         if let Ok(mut issued) = self.issued.lock() {
             issued.push(Issued {
                 action,
-                vmid: vm.vmid,
+                vmid: Some(vm.vmid),
                 host: vm.host.clone(),
                 result: match result {
                     Ok(_) => "ok".to_string(),
@@ -147,26 +237,31 @@ impl Power {
 }
 
 /// "No manual work": the harness's writes were exactly the plan's stops and the starts that
-/// undo them. Returns what went beyond the plan, empty when nothing did.
-pub fn beyond_plan(vms: &[PlannedVm], issued: &[Issued]) -> Vec<String> {
+/// undo them, and in whole-host mode one shutdown and one wake of the planned host. Returns
+/// what went beyond the plan, empty when nothing did.
+pub fn beyond_plan(vms: &[PlannedVm], whole_host: Option<&str>, issued: &[Issued]) -> Vec<String> {
     let mut out = Vec::new();
     for action in issued {
-        if !vms.iter().any(|v| v.vmid == action.vmid) {
-            out.push(format!(
-                "{} of VM {} which is not in the plan",
-                action.action, action.vmid
-            ));
+        match action.vmid {
+            Some(vmid) if !vms.iter().any(|v| v.vmid == vmid) => out.push(format!(
+                "{} of VM {vmid} which is not in the plan",
+                action.action
+            )),
+            None if whole_host != Some(action.host.as_str()) => out.push(format!(
+                "{} of host {} which the plan does not power off",
+                action.action, action.host
+            )),
+            _ => {}
         }
     }
+    let times = |action: &str, vmid: Option<u32>| {
+        issued
+            .iter()
+            .filter(|a| a.vmid == vmid && a.action == action)
+            .count()
+    };
     for vm in vms {
-        let stops = issued
-            .iter()
-            .filter(|a| a.vmid == vm.vmid && a.action == "stop")
-            .count();
-        let starts = issued
-            .iter()
-            .filter(|a| a.vmid == vm.vmid && a.action == "start")
-            .count();
+        let (stops, starts) = (times("stop", Some(vm.vmid)), times("start", Some(vm.vmid)));
         if stops > 1 {
             out.push(format!(
                 "VM {} {} was stopped {stops} times",
@@ -183,6 +278,26 @@ pub fn beyond_plan(vms: &[PlannedVm], issued: &[Issued]) -> Vec<String> {
             out.push(format!(
                 "VM {} {} was started without having been stopped",
                 vm.vmid, vm.name
+            ));
+        }
+    }
+    if let Some(host) = whole_host {
+        let of_host = |action: &str| {
+            issued
+                .iter()
+                .filter(|a| a.vmid.is_none() && a.host == host && a.action == action)
+                .count()
+        };
+        let (shutdowns, wakes) = (of_host("host-shutdown"), of_host("host-wake"));
+        if shutdowns > 1 {
+            out.push(format!("host {host} was shut down {shutdowns} times"));
+        }
+        if wakes > 1 {
+            out.push(format!("host {host} was woken {wakes} times"));
+        }
+        if shutdowns == 0 && wakes > 0 {
+            out.push(format!(
+                "host {host} was woken without having been shut down"
             ));
         }
     }
@@ -205,8 +320,17 @@ mod tests {
     fn issued(action: &'static str, vmid: u32) -> Issued {
         Issued {
             action,
-            vmid,
+            vmid: Some(vmid),
             host: "pve3".into(),
+            result: "ok".into(),
+        }
+    }
+
+    fn host_action(action: &'static str, host: &str) -> Issued {
+        Issued {
+            action,
+            vmid: None,
+            host: host.into(),
             result: "ok".into(),
         }
     }
@@ -214,7 +338,7 @@ mod tests {
     #[test]
     fn one_stop_and_one_start_per_planned_vm_is_the_plan() {
         let plan = [vm(103)];
-        assert!(beyond_plan(&plan, &[issued("stop", 103), issued("start", 103)]).is_empty());
+        assert!(beyond_plan(&plan, None, &[issued("stop", 103), issued("start", 103)]).is_empty());
     }
 
     #[test]
@@ -222,6 +346,7 @@ mod tests {
         let plan = [vm(103)];
         let extra = beyond_plan(
             &plan,
+            None,
             &[
                 issued("stop", 103),
                 issued("stop", 201),
@@ -232,5 +357,38 @@ mod tests {
         assert_eq!(extra.len(), 2, "{extra:?}");
         assert!(extra[0].contains("201 which is not in the plan"));
         assert!(extra[1].contains("started 2 times"));
+    }
+
+    #[test]
+    fn host_power_is_in_the_plan_only_in_whole_host_mode() {
+        let plan = [vm(103)];
+        let run = [
+            issued("stop", 103),
+            host_action("host-shutdown", "pve3"),
+            host_action("host-wake", "pve3"),
+            issued("start", 103),
+        ];
+        assert!(beyond_plan(&plan, Some("pve3"), &run).is_empty());
+        let extra = beyond_plan(&plan, None, &run);
+        assert_eq!(extra.len(), 2, "{extra:?}");
+        assert!(extra[0].contains("host-shutdown of host pve3 which the plan does not power off"));
+        let extra = beyond_plan(
+            &plan,
+            Some("pve3"),
+            &[
+                host_action("host-wake", "pve3"),
+                host_action("host-shutdown", "pve1"),
+            ],
+        );
+        assert!(
+            extra.iter().any(|e| e.contains("of host pve1")),
+            "{extra:?}"
+        );
+        assert!(
+            extra
+                .iter()
+                .any(|e| e.contains("woken without having been shut down")),
+            "{extra:?}"
+        );
     }
 }

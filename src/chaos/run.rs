@@ -128,16 +128,10 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
     if path.exists() {
         let records = super::journal::read(&path).map_err(|e| ChaosError::Failed(e.to_string()))?;
-        let owed = super::journal::pending_restore(&records);
-        if !owed.is_empty() {
-            let vms: Vec<String> = owed
-                .iter()
-                .map(|v| format!("{} {}", v.vmid, v.name))
-                .collect();
+        if let Some(owed) = super::journal::owed_text(&records) {
             return Err(ChaosError::Refused(format!(
-                "{}: an earlier chaos run has not restored what it stopped ({}); run `gates recover {}` first",
+                "{}: an earlier chaos run has not restored what it stopped ({owed}); run `gates recover {}` first",
                 path.display(),
-                vms.join(", "),
                 env.name
             )));
         }
@@ -174,7 +168,17 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
     };
     let (host, reason) =
         plan::choose_host(&args.host, &state, proxmox, Utc::now().date_naive()).map_err(refuse)?;
-    let target = plan::target(env, proxmox, &host, reason, args.whole_host).map_err(refuse)?;
+    let mut target = plan::target(env, proxmox, &host, reason, args.whole_host).map_err(refuse)?;
+    // Whole-host mode acts through another host's API: the one that can wake this host.
+    let wake_client = if target.whole_host {
+        let (client, how) = super::host_power::prepare(env, access, &host)
+            .await
+            .map_err(refuse)?;
+        target.host_power = Some(how);
+        Some(client)
+    } else {
+        None
+    };
     let interval: Duration = spec.sample_interval.into();
     let outage: Duration = spec.outage.into();
     let recovery_timeout: Duration = spec.recovery_timeout.into();
@@ -230,7 +234,10 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
     // ---- journal, then observe ----
     let mut signals = Signals::install().map_err(ChaosError::Failed)?;
     let journal = Journal::create(&path, &fault).map_err(|e| ChaosError::Refused(e.to_string()))?;
-    let pve = collect::proxmox::client(env, access).map_err(ChaosError::Failed)?;
+    let pve = match wake_client {
+        Some(client) => client,
+        None => collect::proxmox::client(env, access).map_err(ChaosError::Failed)?,
+    };
     let power = Power::new(
         pve,
         interval.clamp(Duration::from_millis(100), Duration::from_secs(1)),
@@ -325,7 +332,7 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         target.vms.len(),
         target.host
     )));
-    let stop_errors = power.stop_all(&target.vms).await;
+    let mut stop_errors = power.stop_all(&target.vms).await;
     events.push(
         origin.elapsed(),
         "vms-stopped",
@@ -336,6 +343,30 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
             stop_errors.join("; ")
         },
     );
+    let mut host_shut_down = false;
+    if let Some(how) = target
+        .host_power
+        .as_ref()
+        .filter(|_| stop_errors.is_empty())
+    {
+        events.push(
+            origin.elapsed(),
+            "host-shutdown-requested",
+            &target.host,
+            format!("through {}'s API", how.wake_via_host),
+        );
+        show(Some(&format!("fault: shutting host {} down", target.host)));
+        host_shut_down = true;
+        match power.shutdown_host(&target.host, outage).await {
+            Ok(()) => events.push(
+                origin.elapsed(),
+                "host-offline",
+                &target.host,
+                "the cluster sees the host offline",
+            ),
+            Err(err) => stop_errors.push(err),
+        }
+    }
 
     // ---- outage ----
     let deadline = fault_instant + outage;
@@ -374,12 +405,39 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         &target.host,
         restore_reason.clone(),
     );
+    let mut start_errors = Vec::new();
+    if let Some(how) = target.host_power.as_ref().filter(|_| host_shut_down) {
+        show(Some(&format!(
+            "restore: waking host {} through {}",
+            target.host, how.wake_via_host
+        )));
+        events.push(
+            origin.elapsed(),
+            "host-wake-requested",
+            &target.host,
+            format!("wake-on-LAN {} sent by {}", how.mac, how.wake_via_host),
+        );
+        match power
+            .wake_host(&target.host, &how.wake_via_host, recovery_timeout)
+            .await
+        {
+            Ok(()) => events.push(
+                origin.elapsed(),
+                "host-online",
+                &target.host,
+                "the cluster sees the host online",
+            ),
+            Err(err) => start_errors.push(err),
+        }
+    }
     show(Some(&format!(
         "restore: starting {} VM(s) on {}",
         target.vms.len(),
         target.host
     )));
-    let start_errors = power.start_all(&target.vms).await;
+    if start_errors.is_empty() {
+        start_errors = power.start_all(&target.vms).await;
+    }
     if start_errors.is_empty() {
         moments.running_again = Some(report::seconds(origin.elapsed()));
         events.push(
@@ -491,15 +549,20 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         duration: recovery_time,
     });
     let issued = power.issued();
-    let beyond = power::beyond_plan(&target.vms, &issued);
+    let whole_host = target.host_power.as_ref().map(|_| target.host.as_str());
+    let beyond = power::beyond_plan(&target.vms, whole_host, &issued);
     let actions: Vec<String> = issued
         .iter()
-        .map(|a| format!("{} VM {} on {}: {}", a.action, a.vmid, a.host, a.result))
+        .map(|a| match a.vmid {
+            Some(vmid) => format!("{} VM {vmid} on {}: {}", a.action, a.host, a.result),
+            None => format!("{} of host {}: {}", a.action, a.host, a.result),
+        })
         .collect();
     let manual = if beyond.is_empty() {
         Finding::pass(format!(
-            "the harness made {} power action(s), exactly the plan's stops and the starts that undid them; nothing else was written",
-            issued.len()
+            "the harness made {} power action(s), exactly the plan's stops{} and the starts that undid them; nothing else was written",
+            issued.len(),
+            if whole_host.is_some() { ", the host's shutdown and wake" } else { "" },
         ))
         .with_evidence(actions)
     } else {
@@ -691,15 +754,26 @@ fn plan_text(
     let mut out = String::new();
     let _ = writeln!(out, "Chaos plan for {} (gate 4)", env.name);
     let _ = writeln!(out, "  host: {} ({})", target.host, target.reason);
-    let _ = writeln!(
-        out,
-        "  mode: {}",
-        if target.whole_host {
-            "whole host: every VM on it is hard-stopped"
-        } else {
-            "hard stop of this environment's VMs on the host"
+    match &target.host_power {
+        Some(how) => {
+            let _ = writeln!(
+                out,
+                "  mode: whole host: its VMs are hard-stopped, then {} is shut down",
+                target.host
+            );
+            let _ = writeln!(
+                out,
+                "  wake: wake-on-LAN {} sent by {} ({}), then the VMs are started",
+                how.mac, how.wake_via_host, how.wake_via_url
+            );
         }
-    );
+        None => {
+            let _ = writeln!(
+                out,
+                "  mode: hard stop of this environment's VMs on the host"
+            );
+        }
+    }
     let _ = writeln!(out, "  VMs to stop:");
     for vm in &target.vms {
         let _ = writeln!(out, "    - vmid {} {} (node {})", vm.vmid, vm.name, vm.node);

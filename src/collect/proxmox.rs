@@ -16,6 +16,15 @@ use crate::state::{Placement, ProxmoxHost, ProxmoxState, ProxmoxVm};
 
 /// A client for the environment's Proxmox API. Warns on every run with `insecure_tls`.
 pub fn client(env: &Environment, access: &ProxmoxAccess) -> Result<ProxmoxClient, String> {
+    client_at(env, access, &access.url)
+}
+
+/// A client for `url` (the main one or a fallback) with the environment's token and TLS trust.
+pub fn client_at(
+    env: &Environment,
+    access: &ProxmoxAccess,
+    url: &str,
+) -> Result<ProxmoxClient, String> {
     let secret = match (&access.token_secret_env, &access.token_secret_file) {
         (Some(var), _) => TokenSecret::from_env(var),
         (None, Some(file)) => TokenSecret::from_file(&resolve(&env.file, file)),
@@ -46,7 +55,7 @@ pub fn client(env: &Environment, access: &ProxmoxAccess) -> Result<ProxmoxClient
         }
     }
     .map_err(|err| err.to_string())?;
-    let mut settings = ProxmoxSettings::new(access.url.clone(), token, trust);
+    let mut settings = ProxmoxSettings::new(url.to_string(), token, trust);
     let timeout: Duration = access.timeout.into();
     settings.request_timeout = timeout;
     settings.connect_timeout = timeout.min(Duration::from_secs(5));

@@ -212,6 +212,10 @@ fn default_talos_timeout() -> Duration {
 #[serde(deny_unknown_fields)]
 pub struct ProxmoxAccess {
     pub url: String,
+    /// Other hosts' API addresses (same token and TLS trust). `--whole-host` needs one that
+    /// is not on the host it shuts down, to wake that host again.
+    #[serde(default)]
+    pub fallback_urls: Vec<String>,
     /// `USER@REALM!TOKENID`.
     pub token_id: String,
     #[serde(default)]

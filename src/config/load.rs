@@ -224,6 +224,18 @@ fn load_environment(file: &Path, errors: &mut Vec<ConfigError>) -> Option<Enviro
                 .key("proxmox")
                 .hint("the secret itself never goes in this file"));
             }
+            if let Some(bad) = std::iter::once(&proxmox.url)
+                .chain(&proxmox.fallback_urls)
+                .find(|u| !u.starts_with("https://"))
+            {
+                return Err(ConfigError::new(
+                    file,
+                    format!("proxmox URL `{bad}` is not https: the Proxmox API is served over https only"),
+                )
+                .at(yaml::locate_word(&text, 1, bad))
+                .key(if *bad == proxmox.url { "proxmox.url" } else { "proxmox.fallback_urls" })
+                .hint("use https://HOST:8006"));
+            }
         }
         Ok(env)
     });

@@ -152,3 +152,14 @@ fn an_extra_environment_directory_overrides_same_named_files() {
     assert_eq!(env.kube.context.as_deref(), Some("other"));
     assert!(env.file.starts_with(extra.path()));
 }
+
+#[test]
+fn a_fallback_proxmox_url_without_https_names_its_line() {
+    let error = only_error(load(
+        "proxmox:\n  url: https://pve1:8006\n  fallback_urls: [http://pve2:8006]\n  token_id: a@pve!b\n  token_secret_env: T\n",
+        GATE,
+    ));
+    assert_eq!(error.key.as_deref(), Some("proxmox.fallback_urls"));
+    assert_eq!(error.position, Some((3, 19)));
+    assert!(error.to_string().contains("http://pve2:8006"), "{error}");
+}

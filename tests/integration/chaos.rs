@@ -774,3 +774,220 @@ async fn a_probe_down_before_the_fault_aborts_without_touching_anything() {
     assert!(journal.contains("aborted before the fault"), "{journal}");
     bench.lab.stop().await;
 }
+
+/// POSTs that power a Proxmox host: (server address, path).
+fn host_power_requests(bench: &Bench) -> Vec<(String, String)> {
+    bench
+        .lab
+        .log
+        .snapshot()
+        .into_iter()
+        .filter(|r| {
+            r.verb == "POST" && (r.path.ends_with("/status") || r.path.ends_with("/wakeonlan"))
+        })
+        .map(|r| (r.server, r.path))
+        .collect()
+}
+
+fn host_online(bench: &Bench, name: &str) -> bool {
+    bench
+        .lab
+        .shared
+        .read(|w| w.host_by_name(name).is_some_and(|h| w.hosts[h].online))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_host_shuts_the_host_down_and_wakes_it_through_another_host() {
+    let bench = Bench::start("adr-007", 207).await;
+    // pve1 is the host behind `proxmox.url`: the run must act through a fallback URL.
+    let out = bench
+        .run(
+            &bench.config(),
+            &["chaos", "lab", "--host", "pve1", "--whole-host"],
+        )
+        .await;
+    let (o, e) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{o}\nstderr:\n{e}");
+    assert!(
+        o.contains("mode: whole host: its VMs are hard-stopped, then pve1 is shut down"),
+        "{o}"
+    );
+    assert!(
+        o.contains("wake: wake-on-LAN 52:54:00:00:00:00 sent by pve2 (https://127.207.0.2:8006)"),
+        "{o}"
+    );
+    crate::support::assert_trial(&o, "gate4::lab::chaos::no-manual-work", "ok");
+    crate::support::assert_trial(&o, "gate4::lab::chaos::recovery", "ok");
+
+    // One shutdown and one wake of pve1, both sent to pve2's API; nothing to pve1's own.
+    let host_power = host_power_requests(&bench);
+    assert_eq!(
+        host_power,
+        vec![
+            (
+                "127.207.0.2:8006".to_string(),
+                "/api2/json/nodes/pve1/status".to_string()
+            ),
+            (
+                "127.207.0.2:8006".to_string(),
+                "/api2/json/nodes/pve1/wakeonlan".to_string()
+            ),
+        ],
+        "{host_power:?}"
+    );
+    let vm_power = bench.power_requests();
+    assert_eq!(vm_power.len(), 2, "{vm_power:?}");
+    assert!(
+        vm_power
+            .iter()
+            .all(|(_, p)| p.contains("/qemu/101/status/")),
+        "{vm_power:?}"
+    );
+
+    // The lab really took the host down and back.
+    let truth: Vec<String> = bench.lab.shared.read(|w| {
+        w.truth
+            .events
+            .iter()
+            .map(|e| format!("{} {}", e.kind, e.subject))
+            .collect()
+    });
+    for kind in ["host-shutdown-requested pve1", "host-wake-requested pve1"] {
+        assert!(truth.iter().any(|t| t == kind), "no `{kind}` in {truth:?}");
+    }
+    assert!(host_online(&bench, "pve1") && bench.all_vms_running());
+
+    let report = bench.report();
+    assert_eq!(report["mode"], "whole-host");
+    let actions: Vec<&str> = report["power_actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["action"].as_str())
+        .collect();
+    assert_eq!(actions, vec!["stop", "host-shutdown", "host-wake", "start"]);
+    let timeline: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            bench
+                .reports()
+                .join(report["timeline_file"].as_str().unwrap()),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let kinds: Vec<&str> = timeline["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    for kind in [
+        "host-shutdown-requested",
+        "host-offline",
+        "host-wake-requested",
+        "host-online",
+    ] {
+        assert!(kinds.contains(&kind), "no {kind} event in {kinds:?}");
+    }
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_host_is_refused_without_another_hosts_api_and_recovers_after_sigkill() {
+    let bench = Bench::start("adr-007", 208).await;
+    // Without fallback URLs, pve1 (behind `url`) could not be woken: refused, nothing touched.
+    let env_file = bench.dir.path().join("env/lab.yaml");
+    let original = std::fs::read_to_string(&env_file).unwrap();
+    let without: String = original
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("fallback_urls:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(without, original, "the lab writes fallback_urls");
+    std::fs::write(&env_file, &without).unwrap();
+    let out = bench
+        .run(
+            &bench.config(),
+            &[
+                "chaos",
+                "lab",
+                "--host",
+                "pve1",
+                "--whole-host",
+                "--dry-run",
+            ],
+        )
+        .await;
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("--whole-host needs the Proxmox API of a host other than pve1")
+            && e.contains("https://127.208.0.1:8006 is served by pve1 itself")
+            && e.contains("proxmox.fallback_urls"),
+        "{e}"
+    );
+    std::fs::write(&env_file, &original).unwrap();
+
+    // Killed while the host is off: `gates recover` wakes it, then starts the VM.
+    let mut child = bench
+        .command(
+            &bench.config(),
+            &["chaos", "lab", "--host", "pve2", "--whole-host"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(45);
+    loop {
+        let text = std::fs::read_to_string(bench.journal()).unwrap_or_default();
+        if text.contains("\"event\":\"host-offline\"") {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "the host never went offline:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    child.kill().unwrap();
+    let _ = finish(child, Duration::from_secs(30)).await;
+    assert!(!host_online(&bench, "pve2"));
+    let out = bench
+        .run(&bench.config(), &["chaos", "lab", "--host", "pve3"])
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("host pve2, 102 talos-lab-cp-02"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = bench.run(&bench.config(), &["recover", "lab"]).await;
+    let o = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{o}\n{}", stderr(&out));
+    assert!(
+        o.contains("host pve2 is off: waking it through pve1"),
+        "{o}"
+    );
+    assert!(
+        o.contains("VM 102 talos-lab-cp-02 (node talos-lab-cp-02) is running"),
+        "{o}"
+    );
+    assert!(host_online(&bench, "pve2") && bench.all_vms_running());
+    // Safe twice: no further power request of any kind.
+    let before = (
+        host_power_requests(&bench).len(),
+        bench.power_requests().len(),
+    );
+    let out = bench.run(&bench.config(), &["recover", "lab"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        (
+            host_power_requests(&bench).len(),
+            bench.power_requests().len()
+        ),
+        before
+    );
+    bench.lab.stop().await;
+}

@@ -87,6 +87,13 @@ pub enum ProxmoxError {
         last: String,
         after: Duration,
     },
+    #[error("host {host} did not become {wanted} within {after:?} (last seen: {last})")]
+    HostStateTimeout {
+        host: String,
+        wanted: String,
+        last: String,
+        after: Duration,
+    },
 }
 
 fn format_errors(errors: &BTreeMap<String, String>) -> String {

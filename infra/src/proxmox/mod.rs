@@ -2,6 +2,7 @@
 //! VM ↔ Kubernetes node mapping, and VM power actions for the chaos step.
 mod client;
 mod error;
+mod host;
 mod inventory;
 mod mapping;
 mod model;
@@ -12,6 +13,7 @@ mod upid;
 
 pub use client::{ProxmoxClient, ProxmoxSettings};
 pub use error::ProxmoxError;
+pub use host::{ClusterMember, wakeonlan_mac};
 pub use inventory::{Inventory, InventoryVm, VmScope, collect_inventory, glob_match};
 pub use mapping::{
     KubeNodeIdentity, MappingError, MappingOptions, MatchedBy, NodeMapping, NodePlacement,

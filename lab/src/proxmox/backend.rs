@@ -35,6 +35,9 @@ pub trait ProxmoxBackend: Send + Sync + 'static {
     /// Wake-on-LAN for `target`, sent by host `from`; returns the MAC address used. Errors
     /// when no MAC is configured for `target`.
     fn wake_on_lan(&self, from: &str, target: &str) -> Result<String, ActionError>;
+
+    /// The `wakeonlan` property of `host`'s node config (`GET /nodes/{host}/config`), if set.
+    fn wakeonlan_property(&self, host: &str) -> Option<String>;
 }
 
 /// A cluster host.

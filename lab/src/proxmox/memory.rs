@@ -272,6 +272,10 @@ impl ProxmoxBackend for MemoryProxmox {
         self.set_host_online(target, true);
         Ok(mac)
     }
+
+    fn wakeonlan_property(&self, host: &str) -> Option<String> {
+        self.lock().macs.get(host).map(|mac| format!("mac={mac}"))
+    }
 }
 
 impl MemoryProxmox {

@@ -147,6 +147,7 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
                 (["tasks", upid, "log"], true, _) => {
                     ctx.checked(LOG_SCHEMA, |c| c.task_log(&node, upid))
                 }
+                (["config"], true, _) => ctx.checked(&[], |c| c.node_config(&node)),
                 (["status"], _, true) => ctx.checked(
                     &[req("command", Kind::Enum(&["reboot", "shutdown"]))],
                     |c| c.host_power(&node),
@@ -652,6 +653,15 @@ impl Ctx<'_> {
             Ok(()) => response::data(Value::Null),
             Err(e) => response::error(500, &e.to_string()),
         }
+    }
+
+    /// The node's config: only `wakeonlan` is modelled (absent when no MAC is set).
+    fn node_config(&self, node: &str) -> Resp {
+        let mut config = Map::new();
+        if let Some(property) = self.api.backend.wakeonlan_property(node) {
+            config.insert("wakeonlan".into(), json!(property));
+        }
+        response::data(Value::Object(config))
     }
 
     /// Not proxied: the receiving host sends the magic packet for `{node}`.

@@ -40,6 +40,12 @@ impl ProxmoxBackend for LabBackend {
         "gates-lab".into()
     }
 
+    fn wakeonlan_property(&self, host: &str) -> Option<String> {
+        self.shared
+            .read(|w| w.host_by_name(host))
+            .map(|i| format!("mac={}", host_mac(i)))
+    }
+
     fn hosts(&self) -> Vec<HostInfo> {
         self.shared.read(|w| {
             let now = w.clock.now();
