@@ -21,6 +21,7 @@ pub mod recovery;
 pub mod report;
 pub mod sampler;
 pub mod timeline;
+pub mod vip;
 
 mod run;
 

@@ -97,39 +97,88 @@ pub fn choose_host(
     }
 }
 
-/// The host whose node holds the most L2 announcement leases (the ingress address moves
-/// when it goes down).
+/// The host whose loss hurts most: the one whose node holds the API VIP (seen in the Talos
+/// addresses of each control plane) and the most L2 announcement leases (the ingress
+/// address). Both move when it goes down.
 fn worst_host(state: &State, proxmox: &ProxmoxState) -> Result<(String, String), String> {
-    let leases = state
-        .leases
-        .present()
-        .ok_or("`worst` needs the Lease list, which could not be read")?;
-    let mut counts: std::collections::BTreeMap<String, (usize, Vec<String>)> = Default::default();
-    for lease in leases {
-        let name = lease.metadata.name.as_deref().unwrap_or_default();
-        if !name.starts_with("cilium-l2announce-") {
-            continue;
+    let mut scores: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut unknown = Vec::new();
+    let host_of = |node: &str| {
+        proxmox
+            .placements
+            .iter()
+            .find(|p| p.node == node)
+            .map(|p| p.host.clone())
+    };
+    match (state.talos.present(), state.api.present()) {
+        (Some(talos), Some(api)) if !api.vip_addresses.is_empty() => {
+            let holders = talos.holders(&api.vip_addresses);
+            match holders.as_slice() {
+                [one] => match talos
+                    .node_of(one)
+                    .as_deref()
+                    .and_then(|n| host_of(n).map(|h| (n.to_string(), h)))
+                {
+                    Some((node, host)) => scores
+                        .entry(host)
+                        .or_default()
+                        .push(format!("{node} holds the API VIP")),
+                    None => unknown.push(format!(
+                        "the API VIP holder {} has no known VM",
+                        one.endpoint
+                    )),
+                },
+                [] => unknown.push("no control plane lists the API VIP address".to_string()),
+                many => unknown.push(format!("the API VIP is on {} nodes at once", many.len())),
+            }
         }
-        let Some(holder) = lease
-            .spec
-            .as_ref()
-            .and_then(|s| s.holder_identity.as_deref())
-        else {
-            continue;
-        };
-        if let Some(placement) = proxmox.placements.iter().find(|p| p.node == holder) {
-            let entry = counts.entry(placement.host.clone()).or_default();
-            entry.0 += 1;
-            entry.1.push(format!("{name} held by {holder}"));
-        }
+        _ => unknown.push("the API VIP holder needs the talos and api sections".to_string()),
     }
-    counts
-        .into_iter()
-        .max_by_key(|(_, (n, _))| *n)
-        .map(|(host, (_, why))| (host, format!("worst: {}", why.join(", "))))
-        .ok_or_else(|| {
-            "`worst`: no cilium-l2announce-* lease is held by a node of this environment".into()
+    match state.leases.present() {
+        Some(leases) => {
+            for lease in leases {
+                let name = lease.metadata.name.as_deref().unwrap_or_default();
+                if !name.starts_with("cilium-l2announce-") {
+                    continue;
+                }
+                let Some(holder) = lease
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.holder_identity.as_deref())
+                else {
+                    continue;
+                };
+                if let Some(host) = host_of(holder) {
+                    scores
+                        .entry(host)
+                        .or_default()
+                        .push(format!("{name} held by {holder}"));
+                }
+            }
+        }
+        None => unknown.push("the Lease list could not be read".to_string()),
+    }
+    // Most reasons first; among equals the API VIP's host, then the first by name (stable).
+    let has_vip = |why: &[String]| why.iter().any(|w| w.ends_with("holds the API VIP"));
+    let best = scores
+        .iter()
+        .max_by(|a, b| {
+            (a.1.len(), has_vip(a.1))
+                .cmp(&(b.1.len(), has_vip(b.1)))
+                .then_with(|| b.0.cmp(a.0))
         })
+        .map(|(host, why)| (host.clone(), why.clone()));
+    let suffix = if unknown.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", unknown.join("; "))
+    };
+    match best {
+        Some((host, why)) => Ok((host, format!("worst: {}{suffix}", why.join(", ")))),
+        None => Err(format!(
+            "`worst`: neither the API VIP holder nor a cilium-l2announce-* lease holder is a node of this environment{suffix}"
+        )),
+    }
 }
 
 /// The VMs to stop on `host`, or why the run must not touch it.
@@ -320,5 +369,88 @@ mod tests {
         assert_eq!(sorted, vec!["pve1", "pve2", "pve3"], "{picks:?}");
         assert!(choose_host("pve9", &state, &p, day).is_err());
         assert!(choose_host("pve3", &state, &p, day).is_ok());
+    }
+
+    fn live_state(vip_on: Option<usize>, lease_holders: &[&str]) -> State {
+        use crate::state::{
+            ApiState, Collected, EtcdMemberView, EtcdView, TalosEndpoint, TalosState,
+        };
+        use std::net::{IpAddr, Ipv4Addr};
+        let vip = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 10));
+        let mut state = State::empty(
+            crate::state::Source::Live {
+                context: "lab".into(),
+            },
+            Utc::now(),
+        );
+        let members: Vec<EtcdMemberView> = [101, 102, 103]
+            .iter()
+            .map(|v| EtcdMemberView {
+                id: format!("{v:016x}"),
+                hostname: format!("node-{v}"),
+                ..Default::default()
+            })
+            .collect();
+        state.talos = Collected::Present(TalosState {
+            endpoints: [101u32, 102, 103]
+                .iter()
+                .enumerate()
+                .map(|(i, v)| TalosEndpoint {
+                    endpoint: format!("10.0.0.{}", i + 1),
+                    view: Ok(EtcdView {
+                        members: members.clone(),
+                        member_id: format!("{v:016x}"),
+                        ..Default::default()
+                    }),
+                    addresses: Ok(if vip_on == Some(i) { vec![vip] } else { vec![] }),
+                })
+                .collect(),
+            ..Default::default()
+        });
+        state.api = Collected::Present(ApiState {
+            vip_endpoint: Some("https://10.0.0.10:6443".into()),
+            vip_addresses: vec![vip],
+            kubeconfig_server: Ok("https://10.0.0.10:6443".into()),
+            readyz: Ok(()),
+        });
+        state.leases = Collected::Present(
+            lease_holders
+                .iter()
+                .enumerate()
+                .map(|(i, holder)| {
+                    serde_json::from_value(serde_json::json!({
+                        "metadata": {"name": format!("cilium-l2announce-ingress-{i}"), "namespace": "kube-system"},
+                        "spec": {"holderIdentity": holder}
+                    }))
+                    .unwrap()
+                })
+                .collect(),
+        );
+        state
+    }
+
+    #[test]
+    fn worst_is_the_host_of_the_api_vip_and_the_l2_lease() {
+        let p = shared_host();
+        let day = NaiveDate::from_ymd_opt(2026, 11, 29).unwrap();
+        let (host, why) =
+            choose_host("worst", &live_state(Some(1), &["node-102"]), &p, day).unwrap();
+        assert_eq!(host, "pve2");
+        assert!(
+            why.contains("node-102 holds the API VIP") && why.contains("held by node-102"),
+            "{why}"
+        );
+        // Split: the VIP's host wins a tie with a lease's host.
+        let (host, _) = choose_host("worst", &live_state(Some(2), &["node-101"]), &p, day).unwrap();
+        assert_eq!(host, "pve3");
+        // No VIP holder seen: the lease decides, and the plan says the VIP holder is unknown.
+        let (host, why) = choose_host("worst", &live_state(None, &["node-101"]), &p, day).unwrap();
+        assert_eq!(host, "pve1");
+        assert!(
+            why.contains("no control plane lists the API VIP address"),
+            "{why}"
+        );
+        let err = choose_host("worst", &live_state(None, &[]), &p, day).unwrap_err();
+        assert!(err.contains("neither the API VIP holder"), "{err}");
     }
 }

@@ -192,6 +192,7 @@ mod tests {
                         leader: "01".into(),
                         ..Default::default()
                     }),
+                    addresses: Ok(Vec::new()),
                 })
                 .collect(),
             ..Default::default()

@@ -139,21 +139,8 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
             });
         }
     }
-    if let Some(talos) = &inputs.env.talos {
-        let explicit = talos
-            .talosconfig
-            .as_ref()
-            .map(|p| resolve(&inputs.env.file, p));
-        let context = gates_infra::talos::load_context(explicit.as_deref(), Some(&talos.context))
-            .map_err(|e| e.to_string())?;
-        let client = TalosClient::from_context(
-            &context,
-            TalosOptions {
-                connect_timeout: inputs.timeout,
-                call_timeout: inputs.timeout,
-                retry: RetryPolicy::NONE,
-            },
-        );
+    if let Some(client) = talos_client(inputs.env, inputs.timeout) {
+        let client = client?;
         let quorum = inputs.etcd_members / 2 + 1;
         let patience = inputs.timeout.mul_f64(0.75);
         let endpoints = Arc::new(inputs.surviving_talos.clone());
@@ -179,6 +166,27 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
         });
     }
     Ok(probes)
+}
+
+/// A Talos client for sampling (no retries: a sample that fails is an observation), or
+/// `None` when the environment has no talos section.
+pub fn talos_client(env: &Environment, timeout: Duration) -> Option<Result<TalosClient, String>> {
+    let talos = env.talos.as_ref()?;
+    let explicit = talos.talosconfig.as_ref().map(|p| resolve(&env.file, p));
+    Some(
+        gates_infra::talos::load_context(explicit.as_deref(), Some(&talos.context))
+            .map_err(|e| e.to_string())
+            .map(|context| {
+                TalosClient::from_context(
+                    &context,
+                    TalosOptions {
+                        connect_timeout: timeout,
+                        call_timeout: timeout,
+                        retry: RetryPolicy::NONE,
+                    },
+                )
+            }),
+    )
 }
 
 fn ingress_probe(

@@ -272,6 +272,35 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         events.clone(),
         stop_rx.clone(),
     ));
+    // The VIP holder, from every control plane's Talos addresses (when the VIP is known).
+    let vip_watcher = match (
+        probes::talos_client(env, timeout),
+        state.talos.present(),
+        state.api.present(),
+    ) {
+        (Some(Ok(client)), Some(talos), Some(api)) if !api.vip_addresses.is_empty() => {
+            Some(tokio::spawn(super::vip::watch(
+                super::vip::VipWatch {
+                    client,
+                    endpoints: talos
+                        .endpoints
+                        .iter()
+                        .map(|e| {
+                            let node = talos.node_of(e).unwrap_or_else(|| e.endpoint.clone());
+                            (e.endpoint.clone(), node)
+                        })
+                        .collect(),
+                    vip: api.vip_addresses.clone(),
+                },
+                origin,
+                interval,
+                timeout.mul_f64(0.75),
+                events.clone(),
+                stop_rx.clone(),
+            )))
+        }
+        _ => None,
+    };
     let mut moments = Moments::default();
     let show = |phase: Option<&str>| {
         if let Some(phase) = phase {
@@ -296,6 +325,9 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
             let _ = handle.await;
         }
         let _ = watcher.await;
+        if let Some(vip) = vip_watcher {
+            let _ = vip.await;
+        }
         progress.finish();
         let outcome = match interrupted {
             Some(sig) => format!("interrupted by {} before the fault", signal_name(sig)),
@@ -499,6 +531,9 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         samples.push(handle.await.unwrap_or_default());
     }
     let _ = watcher.await;
+    if let Some(vip) = vip_watcher {
+        let _ = vip.await;
+    }
     progress.finish();
     leader_events(&leaders, &state, origin, &events);
     let observed = origin.elapsed();

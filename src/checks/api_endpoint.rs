@@ -1,5 +1,7 @@
 //! Gate 1: the Kubernetes API is reached through the Talos Layer 2 VIP: the environment's
 //! kubeconfig points at the VIP, and the VIP answers `/readyz`, verified with the cluster CA.
+//! When the Talos API was read, the node holding the VIP is named, and a VIP assigned to two
+//! nodes at once (split brain, siderolabs/talos#4604) fails.
 
 use serde::Deserialize;
 
@@ -31,6 +33,44 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         )),
         Err(reason) => problems.push(format!("the API does not answer through the VIP: {reason}")),
     }
+    if let Some(talos) = ctx.state.talos.present()
+        && !api.vip_addresses.is_empty()
+    {
+        let holders = talos.holders(&api.vip_addresses);
+        let named: Vec<String> = holders
+            .iter()
+            .map(|e| match talos.node_of(e) {
+                Some(node) => format!("{node} ({})", e.endpoint),
+                None => e.endpoint.clone(),
+            })
+            .collect();
+        let unread: Vec<String> = talos
+            .endpoints
+            .iter()
+            .filter_map(|e| {
+                e.addresses
+                    .as_ref()
+                    .err()
+                    .map(|r| format!("{}: {r}", e.endpoint))
+            })
+            .collect();
+        match named.as_slice() {
+            [] if unread.len() == talos.endpoints.len() => evidence.push(format!(
+                "the VIP holder is unknown: no endpoint's addresses could be read ({})",
+                unread.join("; ")
+            )),
+            [] => evidence.push(
+                "no control-plane node lists the VIP among its addresses (is it provided outside Talos?)"
+                    .to_string(),
+            ),
+            [one] => evidence.push(format!("the VIP is held by {one}")),
+            many => problems.push(format!(
+                "the VIP is assigned to {} nodes at once: {}; clients reach whichever answers ARP",
+                many.len(),
+                many.join(", ")
+            )),
+        }
+    }
     if problems.is_empty() {
         Finding::pass(format!("the API answers through the VIP {vip}")).with_evidence(evidence)
     } else {
@@ -48,14 +88,112 @@ fn same_endpoint(a: &str, b: &str) -> bool {
 mod tests {
     use super::*;
     use crate::checks::testing::{env, run, state, text};
-    use crate::state::{ApiState, Collected, State};
+    use crate::state::{
+        ApiState, Collected, EtcdMemberView, EtcdView, State, TalosEndpoint, TalosState,
+    };
     use crate::verdict::Verdict;
+    use std::net::{IpAddr, Ipv4Addr};
+
+    const VIP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 10));
+
+    /// Three control planes; each entry is the extra addresses of cp-N (or why none were read).
+    fn with_talos(state: State, extra: [Result<Vec<IpAddr>, &str>; 3]) -> State {
+        let members: Vec<EtcdMemberView> = (1..=3)
+            .map(|i| EtcdMemberView {
+                id: format!("{i:016x}"),
+                hostname: format!("cp-{i}"),
+                ..Default::default()
+            })
+            .collect();
+        let mut state = state;
+        state.talos = Collected::Present(TalosState {
+            endpoints: extra
+                .into_iter()
+                .enumerate()
+                .map(|(i, extra)| {
+                    let own = IpAddr::V4(Ipv4Addr::new(10, 0, 0, i as u8 + 1));
+                    TalosEndpoint {
+                        endpoint: own.to_string(),
+                        view: Ok(EtcdView {
+                            members: members.clone(),
+                            member_id: format!("{:016x}", i + 1),
+                            ..Default::default()
+                        }),
+                        addresses: extra
+                            .map(|mut a| {
+                                a.push(own);
+                                a
+                            })
+                            .map_err(str::to_string),
+                    }
+                })
+                .collect(),
+            ..Default::default()
+        });
+        state
+    }
+
+    #[test]
+    fn the_node_holding_the_vip_is_named() {
+        let state = with_talos(
+            with_api(Ok("https://10.0.0.10:6443"), Ok(())),
+            [Ok(vec![]), Ok(vec![VIP]), Err("refused")],
+        );
+        let f = run(&env(), &state, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+        assert!(
+            text(&f).contains("the VIP is held by cp-2 (10.0.0.2)"),
+            "{}",
+            text(&f)
+        );
+    }
+
+    #[test]
+    fn a_vip_on_two_nodes_at_once_fails_naming_both() {
+        let state = with_talos(
+            with_api(Ok("https://10.0.0.10:6443"), Ok(())),
+            [Ok(vec![VIP]), Ok(vec![]), Ok(vec![VIP])],
+        );
+        let f = run(&env(), &state, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Fail, "{}", text(&f));
+        assert!(
+            text(&f).contains("assigned to 2 nodes at once: cp-1 (10.0.0.1), cp-3 (10.0.0.3)"),
+            "{}",
+            text(&f)
+        );
+    }
+
+    #[test]
+    fn an_unknown_holder_is_said_not_guessed() {
+        let state = with_talos(
+            with_api(Ok("https://10.0.0.10:6443"), Ok(())),
+            [Err("denied"), Err("denied"), Err("denied")],
+        );
+        let f = run(&env(), &state, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+        assert!(
+            text(&f).contains("the VIP holder is unknown"),
+            "{}",
+            text(&f)
+        );
+        let state = with_talos(
+            with_api(Ok("https://10.0.0.10:6443"), Ok(())),
+            [Ok(vec![]), Ok(vec![]), Ok(vec![])],
+        );
+        let f = run(&env(), &state, &Params {}, evaluate);
+        assert!(
+            text(&f).contains("no control-plane node lists the VIP"),
+            "{}",
+            text(&f)
+        );
+    }
 
     fn with_api(server: Result<&str, &str>, readyz: Result<(), &str>) -> State {
         state()
             .with(|s| {
                 s.api = Collected::Present(ApiState {
                     vip_endpoint: Some("https://10.0.0.10:6443".into()),
+                    vip_addresses: vec![VIP],
                     kubeconfig_server: server.map(str::to_string).map_err(str::to_string),
                     readyz: readyz.map_err(str::to_string),
                 })

@@ -196,6 +196,7 @@ mod tests {
                         .map(|(i, view)| TalosEndpoint {
                             endpoint: format!("10.0.0.{}", i + 1),
                             view,
+                            addresses: Ok(Vec::new()),
                         })
                         .collect(),
                     ..TalosState::default()

@@ -142,7 +142,32 @@ pub async fn collect(env: &Environment, vip: &str) -> crate::state::ApiState {
     };
     crate::state::ApiState {
         vip_endpoint: Some(vip.to_string()),
+        vip_addresses: resolve_host(vip).await,
         kubeconfig_server: access.map(|a| a.server),
         readyz,
+    }
+}
+
+/// The addresses of a URL's host: the literal, or what the name resolves to (none when the
+/// URL has no host or the name does not resolve; the check then simply cannot name a holder).
+async fn resolve_host(url: &str) -> Vec<std::net::IpAddr> {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return Vec::new();
+    };
+    let Some(host) = parsed.host_str() else {
+        return Vec::new();
+    };
+    if let Ok(ip) = host.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+        return vec![ip];
+    }
+    let port = parsed.port_or_known_default().unwrap_or(6443);
+    match tokio::net::lookup_host((host, port)).await {
+        Ok(found) => {
+            let mut ips: Vec<std::net::IpAddr> = found.map(|a| a.ip()).collect();
+            ips.sort();
+            ips.dedup();
+            ips
+        }
+        Err(_) => Vec::new(),
     }
 }

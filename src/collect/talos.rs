@@ -20,9 +20,11 @@ pub async fn collect(env: &Environment, access: &TalosAccess) -> Result<TalosSta
     let endpoints = join_all(access.endpoints.iter().map(|endpoint| {
         let client = client.clone();
         async move {
+            let (view, addresses) = view(&client, endpoint).await;
             TalosEndpoint {
                 endpoint: endpoint.clone(),
-                view: view(&client, endpoint).await,
+                view,
+                addresses,
             }
         }
     }))
@@ -44,11 +46,21 @@ pub fn options(timeout: Duration) -> TalosOptions {
     }
 }
 
-async fn view(client: &TalosClient, endpoint: &str) -> Result<EtcdView, String> {
-    let node = client
-        .connect(endpoint)
-        .await
-        .map_err(|err| err.to_string())?;
+type Addresses = Result<Vec<std::net::IpAddr>, String>;
+
+async fn view(client: &TalosClient, endpoint: &str) -> (Result<EtcdView, String>, Addresses) {
+    let node = match client.connect(endpoint).await {
+        Ok(node) => node,
+        Err(err) => return (Err(err.to_string()), Err(err.to_string())),
+    };
+    let (view, addresses) = tokio::join!(etcd_view(&node), node.addresses());
+    let addresses = addresses
+        .map(|list| list.iter().map(|a| a.address).collect())
+        .map_err(|err| err.to_string());
+    (view, addresses)
+}
+
+async fn etcd_view(node: &talos::TalosNode) -> Result<EtcdView, String> {
     let (version, members, status, alarms) = tokio::join!(
         node.version(),
         node.etcd_members(),

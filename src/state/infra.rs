@@ -20,6 +20,31 @@ pub struct TalosEndpoint {
     pub endpoint: String,
     /// What the node answered, or why it could not be asked.
     pub view: Result<EtcdView, String>,
+    /// The node's addresses (COSI `AddressStatuses`), which show who holds the API VIP.
+    pub addresses: Result<Vec<std::net::IpAddr>, String>,
+}
+
+impl TalosState {
+    /// The node an endpoint answers for: the hostname of its own etcd member.
+    pub fn node_of(&self, endpoint: &TalosEndpoint) -> Option<String> {
+        let view = endpoint.view.as_ref().ok()?;
+        view.members
+            .iter()
+            .find(|m| m.id == view.member_id)
+            .map(|m| m.hostname.clone())
+    }
+
+    /// The endpoints whose node carries one of `ips` (normally one: the VIP's holder).
+    pub fn holders(&self, ips: &[std::net::IpAddr]) -> Vec<&TalosEndpoint> {
+        self.endpoints
+            .iter()
+            .filter(|e| {
+                e.addresses
+                    .as_ref()
+                    .is_ok_and(|a| a.iter().any(|ip| ips.contains(ip)))
+            })
+            .collect()
+    }
 }
 
 /// One control-plane node's answers: its version, the member list it sees, its own
@@ -51,6 +76,8 @@ pub struct EtcdMemberView {
 pub struct ApiState {
     /// `api.endpoint` of the environment (the VIP), if configured.
     pub vip_endpoint: Option<String>,
+    /// The addresses its host name stands for (itself when it is an IP literal).
+    pub vip_addresses: Vec<std::net::IpAddr>,
     /// The server of the kubeconfig context.
     pub kubeconfig_server: Result<String, String>,
     /// `GET <vip>/readyz` verified with the cluster CA.

@@ -299,6 +299,12 @@ async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
     let report = bench.report();
     assert_eq!(report["host"], "pve1");
     assert_eq!(report["verdict"], "pass");
+    let choice = report["host_choice"].as_str().unwrap();
+    assert!(
+        choice.contains("talos-lab-cp-01 holds the API VIP")
+            && choice.contains("held by talos-lab-cp-01"),
+        "{choice}"
+    );
     assert_matches_truth(&bench, &report, "api-vip-new-connection", "api/lab");
     assert_matches_truth(
         &bench,
@@ -326,11 +332,27 @@ async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
         "vm-stop-requested",
         "node-not-ready",
         "lease-holder-changed",
+        "api-vip-holder-changed",
         "vms-running",
         "recovered",
     ] {
         assert!(kinds.contains(&kind), "no {kind} event in {kinds:?}");
     }
+    // The VIP left the stopped node and landed on another control plane.
+    let moves: Vec<&str> = timeline["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "api-vip-holder-changed")
+        .filter_map(|e| e["detail"].as_str())
+        .collect();
+    assert_eq!(moves.first(), Some(&"talos-lab-cp-01 -> none"), "{moves:?}");
+    assert!(
+        moves
+            .iter()
+            .any(|m| m.starts_with("none -> talos-lab-cp-0") && !m.ends_with("cp-01")),
+        "{moves:?}"
+    );
     // The etcd probe sees the leader move exactly when the leader's host went down.
     assert_eq!(
         kinds.contains(&"etcd-leader-changed"),

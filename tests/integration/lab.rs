@@ -88,6 +88,16 @@ async fn every_static_gate_passes_on_the_adr_target_and_check_only_reads() {
             .unwrap()
             .contains("as Proxmox confirms")
     );
+    // The VIP's holder is read from the Talos addresses and named as the lab has it.
+    let holder = lab
+        .shared
+        .read(|w| w.envs[0].vip_holder.map(|h| w.nodes[h].name.clone()))
+        .expect("the lab's VIP has a holder");
+    let api = trial(&json, "gate1::lab::api-endpoint").to_string();
+    assert!(
+        api.contains(&format!("the VIP is held by {holder} (")),
+        "{api}"
+    );
     let (out, json) = check_json(envs, "lab-production", &[]).await;
     assert_eq!(out.status.code(), Some(0), "{json:#}");
     assert_eq!(
