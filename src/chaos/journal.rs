@@ -116,6 +116,54 @@ pub enum JournalError {
     },
     #[error("{path}: no plan in the journal; nothing to recover")]
     NoPlan { path: PathBuf },
+    #[error(
+        "a chaos run on {environment} is in progress ({holder}); it restores on its own: interrupt it (Ctrl-C or SIGTERM) instead"
+    )]
+    Busy { environment: String, holder: String },
+}
+
+/// Held by a chaos run for its whole life (an OS file lock next to the journal, so it is
+/// released even when the process is killed): a second run or a `gates recover` under a
+/// live run is refused instead of racing it.
+pub struct RunLock {
+    _file: File,
+}
+
+impl RunLock {
+    pub fn acquire(journal: &Path, environment: &str) -> Result<RunLock, JournalError> {
+        let path = journal.with_extension("lock");
+        let io = |err: std::io::Error| JournalError::Io {
+            path: path.clone(),
+            message: err.to_string(),
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(io)?;
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                let holder = fs::read_to_string(&path).unwrap_or_default();
+                return Err(JournalError::Busy {
+                    environment: environment.to_string(),
+                    holder: match holder.trim() {
+                        "" => "another process".to_string(),
+                        pid => format!("pid {pid}"),
+                    },
+                });
+            }
+            Err(fs::TryLockError::Error(err)) => return Err(io(err)),
+        }
+        file.set_len(0).map_err(io)?;
+        writeln!(file, "{}", std::process::id()).map_err(io)?;
+        Ok(RunLock { _file: file })
+    }
 }
 
 pub struct Journal {
@@ -422,5 +470,20 @@ mod tests {
             })
             .unwrap();
         assert_eq!(host_owed(&read(&path).unwrap()), None);
+    }
+
+    #[test]
+    fn a_second_holder_of_the_run_lock_is_refused_until_the_first_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chaos-staging.journal");
+        let first = RunLock::acquire(&path, "staging").unwrap();
+        let err = RunLock::acquire(&path, "staging").err().expect("refused");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("pid {}", std::process::id())) && text.contains("in progress"),
+            "{text}"
+        );
+        drop(first);
+        assert!(RunLock::acquire(&path, "staging").is_ok());
     }
 }

@@ -77,6 +77,8 @@ pub async fn recover(
         );
         return Ok(0);
     }
+    let _lock = journal::RunLock::acquire(&path, &env.name)
+        .map_err(|e| ChaosError::Refused(e.to_string()))?;
     let records = journal::read(&path).map_err(|e| ChaosError::Failed(e.to_string()))?;
     let Some(plan) = journal::plan(&records).cloned() else {
         return Err(ChaosError::Failed(

@@ -126,6 +126,8 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
     })?;
     // An earlier run that died owes a restore: that comes before anything else.
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
+    let _lock = super::journal::RunLock::acquire(&path, &env.name)
+        .map_err(|e| ChaosError::Refused(e.to_string()))?;
     if path.exists() {
         let records = super::journal::read(&path).map_err(|e| ChaosError::Failed(e.to_string()))?;
         if let Some(owed) = super::journal::owed_text(&records) {

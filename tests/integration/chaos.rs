@@ -611,6 +611,26 @@ async fn sigint_during_the_outage_restores_before_exit_and_spares_the_other_envi
         .unwrap();
     bench.wait_for_stop(Duration::from_secs(30)).await;
     assert!(!bench.vm_running(103));
+    // Neither a recovery nor a second run may race the live run.
+    for args in [
+        &["recover", "lab"][..],
+        &["chaos", "lab", "--host", "pve1"][..],
+    ] {
+        let out = bench.run(&bench.config(), args).await;
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "a chaos run on lab is in progress (pid {})",
+                child.id()
+            )),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(
+        !bench.vm_running(103),
+        "the live run still owns the restore"
+    );
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
