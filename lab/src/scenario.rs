@@ -134,6 +134,14 @@ pub struct HostSpec {
     pub cpus: u32,
     #[serde(default = "default_host_memory")]
     pub memory: String,
+    /// Whether the host's node config carries a wake-on-LAN MAC (so it can be woken after a
+    /// shutdown).
+    #[serde(default = "default_wakeonlan")]
+    pub wakeonlan: bool,
+}
+
+fn default_wakeonlan() -> bool {
+    true
 }
 
 fn default_host_cpus() -> u32 {
@@ -485,6 +493,7 @@ impl Scenario {
                 name: format!("pve{i}"),
                 cpus: 512,
                 memory: "4096Gi".into(),
+                wakeonlan: true,
             })
             .collect();
         let mut node_specs = Vec::with_capacity(nodes);

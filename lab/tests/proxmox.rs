@@ -386,6 +386,10 @@ async fn a_host_that_is_down_gives_595_through_others_and_refuses_connections() 
     assert_eq!(pve3["status"], "offline");
     assert!(pve3.get("uptime").is_none());
 
+    // Its node config is proxied to it, so unreadable while it is off.
+    let (status, _) = get(&c, 2, "/nodes/pve3/config").await;
+    assert_eq!(status, 595);
+
     // pve3's own address refuses connections.
     let err = c
         .client()
@@ -416,6 +420,9 @@ async fn a_host_that_is_down_gives_595_through_others_and_refuses_connections() 
         assert!(Instant::now() < deadline, "pve3 never came back");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let (status, config) = get(&c, 1, "/nodes/pve3/config").await;
+    assert_eq!(status, 200);
+    assert_eq!(config["data"]["wakeonlan"], "mac=BC:24:11:00:00:03");
     let (status, body) = post(&c, 1, "/nodes/pve1/wakeonlan", &[]).await;
     assert_eq!(status, 500);
     assert_eq!(

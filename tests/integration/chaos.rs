@@ -1033,3 +1033,56 @@ async fn whole_host_is_refused_without_another_hosts_api_and_recovers_after_sigk
     );
     bench.lab.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_host_is_refused_on_a_host_without_a_wake_on_lan_mac() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("no-wol.yaml");
+    std::fs::write(
+        &scenario,
+        "name: adr-007-no-wol\n\
+         description: adr-007 with no wake-on-LAN MAC on pve2.\n\
+         extends: adr-007\n\
+         set:\n  hosts[name=pve2].wakeonlan: false\n",
+    )
+    .unwrap();
+    let bench = Bench::start(scenario.to_str().unwrap(), 209).await;
+    let out = bench
+        .run(
+            &bench.config(),
+            &[
+                "chaos",
+                "lab",
+                "--host",
+                "pve2",
+                "--whole-host",
+                "--dry-run",
+            ],
+        )
+        .await;
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("--whole-host refused: pve2 has no wake-on-LAN MAC in its node config")
+            && e.contains("pvenode config set -wakeonlan"),
+        "{e}"
+    );
+    // pve1 has one: its dry run prints the plan with the wake path.
+    let out = bench
+        .run(
+            &bench.config(),
+            &[
+                "chaos",
+                "lab",
+                "--host",
+                "pve1",
+                "--whole-host",
+                "--dry-run",
+            ],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("wake: wake-on-LAN 52:54:00:00:00:00 sent by pve2"));
+    assert!(bench.power_requests().is_empty() && host_power_requests(&bench).is_empty());
+    bench.lab.stop().await;
+}

@@ -42,7 +42,7 @@ impl ProxmoxBackend for LabBackend {
 
     fn wakeonlan_property(&self, host: &str) -> Option<String> {
         self.shared
-            .read(|w| w.host_by_name(host))
+            .read(|w| w.host_by_name(host).filter(|&i| w.hosts[i].wakeonlan))
             .map(|i| format!("mac={}", host_mac(i)))
     }
 
@@ -202,7 +202,7 @@ impl ProxmoxBackend for LabBackend {
     fn wake_on_lan(&self, _from: &str, target: &str) -> Result<String, ActionError> {
         let i = self
             .shared
-            .read(|w| w.host_by_name(target))
+            .read(|w| w.host_by_name(target).filter(|&i| w.hosts[i].wakeonlan))
             .ok_or_else(|| {
                 ActionError::Failed(format!(
                     "No wake on LAN MAC address defined for '{target}'!"

@@ -51,6 +51,7 @@ impl World {
                     shutting_down: false,
                     reboot: false,
                     online_since: Duration::ZERO,
+                    wakeonlan: h.wakeonlan,
                 })
             })
             .collect::<Result<Vec<_>, BuildError>>()?;

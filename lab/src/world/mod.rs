@@ -38,6 +38,8 @@ pub struct Host {
     /// A reboot was requested: come back after the boot time once off.
     pub reboot: bool,
     pub online_since: Duration,
+    /// A wake-on-LAN MAC is configured for it.
+    pub wakeonlan: bool,
 }
 
 /// One VM, the Talos machine in it and the Kubernetes node it registers.
