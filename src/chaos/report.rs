@@ -55,8 +55,17 @@ pub struct ChaosReport {
     pub trials: Vec<TrialResult>,
     pub probes: Vec<ProbeOutcome>,
     pub power_actions: Vec<Issued>,
+    /// Who took over what: API VIP, L2 lease and etcd leader changes, in time order.
+    pub handovers: Vec<Event>,
     pub timeline_file: String,
 }
+
+/// The event kinds that say who took over from whom.
+pub const HANDOVER_KINDS: [&str; 3] = [
+    "api-vip-holder-changed",
+    "lease-holder-changed",
+    "etcd-leader-changed",
+];
 
 /// Every sample and event, for plotting and for comparing with other sources.
 #[derive(Debug, Clone, Serialize)]

@@ -668,6 +668,11 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         trials: trials.clone(),
         probes: outcomes.clone(),
         power_actions: issued,
+        handovers: events
+            .all()
+            .into_iter()
+            .filter(|e| report::HANDOVER_KINDS.contains(&e.kind.as_str()))
+            .collect(),
         timeline_file,
     };
     let timeline = Timeline {
@@ -899,6 +904,17 @@ fn closing_text(report: &ChaosReport) -> String {
             probe.budget_longest.as_secs_f64(),
             probe.budget_total.as_secs_f64()
         );
+    }
+    if !report.handovers.is_empty() {
+        let _ = writeln!(out, "  handovers (seconds after the start):");
+        for e in &report.handovers {
+            let what = match e.kind.as_str() {
+                "api-vip-holder-changed" => "API VIP".to_string(),
+                "etcd-leader-changed" => "etcd leader".to_string(),
+                _ => e.subject.clone(),
+            };
+            let _ = writeln!(out, "    {:>6.1}s {what}: {}", e.at.as_secs_f64(), e.detail);
+        }
     }
     let word = match report.verdict {
         Verdict::Pass => "pass",

@@ -1,6 +1,6 @@
 //! Who holds the API VIP during a run, seen in the Talos addresses (COSI `AddressStatuses`) of
 //! every control plane, each called directly. A change of holder goes onto the timeline: the
-//! old holder dropping out (`cp-01 -> none`) and the new one taking over (`none -> cp-02`).
+//! old holder dropping out (`cp-01 -> nobody`) and the new one taking over (`nobody -> cp-02`).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -31,7 +31,7 @@ pub fn holders(answers: &[(String, Option<bool>)]) -> Vec<String> {
 
 fn label(holders: &[String]) -> String {
     if holders.is_empty() {
-        "none".to_string()
+        "nobody".to_string()
     } else {
         holders.join(" + ")
     }
@@ -118,7 +118,7 @@ mod tests {
         ];
         assert_eq!(holders(&answers), vec!["cp-2"]);
         assert_eq!(label(&holders(&answers)), "cp-2");
-        assert_eq!(label(&[]), "none");
+        assert_eq!(label(&[]), "nobody");
         assert_eq!(label(&["a".into(), "b".into()]), "a + b");
     }
 }

@@ -287,6 +287,12 @@ async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
     ] {
         crate::support::assert_trial(&o, &format!("gate4::lab::chaos::{trial}"), "ok");
     }
+    // The closing lines say who took over.
+    assert!(
+        o.contains("handovers (seconds after the start):")
+            && o.contains("s API VIP: talos-lab-cp-01 -> nobody"),
+        "{o}"
+    );
     validate_junit(&junit);
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("classname=\"adr007.gate4\""), "{xml}");
@@ -346,11 +352,15 @@ async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
         .filter(|e| e["kind"] == "api-vip-holder-changed")
         .filter_map(|e| e["detail"].as_str())
         .collect();
-    assert_eq!(moves.first(), Some(&"talos-lab-cp-01 -> none"), "{moves:?}");
+    assert_eq!(
+        moves.first(),
+        Some(&"talos-lab-cp-01 -> nobody"),
+        "{moves:?}"
+    );
     assert!(
         moves
             .iter()
-            .any(|m| m.starts_with("none -> talos-lab-cp-0") && !m.ends_with("cp-01")),
+            .any(|m| m.starts_with("nobody -> talos-lab-cp-0") && !m.ends_with("cp-01")),
         "{moves:?}"
     );
     // The etcd probe sees the leader move exactly when the leader's host went down.
