@@ -131,68 +131,71 @@ impl Power {
 
     /// Orderly shutdown of the whole host, then wait until the cluster sees it offline.
     pub async fn shutdown_host(&self, host: &str, deadline: Duration) -> Result<(), String> {
-        self.note(Entry::HostShutdownRequested {
+        let request = Entry::HostShutdownRequested {
             host: host.to_string(),
-        })
-        .map_err(|e| format!("journal: {e}; the host was not shut down"))?;
-        let result = self.client.shutdown_host(host).await;
-        self.count_host("host-shutdown", host, &result);
-        let waited = match result {
-            Ok(()) => {
-                self.client
-                    .wait_host(host, false, deadline, self.options.poll_interval)
-                    .await
-            }
-            Err(err) => Err(err),
         };
-        match waited {
-            Ok(_) => self
-                .note(Entry::HostOffline {
-                    host: host.to_string(),
-                })
-                .map_err(|e| format!("journal: {e}")),
-            Err(err) => {
-                let _ = self.note(Entry::HostActionFailed {
-                    host: host.to_string(),
-                    action: "shutdown".into(),
-                    error: err.to_string(),
-                });
-                Err(format!("shut down host {host}: {err}"))
-            }
-        }
+        let sent = async { self.client.shutdown_host(host).await };
+        self.host_action(host, "shutdown", request, sent, false, deadline)
+            .await
+            .map_err(|e| format!("shut down host {host}: {e}"))
     }
 
     /// Wake-on-LAN for the host (sent by the host this client talks to), then wait until the
     /// cluster sees it online.
     pub async fn wake_host(&self, host: &str, via: &str, deadline: Duration) -> Result<(), String> {
-        self.note(Entry::HostWakeRequested {
+        let request = Entry::HostWakeRequested {
             host: host.to_string(),
             via: via.to_string(),
-        })
-        .map_err(|e| format!("journal: {e}"))?;
-        let result = self.client.wake_host(host).await;
-        self.count_host("host-wake", host, &result);
+        };
+        let sent = async { self.client.wake_host(host).await.map(|_mac| ()) };
+        self.host_action(host, "wake", request, sent, true, deadline)
+            .await
+            .map_err(|e| format!("wake host {host} through {via}: {e}"))
+    }
+
+    /// Journal the request, send it, wait until the host is `online` (or not), journal the
+    /// outcome.
+    async fn host_action(
+        &self,
+        host: &str,
+        action: &'static str,
+        request: Entry,
+        sent: impl std::future::Future<Output = Result<(), gates_infra::proxmox::ProxmoxError>>,
+        online: bool,
+        deadline: Duration,
+    ) -> Result<(), String> {
+        self.note(request)
+            .map_err(|e| format!("journal: {e}; nothing was sent"))?;
+        let result = sent.await;
+        self.count_host(
+            if online { "host-wake" } else { "host-shutdown" },
+            host,
+            &result,
+        );
         let waited = match result {
-            Ok(_) => {
-                self.client
-                    .wait_host(host, true, deadline, self.options.poll_interval)
-                    .await
-            }
+            Ok(()) => self
+                .client
+                .wait_host(host, online, deadline, self.options.poll_interval)
+                .await
+                .map(|_| ()),
             Err(err) => Err(err),
         };
+        let host = host.to_string();
         match waited {
-            Ok(_) => self
-                .note(Entry::HostOnline {
-                    host: host.to_string(),
+            Ok(()) => self
+                .note(if online {
+                    Entry::HostOnline { host }
+                } else {
+                    Entry::HostOffline { host }
                 })
                 .map_err(|e| format!("journal: {e}")),
             Err(err) => {
                 let _ = self.note(Entry::HostActionFailed {
-                    host: host.to_string(),
-                    action: "wake".into(),
+                    host,
+                    action: action.into(),
                     error: err.to_string(),
                 });
-                Err(format!("wake host {host} through {via}: {err}"))
+                Err(err.to_string())
             }
         }
     }

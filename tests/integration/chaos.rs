@@ -95,6 +95,14 @@ impl Bench {
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 
+    /// The timeline a chaos report names.
+    fn timeline(&self, report: &Value) -> Value {
+        let file = self
+            .reports()
+            .join(report["timeline_file"].as_str().expect("a timeline file"));
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+    }
+
     fn junit(&self) -> PathBuf {
         self.dir.path().join("junit.xml")
     }
@@ -155,6 +163,15 @@ async fn finish(child: std::process::Child, limit: Duration) -> Output {
             panic!("gates did not finish within {limit:?}");
         }
     }
+}
+
+fn event_kinds(timeline: &Value) -> Vec<&str> {
+    timeline["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect()
 }
 
 fn validate_junit(xml: &Path) {
@@ -319,21 +336,8 @@ async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
         "ingress/lab/whoami.lab.internal",
     );
     // The timeline holds the samples and what the cluster did.
-    let timeline: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            bench
-                .reports()
-                .join(report["timeline_file"].as_str().unwrap()),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let kinds: Vec<&str> = timeline["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["kind"].as_str())
-        .collect();
+    let timeline = bench.timeline(&report);
+    let kinds = event_kinds(&timeline);
     for kind in [
         "vm-stop-requested",
         "node-not-ready",
@@ -918,21 +922,8 @@ async fn whole_host_shuts_the_host_down_and_wakes_it_through_another_host() {
         .filter_map(|a| a["action"].as_str())
         .collect();
     assert_eq!(actions, vec!["stop", "host-shutdown", "host-wake", "start"]);
-    let timeline: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            bench
-                .reports()
-                .join(report["timeline_file"].as_str().unwrap()),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let kinds: Vec<&str> = timeline["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["kind"].as_str())
-        .collect();
+    let timeline = bench.timeline(&report);
+    let kinds = event_kinds(&timeline);
     for kind in [
         "host-shutdown-requested",
         "host-offline",
