@@ -46,7 +46,7 @@ fn main() {
         let snapshot =
             collect::snapshot::read(std::slice::from_ref(&file), Utc::now()).expect("reads");
         read_times.push(started.elapsed());
-        let state = collect::offline(snapshot.state);
+        let state = snapshot.state;
         let started = Instant::now();
         let results = runner::evaluate(&selected, env, &state);
         eval_times.push(started.elapsed());

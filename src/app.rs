@@ -186,7 +186,7 @@ pub async fn check_env(
         for note in &snapshot.notes {
             eprintln!("note: {note}");
         }
-        collect::offline(snapshot.state)
+        snapshot.state
     };
     let mut state = state;
     collect::chaos_report(&mut state, env, &args.reports);
@@ -263,7 +263,7 @@ fn write_file(path: &Path, text: &str) -> Result<(), AppError> {
 
 async fn snapshot(config: &Config, args: SnapshotArgs) -> Result<u8, AppError> {
     let env: &Environment = config.environment(&args.env).map_err(AppError::Usage)?;
-    let text = collect::snapshot_writer::write_live(env)
+    let text = collect::snapshot_writer::write_live(config, env)
         .await
         .map_err(AppError::Collect)?;
     write_file(&args.output, &text)?;

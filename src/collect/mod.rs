@@ -2,6 +2,7 @@
 //! once; checks then evaluate it without I/O.
 
 pub mod api;
+pub mod infra_record;
 pub mod kinds;
 pub mod kube;
 pub mod proxmox;
@@ -17,37 +18,43 @@ use crate::state::{Collected, State};
 /// Talos API, the API endpoint and Proxmox, all at once (Proxmox waits for the node list
 /// it maps VMs onto).
 pub async fn live(config: &Config, env: &Environment) -> State {
-    let talos = async {
-        match &env.talos {
-            Some(access) => talos::collect(env, access)
-                .await
-                .map_or_else(Collected::Absent, Collected::Present),
-            None => {
-                Collected::NotApplicable(format!("no `talos` section in {}", env.file.display()))
-            }
-        }
-    };
-    let api = async {
-        match &env.api {
-            Some(spec) => Collected::Present(api::collect(env, &spec.endpoint).await),
-            None => Collected::NotApplicable(format!("no `api` section in {}", env.file.display())),
-        }
-    };
-    let (mut state, talos, api) = tokio::join!(kube::collect(env), talos, api);
+    let (mut state, talos, api) = tokio::join!(kube::collect(env), talos_part(env), api_part(env));
     state.talos = talos;
     state.api = api;
-    state.proxmox = match &env.proxmox {
-        Some(access) => proxmox::collect(
-            config,
-            env,
-            access,
-            state.nodes.present().map(Vec::as_slice),
-        )
-        .await
-        .map_or_else(Collected::Absent, Collected::Present),
-        None => Collected::NotApplicable(format!("no `proxmox` section in {}", env.file.display())),
-    };
+    state.proxmox = proxmox_part(config, env, state.nodes.present().map(Vec::as_slice)).await;
     state
+}
+
+/// The Talos API of each control plane, when the environment has a `talos` section.
+pub async fn talos_part(env: &Environment) -> Collected<crate::state::TalosState> {
+    match &env.talos {
+        Some(access) => talos::collect(env, access)
+            .await
+            .map_or_else(Collected::Absent, Collected::Present),
+        None => Collected::NotApplicable(format!("no `talos` section in {}", env.file.display())),
+    }
+}
+
+/// The API endpoint (the VIP), when the environment has an `api` section.
+pub async fn api_part(env: &Environment) -> Collected<crate::state::ApiState> {
+    match &env.api {
+        Some(spec) => Collected::Present(api::collect(env, &spec.endpoint).await),
+        None => Collected::NotApplicable(format!("no `api` section in {}", env.file.display())),
+    }
+}
+
+/// Proxmox, mapped onto `nodes`, when the environment has a `proxmox` section.
+pub async fn proxmox_part(
+    config: &Config,
+    env: &Environment,
+    nodes: Option<&[k8s_openapi::api::core::v1::Node]>,
+) -> Collected<crate::state::ProxmoxState> {
+    match &env.proxmox {
+        Some(access) => proxmox::collect(config, env, access, nodes)
+            .await
+            .map_or_else(Collected::Absent, Collected::Present),
+        None => Collected::NotApplicable(format!("no `proxmox` section in {}", env.file.display())),
+    }
 }
 
 /// Gate 4's evidence: the newest chaos report of the environment under `reports`.
@@ -61,13 +68,4 @@ pub fn chaos_report(state: &mut State, env: &Environment, reports: &std::path::P
         )),
         Err(err) => Collected::Absent(format!("the newest chaos report: {err}")),
     };
-}
-
-/// Offline: what the snapshot files hold, with the live-only parts marked as such.
-pub fn offline(mut state: State) -> State {
-    let reason = "an offline snapshot run does not read it".to_string();
-    state.talos = Collected::NotApplicable(format!("Talos: {reason}"));
-    state.proxmox = Collected::NotApplicable(format!("Proxmox: {reason}"));
-    state.api = Collected::NotApplicable(format!("the API endpoint: {reason}"));
-    state
 }

@@ -15,6 +15,8 @@ use crate::state::{Collected, Source, State};
 #[derive(Debug, Default)]
 pub struct RawState {
     pub lists: BTreeMap<Kind, Result<Vec<Value>, String>>,
+    /// What a `gates snapshot` file recorded of Talos, the API endpoint and Proxmox.
+    pub infra: Option<super::infra_record::InfraRecord>,
 }
 
 impl RawState {

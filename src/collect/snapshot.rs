@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::infra_record::INFRA_ANNOTATION;
 use super::kinds::Kind;
 use super::raw::RawState;
 use crate::state::{Source, State};
@@ -97,10 +98,13 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
     let source = Source::Snapshot {
         files: files.iter().map(|f| f.display().to_string()).collect(),
     };
-    Ok(Snapshot {
-        state: raw.into_state(source, collected_at),
-        notes,
-    })
+    let infra = raw.infra.take();
+    let mut state = raw.into_state(source, collected_at);
+    match infra {
+        Some(record) => record.apply(&mut state),
+        None => super::infra_record::not_recorded(&mut state),
+    }
+    Ok(Snapshot { state, notes })
 }
 
 /// Core, apps, policy and coordination kinds all come from the same kubectl command.
@@ -178,7 +182,7 @@ fn add_document(
         .and_then(Value::as_array_mut)
         .map(std::mem::take)
     {
-        apply_list_annotations(&value, raw);
+        apply_list_annotations(file, &value, raw)?;
         let item_kind = kind
             .strip_suffix("List")
             .filter(|k| !k.is_empty())
@@ -205,9 +209,23 @@ fn add_document(
     Ok(())
 }
 
-/// Honour what `gates snapshot` recorded about collected and absent kinds.
-fn apply_list_annotations(list: &Value, raw: &mut RawState) {
+/// Honour what `gates snapshot` recorded about collected and absent kinds and about Talos,
+/// the API endpoint and Proxmox.
+fn apply_list_annotations(
+    file: &Path,
+    list: &Value,
+    raw: &mut RawState,
+) -> Result<(), SnapshotError> {
     let annotations = &list["metadata"]["annotations"];
+    if let Some(text) = annotations[INFRA_ANNOTATION].as_str() {
+        let record = serde_json::from_str(text).map_err(|err| SnapshotError::Shape {
+            file: file.to_path_buf(),
+            message: format!(
+                "annotation {INFRA_ANNOTATION} is not what `gates snapshot` writes ({err}); remove it to read the Kubernetes objects alone"
+            ),
+        })?;
+        raw.infra = Some(record);
+    }
     if let Some(collected) = annotations[COLLECTED_ANNOTATION].as_str() {
         for name in collected.split(',') {
             if let Some(kind) = Kind::ALL
@@ -229,6 +247,7 @@ fn apply_list_annotations(list: &Value, raw: &mut RawState) {
             }
         }
     }
+    Ok(())
 }
 
 fn type_name(value: &Value) -> &'static str {

@@ -1,15 +1,38 @@
 //! `gates snapshot`: one `v1` `List` with every object `check` reads, readable again with
 //! `--snapshot`. Annotations on the List record which kinds were collected and why others
-//! were absent, so an offline run gives the same verdicts as the live one.
+//! were absent, and what the Talos API, the API endpoint and Proxmox answered, so an offline
+//! run gives the same verdicts as the live one.
 
 use serde_json::{Value, json};
 
-use super::kube;
+use super::infra_record::{INFRA_ANNOTATION, InfraRecord};
+use super::kinds::Kind;
 use super::snapshot::{ABSENT_ANNOTATION, COLLECTED_ANNOTATION};
-use crate::config::Environment;
+use super::{api_part, kube, proxmox_part, talos_part};
+use crate::config::{Config, Environment};
 
-pub async fn write_live(env: &Environment) -> Result<String, String> {
-    let results = kube::collect_raw(env).await?;
+pub async fn write_live(config: &Config, env: &Environment) -> Result<String, String> {
+    let (results, talos, api) =
+        tokio::join!(kube::collect_raw(env), talos_part(env), api_part(env));
+    let results = results?;
+    // Proxmox maps VMs onto the node list just read.
+    let nodes: Option<Vec<k8s_openapi::api::core::v1::Node>> = results
+        .iter()
+        .find(|(kind, _)| *kind == Kind::Node)
+        .and_then(|(_, r)| r.as_ref().ok())
+        .map(|values| {
+            values
+                .iter()
+                .filter_map(|v| serde_json::from_value(v.clone()).ok())
+                .collect()
+        });
+    let proxmox = proxmox_part(config, env, nodes.as_deref()).await;
+    let infra = InfraRecord {
+        talos: (&talos).into(),
+        api: (&api).into(),
+        proxmox: (&proxmox).into(),
+    };
+    let infra = serde_json::to_string(&infra).map_err(|err| err.to_string())?;
     let mut items = Vec::new();
     let mut collected = Vec::new();
     let mut absent = Vec::new();
@@ -33,6 +56,7 @@ pub async fn write_live(env: &Environment) -> Result<String, String> {
             "annotations": {
                 COLLECTED_ANNOTATION: collected.join(","),
                 ABSENT_ANNOTATION: absent.join("\n"),
+                INFRA_ANNOTATION: infra,
             }
         },
         "items": Value::Array(items),

@@ -1,10 +1,10 @@
 //! What the Talos API, the Proxmox VE API and the API endpoint said about an environment,
 //! as plain data (no client types), so checks stay pure and snapshots stay serializable.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The talosconfig context and every configured control-plane endpoint's view of etcd.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct TalosState {
     /// The talosconfig file and context that were used.
     pub talosconfig: String,
@@ -15,7 +15,7 @@ pub struct TalosState {
     pub endpoints: Vec<TalosEndpoint>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TalosEndpoint {
     pub endpoint: String,
     /// What the node answered, or why it could not be asked.
@@ -49,7 +49,7 @@ impl TalosState {
 
 /// One control-plane node's answers: its version, the member list it sees, its own
 /// member's status and the cluster's alarms.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct EtcdView {
     pub talos_version: String,
     pub members: Vec<EtcdMemberView>,
@@ -61,7 +61,7 @@ pub struct EtcdView {
     pub errors: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EtcdMemberView {
     /// `%016x`, as talosctl prints it.
     pub id: String,
@@ -72,7 +72,7 @@ pub struct EtcdMemberView {
 }
 
 /// The Kubernetes API endpoint: where the kubeconfig points and whether the VIP answers.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ApiState {
     /// `api.endpoint` of the environment (the VIP), if configured.
     pub vip_endpoint: Option<String>,
@@ -85,7 +85,7 @@ pub struct ApiState {
 }
 
 /// The Proxmox hosts, the environment's VMs and which VM carries which node.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ProxmoxState {
     pub hosts: Vec<ProxmoxHost>,
     /// Every VM of any configured environment's scope, with the environments it belongs to.
@@ -98,13 +98,13 @@ pub struct ProxmoxState {
     pub mapping_error: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProxmoxHost {
     pub name: String,
     pub online: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProxmoxVm {
     pub vmid: u32,
     pub name: String,
@@ -116,7 +116,7 @@ pub struct ProxmoxVm {
     pub environments: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Placement {
     pub node: String,
     pub vmid: u32,

@@ -235,6 +235,30 @@ fn unreadable_snapshot_is_bad_input_naming_the_file() {
 }
 
 #[test]
+fn a_snapshot_with_a_broken_infra_record_is_bad_input_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("edited.json");
+    std::fs::write(
+        &file,
+        r#"{"apiVersion": "v1", "kind": "List", "items": [],
+            "metadata": {"annotations": {"gates.adr/infra": "{\"talos\": 3}"}}}"#,
+    )
+    .unwrap();
+    let reports = tempfile::tempdir().unwrap();
+    let out = gates_with_config(reports.path())
+        .args(["check", "staging", "--snapshot"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("edited.json: annotation gates.adr/infra is not what `gates snapshot` writes"),
+        "{err}"
+    );
+}
+
+#[test]
 fn unreachable_cluster_gives_error_verdicts_not_pass_or_fail() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
