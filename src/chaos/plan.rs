@@ -132,6 +132,10 @@ fn worst_host(state: &State, proxmox: &ProxmoxState) -> Result<(String, String),
                 many => unknown.push(format!("the API VIP is on {} nodes at once", many.len())),
             }
         }
+        (Some(_), Some(api)) => unknown.push(format!(
+            "the address of {} could not be resolved",
+            api.vip_endpoint.as_deref().unwrap_or("the API endpoint")
+        )),
         _ => unknown.push("the API VIP holder needs the talos and api sections".to_string()),
     }
     match state.leases.present() {

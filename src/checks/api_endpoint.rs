@@ -33,6 +33,11 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         )),
         Err(reason) => problems.push(format!("the API does not answer through the VIP: {reason}")),
     }
+    if ctx.state.talos.present().is_some() && api.vip_addresses.is_empty() {
+        evidence.push(format!(
+            "the address of {vip} could not be resolved, so the node holding it is not named"
+        ));
+    }
     if let Some(talos) = ctx.state.talos.present()
         && !api.vip_addresses.is_empty()
     {
@@ -247,5 +252,20 @@ mod tests {
             evaluate,
         );
         assert_eq!(f.verdict, Verdict::Error);
+    }
+
+    #[test]
+    fn an_unresolvable_vip_name_is_said() {
+        let mut state = with_talos(
+            with_api(Ok("https://10.0.0.10:6443"), Ok(())),
+            [Ok(vec![VIP]), Ok(vec![]), Ok(vec![])],
+        );
+        if let Collected::Present(api) = &mut state.api {
+            api.vip_addresses.clear();
+        }
+        let f = run(&env(), &state, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+        assert!(text(&f).contains("could not be resolved"), "{}", text(&f));
+        assert!(!text(&f).contains("held by"), "{}", text(&f));
     }
 }
