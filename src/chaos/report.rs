@@ -173,6 +173,22 @@ pub fn render_junit(report: &ChaosReport) -> String {
             ),
         ));
     }
+    if !report.handovers.is_empty() {
+        let handovers: Vec<String> = report
+            .handovers
+            .iter()
+            .map(|e| {
+                format!(
+                    "{:.1}s {} {}: {}",
+                    e.at.as_secs_f64(),
+                    e.kind,
+                    e.subject,
+                    e.detail
+                )
+            })
+            .collect();
+        properties.push(("handovers".into(), handovers.join("; ")));
+    }
     junit.properties(&properties);
     for case in &report.trials {
         junit.testcase(case, &classname);

@@ -207,8 +207,14 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         leaders: leaders.clone(),
     })
     .map_err(ChaosError::Failed)?;
+    // A woken host boots before its VMs can start: give it the recovery timeout too.
+    let boot = if target.whole_host {
+        recovery_timeout
+    } else {
+        Duration::ZERO
+    };
     let restore_by = Utc::now()
-        + chrono::Duration::from_std(baseline + outage + Duration::from_secs(300))
+        + chrono::Duration::from_std(baseline + outage + boot + Duration::from_secs(300))
             .unwrap_or_else(|_| chrono::Duration::hours(1));
     let fault = target.fault(&env.name, restore_by);
     progress.finish();

@@ -315,6 +315,11 @@ async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
     assert!(xml.contains("classname=\"adr007.gate4\""), "{xml}");
     assert!(xml.contains("name=\"host\" value=\"pve1\""), "{xml}");
     assert!(
+        xml.contains("name=\"handovers\" value=\"")
+            && xml.contains("api-vip-holder-changed api-vip: talos-lab-cp-01 -&gt; nobody"),
+        "{xml}"
+    );
+    assert!(
         xml.contains("name=\"outage.api-vip-new-connection\""),
         "{xml}"
     );
