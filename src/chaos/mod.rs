@@ -20,6 +20,7 @@ pub mod progress;
 pub mod recovery;
 pub mod report;
 pub mod sampler;
+pub mod talos_pool;
 pub mod timeline;
 pub mod vip;
 

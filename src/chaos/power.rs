@@ -77,7 +77,7 @@ impl Power {
 
     async fn stop(&self, vm: &PlannedVm) -> Result<(), String> {
         let result = self.client.stop_vm(vm.vmid, &self.options).await;
-        self.count("stop", vm, &result);
+        self.count("stop", Some(vm.vmid), &vm.host, &result);
         match result {
             Ok(_) => self
                 .note(Entry::Stopped {
@@ -110,7 +110,7 @@ impl Power {
         })
         .map_err(|e| format!("journal: {e}"))?;
         let result = self.client.start_vm(vm.vmid, &self.options).await;
-        self.count("start", vm, &result);
+        self.count("start", Some(vm.vmid), &vm.host, &result);
         match result {
             Ok(report) => self
                 .note(Entry::Started {
@@ -135,7 +135,7 @@ impl Power {
             host: host.to_string(),
         };
         let sent = async { self.client.shutdown_host(host).await };
-        self.host_action(host, "shutdown", request, sent, false, deadline)
+        self.host_action(host, request, sent, false, deadline)
             .await
             .map_err(|e| format!("shut down host {host}: {e}"))
     }
@@ -148,7 +148,7 @@ impl Power {
             via: via.to_string(),
         };
         let sent = async { self.client.wake_host(host).await.map(|_mac| ()) };
-        self.host_action(host, "wake", request, sent, true, deadline)
+        self.host_action(host, request, sent, true, deadline)
             .await
             .map_err(|e| format!("wake host {host} through {via}: {e}"))
     }
@@ -158,7 +158,6 @@ impl Power {
     async fn host_action(
         &self,
         host: &str,
-        action: &'static str,
         request: Entry,
         sent: impl std::future::Future<Output = Result<(), gates_infra::proxmox::ProxmoxError>>,
         online: bool,
@@ -167,11 +166,9 @@ impl Power {
         self.note(request)
             .map_err(|e| format!("journal: {e}; nothing was sent"))?;
         let result = sent.await;
-        self.count_host(
-            if online { "host-wake" } else { "host-shutdown" },
-            host,
-            &result,
-        );
+        let action = if online { "wake" } else { "shutdown" };
+        let counted = if online { "host-wake" } else { "host-shutdown" };
+        self.count(counted, None, host, &result);
         let waited = match result {
             Ok(()) => self
                 .client
@@ -200,36 +197,19 @@ impl Power {
         }
     }
 
-    fn count_host<T, E: std::fmt::Display>(
+    /// Count one request sent: a VM's (`vmid`) or the host's (`None`).
+    fn count<T, E: std::fmt::Display>(
         &self,
         action: &'static str,
+        vmid: Option<u32>,
         host: &str,
         result: &Result<T, E>,
     ) {
         if let Ok(mut issued) = self.issued.lock() {
             issued.push(Issued {
                 action,
-                vmid: None,
+                vmid,
                 host: host.to_string(),
-                result: match result {
-                    Ok(_) => "ok".to_string(),
-                    Err(err) => err.to_string(),
-                },
-            });
-        }
-    }
-
-    fn count<T, E: std::fmt::Display>(
-        &self,
-        action: &'static str,
-        vm: &PlannedVm,
-        result: &Result<T, E>,
-    ) {
-        if let Ok(mut issued) = self.issued.lock() {
-            issued.push(Issued {
-                action,
-                vmid: Some(vm.vmid),
-                host: vm.host.clone(),
                 result: match result {
                     Ok(_) => "ok".to_string(),
                     Err(err) => err.to_string(),
@@ -257,54 +237,44 @@ pub fn beyond_plan(vms: &[PlannedVm], whole_host: Option<&str>, issued: &[Issued
             _ => {}
         }
     }
-    let times = |action: &str, vmid: Option<u32>| {
+    // VM actions are counted by vmid, host actions by host.
+    let times = |action: &str, vmid: Option<u32>, host: &str| {
         issued
             .iter()
-            .filter(|a| a.vmid == vmid && a.action == action)
+            .filter(|a| a.action == action && a.vmid == vmid && (vmid.is_some() || a.host == host))
             .count()
     };
     for vm in vms {
-        let (stops, starts) = (times("stop", Some(vm.vmid)), times("start", Some(vm.vmid)));
-        if stops > 1 {
-            out.push(format!(
-                "VM {} {} was stopped {stops} times",
-                vm.vmid, vm.name
-            ));
-        }
-        if starts > 1 {
-            out.push(format!(
-                "VM {} {} was started {starts} times",
-                vm.vmid, vm.name
-            ));
-        }
-        if stops == 0 && starts > 0 {
-            out.push(format!(
-                "VM {} {} was started without having been stopped",
-                vm.vmid, vm.name
-            ));
-        }
+        let subject = format!("VM {} {}", vm.vmid, vm.name);
+        let stops = times("stop", Some(vm.vmid), "");
+        let starts = times("start", Some(vm.vmid), "");
+        paired(&mut out, &subject, (stops, "stopped"), (starts, "started"));
     }
     if let Some(host) = whole_host {
-        let of_host = |action: &str| {
-            issued
-                .iter()
-                .filter(|a| a.vmid.is_none() && a.host == host && a.action == action)
-                .count()
-        };
-        let (shutdowns, wakes) = (of_host("host-shutdown"), of_host("host-wake"));
-        if shutdowns > 1 {
-            out.push(format!("host {host} was shut down {shutdowns} times"));
-        }
-        if wakes > 1 {
-            out.push(format!("host {host} was woken {wakes} times"));
-        }
-        if shutdowns == 0 && wakes > 0 {
-            out.push(format!(
-                "host {host} was woken without having been shut down"
-            ));
-        }
+        let shutdowns = times("host-shutdown", None, host);
+        let wakes = times("host-wake", None, host);
+        paired(
+            &mut out,
+            &format!("host {host}"),
+            (shutdowns, "shut down"),
+            (wakes, "woken"),
+        );
     }
     out
+}
+
+/// A fault and its undo each happen at most once, and the undo only after the fault.
+fn paired(out: &mut Vec<String>, subject: &str, fault: (usize, &str), undo: (usize, &str)) {
+    let ((faults, did), (undos, undid)) = (fault, undo);
+    if faults > 1 {
+        out.push(format!("{subject} was {did} {faults} times"));
+    }
+    if undos > 1 {
+        out.push(format!("{subject} was {undid} {undos} times"));
+    }
+    if faults == 0 && undos > 0 {
+        out.push(format!("{subject} was {undid} without having been {did}"));
+    }
 }
 
 #[cfg(test)]

@@ -4,18 +4,18 @@
 //! replicas (through the API; unknown when the API does not answer) and etcd quorum over
 //! the Talos API of the control-plane nodes that stay up (called directly, never via the VIP).
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use gates_infra::RetryPolicy;
-use gates_infra::talos::{TalosClient, TalosNode, TalosOptions};
+use gates_infra::talos::{TalosClient, TalosOptions};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
 use super::cluster::controllers_without_ready_replica;
+use super::talos_pool::TalosPool;
 use super::timeline::Observation;
 use crate::checks::replicated_controller::Params as Controller;
 use crate::collect::api::{ClusterAccess, readyz, readyz_client};
@@ -43,6 +43,8 @@ pub struct ProbeInputs<'a> {
     pub access: &'a ClusterAccess,
     pub kube: Option<kube::Client>,
     pub controllers: Vec<Controller>,
+    /// The run's Talos connections, when the environment has a talos section.
+    pub talos: Option<TalosPool>,
     /// Control-plane Talos endpoints whose nodes stay up.
     pub surviving_talos: Vec<String>,
     /// etcd members before the fault.
@@ -139,12 +141,10 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
             });
         }
     }
-    if let Some(client) = talos_client(inputs.env, inputs.timeout) {
-        let client = client?;
+    if let Some(pool) = inputs.talos {
         let quorum = inputs.etcd_members / 2 + 1;
         let patience = inputs.timeout.mul_f64(0.75);
         let endpoints = Arc::new(inputs.surviving_talos.clone());
-        let nodes: Arc<tokio::sync::Mutex<HashMap<String, TalosNode>>> = Arc::default();
         let leaders = inputs.leaders.clone();
         probes.push(Probe {
             name: "etcd-quorum".to_string(),
@@ -155,13 +155,12 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
             ),
             budget: budgets.etcd,
             sample: Arc::new(move || {
-                let client = client.clone();
+                let pool = pool.clone();
                 let endpoints = endpoints.clone();
-                let nodes = nodes.clone();
                 let leaders = leaders.clone();
-                Box::pin(async move {
-                    etcd_quorum(client, &endpoints, nodes, quorum, leaders, patience).await
-                })
+                Box::pin(
+                    async move { etcd_quorum(pool, &endpoints, quorum, leaders, patience).await },
+                )
             }),
         });
     }
@@ -327,45 +326,21 @@ async fn workload(pods: &SharedPods, controller: &Controller, patience: Duration
 }
 
 async fn etcd_quorum(
-    client: TalosClient,
+    pool: TalosPool,
     endpoints: &[String],
-    nodes: Arc<tokio::sync::Mutex<HashMap<String, TalosNode>>>,
     quorum: usize,
     leaders: LeaderLog,
     patience: Duration,
 ) -> Observation {
     let answers = futures::future::join_all(endpoints.iter().map(|endpoint| {
-        let client = client.clone();
-        let nodes = nodes.clone();
-        // Each member answers within `patience`, so one slow node is named instead of the
-        // whole sample timing out.
-        let ask = async move {
-            let cached = nodes.lock().await.get(endpoint).cloned();
-            let node = match cached {
-                Some(node) => node,
-                None => {
-                    let node = client.connect(endpoint).await.map_err(|e| e.to_string())?;
-                    nodes.lock().await.insert(endpoint.clone(), node.clone());
-                    node
-                }
-            };
+        pool.ask(endpoint, patience, move |node| async move {
             let status = node.etcd_status().await.map_err(|e| e.to_string())?;
             if status.leader == 0 {
                 Err(format!("{endpoint}: no leader"))
             } else {
                 Ok(status.leader)
             }
-        };
-        async move {
-            tokio::time::timeout(patience, ask)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(format!(
-                        "{endpoint}: no answer within {:.1}s",
-                        patience.as_secs_f64()
-                    ))
-                })
-        }
+        })
     }))
     .await;
     let with_leader = answers.iter().filter(|a| a.is_ok()).count();

@@ -20,6 +20,7 @@ use super::probes::{self, Probe, ProbeInputs};
 use super::progress::{ProbeLine, Progress};
 use super::report::{self, ChaosReport, Moments, Timeline};
 use super::sampler::{self, Live};
+use super::talos_pool::TalosPool;
 use super::timeline::{Observation, Sample};
 use super::{ChaosError, cluster, journal_path, preflight, recovery};
 use crate::cli::{ChaosArgs, Format};
@@ -195,11 +196,16 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
     let kube = collect::kube::client(env).await.ok();
     let timeout = (interval * 4).clamp(Duration::from_secs(1), Duration::from_secs(5));
     let leaders = probes::LeaderLog::default();
+    let talos = probes::talos_client(env, timeout)
+        .transpose()
+        .map_err(ChaosError::Failed)?
+        .map(TalosPool::new);
     let probes = probes::build(ProbeInputs {
         env,
         access: &cluster_access,
         kube: kube.clone(),
         controllers: controllers.clone(),
+        talos: talos.clone(),
         surviving_talos: surviving,
         etcd_members: members,
         interval,
@@ -281,15 +287,11 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         stop_rx.clone(),
     ));
     // The VIP holder, from every control plane's Talos addresses (when the VIP is known).
-    let vip_watcher = match (
-        probes::talos_client(env, timeout),
-        state.talos.present(),
-        state.api.present(),
-    ) {
-        (Some(Ok(client)), Some(talos), Some(api)) if !api.vip_addresses.is_empty() => {
+    let vip_watcher = match (talos, state.talos.present(), state.api.present()) {
+        (Some(pool), Some(talos), Some(api)) if !api.vip_addresses.is_empty() => {
             Some(tokio::spawn(super::vip::watch(
                 super::vip::VipWatch {
-                    client,
+                    pool,
                     endpoints: talos
                         .endpoints
                         .iter()

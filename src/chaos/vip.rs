@@ -2,19 +2,19 @@
 //! every control plane, each called directly. A change of holder goes onto the timeline: the
 //! old holder dropping out (`cp-01 -> nobody`) and the new one taking over (`nobody -> cp-02`).
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use gates_infra::talos::{TalosClient, TalosNode, holds_address};
+use gates_infra::talos::holds_address;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::events::Events;
+use super::talos_pool::TalosPool;
 
 /// What to watch: each control-plane endpoint with the node it answers for, and the VIP.
 pub struct VipWatch {
-    pub client: TalosClient,
+    pub pool: TalosPool,
     /// (endpoint, node name)
     pub endpoints: Vec<(String, String)>,
     pub vip: Vec<IpAddr>,
@@ -47,45 +47,24 @@ pub async fn watch(
     events: Events,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut nodes: HashMap<String, TalosNode> = HashMap::new();
     let mut last: Option<Vec<String>> = None;
     loop {
         if *stop.borrow() {
             return;
         }
         let tick = Instant::now() + interval;
-        let answers = futures::future::join_all(w.endpoints.iter().map(|(endpoint, node)| {
-            let cached = nodes.get(endpoint).cloned();
-            let client = w.client.clone();
-            let vip = w.vip.clone();
-            async move {
-                let ask = async {
-                    let talos = match cached {
-                        Some(talos) => talos,
-                        None => client.connect(endpoint).await.ok()?,
-                    };
-                    let addresses = talos.addresses().await.ok()?;
-                    Some((talos, vip.iter().any(|ip| holds_address(&addresses, *ip))))
-                };
-                let answer = tokio::time::timeout(patience, ask).await.ok().flatten();
-                (endpoint.clone(), node.clone(), answer)
-            }
-        }))
-        .await;
-        let mut seen = Vec::new();
-        for (endpoint, node, answer) in answers {
-            match answer {
-                Some((talos, holds)) => {
-                    nodes.insert(endpoint, talos);
-                    seen.push((node, Some(holds)));
-                }
-                None => {
-                    // A node that did not answer is asked on a new connection next time.
-                    nodes.remove(&endpoint);
-                    seen.push((node, None));
-                }
-            }
-        }
+        let (vip, pool) = (&w.vip, &w.pool);
+        let seen: Vec<(String, Option<bool>)> =
+            futures::future::join_all(w.endpoints.iter().map(|(endpoint, node)| async move {
+                let holds = pool
+                    .ask(endpoint, patience, |talos| async move {
+                        let addresses = talos.addresses().await.map_err(|e| e.to_string())?;
+                        Ok(vip.iter().any(|ip| holds_address(&addresses, *ip)))
+                    })
+                    .await;
+                (node.clone(), holds.ok())
+            }))
+            .await;
         let now = holders(&seen);
         if let Some(before) = &last
             && *before != now

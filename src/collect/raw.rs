@@ -69,7 +69,10 @@ impl RawState {
     }
 }
 
-fn typed<T: DeserializeOwned>(kind: Kind, raw: Result<Vec<Value>, String>) -> Collected<Vec<T>> {
+pub fn typed<T: DeserializeOwned>(
+    kind: Kind,
+    raw: Result<Vec<Value>, String>,
+) -> Collected<Vec<T>> {
     let values = match raw {
         Ok(values) => values,
         Err(reason) => return Collected::Absent(reason),

@@ -10,23 +10,21 @@ use super::kinds::Kind;
 use super::snapshot::{ABSENT_ANNOTATION, COLLECTED_ANNOTATION};
 use super::{api_part, kube, proxmox_part, talos_part};
 use crate::config::{Config, Environment};
+use crate::state::Collected;
 
 pub async fn write_live(config: &Config, env: &Environment) -> Result<String, String> {
     let (results, talos, api) =
         tokio::join!(kube::collect_raw(env), talos_part(env), api_part(env));
     let results = results?;
-    // Proxmox maps VMs onto the node list just read.
-    let nodes: Option<Vec<k8s_openapi::api::core::v1::Node>> = results
+    // Proxmox maps VMs onto the node list just read, typed as `check` types it.
+    let nodes: Collected<Vec<k8s_openapi::api::core::v1::Node>> = results
         .iter()
         .find(|(kind, _)| *kind == Kind::Node)
-        .and_then(|(_, r)| r.as_ref().ok())
-        .map(|values| {
-            values
-                .iter()
-                .filter_map(|v| serde_json::from_value(v.clone()).ok())
-                .collect()
-        });
-    let proxmox = proxmox_part(config, env, nodes.as_deref()).await;
+        .map_or_else(
+            || Collected::Absent("nodes were not listed".into()),
+            |(kind, r)| super::raw::typed(*kind, r.clone()),
+        );
+    let proxmox = proxmox_part(config, env, nodes.present().map(Vec::as_slice)).await;
     let infra = InfraRecord {
         talos: (&talos).into(),
         api: (&api).into(),
