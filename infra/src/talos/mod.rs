@@ -6,6 +6,7 @@ mod config;
 mod error;
 mod keys;
 pub mod proto;
+mod sweep;
 mod types;
 mod views;
 mod vip;

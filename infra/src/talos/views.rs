@@ -2,8 +2,6 @@
 //! is asked directly, and each answer or failure is kept per endpoint so a check can
 //! name the endpoint that could not be reached instead of passing or failing blindly.
 
-use tokio::task::JoinSet;
-
 use super::client::TalosClient;
 use super::error::TalosError;
 use super::types::{EtcdAlarm, EtcdMember, EtcdMemberStatus, NodeVersion};
@@ -39,31 +37,12 @@ impl TalosClient {
     /// Connects to every endpoint concurrently (one connection each) and reads version,
     /// etcd members, etcd status and alarms. Results keep the order of `endpoints`.
     pub async fn etcd_views(&self, endpoints: &[String]) -> Vec<EndpointEtcdView> {
-        let mut set = JoinSet::new();
-        for (index, endpoint) in endpoints.iter().enumerate() {
-            let client = self.clone();
-            let endpoint = endpoint.clone();
-            set.spawn(async move { (index, client.etcd_view(endpoint).await) });
-        }
-        let mut views: Vec<Option<EndpointEtcdView>> = vec![None; endpoints.len()];
-        while let Some(joined) = set.join_next().await {
-            if let Ok((index, view)) = joined {
-                views[index] = Some(view);
-            }
-        }
-        views
-            .into_iter()
-            .zip(endpoints)
-            .map(|(view, endpoint)| {
-                view.unwrap_or_else(|| {
-                    let err = TalosError::Unreachable {
-                        endpoint: endpoint.clone(),
-                        detail: "the query task was aborted".into(),
-                    };
-                    failed(endpoint.clone(), err)
-                })
-            })
-            .collect()
+        self.sweep(
+            endpoints,
+            |client, endpoint| async move { client.etcd_view(endpoint).await },
+            failed,
+        )
+        .await
     }
 
     async fn etcd_view(&self, endpoint: String) -> EndpointEtcdView {

@@ -4,8 +4,6 @@
 
 use std::net::IpAddr;
 
-use tokio::task::JoinSet;
-
 use super::addresses::holds_address;
 use super::client::TalosClient;
 use super::error::TalosError;
@@ -33,37 +31,23 @@ impl TalosClient {
     /// Connects to every endpoint concurrently and lists its addresses. Results keep the
     /// order of `endpoints`.
     pub async fn addresses_of(&self, endpoints: &[String]) -> Vec<EndpointAddresses> {
-        let mut set = JoinSet::new();
-        for (index, endpoint) in endpoints.iter().enumerate() {
-            let client = self.clone();
-            let endpoint = endpoint.clone();
-            set.spawn(async move {
+        self.sweep(
+            endpoints,
+            |client, endpoint| async move {
                 let addresses = match client.connect(&endpoint).await {
                     Ok(node) => node.addresses().await,
                     Err(err) => Err(err),
                 };
-                (index, addresses)
-            });
-        }
-        let mut found: Vec<Option<Result<Vec<NodeAddress>, TalosError>>> =
-            vec![None; endpoints.len()];
-        while let Some(joined) = set.join_next().await {
-            if let Ok((index, addresses)) = joined {
-                found[index] = Some(addresses);
-            }
-        }
-        found
-            .into_iter()
-            .zip(endpoints)
-            .map(|(addresses, endpoint)| EndpointAddresses {
-                endpoint: endpoint.clone(),
-                addresses: addresses.unwrap_or_else(|| {
-                    Err(TalosError::Unreachable {
-                        endpoint: endpoint.clone(),
-                        detail: "the query task was aborted".into(),
-                    })
-                }),
-            })
-            .collect()
+                EndpointAddresses {
+                    endpoint,
+                    addresses,
+                }
+            },
+            |endpoint, err| EndpointAddresses {
+                endpoint,
+                addresses: Err(err),
+            },
+        )
+        .await
     }
 }
