@@ -137,6 +137,10 @@ fn list(config: &Config) -> String {
             .unwrap_or_default();
         out.push_str(&format!("  {}{like}: {}\n", env.name, env.description));
     }
+    out.push_str("Check kinds:\n");
+    for (kind, about) in crate::checks::KINDS {
+        out.push_str(&format!("  {kind}: {about}\n"));
+    }
     out
 }
 

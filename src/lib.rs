@@ -3,14 +3,12 @@
 
 pub mod app;
 pub mod chaos;
-pub mod checks;
 pub mod cli;
 pub mod collect;
 pub mod config;
 pub mod demo;
-pub mod quantity;
 pub mod report;
 pub mod runner;
-pub mod selector;
-pub mod state;
-pub mod verdict;
+
+// The pure core, under the paths the rest of this crate has always used.
+pub use gates_core::{checks, quantity, selector, state, verdict};

@@ -11,12 +11,12 @@ use crate::checks::replicated_controller::Params as Controller;
 use crate::config::Config;
 use crate::state::{LonghornVolume, TalosState};
 
-/// The controllers gate 2 protects, as its gate file names them.
+/// The controllers the `chaos-protected` gate (gate 2 of ADR 007) names.
 pub fn protected_controllers(config: &Config) -> Vec<Controller> {
     config
         .gates
         .iter()
-        .filter(|g| g.number == 2)
+        .filter(|g| g.has(crate::config::GateRole::ChaosProtected))
         .flat_map(|g| g.checks.iter())
         .filter_map(|c| match c {
             CheckSpec::ReplicatedController(p) => Some(p.clone()),

@@ -54,12 +54,12 @@ pub fn outstanding(
     out
 }
 
-/// The gate-2 `replicated-controller` checks, as recovery criteria.
+/// The `replicated-controller` checks of the `chaos-protected` gates, as recovery criteria.
 pub fn controller_checks(config: &crate::config::Config) -> Vec<CheckSpec> {
     config
         .gates
         .iter()
-        .filter(|g| g.number == 2)
+        .filter(|g| g.has(crate::config::GateRole::ChaosProtected))
         .flat_map(|g| g.checks.iter())
         .filter(|c| matches!(c, CheckSpec::ReplicatedController(_)))
         .cloned()

@@ -197,28 +197,7 @@ pub fn render_junit(report: &ChaosReport) -> String {
     junit.finish()
 }
 
-/// What `gates check` needs from a chaos report to stand for gate 4.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Summary {
-    pub environment: String,
-    pub host: String,
-    pub started_at: String,
-    pub finished_at: String,
-    /// `pass`, `fail`, `error`.
-    pub verdict: String,
-    pub outcome: String,
-    pub trials: Vec<SummaryTrial>,
-    /// The file it was read from; set by the reader.
-    #[serde(default)]
-    pub file: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SummaryTrial {
-    pub name: String,
-    pub verdict: String,
-    pub summary: String,
-}
+pub use gates_core::state::{Summary, SummaryTrial};
 
 /// The newest `chaos-ENV-*.json` under `dir` (by the timestamp in its name), read back.
 /// `Ok(None)` when there is none.

@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::Environment;
-use super::error::{ConfigError, ConfigErrors, nearest};
-use super::gate::{EnvironmentSet, Gate};
 use super::yaml;
+use gates_core::config::Environment;
+use gates_core::config::{ConfigError, ConfigErrors, nearest};
+use gates_core::config::{EnvironmentSet, Gate};
 
 /// The validated configuration: every environment and every gate.
 #[derive(Debug, Clone)]

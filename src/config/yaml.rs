@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::error::{ConfigError, nearest};
+use gates_core::config::{ConfigError, nearest};
 
 pub fn from_str<T: serde::de::DeserializeOwned>(file: &Path, text: &str) -> Result<T, ConfigError> {
     serde_yaml_ng::from_str(text).map_err(|err| convert(file, text, &err))

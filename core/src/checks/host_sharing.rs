@@ -13,6 +13,12 @@ use crate::verdict::Finding;
 #[serde(deny_unknown_fields)]
 pub struct Params {}
 
+impl super::Check for Params {
+    fn evaluate(&self, ctx: Context<'_>) -> Finding {
+        evaluate(ctx, self)
+    }
+}
+
 pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     let proxmox = match ctx.state.proxmox.get("Proxmox") {
         Ok(proxmox) => proxmox,

@@ -14,6 +14,12 @@ use crate::verdict::Finding;
 #[serde(deny_unknown_fields)]
 pub struct Params {}
 
+impl super::Check for Params {
+    fn evaluate(&self, ctx: Context<'_>) -> Finding {
+        evaluate(ctx, self)
+    }
+}
+
 pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     let env = &ctx.env.name;
     let summary = match &ctx.state.chaos_report {
@@ -81,9 +87,9 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chaos::report::{Summary, SummaryTrial};
     use crate::config::Environment;
     use crate::state::{Source, State};
+    use crate::state::{Summary, SummaryTrial};
     use crate::verdict::Verdict;
 
     fn env() -> Environment {

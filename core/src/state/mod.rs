@@ -5,8 +5,11 @@
 //! metrics-server) is recorded as [`Collected::Absent`] with the reason, so a check that
 //! needs it can give an `error` verdict that says why.
 
+mod chaos_summary;
 mod crds;
 mod infra;
+
+pub use chaos_summary::{Summary, SummaryTrial};
 
 pub use crds::{
     ContainerMetrics, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornDisk, LonghornNode,
@@ -102,7 +105,7 @@ pub struct State {
     /// Absent when the environment has no `api` section.
     pub api: Collected<ApiState>,
     /// The newest chaos report of the environment (gate 4), when one was found.
-    pub chaos_report: Collected<crate::chaos::report::Summary>,
+    pub chaos_report: Collected<Summary>,
 }
 
 impl State {

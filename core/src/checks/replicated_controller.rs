@@ -92,6 +92,16 @@ struct CompiledPdb<'a> {
     longhorn: Option<LonghornPdb>,
 }
 
+impl super::Check for Params {
+    fn evaluate(&self, ctx: Context<'_>) -> Finding {
+        evaluate(ctx, self)
+    }
+
+    fn instance(&self) -> Option<&str> {
+        Some(&self.name)
+    }
+}
+
 pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
     let (pods, pdbs, nodes) = match (
         ctx.state.pods.get("pods"),

@@ -42,6 +42,12 @@ struct Policy<'a> {
     nodes: Selector,
 }
 
+impl super::Check for Params {
+    fn evaluate(&self, ctx: Context<'_>) -> Finding {
+        evaluate(ctx, self)
+    }
+}
+
 pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     let (services, policies, nodes) = match (
         ctx.state.services.get("services"),

@@ -56,6 +56,12 @@ impl Cell {
     }
 }
 
+impl super::Check for Params {
+    fn evaluate(&self, ctx: Context<'_>) -> Finding {
+        evaluate(ctx, self)
+    }
+}
+
 pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     let margin = ctx.env.capacity.margin;
     if !(0.0..1.0).contains(&margin) {

@@ -17,12 +17,34 @@ pub struct Gate {
     pub title: String,
     pub environments: EnvironmentSet,
     pub checks: Vec<CheckSpec>,
+    /// What other commands use this gate for (`roles: [chaos-preflight]`), so that no command
+    /// has to know a gate by its number.
+    #[serde(default)]
+    pub roles: Vec<GateRole>,
     /// The file it came from; set by the loader.
     #[serde(skip)]
     pub file: PathBuf,
 }
 
+/// What a gate is used for beyond its own trials, declared in its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GateRole {
+    /// Must pass on the live state before `gates chaos` may power anything off.
+    ChaosPreflight,
+    /// Its `replicated-controller` checks name the controllers the chaos step probes during
+    /// the outage and requires healthy again before it calls the cluster recovered.
+    ChaosProtected,
+    /// Proven by `gates chaos`: the chaos report's trials carry this gate's number and title.
+    ChaosProof,
+}
+
 impl Gate {
+    /// Whether the gate file declares this role.
+    pub fn has(&self, role: GateRole) -> bool {
+        self.roles.contains(&role)
+    }
+
     pub fn applies_to(&self, gate_name: &str) -> bool {
         match &self.environments {
             EnvironmentSet::All => true,

@@ -1,0 +1,15 @@
+//! Configuration types: environments and gate definitions, as validated values. Reading the
+//! files and locating errors in them is the `gates` crate's loader; these are the shapes.
+
+mod duration;
+mod environment;
+mod error;
+mod gate;
+
+pub use duration::Duration;
+pub use environment::{
+    ApiSpec, Budget, Budgets, CapacityBasis, CapacitySpec, ChaosSpec, Environment, IngressSpec,
+    IngressUrl, KubeAccess, NodesSpec, ProxmoxAccess, ServiceRef, TalosAccess, VmScope,
+};
+pub use error::{ConfigError, ConfigErrors, nearest};
+pub use gate::{EnvironmentSet, Gate, GateRole};

@@ -1,0 +1,14 @@
+//! The pure core of gates: what a verdict is, what was collected about an environment, the
+//! checks that judge it, and the configuration that names them.
+//!
+//! Nothing here talks to a system, reads a file or a clock: collectors, clients, the chaos
+//! step, reporters and the command line live in the `gates` crate and depend on this one,
+//! never the reverse. Cargo enforces it: this crate has no runtime or client in its
+//! dependencies (`tests/purity.rs` proves it against `cargo tree`).
+
+pub mod checks;
+pub mod config;
+pub mod quantity;
+pub mod selector;
+pub mod state;
+pub mod verdict;

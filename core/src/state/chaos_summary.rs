@@ -1,0 +1,27 @@
+//! What a chaos report says about gate 4, as `gates check` reads it back. The report itself is
+//! written by the chaos run; only this summary is part of the state the checks see.
+
+use serde::{Deserialize, Serialize};
+
+/// What `gates check` needs from a chaos report to stand for gate 4.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub environment: String,
+    pub host: String,
+    pub started_at: String,
+    pub finished_at: String,
+    /// `pass`, `fail`, `error`.
+    pub verdict: String,
+    pub outcome: String,
+    pub trials: Vec<SummaryTrial>,
+    /// The file it was read from; set by the reader.
+    #[serde(default)]
+    pub file: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SummaryTrial {
+    pub name: String,
+    pub verdict: String,
+    pub summary: String,
+}
