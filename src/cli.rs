@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+pub use gates_lab::cli::LabArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -38,29 +39,6 @@ pub enum Command {
     Lab(LabArgs),
     /// Start the lab, check its staging and production, run the chaos step, write reports.
     Demo(DemoArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct LabArgs {
-    /// A built-in scenario (adr-007, staging-today, ...) or a scenario file.
-    #[arg(long, default_value = "adr-007")]
-    pub scenario: String,
-    /// Simulated seconds per real second.
-    #[arg(long, default_value_t = 1.0)]
-    pub speed: f64,
-    /// Serve on 127.SUBNET.x.y.
-    #[arg(long, default_value_t = 77, value_parser = clap::value_parser!(u8).range(1..=254))]
-    pub subnet: u8,
-    /// Where the lab writes its kubeconfig, talosconfig, token and ground truth.
-    #[arg(long, default_value = "target/lab", value_name = "DIR")]
-    pub state_dir: PathBuf,
-    /// Where the lab writes its environment files (lab.yaml, lab-production.yaml).
-    #[arg(
-        long = "write-env-dir",
-        default_value = "gates/environments",
-        value_name = "DIR"
-    )]
-    pub write_env_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

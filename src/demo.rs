@@ -13,27 +13,7 @@ use crate::config::Config;
 
 /// `gates lab`: run until Ctrl-C.
 pub async fn lab(args: LabArgs) -> Result<u8, AppError> {
-    let lab = start(
-        &args.scenario,
-        args.speed,
-        args.subnet,
-        &args.state_dir,
-        &args.write_env_dir,
-    )
-    .await?;
-    eprintln!(
-        "gates lab: scenario {} at speed {} on 127.{}.x.y",
-        args.scenario, args.speed, args.subnet
-    );
-    for file in &lab.files.env_files {
-        eprintln!("  environment: {}", file.display());
-    }
-    eprintln!("  kubeconfig:  {}", lab.files.kubeconfig.display());
-    eprintln!("  talosconfig: {}", lab.files.talosconfig.display());
-    eprintln!("Try `gates check lab` in another terminal. Ctrl-C stops the lab.");
-    let _ = tokio::signal::ctrl_c().await;
-    lab.stop().await;
-    Ok(0)
+    Ok(gates_lab::cli::run("gates lab", &args).await)
 }
 
 /// `gates demo`: lab, check both environments, chaos on the staging-like one, reports.

@@ -4,6 +4,7 @@
 //! reaches real infrastructure.
 
 pub mod addr;
+pub mod cli;
 pub mod clock;
 pub mod control;
 pub mod files;

@@ -23,7 +23,7 @@ fn lists_scenarios_and_rejects_unknown_ones() {
     let out = Command::new(BIN)
         .args(["--scenario", "no-such", "--subnet", "86", "--state-dir"])
         .arg(dir.path().join("s"))
-        .arg("--env-dir")
+        .arg("--write-env-dir")
         .arg(dir.path().join("e"))
         .output()
         .expect("runs");
@@ -51,7 +51,7 @@ fn runs_until_sigterm() {
             "--state-dir",
         ])
         .arg(&state)
-        .arg("--env-dir")
+        .arg("--write-env-dir")
         .arg(dir.path().join("env"))
         .stderr(std::process::Stdio::null())
         .spawn()
