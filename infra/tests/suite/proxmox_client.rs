@@ -1,11 +1,9 @@
 //! The Proxmox client against a loopback PVE stand-in over real TLS.
 
-mod common;
-
 use std::time::Duration;
 
-use common::pki::{Ca, Leaf};
-use common::pve::{self, Pve, SECRET, State, TOKEN_ID, Vm};
+use crate::common::pki::{Ca, Leaf};
+use crate::common::pve::{self, Pve, SECRET, State, TOKEN_ID, Vm};
 use gates_infra::RetryPolicy;
 use gates_infra::proxmox::{
     ApiToken, HaRequestedState, PowerOptions, ProxmoxClient, ProxmoxError, ProxmoxSettings,

@@ -1,11 +1,9 @@
 //! The Talos client against a tonic apid stand-in over real mutual TLS on loopback.
 
-mod common;
-
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::pki::{Ca, Leaf};
+use crate::common::pki::{Ca, Leaf};
 use gates_infra::RetryPolicy;
 use gates_infra::talos::proto::common::Metadata;
 use gates_infra::talos::proto::cosi::resource::{

@@ -1,12 +1,10 @@
 //! Reading talosconfig files the way talosctl does.
 
-mod common;
-
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::common::pki::Ca;
 use base64::Engine as _;
-use common::pki::Ca;
 use gates_infra::talos::{
     TalosConfigError, candidate_paths, load_context, locate, normalize_private_key_pem,
     parse_context,
