@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use gates_lab::{Lab, LabOptions};
 use serde_json::Value;
 
-use crate::support::{root, stderr, stdout};
+use crate::support::{root, stderr, stdout, validate_junit};
 
 /// Simulated seconds per real second: a 60 s VIP failover takes 1.5 s, the host stays down
 /// for 9 s (six simulated minutes).
@@ -172,23 +172,6 @@ fn event_kinds(timeline: &Value) -> Vec<&str> {
         .iter()
         .filter_map(|e| e["kind"].as_str())
         .collect()
-}
-
-fn validate_junit(xml: &Path) {
-    let schema = root().join("../shared/schemas/junit-10.xsd");
-    let out = Command::new("xmllint")
-        .arg("--noout")
-        .arg("--schema")
-        .arg(&schema)
-        .arg(xml)
-        .output()
-        .expect("xmllint runs (Debian package libxml2-utils)");
-    assert!(
-        out.status.success(),
-        "{} does not validate:\n{}",
-        xml.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn seconds(v: &Value) -> f64 {

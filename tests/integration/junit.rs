@@ -1,33 +1,4 @@
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use crate::support::*;
-
-fn schema() -> PathBuf {
-    let path = root().join("../shared/schemas/junit-10.xsd");
-    assert!(
-        path.exists(),
-        "the JUnit schema is expected at {} (shared/ beside the repository)",
-        path.display()
-    );
-    path
-}
-
-fn validate(xml: &Path) {
-    let out = Command::new("xmllint")
-        .arg("--noout")
-        .arg("--schema")
-        .arg(schema())
-        .arg(xml)
-        .output()
-        .expect("xmllint runs (Debian package libxml2-utils; .ci/run installs it)");
-    assert!(
-        out.status.success(),
-        "{} does not validate:\n{}",
-        xml.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 #[test]
 fn junit_reports_validate_and_carry_the_evidence() {
@@ -39,7 +10,7 @@ fn junit_reports_validate_and_carry_the_evidence() {
         &["--junit", junit.to_str().unwrap()],
     );
     assert_eq!(out.status.code(), Some(1));
-    validate(&junit);
+    validate_junit(&junit);
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("classname=\"adr007.gate1\""), "{xml}");
     assert!(xml.contains("<failure message="), "{xml}");
@@ -70,7 +41,7 @@ fn junit_reports_validate_and_carry_the_evidence() {
         "{names:?}"
     );
     for name in names.iter().filter(|n| n.ends_with(".xml")) {
-        validate(&reports.path().join(name));
+        validate_junit(&reports.path().join(name));
     }
 }
 
@@ -85,7 +56,7 @@ fn junit_with_errors_validates() {
         &["--junit", junit.to_str().unwrap()],
     );
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
-    validate(&junit);
+    validate_junit(&junit);
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("<error message="), "{xml}");
     assert!(

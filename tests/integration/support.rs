@@ -71,3 +71,22 @@ pub fn assert_trial(out: &str, name: &str, word: &str) {
 }
 
 pub const STAGING_TODAY: &[&str] = &["staging-today.json", "staging-today-crds.json"];
+
+/// Validates a JUnit file against the vendored Jenkins schema (`tests/schemas/junit-10.xsd`)
+/// with xmllint, which `tools/test-deps` installs.
+pub fn validate_junit(xml: &std::path::Path) {
+    let schema = root().join("tests/schemas/junit-10.xsd");
+    let out = std::process::Command::new("xmllint")
+        .arg("--noout")
+        .arg("--schema")
+        .arg(&schema)
+        .arg(xml)
+        .output()
+        .expect("xmllint runs (Debian package libxml2-utils; tools/test-deps installs it)");
+    assert!(
+        out.status.success(),
+        "{} does not validate:\n{}",
+        xml.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
