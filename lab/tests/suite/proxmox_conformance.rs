@@ -3,15 +3,13 @@
 //! with proxmoxer: `GATES_TEST_PYTHON`, else the workspace's `target/venv/bin/python` (made by
 //! `.ci/run`). Without either the tests fail. Subnet bytes 239 and 240 are reserved here.
 
-mod proxmox_support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
+use crate::proxmox_support::{TOKEN_ID, TOKEN_SECRET, fast, start};
 use gates_lab::proxmox::VmStatus;
 use gates_lab::{Lab, LabOptions};
-use proxmox_support::{TOKEN_ID, TOKEN_SECRET, fast, start};
 
 fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("GATES_TEST_PYTHON") {

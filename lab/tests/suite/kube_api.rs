@@ -1,9 +1,9 @@
 //! The lab's Kubernetes API over real HTTPS on loopback: auth, discovery, lists with
 //! selectors and paging, get, watch; read with kube-rs, a client nobody here wrote.
 
-mod common;
+use crate::common;
 
-use common::start;
+use crate::common::start;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};

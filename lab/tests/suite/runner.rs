@@ -1,6 +1,6 @@
 //! The runner: files for clients, the Proxmox API driving the world, and a clean stop.
 
-mod common;
+use crate::common;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_client_files_and_stops_cleanly() {

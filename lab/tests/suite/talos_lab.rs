@@ -2,14 +2,12 @@
 //! `key` (Ed25519 under Talos's `ED25519 PRIVATE KEY` label), endpoints that each answer apid
 //! over mutual TLS with an etcd member list. Subnet byte 246 is reserved here.
 
-mod talos_support;
-
+use crate::talos_support::MachineServiceClient;
+use crate::talos_support::proto::machine::EtcdMemberListRequest;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use gates_lab::pki::relabel_private_key;
 use gates_lab::{Lab, LabOptions};
-use talos_support::MachineServiceClient;
-use talos_support::proto::machine::EtcdMemberListRequest;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 fn field(ctx: &serde_yaml_ng::Value, key: &str) -> String {

@@ -2,7 +2,7 @@
 //! mutual TLS with the lab's talosconfig, on a running lab with sped-up world time. Subnet
 //! bytes 248..=250 are reserved here.
 
-mod common;
+use crate::common;
 
 use std::net::IpAddr;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! A generated scenario with thousands of nodes and tens of thousands of pods loads and
 //! serves paged lists (issue 4 item 10). How fast is a benchmark's business, not this test's.
 
-mod common;
+use crate::common;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_scenario_serves_paged_lists() {

@@ -1,12 +1,12 @@
 //! The Proxmox VE API server over real TLS on loopback, against the in-memory backend.
 //! Subnet bytes 231..=238 are reserved for these tests.
 
-mod proxmox_support;
+use crate::proxmox_support;
 
 use std::time::{Duration, Instant};
 
+use crate::proxmox_support::{Cluster, fast, start};
 use gates_lab::proxmox::{HaState, Upid, VmStatus};
-use proxmox_support::{Cluster, fast, start};
 use serde_json::Value;
 
 async fn get(c: &Cluster, host: u8, path: &str) -> (u16, Value) {

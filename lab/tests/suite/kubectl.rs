@@ -1,7 +1,7 @@
 //! Conformance with kubectl, a client nobody here wrote (issue 4 item 12). kubectl must be
 //! installed (`.ci/run` installs Debian's `kubernetes-client`); without it this test fails.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,13 +1,11 @@
 //! Talos apid over real mutual TLS on loopback, against the in-memory backend.
 //! Subnet bytes 241..=247 are reserved for these tests.
 
-mod talos_support;
-
+use crate::talos_support::proto::cosi::resource::{GetRequest, ListRequest, Resource};
+use crate::talos_support::proto::machine::EtcdMemberListRequest;
+use crate::talos_support::{NAMES, Nodes, start};
+use crate::talos_support::{StateClient, node_ip};
 use gates_lab::pki::{CaKind, CertificateAuthority, Eku, LeafSpec};
-use talos_support::proto::cosi::resource::{GetRequest, ListRequest, Resource};
-use talos_support::proto::machine::EtcdMemberListRequest;
-use talos_support::{NAMES, Nodes, start};
-use talos_support::{StateClient, node_ip};
 use tonic::Code;
 use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;

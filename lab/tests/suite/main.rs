@@ -1,0 +1,21 @@
+//! The integration tests of gates-lab, in one test binary (one link instead of one per file):
+//! each server over its real protocol, the world rules, the binary, and the clients nobody
+//! here wrote (kubectl, proxmoxer).
+
+mod common;
+mod proxmox_support;
+mod talos_support;
+
+mod backends;
+mod binary;
+mod kube_api;
+mod kubectl;
+mod proxmox;
+mod proxmox_conformance;
+mod runner;
+mod scale;
+mod scenarios;
+mod talos;
+mod talos_lab;
+mod talos_vip;
+mod world_rules;
