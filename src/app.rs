@@ -86,9 +86,12 @@ async fn run(cli: Cli) -> Result<u8, AppError> {
     let cli = match cli.command {
         Command::Lab(args) => return crate::demo::lab(args).await,
         Command::Demo(args) => return crate::demo::demo(&cli.config, args).await,
+        Command::Completions(args) => return Ok(print_completions(args.shell)),
+        Command::Man => return print_man(),
         command => Cli { command, ..cli },
     };
-    let config = Config::load(&cli.config, &cli.env_dirs)?;
+    let mut config = Config::load(&cli.config, &cli.env_dirs)?;
+    override_kube(&mut config, &cli)?;
     match cli.command {
         Command::List => {
             print!("{}", list(&config));
@@ -98,16 +101,83 @@ async fn run(cli: Cli) -> Result<u8, AppError> {
         Command::Snapshot(args) => snapshot(&config, args).await,
         Command::Chaos(args) => {
             let env = config.environment(&args.env).map_err(AppError::Usage)?;
-            Ok(crate::chaos::run(&config, env, args).await?)
+            let (metrics, reports, since) =
+                (args.metrics.clone(), args.reports.clone(), Utc::now());
+            let result = crate::chaos::run(&config, env, args).await;
+            let emitted = report::outputs::after_chaos(&metrics, &reports, &env.name, since).await;
+            let code = result?;
+            emitted.map_err(AppError::Collect)?;
+            Ok(code)
+        }
+        Command::History(args) => history(args),
+        Command::Adr(args) => crate::adr::run(&config, args),
+        Command::Validate => {
+            let (text, ok) = crate::validate::run(&config);
+            print!("{text}");
+            Ok(if ok { 0 } else { 2 })
         }
         Command::Recover(args) => {
             let env = config.environment(&args.env).map_err(AppError::Usage)?;
             Ok(crate::chaos::recover(&config, env, args).await?)
         }
-        Command::Lab(_) | Command::Demo(_) => {
+        Command::Lab(_) | Command::Demo(_) | Command::Completions(_) | Command::Man => {
             unreachable!("handled before loading the configuration")
         }
     }
+}
+
+/// `--kubeconfig` and `--context` replace the environment files' `kube` keys (a relative
+/// path is relative to the working directory, as on any command line).
+fn override_kube(config: &mut Config, cli: &Cli) -> Result<(), AppError> {
+    let kubeconfig = match &cli.kubeconfig {
+        Some(path) if path.is_relative() => Some(
+            std::env::current_dir()
+                .map_err(|e| AppError::Usage(format!("--kubeconfig: {e}")))?
+                .join(path),
+        ),
+        other => other.clone(),
+    };
+    for env in config.environments.values_mut() {
+        if let Some(path) = &kubeconfig {
+            env.kube.kubeconfig = Some(path.clone());
+        }
+        if let Some(context) = &cli.context {
+            env.kube.context = Some(context.clone());
+        }
+    }
+    Ok(())
+}
+
+fn print_completions(shell: clap_complete::Shell) -> u8 {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut command, "gates", &mut std::io::stdout());
+    0
+}
+
+fn print_man() -> Result<u8, AppError> {
+    let command = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(command)
+        .render(&mut out)
+        .map_err(|e| AppError::Usage(format!("cannot render the man page: {e}")))?;
+    std::io::stdout()
+        .write_all(&out)
+        .map_err(|e| AppError::Usage(format!("cannot print the man page: {e}")))?;
+    Ok(0)
+}
+
+/// `gates history ENV`: the last results per gate and per chaos host, with trends.
+fn history(args: crate::cli::HistoryArgs) -> Result<u8, AppError> {
+    let found = report::history::read(&args.reports, &args.env).map_err(AppError::Usage)?;
+    for err in &found.unreadable {
+        eprintln!("error: {err}");
+    }
+    let history = report::history::History::of(&args.env, &found, args.last.max(1));
+    match args.format {
+        Format::Json => println!("{}", history.render_json()),
+        Format::Pretty | Format::Terse => print!("{}", history.render_text()),
+    }
+    Ok(if found.unreadable.is_empty() { 0 } else { 2 })
 }
 
 fn list(config: &Config) -> String {
@@ -216,6 +286,14 @@ pub async fn check_env(
     }
     let _ = std::io::stdout().flush();
     write_reports(&run, &args)?;
+    report::outputs::emit(
+        &args.metrics,
+        "check",
+        &run.environment,
+        &report::metrics::check(&run),
+    )
+    .await
+    .map_err(AppError::Collect)?;
     Ok(run.tally.exit_code())
 }
 
@@ -239,6 +317,10 @@ fn write_reports(run: &Run, args: &CheckArgs) -> Result<(), AppError> {
     for (path, text) in [
         (stem.with_extension("xml"), &junit),
         (stem.with_extension("json"), &json),
+        (
+            stem.with_extension("html"),
+            &report::html::check::render(run),
+        ),
     ] {
         write_file(&path, text)?;
         written.push(path);

@@ -8,7 +8,7 @@ pub use gates_lab::cli::LabArgs;
 #[derive(Debug, Parser)]
 #[command(
     name = "gates",
-    version,
+    version = crate::version::LONG,
     about = "Verify the rollout gates of ADR 007 against live infrastructure or snapshots."
 )]
 pub struct Cli {
@@ -19,6 +19,12 @@ pub struct Cli {
     /// files override same-named ones from the configuration directory.
     #[arg(long = "env-dir", global = true, value_name = "DIR")]
     pub env_dirs: Vec<PathBuf>,
+    /// Use this kubeconfig instead of the environment file's `kube.kubeconfig`.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Use this kubeconfig context instead of the environment file's `kube.context`.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -39,6 +45,69 @@ pub enum Command {
     Lab(LabArgs),
     /// Start the lab, check its staging and production, run the chaos step, write reports.
     Demo(DemoArgs),
+    /// Per gate and per chaos host, the last results from the reports directory, with trends.
+    History(HistoryArgs),
+    /// Update the ADR's Rollout line and gate markers from the newest check reports.
+    Adr(AdrArgs),
+    /// Load and check the configuration without touching any system.
+    Validate,
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff).
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The environment.
+    pub env: String,
+    /// How many runs per gate and per chaos host.
+    #[arg(long, default_value_t = 10)]
+    pub last: usize,
+    /// Directory of the reports.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub reports: PathBuf,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Pretty)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct AdrArgs {
+    /// The environments whose newest check reports decide the gates (e.g. staging production).
+    #[arg(required = true)]
+    pub envs: Vec<String>,
+    /// The ADR file to update.
+    #[arg(long, value_name = "FILE")]
+    pub update: PathBuf,
+    /// Show the diff, write nothing (the default when CI is set).
+    #[arg(long, conflicts_with = "write")]
+    pub dry_run: bool,
+    /// Write the file even when CI is set.
+    #[arg(long)]
+    pub write: bool,
+    /// Directory of the reports.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub reports: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Where a run's metrics go besides its reports.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MetricsArgs {
+    /// Write the run's metrics (OpenMetrics text) here, e.g. for node_exporter's textfile
+    /// collector.
+    #[arg(long, value_name = "PATH")]
+    pub metrics: Option<PathBuf>,
+    /// Push the run's metrics to this Prometheus Pushgateway.
+    #[arg(long, value_name = "URL")]
+    pub pushgateway: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -86,6 +155,8 @@ pub struct ChaosArgs {
     /// Output on stdout.
     #[arg(long, value_enum, default_value_t = Format::Pretty)]
     pub format: Format,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 #[derive(Debug, Args)]
@@ -132,6 +203,8 @@ pub struct CheckArgs {
     /// One character per trial.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 #[derive(Debug, Args)]

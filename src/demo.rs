@@ -60,6 +60,7 @@ async fn run_demo(
             skip: Vec::new(),
             color: Color::Auto,
             quiet: false,
+            metrics: Default::default(),
         };
         codes.push(check_env(&config, config_dir, check).await?);
     }
@@ -76,6 +77,7 @@ async fn run_demo(
             reports: args.reports.clone(),
             journal: None,
             format: Format::Pretty,
+            metrics: Default::default(),
         };
         codes.push(crate::chaos::run(&config, env, chaos).await?);
     }

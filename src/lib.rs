@@ -1,6 +1,7 @@
 //! gates: turns the rollout gates of an architecture decision into tests, runs them against
 //! live infrastructure or snapshots, and writes libtest-style output, JUnit and JSON reports.
 
+pub mod adr;
 pub mod app;
 pub mod chaos;
 pub mod cli;
@@ -9,6 +10,8 @@ pub mod config;
 pub mod demo;
 pub mod report;
 pub mod runner;
+pub mod validate;
+pub mod version;
 
 // The pure core, under the paths the rest of this crate has always used.
 pub use gates_core::{checks, quantity, selector, state, verdict};

@@ -120,6 +120,7 @@ pub fn write(
         fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         written.push(path);
     }
+    written.push(crate::report::html::chaos::write_beside(stem)?);
     Ok(written)
 }
 

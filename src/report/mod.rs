@@ -1,8 +1,14 @@
 //! Reports of one run: JUnit XML for dashboards and CI, JSON for machines, and the closing
 //! lines of the terminal output.
 
+pub mod chaos_view;
+pub mod history;
+pub mod html;
 pub mod json;
 pub mod junit;
+pub mod metrics;
+pub mod outputs;
+pub mod pushgateway;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

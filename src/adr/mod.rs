@@ -1,0 +1,135 @@
+//! `gates adr ENV... --update FILE`: keep the ADR's own account of its rollout true. Each
+//! gate is done when the newest check report of every given environment it applies to says
+//! it passes, open when any says otherwise or has no report; a gate that applies to none of
+//! the given environments keeps its marker. The Rollout field then counts the done gates.
+//! Only those words change; the diff is printed, and in CI (or with `--dry-run`) nothing is
+//! written unless `--write` is given.
+
+pub mod document;
+
+use std::path::Path;
+
+use crate::app::AppError;
+use crate::cli::AdrArgs;
+use crate::config::Config;
+use crate::report::history;
+use document::{Document, unified_diff};
+
+/// Whether a gate is done, with the reason, for one gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub gate: u32,
+    /// `None`: no given environment decides this gate.
+    pub done: Option<bool>,
+    pub why: String,
+}
+
+/// The newest check report's verdict of a gate, per environment the gate applies to.
+pub fn decide(config: &Config, newest: &[(String, Option<history::CheckView>)]) -> Vec<Decision> {
+    config
+        .gates
+        .iter()
+        .map(|gate| {
+            let mut reasons = Vec::new();
+            let mut done = None;
+            for (env_name, report) in newest {
+                let Ok(env) = config.environment(env_name) else {
+                    continue;
+                };
+                if !gate.applies_to(env.gate_name()) {
+                    continue;
+                }
+                let verdict = report.as_ref().map(|r| {
+                    let v = r
+                        .gates
+                        .iter()
+                        .find(|g| g.gate == gate.number)
+                        .map_or("absent", |g| g.verdict.as_str());
+                    (v.to_string(), r.started_at.clone())
+                });
+                let passes = matches!(&verdict, Some((v, _)) if v == "pass");
+                done = Some(done.unwrap_or(true) && passes);
+                reasons.push(match verdict {
+                    Some((v, at)) => format!("{env_name} {v} ({at})"),
+                    None => format!("{env_name} has no check report"),
+                });
+            }
+            let why = if reasons.is_empty() {
+                "no given environment applies; marker kept".to_string()
+            } else {
+                reasons.join(", ")
+            };
+            Decision {
+                gate: gate.number,
+                done,
+                why,
+            }
+        })
+        .collect()
+}
+
+fn is_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+pub fn run(config: &Config, args: AdrArgs) -> Result<u8, AppError> {
+    let mut newest = Vec::new();
+    for name in &args.envs {
+        config.environment(name).map_err(AppError::Usage)?;
+        let found = history::read(&args.reports, name).map_err(AppError::Usage)?;
+        for err in &found.unreadable {
+            eprintln!("warning: {err}");
+        }
+        newest.push((name.clone(), found.checks.last().map(|(_, c)| c.clone())));
+    }
+    let file = &args.update;
+    let text = std::fs::read_to_string(file).map_err(|e| AppError::Write {
+        path: file.clone(),
+        message: format!("cannot read: {e}"),
+    })?;
+    let doc = Document::parse(file, &text).map_err(AppError::Usage)?;
+    let expected: Vec<(u32, String, String)> = config
+        .gates
+        .iter()
+        .map(|g| (g.number, g.title.clone(), g.file.display().to_string()))
+        .collect();
+    doc.check_titles(file, &expected).map_err(AppError::Usage)?;
+
+    let decisions = decide(config, &newest);
+    for d in &decisions {
+        let word = match d.done {
+            Some(true) => "done",
+            Some(false) => "open",
+            None => "kept",
+        };
+        eprintln!("gate {} {word}: {}", d.gate, d.why);
+    }
+    let wanted: Vec<Option<bool>> = decisions.iter().map(|d| d.done).collect();
+    let (updated, changes) = doc.update(&wanted);
+    print!("{}", unified_diff(&display(file), &changes));
+    let dry = args.dry_run || (is_ci() && !args.write);
+    if changes.is_empty() {
+        eprintln!("{}: already up to date", file.display());
+    } else if dry {
+        eprintln!(
+            "{}: dry run, not written{}",
+            file.display(),
+            if args.dry_run {
+                ""
+            } else {
+                " (CI is set; pass --write to write)"
+            }
+        );
+    } else {
+        std::fs::write(file, updated).map_err(|e| AppError::Write {
+            path: file.clone(),
+            message: format!("cannot write: {e}"),
+        })?;
+        eprintln!("{}: updated", file.display());
+    }
+    Ok(0)
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}

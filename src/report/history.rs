@@ -1,0 +1,416 @@
+//! `gates history ENV`: what the reports directory remembers about an environment. Per gate,
+//! the verdicts of the last N check runs; per chaos host, the last N chaos runs with each
+//! probe's longest outage and the recovery time, and whether those are getting worse. Nightly
+//! chaos runs are only worth their risk if someone notices recovery creeping up.
+//!
+//! Reading is separate from judging: [`read`] gathers the reports, [`History::of`] is pure.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::chaos_view::{self, ChaosView};
+
+/// The parts of a `gates check` JSON report that history needs.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CheckView {
+    pub environment: String,
+    pub started_at: String,
+    #[serde(default)]
+    pub gates: Vec<GateView>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GateView {
+    pub gate: u32,
+    pub title: String,
+    pub verdict: String,
+}
+
+/// Reports found for one environment, oldest first, and the files that could not be read.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub checks: Vec<(PathBuf, CheckView)>,
+    pub chaos: Vec<(PathBuf, ChaosView)>,
+    pub unreadable: Vec<String>,
+}
+
+/// `20261129T201500Z` after the prefix and before `.json`: the stamp alone, so `lab-production-…`
+/// is not read for `lab` and `.timeline.json` is not read as a report.
+pub fn stamp_of<'a>(name: &'a str, prefix: &str) -> Option<&'a str> {
+    let stamp = name.strip_prefix(prefix)?.strip_suffix(".json")?;
+    let ok = stamp.len() == 16
+        && stamp.ends_with('Z')
+        && stamp.as_bytes()[8] == b'T'
+        && stamp
+            .bytes()
+            .enumerate()
+            .all(|(i, b)| i == 8 || i == 15 || b.is_ascii_digit());
+    ok.then_some(stamp)
+}
+
+/// Every check and chaos report of `environment` under `dir`, oldest first.
+pub fn read(dir: &Path, environment: &str) -> Result<Found, String> {
+    let entries = fs::read_dir(dir).map_err(|e| {
+        format!(
+            "{}: cannot read the reports directory: {e} (pass --reports DIR)",
+            dir.display()
+        )
+    })?;
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    // The stamp sorts by time; check and chaos files are kept apart below.
+    names.sort_by(|a, b| {
+        let key = |n: &str| {
+            stamp_of(n, &format!("{environment}-"))
+                .or_else(|| stamp_of(n, &format!("chaos-{environment}-")))
+                .map(str::to_string)
+        };
+        key(a).cmp(&key(b)).then(a.cmp(b))
+    });
+    let mut found = Found::default();
+    for name in names {
+        let path = dir.join(&name);
+        if stamp_of(&name, &format!("{environment}-")).is_some() {
+            match chaos_view::parse::<CheckView>(&path) {
+                Ok(view) => found.checks.push((path, view)),
+                Err(err) => found.unreadable.push(err),
+            }
+        } else if stamp_of(&name, &format!("chaos-{environment}-")).is_some() {
+            match chaos_view::parse::<ChaosView>(&path) {
+                Ok(view) => found.chaos.push((path, view)),
+                Err(err) => found.unreadable.push(err),
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Whether the newest value moved away from the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trend {
+    /// Higher than the median of the earlier runs (for outages and recovery: worse).
+    Rising,
+    Falling,
+    Steady,
+    /// Fewer than two runs measured it.
+    TooFew,
+}
+
+impl Trend {
+    pub fn word(self) -> &'static str {
+        match self {
+            Trend::Rising => "rising",
+            Trend::Falling => "falling",
+            Trend::Steady => "steady",
+            Trend::TooFew => "too few runs",
+        }
+    }
+}
+
+/// The newest value against the median of the earlier ones: a change of more than 10 % and
+/// more than half a second is a trend; less is noise at a 500 ms sample interval.
+pub fn trend(values: &[f64]) -> Trend {
+    let Some((newest, earlier)) = values.split_last() else {
+        return Trend::TooFew;
+    };
+    if earlier.is_empty() {
+        return Trend::TooFew;
+    }
+    let mut sorted = earlier.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    let median = if sorted.len() % 2 == 0 {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    };
+    let change = newest - median;
+    if change.abs() <= 0.5 || change.abs() <= 0.1 * median.abs() {
+        Trend::Steady
+    } else if change > 0.0 {
+        Trend::Rising
+    } else {
+        Trend::Falling
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct History {
+    pub environment: String,
+    pub last: usize,
+    pub gates: Vec<GateHistory>,
+    pub chaos: Vec<HostHistory>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GateHistory {
+    pub gate: u32,
+    pub title: String,
+    /// Oldest first.
+    pub results: Vec<GateResult>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GateResult {
+    pub at: String,
+    pub verdict: String,
+    pub file: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostHistory {
+    pub host: String,
+    /// Oldest first.
+    pub runs: Vec<ChaosRun>,
+    /// Per probe, the trend of its longest outage.
+    pub outage_trend: BTreeMap<String, Trend>,
+    pub recovery_trend: Trend,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ChaosRun {
+    pub at: String,
+    pub verdict: String,
+    /// Seconds from the restore until recovery; absent when recovery was not seen.
+    pub recovery_seconds: Option<f64>,
+    /// Per probe: longest and total outage, seconds.
+    pub outages: BTreeMap<String, Outage>,
+    pub file: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Outage {
+    pub longest: f64,
+    pub total: f64,
+}
+
+impl History {
+    /// The last `last` results per gate and per chaos host.
+    pub fn of(environment: &str, found: &Found, last: usize) -> History {
+        let mut gates: BTreeMap<u32, GateHistory> = BTreeMap::new();
+        for (path, check) in &found.checks {
+            for gate in &check.gates {
+                let entry = gates.entry(gate.gate).or_insert_with(|| GateHistory {
+                    gate: gate.gate,
+                    title: gate.title.clone(),
+                    results: Vec::new(),
+                });
+                // The newest report's title wins.
+                entry.title = gate.title.clone();
+                entry.results.push(GateResult {
+                    at: check.started_at.clone(),
+                    verdict: gate.verdict.clone(),
+                    file: path.display().to_string(),
+                });
+            }
+        }
+        let mut gates: Vec<GateHistory> = gates.into_values().collect();
+        for gate in &mut gates {
+            keep_last(&mut gate.results, last);
+        }
+
+        let mut hosts: BTreeMap<String, Vec<ChaosRun>> = BTreeMap::new();
+        for (path, report) in &found.chaos {
+            hosts
+                .entry(report.host.clone())
+                .or_default()
+                .push(ChaosRun {
+                    at: report.started_at.clone(),
+                    verdict: report.verdict.clone(),
+                    recovery_seconds: report.recovery_seconds(),
+                    outages: report
+                        .probes
+                        .iter()
+                        .map(|p| {
+                            (
+                                p.probe.clone(),
+                                Outage {
+                                    longest: p.longest,
+                                    total: p.total,
+                                },
+                            )
+                        })
+                        .collect(),
+                    file: path.display().to_string(),
+                });
+        }
+        let chaos = hosts
+            .into_iter()
+            .map(|(host, mut runs)| {
+                keep_last(&mut runs, last);
+                let probes: Vec<String> = runs
+                    .iter()
+                    .flat_map(|r| r.outages.keys().cloned())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                let outage_trend = probes
+                    .into_iter()
+                    .map(|probe| {
+                        let values: Vec<f64> = runs
+                            .iter()
+                            .filter_map(|r| r.outages.get(&probe).map(|o| o.longest))
+                            .collect();
+                        (probe, trend(&values))
+                    })
+                    .collect();
+                let recoveries: Vec<f64> = runs.iter().filter_map(|r| r.recovery_seconds).collect();
+                HostHistory {
+                    host,
+                    recovery_trend: trend(&recoveries),
+                    outage_trend,
+                    runs,
+                }
+            })
+            .collect();
+        History {
+            environment: environment.to_string(),
+            last,
+            gates,
+            chaos,
+        }
+    }
+
+    pub fn render_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut out = format!(
+            "History of {} (last {} runs, oldest first)\n",
+            self.environment, self.last
+        );
+        if self.gates.is_empty() {
+            out.push_str("\nNo check reports.\n");
+        } else {
+            out.push_str("\nGates:\n");
+            for gate in &self.gates {
+                let verdicts: Vec<&str> = gate.results.iter().map(|r| word(&r.verdict)).collect();
+                let _ = writeln!(
+                    out,
+                    "  gate {}  {}  {}",
+                    gate.gate,
+                    verdicts.join(" "),
+                    gate.title
+                );
+            }
+            if let Some(span) = self
+                .gates
+                .first()
+                .and_then(|g| Some((g.results.first()?.at.clone(), g.results.last()?.at.clone())))
+            {
+                let _ = writeln!(out, "  from {} to {}", span.0, span.1);
+            }
+        }
+        if self.chaos.is_empty() {
+            out.push_str("\nNo chaos reports.\n");
+            return out;
+        }
+        for host in &self.chaos {
+            let probes: Vec<&String> = host.outage_trend.keys().collect();
+            let _ = writeln!(out, "\nChaos on host {}:", host.host);
+            let mut header = format!("  {:<24} {:<6}", "started", "result");
+            for probe in &probes {
+                let _ = write!(header, " {:>12}", shorten(probe));
+            }
+            header.push_str("     recovery");
+            let _ = writeln!(out, "{header}");
+            for run in &host.runs {
+                let mut line = format!("  {:<24} {:<6}", run.at, word(&run.verdict));
+                for probe in &probes {
+                    let cell = run
+                        .outages
+                        .get(*probe)
+                        .map_or("-".to_string(), |o| format!("{:.1}s", o.longest));
+                    let _ = write!(line, " {cell:>12}");
+                }
+                let recovery = run
+                    .recovery_seconds
+                    .map_or("not seen".to_string(), |s| format!("{s:.1}s"));
+                let _ = writeln!(out, "{line} {recovery:>12}");
+            }
+            let trends: Vec<String> = host
+                .outage_trend
+                .iter()
+                .map(|(probe, t)| format!("{probe} outage {}", t.word()))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  trend: recovery {}; {}",
+                host.recovery_trend.word(),
+                trends.join(", ")
+            );
+        }
+        out.push_str("\nOutage columns are each probe's longest outage.\n");
+        out
+    }
+}
+
+fn keep_last<T>(items: &mut Vec<T>, last: usize) {
+    if items.len() > last {
+        items.drain(..items.len() - last);
+    }
+}
+
+fn word(verdict: &str) -> &str {
+    match verdict {
+        "pass" => "pass",
+        "fail" => "FAIL",
+        "error" => "ERROR",
+        "skip" => "skip",
+        other => other,
+    }
+}
+
+/// Probe names such as `ingress::traefik.lab` shortened to fit a column.
+fn shorten(probe: &str) -> String {
+    if probe.chars().count() <= 12 {
+        probe.to_string()
+    } else {
+        let head: String = probe.chars().take(11).collect();
+        format!("{head}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_newest_value_well_above_the_earlier_median_is_rising() {
+        assert_eq!(trend(&[30.0, 31.0, 29.0, 45.0]), Trend::Rising);
+        assert_eq!(trend(&[30.0, 31.0, 29.0, 20.0]), Trend::Falling);
+    }
+
+    #[test]
+    fn small_changes_and_single_runs_are_not_a_trend() {
+        assert_eq!(trend(&[30.0, 31.0, 32.0]), Trend::Steady);
+        assert_eq!(trend(&[0.0, 0.0, 0.4]), Trend::Steady);
+        assert_eq!(trend(&[12.0]), Trend::TooFew);
+        assert_eq!(trend(&[]), Trend::TooFew);
+    }
+
+    #[test]
+    fn only_stamped_json_reports_of_the_environment_itself_count() {
+        assert_eq!(
+            stamp_of("lab-20261129T201500Z.json", "lab-"),
+            Some("20261129T201500Z")
+        );
+        assert_eq!(
+            stamp_of("lab-production-20261129T201500Z.json", "lab-"),
+            None
+        );
+        assert_eq!(
+            stamp_of("chaos-lab-20261129T201500Z.timeline.json", "chaos-lab-"),
+            None
+        );
+        assert_eq!(stamp_of("lab-20261129T201500Z.xml", "lab-"), None);
+    }
+}

@@ -1,0 +1,208 @@
+//! The page of one chaos run: verdict and outcome first, then the timeline, the probes
+//! against their budgets, the trials with their evidence, who took over what, every event,
+//! and the power actions the harness sent.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::timeline::{self, trim};
+use super::{badge, escape, evidence, page};
+use crate::report::chaos_view::{self, ChaosView, TimelineView};
+
+pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        "<header><h1>{} Chaos on {}: host {}</h1>\
+         <p class=\"sub\">{} · {} · gate 4: {}</p></header>",
+        badge(&report.verdict),
+        escape(&report.environment),
+        escape(&report.host),
+        escape(&report.started_at),
+        escape(&report.decision),
+        escape(&report.gate_title),
+    );
+
+    b.push_str("<section><h2>Run</h2><dl class=\"facts\">");
+    let vms: Vec<String> = report
+        .vms
+        .iter()
+        .map(|v| format!("{} {} (node {})", v.vmid, v.name, v.node))
+        .collect();
+    let facts = [
+        ("outcome", report.outcome.clone()),
+        ("host", format!("{} ({})", report.host, report.host_choice)),
+        ("mode", report.mode.clone()),
+        ("VMs stopped", list_or_none(&vms)),
+        ("left running", list_or_none(&report.untouched)),
+        (
+            "sample interval",
+            format!("{}s", trim(report.sample_interval)),
+        ),
+        (
+            "recovery",
+            report
+                .recovery_seconds()
+                .map_or("not seen".to_string(), |s| {
+                    format!("{}s after the restore began", trim(s))
+                }),
+        ),
+        ("started", report.started_at.clone()),
+        ("finished", report.finished_at.clone()),
+    ];
+    for (key, value) in facts {
+        let _ = write!(b, "<dt>{key}</dt><dd>{}</dd>", escape(&value));
+    }
+    b.push_str("</dl></section>");
+
+    b.push_str("<section><h2>Timeline</h2><figure>");
+    b.push_str(&legend());
+    b.push_str(&timeline::svg(report, timeline_view));
+    b.push_str(
+        "<figcaption class=\"sub\">Seconds since the start of the run. Outages run from the \
+         first failed sample to the first good one; unknown means the probe could not tell \
+         (for example, workloads while the API itself was down).</figcaption></figure></section>",
+    );
+
+    b.push_str(
+        "<section><h2>Probes against their budgets</h2><table><thead><tr><th>probe</th>\
+         <th>verdict</th><th class=\"num\">longest</th><th class=\"num\">budget</th>\
+         <th class=\"num\">total</th><th class=\"num\">budget</th><th class=\"num\">unknown</th>\
+         <th class=\"num\">outages</th><th class=\"num\">samples</th></tr></thead><tbody>",
+    );
+    for p in &report.probes {
+        let over = |value: f64, budget: f64| {
+            if value > budget {
+                format!("<td class=\"num over\">{}s</td>", trim(value))
+            } else {
+                format!("<td class=\"num\">{}s</td>", trim(value))
+            }
+        };
+        let _ = write!(
+            b,
+            "<tr data-probe=\"{}\"><td>{}</td><td>{}</td>{}<td class=\"num\">{}s</td>{}\
+             <td class=\"num\">{}s</td><td class=\"num\">{}s</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td></tr>",
+            escape(&p.probe),
+            escape(&p.probe),
+            badge(p.verdict()),
+            over(p.longest, p.budget_longest),
+            trim(p.budget_longest),
+            over(p.total, p.budget_total),
+            trim(p.budget_total),
+            trim(p.unknown_total()),
+            p.outages.len(),
+            p.samples
+        );
+    }
+    b.push_str("</tbody></table></section>");
+
+    b.push_str("<section><h2>Trials</h2><table><thead><tr><th>trial</th><th>verdict</th><th>what it found</th></tr></thead><tbody>");
+    for t in &report.trials {
+        let _ = write!(
+            b,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}{}</td></tr>",
+            escape(&t.name),
+            badge(&t.verdict),
+            escape(&t.summary),
+            evidence(&t.verdict, &t.evidence, &t.warnings)
+        );
+    }
+    b.push_str("</tbody></table></section>");
+
+    b.push_str("<section><h2>Handovers</h2>");
+    if report.handovers.is_empty() {
+        b.push_str("<p>No API VIP, L2 lease or etcd leader changed hands.</p>");
+    } else {
+        b.push_str("<table><thead><tr><th class=\"num\">at</th><th>what</th><th>of</th><th>change</th></tr></thead><tbody>");
+        for e in &report.handovers {
+            let _ = write!(
+                b,
+                "<tr><td class=\"num\">{}s</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                trim(e.at),
+                escape(&e.kind),
+                escape(&e.subject),
+                escape(&e.detail)
+            );
+        }
+        b.push_str("</tbody></table>");
+    }
+    b.push_str("</section>");
+
+    if !timeline_view.events.is_empty() {
+        b.push_str("<section><h2>Events</h2><details><summary>every event on the timeline</summary><table><thead><tr><th class=\"num\">at</th><th>event</th><th>subject</th><th>detail</th></tr></thead><tbody>");
+        for e in &timeline_view.events {
+            let _ = write!(
+                b,
+                "<tr><td class=\"num\">{:.1}s</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                e.at,
+                escape(&e.kind),
+                escape(&e.subject),
+                escape(&e.detail)
+            );
+        }
+        b.push_str("</tbody></table></details></section>");
+    }
+
+    if !report.power_actions.is_empty() {
+        b.push_str("<section><h2>Power actions</h2><table><thead><tr><th>action</th><th>VM</th><th>host</th><th>result</th></tr></thead><tbody>");
+        for a in &report.power_actions {
+            let _ = write!(
+                b,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&a.action),
+                a.vmid.map(|v| v.to_string()).unwrap_or_default(),
+                escape(&a.host),
+                escape(&a.result)
+            );
+        }
+        b.push_str("</tbody></table></section>");
+    }
+    b.push_str("<footer>Written by gates from the run's JSON report and timeline.</footer>");
+    page(
+        &format!(
+            "gates chaos {} {}: {}",
+            report.environment, report.host, report.verdict
+        ),
+        &b,
+    )
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn legend() -> String {
+    // The hatch pattern is the timeline's own (`#unknown-hatch`): one definition per page.
+    let swatch =
+        |body: &str| format!("<svg width=\"22\" height=\"12\" aria-hidden=\"true\">{body}</svg>");
+    format!(
+        "<div class=\"legend\"><span>{}sampled, up</span><span>{}down (outage)</span>\
+         <span>{}unknown</span><span>{}fault</span><span>{}restore</span><span>{}recovered</span></div>",
+        swatch("<rect width=\"22\" height=\"12\" fill=\"#e3f3ec\" stroke=\"#009E73\"/>"),
+        swatch("<rect width=\"22\" height=\"12\" fill=\"#D55E00\"/>"),
+        swatch(
+            "<rect width=\"22\" height=\"12\" fill=\"url(#unknown-hatch)\" stroke=\"#767676\"/>"
+        ),
+        swatch("<line x1=\"11\" y1=\"0\" x2=\"11\" y2=\"12\" stroke=\"#000\" stroke-width=\"2\"/>"),
+        swatch(
+            "<line x1=\"11\" y1=\"0\" x2=\"11\" y2=\"12\" stroke=\"#0072B2\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/>"
+        ),
+        swatch(
+            "<line x1=\"11\" y1=\"0\" x2=\"11\" y2=\"12\" stroke=\"#009E73\" stroke-width=\"2\" stroke-dasharray=\"2 2\"/>"
+        ),
+    )
+}
+
+/// Write `<stem>.html` from the `.json` and `.timeline.json` the chaos step wrote beside it.
+pub fn write_beside(stem: &Path) -> Result<PathBuf, String> {
+    let (report, timeline_view) = chaos_view::read(stem)?;
+    let path = stem.with_extension("html");
+    std::fs::write(&path, render(&report, &timeline_view))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}

@@ -1,0 +1,84 @@
+//! Where a run's metrics go: the `--metrics` file and the `--pushgateway` group. For a chaos
+//! run they are drawn from the JSON report the run just wrote, found by its timestamp, so the
+//! chaos step itself needs no hook for them.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+use super::chaos_view;
+use super::history::stamp_of;
+use crate::cli::MetricsArgs;
+
+/// Write and push `text` as `--metrics`/`--pushgateway` ask; says on stderr what it did.
+pub async fn emit(
+    args: &MetricsArgs,
+    command: &str,
+    environment: &str,
+    text: &str,
+) -> Result<(), String> {
+    if let Some(path) = &args.metrics {
+        write_atomically(path, text)?;
+        eprintln!("metrics: {}", path.display());
+    }
+    if let Some(url) = &args.pushgateway {
+        super::pushgateway::push(
+            url,
+            &[
+                ("job", "gates"),
+                ("environment", environment),
+                ("command", command),
+            ],
+            text.to_string(),
+        )
+        .await?;
+        eprintln!("metrics pushed: {url}");
+    }
+    Ok(())
+}
+
+/// The textfile collector may read at any moment: write beside, then rename over.
+fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    fs::write(&tmp, text).map_err(|e| format!("{}: cannot write: {e}", tmp.display()))?;
+    fs::rename(&tmp, path).map_err(|e| format!("{}: cannot write: {e}", path.display()))
+}
+
+/// The stem of the chaos report of `environment` written at or after `since`, if any.
+pub fn chaos_report_since(dir: &Path, environment: &str, since: DateTime<Utc>) -> Option<PathBuf> {
+    let prefix = format!("chaos-{environment}-");
+    let floor = since.format("%Y%m%dT%H%M%SZ").to_string();
+    let newest = fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter_map(|name| stamp_of(&name, &prefix).map(str::to_string))
+        .filter(|stamp| *stamp >= floor)
+        .max()?;
+    Some(dir.join(format!("{prefix}{newest}")))
+}
+
+/// Metrics of the chaos run that wrote its report since `since`; none when it wrote none
+/// (a dry run, or refused before the plan).
+pub async fn after_chaos(
+    args: &MetricsArgs,
+    reports: &Path,
+    environment: &str,
+    since: DateTime<Utc>,
+) -> Result<(), String> {
+    if args.metrics.is_none() && args.pushgateway.is_none() {
+        return Ok(());
+    }
+    let Some(stem) = chaos_report_since(reports, environment, since) else {
+        eprintln!("metrics: none, the run wrote no chaos report");
+        return Ok(());
+    };
+    let (report, _) = chaos_view::read(&stem)?;
+    emit(args, "chaos", environment, &super::metrics::chaos(&report)).await
+}
