@@ -211,7 +211,13 @@ pub fn unified_diff(file: &str, changes: &[Change]) -> String {
     if changes.is_empty() {
         return String::new();
     }
-    let mut out = format!("--- a/{file}\n+++ b/{file}\n");
+    // A relative path gets git's a/ and b/ prefixes (`git apply`, `patch -p1`); an absolute
+    // one is shown as it is.
+    let mut out = if file.starts_with('/') {
+        format!("--- {file}\n+++ {file}\n")
+    } else {
+        format!("--- a/{file}\n+++ b/{file}\n")
+    };
     for c in changes {
         out.push_str(&format!(
             "@@ -{0},1 +{0},1 @@\n-{1}\n+{2}\n",

@@ -1,7 +1,8 @@
 //! `gates adr ENV... --update FILE`: keep the ADR's own account of its rollout true. Each
-//! gate is done when the newest check report of every given environment it applies to says
-//! it passes, open when any says otherwise or has no report; a gate that applies to none of
-//! the given environments keeps its marker. The Rollout field then counts the done gates.
+//! gate is done when, for every environment it must hold in, the newest check report of the
+//! given environment standing for it (itself, or one checked `like` it) says it passes; open
+//! when one says otherwise or has no report; a gate needing an environment that was not given
+//! keeps its marker. The Rollout field then counts the done gates.
 //! Only those words change; the diff is printed, and in CI (or with `--dry-run`) nothing is
 //! written unless `--write` is given.
 
@@ -11,7 +12,7 @@ use std::path::Path;
 
 use crate::app::AppError;
 use crate::cli::AdrArgs;
-use crate::config::Config;
+use crate::config::{Config, EnvironmentSet, Gate};
 use crate::report::history;
 use document::{Document, unified_diff};
 
@@ -24,40 +25,65 @@ pub struct Decision {
     pub why: String,
 }
 
-/// The newest check report's verdict of a gate, per environment the gate applies to.
+/// The environments a gate must be shown in: those its file names, and for `all`, every
+/// environment any gate of the decision names (for ADR 007: staging and production).
+fn required(config: &Config, gate: &Gate) -> Vec<String> {
+    let mut names: Vec<String> = match &gate.environments {
+        EnvironmentSet::Only(names) => names.clone(),
+        EnvironmentSet::All => config
+            .gates
+            .iter()
+            .flat_map(|g| match &g.environments {
+                EnvironmentSet::Only(names) => names.clone(),
+                EnvironmentSet::All => Vec::new(),
+            })
+            .collect(),
+    };
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Per gate: done when every environment it must be shown in has a given environment (itself
+/// or one checked `like` it) whose newest check report passes the gate; open when one of
+/// them does not pass or has no report; undecided (marker kept) when one is not given.
 pub fn decide(config: &Config, newest: &[(String, Option<history::CheckView>)]) -> Vec<Decision> {
     config
         .gates
         .iter()
         .map(|gate| {
             let mut reasons = Vec::new();
-            let mut done = None;
-            for (env_name, report) in newest {
-                let Ok(env) = config.environment(env_name) else {
-                    continue;
-                };
-                if !gate.applies_to(env.gate_name()) {
+            let mut missing = Vec::new();
+            let mut all_pass = true;
+            for name in required(config, gate) {
+                let covering: Vec<_> = newest
+                    .iter()
+                    .filter(|(env, _)| config.environment(env).is_ok_and(|e| e.gate_name() == name))
+                    .collect();
+                if covering.is_empty() {
+                    missing.push(name);
                     continue;
                 }
-                let verdict = report.as_ref().map(|r| {
-                    let v = r
-                        .gates
-                        .iter()
-                        .find(|g| g.gate == gate.number)
-                        .map_or("absent", |g| g.verdict.as_str());
-                    (v.to_string(), r.started_at.clone())
-                });
-                let passes = matches!(&verdict, Some((v, _)) if v == "pass");
-                done = Some(done.unwrap_or(true) && passes);
-                reasons.push(match verdict {
-                    Some((v, at)) => format!("{env_name} {v} ({at})"),
-                    None => format!("{env_name} has no check report"),
-                });
+                for (env, report) in covering {
+                    let verdict = report.as_ref().map(|r| {
+                        let v = r
+                            .gates
+                            .iter()
+                            .find(|g| g.gate == gate.number)
+                            .map_or("absent", |g| g.verdict.as_str());
+                        (v.to_string(), r.started_at.clone())
+                    });
+                    all_pass &= matches!(&verdict, Some((v, _)) if v == "pass");
+                    reasons.push(match verdict {
+                        Some((v, at)) => format!("{env} {v} ({at})"),
+                        None => format!("{env} has no check report"),
+                    });
+                }
             }
-            let why = if reasons.is_empty() {
-                "no given environment applies; marker kept".to_string()
+            let (done, why) = if missing.is_empty() {
+                (Some(all_pass), reasons.join(", "))
             } else {
-                reasons.join(", ")
+                (None, format!("no report given for {}", missing.join(", ")))
             };
             Decision {
                 gate: gate.number,

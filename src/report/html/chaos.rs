@@ -55,7 +55,7 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
     }
     b.push_str("</dl></section>");
 
-    b.push_str("<section><h2>Timeline</h2><figure>");
+    b.push_str("<section id=\"timeline\"><h2>Timeline</h2><figure>");
     b.push_str(&legend());
     b.push_str(&timeline::svg(report, timeline_view));
     b.push_str(
