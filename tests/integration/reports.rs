@@ -373,10 +373,11 @@ fn the_captured_demo_runs_timeline_renders_every_lane_and_interval_and_is_screen
     let dir = tempfile::tempdir().unwrap();
     let (html, report) = fixture_chaos_html(dir.path());
     assert_timeline_rendered(&html, &report);
-    // The README's picture comes from here (`cp target/report-screenshots/… docs/`).
+    // Kept for people to look at; the README's picture is of this page (`#timeline`).
     let out = root().join("target/report-screenshots");
     std::fs::create_dir_all(&out).unwrap();
-    screenshot(&html, &out.join("chaos-timeline.png"), "1100,1150");
+    screenshot(&html, &out.join("chaos-page.png"), "1100,1150");
+    std::fs::copy(&html, out.join("chaos-lab.html")).unwrap();
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<title>gates chaos lab pve1: pass</title>"));
     assert!(
