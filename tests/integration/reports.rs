@@ -378,6 +378,21 @@ fn the_captured_demo_runs_timeline_renders_every_lane_and_interval_and_is_screen
     std::fs::create_dir_all(&out).unwrap();
     screenshot(&html, &out.join("chaos-page.png"), "1100,1150");
     std::fs::copy(&html, out.join("chaos-lab.html")).unwrap();
+    // Printed: Chromium's print path lays the page out for paper (the print style) as a PDF.
+    let profile = tempfile::tempdir().unwrap();
+    let pdf = dir.path().join("chaos.pdf");
+    let mut cmd = browser(profile.path());
+    cmd.arg(format!("--print-to-pdf={}", pdf.display()))
+        .arg("--no-pdf-header-footer")
+        .arg(format!("file://{}", html.display()));
+    let printed = bounded(cmd, Duration::from_secs(120));
+    assert!(printed.status.success(), "{}", stderr(&printed));
+    let bytes = std::fs::read(&pdf).unwrap();
+    assert!(
+        bytes.starts_with(b"%PDF") && bytes.len() > 20_000,
+        "{} bytes",
+        bytes.len()
+    );
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<title>gates chaos lab pve1: pass</title>"));
     assert!(
