@@ -90,13 +90,14 @@ fn browser(profile: &Path) -> Command {
 }
 
 /// Measures every interval, event and mark as the browser laid them out: its size, and
-/// whether a hit test at its centre finds it (it is painted, on top, in the viewport).
+/// whether a hit test across its middle finds it (it is painted, on top, in the viewport).
 const MEASURE: &str = r#"<script>
 for (const el of document.querySelectorAll('rect.outage, rect.unknown, circle.event, g.mark line')) {
   const r = el.getBoundingClientRect();
   el.setAttribute('data-rendered', r.width.toFixed(1) + 'x' + r.height.toFixed(1));
-  const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-  el.setAttribute('data-hit', hit && (hit === el || el.contains(hit) || hit.closest('g.mark') === el.parentNode) ? 'self' : (hit ? hit.tagName : 'none'));
+  const hits = [0.1, 0.3, 0.5, 0.7, 0.9].map(f => document.elementFromPoint(r.left + r.width * f, r.top + r.height / 2));
+  const own = hits.some(h => h && (h === el || el.contains(h)));
+  el.setAttribute('data-hit', own ? 'self' : hits.map(h => h ? h.tagName : 'none').join(','));
 }
 document.body.setAttribute('data-measured', 'yes');
 </script>"#;

@@ -119,6 +119,8 @@ svg.timeline .sampled { fill: #e3f3ec; stroke: none; }
 svg.timeline .outage { fill: var(--fail); }
 svg.timeline .unknown { fill: url(#unknown-hatch); stroke: #767676; stroke-width: .5; }
 svg.timeline .grid { stroke: #e2e2e2; stroke-width: 1; }
+/* Marks and grid lines let the pointer through to the intervals and their tooltips. */
+svg.timeline .grid, svg.timeline .mark { pointer-events: none; }
 svg.timeline .mark line { stroke-width: 2; }
 svg.timeline .mark.fault line { stroke: var(--fault); }
 svg.timeline .mark.restore line { stroke: var(--restore); stroke-dasharray: 6 3; }
