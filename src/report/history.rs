@@ -314,32 +314,35 @@ impl History {
             return out;
         }
         for host in &self.chaos {
-            let probes: Vec<&String> = host.outage_trend.keys().collect();
+            let families = families(host);
             let _ = writeln!(out, "\nChaos on host {}:", host.host);
             let mut header = format!("  {:<24} {:<6}", "started", "result");
-            for probe in &probes {
-                let _ = write!(header, " {:>12}", shorten(probe));
+            for family in &families {
+                let _ = write!(header, " {family:>10}");
             }
-            header.push_str("     recovery");
-            let _ = writeln!(out, "{header}");
+            let _ = writeln!(out, "{header} {:>10}", "recovery");
             for run in &host.runs {
                 let mut line = format!("  {:<24} {:<6}", run.at, word(&run.verdict));
-                for probe in &probes {
-                    let cell = run
-                        .outages
-                        .get(*probe)
-                        .map_or("-".to_string(), |o| format!("{:.1}s", o.longest));
-                    let _ = write!(line, " {cell:>12}");
+                for family in &families {
+                    let cell =
+                        family_longest(run, family).map_or("-".to_string(), |s| format!("{s:.1}s"));
+                    let _ = write!(line, " {cell:>10}");
                 }
                 let recovery = run
                     .recovery_seconds
                     .map_or("not seen".to_string(), |s| format!("{s:.1}s"));
-                let _ = writeln!(out, "{line} {recovery:>12}");
+                let _ = writeln!(out, "{line} {recovery:>10}");
             }
-            let trends: Vec<String> = host
-                .outage_trend
+            let trends: Vec<String> = families
                 .iter()
-                .map(|(probe, t)| format!("{probe} outage {}", t.word()))
+                .map(|family| {
+                    let values: Vec<f64> = host
+                        .runs
+                        .iter()
+                        .filter_map(|r| family_longest(r, family))
+                        .collect();
+                    format!("{family} outage {}", trend(&values).word())
+                })
                 .collect();
             let _ = writeln!(
                 out,
@@ -348,7 +351,10 @@ impl History {
                 trends.join(", ")
             );
         }
-        out.push_str("\nOutage columns are each probe's longest outage.\n");
+        out.push_str(
+            "\nOutage columns: the longest outage of any probe of that kind (api: the VIP probes, \
+             ingress: every URL, workloads: every controller); --format json has each probe.\n",
+        );
         out
     }
 }
@@ -369,14 +375,32 @@ fn word(verdict: &str) -> &str {
     }
 }
 
-/// Probe names such as `ingress::traefik.lab` shortened to fit a column.
-fn shorten(probe: &str) -> String {
-    if probe.chars().count() <= 12 {
-        probe.to_string()
-    } else {
-        let head: String = probe.chars().take(11).collect();
-        format!("{head}…")
-    }
+/// The kind of a probe, one column in the text: `api-vip-kept-alive` → `api`,
+/// `ingress::whoami.lab` → `ingress`, `workloads::coredns` → `workloads`, `etcd-quorum` → `etcd`.
+fn family(probe: &str) -> &str {
+    let head = probe.split("::").next().unwrap_or(probe);
+    head.split('-').next().unwrap_or(head)
+}
+
+/// The probe kinds a host's runs measured, in a stable order.
+fn families(host: &HostHistory) -> Vec<String> {
+    let mut all: Vec<String> = host
+        .runs
+        .iter()
+        .flat_map(|r| r.outages.keys().map(|p| family(p).to_string()))
+        .collect();
+    all.sort();
+    all.dedup();
+    all
+}
+
+/// The longest outage of any probe of a kind in one run.
+fn family_longest(run: &ChaosRun, kind: &str) -> Option<f64> {
+    run.outages
+        .iter()
+        .filter(|(probe, _)| family(probe) == kind)
+        .map(|(_, o)| o.longest)
+        .reduce(f64::max)
 }
 
 #[cfg(test)]
@@ -395,6 +419,14 @@ mod tests {
         assert_eq!(trend(&[0.0, 0.0, 0.4]), Trend::Steady);
         assert_eq!(trend(&[12.0]), Trend::TooFew);
         assert_eq!(trend(&[]), Trend::TooFew);
+    }
+
+    #[test]
+    fn probes_group_into_kinds_for_the_text_columns() {
+        assert_eq!(family("api-vip-kept-alive"), "api");
+        assert_eq!(family("ingress::whoami.lab.internal"), "ingress");
+        assert_eq!(family("workloads::longhorn-csi-attacher"), "workloads");
+        assert_eq!(family("etcd-quorum"), "etcd");
     }
 
     #[test]

@@ -636,7 +636,7 @@ fn history_shows_the_last_runs_per_gate_and_host_with_a_rising_recovery() {
     assert_eq!(out.status.code(), Some(0), "{o}{}", stderr(&out));
     assert!(o.contains("Chaos on host pve1:"), "{o}");
     assert!(o.contains("trend: recovery rising;"), "{o}");
-    assert!(o.contains("api-vip-new-connection outage steady"), "{o}");
+    assert!(o.contains("api outage steady"), "{o}");
     assert!(!o.contains("2026-11-21T02:30"), "only the last 3 runs: {o}");
     assert!(o.contains("  gate 1  pass  Staging runs three"), "{o}");
     assert!(

@@ -206,3 +206,46 @@ pub fn write_beside(stem: &Path) -> Result<PathBuf, String> {
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chaos report with one probe whose longest outage is `longest` against a 2 s budget.
+    fn report_with_api_outage(longest: f64) -> ChaosView {
+        serde_json::from_value(serde_json::json!({
+            "environment": "lab", "host": "pve2", "started_at": "2026-12-01T02:30:00.000Z",
+            "verdict": if longest > 2.0 { "fail" } else { "pass" },
+            "moments": {"fault": 1.0, "restore": 20.0},
+            "probes": [{
+                "probe": "api", "samples": 40, "outages": [{"start": 2.0, "end": 2.0 + longest}],
+                "longest": longest, "total": longest, "budget_longest": 2.0, "budget_total": 3.0,
+                "finding": {"verdict": if longest > 2.0 { "fail" } else { "pass" }, "summary": "api"}
+            }]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_outage_over_its_budget_is_marked_in_words_and_style() {
+        let page = render(&report_with_api_outage(4.5), &TimelineView::default());
+        assert!(page.contains("<td class=\"num over\">4.5s</td>"), "{page}");
+        assert!(page.contains("<span class=\"badge fail\">FAIL</span>"));
+        let within = render(&report_with_api_outage(1.5), &TimelineView::default());
+        assert!(!within.contains("class=\"num over\""));
+    }
+
+    #[test]
+    fn without_a_timeline_file_the_lanes_still_show_the_reports_intervals() {
+        let page = render(&report_with_api_outage(4.5), &TimelineView::default());
+        assert!(
+            page.contains("data-start=\"2.000\" data-end=\"6.500\""),
+            "{page}"
+        );
+        assert!(
+            !page.contains("class=\"sampled\""),
+            "no samples, no sampled span"
+        );
+        assert!(page.contains("recovery</dt><dd>not seen</dd>"));
+    }
+}
