@@ -7,6 +7,7 @@ pub mod cli;
 pub mod collect;
 pub mod config;
 pub mod demo;
+pub mod repo;
 pub mod report;
 pub mod runner;
 
