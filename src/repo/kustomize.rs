@@ -568,7 +568,7 @@ mod tests {
             "resources: []\nconfigMapGenerator:\n  - name: x\n",
         )]);
         let err = render(dir.path(), "env").unwrap_err();
-        assert!(err.to_string().starts_with("env/kustomization.yaml:3"), "{err}");
+        assert!(err.to_string().starts_with("env/kustomization.yaml:2"), "{err}");
         assert!(err.message.contains("configMapGenerator"), "{err}");
         let dir = repo(&[(
             "env/kustomization.yaml",

@@ -288,6 +288,14 @@ impl MarkedEventReceiver for Builder<'_> {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
                 let plain = matches!(style, TScalarStyle::Plain) && tag.is_none();
+                // A block scalar is marked where its content starts; its place is the line of
+                // its `|` or `>` indicator, so embedded YAML's line k is that line plus k.
+                let site = match style {
+                    TScalarStyle::Literal | TScalarStyle::Folded => {
+                        Site::new(self.file, site.line.saturating_sub(1).max(1))
+                    }
+                    _ => site,
+                };
                 let value = if plain && matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL")
                 {
                     Value::Null
