@@ -32,25 +32,29 @@ impl Layout {
                 .map(|name| (name.clone(), format!("clusters/{name}")))
                 .collect();
         }
-        let terraform = spec
-            .terraform
-            .clone()
-            .or_else(|| root.join("terraform").is_dir().then(|| "terraform".to_string()));
+        let terraform = spec.terraform.clone().or_else(|| {
+            root.join("terraform")
+                .is_dir()
+                .then(|| "terraform".to_string())
+        });
         let mut tfvars = BTreeMap::new();
         let mut talos = BTreeMap::new();
         for env in kubernetes.keys() {
             let given = spec.tfvars.get(env).cloned().or_else(|| {
                 let tf = terraform.as_deref()?;
-                [format!("{tf}/environments/{env}.tfvars"), format!("{tf}/{env}.tfvars")]
-                    .into_iter()
-                    .find(|f| root.join(f).is_file())
+                [
+                    format!("{tf}/environments/{env}.tfvars"),
+                    format!("{tf}/{env}.tfvars"),
+                ]
+                .into_iter()
+                .find(|f| root.join(f).is_file())
             });
             tfvars.extend(given.map(|f| (env.clone(), f)));
-            let patches = spec
-                .talos
-                .get(env)
-                .cloned()
-                .or_else(|| root.join(format!("talos/{env}")).is_dir().then(|| format!("talos/{env}")));
+            let patches = spec.talos.get(env).cloned().or_else(|| {
+                root.join(format!("talos/{env}"))
+                    .is_dir()
+                    .then(|| format!("talos/{env}"))
+            });
             talos.extend(patches.map(|d| (env.clone(), d)));
         }
         Layout {
@@ -122,8 +126,16 @@ impl DeclaredEnv {
     /// The declared nodes, or why they cannot be known.
     pub fn nodes(&self) -> Result<Vec<DeclaredNode<'_>>, NodesUnknown> {
         let tf = match &self.terraform {
-            None => return Err(NodesUnknown::NotDeclared("the repository has no Terraform directory, so no VMs are declared".to_string())),
-            Some(Err(err)) => return Err(NodesUnknown::Unreadable(format!("the Terraform cannot be read: {err}"))),
+            None => {
+                return Err(NodesUnknown::NotDeclared(
+                    "the repository has no Terraform directory, so no VMs are declared".to_string(),
+                ));
+            }
+            Some(Err(err)) => {
+                return Err(NodesUnknown::Unreadable(format!(
+                    "the Terraform cannot be read: {err}"
+                )));
+            }
             Some(Ok(tf)) => tf,
         };
         if !tf.unread_modules.is_empty() {
@@ -177,7 +189,10 @@ pub fn load(root: &Path, layout: &Layout) -> Declared {
                 Some(Ok(tf)) => tf.vms.iter().map(|vm| vm.name().to_string()).collect(),
                 _ => Vec::new(),
             };
-            let talos = layout.talos.get(name).map(|dir| talos::load(root, dir, &nodes));
+            let talos = layout
+                .talos
+                .get(name)
+                .map(|dir| talos::load(root, dir, &nodes));
             let env = DeclaredEnv {
                 name: name.clone(),
                 manifests: flux::render(root, entry),

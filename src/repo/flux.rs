@@ -58,7 +58,10 @@ pub fn render(repo: &Path, entry: &str) -> Result<Manifests, RepoError> {
     let mut seen = BTreeSet::new();
     let entry = kustomize::resolve("", entry, &Site::new(entry, 0))?;
     if !repo.join(&entry).is_dir() {
-        return Err(RepoError::file(&entry, "the environment's entry directory does not exist"));
+        return Err(RepoError::file(
+            &entry,
+            "the environment's entry directory does not exist",
+        ));
     }
     seen.insert(entry.clone());
     let first = kustomize::autodetect(repo, &entry)?;
@@ -79,7 +82,8 @@ pub fn render(repo: &Path, entry: &str) -> Result<Manifests, RepoError> {
         .iter()
         .filter(|o| {
             o.get_str(&["kind"]) == Some("HelmRelease")
-                && o.get_str(&["apiVersion"]).is_some_and(|a| a.starts_with(HELM_RELEASE))
+                && o.get_str(&["apiVersion"])
+                    .is_some_and(|a| a.starts_with(HELM_RELEASE))
         })
         .map(|o| helm_release(o, &out.objects))
         .collect();
@@ -101,7 +105,9 @@ fn follow(
     notes: &mut Vec<String>,
 ) -> Result<Option<Rendered>, RepoError> {
     let name = ks.get_str(&["metadata", "name"]).unwrap_or("?");
-    let source_kind = ks.get_str(&["spec", "sourceRef", "kind"]).unwrap_or("GitRepository");
+    let source_kind = ks
+        .get_str(&["spec", "sourceRef", "kind"])
+        .unwrap_or("GitRepository");
     let source_name = ks.get_str(&["spec", "sourceRef", "name"]).unwrap_or("?");
     if source_kind != "GitRepository" || source_name != "flux-system" {
         notes.push(format!(
@@ -114,7 +120,9 @@ fn follow(
         if let Some(node) = ks.get(&["spec", refused]) {
             return Err(RepoError::new(
                 node.site.clone(),
-                format!("Flux Kustomization {name}: `spec.{refused}` changes the manifests in ways gates does not evaluate"),
+                format!(
+                    "Flux Kustomization {name}: `spec.{refused}` changes the manifests in ways gates does not evaluate"
+                ),
             ));
         }
     }
@@ -128,8 +136,13 @@ fn follow(
         return Ok(None);
     }
     if !repo.join(&dir).is_dir() {
-        let site = path.map(|p| p.site.clone()).unwrap_or_else(|| ks.site.clone());
-        return Err(RepoError::new(site, format!("Flux Kustomization {name}: path `{dir}` does not exist")));
+        let site = path
+            .map(|p| p.site.clone())
+            .unwrap_or_else(|| ks.site.clone());
+        return Err(RepoError::new(
+            site,
+            format!("Flux Kustomization {name}: path `{dir}` does not exist"),
+        ));
     }
     let mut rendered = kustomize::autodetect(repo, &dir)?;
     if let Some(patches) = ks.get(&["spec", "patches"]).and_then(Node::as_seq) {
@@ -138,17 +151,29 @@ fn follow(
         }
     }
     if let Some(ns) = ks.get(&["spec", "targetNamespace"]) {
-        kustomize::set_namespace(&mut rendered.objects, ns.as_str().unwrap_or_default(), &ns.site);
+        kustomize::set_namespace(
+            &mut rendered.objects,
+            ns.as_str().unwrap_or_default(),
+            &ns.site,
+        );
     }
     Ok(Some(rendered))
 }
 
 fn helm_release(hr: &Node, objects: &[Node]) -> HelmRelease {
-    let namespace = hr.get_str(&["metadata", "namespace"]).unwrap_or("default").to_string();
+    let namespace = hr
+        .get_str(&["metadata", "namespace"])
+        .unwrap_or("default")
+        .to_string();
     let name = hr.get_str(&["metadata", "name"]).unwrap_or("?").to_string();
     HelmRelease {
-        chart: hr.get_str(&["spec", "chart", "spec", "chart"]).map(str::to_string),
-        site: hr.get(&["metadata", "name"]).map(|n| n.site.clone()).unwrap_or_else(|| hr.site.clone()),
+        chart: hr
+            .get_str(&["spec", "chart", "spec", "chart"])
+            .map(str::to_string),
+        site: hr
+            .get(&["metadata", "name"])
+            .map(|n| n.site.clone())
+            .unwrap_or_else(|| hr.site.clone()),
         values: values(hr, &namespace, objects),
         namespace,
         name,
@@ -157,13 +182,23 @@ fn helm_release(hr: &Node, objects: &[Node]) -> HelmRelease {
 
 fn values(hr: &Node, namespace: &str, objects: &[Node]) -> Result<Node, RepoError> {
     let mut merged = Node::new(Value::Map(Vec::new()), hr.site.clone());
-    for source in hr.get(&["spec", "valuesFrom"]).and_then(Node::as_seq).unwrap_or_default() {
+    for source in hr
+        .get(&["spec", "valuesFrom"])
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+    {
         let kind = source.get_str(&["kind"]).unwrap_or_default();
         let name = source.get_str(&["name"]).unwrap_or_default();
         let key = source.get_str(&["valuesKey"]).unwrap_or("values.yaml");
-        let optional = source.get(&["optional"]).and_then(Node::as_bool).unwrap_or(false);
+        let optional = source
+            .get(&["optional"])
+            .and_then(Node::as_bool)
+            .unwrap_or(false);
         if kind != "ConfigMap" && kind != "Secret" {
-            return Err(RepoError::new(source.site.clone(), format!("valuesFrom kind `{kind}` is not ConfigMap or Secret")));
+            return Err(RepoError::new(
+                source.site.clone(),
+                format!("valuesFrom kind `{kind}` is not ConfigMap or Secret"),
+            ));
         }
         let object = objects.iter().find(|o| {
             o.get_str(&["kind"]) == Some(kind)
@@ -176,21 +211,29 @@ fn values(hr: &Node, namespace: &str, objects: &[Node]) -> Result<Node, RepoErro
             }
             return Err(RepoError::new(
                 source.site.clone(),
-                format!("valuesFrom {kind} {namespace}/{name} is not in the repository (created outside Git?), so the effective values cannot be known"),
+                format!(
+                    "valuesFrom {kind} {namespace}/{name} is not in the repository (created outside Git?), so the effective values cannot be known"
+                ),
             ));
         };
         let Some(part) = value_of(object, kind, key)? else {
             if optional {
                 continue;
             }
-            return Err(RepoError::new(source.site.clone(), format!("{kind} {namespace}/{name} has no key `{key}`")));
+            return Err(RepoError::new(
+                source.site.clone(),
+                format!("{kind} {namespace}/{name} has no key `{key}`"),
+            ));
         };
         match source.get_str(&["targetPath"]) {
             Some(path) => {
                 let mut wrapped = part;
                 for segment in path.rsplit('.') {
                     if segment.contains('[') || segment.is_empty() {
-                        return Err(RepoError::new(source.site.clone(), format!("targetPath `{path}` with indexes is not evaluated by gates")));
+                        return Err(RepoError::new(
+                            source.site.clone(),
+                            format!("targetPath `{path}` with indexes is not evaluated by gates"),
+                        ));
                     }
                     let site = wrapped.site.clone();
                     wrapped = Node::new(Value::Map(vec![(segment.to_string(), wrapped)]), site);
@@ -208,23 +251,48 @@ fn values(hr: &Node, namespace: &str, objects: &[Node]) -> Result<Node, RepoErro
 
 /// The values document under `key` of a ConfigMap (`data`) or Secret (`stringData`, `data`).
 fn value_of(object: &Node, kind: &str, key: &str) -> Result<Option<Node>, RepoError> {
-    let plain = object.get(&["data", key]).filter(|_| kind == "ConfigMap")
-        .or_else(|| object.get(&["stringData", key]).filter(|_| kind == "Secret"));
+    let plain = object
+        .get(&["data", key])
+        .filter(|_| kind == "ConfigMap")
+        .or_else(|| {
+            object
+                .get(&["stringData", key])
+                .filter(|_| kind == "Secret")
+        });
     if let Some(text) = plain {
-        let docs = yaml::parse_shifted(&text.site.file, text.as_str().unwrap_or_default(), text.site.line)?;
-        return Ok(Some(docs.into_iter().next().unwrap_or_else(|| Node::new(Value::Map(Vec::new()), text.site.clone()))));
+        let docs = yaml::parse_shifted(
+            &text.site.file,
+            text.as_str().unwrap_or_default(),
+            text.site.line,
+        )?;
+        return Ok(Some(docs.into_iter().next().unwrap_or_else(|| {
+            Node::new(Value::Map(Vec::new()), text.site.clone())
+        })));
     }
     if kind == "Secret"
         && let Some(encoded) = object.get(&["data", key])
     {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(encoded.as_str().unwrap_or_default().trim())
-            .map_err(|_| RepoError::new(encoded.site.clone(), format!("Secret data `{key}` is not base64")))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| RepoError::new(encoded.site.clone(), format!("Secret data `{key}` is not UTF-8")))?;
+            .map_err(|_| {
+                RepoError::new(
+                    encoded.site.clone(),
+                    format!("Secret data `{key}` is not base64"),
+                )
+            })?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            RepoError::new(
+                encoded.site.clone(),
+                format!("Secret data `{key}` is not UTF-8"),
+            )
+        })?;
         // Encoded values have no lines of their own: every value points at the key.
-        let docs = yaml::parse(&encoded.site.file, &text)
-            .map_err(|e| RepoError::new(encoded.site.clone(), format!("Secret data `{key}`: {}", e.message)))?;
+        let docs = yaml::parse(&encoded.site.file, &text).map_err(|e| {
+            RepoError::new(
+                encoded.site.clone(),
+                format!("Secret data `{key}`: {}", e.message),
+            )
+        })?;
         return Ok(docs.into_iter().next().map(|mut d| {
             relocate(&mut d, &encoded.site);
             d
@@ -262,7 +330,10 @@ mod tests {
     fn helm_values_come_from_a_configmap_then_the_release_with_their_lines() {
         let dir = repo(&[
             ("clusters/env/infra.yaml", SYNC),
-            ("infra/kustomization.yaml", "namespace: traefik\nresources: [release.yaml, values.yaml]\n"),
+            (
+                "infra/kustomization.yaml",
+                "namespace: traefik\nresources: [release.yaml, values.yaml]\n",
+            ),
             (
                 "infra/release.yaml",
                 "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: traefik}\nspec:\n  chart: {spec: {chart: traefik}}\n  valuesFrom:\n    - kind: ConfigMap\n      name: traefik-values\n  values:\n    deployment: {replicas: 2}\n",
@@ -275,12 +346,20 @@ mod tests {
         let m = render(dir.path(), "clusters/env").unwrap();
         assert_eq!(m.helm_releases.len(), 1);
         let hr = &m.helm_releases[0];
-        assert_eq!((hr.namespace.as_str(), hr.chart.as_deref()), ("traefik", Some("traefik")));
+        assert_eq!(
+            (hr.namespace.as_str(), hr.chart.as_deref()),
+            ("traefik", Some("traefik"))
+        );
         let values = hr.values.as_ref().unwrap();
-        let etp = values.get(&["service", "spec", "externalTrafficPolicy"]).unwrap();
+        let etp = values
+            .get(&["service", "spec", "externalTrafficPolicy"])
+            .unwrap();
         assert_eq!(etp.site.to_string(), "infra/values.yaml:10");
         let replicas = values.get(&["deployment", "replicas"]).unwrap();
-        assert_eq!((replicas.as_i64(), replicas.site.to_string()), (Some(2), "infra/release.yaml:10".to_string()));
+        assert_eq!(
+            (replicas.as_i64(), replicas.site.to_string()),
+            (Some(2), "infra/release.yaml:10".to_string())
+        );
     }
 
     #[test]
@@ -303,16 +382,34 @@ mod tests {
         let other = SYNC.replace("name: flux-system}", "name: vendor}");
         let dir = repo(&[("clusters/env/infra.yaml", &other)]);
         let m = render(dir.path(), "clusters/env").unwrap();
-        assert!(m.notes.iter().any(|n| n.contains("GitRepository/vendor")), "{:?}", m.notes);
+        assert!(
+            m.notes.iter().any(|n| n.contains("GitRepository/vendor")),
+            "{:?}",
+            m.notes
+        );
         let post = format!("{SYNC}  postBuild:\n    substitute: {{a: b}}\n");
-        let dir = repo(&[("clusters/env/infra.yaml", &post), ("infra/a.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n")]);
+        let dir = repo(&[
+            ("clusters/env/infra.yaml", &post),
+            (
+                "infra/a.yaml",
+                "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
+            ),
+        ]);
         let err = render(dir.path(), "clusters/env").unwrap_err();
-        assert!(err.to_string().starts_with("clusters/env/infra.yaml:7"), "{err}");
+        assert!(
+            err.to_string().starts_with("clusters/env/infra.yaml:7"),
+            "{err}"
+        );
     }
 
     #[test]
     fn a_missing_entry_directory_is_an_error_naming_it() {
         let dir = repo(&[]);
-        assert!(render(dir.path(), "clusters/nowhere").unwrap_err().to_string().contains("clusters/nowhere"));
+        assert!(
+            render(dir.path(), "clusters/nowhere")
+                .unwrap_err()
+                .to_string()
+                .contains("clusters/nowhere")
+        );
     }
 }

@@ -77,7 +77,10 @@ fn render_depth(repo: &Path, dir: &str, depth: usize) -> Result<Rendered, RepoEr
     let text = read(repo, &file)?;
     let mut docs = yaml::parse(&file, &text)?;
     if docs.len() != 1 || docs[0].as_map().is_none() {
-        return Err(RepoError::file(&file, "a kustomization must be one YAML mapping"));
+        return Err(RepoError::file(
+            &file,
+            "a kustomization must be one YAML mapping",
+        ));
     }
     let k = docs.remove(0);
     let mut out = Rendered::default();
@@ -89,12 +92,17 @@ fn render_depth(repo: &Path, dir: &str, depth: usize) -> Result<Rendered, RepoEr
             "resources" | "bases" => {
                 for item in list(value, &file, key)? {
                     let Some(path) = item.as_str() else {
-                        return Err(RepoError::new(item.site.clone(), "a resource must be a path"));
+                        return Err(RepoError::new(
+                            item.site.clone(),
+                            "a resource must be a path",
+                        ));
                     };
                     if is_remote(path) {
                         return Err(RepoError::new(
                             item.site.clone(),
-                            format!("remote base `{path}`: gates reads only the repository itself; vendor it or check it where it lives"),
+                            format!(
+                                "remote base `{path}`: gates reads only the repository itself; vendor it or check it where it lives"
+                            ),
                         ));
                     }
                     let rel = resolve(dir, path, &item.site)?;
@@ -120,11 +128,14 @@ fn render_depth(repo: &Path, dir: &str, depth: usize) -> Result<Rendered, RepoEr
             "namespace" => namespace = value.as_str().map(str::to_string),
             other => {
                 if let Some((_, why)) = NOTED.iter().find(|(k, _)| *k == other) {
-                    out.notes.push(format!("{}: `{other}` skipped: {why}", value.site));
+                    out.notes
+                        .push(format!("{}: `{other}` skipped: {why}", value.site));
                 } else {
                     return Err(RepoError::new(
                         value.site.clone(),
-                        format!("Kustomize `{other}` is not evaluated by gates; the trials would read objects it changes or creates, so it is refused rather than guessed"),
+                        format!(
+                            "Kustomize `{other}` is not evaluated by gates; the trials would read objects it changes or creates, so it is refused rather than guessed"
+                        ),
                     ));
                 }
             }
@@ -155,7 +166,10 @@ fn render_depth(repo: &Path, dir: &str, depth: usize) -> Result<Rendered, RepoEr
     if let Some(value) = k.entry("replicas") {
         for item in list(value, &file, "replicas")? {
             let (Some(name), Some(count)) = (item.get(&["name"]), item.get(&["count"])) else {
-                return Err(RepoError::new(item.site.clone(), "a replicas entry needs `name` and `count`"));
+                return Err(RepoError::new(
+                    item.site.clone(),
+                    "a replicas entry needs `name` and `count`",
+                ));
             };
             let mut found = false;
             for object in &mut out.objects {
@@ -168,12 +182,21 @@ fn render_depth(repo: &Path, dir: &str, depth: usize) -> Result<Rendered, RepoEr
                 }
             }
             if !found {
-                return Err(RepoError::new(name.site.clone(), format!("replicas: no Deployment or StatefulSet named `{}`", name.show())));
+                return Err(RepoError::new(
+                    name.site.clone(),
+                    format!(
+                        "replicas: no Deployment or StatefulSet named `{}`",
+                        name.show()
+                    ),
+                ));
             }
         }
     }
     if let Some(ns) = namespace {
-        let site = k.entry("namespace").map(|n| n.site.clone()).unwrap_or_default();
+        let site = k
+            .entry("namespace")
+            .map(|n| n.site.clone())
+            .unwrap_or_default();
         set_namespace(&mut out.objects, &ns, &site);
     }
     Ok(out)
@@ -184,7 +207,11 @@ pub fn set_namespace(objects: &mut [Node], namespace: &str, site: &Site) {
     for object in objects {
         let kind = object.get_str(&["kind"]).unwrap_or_default();
         if !CLUSTER_SCOPED.contains(&kind) {
-            set_path(object, &["metadata", "namespace"], Node::str(namespace, site.clone()));
+            set_path(
+                object,
+                &["metadata", "namespace"],
+                Node::str(namespace, site.clone()),
+            );
         }
     }
 }
@@ -205,11 +232,17 @@ pub fn apply_patch_entry(
         match (&doc.value, &target) {
             (Value::Seq(_), Some(target)) => apply_json(objects, &doc, target)?,
             (Value::Seq(_), None) => {
-                return Err(RepoError::new(item.site.clone(), "a JSON 6902 patch needs a `target`"));
+                return Err(RepoError::new(
+                    item.site.clone(),
+                    "a JSON 6902 patch needs a `target`",
+                ));
             }
             (Value::Map(_), target) => apply_strategic(objects, &doc, target.as_ref())?,
             (Value::Null | Value::Scalar(..), _) => {
-                return Err(RepoError::new(doc.site.clone(), "a patch must be a mapping or a list of operations"));
+                return Err(RepoError::new(
+                    doc.site.clone(),
+                    "a patch must be a mapping or a list of operations",
+                ));
             }
         }
     }
@@ -227,7 +260,10 @@ fn patch_source(repo: &Path, dir: &str, item: &Node) -> Result<Vec<Node>, RepoEr
         // Block scalars start on the line after their indicator.
         return yaml::parse_shifted(&inline.site.file, text, inline.site.line);
     }
-    Err(RepoError::new(item.site.clone(), "a patch needs `path` or `patch`"))
+    Err(RepoError::new(
+        item.site.clone(),
+        "a patch needs `path` or `patch`",
+    ))
 }
 
 fn patch_docs(repo: &Path, dir: &str, item: &Node) -> Result<Vec<Node>, RepoError> {
@@ -240,7 +276,10 @@ fn patch_docs(repo: &Path, dir: &str, item: &Node) -> Result<Vec<Node>, RepoErro
             let text = read(repo, &rel)?;
             yaml::parse(&rel, &text)
         }
-        _ => Err(RepoError::new(item.site.clone(), "a strategic-merge patch must be a path or inline YAML")),
+        _ => Err(RepoError::new(
+            item.site.clone(),
+            "a strategic-merge patch must be a path or inline YAML",
+        )),
     }
 }
 
@@ -258,7 +297,10 @@ pub struct Target {
 impl Target {
     fn read(node: Option<&Node>, at: &Site) -> Result<Target, RepoError> {
         let Some(node) = node else {
-            return Err(RepoError::new(at.clone(), "a JSON 6902 patch needs a `target`"));
+            return Err(RepoError::new(
+                at.clone(),
+                "a JSON 6902 patch needs a `target`",
+            ));
         };
         let mut target = Target {
             site: node.site.clone(),
@@ -275,7 +317,9 @@ impl Target {
                 other => {
                     return Err(RepoError::new(
                         value.site.clone(),
-                        format!("patch target `{other}` is not evaluated by gates; name the target by kind and name"),
+                        format!(
+                            "patch target `{other}` is not evaluated by gates; name the target by kind and name"
+                        ),
                     ));
                 }
             }
@@ -294,7 +338,9 @@ impl Target {
             version: Some(version.to_string()),
             kind: object.get_str(&["kind"]).map(str::to_string),
             name: object.get_str(&["metadata", "name"]).map(str::to_string),
-            namespace: object.get_str(&["metadata", "namespace"]).map(str::to_string),
+            namespace: object
+                .get_str(&["metadata", "namespace"])
+                .map(str::to_string),
             site: object.site.clone(),
         }
     }
@@ -302,7 +348,8 @@ impl Target {
     fn selects(&self, object: &Node) -> bool {
         let id = Target::of(object);
         let same = |want: &Option<String>, have: &Option<String>| {
-            want.as_ref().is_none_or(|w| have.as_deref().unwrap_or_default() == w)
+            want.as_ref()
+                .is_none_or(|w| have.as_deref().unwrap_or_default() == w)
         };
         same(&self.group, &id.group)
             && same(&self.version, &id.version)
@@ -320,7 +367,11 @@ impl Target {
     }
 }
 
-fn apply_strategic(objects: &mut [Node], doc: &Node, target: Option<&Target>) -> Result<(), RepoError> {
+fn apply_strategic(
+    objects: &mut [Node],
+    doc: &Node,
+    target: Option<&Target>,
+) -> Result<(), RepoError> {
     let own;
     let target = match target {
         Some(t) => t,
@@ -351,7 +402,10 @@ fn apply_strategic(objects: &mut [Node], doc: &Node, target: Option<&Target>) ->
     if !hit {
         return Err(RepoError::new(
             doc.site.clone(),
-            format!("the patch targets {}, which is not among the resources", target.describe()),
+            format!(
+                "the patch targets {}, which is not among the resources",
+                target.describe()
+            ),
         ));
     }
     Ok(())
@@ -366,7 +420,10 @@ fn apply_json(objects: &mut [Node], ops: &Node, target: &Target) -> Result<(), R
     if !hit {
         return Err(RepoError::new(
             target.site.clone(),
-            format!("the patch targets {}, which is not among the resources", target.describe()),
+            format!(
+                "the patch targets {}, which is not among the resources",
+                target.describe()
+            ),
         ));
     }
     Ok(())
@@ -375,7 +432,10 @@ fn apply_json(objects: &mut [Node], ops: &Node, target: &Target) -> Result<(), R
 /// The documents of a manifest file as objects (a `List` is unpacked).
 fn objects(doc: Node) -> Result<Vec<Node>, RepoError> {
     if doc.as_map().is_none() {
-        return Err(RepoError::new(doc.site.clone(), "a manifest must be a YAML mapping"));
+        return Err(RepoError::new(
+            doc.site.clone(),
+            "a manifest must be a YAML mapping",
+        ));
     }
     if doc.get_str(&["kind"]).is_some_and(|k| k.ends_with("List"))
         && let Some(items) = doc.get(&["items"]).and_then(Node::as_seq)
@@ -383,7 +443,10 @@ fn objects(doc: Node) -> Result<Vec<Node>, RepoError> {
         return Ok(items.to_vec());
     }
     if doc.get_str(&["kind"]).is_none() || doc.get_str(&["apiVersion"]).is_none() {
-        return Err(RepoError::new(doc.site.clone(), "a resource without `apiVersion` and `kind`"));
+        return Err(RepoError::new(
+            doc.site.clone(),
+            "a resource without `apiVersion` and `kind`",
+        ));
     }
     Ok(vec![doc])
 }
@@ -403,7 +466,10 @@ pub fn autodetect(repo: &Path, dir: &str) -> Result<Rendered, RepoError> {
     entries.sort();
     let mut out = Rendered::default();
     for path in entries {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let rel = join(dir, &name);
         if path.is_dir() {
             let child = autodetect(repo, &rel)?;
@@ -426,7 +492,11 @@ pub fn autodetect(repo: &Path, dir: &str) -> Result<Rendered, RepoError> {
 fn list<'a>(value: &'a Node, file: &str, key: &str) -> Result<&'a [Node], RepoError> {
     value.as_seq().ok_or_else(|| {
         RepoError::new(
-            if value.site.file.is_empty() { Site::new(file, 0) } else { value.site.clone() },
+            if value.site.file.is_empty() {
+                Site::new(file, 0)
+            } else {
+                value.site.clone()
+            },
             format!("`{key}` must be a list"),
         )
     })
@@ -438,12 +508,17 @@ fn set_path(object: &mut Node, path: &[&str], value: Node) {
         if !matches!(node.value, Value::Map(_)) {
             node.value = Value::Map(Vec::new());
         }
-        let Value::Map(entries) = &mut node.value else { return };
+        let Value::Map(entries) = &mut node.value else {
+            return;
+        };
         let last = i + 1 == path.len();
         let index = match entries.iter().position(|(k, _)| k == key) {
             Some(index) => index,
             None => {
-                entries.push((key.to_string(), Node::new(Value::Map(Vec::new()), value.site.clone())));
+                entries.push((
+                    key.to_string(),
+                    Node::new(Value::Map(Vec::new()), value.site.clone()),
+                ));
                 entries.len() - 1
             }
         };
@@ -474,7 +549,9 @@ pub fn resolve(dir: &str, path: &str, at: &Site) -> Result<String, RepoError> {
     let mut parts: Vec<&str> = if path.starts_with('/') {
         Vec::new()
     } else {
-        dir.split('/').filter(|p| !p.is_empty() && *p != ".").collect()
+        dir.split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect()
     };
     for part in path.split('/') {
         match part {
@@ -535,7 +612,10 @@ mod tests {
             .unwrap();
         assert_eq!(etp.as_str(), Some("Cluster"));
         assert_eq!(etp.site.to_string(), "env/etp.yaml:9");
-        assert_eq!(out.objects[0].get_str(&["metadata", "namespace"]), Some("traefik"));
+        assert_eq!(
+            out.objects[0].get_str(&["metadata", "namespace"]),
+            Some("traefik")
+        );
         let base = render(dir.path(), "base").unwrap();
         let local = base.objects[0]
             .get(&["spec", "values", "service", "spec", "externalTrafficPolicy"])
@@ -568,20 +648,30 @@ mod tests {
             "resources: []\nconfigMapGenerator:\n  - name: x\n",
         )]);
         let err = render(dir.path(), "env").unwrap_err();
-        assert!(err.to_string().starts_with("env/kustomization.yaml:2"), "{err}");
+        assert!(
+            err.to_string().starts_with("env/kustomization.yaml:2"),
+            "{err}"
+        );
         assert!(err.message.contains("configMapGenerator"), "{err}");
         let dir = repo(&[(
             "env/kustomization.yaml",
             "resources:\n  - https://github.com/example/fleet//base?ref=v1\n",
         )]);
         let err = render(dir.path(), "env").unwrap_err();
-        assert!(err.to_string().starts_with("env/kustomization.yaml:2: remote base"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("env/kustomization.yaml:2: remote base"),
+            "{err}"
+        );
     }
 
     #[test]
     fn images_are_noted_not_refused() {
         let dir = repo(&[
-            ("env/kustomization.yaml", "resources: [r.yaml]\nimages:\n  - name: a\n    newTag: b\n"),
+            (
+                "env/kustomization.yaml",
+                "resources: [r.yaml]\nimages:\n  - name: a\n    newTag: b\n",
+            ),
             ("env/r.yaml", RELEASE),
         ]);
         let out = render(dir.path(), "env").unwrap();
@@ -591,27 +681,62 @@ mod tests {
     #[test]
     fn missing_files_patch_targets_and_escapes_are_errors() {
         let dir = repo(&[("env/kustomization.yaml", "resources: [gone.yaml]\n")]);
-        assert!(render(dir.path(), "env").unwrap_err().message.contains("does not exist"));
+        assert!(
+            render(dir.path(), "env")
+                .unwrap_err()
+                .message
+                .contains("does not exist")
+        );
         let dir = repo(&[
-            ("env/kustomization.yaml", "resources: [r.yaml]\npatches:\n  - path: p.yaml\n"),
+            (
+                "env/kustomization.yaml",
+                "resources: [r.yaml]\npatches:\n  - path: p.yaml\n",
+            ),
             ("env/r.yaml", RELEASE),
-            ("env/p.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: nope}\n"),
+            (
+                "env/p.yaml",
+                "apiVersion: v1\nkind: Service\nmetadata: {name: nope}\n",
+            ),
         ]);
         let err = render(dir.path(), "env").unwrap_err();
         assert!(err.to_string().starts_with("env/p.yaml:1"), "{err}");
         let dir = repo(&[("env/kustomization.yaml", "resources: [../../outside]\n")]);
-        assert!(render(dir.path(), "env").unwrap_err().message.contains("outside the repository"));
-        let dir = repo(&[("env/kustomization.yaml", "resources: [r.yaml]\n"), ("env/r.yaml", "just: data\n")]);
-        assert!(render(dir.path(), "env").unwrap_err().to_string().starts_with("env/r.yaml:1"));
+        assert!(
+            render(dir.path(), "env")
+                .unwrap_err()
+                .message
+                .contains("outside the repository")
+        );
+        let dir = repo(&[
+            ("env/kustomization.yaml", "resources: [r.yaml]\n"),
+            ("env/r.yaml", "just: data\n"),
+        ]);
+        assert!(
+            render(dir.path(), "env")
+                .unwrap_err()
+                .to_string()
+                .starts_with("env/r.yaml:1")
+        );
         let dir = repo(&[("env/kustomization.yaml", "resources: {a: b}\n")]);
-        assert!(render(dir.path(), "env").unwrap_err().message.contains("must be a list"));
+        assert!(
+            render(dir.path(), "env")
+                .unwrap_err()
+                .message
+                .contains("must be a list")
+        );
     }
 
     #[test]
     fn replicas_set_the_count_with_the_kustomization_line() {
         let dir = repo(&[
-            ("env/kustomization.yaml", "resources: [d.yaml]\nreplicas:\n  - name: web\n    count: 2\n"),
-            ("env/d.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 1}\n"),
+            (
+                "env/kustomization.yaml",
+                "resources: [d.yaml]\nreplicas:\n  - name: web\n    count: 2\n",
+            ),
+            (
+                "env/d.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 1}\n",
+            ),
         ]);
         let out = render(dir.path(), "env").unwrap();
         let replicas = out.objects[0].get(&["spec", "replicas"]).unwrap();

@@ -139,7 +139,9 @@ pub fn json6902(base: &mut Node, ops: &Node) -> Result<(), RepoError> {
             other => {
                 return Err(RepoError::new(
                     at,
-                    format!("unsupported JSON 6902 operation `{other}` (gates applies add, replace, remove and test)"),
+                    format!(
+                        "unsupported JSON 6902 operation `{other}` (gates applies add, replace, remove and test)"
+                    ),
                 ));
             }
         }
@@ -161,7 +163,10 @@ fn pointer(path: &str, at: &Site) -> Result<Vec<String>, RepoError> {
 }
 
 fn missing(at: &Site, path: &str) -> RepoError {
-    RepoError::new(at.clone(), format!("JSON 6902 path {path} does not exist in the target"))
+    RepoError::new(
+        at.clone(),
+        format!("JSON 6902 path {path} does not exist in the target"),
+    )
 }
 
 fn locate<'a>(
@@ -189,10 +194,7 @@ fn parent<'a>(
 ) -> Result<&'a mut Node, RepoError> {
     for token in tokens {
         node = match &mut node.value {
-            Value::Map(entries) => entries
-                .iter_mut()
-                .find(|(k, _)| k == token)
-                .map(|(_, v)| v),
+            Value::Map(entries) => entries.iter_mut().find(|(k, _)| k == token).map(|(_, v)| v),
             Value::Seq(items) => token.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
             Value::Null | Value::Scalar(..) => None,
         }
@@ -307,8 +309,17 @@ mod tests {
         let etp = base
             .get(&["spec", "values", "service", "spec", "externalTrafficPolicy"])
             .unwrap();
-        assert_eq!((etp.as_str(), etp.site.to_string().as_str()), (Some("Cluster"), "patch.yaml:5"));
-        assert_eq!(base.get(&["spec", "values", "replicas"]).unwrap().site.to_string(), "base.yaml:6");
+        assert_eq!(
+            (etp.as_str(), etp.site.to_string().as_str()),
+            (Some("Cluster"), "patch.yaml:5")
+        );
+        assert_eq!(
+            base.get(&["spec", "values", "replicas"])
+                .unwrap()
+                .site
+                .to_string(),
+            "base.yaml:6"
+        );
     }
 
     #[test]
@@ -317,7 +328,10 @@ mod tests {
             "d.yaml",
             "containers:\n- name: a\n  image: a:1\n- name: b\n  image: b:1\nold: x\n",
         );
-        let patch = doc("p.yaml", "containers:\n- name: b\n  image: b:2\nold: null\n");
+        let patch = doc(
+            "p.yaml",
+            "containers:\n- name: b\n  image: b:2\nold: null\n",
+        );
         strategic(&mut base, &patch).unwrap();
         let containers = base.get(&["containers"]).unwrap().as_seq().unwrap();
         assert_eq!(containers.len(), 2);
@@ -335,7 +349,10 @@ mod tests {
 
     #[test]
     fn json6902_adds_replaces_and_removes_with_the_patch_lines() {
-        let mut base = doc("d.yaml", "spec:\n  replicas: 1\n  list: [a, b]\n  gone: x\n");
+        let mut base = doc(
+            "d.yaml",
+            "spec:\n  replicas: 1\n  list: [a, b]\n  gone: x\n",
+        );
         let ops = doc(
             "ops.yaml",
             "- op: replace\n  path: /spec/replicas\n  value: 3\n- op: add\n  path: /spec/list/-\n  value: c\n- op: remove\n  path: /spec/gone\n- op: add\n  path: /spec/a~1b\n  value: slash\n",
@@ -343,7 +360,10 @@ mod tests {
         json6902(&mut base, &ops).unwrap();
         let replicas = base.get(&["spec", "replicas"]).unwrap();
         assert_eq!((replicas.as_i64(), replicas.site.line), (Some(3), 3));
-        assert_eq!(base.get(&["spec", "list"]).unwrap().as_seq().unwrap().len(), 3);
+        assert_eq!(
+            base.get(&["spec", "list"]).unwrap().as_seq().unwrap().len(),
+            3
+        );
         assert!(base.get(&["spec", "gone"]).is_none());
         assert_eq!(base.get_str(&["spec", "a/b"]), Some("slash"));
     }
@@ -351,13 +371,29 @@ mod tests {
     #[test]
     fn json6902_on_a_missing_path_or_an_unknown_op_is_an_error() {
         let mut base = doc("d.yaml", "spec: {}\n");
-        let err = json6902(&mut base, &doc("ops.yaml", "- op: replace\n  path: /spec/x\n  value: 1\n"))
-            .unwrap_err();
-        assert!(err.to_string().contains("ops.yaml:1") && err.message.contains("/spec/x"), "{err}");
-        let err = json6902(&mut base, &doc("ops.yaml", "- op: move\n  from: /a\n  path: /b\n")).unwrap_err();
+        let err = json6902(
+            &mut base,
+            &doc("ops.yaml", "- op: replace\n  path: /spec/x\n  value: 1\n"),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("ops.yaml:1") && err.message.contains("/spec/x"),
+            "{err}"
+        );
+        let err = json6902(
+            &mut base,
+            &doc("ops.yaml", "- op: move\n  from: /a\n  path: /b\n"),
+        )
+        .unwrap_err();
         assert!(err.message.contains("`move`"), "{err}");
         assert!(json6902(&mut base, &doc("ops.yaml", "op: add\n")).is_err());
-        assert!(json6902(&mut base, &doc("ops.yaml", "- op: add\n  path: spec\n  value: 1\n")).is_err());
+        assert!(
+            json6902(
+                &mut base,
+                &doc("ops.yaml", "- op: add\n  path: spec\n  value: 1\n")
+            )
+            .is_err()
+        );
     }
 
     #[test]

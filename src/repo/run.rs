@@ -23,18 +23,30 @@ pub struct RepoRun {
 }
 
 /// The repository of `env`, read; `None` when neither the environment nor `--repo` names one.
-pub fn prepare(config: &Config, env: &Environment, given: Option<&Path>) -> Result<Option<RepoRun>, String> {
+pub fn prepare(
+    config: &Config,
+    env: &Environment,
+    given: Option<&Path>,
+) -> Result<Option<RepoRun>, String> {
     let spec = env.repo.clone().unwrap_or_default();
     let root = match (given, &spec.path) {
         (Some(path), _) => path.to_path_buf(),
-        (None, Some(path)) => env.file.parent().map(|dir| dir.join(path)).unwrap_or_else(|| path.clone()),
+        (None, Some(path)) => env
+            .file
+            .parent()
+            .map(|dir| dir.join(path))
+            .unwrap_or_else(|| path.clone()),
         (None, None) => return Ok(None),
     };
     if !root.is_dir() {
         return Err(format!(
             "repository {} not found (from {})",
             root.display(),
-            if given.is_some() { "--repo".to_string() } else { format!("repo.path in {}", env.file.display()) }
+            if given.is_some() {
+                "--repo".to_string()
+            } else {
+                format!("repo.path in {}", env.file.display())
+            }
         ));
     }
     let layout = Layout::resolve(&root, &spec);
@@ -58,7 +70,9 @@ pub fn prepare(config: &Config, env: &Environment, given: Option<&Path>) -> Resu
 }
 
 fn repo_env_name(env: &Environment, spec: &RepoSpec) -> String {
-    spec.environment.clone().unwrap_or_else(|| env.gate_name().to_string())
+    spec.environment
+        .clone()
+        .unwrap_or_else(|| env.gate_name().to_string())
 }
 
 impl RepoRun {
@@ -69,7 +83,11 @@ impl RepoRun {
             .values()
             .flat_map(|env| {
                 let manifests = env.manifests.iter().flat_map(|m| m.notes.iter().cloned());
-                let talos = env.talos.iter().flatten().flat_map(|t| t.notes.iter().cloned());
+                let talos = env
+                    .talos
+                    .iter()
+                    .flatten()
+                    .flat_map(|t| t.notes.iter().cloned());
                 manifests.chain(talos).collect::<Vec<_>>()
             })
             .collect::<std::collections::BTreeSet<_>>()
@@ -86,12 +104,22 @@ impl RepoRun {
     }
 
     /// Evaluate the selected trials; drift trials compare with `live`.
-    pub fn evaluate(&self, selected: &[&RepoTrial], config: &Config, env: &Environment, live: &State) -> Vec<TrialResult> {
+    pub fn evaluate(
+        &self,
+        selected: &[&RepoTrial],
+        config: &Config,
+        env: &Environment,
+        live: &State,
+    ) -> Vec<TrialResult> {
         selected
             .iter()
             .filter_map(|trial| {
                 let declared_env = self.declared.environments.get(&trial.repo_env)?;
-                let settings = if trial.drift { env } else { settings_for(config, env, &trial.repo_env) };
+                let settings = if trial.drift {
+                    env
+                } else {
+                    settings_for(config, env, &trial.repo_env)
+                };
                 let started = Instant::now();
                 let ctx = RepoContext {
                     declared: &self.declared,

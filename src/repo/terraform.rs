@@ -103,7 +103,10 @@ fn parse_dir(repo: &Path, dir: &str) -> Result<Vec<File>, RepoError> {
         .filter(|n| n.ends_with(".tf"))
         .collect();
     names.sort();
-    names.iter().map(|n| parse_file(repo, &join(dir, n))).collect()
+    names
+        .iter()
+        .map(|n| parse_file(repo, &join(dir, n)))
+        .collect()
 }
 
 fn parse_file(repo: &Path, rel: &str) -> Result<File, RepoError> {
@@ -146,7 +149,10 @@ pub fn load(repo: &Path, dir: &str, tfvars: Option<&str>) -> Result<Terraform, R
                     given.insert(attr.key.as_str().to_string(), value);
                 }
                 Structure::Block(block) => {
-                    return Err(RepoError::new(file.site(block.span()), "a tfvars file holds only `name = value` lines"));
+                    return Err(RepoError::new(
+                        file.site(block.span()),
+                        "a tfvars file holds only `name = value` lines",
+                    ));
                 }
             }
         }
@@ -180,7 +186,11 @@ fn module(
                 scope.vars.insert(var.clone(), value.clone());
             }
             if let Some(value) = given.get(&var) {
-                let qualified = if name.is_empty() { format!("var.{var}") } else { format!("module.{name}.var.{var}") };
+                let qualified = if name.is_empty() {
+                    format!("var.{var}")
+                } else {
+                    format!("module.{name}.var.{var}")
+                };
                 out.module_inputs.insert(qualified, value.clone());
             }
             out.variables.push(Variable {
@@ -195,10 +205,14 @@ fn module(
         for block in blocks(&file.body, "module") {
             let call = label(block, 0);
             let source_attr = block.body.get_attribute("source");
-            let source = source_attr.and_then(|a| a.value.as_str()).unwrap_or_default();
+            let source = source_attr
+                .and_then(|a| a.value.as_str())
+                .unwrap_or_default();
             let site = file.site(block.span());
             if !(source.starts_with("./") || source.starts_with("../")) {
-                out.unread_modules.push(format!("{site}: module {call} comes from `{source}`, which is not in the repository"));
+                out.unread_modules.push(format!(
+                    "{site}: module {call} comes from `{source}`, which is not in the repository"
+                ));
                 continue;
             }
             let child_dir = resolve(dir, source, &site)?;
@@ -206,7 +220,16 @@ fn module(
             let mut inputs = BTreeMap::new();
             for attr in block.body.attributes() {
                 let key = attr.key.as_str();
-                if ["source", "version", "providers", "depends_on", "count", "for_each"].contains(&key) {
+                if [
+                    "source",
+                    "version",
+                    "providers",
+                    "depends_on",
+                    "count",
+                    "for_each",
+                ]
+                .contains(&key)
+                {
                     continue;
                 }
                 match eval(&attr.value, file, &scope) {
@@ -218,7 +241,15 @@ fn module(
                     Err(_) => {}
                 }
             }
-            module(repo, &child_dir, &qualify(name, &call), &child_files, inputs, out, depth + 1)?;
+            module(
+                repo,
+                &child_dir,
+                &qualify(name, &call),
+                &child_files,
+                inputs,
+                out,
+                depth + 1,
+            )?;
         }
         for block in blocks(&file.body, "resource") {
             let kind = label(block, 0);
@@ -250,7 +281,11 @@ fn blocks<'a>(body: &'a Body, ident: &'a str) -> impl Iterator<Item = &'a Block>
 }
 
 fn label(block: &Block, index: usize) -> String {
-    block.labels.get(index).map(|l| l.as_str().to_string()).unwrap_or_default()
+    block
+        .labels
+        .get(index)
+        .map(|l| l.as_str().to_string())
+        .unwrap_or_default()
 }
 
 /// Expand one VM resource over its `for_each` or `count`.
@@ -274,17 +309,26 @@ fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result
                 })
                 .collect(),
             Value::Null | Value::Scalar(..) => {
-                return Err(RepoError::new(file.site(attr.value.span()), format!("{resource}: for_each is not a map or a set")));
+                return Err(RepoError::new(
+                    file.site(attr.value.span()),
+                    format!("{resource}: for_each is not a map or a set"),
+                ));
             }
         }
     } else if let Some(attr) = block.body.get_attribute("count") {
         let count = eval(&attr.value, file, scope)?;
         let n = count.as_i64().filter(|n| *n >= 0).ok_or_else(|| {
-            RepoError::new(file.site(attr.value.span()), format!("{resource}: count is not a number"))
+            RepoError::new(
+                file.site(attr.value.span()),
+                format!("{resource}: count is not a number"),
+            )
         })?;
         (0..n)
             .map(|i| Scope {
-                index: Some(Node::new(Value::Scalar(i.to_string(), true), count.site.clone())),
+                index: Some(Node::new(
+                    Value::Scalar(i.to_string(), true),
+                    count.site.clone(),
+                )),
                 ..scope.clone()
             })
             .collect()
@@ -306,7 +350,8 @@ fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result
                 None => Ok(None),
             }
         };
-        let name = attr(&["name"])?.unwrap_or_else(|| Node::str(&resource, file.site(block.span())));
+        let name =
+            attr(&["name"])?.unwrap_or_else(|| Node::str(&resource, file.site(block.span())));
         let (host, cores, memory) = if telmate {
             (
                 attr(&["target_node"])?,
@@ -314,7 +359,11 @@ fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result
                 attr(&["memory"])?,
             )
         } else {
-            (attr(&["node_name"])?, attr(&["cpu", "cores"])?, attr(&["memory", "dedicated"])?)
+            (
+                attr(&["node_name"])?,
+                attr(&["cpu", "cores"])?,
+                attr(&["memory", "dedicated"])?,
+            )
         };
         let tags = match attr(&["tags"])? {
             Some(node) => match &node.value {
@@ -350,7 +399,12 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
         Expression::Number(n) => scalar(n.value().to_string(), true),
         Expression::String(s) => scalar(s.value().to_string(), false),
         Expression::Array(items) => Node::new(
-            Value::Seq(items.iter().map(|i| eval(i, file, scope)).collect::<Result<_, _>>()?),
+            Value::Seq(
+                items
+                    .iter()
+                    .map(|i| eval(i, file, scope))
+                    .collect::<Result<_, _>>()?,
+            ),
             site,
         ),
         Expression::Object(object) => {
@@ -360,7 +414,9 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
                     ObjectKey::Ident(ident) => ident.as_str().to_string(),
                     ObjectKey::Expression(expr) => {
                         let key = eval(expr, file, scope)?;
-                        key.as_str().map(str::to_string).ok_or_else(|| unknown(expr, file))?
+                        key.as_str()
+                            .map(str::to_string)
+                            .ok_or_else(|| unknown(expr, file))?
                     }
                 };
                 entries.push((key, eval(value.expr(), file, scope)?));
@@ -374,16 +430,24 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
             };
             let mut ops = traversal.operators.iter().map(|op| op.value());
             let mut current = match (root.as_str(), ops.next()) {
-                ("var", Some(TraversalOperator::GetAttr(name))) => scope
-                    .vars
-                    .get(name.as_str())
-                    .cloned()
-                    .ok_or_else(|| RepoError::new(site.clone(), format!("var.{} has no value: no default and not set in tfvars", name.as_str())))?,
-                ("each", Some(TraversalOperator::GetAttr(part))) => match (&scope.each, part.as_str()) {
-                    (Some((key, _)), "key") => key.clone(),
-                    (Some((_, value)), "value") => value.clone(),
-                    _ => return Err(unknown(expr, file)),
-                },
+                ("var", Some(TraversalOperator::GetAttr(name))) => {
+                    scope.vars.get(name.as_str()).cloned().ok_or_else(|| {
+                        RepoError::new(
+                            site.clone(),
+                            format!(
+                                "var.{} has no value: no default and not set in tfvars",
+                                name.as_str()
+                            ),
+                        )
+                    })?
+                }
+                ("each", Some(TraversalOperator::GetAttr(part))) => {
+                    match (&scope.each, part.as_str()) {
+                        (Some((key, _)), "key") => key.clone(),
+                        (Some((_, value)), "value") => value.clone(),
+                        _ => return Err(unknown(expr, file)),
+                    }
+                }
                 ("count", Some(TraversalOperator::GetAttr(part))) if part.as_str() == "index" => {
                     scope.index.clone().ok_or_else(|| unknown(expr, file))?
                 }
@@ -396,7 +460,9 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
                         let index = eval(index, file, scope)?;
                         match (&current.value, index.as_str()) {
                             (Value::Map(_), Some(key)) => current.entry(key).cloned(),
-                            (Value::Seq(items), Some(i)) => i.parse::<usize>().ok().and_then(|i| items.get(i).cloned()),
+                            (Value::Seq(items), Some(i)) => {
+                                i.parse::<usize>().ok().and_then(|i| items.get(i).cloned())
+                            }
                             _ => None,
                         }
                     }
@@ -408,7 +474,13 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
                     }
                 };
                 current = next.ok_or_else(|| {
-                    RepoError::new(site.clone(), format!("`{}` refers to a value that is not declared", source(expr, file)))
+                    RepoError::new(
+                        site.clone(),
+                        format!(
+                            "`{}` refers to a value that is not declared",
+                            source(expr, file)
+                        ),
+                    )
                 })?;
             }
             current
@@ -508,14 +580,27 @@ resource "proxmox_virtual_environment_vm" "node" {
         let vm = &tf.vms[1];
         assert_eq!(vm.name(), "cp-02");
         let host = vm.host.as_ref().unwrap();
-        assert_eq!((host.as_str(), host.site.to_string().as_str()), (Some("pve2"), "tf/env/staging.tfvars:3"));
+        assert_eq!(
+            (host.as_str(), host.site.to_string().as_str()),
+            (Some("pve2"), "tf/env/staging.tfvars:3")
+        );
         assert_eq!(vm.memory_mib.as_ref().unwrap().as_i64(), Some(6144));
         assert!(vm.has_tag("control-plane"));
-        let roles: Vec<_> = tf.variables.iter().filter(|v| v.name.contains("longhorn")).collect();
+        let roles: Vec<_> = tf
+            .variables
+            .iter()
+            .filter(|v| v.name.contains("longhorn"))
+            .collect();
         assert_eq!(roles.len(), 2);
-        assert_eq!(roles[0].default.as_ref().unwrap().site.to_string(), "tf/main.tf:7");
+        assert_eq!(
+            roles[0].default.as_ref().unwrap().site.to_string(),
+            "tf/main.tf:7"
+        );
         assert_eq!(roles[1].qualified(), "module.vms.var.longhorn_roles");
-        assert_eq!(tf.module_inputs["module.vms.var.longhorn_roles"].show(), "[worker]");
+        assert_eq!(
+            tf.module_inputs["module.vms.var.longhorn_roles"].show(),
+            "[worker]"
+        );
     }
 
     #[test]
@@ -537,7 +622,11 @@ resource "proxmox_virtual_environment_vm" "node" {
             "resource \"proxmox_vm_qemu\" \"cp\" {\n  name        = \"cp\"\n  target_node = lookup(var.hosts, \"cp\")\n}\n",
         )]);
         let err = load(dir.path(), "tf", None).unwrap_err();
-        assert!(err.to_string().starts_with("tf/vm.tf:3: `lookup(var.hosts, \"cp\")` is not evaluated"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("tf/vm.tf:3: `lookup(var.hosts, \"cp\")` is not evaluated"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -547,7 +636,12 @@ resource "proxmox_virtual_environment_vm" "node" {
         assert_eq!(err.site.file, "tf/bad.tf");
         assert!(err.site.line >= 2, "{err}");
         assert!(err.message.starts_with("malformed HCL"), "{err}");
-        for text in ["resource {", "= 1", "variable \"a\" { default = \"x }", "\u{0}"] {
+        for text in [
+            "resource {",
+            "= 1",
+            "variable \"a\" { default = \"x }",
+            "\u{0}",
+        ] {
             let dir = repo(&[("tf/x.tf", text)]);
             assert!(load(dir.path(), "tf", None).is_err(), "{text:?}");
         }
@@ -561,7 +655,11 @@ resource "proxmox_virtual_environment_vm" "node" {
         )]);
         let tf = load(dir.path(), "tf", None).unwrap();
         assert_eq!(tf.unread_modules.len(), 1);
-        assert!(tf.unread_modules[0].starts_with("tf/main.tf:1: module k8s"), "{:?}", tf.unread_modules);
+        assert!(
+            tf.unread_modules[0].starts_with("tf/main.tf:1: module k8s"),
+            "{:?}",
+            tf.unread_modules
+        );
     }
 
     #[test]
@@ -569,5 +667,16 @@ resource "proxmox_virtual_environment_vm" "node" {
         let dir = repo(&[("tf/main.tf", ROOT), ("tf/modules/vms/main.tf", MODULE)]);
         let err = load(dir.path(), "tf", None).unwrap_err();
         assert!(err.message.contains("var.nodes has no value"), "{err}");
+    }
+
+    #[test]
+    fn every_prefix_of_a_real_module_parses_or_errors_without_panicking() {
+        let text =
+            include_str!("../../fixtures/repo/staging-today/terraform/modules/talos_vms/main.tf");
+        for end in (0..text.len()).filter(|i| text.is_char_boundary(*i)) {
+            if let Err(err) = parse_text("main.tf", text[..end].to_string()) {
+                assert!(err.site.line >= 1, "{err}");
+            }
+        }
     }
 }

@@ -56,10 +56,7 @@ impl Node {
 
     pub fn entry_mut(&mut self, key: &str) -> Option<&mut Node> {
         match &mut self.value {
-            Value::Map(entries) => entries
-                .iter_mut()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v),
+            Value::Map(entries) => entries.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
     }
@@ -141,7 +138,9 @@ impl Node {
                 }
                 serde_json::Value::String(text.clone())
             }
-            Value::Seq(items) => serde_json::Value::Array(items.iter().map(Node::to_json).collect()),
+            Value::Seq(items) => {
+                serde_json::Value::Array(items.iter().map(Node::to_json).collect())
+            }
             Value::Map(entries) => serde_json::Value::Object(
                 entries
                     .iter()
@@ -390,5 +389,28 @@ mod tests {
     fn anchors_and_aliases_copy_the_anchored_value() {
         let doc = &parse("a.yaml", "base: &b {x: 1}\ncopy: *b\n").unwrap()[0];
         assert_eq!(doc.get_str(&["copy", "x"]), Some("1"));
+    }
+
+    #[test]
+    fn every_prefix_of_a_real_manifest_parses_or_errors_without_panicking() {
+        let text = include_str!(
+            "../../fixtures/repo/staging-today/kubernetes/infrastructure/controllers/traefik/release.yaml"
+        );
+        for end in (0..text.len()).filter(|i| text.is_char_boundary(*i)) {
+            if let Err(err) = parse("release.yaml", &text[..end]) {
+                assert!(err.site.line >= 1 && err.site.line <= 90, "{err}");
+            }
+        }
+        for garbage in [
+            "\u{0}",
+            "{",
+            "[",
+            "a: &x\n  b: *x\n  c: *y",
+            "? [a]\n: b",
+            "- - - -",
+            "\t",
+        ] {
+            let _ = parse("x.yaml", garbage);
+        }
     }
 }

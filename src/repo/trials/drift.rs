@@ -43,7 +43,11 @@ fn control_planes(ctx: &RepoContext<'_>) -> Finding {
         Ok(d) => d,
         Err(finding) => return finding,
     };
-    let live: Vec<&str> = nodes.iter().filter(|n| support::is_control_plane(n)).map(|n| support::name(&n.metadata)).collect();
+    let live: Vec<&str> = nodes
+        .iter()
+        .filter(|n| support::is_control_plane(n))
+        .map(|n| support::name(&n.metadata))
+        .collect();
     let decl: Vec<String> = declared
         .iter()
         .filter(|n| n.control_plane == Some(true))
@@ -54,16 +58,30 @@ fn control_planes(ctx: &RepoContext<'_>) -> Finding {
         format!("{} control-plane VM(s): {}", decl.len(), decl.join(", ")),
     );
     if live.len() == decl.len() {
-        Finding::pass(format!("{} control planes, live and declared", live.len())).with_evidence(evidence)
+        Finding::pass(format!("{} control planes, live and declared", live.len()))
+            .with_evidence(evidence)
     } else {
-        Finding::fail(format!("live {} control plane(s), declared {}", live.len(), decl.len())).with_evidence(evidence)
+        Finding::fail(format!(
+            "live {} control plane(s), declared {}",
+            live.len(),
+            decl.len()
+        ))
+        .with_evidence(evidence)
     }
 }
 
-fn replicas(ctx: &RepoContext<'_>, params: &crate::checks::replicated_controller::Params) -> Finding {
+fn replicas(
+    ctx: &RepoContext<'_>,
+    params: &crate::checks::replicated_controller::Params,
+) -> Finding {
     let declared = match declared_replicas(ctx, params) {
         Ok(Some(d)) => d,
-        Ok(None) => return Finding::skip(format!("the repository declares no replicas for {}", params.name)),
+        Ok(None) => {
+            return Finding::skip(format!(
+                "the repository declares no replicas for {}",
+                params.name
+            ));
+        }
         Err(finding) => return finding,
     };
     let deployments = match ctx.live.deployments.get("deployments") {
@@ -75,35 +93,68 @@ fn replicas(ctx: &RepoContext<'_>, params: &crate::checks::replicated_controller
         Err(finding) => return finding,
     };
     let want = Selector::from_labels(&params.selector);
-    let in_ns = |ns: Option<&str>| params.namespace.as_deref().is_none_or(|want| ns == Some(want));
+    let in_ns = |ns: Option<&str>| {
+        params
+            .namespace
+            .as_deref()
+            .is_none_or(|want| ns == Some(want))
+    };
     let mut live: Vec<(String, i32)> = Vec::new();
-    for d in deployments.iter().filter(|d| in_ns(d.metadata.namespace.as_deref())) {
+    for d in deployments
+        .iter()
+        .filter(|d| in_ns(d.metadata.namespace.as_deref()))
+    {
         let spec = d.spec.as_ref();
-        let labels = spec.and_then(|s| s.template.metadata.as_ref()).and_then(|m| m.labels.clone()).unwrap_or_default();
+        let labels = spec
+            .and_then(|s| s.template.metadata.as_ref())
+            .and_then(|m| m.labels.clone())
+            .unwrap_or_default();
         if want.matches(&labels) {
-            live.push((support::ns_name(&d.metadata), spec.and_then(|s| s.replicas).unwrap_or(1)));
+            live.push((
+                support::ns_name(&d.metadata),
+                spec.and_then(|s| s.replicas).unwrap_or(1),
+            ));
         }
     }
-    for s in statefulsets.iter().filter(|s| in_ns(s.metadata.namespace.as_deref())) {
+    for s in statefulsets
+        .iter()
+        .filter(|s| in_ns(s.metadata.namespace.as_deref()))
+    {
         let spec = s.spec.as_ref();
-        let labels = spec.and_then(|s| s.template.metadata.as_ref()).and_then(|m| m.labels.clone()).unwrap_or_default();
+        let labels = spec
+            .and_then(|s| s.template.metadata.as_ref())
+            .and_then(|m| m.labels.clone())
+            .unwrap_or_default();
         if want.matches(&labels) {
-            live.push((support::ns_name(&s.metadata), spec.and_then(|s| s.replicas).unwrap_or(1)));
+            live.push((
+                support::ns_name(&s.metadata),
+                spec.and_then(|s| s.replicas).unwrap_or(1),
+            ));
         }
     }
     if live.is_empty() {
-        return Finding::fail(format!("the cluster runs no workload labelled like {}, which the repository declares", params.name))
-            .with_evidence([format!("declared: {} replicas ({})", declared.0, declared.1)]);
+        return Finding::fail(format!(
+            "the cluster runs no workload labelled like {}, which the repository declares",
+            params.name
+        ))
+        .with_evidence([format!(
+            "declared: {} replicas ({})",
+            declared.0, declared.1
+        )]);
     }
     let total: i64 = live.iter().map(|(_, n)| i64::from(*n)).sum();
     let evidence = both(
-        live.iter().map(|(n, r)| format!("{n} {r} replicas")).collect::<Vec<_>>().join(", "),
+        live.iter()
+            .map(|(n, r)| format!("{n} {r} replicas"))
+            .collect::<Vec<_>>()
+            .join(", "),
         format!("{} replicas ({})", declared.0, declared.1),
     );
     if total == declared.0 {
         Finding::pass(format!("{} replicas, live and declared", total)).with_evidence(evidence)
     } else {
-        Finding::fail(format!("live {total} replicas, declared {}", declared.0)).with_evidence(evidence)
+        Finding::fail(format!("live {total} replicas, declared {}", declared.0))
+            .with_evidence(evidence)
     }
 }
 
@@ -113,7 +164,9 @@ fn ingress_services<'a>(ctx: &RepoContext<'a>) -> Result<Vec<&'a Service>, Findi
         .iter()
         .filter(|s| {
             ctx.settings.ingress.services.iter().any(|r| {
-                r.namespace.as_deref().is_none_or(|ns| s.metadata.namespace.as_deref() == Some(ns))
+                r.namespace
+                    .as_deref()
+                    .is_none_or(|ns| s.metadata.namespace.as_deref() == Some(ns))
                     && Selector::from_labels(&r.selector).matches(support::labels(&s.metadata))
             })
         })
@@ -130,10 +183,18 @@ fn traffic_policy(ctx: &RepoContext<'_>) -> Finding {
         match &hr.values {
             Ok(values) => {
                 if let Some(v) = values.get(&TRAEFIK_ETP) {
-                    declared.push((v.show(), format!("{} ({}/{})", v.site, hr.namespace, hr.name)));
+                    declared.push((
+                        v.show(),
+                        format!("{} ({}/{})", v.site, hr.namespace, hr.name),
+                    ));
                 }
             }
-            Err(err) => return Finding::error(format!("the values of HelmRelease {}/{} cannot be known: {err}", hr.namespace, hr.name)),
+            Err(err) => {
+                return Finding::error(format!(
+                    "the values of HelmRelease {}/{} cannot be known: {err}",
+                    hr.namespace, hr.name
+                ));
+            }
         }
     }
     if declared.is_empty() {
@@ -145,13 +206,20 @@ fn traffic_policy(ctx: &RepoContext<'_>) -> Finding {
     };
     if services.is_empty() {
         return Finding::fail("the cluster has no ingress Service, which the repository declares")
-            .with_evidence(declared.iter().map(|(v, at)| format!("declared: {v} at {at}")));
+            .with_evidence(
+                declared
+                    .iter()
+                    .map(|(v, at)| format!("declared: {v} at {at}")),
+            );
     }
     let live: Vec<(String, String)> = services
         .iter()
         .map(|s| {
             (
-                s.spec.as_ref().and_then(|s| s.external_traffic_policy.clone()).unwrap_or_else(|| "Cluster".to_string()),
+                s.spec
+                    .as_ref()
+                    .and_then(|s| s.external_traffic_policy.clone())
+                    .unwrap_or_else(|| "Cluster".to_string()),
                 support::ns_name(&s.metadata),
             )
         })
@@ -159,16 +227,33 @@ fn traffic_policy(ctx: &RepoContext<'_>) -> Finding {
     let evidence: Vec<String> = live
         .iter()
         .map(|(v, s)| format!("live: {s} externalTrafficPolicy: {v}"))
-        .chain(declared.iter().map(|(v, at)| format!("declared: {v} at {at}")))
+        .chain(
+            declared
+                .iter()
+                .map(|(v, at)| format!("declared: {v} at {at}")),
+        )
         .collect();
-    let agree = live.iter().all(|(l, _)| declared.iter().all(|(d, _)| d == l));
+    let agree = live
+        .iter()
+        .all(|(l, _)| declared.iter().all(|(d, _)| d == l));
     if agree {
-        Finding::pass(format!("externalTrafficPolicy {} live and declared", live[0].0)).with_evidence(evidence)
+        Finding::pass(format!(
+            "externalTrafficPolicy {} live and declared",
+            live[0].0
+        ))
+        .with_evidence(evidence)
     } else {
         Finding::fail(format!(
             "live {}, declared {}",
-            live.iter().map(|(v, _)| v.as_str()).collect::<Vec<_>>().join("/"),
-            declared.iter().map(|(v, _)| v.as_str()).collect::<Vec<_>>().join("/")
+            live.iter()
+                .map(|(v, _)| v.as_str())
+                .collect::<Vec<_>>()
+                .join("/"),
+            declared
+                .iter()
+                .map(|(v, _)| v.as_str())
+                .collect::<Vec<_>>()
+                .join("/")
         ))
         .with_evidence(evidence)
     }
@@ -190,8 +275,12 @@ fn l2_policies(ctx: &RepoContext<'_>) -> Finding {
             (
                 p.get_str(&["metadata", "name"]).unwrap_or("?"),
                 (
-                    selector.map(|s| s.to_json()).unwrap_or(serde_json::Value::Null),
-                    selector.map(|s| s.site.to_string()).unwrap_or_else(|| p.site.to_string()),
+                    selector
+                        .map(|s| s.to_json())
+                        .unwrap_or(serde_json::Value::Null),
+                    selector
+                        .map(|s| s.site.to_string())
+                        .unwrap_or_else(|| p.site.to_string()),
                 ),
             )
         })
@@ -207,26 +296,45 @@ fn l2_policies(ctx: &RepoContext<'_>) -> Finding {
         .collect();
     let mut problems = Vec::new();
     let mut evidence = Vec::new();
-    for name in declared.keys().chain(live.keys()).collect::<std::collections::BTreeSet<_>>() {
+    for name in declared
+        .keys()
+        .chain(live.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+    {
         match (live.get(name), declared.get(name)) {
-            (Some(l), Some((d, at))) if normal(l) == normal(d) => evidence.push(format!("{name}: nodeSelector {l} live and declared ({at})")),
-            (Some(l), Some((d, at))) => problems.push(format!("{name}: live nodeSelector {l}, declared {d} ({at})")),
+            (Some(l), Some((d, at))) if normal(l) == normal(d) => {
+                evidence.push(format!("{name}: nodeSelector {l} live and declared ({at})"))
+            }
+            (Some(l), Some((d, at))) => problems.push(format!(
+                "{name}: live nodeSelector {l}, declared {d} ({at})"
+            )),
             (Some(_), None) => problems.push(format!("{name}: live, not in the repository")),
-            (None, Some((_, at))) => problems.push(format!("{name}: declared ({at}), not in the cluster")),
+            (None, Some((_, at))) => {
+                problems.push(format!("{name}: declared ({at}), not in the cluster"))
+            }
             (None, None) => {}
         }
     }
     if problems.is_empty() {
         Finding::pass("the L2 announcement policies match the repository").with_evidence(evidence)
     } else {
-        Finding::fail("the L2 announcement policies differ from the repository").with_evidence(problems.into_iter().chain(evidence))
+        Finding::fail("the L2 announcement policies differ from the repository")
+            .with_evidence(problems.into_iter().chain(evidence))
     }
 }
 
 /// Null and an empty selector mean the same here: every node.
 fn normal(v: &serde_json::Value) -> serde_json::Value {
     match v {
-        serde_json::Value::Object(map) if map.values().all(|v| v.is_null() || v.as_object().is_some_and(|o| o.is_empty()) || v.as_array().is_some_and(|a| a.is_empty())) => serde_json::Value::Null,
+        serde_json::Value::Object(map)
+            if map.values().all(|v| {
+                v.is_null()
+                    || v.as_object().is_some_and(|o| o.is_empty())
+                    || v.as_array().is_some_and(|a| a.is_empty())
+            }) =>
+        {
+            serde_json::Value::Null
+        }
         other => other.clone(),
     }
 }

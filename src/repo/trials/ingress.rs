@@ -30,7 +30,10 @@ pub fn l2_announcement(ctx: &RepoContext<'_>) -> Finding {
     };
     let policies: Vec<&Node> = m.of_kind("CiliumL2AnnouncementPolicy").collect();
     if policies.is_empty() {
-        return Finding::fail(format!("no CiliumL2AnnouncementPolicy is declared for {}", ctx.env.name));
+        return Finding::fail(format!(
+            "no CiliumL2AnnouncementPolicy is declared for {}",
+            ctx.env.name
+        ));
     }
     let mut problems = Vec::new();
     let mut evidence = Vec::new();
@@ -40,22 +43,35 @@ pub fn l2_announcement(ctx: &RepoContext<'_>) -> Finding {
         let selector = match node_selector {
             Some(node) => match serde_json::from_value::<LabelSelector>(node.to_json())
                 .map_err(|e| e.to_string())
-                .and_then(|s| Selector::compile(Some(&s), WhenNil::MatchesAll).map_err(|e| e.to_string()))
-            {
+                .and_then(|s| {
+                    Selector::compile(Some(&s), WhenNil::MatchesAll).map_err(|e| e.to_string())
+                }) {
                 Ok(selector) => selector,
-                Err(err) => return Finding::error(format!("{}: spec.nodeSelector of {name} is not a label selector: {err}", node.site)),
+                Err(err) => {
+                    return Finding::error(format!(
+                        "{}: spec.nodeSelector of {name} is not a label selector: {err}",
+                        node.site
+                    ));
+                }
             },
             None => Selector::everything(),
         };
         let shown = node_selector
             .map(|n| at(&n.site, &format!("{name} spec.nodeSelector"), n.show()))
-            .unwrap_or_else(|| at(&policy.site, &format!("{name} spec.nodeSelector"), "(none: every node)"));
+            .unwrap_or_else(|| {
+                at(
+                    &policy.site,
+                    &format!("{name} spec.nodeSelector"),
+                    "(none: every node)",
+                )
+            });
         let left_out: Vec<String> = nodes
             .iter()
             .filter_map(|node| {
                 let labels = node_labels(node, patches);
                 let why = selector.excluded_by(&labels);
-                (!why.is_empty()).then(|| format!("{} (excluded by {})", node.name(), why.join(", ")))
+                (!why.is_empty())
+                    .then(|| format!("{} (excluded by {})", node.name(), why.join(", ")))
             })
             .collect();
         if left_out.is_empty() {
@@ -65,7 +81,11 @@ pub fn l2_announcement(ctx: &RepoContext<'_>) -> Finding {
         }
     }
     if problems.is_empty() {
-        Finding::pass(format!("every L2 announcement policy selects all {} declared nodes", nodes.len())).with_evidence(evidence)
+        Finding::pass(format!(
+            "every L2 announcement policy selects all {} declared nodes",
+            nodes.len()
+        ))
+        .with_evidence(evidence)
     } else {
         Finding::fail("an L2 announcement policy leaves out declared nodes").with_evidence(problems)
     }
@@ -73,7 +93,9 @@ pub fn l2_announcement(ctx: &RepoContext<'_>) -> Finding {
 
 /// The Traefik HelmReleases of an environment's manifests.
 pub fn traefik(releases: &[HelmRelease]) -> impl Iterator<Item = &HelmRelease> {
-    releases.iter().filter(|hr| hr.chart.as_deref() == Some("traefik"))
+    releases
+        .iter()
+        .filter(|hr| hr.chart.as_deref() == Some("traefik"))
 }
 
 pub fn external_traffic_policy(ctx: &RepoContext<'_>) -> Finding {
@@ -83,7 +105,10 @@ pub fn external_traffic_policy(ctx: &RepoContext<'_>) -> Finding {
     };
     let releases: Vec<&HelmRelease> = traefik(&m.helm_releases).collect();
     if releases.is_empty() {
-        return Finding::skip(format!("no Traefik HelmRelease is declared for {}", ctx.env.name));
+        return Finding::skip(format!(
+            "no Traefik HelmRelease is declared for {}",
+            ctx.env.name
+        ));
     }
     let mut problems = Vec::new();
     let mut evidence = Vec::new();
@@ -92,9 +117,19 @@ pub fn external_traffic_policy(ctx: &RepoContext<'_>) -> Finding {
     for hr in releases {
         let values = match &hr.values {
             Ok(values) => values,
-            Err(err) => return Finding::error(format!("the values of HelmRelease {}/{} cannot be known: {err}", hr.namespace, hr.name)),
+            Err(err) => {
+                return Finding::error(format!(
+                    "the values of HelmRelease {}/{} cannot be known: {err}",
+                    hr.namespace, hr.name
+                ));
+            }
         };
-        let key = format!("{}/{} spec.values.{}", hr.namespace, hr.name, TRAEFIK_ETP.join("."));
+        let key = format!(
+            "{}/{} spec.values.{}",
+            hr.namespace,
+            hr.name,
+            TRAEFIK_ETP.join(".")
+        );
         match values.get(&TRAEFIK_ETP) {
             Some(v) if v.as_str() == Some("Cluster") => {
                 evidence.push(at(&v.site, &key, "Cluster"));
@@ -150,13 +185,23 @@ fn inheritors(ctx: &RepoContext<'_>, site: &crate::repo::site::Site) -> Vec<Stri
 /// to warn that an environment passes only by overriding shared values.
 fn shared_local(ctx: &RepoContext<'_>, hr: &HelmRelease) -> Vec<String> {
     let mut out = Vec::new();
-    for env in ctx.declared.environments.values().filter(|e| e.name != ctx.env.name) {
+    for env in ctx
+        .declared
+        .environments
+        .values()
+        .filter(|e| e.name != ctx.env.name)
+    {
         let Ok(m) = &env.manifests else { continue };
         for other in traefik(&m.helm_releases).filter(|o| o.site == hr.site) {
             if let Some(v) = other.values.as_ref().ok().and_then(|v| v.get(&TRAEFIK_ETP))
                 && v.as_str() != Some("Cluster")
             {
-                out.push(format!("the shared values say {} at {} (in effect for {})", v.show(), v.site, env.name));
+                out.push(format!(
+                    "the shared values say {} at {} (in effect for {})",
+                    v.show(),
+                    v.site,
+                    env.name
+                ));
             }
         }
     }

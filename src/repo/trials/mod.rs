@@ -122,7 +122,12 @@ impl RepoTrial {
 
 /// The repository trials of every environment the repository declares, and the drift trials
 /// of `env` against `repo_env`, its environment in the repository.
-pub fn trials(config: &Config, env: &Environment, declared: &[String], repo_env: &str) -> Vec<RepoTrial> {
+pub fn trials(
+    config: &Config,
+    env: &Environment,
+    declared: &[String],
+    repo_env: &str,
+) -> Vec<RepoTrial> {
     let mut out = Vec::new();
     for gate in &config.gates {
         for name in declared.iter().filter(|n| gate.applies_to(n)) {
@@ -131,7 +136,12 @@ pub fn trials(config: &Config, env: &Environment, declared: &[String], repo_env:
             }
         }
         if gate.applies_to(env.gate_name()) && declared.iter().any(|n| n == repo_env) {
-            for check in gate.checks.iter().filter_map(RepoCheck::of).filter(RepoCheck::has_drift) {
+            for check in gate
+                .checks
+                .iter()
+                .filter_map(RepoCheck::of)
+                .filter(RepoCheck::has_drift)
+            {
                 out.push(trial(gate.number, &env.name, repo_env, check, true));
             }
         }
@@ -199,7 +209,10 @@ pub fn declared_nodes<'a>(env: &'a DeclaredEnv) -> Result<Vec<DeclaredNode<'a>>,
 /// The manifests, or an error finding naming the file that could not be read.
 pub fn manifests(env: &DeclaredEnv) -> Result<&super::flux::Manifests, Finding> {
     env.manifests.as_ref().map_err(|err| {
-        Finding::error(format!("the manifests of {} cannot be read: {err}", env.name))
+        Finding::error(format!(
+            "the manifests of {} cannot be read: {err}",
+            env.name
+        ))
     })
 }
 
@@ -208,22 +221,33 @@ pub fn talos_patches(env: &DeclaredEnv) -> Result<Option<&super::talos::Patches>
     match &env.talos {
         None => Ok(None),
         Some(Ok(p)) => Ok(Some(p)),
-        Some(Err(err)) => Err(Finding::error(format!("the Talos patches cannot be read: {err}"))),
+        Some(Err(err)) => Err(Finding::error(format!(
+            "the Talos patches cannot be read: {err}"
+        ))),
     }
 }
 
 /// The labels a declared node will carry: its Talos `nodeLabels`, the hostname and the
 /// control-plane role label Talos sets.
-pub fn node_labels(node: &DeclaredNode<'_>, patches: Option<&super::talos::Patches>) -> std::collections::BTreeMap<String, String> {
+pub fn node_labels(
+    node: &DeclaredNode<'_>,
+    patches: Option<&super::talos::Patches>,
+) -> std::collections::BTreeMap<String, String> {
     let mut labels: std::collections::BTreeMap<String, String> = patches
         .map(|p| p.labels(node.name(), node.control_plane == Some(true)))
         .unwrap_or_default()
         .into_iter()
         .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_string()))
         .collect();
-    labels.insert("kubernetes.io/hostname".to_string(), node.name().to_string());
+    labels.insert(
+        "kubernetes.io/hostname".to_string(),
+        node.name().to_string(),
+    );
     if node.control_plane == Some(true) {
-        labels.insert("node-role.kubernetes.io/control-plane".to_string(), String::new());
+        labels.insert(
+            "node-role.kubernetes.io/control-plane".to_string(),
+            String::new(),
+        );
     }
     labels
 }

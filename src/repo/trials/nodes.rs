@@ -24,7 +24,11 @@ fn describe(node: &DeclaredNode<'_>) -> String {
 }
 
 fn unknown_roles(nodes: &[DeclaredNode<'_>]) -> Option<Finding> {
-    let unknown: Vec<String> = nodes.iter().filter(|n| n.control_plane.is_none()).map(describe).collect();
+    let unknown: Vec<String> = nodes
+        .iter()
+        .filter(|n| n.control_plane.is_none())
+        .map(describe)
+        .collect();
     (!unknown.is_empty()).then(|| {
         Finding::error("the role of some VMs is not declared: tag each VM control-plane or worker")
             .with_evidence(unknown)
@@ -40,10 +44,17 @@ pub fn control_plane_nodes(ctx: &RepoContext<'_>) -> Finding {
         return finding;
     }
     let want = ctx.settings.nodes.control_planes;
-    let cps = nodes.iter().filter(|n| n.control_plane == Some(true)).count();
+    let cps = nodes
+        .iter()
+        .filter(|n| n.control_plane == Some(true))
+        .count();
     let evidence: Vec<String> = nodes.iter().map(describe).collect();
     if cps == want {
-        Finding::pass(format!("{cps} control-plane VMs declared for {}", ctx.env.name)).with_evidence(evidence)
+        Finding::pass(format!(
+            "{cps} control-plane VMs declared for {}",
+            ctx.env.name
+        ))
+        .with_evidence(evidence)
     } else {
         Finding::fail(format!(
             "{cps} control-plane VM(s) declared for {}, the ADR wants {want}",
@@ -72,14 +83,24 @@ pub fn distinct_hosts(ctx: &RepoContext<'_>) -> Finding {
     for node in nodes.iter().filter(|n| n.control_plane == Some(true)) {
         match node.host() {
             Some(host) => hosts.entry(host).or_default().push(node.name()),
-            None => problems.push(format!("{}: VM {} declares no Proxmox host", node.vm.name.site, node.name())),
+            None => problems.push(format!(
+                "{}: VM {} declares no Proxmox host",
+                node.vm.name.site,
+                node.name()
+            )),
         }
     }
     for (host, names) in hosts.iter().filter(|(_, n)| n.len() > 1) {
-        problems.push(format!("control planes {} share host {host}", names.join(", ")));
+        problems.push(format!(
+            "control planes {} share host {host}",
+            names.join(", ")
+        ));
     }
     if hosts.len() < want {
-        problems.push(format!("{} distinct host(s) for the control planes, the ADR wants {want}", hosts.len()));
+        problems.push(format!(
+            "{} distinct host(s) for the control planes, the ADR wants {want}",
+            hosts.len()
+        ));
     }
     let mut warnings = Vec::new();
     match patches {
@@ -108,13 +129,19 @@ pub fn distinct_hosts(ctx: &RepoContext<'_>) -> Finding {
     }
     let evidence: Vec<String> = nodes.iter().map(describe).collect();
     if problems.is_empty() {
-        Finding::pass(format!("{want} control planes declared on {} distinct hosts, each labelled with its host", hosts.len()))
-            .with_evidence(evidence)
-            .with_warnings(warnings)
+        Finding::pass(format!(
+            "{want} control planes declared on {} distinct hosts, each labelled with its host",
+            hosts.len()
+        ))
+        .with_evidence(evidence)
+        .with_warnings(warnings)
     } else {
-        Finding::fail(format!("the declared control planes of {} do not sit on {want} distinct, labelled hosts", ctx.env.name))
-            .with_evidence(problems.into_iter().chain(evidence))
-            .with_warnings(warnings)
+        Finding::fail(format!(
+            "the declared control planes of {} do not sit on {want} distinct, labelled hosts",
+            ctx.env.name
+        ))
+        .with_evidence(problems.into_iter().chain(evidence))
+        .with_warnings(warnings)
     }
 }
 
@@ -125,7 +152,12 @@ pub fn schedulable_control_plane(ctx: &RepoContext<'_>) -> Finding {
     };
     let patches = match talos_patches(ctx.env) {
         Ok(Some(p)) => p,
-        Ok(None) => return Finding::skip(format!("the repository has no Talos patches for {}", ctx.env.name)),
+        Ok(None) => {
+            return Finding::skip(format!(
+                "the repository has no Talos patches for {}",
+                ctx.env.name
+            ));
+        }
         Err(finding) => return finding,
     };
     let mut problems = Vec::new();
@@ -147,18 +179,34 @@ pub fn schedulable_control_plane(ctx: &RepoContext<'_>) -> Finding {
         }
         for (key, taint) in patches
             .for_node(node.name(), true)
-            .filter_map(|p| p.doc.get(&["machine", "nodeTaints"]).and_then(|t| t.as_map()))
+            .filter_map(|p| {
+                p.doc
+                    .get(&["machine", "nodeTaints"])
+                    .and_then(|t| t.as_map())
+            })
             .flatten()
         {
-            if taint.as_str().is_some_and(|t| t.ends_with("NoSchedule") || t.ends_with("NoExecute")) {
-                problems.push(format!("{} (on {})", at(&taint.site, &format!("machine.nodeTaints.{key}"), taint.show()), node.name()));
+            if taint
+                .as_str()
+                .is_some_and(|t| t.ends_with("NoSchedule") || t.ends_with("NoExecute"))
+            {
+                problems.push(format!(
+                    "{} (on {})",
+                    at(
+                        &taint.site,
+                        &format!("machine.nodeTaints.{key}"),
+                        taint.show()
+                    ),
+                    node.name()
+                ));
             }
         }
     }
     evidence.sort();
     evidence.dedup();
     if problems.is_empty() {
-        Finding::pass("the Talos patches allow workloads on every control plane").with_evidence(evidence)
+        Finding::pass("the Talos patches allow workloads on every control plane")
+            .with_evidence(evidence)
     } else {
         Finding::fail("the Talos patches keep workloads off control planes").with_evidence(problems)
     }
@@ -171,7 +219,12 @@ pub fn vip(ctx: &RepoContext<'_>) -> Finding {
     };
     let patches = match talos_patches(ctx.env) {
         Ok(Some(p)) => p,
-        Ok(None) => return Finding::skip(format!("the repository has no Talos patches for {}", ctx.env.name)),
+        Ok(None) => {
+            return Finding::skip(format!(
+                "the repository has no Talos patches for {}",
+                ctx.env.name
+            ));
+        }
         Err(finding) => return finding,
     };
     let mut problems = Vec::new();
@@ -179,16 +232,31 @@ pub fn vip(ctx: &RepoContext<'_>) -> Finding {
     for node in &nodes {
         let vips = patches.vips(node.name(), node.control_plane == Some(true));
         match (node.control_plane, vips.is_empty()) {
-            (Some(true), true) => problems.push(format!("{}: no VIP (machine.network.interfaces[].vip.ip) in its Talos patches", node.name())),
-            (Some(true), false) => evidence.extend(vips.iter().map(|v| format!("{} (on {})", at(&v.site, "vip.ip", v.show()), node.name()))),
-            (_, false) => problems.extend(vips.iter().map(|v| format!("{} applies to {}, a {}", at(&v.site, "vip.ip", v.show()), node.name(), node.role()))),
+            (Some(true), true) => problems.push(format!(
+                "{}: no VIP (machine.network.interfaces[].vip.ip) in its Talos patches",
+                node.name()
+            )),
+            (Some(true), false) => evidence.extend(
+                vips.iter()
+                    .map(|v| format!("{} (on {})", at(&v.site, "vip.ip", v.show()), node.name())),
+            ),
+            (_, false) => problems.extend(vips.iter().map(|v| {
+                format!(
+                    "{} applies to {}, a {}",
+                    at(&v.site, "vip.ip", v.show()),
+                    node.name(),
+                    node.role()
+                )
+            })),
             (_, true) => {}
         }
     }
     if problems.is_empty() {
-        Finding::pass("the VIP is configured on every control plane and nowhere else").with_evidence(evidence)
+        Finding::pass("the VIP is configured on every control plane and nowhere else")
+            .with_evidence(evidence)
     } else {
-        Finding::fail("the VIP is not configured on exactly the control planes").with_evidence(problems)
+        Finding::fail("the VIP is not configured on exactly the control planes")
+            .with_evidence(problems)
     }
 }
 
@@ -196,19 +264,32 @@ pub fn talos_endpoints(ctx: &RepoContext<'_>) -> Finding {
     let Some(Ok(tf)) = &ctx.env.terraform else {
         return match &ctx.env.terraform {
             Some(Err(err)) => Finding::error(format!("the Terraform cannot be read: {err}")),
-            _ => Finding::skip("the repository has no Terraform, so no talosconfig endpoints are declared"),
+            _ => Finding::skip(
+                "the repository has no Terraform, so no talosconfig endpoints are declared",
+            ),
         };
     };
     let endpoints = match &tf.talos_endpoints {
-        None => return Finding::skip("no talos_client_configuration endpoints are declared in the Terraform"),
-        Some(Err(err)) => return Finding::error(format!("the talosconfig endpoints cannot be read: {err}")),
+        None => {
+            return Finding::skip(
+                "no talos_client_configuration endpoints are declared in the Terraform",
+            );
+        }
+        Some(Err(err)) => {
+            return Finding::error(format!("the talosconfig endpoints cannot be read: {err}"));
+        }
         Some(Ok(endpoints)) => endpoints,
     };
     let vips: Vec<String> = match talos_patches(ctx.env) {
         Ok(Some(p)) => p
             .patches
             .iter()
-            .flat_map(|p| p.doc.get(&["machine", "network", "interfaces"]).and_then(|i| i.as_seq()).unwrap_or_default())
+            .flat_map(|p| {
+                p.doc
+                    .get(&["machine", "network", "interfaces"])
+                    .and_then(|i| i.as_seq())
+                    .unwrap_or_default()
+            })
             .filter_map(|i| i.get_str(&["vip", "ip"]).map(str::to_string))
             .collect(),
         Ok(None) => Vec::new(),
@@ -217,13 +298,31 @@ pub fn talos_endpoints(ctx: &RepoContext<'_>) -> Finding {
     let list = endpoints.as_seq().unwrap_or_default();
     let bad: Vec<String> = list
         .iter()
-        .filter(|e| e.as_str().is_some_and(|e| vips.iter().any(|v| e.trim_start_matches("https://").starts_with(v.as_str()))))
-        .map(|e| format!("{} is the API VIP", at(&e.site, "talos_client_configuration.endpoints[]", e.show())))
+        .filter(|e| {
+            e.as_str().is_some_and(|e| {
+                vips.iter()
+                    .any(|v| e.trim_start_matches("https://").starts_with(v.as_str()))
+            })
+        })
+        .map(|e| {
+            format!(
+                "{} is the API VIP",
+                at(&e.site, "talos_client_configuration.endpoints[]", e.show())
+            )
+        })
         .collect();
     if bad.is_empty() {
-        Finding::pass(format!("talosconfig endpoints name {} address(es), none of them the VIP", list.len()))
-            .with_evidence([at(&endpoints.site, "talos_client_configuration.endpoints", endpoints.show())])
+        Finding::pass(format!(
+            "talosconfig endpoints name {} address(es), none of them the VIP",
+            list.len()
+        ))
+        .with_evidence([at(
+            &endpoints.site,
+            "talos_client_configuration.endpoints",
+            endpoints.show(),
+        )])
     } else {
-        Finding::fail("the talosconfig endpoints include the API VIP, which depends on etcd quorum").with_evidence(bad)
+        Finding::fail("the talosconfig endpoints include the API VIP, which depends on etcd quorum")
+            .with_evidence(bad)
     }
 }
