@@ -69,10 +69,10 @@ pub fn render(repo: &Path, entry: &str) -> Result<Manifests, RepoError> {
     while let Some(rendered) = queue.pop() {
         out.notes.extend(rendered.notes);
         for object in rendered.objects {
-            if is_flux_kustomization(&object) {
-                if let Some(next) = follow(repo, &object, &mut seen, &mut out.notes)? {
-                    queue.push(next);
-                }
+            if is_flux_kustomization(&object)
+                && let Some(next) = follow(repo, &object, &mut seen, &mut out.notes)?
+            {
+                queue.push(next);
             }
             out.objects.push(object);
         }

@@ -131,7 +131,7 @@ fn parse_text(rel: &str, text: String) -> Result<File, RepoError> {
 /// What an expression may refer to.
 #[derive(Default, Clone)]
 struct Scope {
-    vars: BTreeMap<String, Node>,
+    vars: BTreeMap<String, Result<Node, RepoError>>,
     each: Option<(Node, Node)>,
     index: Option<Node>,
 }
@@ -146,7 +146,7 @@ pub fn load(repo: &Path, dir: &str, tfvars: Option<&str>) -> Result<Terraform, R
             match structure {
                 Structure::Attribute(attr) => {
                     let value = eval(&attr.value, &file, &Scope::default())?;
-                    given.insert(attr.key.as_str().to_string(), value);
+                    given.insert(attr.key.as_str().to_string(), Ok(value));
                 }
                 Structure::Block(block) => {
                     return Err(RepoError::new(
@@ -167,7 +167,7 @@ fn module(
     dir: &str,
     name: &str,
     files: &[File],
-    given: BTreeMap<String, Node>,
+    given: BTreeMap<String, Result<Node, RepoError>>,
     out: &mut Terraform,
     depth: usize,
 ) -> Result<(), RepoError> {
@@ -182,10 +182,10 @@ fn module(
                 Some(attr) => Some(eval(&attr.value, file, &Scope::default())?),
                 None => None,
             };
-            if let Some(value) = given.get(&var).or(default.as_ref()) {
-                scope.vars.insert(var.clone(), value.clone());
+            if let Some(value) = given.get(&var).cloned().or_else(|| default.clone().map(Ok)) {
+                scope.vars.insert(var.clone(), value);
             }
-            if let Some(value) = given.get(&var) {
+            if let Some(Ok(value)) = given.get(&var) {
                 let qualified = if name.is_empty() {
                     format!("var.{var}")
                 } else {
@@ -232,14 +232,9 @@ fn module(
                 {
                     continue;
                 }
-                match eval(&attr.value, file, &scope) {
-                    Ok(value) => {
-                        inputs.insert(key.to_string(), value);
-                    }
-                    // An input gates cannot evaluate stays unset; a VM attribute that needs
-                    // it reports the module variable as unknown.
-                    Err(_) => {}
-                }
+                // An input gates cannot evaluate is an error where the module uses it,
+                // never the module's default in its place.
+                inputs.insert(key.to_string(), eval(&attr.value, file, &scope));
             }
             module(
                 repo,
@@ -431,15 +426,20 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
             let mut ops = traversal.operators.iter().map(|op| op.value());
             let mut current = match (root.as_str(), ops.next()) {
                 ("var", Some(TraversalOperator::GetAttr(name))) => {
-                    scope.vars.get(name.as_str()).cloned().ok_or_else(|| {
-                        RepoError::new(
-                            site.clone(),
-                            format!(
-                                "var.{} has no value: no default and not set in tfvars",
-                                name.as_str()
-                            ),
-                        )
-                    })?
+                    match scope.vars.get(name.as_str()) {
+                        Some(Ok(value)) => value.clone(),
+                        // An input gates could not evaluate: its error, not a default.
+                        Some(Err(err)) => return Err(err.clone()),
+                        None => {
+                            return Err(RepoError::new(
+                                site.clone(),
+                                format!(
+                                    "var.{} has no value: no default and not set in tfvars",
+                                    name.as_str()
+                                ),
+                            ));
+                        }
+                    }
                 }
                 ("each", Some(TraversalOperator::GetAttr(part))) => {
                     match (&scope.each, part.as_str()) {
@@ -678,5 +678,26 @@ resource "proxmox_virtual_environment_vm" "node" {
                 assert!(err.site.line >= 1, "{err}");
             }
         }
+    }
+
+    #[test]
+    fn a_module_input_gates_cannot_evaluate_is_an_error_not_the_module_default() {
+        let root = ROOT.replace(
+            "longhorn_roles = var.longhorn_node_roles",
+            "longhorn_roles = var.longhorn_node_roles\n  nodes_extra    = merge(var.nodes, {})",
+        );
+        let module = MODULE.replace("for_each  = var.nodes", "for_each  = var.nodes_extra")
+            + "variable \"nodes_extra\" {\n  default = {}\n}\n";
+        let dir = repo(&[
+            ("tf/main.tf", &root),
+            ("tf/modules/vms/main.tf", &module),
+            ("tf/env/staging.tfvars", TFVARS),
+        ]);
+        let err = load(dir.path(), "tf", Some("tf/env/staging.tfvars")).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("tf/main.tf:14: `merge(var.nodes, {})` is not evaluated"),
+            "{err}"
+        );
     }
 }
