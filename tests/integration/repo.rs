@@ -254,7 +254,20 @@ fn the_positional_kustomize_renders_the_fixtures_as_kubectl_kustomize_does() {
         eprintln!("kubectl is not installed (.ci/run installs it); nothing to compare with");
         return;
     };
-    eprintln!("{}", String::from_utf8_lossy(&version.stdout).trim());
+    let version = String::from_utf8_lossy(&version.stdout).into_owned();
+    // `Kustomize Version: v5.5.0`; kubectl before 1.24 does not print it and embeds
+    // Kustomize v2, which predates `patches`.
+    let major = version
+        .lines()
+        .find_map(|l| l.strip_prefix("Kustomize Version: v"))
+        .and_then(|v| v.split('.').next()?.parse::<u32>().ok());
+    if !major.is_some_and(|m| m >= 4) {
+        eprintln!(
+            "kubectl's Kustomize is older than v4 ({}); nothing to compare with",
+            version.trim()
+        );
+        return;
+    }
     let mut dirs = Vec::new();
     for name in ["staging-today", "adr-007"] {
         kustomization_dirs(&root().join("fixtures/repo").join(name), &mut dirs);
