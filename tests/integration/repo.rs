@@ -55,6 +55,29 @@ fn staging_today_fails_gates_1_3_and_5_in_the_repository_naming_the_lines_the_ad
         assert!(text.contains(cited), "missing `{cited}` in:\n{text}");
     }
     assert!(!text.contains("drift::"), "no cluster was read:\n{text}");
+    // The JUnit report holds every trial, production's gate 5 included.
+    let reports = tempfile::tempdir().unwrap();
+    let junit = reports.path().join("repo.xml");
+    let out = gates_with_config(reports.path())
+        .args(["check", "staging", "::repo::", "--reports"])
+        .arg(reports.path())
+        .arg("--repo")
+        .arg(repo("staging-today"))
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    validate_junit(&junit);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("name=\"gate5::production::repo::longhorn-disks\""),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("terraform/modules/talos_vms/variables.tf:134"),
+        "{xml}"
+    );
 }
 
 #[test]
