@@ -284,7 +284,7 @@ fn the_positional_kustomize_renders_the_fixtures_as_kubectl_kustomize_does() {
         .lines()
         .find_map(|l| l.strip_prefix("Kustomize Version: v"))
         .and_then(|v| v.split('.').next()?.parse::<u32>().ok());
-    if !major.is_some_and(|m| m >= 4) {
+    if major.is_none_or(|m| m < 4) {
         eprintln!(
             "kubectl's Kustomize is older than v4 ({}); nothing to compare with",
             version.trim()
