@@ -246,26 +246,47 @@ pub async fn check_env(
     let env = config.environment(&args.env).map_err(AppError::Usage)?;
     let specs = runner::trials(config, env);
     let largs = libtest_args(&args);
+    let repo = crate::repo::prepare(config, env, args.repo.as_deref()).map_err(AppError::Usage)?;
     if args.list {
-        runner::list(&largs, &specs);
+        let repo_trials = repo
+            .as_ref()
+            .map(|r| r.trials.as_slice())
+            .unwrap_or_default();
+        crate::repo::list(&largs, &specs, repo_trials);
         return Ok(0);
     }
     let selected = runner::selected(&largs, &specs);
+    let repo_selected = repo
+        .as_ref()
+        .map(|r| r.selected(&largs))
+        .unwrap_or_default();
+    for note in repo.iter().flat_map(|r| r.notes()) {
+        eprintln!("note: {note}");
+    }
     let started_at = Utc::now();
     let collect_started = Instant::now();
-    let state = if args.snapshot.is_empty() {
-        collect::live(config, env).await
-    } else {
-        let snapshot = collect::snapshot::read(&args.snapshot, started_at)?;
-        for note in &snapshot.notes {
-            eprintln!("note: {note}");
-        }
-        snapshot.state
-    };
+    // Repository trials alone (a pull request with no cluster access) read no cluster.
+    let cluster_unneeded = selected.is_empty() && !repo_selected.iter().any(|t| t.drift);
+    let state =
+        if let (Some(repo), true, true) = (&repo, cluster_unneeded, args.snapshot.is_empty()) {
+            let files = vec![format!("repository {}", repo.root.display())];
+            crate::state::State::empty(crate::state::Source::Snapshot { files }, started_at)
+        } else if args.snapshot.is_empty() {
+            collect::live(config, env).await
+        } else {
+            let snapshot = collect::snapshot::read(&args.snapshot, started_at)?;
+            for note in &snapshot.notes {
+                eprintln!("note: {note}");
+            }
+            snapshot.state
+        };
     let mut state = state;
     collect::chaos_report(&mut state, env, &args.reports);
     let collect_time = collect_started.elapsed();
-    let results = runner::evaluate(&selected, env, &state);
+    let mut results = runner::evaluate(&selected, env, &state);
+    if let Some(repo) = &repo {
+        results.extend(repo.evaluate(&repo_selected, config, env, &state));
+    }
     let run = Run {
         environment: env.name.clone(),
         decision: decision_name(config, config_dir),

@@ -179,6 +179,9 @@ pub struct CheckArgs {
     /// Read the state from kubectl output instead of the cluster (repeatable).
     #[arg(long, value_name = "FILE")]
     pub snapshot: Vec<PathBuf>,
+    /// Also evaluate the gates on this GitOps repository checkout (overrides `repo.path`).
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
     /// Also write the JUnit report here.
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,

@@ -52,6 +52,7 @@ async fn run_demo(
             env: env_name.to_string(),
             filter: None,
             snapshot: Vec::new(),
+            repo: None,
             junit: None,
             reports: args.reports.clone(),
             format: Format::Pretty,

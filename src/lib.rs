@@ -8,6 +8,7 @@ pub mod cli;
 pub mod collect;
 pub mod config;
 pub mod demo;
+pub mod repo;
 pub mod report;
 pub mod runner;
 pub mod validate;

@@ -34,20 +34,39 @@ pub fn render(run: &Run) -> String {
         Source::Snapshot { files } => format!("snapshot {}", files.join(", ")),
     };
     let timestamp = run.started_at.format("%Y-%m-%dT%H:%M:%S").to_string();
-    for gate in &run.gates {
+    // Gates of the environment, then gates only repository trials of other environments
+    // reached (`--repo`: production's gate 5 on a staging run), so no trial is left out.
+    let mut suites: Vec<(u32, String)> = run
+        .gates
+        .iter()
+        .map(|g| (g.gate, g.title.clone()))
+        .collect();
+    let mut others: Vec<u32> = run
+        .trials
+        .iter()
+        .map(|t| t.gate)
+        .filter(|n| !run.gates.iter().any(|g| g.gate == *n))
+        .collect();
+    others.sort_unstable();
+    others.dedup();
+    suites.extend(others.into_iter().map(|n| {
+        let title = format!("gate {n}, declared for the environments it applies to");
+        (n, title)
+    }));
+    for (number, title) in &suites {
         let cases: Vec<TrialResult> = run
             .trials
             .iter()
-            .filter(|t| t.gate == gate.gate)
+            .filter(|t| t.gate == *number)
             .cloned()
             .collect();
-        let classname = format!("{class_prefix}.gate{}", gate.gate);
+        let classname = format!("{class_prefix}.gate{number}");
         let time = cases.iter().map(|c| c.duration.as_secs_f64()).sum();
         junit.start_suite(&classname, &Tally::of(&cases), time, &timestamp);
         junit.properties(&[
             ("environment", run.environment.as_str()),
             ("decision", run.decision.as_str()),
-            ("gate", gate.title.as_str()),
+            ("gate", title.as_str()),
             ("source", source.as_str()),
         ]);
         for case in &cases {

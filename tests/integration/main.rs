@@ -6,5 +6,6 @@ mod check;
 mod config_errors;
 mod junit;
 mod lab;
+mod repo;
 mod reports;
 mod support;

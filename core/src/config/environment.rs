@@ -38,6 +38,9 @@ pub struct Environment {
     pub proxmox: Option<ProxmoxAccess>,
     #[serde(default)]
     pub chaos: Option<ChaosSpec>,
+    /// The GitOps repository that declares this environment (repository trials).
+    #[serde(default)]
+    pub repo: Option<super::repo::RepoSpec>,
 }
 
 impl Environment {

@@ -5,6 +5,7 @@ mod duration;
 mod environment;
 mod error;
 mod gate;
+mod repo;
 
 pub use duration::Duration;
 pub use environment::{
@@ -13,3 +14,4 @@ pub use environment::{
 };
 pub use error::{ConfigError, ConfigErrors, nearest};
 pub use gate::{EnvironmentSet, Gate, GateRole};
+pub use repo::RepoSpec;

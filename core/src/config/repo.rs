@@ -1,0 +1,32 @@
+//! The `repo` section of an environment: where its GitOps repository is and how it is laid
+//! out. Every key may be left out; the defaults are the usual Flux layout (see
+//! `crate::repo::layout`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepoSpec {
+    /// The repository checkout, relative to the environment file; `--repo PATH` overrides.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// This environment's name in the repository (default: the name its gates use).
+    #[serde(default)]
+    pub environment: Option<String>,
+    /// Per environment of the repository, the directory Flux starts from
+    /// (default: each directory under `clusters/`).
+    #[serde(default)]
+    pub kubernetes: BTreeMap<String, String>,
+    /// The Terraform root module (default: `terraform`, when it exists).
+    #[serde(default)]
+    pub terraform: Option<String>,
+    /// Per environment, its tfvars file (default: `terraform/environments/ENV.tfvars`).
+    #[serde(default)]
+    pub tfvars: BTreeMap<String, String>,
+    /// Per environment, its directory of Talos machine-config patches (default: `talos/ENV`).
+    #[serde(default)]
+    pub talos: BTreeMap<String, String>,
+}

@@ -1,0 +1,209 @@
+//! The declared state: what one repository says about each of its environments, read once
+//! with positions. Each part is read independently, so a malformed Terraform file makes the
+//! trials that need Terraform give `error` naming that file while the Kubernetes trials still
+//! run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::flux::{self, Manifests};
+use super::site::RepoError;
+use super::talos::{self, Patches};
+use super::terraform::{self, Terraform, Vm};
+use crate::config::RepoSpec;
+
+/// Where each part of each environment lives in the repository.
+#[derive(Debug, Clone, Default)]
+pub struct Layout {
+    /// Environment name → Flux entry directory.
+    pub kubernetes: BTreeMap<String, String>,
+    pub terraform: Option<String>,
+    pub tfvars: BTreeMap<String, String>,
+    pub talos: BTreeMap<String, String>,
+}
+
+impl Layout {
+    /// The spec's choices, with the usual Flux layout filling what it leaves out.
+    pub fn resolve(root: &Path, spec: &RepoSpec) -> Layout {
+        let mut kubernetes = spec.kubernetes.clone();
+        if kubernetes.is_empty() {
+            kubernetes = subdirectories(&root.join("clusters"))
+                .into_iter()
+                .map(|name| (name.clone(), format!("clusters/{name}")))
+                .collect();
+        }
+        let terraform = spec.terraform.clone().or_else(|| {
+            root.join("terraform")
+                .is_dir()
+                .then(|| "terraform".to_string())
+        });
+        let mut tfvars = BTreeMap::new();
+        let mut talos = BTreeMap::new();
+        for env in kubernetes.keys() {
+            let given = spec.tfvars.get(env).cloned().or_else(|| {
+                let tf = terraform.as_deref()?;
+                [
+                    format!("{tf}/environments/{env}.tfvars"),
+                    format!("{tf}/{env}.tfvars"),
+                ]
+                .into_iter()
+                .find(|f| root.join(f).is_file())
+            });
+            tfvars.extend(given.map(|f| (env.clone(), f)));
+            let patches = spec.talos.get(env).cloned().or_else(|| {
+                root.join(format!("talos/{env}"))
+                    .is_dir()
+                    .then(|| format!("talos/{env}"))
+            });
+            talos.extend(patches.map(|d| (env.clone(), d)));
+        }
+        Layout {
+            kubernetes,
+            terraform,
+            tfvars,
+            talos,
+        }
+    }
+}
+
+fn subdirectories(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Everything one repository declares.
+#[derive(Debug, Clone)]
+pub struct Declared {
+    pub root: PathBuf,
+    pub environments: BTreeMap<String, DeclaredEnv>,
+}
+
+/// One environment of the repository. `None`: the repository has no such part.
+#[derive(Debug, Clone)]
+pub struct DeclaredEnv {
+    pub name: String,
+    pub manifests: Result<Manifests, RepoError>,
+    pub terraform: Option<Result<Terraform, RepoError>>,
+    pub talos: Option<Result<Patches, RepoError>>,
+}
+
+/// A node the repository declares: a VM and its role.
+#[derive(Debug, Clone)]
+pub struct DeclaredNode<'a> {
+    pub vm: &'a Vm,
+    /// `None` when the VM's tags say neither `control-plane` (`controlplane`) nor `worker`.
+    pub control_plane: Option<bool>,
+}
+
+impl DeclaredNode<'_> {
+    pub fn name(&self) -> &str {
+        self.vm.name()
+    }
+
+    pub fn host(&self) -> Option<&str> {
+        self.vm.host.as_ref().and_then(|h| h.as_str())
+    }
+
+    pub fn role(&self) -> &'static str {
+        match self.control_plane {
+            Some(true) => "control-plane",
+            Some(false) => "worker",
+            None => "unknown role",
+        }
+    }
+}
+
+impl DeclaredEnv {
+    /// The declared nodes, or why they cannot be known.
+    pub fn nodes(&self) -> Result<Vec<DeclaredNode<'_>>, NodesUnknown> {
+        let tf = match &self.terraform {
+            None => {
+                return Err(NodesUnknown::NotDeclared(
+                    "the repository has no Terraform directory, so no VMs are declared".to_string(),
+                ));
+            }
+            Some(Err(err)) => {
+                return Err(NodesUnknown::Unreadable(format!(
+                    "the Terraform cannot be read: {err}"
+                )));
+            }
+            Some(Ok(tf)) => tf,
+        };
+        if !tf.unread_modules.is_empty() {
+            return Err(NodesUnknown::Unreadable(format!(
+                "the VMs are not all in the repository: {}",
+                tf.unread_modules.join("; ")
+            )));
+        }
+        if tf.vms.is_empty() {
+            return Err(NodesUnknown::NotDeclared(format!(
+                "the Terraform declares no {} or {} VM",
+                terraform::BPG_VM,
+                terraform::TELMATE_VM
+            )));
+        }
+        Ok(tf
+            .vms
+            .iter()
+            .map(|vm| DeclaredNode {
+                vm,
+                control_plane: if vm.has_tag("control-plane") || vm.has_tag("controlplane") {
+                    Some(true)
+                } else if vm.has_tag("worker") {
+                    Some(false)
+                } else {
+                    None
+                },
+            })
+            .collect())
+    }
+}
+
+/// Why the declared nodes are not known: not declared at all (skip) or not readable (error).
+#[derive(Debug, Clone)]
+pub enum NodesUnknown {
+    NotDeclared(String),
+    Unreadable(String),
+}
+
+/// Read every environment of the repository at `root`.
+pub fn load(root: &Path, layout: &Layout) -> Declared {
+    let environments = layout
+        .kubernetes
+        .iter()
+        .map(|(name, entry)| {
+            let terraform = layout
+                .terraform
+                .as_deref()
+                .map(|dir| terraform::load(root, dir, layout.tfvars.get(name).map(String::as_str)));
+            let nodes: Vec<String> = match &terraform {
+                Some(Ok(tf)) => tf.vms.iter().map(|vm| vm.name().to_string()).collect(),
+                _ => Vec::new(),
+            };
+            let talos = layout
+                .talos
+                .get(name)
+                .map(|dir| talos::load(root, dir, &nodes));
+            let env = DeclaredEnv {
+                name: name.clone(),
+                manifests: flux::render(root, entry),
+                terraform,
+                talos,
+            };
+            (name.clone(), env)
+        })
+        .collect();
+    Declared {
+        root: root.to_path_buf(),
+        environments,
+    }
+}

@@ -1,0 +1,415 @@
+//! An environment's manifests as Flux applies them: from the environment's entry directory
+//! (`clusters/staging`), every Flux `Kustomization` whose source is this repository is
+//! followed to its `spec.path`, rendered, patched with its `spec.patches` and placed in its
+//! `targetNamespace`. HelmReleases get their effective values: `valuesFrom` ConfigMaps and
+//! Secrets that live in the repository, in order, then `spec.values`, each value with the
+//! file and line that set it last.
+//!
+//! A source in another repository is skipped with the reason; `postBuild` substitutions and
+//! `components` are errors naming the file (their result cannot be read without Flux).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use base64::Engine;
+
+use super::kustomize::{self, Rendered};
+use super::patch;
+use super::site::{RepoError, Site};
+use super::yaml::{self, Node, Value};
+
+/// What the repository declares for one environment's cluster.
+#[derive(Debug, Clone, Default)]
+pub struct Manifests {
+    pub objects: Vec<Node>,
+    pub helm_releases: Vec<HelmRelease>,
+    /// Constructs skipped on purpose, with the reason.
+    pub notes: Vec<String>,
+}
+
+impl Manifests {
+    pub fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Node> + 'a {
+        self.objects
+            .iter()
+            .filter(move |o| o.get_str(&["kind"]) == Some(kind))
+    }
+}
+
+/// A HelmRelease and its effective values (chart defaults excluded: the repository does not
+/// hold them).
+#[derive(Debug, Clone)]
+pub struct HelmRelease {
+    pub namespace: String,
+    pub name: String,
+    /// `spec.chart.spec.chart`, when declared that way.
+    pub chart: Option<String>,
+    pub site: Site,
+    /// The merged values, or why they cannot be known (a valuesFrom object that is not in the
+    /// repository).
+    pub values: Result<Node, RepoError>,
+}
+
+const FLUX_KUSTOMIZATION: &str = "kustomize.toolkit.fluxcd.io/";
+const HELM_RELEASE: &str = "helm.toolkit.fluxcd.io/";
+
+/// Render an environment from its entry directory.
+pub fn render(repo: &Path, entry: &str) -> Result<Manifests, RepoError> {
+    let mut out = Manifests::default();
+    let mut seen = BTreeSet::new();
+    let entry = kustomize::resolve("", entry, &Site::new(entry, 0))?;
+    if !repo.join(&entry).is_dir() {
+        return Err(RepoError::file(
+            &entry,
+            "the environment's entry directory does not exist",
+        ));
+    }
+    seen.insert(entry.clone());
+    let first = kustomize::autodetect(repo, &entry)?;
+    let mut queue = vec![first];
+    while let Some(rendered) = queue.pop() {
+        out.notes.extend(rendered.notes);
+        for object in rendered.objects {
+            if is_flux_kustomization(&object)
+                && let Some(next) = follow(repo, &object, &mut seen, &mut out.notes)?
+            {
+                queue.push(next);
+            }
+            out.objects.push(object);
+        }
+    }
+    out.helm_releases = out
+        .objects
+        .iter()
+        .filter(|o| {
+            o.get_str(&["kind"]) == Some("HelmRelease")
+                && o.get_str(&["apiVersion"])
+                    .is_some_and(|a| a.starts_with(HELM_RELEASE))
+        })
+        .map(|o| helm_release(o, &out.objects))
+        .collect();
+    Ok(out)
+}
+
+fn is_flux_kustomization(object: &Node) -> bool {
+    object.get_str(&["kind"]) == Some("Kustomization")
+        && object
+            .get_str(&["apiVersion"])
+            .is_some_and(|a| a.starts_with(FLUX_KUSTOMIZATION))
+}
+
+/// Render the path of one Flux Kustomization, or note why it is not followed.
+fn follow(
+    repo: &Path,
+    ks: &Node,
+    seen: &mut BTreeSet<String>,
+    notes: &mut Vec<String>,
+) -> Result<Option<Rendered>, RepoError> {
+    let name = ks.get_str(&["metadata", "name"]).unwrap_or("?");
+    let source_kind = ks
+        .get_str(&["spec", "sourceRef", "kind"])
+        .unwrap_or("GitRepository");
+    let source_name = ks.get_str(&["spec", "sourceRef", "name"]).unwrap_or("?");
+    if source_kind != "GitRepository" || source_name != "flux-system" {
+        notes.push(format!(
+            "{}: Flux Kustomization {name} skipped: its source {source_kind}/{source_name} is not this repository (flux-system)",
+            ks.site
+        ));
+        return Ok(None);
+    }
+    for refused in ["postBuild", "components"] {
+        if let Some(node) = ks.get(&["spec", refused]) {
+            return Err(RepoError::new(
+                node.site.clone(),
+                format!(
+                    "Flux Kustomization {name}: `spec.{refused}` changes the manifests in ways gates does not evaluate"
+                ),
+            ));
+        }
+    }
+    let path = ks.get(&["spec", "path"]);
+    let dir = kustomize::resolve(
+        "",
+        path.and_then(Node::as_str).unwrap_or("."),
+        path.map(|p| &p.site).unwrap_or(&ks.site),
+    )?;
+    if !seen.insert(dir.clone()) {
+        return Ok(None);
+    }
+    if !repo.join(&dir).is_dir() {
+        let site = path
+            .map(|p| p.site.clone())
+            .unwrap_or_else(|| ks.site.clone());
+        return Err(RepoError::new(
+            site,
+            format!("Flux Kustomization {name}: path `{dir}` does not exist"),
+        ));
+    }
+    let mut rendered = kustomize::autodetect(repo, &dir)?;
+    if let Some(patches) = ks.get(&["spec", "patches"]).and_then(Node::as_seq) {
+        for item in patches {
+            kustomize::apply_patch_entry(repo, &ks.site.file_dir(), item, &mut rendered.objects)?;
+        }
+    }
+    if let Some(ns) = ks.get(&["spec", "targetNamespace"]) {
+        kustomize::set_namespace(
+            &mut rendered.objects,
+            ns.as_str().unwrap_or_default(),
+            &ns.site,
+        );
+    }
+    Ok(Some(rendered))
+}
+
+fn helm_release(hr: &Node, objects: &[Node]) -> HelmRelease {
+    let namespace = hr
+        .get_str(&["metadata", "namespace"])
+        .unwrap_or("default")
+        .to_string();
+    let name = hr.get_str(&["metadata", "name"]).unwrap_or("?").to_string();
+    HelmRelease {
+        chart: hr
+            .get_str(&["spec", "chart", "spec", "chart"])
+            .map(str::to_string),
+        site: hr
+            .get(&["metadata", "name"])
+            .map(|n| n.site.clone())
+            .unwrap_or_else(|| hr.site.clone()),
+        values: values(hr, &namespace, objects),
+        namespace,
+        name,
+    }
+}
+
+fn values(hr: &Node, namespace: &str, objects: &[Node]) -> Result<Node, RepoError> {
+    let mut merged = Node::new(Value::Map(Vec::new()), hr.site.clone());
+    for source in hr
+        .get(&["spec", "valuesFrom"])
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+    {
+        let kind = source.get_str(&["kind"]).unwrap_or_default();
+        let name = source.get_str(&["name"]).unwrap_or_default();
+        let key = source.get_str(&["valuesKey"]).unwrap_or("values.yaml");
+        let optional = source
+            .get(&["optional"])
+            .and_then(Node::as_bool)
+            .unwrap_or(false);
+        if kind != "ConfigMap" && kind != "Secret" {
+            return Err(RepoError::new(
+                source.site.clone(),
+                format!("valuesFrom kind `{kind}` is not ConfigMap or Secret"),
+            ));
+        }
+        let object = objects.iter().find(|o| {
+            o.get_str(&["kind"]) == Some(kind)
+                && o.get_str(&["metadata", "name"]) == Some(name)
+                && o.get_str(&["metadata", "namespace"]).unwrap_or("default") == namespace
+        });
+        let Some(object) = object else {
+            if optional {
+                continue;
+            }
+            return Err(RepoError::new(
+                source.site.clone(),
+                format!(
+                    "valuesFrom {kind} {namespace}/{name} is not in the repository (created outside Git?), so the effective values cannot be known"
+                ),
+            ));
+        };
+        let Some(part) = value_of(object, kind, key)? else {
+            if optional {
+                continue;
+            }
+            return Err(RepoError::new(
+                source.site.clone(),
+                format!("{kind} {namespace}/{name} has no key `{key}`"),
+            ));
+        };
+        match source.get_str(&["targetPath"]) {
+            Some(path) => {
+                let mut wrapped = part;
+                for segment in path.rsplit('.') {
+                    if segment.contains('[') || segment.is_empty() {
+                        return Err(RepoError::new(
+                            source.site.clone(),
+                            format!("targetPath `{path}` with indexes is not evaluated by gates"),
+                        ));
+                    }
+                    let site = wrapped.site.clone();
+                    wrapped = Node::new(Value::Map(vec![(segment.to_string(), wrapped)]), site);
+                }
+                patch::helm_values(&mut merged, &wrapped);
+            }
+            None => patch::helm_values(&mut merged, &part),
+        }
+    }
+    if let Some(inline) = hr.get(&["spec", "values"]) {
+        patch::helm_values(&mut merged, inline);
+    }
+    Ok(merged)
+}
+
+/// The values document under `key` of a ConfigMap (`data`) or Secret (`stringData`, `data`).
+fn value_of(object: &Node, kind: &str, key: &str) -> Result<Option<Node>, RepoError> {
+    let plain = object
+        .get(&["data", key])
+        .filter(|_| kind == "ConfigMap")
+        .or_else(|| {
+            object
+                .get(&["stringData", key])
+                .filter(|_| kind == "Secret")
+        });
+    if let Some(text) = plain {
+        let docs = yaml::parse_shifted(
+            &text.site.file,
+            text.as_str().unwrap_or_default(),
+            text.site.line,
+        )?;
+        return Ok(Some(docs.into_iter().next().unwrap_or_else(|| {
+            Node::new(Value::Map(Vec::new()), text.site.clone())
+        })));
+    }
+    if kind == "Secret"
+        && let Some(encoded) = object.get(&["data", key])
+    {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded.as_str().unwrap_or_default().trim())
+            .map_err(|_| {
+                RepoError::new(
+                    encoded.site.clone(),
+                    format!("Secret data `{key}` is not base64"),
+                )
+            })?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            RepoError::new(
+                encoded.site.clone(),
+                format!("Secret data `{key}` is not UTF-8"),
+            )
+        })?;
+        // Encoded values have no lines of their own: every value points at the key.
+        let docs = yaml::parse(&encoded.site.file, &text).map_err(|e| {
+            RepoError::new(
+                encoded.site.clone(),
+                format!("Secret data `{key}`: {}", e.message),
+            )
+        })?;
+        return Ok(docs.into_iter().next().map(|mut d| {
+            relocate(&mut d, &encoded.site);
+            d
+        }));
+    }
+    Ok(None)
+}
+
+fn relocate(node: &mut Node, site: &Site) {
+    node.site = site.clone();
+    match &mut node.value {
+        Value::Seq(items) => items.iter_mut().for_each(|i| relocate(i, site)),
+        Value::Map(entries) => entries.iter_mut().for_each(|(_, v)| relocate(v, site)),
+        Value::Null | Value::Scalar(..) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let full = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, text).unwrap();
+        }
+        dir
+    }
+
+    const SYNC: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: infra, namespace: flux-system}\nspec:\n  path: ./infra\n  sourceRef: {kind: GitRepository, name: flux-system}\n";
+
+    #[test]
+    fn helm_values_come_from_a_configmap_then_the_release_with_their_lines() {
+        let dir = repo(&[
+            ("clusters/env/infra.yaml", SYNC),
+            (
+                "infra/kustomization.yaml",
+                "namespace: traefik\nresources: [release.yaml, values.yaml]\n",
+            ),
+            (
+                "infra/release.yaml",
+                "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: traefik}\nspec:\n  chart: {spec: {chart: traefik}}\n  valuesFrom:\n    - kind: ConfigMap\n      name: traefik-values\n  values:\n    deployment: {replicas: 2}\n",
+            ),
+            (
+                "infra/values.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: traefik-values}\ndata:\n  values.yaml: |\n    deployment:\n      replicas: 1\n    service:\n      spec:\n        externalTrafficPolicy: Local\n",
+            ),
+        ]);
+        let m = render(dir.path(), "clusters/env").unwrap();
+        assert_eq!(m.helm_releases.len(), 1);
+        let hr = &m.helm_releases[0];
+        assert_eq!(
+            (hr.namespace.as_str(), hr.chart.as_deref()),
+            ("traefik", Some("traefik"))
+        );
+        let values = hr.values.as_ref().unwrap();
+        let etp = values
+            .get(&["service", "spec", "externalTrafficPolicy"])
+            .unwrap();
+        assert_eq!(etp.site.to_string(), "infra/values.yaml:10");
+        let replicas = values.get(&["deployment", "replicas"]).unwrap();
+        assert_eq!(
+            (replicas.as_i64(), replicas.site.to_string()),
+            (Some(2), "infra/release.yaml:10".to_string())
+        );
+    }
+
+    #[test]
+    fn a_values_source_outside_the_repository_makes_the_values_unknown_not_empty() {
+        let dir = repo(&[
+            ("clusters/env/infra.yaml", SYNC),
+            (
+                "infra/release.yaml",
+                "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: t, namespace: t}\nspec:\n  valuesFrom:\n    - kind: Secret\n      name: from-vault\n",
+            ),
+        ]);
+        let m = render(dir.path(), "clusters/env").unwrap();
+        let err = m.helm_releases[0].values.as_ref().unwrap_err();
+        assert!(err.to_string().starts_with("infra/release.yaml:6"), "{err}");
+        assert!(err.message.contains("not in the repository"), "{err}");
+    }
+
+    #[test]
+    fn other_sources_are_skipped_with_the_reason_and_post_build_is_refused() {
+        let other = SYNC.replace("name: flux-system}", "name: vendor}");
+        let dir = repo(&[("clusters/env/infra.yaml", &other)]);
+        let m = render(dir.path(), "clusters/env").unwrap();
+        assert!(
+            m.notes.iter().any(|n| n.contains("GitRepository/vendor")),
+            "{:?}",
+            m.notes
+        );
+        let post = format!("{SYNC}  postBuild:\n    substitute: {{a: b}}\n");
+        let dir = repo(&[
+            ("clusters/env/infra.yaml", &post),
+            (
+                "infra/a.yaml",
+                "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
+            ),
+        ]);
+        let err = render(dir.path(), "clusters/env").unwrap_err();
+        assert!(
+            err.to_string().starts_with("clusters/env/infra.yaml:7"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_missing_entry_directory_is_an_error_naming_it() {
+        let dir = repo(&[]);
+        assert!(
+            render(dir.path(), "clusters/nowhere")
+                .unwrap_err()
+                .to_string()
+                .contains("clusters/nowhere")
+        );
+    }
+}

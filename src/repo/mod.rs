@@ -1,0 +1,22 @@
+//! The repository as evidence. ADR 007's implementation status cites files and lines of the
+//! GitOps repository, not cluster objects, and a live check of staging cannot see the shared
+//! values production will get. This module reads what a repository declares for each of its
+//! environments (Flux Kustomizations and HelmReleases, Terraform VMs and variables, Talos
+//! machine-config patches), keeps the file and line of every value through every merge and
+//! patch, and evaluates the gates on it: before merge, before promotion, with no cluster.
+//!
+//! Nothing is guessed: a construct gates does not evaluate is an error naming the file and
+//! line, or skipped with the reason where it cannot change what a trial reads.
+
+pub mod declared;
+pub mod flux;
+pub mod kustomize;
+pub mod patch;
+mod run;
+pub mod site;
+pub mod talos;
+pub mod terraform;
+pub mod trials;
+pub mod yaml;
+
+pub use run::{RepoRun, list, prepare};

@@ -1,0 +1,163 @@
+//! Joining the repository trials to a `gates check` run: find the repository (the
+//! environment's `repo` section or `--repo`), read its declared state once, name its trials
+//! and evaluate the selected ones beside the live trials.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use libtest_mimic::{Arguments, Trial};
+
+use super::declared::{self, Declared, Layout};
+use super::trials::{self, RepoContext, RepoTrial};
+use crate::config::{Config, Environment, RepoSpec};
+use crate::runner::{TrialResult, TrialSpec};
+use crate::state::State;
+
+/// A repository read for one run.
+pub struct RepoRun {
+    pub root: PathBuf,
+    pub declared: Declared,
+    pub trials: Vec<RepoTrial>,
+    /// The environment's own name in the repository.
+    pub repo_env: String,
+}
+
+/// The repository of `env`, read; `None` when neither the environment nor `--repo` names one.
+pub fn prepare(
+    config: &Config,
+    env: &Environment,
+    given: Option<&Path>,
+) -> Result<Option<RepoRun>, String> {
+    let spec = env.repo.clone().unwrap_or_default();
+    let root = match (given, &spec.path) {
+        (Some(path), _) => path.to_path_buf(),
+        (None, Some(path)) => env
+            .file
+            .parent()
+            .map(|dir| dir.join(path))
+            .unwrap_or_else(|| path.clone()),
+        (None, None) => return Ok(None),
+    };
+    if !root.is_dir() {
+        return Err(format!(
+            "repository {} not found (from {})",
+            root.display(),
+            if given.is_some() {
+                "--repo".to_string()
+            } else {
+                format!("repo.path in {}", env.file.display())
+            }
+        ));
+    }
+    let layout = Layout::resolve(&root, &spec);
+    if layout.kubernetes.is_empty() {
+        return Err(format!(
+            "repository {}: no environments found: it has no clusters/ENV directories and {} names no repo.kubernetes entries",
+            root.display(),
+            env.file.display()
+        ));
+    }
+    let repo_env = repo_env_name(env, &spec);
+    let declared = declared::load(&root, &layout);
+    let names: Vec<String> = declared.environments.keys().cloned().collect();
+    let trials = trials::trials(config, env, &names, &repo_env);
+    Ok(Some(RepoRun {
+        root,
+        declared,
+        trials,
+        repo_env,
+    }))
+}
+
+fn repo_env_name(env: &Environment, spec: &RepoSpec) -> String {
+    spec.environment
+        .clone()
+        .unwrap_or_else(|| env.gate_name().to_string())
+}
+
+impl RepoRun {
+    /// Things read and deliberately left out, for stderr.
+    pub fn notes(&self) -> Vec<String> {
+        self.declared
+            .environments
+            .values()
+            .flat_map(|env| {
+                let manifests = env.manifests.iter().flat_map(|m| m.notes.iter().cloned());
+                let talos = env
+                    .talos
+                    .iter()
+                    .flatten()
+                    .flat_map(|t| t.notes.iter().cloned());
+                manifests.chain(talos).collect::<Vec<_>>()
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    }
+
+    /// The trials the libtest arguments select.
+    pub fn selected(&self, args: &Arguments) -> Vec<&RepoTrial> {
+        self.trials
+            .iter()
+            .filter(|t| !args.is_filtered_out(&Trial::test(t.name.clone(), || Ok(()))))
+            .collect()
+    }
+
+    /// Evaluate the selected trials; drift trials compare with `live`.
+    pub fn evaluate(
+        &self,
+        selected: &[&RepoTrial],
+        config: &Config,
+        env: &Environment,
+        live: &State,
+    ) -> Vec<TrialResult> {
+        selected
+            .iter()
+            .filter_map(|trial| {
+                let declared_env = self.declared.environments.get(&trial.repo_env)?;
+                let settings = if trial.drift {
+                    env
+                } else {
+                    settings_for(config, env, &trial.repo_env)
+                };
+                let started = Instant::now();
+                let ctx = RepoContext {
+                    declared: &self.declared,
+                    env: declared_env,
+                    settings,
+                    live,
+                };
+                let finding = trials::evaluate(trial, &ctx);
+                Some(TrialResult {
+                    name: trial.name.clone(),
+                    gate: trial.gate,
+                    kind: trial.kind(),
+                    instance: trial.instance().map(str::to_string),
+                    finding,
+                    duration: started.elapsed(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The configuration of a repository environment: the environment file of that name, else
+/// one checked like it, else the environment being checked.
+fn settings_for<'a>(config: &'a Config, env: &'a Environment, name: &str) -> &'a Environment {
+    config
+        .environments
+        .get(name)
+        .or_else(|| config.environments.values().find(|e| e.gate_name() == name))
+        .unwrap_or(env)
+}
+
+/// `--list` over the live and repository trials together.
+pub fn list(args: &Arguments, specs: &[TrialSpec], repo: &[RepoTrial]) {
+    let trials = specs
+        .iter()
+        .map(|s| s.name.clone())
+        .chain(repo.iter().map(|t| t.name.clone()))
+        .map(|name| Trial::test(name, || Ok(())))
+        .collect();
+    let _conclusion = libtest_mimic::run(args, trials);
+}

@@ -1,0 +1,703 @@
+//! Terraform as declared: the Proxmox VMs of an environment (bpg/proxmox
+//! `proxmox_virtual_environment_vm` and Telmate `proxmox_vm_qemu`) with their host, cores,
+//! memory and tags; the variables and their defaults; the environment's `tfvars`; and the
+//! talosconfig endpoints of `talos_client_configuration` where declared. Parsed with
+//! hcl-edit, whose byte spans give every value its file and line.
+//!
+//! Only what can be known without running Terraform is evaluated: literals, `var.*`,
+//! `each.key`, `each.value.*` and `count.index`, across local modules. Functions,
+//! conditionals, `local.*` and other references in an attribute the trials read are errors
+//! naming the file and line; a module from a registry or Git is recorded as unread.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use hcl_edit::Span;
+use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
+use hcl_edit::structure::{Block, Body, Structure};
+
+use super::kustomize::{join, read, resolve};
+use super::site::{RepoError, Site};
+use super::yaml::{Node, Value};
+
+/// The VM resource types read, and their provider.
+pub const BPG_VM: &str = "proxmox_virtual_environment_vm";
+pub const TELMATE_VM: &str = "proxmox_vm_qemu";
+
+/// What Terraform declares for one environment.
+#[derive(Debug, Clone, Default)]
+pub struct Terraform {
+    pub vms: Vec<Vm>,
+    /// Every variable of the root and of each local module, with its default.
+    pub variables: Vec<Variable>,
+    /// Values given to variables: by tfvars (`var.x`) or by a module call (`module.m.var.x`).
+    pub module_inputs: BTreeMap<String, Node>,
+    /// `talos_client_configuration` endpoints, where declared (an error when they are
+    /// written in a way gates does not evaluate).
+    pub talos_endpoints: Option<Result<Node, RepoError>>,
+    /// Modules whose source is not in the repository: their VMs are not known.
+    pub unread_modules: Vec<String>,
+}
+
+/// One declared VM (one instance of a `for_each` or `count`).
+#[derive(Debug, Clone)]
+pub struct Vm {
+    pub resource: String,
+    pub name: Node,
+    /// The Proxmox node (host) it is placed on.
+    pub host: Option<Node>,
+    pub cores: Option<Node>,
+    /// MiB, as both providers take it.
+    pub memory_mib: Option<Node>,
+    pub tags: Vec<Node>,
+}
+
+impl Vm {
+    pub fn name(&self) -> &str {
+        self.name.as_str().unwrap_or("?")
+    }
+
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.tags.iter().any(|t| t.as_str() == Some(tag))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Variable {
+    /// `""` for the root module, else the module call's name.
+    pub module: String,
+    pub name: String,
+    pub site: Site,
+    pub default: Option<Node>,
+}
+
+impl Variable {
+    pub fn qualified(&self) -> String {
+        if self.module.is_empty() {
+            format!("var.{}", self.name)
+        } else {
+            format!("module.{}.var.{}", self.module, self.name)
+        }
+    }
+}
+
+struct File {
+    name: String,
+    text: String,
+    body: Body,
+}
+
+impl File {
+    fn site(&self, span: Option<std::ops::Range<usize>>) -> Site {
+        let offset = span.map(|s| s.start).unwrap_or(0).min(self.text.len());
+        Site::new(&self.name, self.text[..offset].matches('\n').count() + 1)
+    }
+}
+
+/// Parse every `.tf` file of a directory.
+fn parse_dir(repo: &Path, dir: &str) -> Result<Vec<File>, RepoError> {
+    let mut names: Vec<String> = std::fs::read_dir(repo.join(dir))
+        .map_err(|err| RepoError::file(dir, format!("cannot read the Terraform directory: {err}")))?
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tf"))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|n| parse_file(repo, &join(dir, n)))
+        .collect()
+}
+
+fn parse_file(repo: &Path, rel: &str) -> Result<File, RepoError> {
+    let text = read(repo, rel)?;
+    parse_text(rel, text)
+}
+
+fn parse_text(rel: &str, text: String) -> Result<File, RepoError> {
+    let body = hcl_edit::parser::parse_body(&text).map_err(|err| {
+        RepoError::new(
+            Site::new(rel, err.location().line()),
+            format!("malformed HCL: {}", err.message()),
+        )
+    })?;
+    Ok(File {
+        name: rel.to_string(),
+        text,
+        body,
+    })
+}
+
+/// What an expression may refer to.
+#[derive(Default, Clone)]
+struct Scope {
+    vars: BTreeMap<String, Result<Node, RepoError>>,
+    each: Option<(Node, Node)>,
+    index: Option<Node>,
+}
+
+/// Read the Terraform of `dir`, with the environment's tfvars file when there is one.
+pub fn load(repo: &Path, dir: &str, tfvars: Option<&str>) -> Result<Terraform, RepoError> {
+    let files = parse_dir(repo, dir)?;
+    let mut given = BTreeMap::new();
+    if let Some(tfvars) = tfvars {
+        let file = parse_file(repo, tfvars)?;
+        for structure in file.body.iter() {
+            match structure {
+                Structure::Attribute(attr) => {
+                    let value = eval(&attr.value, &file, &Scope::default())?;
+                    given.insert(attr.key.as_str().to_string(), Ok(value));
+                }
+                Structure::Block(block) => {
+                    return Err(RepoError::new(
+                        file.site(block.span()),
+                        "a tfvars file holds only `name = value` lines",
+                    ));
+                }
+            }
+        }
+    }
+    let mut out = Terraform::default();
+    module(repo, dir, "", &files, given, &mut out, 0)?;
+    Ok(out)
+}
+
+fn module(
+    repo: &Path,
+    dir: &str,
+    name: &str,
+    files: &[File],
+    given: BTreeMap<String, Result<Node, RepoError>>,
+    out: &mut Terraform,
+    depth: usize,
+) -> Result<(), RepoError> {
+    if depth > 16 {
+        return Err(RepoError::file(dir, "modules nest more than 16 deep"));
+    }
+    let mut scope = Scope::default();
+    for file in files {
+        for block in blocks(&file.body, "variable") {
+            let var = label(block, 0);
+            let default = match block.body.get_attribute("default") {
+                Some(attr) => Some(eval(&attr.value, file, &Scope::default())?),
+                None => None,
+            };
+            if let Some(value) = given.get(&var).cloned().or_else(|| default.clone().map(Ok)) {
+                scope.vars.insert(var.clone(), value);
+            }
+            if let Some(Ok(value)) = given.get(&var) {
+                let qualified = if name.is_empty() {
+                    format!("var.{var}")
+                } else {
+                    format!("module.{name}.var.{var}")
+                };
+                out.module_inputs.insert(qualified, value.clone());
+            }
+            out.variables.push(Variable {
+                module: name.to_string(),
+                name: var,
+                site: file.site(block.span()),
+                default,
+            });
+        }
+    }
+    for file in files {
+        for block in blocks(&file.body, "module") {
+            let call = label(block, 0);
+            let source_attr = block.body.get_attribute("source");
+            let source = source_attr
+                .and_then(|a| a.value.as_str())
+                .unwrap_or_default();
+            let site = file.site(block.span());
+            if !(source.starts_with("./") || source.starts_with("../")) {
+                out.unread_modules.push(format!(
+                    "{site}: module {call} comes from `{source}`, which is not in the repository"
+                ));
+                continue;
+            }
+            let child_dir = resolve(dir, source, &site)?;
+            let child_files = parse_dir(repo, &child_dir)?;
+            let mut inputs = BTreeMap::new();
+            for attr in block.body.attributes() {
+                let key = attr.key.as_str();
+                if [
+                    "source",
+                    "version",
+                    "providers",
+                    "depends_on",
+                    "count",
+                    "for_each",
+                ]
+                .contains(&key)
+                {
+                    continue;
+                }
+                // An input gates cannot evaluate is an error where the module uses it,
+                // never the module's default in its place.
+                inputs.insert(key.to_string(), eval(&attr.value, file, &scope));
+            }
+            module(
+                repo,
+                &child_dir,
+                &qualify(name, &call),
+                &child_files,
+                inputs,
+                out,
+                depth + 1,
+            )?;
+        }
+        for block in blocks(&file.body, "resource") {
+            let kind = label(block, 0);
+            if kind == BPG_VM || kind == TELMATE_VM {
+                vms(block, file, &scope, out)?;
+            }
+        }
+        for block in blocks(&file.body, "data") {
+            if label(block, 0) == "talos_client_configuration"
+                && let Some(attr) = block.body.get_attribute("endpoints")
+            {
+                out.talos_endpoints = Some(eval(&attr.value, file, &scope));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn qualify(parent: &str, call: &str) -> String {
+    if parent.is_empty() {
+        call.to_string()
+    } else {
+        format!("{parent}.{call}")
+    }
+}
+
+fn blocks<'a>(body: &'a Body, ident: &'a str) -> impl Iterator<Item = &'a Block> + 'a {
+    body.blocks().filter(move |b| b.ident.as_str() == ident)
+}
+
+fn label(block: &Block, index: usize) -> String {
+    block
+        .labels
+        .get(index)
+        .map(|l| l.as_str().to_string())
+        .unwrap_or_default()
+}
+
+/// Expand one VM resource over its `for_each` or `count`.
+fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result<(), RepoError> {
+    let resource = format!("{}.{}", label(block, 0), label(block, 1));
+    let instances: Vec<Scope> = if let Some(attr) = block.body.get_attribute("for_each") {
+        let items = eval(&attr.value, file, scope)?;
+        match &items.value {
+            Value::Map(entries) => entries
+                .iter()
+                .map(|(k, v)| Scope {
+                    each: Some((Node::str(k, v.site.clone()), v.clone())),
+                    ..scope.clone()
+                })
+                .collect(),
+            Value::Seq(items) => items
+                .iter()
+                .map(|v| Scope {
+                    each: Some((v.clone(), v.clone())),
+                    ..scope.clone()
+                })
+                .collect(),
+            Value::Null | Value::Scalar(..) => {
+                return Err(RepoError::new(
+                    file.site(attr.value.span()),
+                    format!("{resource}: for_each is not a map or a set"),
+                ));
+            }
+        }
+    } else if let Some(attr) = block.body.get_attribute("count") {
+        let count = eval(&attr.value, file, scope)?;
+        let n = count.as_i64().filter(|n| *n >= 0).ok_or_else(|| {
+            RepoError::new(
+                file.site(attr.value.span()),
+                format!("{resource}: count is not a number"),
+            )
+        })?;
+        (0..n)
+            .map(|i| Scope {
+                index: Some(Node::new(
+                    Value::Scalar(i.to_string(), true),
+                    count.site.clone(),
+                )),
+                ..scope.clone()
+            })
+            .collect()
+    } else {
+        vec![scope.clone()]
+    };
+    let telmate = label(block, 0) == TELMATE_VM;
+    for instance in instances {
+        let attr = |path: &[&str]| -> Result<Option<Node>, RepoError> {
+            let mut body = &block.body;
+            for inner in &path[..path.len() - 1] {
+                match body.blocks().find(|b| b.ident.as_str() == *inner) {
+                    Some(b) => body = &b.body,
+                    None => return Ok(None),
+                }
+            }
+            match body.get_attribute(path[path.len() - 1]) {
+                Some(a) => eval(&a.value, file, &instance).map(Some),
+                None => Ok(None),
+            }
+        };
+        let name =
+            attr(&["name"])?.unwrap_or_else(|| Node::str(&resource, file.site(block.span())));
+        let (host, cores, memory) = if telmate {
+            (
+                attr(&["target_node"])?,
+                attr(&["cores"])?.or(attr(&["cpu", "cores"])?),
+                attr(&["memory"])?,
+            )
+        } else {
+            (
+                attr(&["node_name"])?,
+                attr(&["cpu", "cores"])?,
+                attr(&["memory", "dedicated"])?,
+            )
+        };
+        let tags = match attr(&["tags"])? {
+            Some(node) => match &node.value {
+                Value::Seq(items) => items.clone(),
+                // Telmate takes one string, `;`- or `,`-separated.
+                Value::Scalar(text, _) => text
+                    .split([';', ','])
+                    .filter(|t| !t.trim().is_empty())
+                    .map(|t| Node::str(t.trim(), node.site.clone()))
+                    .collect(),
+                Value::Null | Value::Map(_) => Vec::new(),
+            },
+            None => Vec::new(),
+        };
+        out.vms.push(Vm {
+            resource: resource.clone(),
+            name,
+            host,
+            cores,
+            memory_mib: memory,
+            tags,
+        });
+    }
+    Ok(())
+}
+
+fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError> {
+    let site = file.site(expr.span());
+    let scalar = |text: String, plain: bool| Node::new(Value::Scalar(text, plain), site.clone());
+    Ok(match expr {
+        Expression::Null(_) => Node::new(Value::Null, site),
+        Expression::Bool(b) => scalar(b.value().to_string(), true),
+        Expression::Number(n) => scalar(n.value().to_string(), true),
+        Expression::String(s) => scalar(s.value().to_string(), false),
+        Expression::Array(items) => Node::new(
+            Value::Seq(
+                items
+                    .iter()
+                    .map(|i| eval(i, file, scope))
+                    .collect::<Result<_, _>>()?,
+            ),
+            site,
+        ),
+        Expression::Object(object) => {
+            let mut entries = Vec::new();
+            for (key, value) in object.iter() {
+                let key = match key {
+                    ObjectKey::Ident(ident) => ident.as_str().to_string(),
+                    ObjectKey::Expression(expr) => {
+                        let key = eval(expr, file, scope)?;
+                        key.as_str()
+                            .map(str::to_string)
+                            .ok_or_else(|| unknown(expr, file))?
+                    }
+                };
+                entries.push((key, eval(value.expr(), file, scope)?));
+            }
+            Node::new(Value::Map(entries), site)
+        }
+        Expression::Parenthesis(inner) => eval(inner.inner(), file, scope)?,
+        Expression::Traversal(traversal) => {
+            let Expression::Variable(root) = &traversal.expr else {
+                return Err(unknown(expr, file));
+            };
+            let mut ops = traversal.operators.iter().map(|op| op.value());
+            let mut current = match (root.as_str(), ops.next()) {
+                ("var", Some(TraversalOperator::GetAttr(name))) => {
+                    match scope.vars.get(name.as_str()) {
+                        Some(Ok(value)) => value.clone(),
+                        // An input gates could not evaluate: its error, not a default.
+                        Some(Err(err)) => return Err(err.clone()),
+                        None => {
+                            return Err(RepoError::new(
+                                site.clone(),
+                                format!(
+                                    "var.{} has no value: no default and not set in tfvars",
+                                    name.as_str()
+                                ),
+                            ));
+                        }
+                    }
+                }
+                ("each", Some(TraversalOperator::GetAttr(part))) => {
+                    match (&scope.each, part.as_str()) {
+                        (Some((key, _)), "key") => key.clone(),
+                        (Some((_, value)), "value") => value.clone(),
+                        _ => return Err(unknown(expr, file)),
+                    }
+                }
+                ("count", Some(TraversalOperator::GetAttr(part))) if part.as_str() == "index" => {
+                    scope.index.clone().ok_or_else(|| unknown(expr, file))?
+                }
+                _ => return Err(unknown(expr, file)),
+            };
+            for op in ops {
+                let next = match op {
+                    TraversalOperator::GetAttr(name) => current.entry(name.as_str()).cloned(),
+                    TraversalOperator::Index(index) => {
+                        let index = eval(index, file, scope)?;
+                        match (&current.value, index.as_str()) {
+                            (Value::Map(_), Some(key)) => current.entry(key).cloned(),
+                            (Value::Seq(items), Some(i)) => {
+                                i.parse::<usize>().ok().and_then(|i| items.get(i).cloned())
+                            }
+                            _ => None,
+                        }
+                    }
+                    TraversalOperator::LegacyIndex(i) => current
+                        .as_seq()
+                        .and_then(|items| items.get(*i.value() as usize).cloned()),
+                    TraversalOperator::AttrSplat(_) | TraversalOperator::FullSplat(_) => {
+                        return Err(unknown(expr, file));
+                    }
+                };
+                current = next.ok_or_else(|| {
+                    RepoError::new(
+                        site.clone(),
+                        format!(
+                            "`{}` refers to a value that is not declared",
+                            source(expr, file)
+                        ),
+                    )
+                })?;
+            }
+            current
+        }
+        Expression::StringTemplate(_)
+        | Expression::HeredocTemplate(_)
+        | Expression::Variable(_)
+        | Expression::Conditional(_)
+        | Expression::FuncCall(_)
+        | Expression::UnaryOp(_)
+        | Expression::BinaryOp(_)
+        | Expression::ForExpr(_) => return Err(unknown(expr, file)),
+    })
+}
+
+fn source(expr: &Expression, file: &File) -> String {
+    expr.span()
+        .and_then(|s| file.text.get(s))
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn unknown(expr: &Expression, file: &File) -> RepoError {
+    RepoError::new(
+        file.site(expr.span()),
+        format!(
+            "`{}` is not evaluated by gates (literals, var.*, each.* and count.index are); write the value literally or in tfvars",
+            source(expr, file)
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let full = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, text).unwrap();
+        }
+        dir
+    }
+
+    const ROOT: &str = r#"variable "nodes" {
+  type = map(object({ host = string, role = string }))
+}
+
+variable "longhorn_node_roles" {
+  type    = list(string)
+  default = ["worker"]
+}
+
+module "vms" {
+  source         = "./modules/vms"
+  nodes          = var.nodes
+  longhorn_roles = var.longhorn_node_roles
+}
+"#;
+
+    const MODULE: &str = r#"variable "nodes" {}
+variable "longhorn_roles" {
+  default = ["worker"]
+}
+
+resource "proxmox_virtual_environment_vm" "node" {
+  for_each  = var.nodes
+  name      = each.key
+  node_name = each.value.host
+  tags      = ["talos", each.value.role]
+  cpu {
+    cores = each.value.cores
+  }
+  memory {
+    dedicated = each.value.memory
+  }
+}
+"#;
+
+    const TFVARS: &str = r#"nodes = {
+  cp-01 = { host = "pve1", role = "control-plane", cores = 2, memory = 6144 }
+  cp-02 = { host = "pve2", role = "control-plane", cores = 2, memory = 6144 }
+}
+"#;
+
+    #[test]
+    fn vms_expand_over_tfvars_with_the_lines_that_set_them() {
+        let dir = repo(&[
+            ("tf/main.tf", ROOT),
+            ("tf/modules/vms/main.tf", MODULE),
+            ("tf/env/staging.tfvars", TFVARS),
+        ]);
+        let tf = load(dir.path(), "tf", Some("tf/env/staging.tfvars")).unwrap();
+        assert_eq!(tf.vms.len(), 2);
+        let vm = &tf.vms[1];
+        assert_eq!(vm.name(), "cp-02");
+        let host = vm.host.as_ref().unwrap();
+        assert_eq!(
+            (host.as_str(), host.site.to_string().as_str()),
+            (Some("pve2"), "tf/env/staging.tfvars:3")
+        );
+        assert_eq!(vm.memory_mib.as_ref().unwrap().as_i64(), Some(6144));
+        assert!(vm.has_tag("control-plane"));
+        let roles: Vec<_> = tf
+            .variables
+            .iter()
+            .filter(|v| v.name.contains("longhorn"))
+            .collect();
+        assert_eq!(roles.len(), 2);
+        assert_eq!(
+            roles[0].default.as_ref().unwrap().site.to_string(),
+            "tf/main.tf:7"
+        );
+        assert_eq!(roles[1].qualified(), "module.vms.var.longhorn_roles");
+        assert_eq!(
+            tf.module_inputs["module.vms.var.longhorn_roles"].show(),
+            "[worker]"
+        );
+    }
+
+    #[test]
+    fn telmate_vms_read_target_node_and_tag_strings() {
+        let dir = repo(&[(
+            "tf/vm.tf",
+            "resource \"proxmox_vm_qemu\" \"cp\" {\n  count       = 1\n  name        = \"cp-01\"\n  target_node = \"pve3\"\n  cores       = 2\n  memory      = 8192\n  tags        = \"talos;control-plane\"\n}\n",
+        )]);
+        let tf = load(dir.path(), "tf", None).unwrap();
+        assert_eq!(tf.vms.len(), 1);
+        assert_eq!(tf.vms[0].host.as_ref().unwrap().as_str(), Some("pve3"));
+        assert!(tf.vms[0].has_tag("control-plane"));
+    }
+
+    #[test]
+    fn functions_in_a_read_attribute_are_errors_naming_the_line() {
+        let dir = repo(&[(
+            "tf/vm.tf",
+            "resource \"proxmox_vm_qemu\" \"cp\" {\n  name        = \"cp\"\n  target_node = lookup(var.hosts, \"cp\")\n}\n",
+        )]);
+        let err = load(dir.path(), "tf", None).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("tf/vm.tf:3: `lookup(var.hosts, \"cp\")` is not evaluated"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn malformed_hcl_is_an_error_naming_the_file_and_line() {
+        let dir = repo(&[("tf/bad.tf", "variable \"a\" {\n  default = [1, 2\n}\n")]);
+        let err = load(dir.path(), "tf", None).unwrap_err();
+        assert_eq!(err.site.file, "tf/bad.tf");
+        assert!(err.site.line >= 2, "{err}");
+        assert!(err.message.starts_with("malformed HCL"), "{err}");
+        for text in [
+            "resource {",
+            "= 1",
+            "variable \"a\" { default = \"x }",
+            "\u{0}",
+        ] {
+            let dir = repo(&[("tf/x.tf", text)]);
+            assert!(load(dir.path(), "tf", None).is_err(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn registry_modules_are_recorded_as_unread() {
+        let dir = repo(&[(
+            "tf/main.tf",
+            "module \"k8s\" {\n  source  = \"bpg/talos/proxmox\"\n  version = \"1.0\"\n}\n",
+        )]);
+        let tf = load(dir.path(), "tf", None).unwrap();
+        assert_eq!(tf.unread_modules.len(), 1);
+        assert!(
+            tf.unread_modules[0].starts_with("tf/main.tf:1: module k8s"),
+            "{:?}",
+            tf.unread_modules
+        );
+    }
+
+    #[test]
+    fn a_variable_without_a_value_is_an_error_when_a_vm_needs_it() {
+        let dir = repo(&[("tf/main.tf", ROOT), ("tf/modules/vms/main.tf", MODULE)]);
+        let err = load(dir.path(), "tf", None).unwrap_err();
+        assert!(err.message.contains("var.nodes has no value"), "{err}");
+    }
+
+    #[test]
+    fn every_prefix_of_a_real_module_parses_or_errors_without_panicking() {
+        let text =
+            include_str!("../../fixtures/repo/staging-today/terraform/modules/talos_vms/main.tf");
+        for end in (0..text.len()).filter(|i| text.is_char_boundary(*i)) {
+            if let Err(err) = parse_text("main.tf", text[..end].to_string()) {
+                assert!(err.site.line >= 1, "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_module_input_gates_cannot_evaluate_is_an_error_not_the_module_default() {
+        let root = ROOT.replace(
+            "longhorn_roles = var.longhorn_node_roles",
+            "longhorn_roles = var.longhorn_node_roles\n  nodes_extra    = merge(var.nodes, {})",
+        );
+        let module = MODULE.replace("for_each  = var.nodes", "for_each  = var.nodes_extra")
+            + "variable \"nodes_extra\" {\n  default = {}\n}\n";
+        let dir = repo(&[
+            ("tf/main.tf", &root),
+            ("tf/modules/vms/main.tf", &module),
+            ("tf/env/staging.tfvars", TFVARS),
+        ]);
+        let err = load(dir.path(), "tf", Some("tf/env/staging.tfvars")).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("tf/main.tf:14: `merge(var.nodes, {})` is not evaluated"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,209 @@
+//! Gate 3 on the repository: every Cilium L2 announcement policy selects every declared
+//! node, and every Traefik HelmRelease's effective values give `externalTrafficPolicy:
+//! Cluster`. A `Local` names the file and line that set it and the environments that
+//! inherit it from there.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use crate::selector::{Selector, WhenNil};
+use crate::verdict::Finding;
+
+use super::{RepoContext, at, declared_nodes, manifests, node_labels, talos_patches};
+use crate::repo::flux::HelmRelease;
+use crate::repo::yaml::Node;
+
+/// Where Traefik's chart takes the Service's traffic policy.
+pub const TRAEFIK_ETP: [&str; 3] = ["service", "spec", "externalTrafficPolicy"];
+
+pub fn l2_announcement(ctx: &RepoContext<'_>) -> Finding {
+    let m = match manifests(ctx.env) {
+        Ok(m) => m,
+        Err(finding) => return finding,
+    };
+    let nodes = match declared_nodes(ctx.env) {
+        Ok(nodes) => nodes,
+        Err(finding) => return finding,
+    };
+    let patches = match talos_patches(ctx.env) {
+        Ok(p) => p,
+        Err(finding) => return finding,
+    };
+    let policies: Vec<&Node> = m.of_kind("CiliumL2AnnouncementPolicy").collect();
+    if policies.is_empty() {
+        return Finding::fail(format!(
+            "no CiliumL2AnnouncementPolicy is declared for {}",
+            ctx.env.name
+        ));
+    }
+    let mut problems = Vec::new();
+    let mut evidence = Vec::new();
+    for policy in &policies {
+        let name = policy.get_str(&["metadata", "name"]).unwrap_or("?");
+        let node_selector = policy.get(&["spec", "nodeSelector"]);
+        let selector = match node_selector {
+            Some(node) => match serde_json::from_value::<LabelSelector>(node.to_json())
+                .map_err(|e| e.to_string())
+                .and_then(|s| {
+                    Selector::compile(Some(&s), WhenNil::MatchesAll).map_err(|e| e.to_string())
+                }) {
+                Ok(selector) => selector,
+                Err(err) => {
+                    return Finding::error(format!(
+                        "{}: spec.nodeSelector of {name} is not a label selector: {err}",
+                        node.site
+                    ));
+                }
+            },
+            None => Selector::everything(),
+        };
+        let shown = node_selector
+            .map(|n| at(&n.site, &format!("{name} spec.nodeSelector"), n.show()))
+            .unwrap_or_else(|| {
+                at(
+                    &policy.site,
+                    &format!("{name} spec.nodeSelector"),
+                    "(none: every node)",
+                )
+            });
+        let left_out: Vec<String> = nodes
+            .iter()
+            .filter_map(|node| {
+                let labels = node_labels(node, patches);
+                let why = selector.excluded_by(&labels);
+                (!why.is_empty())
+                    .then(|| format!("{} (excluded by {})", node.name(), why.join(", ")))
+            })
+            .collect();
+        if left_out.is_empty() {
+            evidence.push(shown);
+        } else {
+            problems.push(format!("{shown} leaves out {}", left_out.join(", ")));
+        }
+    }
+    if problems.is_empty() {
+        Finding::pass(format!(
+            "every L2 announcement policy selects all {} declared nodes",
+            nodes.len()
+        ))
+        .with_evidence(evidence)
+    } else {
+        Finding::fail("an L2 announcement policy leaves out declared nodes").with_evidence(problems)
+    }
+}
+
+/// The Traefik HelmReleases of an environment's manifests.
+pub fn traefik(releases: &[HelmRelease]) -> impl Iterator<Item = &HelmRelease> {
+    releases
+        .iter()
+        .filter(|hr| hr.chart.as_deref() == Some("traefik"))
+}
+
+pub fn external_traffic_policy(ctx: &RepoContext<'_>) -> Finding {
+    let m = match manifests(ctx.env) {
+        Ok(m) => m,
+        Err(finding) => return finding,
+    };
+    let releases: Vec<&HelmRelease> = traefik(&m.helm_releases).collect();
+    if releases.is_empty() {
+        return Finding::skip(format!(
+            "no Traefik HelmRelease is declared for {}",
+            ctx.env.name
+        ));
+    }
+    let mut problems = Vec::new();
+    let mut evidence = Vec::new();
+    let mut warnings = Vec::new();
+    let mut unset = Vec::new();
+    for hr in releases {
+        let values = match &hr.values {
+            Ok(values) => values,
+            Err(err) => {
+                return Finding::error(format!(
+                    "the values of HelmRelease {}/{} cannot be known: {err}",
+                    hr.namespace, hr.name
+                ));
+            }
+        };
+        let key = format!(
+            "{}/{} spec.values.{}",
+            hr.namespace,
+            hr.name,
+            TRAEFIK_ETP.join(".")
+        );
+        match values.get(&TRAEFIK_ETP) {
+            Some(v) if v.as_str() == Some("Cluster") => {
+                evidence.push(at(&v.site, &key, "Cluster"));
+                for other in shared_local(ctx, hr) {
+                    warnings.push(format!("{other}; {} overrides it", ctx.env.name));
+                }
+            }
+            Some(v) => {
+                let inherit = inheritors(ctx, &v.site);
+                problems.push(format!(
+                    "{} (set here; in effect for {})",
+                    at(&v.site, &key, v.show()),
+                    inherit.join(", ")
+                ));
+            }
+            None => unset.push(format!("{key} is not set in the repository (the chart's default decides, and the repository does not hold it)")),
+        }
+    }
+    if !problems.is_empty() {
+        Finding::fail("Traefik's declared externalTrafficPolicy is not Cluster; Cilium's L2 announcements need Cluster")
+            .with_evidence(problems.into_iter().chain(evidence))
+            .with_warnings(warnings)
+    } else if !unset.is_empty() {
+        Finding::skip(unset.join("; "))
+    } else {
+        Finding::pass("every Traefik HelmRelease declares externalTrafficPolicy: Cluster")
+            .with_evidence(evidence)
+            .with_warnings(warnings)
+    }
+}
+
+/// The environments of the repository whose effective value comes from `site`.
+fn inheritors(ctx: &RepoContext<'_>, site: &crate::repo::site::Site) -> Vec<String> {
+    ctx.declared
+        .environments
+        .values()
+        .filter(|env| {
+            env.manifests.as_ref().is_ok_and(|m| {
+                traefik(&m.helm_releases).any(|hr| {
+                    hr.values
+                        .as_ref()
+                        .ok()
+                        .and_then(|v| v.get(&TRAEFIK_ETP))
+                        .is_some_and(|v| v.site == *site)
+                })
+            })
+        })
+        .map(|env| env.name.clone())
+        .collect()
+}
+
+/// `Local` values in other environments' Traefik releases that share this release's files,
+/// to warn that an environment passes only by overriding shared values.
+fn shared_local(ctx: &RepoContext<'_>, hr: &HelmRelease) -> Vec<String> {
+    let mut out = Vec::new();
+    for env in ctx
+        .declared
+        .environments
+        .values()
+        .filter(|e| e.name != ctx.env.name)
+    {
+        let Ok(m) = &env.manifests else { continue };
+        for other in traefik(&m.helm_releases).filter(|o| o.site == hr.site) {
+            if let Some(v) = other.values.as_ref().ok().and_then(|v| v.get(&TRAEFIK_ETP))
+                && v.as_str() != Some("Cluster")
+            {
+                out.push(format!(
+                    "the shared values say {} at {} (in effect for {})",
+                    v.show(),
+                    v.site,
+                    env.name
+                ));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,253 @@
+//! Repository trials and drift trials. A repository trial is the gate's check evaluated on
+//! what the repository declares for one of its environments, named
+//! `gateN::ENV::repo::<check>`; a drift trial compares what the cluster runs with what the
+//! repository declares for it, named `gateN::ENV::drift::<check>`. Both are pure functions
+//! of the declared state (and, for drift, the collected [`State`]); evidence lines read
+//! `file:line: key: value`.
+//!
+//! Which trials exist follows from the gate files: each live check kind that has a declared
+//! counterpart gets one, for every environment of the repository the gate applies to, so a
+//! staging run also shows what production would get from the same repository.
+
+mod controllers;
+mod drift;
+mod ingress;
+mod nodes;
+mod storage;
+#[cfg(test)]
+mod tests;
+
+use crate::checks::CheckSpec;
+use crate::config::{Config, Environment};
+use crate::state::State;
+use crate::verdict::Finding;
+
+use super::declared::{Declared, DeclaredEnv, DeclaredNode, NodesUnknown};
+use super::site::Site;
+
+/// What one repository or drift trial evaluates.
+#[derive(Debug, Clone)]
+pub enum RepoCheck {
+    ControlPlaneNodes,
+    DistinctHosts,
+    SchedulableControlPlane,
+    TalosEndpoints,
+    ApiVip,
+    ReplicatedController(crate::checks::replicated_controller::Params),
+    L2Announcement,
+    ExternalTrafficPolicy,
+    LonghornDisks,
+    CapacityHeadroom,
+}
+
+impl RepoCheck {
+    /// The declared counterpart of a live check, if it has one.
+    fn of(check: &CheckSpec) -> Option<RepoCheck> {
+        Some(match check {
+            CheckSpec::ControlPlaneNodes(_) => RepoCheck::ControlPlaneNodes,
+            CheckSpec::DistinctHosts(_) => RepoCheck::DistinctHosts,
+            CheckSpec::SchedulableControlPlane(_) => RepoCheck::SchedulableControlPlane,
+            CheckSpec::TalosEndpoints(_) => RepoCheck::TalosEndpoints,
+            CheckSpec::ApiEndpoint(_) => RepoCheck::ApiVip,
+            CheckSpec::ReplicatedController(p) => RepoCheck::ReplicatedController(p.clone()),
+            CheckSpec::L2Announcement(_) => RepoCheck::L2Announcement,
+            CheckSpec::ExternalTrafficPolicy(_) => RepoCheck::ExternalTrafficPolicy,
+            CheckSpec::LonghornDisks(_) => RepoCheck::LonghornDisks,
+            CheckSpec::CapacityHeadroom(_) => RepoCheck::CapacityHeadroom,
+            CheckSpec::EtcdMembers(_) | CheckSpec::HostSharing(_) | CheckSpec::ChaosReport(_) => {
+                return None;
+            }
+        })
+    }
+
+    /// The kind as it appears in trial names (`repo::vip`).
+    pub fn kind(&self, drift: bool) -> &'static str {
+        match (self, drift) {
+            (RepoCheck::ControlPlaneNodes, false) => "repo::control-plane-nodes",
+            (RepoCheck::ControlPlaneNodes, true) => "drift::control-plane-nodes",
+            (RepoCheck::DistinctHosts, _) => "repo::distinct-hosts",
+            (RepoCheck::SchedulableControlPlane, _) => "repo::schedulable-control-plane",
+            (RepoCheck::TalosEndpoints, _) => "repo::talos-endpoints",
+            (RepoCheck::ApiVip, _) => "repo::vip",
+            (RepoCheck::ReplicatedController(_), false) => "repo::replicated-controller",
+            (RepoCheck::ReplicatedController(_), true) => "drift::replicated-controller",
+            (RepoCheck::L2Announcement, false) => "repo::l2-announcement",
+            (RepoCheck::L2Announcement, true) => "drift::l2-announcement",
+            (RepoCheck::ExternalTrafficPolicy, false) => "repo::external-traffic-policy",
+            (RepoCheck::ExternalTrafficPolicy, true) => "drift::external-traffic-policy",
+            (RepoCheck::LonghornDisks, _) => "repo::longhorn-disks",
+            (RepoCheck::CapacityHeadroom, _) => "repo::capacity-headroom",
+        }
+    }
+
+    fn has_drift(&self) -> bool {
+        matches!(
+            self,
+            RepoCheck::ControlPlaneNodes
+                | RepoCheck::ReplicatedController(_)
+                | RepoCheck::L2Announcement
+                | RepoCheck::ExternalTrafficPolicy
+        )
+    }
+
+    fn instance(&self) -> Option<&str> {
+        match self {
+            RepoCheck::ReplicatedController(p) => Some(&p.name),
+            _ => None,
+        }
+    }
+}
+
+/// One repository or drift trial before it runs.
+#[derive(Debug, Clone)]
+pub struct RepoTrial {
+    pub name: String,
+    pub gate: u32,
+    /// The environment of the repository evaluated.
+    pub repo_env: String,
+    pub check: RepoCheck,
+    /// Compares the live state with the declared one.
+    pub drift: bool,
+}
+
+impl RepoTrial {
+    pub fn kind(&self) -> &'static str {
+        self.check.kind(self.drift)
+    }
+
+    pub fn instance(&self) -> Option<&str> {
+        self.check.instance()
+    }
+}
+
+/// The repository trials of every environment the repository declares, and the drift trials
+/// of `env` against `repo_env`, its environment in the repository.
+pub fn trials(
+    config: &Config,
+    env: &Environment,
+    declared: &[String],
+    repo_env: &str,
+) -> Vec<RepoTrial> {
+    let mut out = Vec::new();
+    for gate in &config.gates {
+        for name in declared.iter().filter(|n| gate.applies_to(n)) {
+            for check in gate.checks.iter().filter_map(RepoCheck::of) {
+                out.push(trial(gate.number, name, name, check, false));
+            }
+        }
+        if gate.applies_to(env.gate_name()) && declared.iter().any(|n| n == repo_env) {
+            for check in gate
+                .checks
+                .iter()
+                .filter_map(RepoCheck::of)
+                .filter(RepoCheck::has_drift)
+            {
+                out.push(trial(gate.number, &env.name, repo_env, check, true));
+            }
+        }
+    }
+    out
+}
+
+fn trial(gate: u32, shown: &str, repo_env: &str, check: RepoCheck, drift: bool) -> RepoTrial {
+    let kind = check.kind(drift);
+    let name = match check.instance() {
+        Some(instance) => format!("gate{gate}::{shown}::{kind}::{instance}"),
+        None => format!("gate{gate}::{shown}::{kind}"),
+    };
+    RepoTrial {
+        name,
+        gate,
+        repo_env: repo_env.to_string(),
+        check,
+        drift,
+    }
+}
+
+/// What a repository trial sees.
+pub struct RepoContext<'a> {
+    pub declared: &'a Declared,
+    pub env: &'a DeclaredEnv,
+    /// The configuration of the environment evaluated (node count, host label, margin).
+    pub settings: &'a Environment,
+    /// The collected state, for drift trials.
+    pub live: &'a State,
+}
+
+/// Evaluate one trial. Pure.
+pub fn evaluate(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
+    if trial.drift {
+        return drift::evaluate(&trial.check, ctx);
+    }
+    match &trial.check {
+        RepoCheck::ControlPlaneNodes => nodes::control_plane_nodes(ctx),
+        RepoCheck::DistinctHosts => nodes::distinct_hosts(ctx),
+        RepoCheck::SchedulableControlPlane => nodes::schedulable_control_plane(ctx),
+        RepoCheck::TalosEndpoints => nodes::talos_endpoints(ctx),
+        RepoCheck::ApiVip => nodes::vip(ctx),
+        RepoCheck::ReplicatedController(p) => controllers::evaluate(ctx, p),
+        RepoCheck::L2Announcement => ingress::l2_announcement(ctx),
+        RepoCheck::ExternalTrafficPolicy => ingress::external_traffic_policy(ctx),
+        RepoCheck::LonghornDisks => storage::longhorn_disks(ctx),
+        RepoCheck::CapacityHeadroom => storage::capacity_headroom(ctx),
+    }
+}
+
+/// `file:line: key: value`, the shape of every evidence line.
+pub fn at(site: &Site, key: &str, value: impl std::fmt::Display) -> String {
+    format!("{site}: {key}: {value}")
+}
+
+/// The declared nodes, or the finding that says why they are unknown.
+pub fn declared_nodes<'a>(env: &'a DeclaredEnv) -> Result<Vec<DeclaredNode<'a>>, Finding> {
+    env.nodes().map_err(|why| match why {
+        NodesUnknown::NotDeclared(reason) => Finding::skip(reason),
+        NodesUnknown::Unreadable(reason) => Finding::error(reason),
+    })
+}
+
+/// The manifests, or an error finding naming the file that could not be read.
+pub fn manifests(env: &DeclaredEnv) -> Result<&super::flux::Manifests, Finding> {
+    env.manifests.as_ref().map_err(|err| {
+        Finding::error(format!(
+            "the manifests of {} cannot be read: {err}",
+            env.name
+        ))
+    })
+}
+
+/// The Talos patches; `None` when the repository has none for the environment.
+pub fn talos_patches(env: &DeclaredEnv) -> Result<Option<&super::talos::Patches>, Finding> {
+    match &env.talos {
+        None => Ok(None),
+        Some(Ok(p)) => Ok(Some(p)),
+        Some(Err(err)) => Err(Finding::error(format!(
+            "the Talos patches cannot be read: {err}"
+        ))),
+    }
+}
+
+/// The labels a declared node will carry: its Talos `nodeLabels`, the hostname and the
+/// control-plane role label Talos sets.
+pub fn node_labels(
+    node: &DeclaredNode<'_>,
+    patches: Option<&super::talos::Patches>,
+) -> std::collections::BTreeMap<String, String> {
+    let mut labels: std::collections::BTreeMap<String, String> = patches
+        .map(|p| p.labels(node.name(), node.control_plane == Some(true)))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_string()))
+        .collect();
+    labels.insert(
+        "kubernetes.io/hostname".to_string(),
+        node.name().to_string(),
+    );
+    if node.control_plane == Some(true) {
+        labels.insert(
+            "node-role.kubernetes.io/control-plane".to_string(),
+            String::new(),
+        );
+    }
+    labels
+}

@@ -1,0 +1,328 @@
+//! Gate 1 on the repository: three control-plane VMs declared on three distinct Proxmox
+//! hosts, scheduling allowed on control planes, each node labelled with its host, the VIP
+//! configured only on control planes, and talosconfig endpoints that are not the VIP.
+
+use std::collections::BTreeMap;
+
+use crate::verdict::Finding;
+
+use super::{RepoContext, at, declared_nodes, talos_patches};
+use crate::repo::declared::DeclaredNode;
+
+fn describe(node: &DeclaredNode<'_>) -> String {
+    let host = node
+        .vm
+        .host
+        .as_ref()
+        .map(|h| format!(" on {}", h.show()))
+        .unwrap_or_default();
+    at(
+        &node.vm.name.site,
+        &format!("{}[\"{}\"]", node.vm.resource, node.name()),
+        format!("{}{host}", node.role()),
+    )
+}
+
+fn unknown_roles(nodes: &[DeclaredNode<'_>]) -> Option<Finding> {
+    let unknown: Vec<String> = nodes
+        .iter()
+        .filter(|n| n.control_plane.is_none())
+        .map(describe)
+        .collect();
+    (!unknown.is_empty()).then(|| {
+        Finding::error("the role of some VMs is not declared: tag each VM control-plane or worker")
+            .with_evidence(unknown)
+    })
+}
+
+pub fn control_plane_nodes(ctx: &RepoContext<'_>) -> Finding {
+    let nodes = match declared_nodes(ctx.env) {
+        Ok(nodes) => nodes,
+        Err(finding) => return finding,
+    };
+    if let Some(finding) = unknown_roles(&nodes) {
+        return finding;
+    }
+    let want = ctx.settings.nodes.control_planes;
+    let cps = nodes
+        .iter()
+        .filter(|n| n.control_plane == Some(true))
+        .count();
+    let evidence: Vec<String> = nodes.iter().map(describe).collect();
+    if cps == want {
+        Finding::pass(format!(
+            "{cps} control-plane VMs declared for {}",
+            ctx.env.name
+        ))
+        .with_evidence(evidence)
+    } else {
+        Finding::fail(format!(
+            "{cps} control-plane VM(s) declared for {}, the ADR wants {want}",
+            ctx.env.name
+        ))
+        .with_evidence(evidence)
+    }
+}
+
+pub fn distinct_hosts(ctx: &RepoContext<'_>) -> Finding {
+    let nodes = match declared_nodes(ctx.env) {
+        Ok(nodes) => nodes,
+        Err(finding) => return finding,
+    };
+    if let Some(finding) = unknown_roles(&nodes) {
+        return finding;
+    }
+    let patches = match talos_patches(ctx.env) {
+        Ok(p) => p,
+        Err(finding) => return finding,
+    };
+    let want = ctx.settings.nodes.control_planes;
+    let label = &ctx.settings.nodes.host_label;
+    let mut problems = Vec::new();
+    let mut hosts: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for node in nodes.iter().filter(|n| n.control_plane == Some(true)) {
+        match node.host() {
+            Some(host) => hosts.entry(host).or_default().push(node.name()),
+            None => problems.push(format!(
+                "{}: VM {} declares no Proxmox host",
+                node.vm.name.site,
+                node.name()
+            )),
+        }
+    }
+    for (host, names) in hosts.iter().filter(|(_, n)| n.len() > 1) {
+        problems.push(format!(
+            "control planes {} share host {host}",
+            names.join(", ")
+        ));
+    }
+    if hosts.len() < want {
+        problems.push(format!(
+            "{} distinct host(s) for the control planes, the ADR wants {want}",
+            hosts.len()
+        ));
+    }
+    let mut warnings = Vec::new();
+    match patches {
+        Some(patches) => {
+            for node in &nodes {
+                let labels = patches.labels(node.name(), node.control_plane == Some(true));
+                let value = labels.iter().find(|(k, _)| k == label).map(|(_, v)| v);
+                match (value, node.host()) {
+                    (Some(v), Some(host)) if v.as_str() == Some(host) => {}
+                    (Some(v), host) => problems.push(format!(
+                        "{}, but the VM is on {}",
+                        at(&v.site, &format!("{} nodeLabels.{label}", node.name()), v.show()),
+                        host.unwrap_or("no declared host")
+                    )),
+                    (None, _) => problems.push(format!(
+                        "{} has no `{label}` label in its Talos patches (set machine.nodeLabels.{label} to its host)",
+                        node.name()
+                    )),
+                }
+            }
+        }
+        None => warnings.push(format!(
+            "host labels not checked: the repository has no Talos patches for {}",
+            ctx.env.name
+        )),
+    }
+    let evidence: Vec<String> = nodes.iter().map(describe).collect();
+    if problems.is_empty() {
+        Finding::pass(format!(
+            "{want} control planes declared on {} distinct hosts, each labelled with its host",
+            hosts.len()
+        ))
+        .with_evidence(evidence)
+        .with_warnings(warnings)
+    } else {
+        Finding::fail(format!(
+            "the declared control planes of {} do not sit on {want} distinct, labelled hosts",
+            ctx.env.name
+        ))
+        .with_evidence(problems.into_iter().chain(evidence))
+        .with_warnings(warnings)
+    }
+}
+
+pub fn schedulable_control_plane(ctx: &RepoContext<'_>) -> Finding {
+    let nodes = match declared_nodes(ctx.env) {
+        Ok(nodes) => nodes,
+        Err(finding) => return finding,
+    };
+    let patches = match talos_patches(ctx.env) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            return Finding::skip(format!(
+                "the repository has no Talos patches for {}",
+                ctx.env.name
+            ));
+        }
+        Err(finding) => return finding,
+    };
+    let mut problems = Vec::new();
+    let mut evidence = Vec::new();
+    for node in nodes.iter().filter(|n| n.control_plane == Some(true)) {
+        match patches.value(node.name(), true, &["cluster", "allowSchedulingOnControlPlanes"]) {
+            Some(v) if v.as_bool() == Some(true) => {
+                evidence.push(at(&v.site, "cluster.allowSchedulingOnControlPlanes", v.show()))
+            }
+            Some(v) => problems.push(format!(
+                "{} (for {})",
+                at(&v.site, "cluster.allowSchedulingOnControlPlanes", v.show()),
+                node.name()
+            )),
+            None => problems.push(format!(
+                "{}: cluster.allowSchedulingOnControlPlanes is not set in its Talos patches (Talos defaults to false)",
+                node.name()
+            )),
+        }
+        for (key, taint) in patches
+            .for_node(node.name(), true)
+            .filter_map(|p| {
+                p.doc
+                    .get(&["machine", "nodeTaints"])
+                    .and_then(|t| t.as_map())
+            })
+            .flatten()
+        {
+            if taint
+                .as_str()
+                .is_some_and(|t| t.ends_with("NoSchedule") || t.ends_with("NoExecute"))
+            {
+                problems.push(format!(
+                    "{} (on {})",
+                    at(
+                        &taint.site,
+                        &format!("machine.nodeTaints.{key}"),
+                        taint.show()
+                    ),
+                    node.name()
+                ));
+            }
+        }
+    }
+    evidence.sort();
+    evidence.dedup();
+    if problems.is_empty() {
+        Finding::pass("the Talos patches allow workloads on every control plane")
+            .with_evidence(evidence)
+    } else {
+        Finding::fail("the Talos patches keep workloads off control planes").with_evidence(problems)
+    }
+}
+
+pub fn vip(ctx: &RepoContext<'_>) -> Finding {
+    let nodes = match declared_nodes(ctx.env) {
+        Ok(nodes) => nodes,
+        Err(finding) => return finding,
+    };
+    let patches = match talos_patches(ctx.env) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            return Finding::skip(format!(
+                "the repository has no Talos patches for {}",
+                ctx.env.name
+            ));
+        }
+        Err(finding) => return finding,
+    };
+    let mut problems = Vec::new();
+    let mut evidence = Vec::new();
+    for node in &nodes {
+        let vips = patches.vips(node.name(), node.control_plane == Some(true));
+        match (node.control_plane, vips.is_empty()) {
+            (Some(true), true) => problems.push(format!(
+                "{}: no VIP (machine.network.interfaces[].vip.ip) in its Talos patches",
+                node.name()
+            )),
+            (Some(true), false) => evidence.extend(
+                vips.iter()
+                    .map(|v| format!("{} (on {})", at(&v.site, "vip.ip", v.show()), node.name())),
+            ),
+            (_, false) => problems.extend(vips.iter().map(|v| {
+                format!(
+                    "{} applies to {}, a {}",
+                    at(&v.site, "vip.ip", v.show()),
+                    node.name(),
+                    node.role()
+                )
+            })),
+            (_, true) => {}
+        }
+    }
+    if problems.is_empty() {
+        Finding::pass("the VIP is configured on every control plane and nowhere else")
+            .with_evidence(evidence)
+    } else {
+        Finding::fail("the VIP is not configured on exactly the control planes")
+            .with_evidence(problems)
+    }
+}
+
+pub fn talos_endpoints(ctx: &RepoContext<'_>) -> Finding {
+    let Some(Ok(tf)) = &ctx.env.terraform else {
+        return match &ctx.env.terraform {
+            Some(Err(err)) => Finding::error(format!("the Terraform cannot be read: {err}")),
+            _ => Finding::skip(
+                "the repository has no Terraform, so no talosconfig endpoints are declared",
+            ),
+        };
+    };
+    let endpoints = match &tf.talos_endpoints {
+        None => {
+            return Finding::skip(
+                "no talos_client_configuration endpoints are declared in the Terraform",
+            );
+        }
+        Some(Err(err)) => {
+            return Finding::error(format!("the talosconfig endpoints cannot be read: {err}"));
+        }
+        Some(Ok(endpoints)) => endpoints,
+    };
+    let vips: Vec<String> = match talos_patches(ctx.env) {
+        Ok(Some(p)) => p
+            .patches
+            .iter()
+            .flat_map(|p| {
+                p.doc
+                    .get(&["machine", "network", "interfaces"])
+                    .and_then(|i| i.as_seq())
+                    .unwrap_or_default()
+            })
+            .filter_map(|i| i.get_str(&["vip", "ip"]).map(str::to_string))
+            .collect(),
+        Ok(None) => Vec::new(),
+        Err(finding) => return finding,
+    };
+    let list = endpoints.as_seq().unwrap_or_default();
+    let bad: Vec<String> = list
+        .iter()
+        .filter(|e| {
+            e.as_str().is_some_and(|e| {
+                vips.iter()
+                    .any(|v| e.trim_start_matches("https://").starts_with(v.as_str()))
+            })
+        })
+        .map(|e| {
+            format!(
+                "{} is the API VIP",
+                at(&e.site, "talos_client_configuration.endpoints[]", e.show())
+            )
+        })
+        .collect();
+    if bad.is_empty() {
+        Finding::pass(format!(
+            "talosconfig endpoints name {} address(es), none of them the VIP",
+            list.len()
+        ))
+        .with_evidence([at(
+            &endpoints.site,
+            "talos_client_configuration.endpoints",
+            endpoints.show(),
+        )])
+    } else {
+        Finding::fail("the talosconfig endpoints include the API VIP, which depends on etcd quorum")
+            .with_evidence(bad)
+    }
+}

@@ -1,0 +1,416 @@
+//! YAML with positions. Manifests, Kustomizations, Helm values and Talos patches are read into
+//! [`Node`]s that keep the line each value was written on, because evidence must name the
+//! file and line that set a value, and serde's YAML deserializers forget positions.
+//!
+//! The events come from yaml-rust2 (a YAML 1.2 parser); this module only builds the tree.
+
+use std::collections::BTreeMap;
+
+use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+use super::site::{RepoError, Site};
+
+/// One YAML value and where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub value: Value,
+    pub site: Site,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    /// The text, and whether it was plain (unquoted), so `true` and `2` can be read as a
+    /// bool and a number while `"2"` stays a string.
+    Scalar(String, bool),
+    Seq(Vec<Node>),
+    /// In the order written; keys are unique (a duplicate is a parse error).
+    Map(Vec<(String, Node)>),
+}
+
+impl Node {
+    pub fn new(value: Value, site: Site) -> Node {
+        Node { value, site }
+    }
+
+    pub fn str(text: impl Into<String>, site: Site) -> Node {
+        Node::new(Value::Scalar(text.into(), false), site)
+    }
+
+    /// The value at a path of map keys, e.g. `["spec", "values"]`.
+    pub fn get(&self, path: &[&str]) -> Option<&Node> {
+        let mut node = self;
+        for key in path {
+            node = node.entry(key)?;
+        }
+        Some(node)
+    }
+
+    pub fn entry(&self, key: &str) -> Option<&Node> {
+        match &self.value {
+            Value::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    pub fn entry_mut(&mut self, key: &str) -> Option<&mut Node> {
+        match &mut self.value {
+            Value::Map(entries) => entries.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// A scalar's text (strings, numbers and bools alike).
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Scalar(text, _) => Some(text),
+            _ => None,
+        }
+    }
+
+    pub fn get_str(&self, path: &[&str]) -> Option<&str> {
+        self.get(path).and_then(Node::as_str)
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match &self.value {
+            Value::Scalar(text, true) => match text.as_str() {
+                "true" | "True" | "TRUE" => Some(true),
+                "false" | "False" | "FALSE" => Some(false),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match &self.value {
+            Value::Scalar(text, true) => text.parse().ok(),
+            _ => None,
+        }
+    }
+
+    pub fn as_seq(&self) -> Option<&[Node]> {
+        match &self.value {
+            Value::Seq(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    pub fn as_map(&self) -> Option<&[(String, Node)]> {
+        match &self.value {
+            Value::Map(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self.value, Value::Null)
+    }
+
+    /// A map of strings (labels, selectors), or `None` when it is not one.
+    pub fn string_map(&self) -> Option<BTreeMap<String, String>> {
+        self.as_map()?
+            .iter()
+            .map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+            .collect()
+    }
+
+    /// The value as JSON, for deserializing into Kubernetes types; positions are dropped.
+    pub fn to_json(&self) -> serde_json::Value {
+        match &self.value {
+            Value::Null => serde_json::Value::Null,
+            Value::Scalar(text, plain) => {
+                if *plain {
+                    if let Some(b) = self.as_bool() {
+                        return serde_json::Value::Bool(b);
+                    }
+                    if let Ok(n) = text.parse::<i64>() {
+                        return serde_json::Value::from(n);
+                    }
+                    if let Ok(n) = text.parse::<f64>() {
+                        return serde_json::Value::from(n);
+                    }
+                    if text == "~" || text == "null" {
+                        return serde_json::Value::Null;
+                    }
+                }
+                serde_json::Value::String(text.clone())
+            }
+            Value::Seq(items) => {
+                serde_json::Value::Array(items.iter().map(Node::to_json).collect())
+            }
+            Value::Map(entries) => serde_json::Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// A short rendering for evidence: scalars as written, collections in flow style.
+    pub fn show(&self) -> String {
+        match &self.value {
+            Value::Null => "null".to_string(),
+            Value::Scalar(text, _) => text.clone(),
+            Value::Seq(items) => format!(
+                "[{}]",
+                items.iter().map(Node::show).collect::<Vec<_>>().join(", ")
+            ),
+            Value::Map(entries) => format!(
+                "{{{}}}",
+                entries
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {}", v.show()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// Every document of a YAML stream (empty documents left out). `file` is the
+/// repository-relative name used in sites and errors.
+pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, RepoError> {
+    parse_shifted(file, text, 0)
+}
+
+/// Like [`parse`], for YAML embedded in a block scalar of another file (Helm values in a
+/// ConfigMap): `shift` is added to every line so sites point into the outer file.
+pub fn parse_shifted(file: &str, text: &str, shift: usize) -> Result<Vec<Node>, RepoError> {
+    let mut builder = Builder {
+        file,
+        shift,
+        stack: Vec::new(),
+        documents: Vec::new(),
+        anchors: BTreeMap::new(),
+        error: None,
+    };
+    let mut parser = Parser::new_from_str(text);
+    if let Err(err) = parser.load(&mut builder, true) {
+        let line = err.marker().line() + shift;
+        return Err(RepoError::new(
+            Site::new(file, line),
+            format!("malformed YAML: {}", err.info()),
+        ));
+    }
+    if let Some(error) = builder.error {
+        return Err(error);
+    }
+    Ok(builder
+        .documents
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .collect())
+}
+
+enum Frame {
+    Seq(Node, usize),
+    /// The map so far, its anchor, and a key waiting for its value.
+    Map(Node, usize, Option<(String, Site)>),
+}
+
+struct Builder<'a> {
+    file: &'a str,
+    shift: usize,
+    stack: Vec<Frame>,
+    documents: Vec<Node>,
+    anchors: BTreeMap<usize, Node>,
+    error: Option<RepoError>,
+}
+
+impl Builder<'_> {
+    fn site(&self, mark: &Marker) -> Site {
+        Site::new(self.file, mark.line() + self.shift)
+    }
+
+    /// Attach a finished value to its parent (or finish a document).
+    fn push(&mut self, node: Node, anchor: usize) {
+        if anchor > 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+        match self.stack.last_mut() {
+            None => self.documents.push(node),
+            Some(Frame::Seq(seq, _)) => {
+                if let Value::Seq(items) = &mut seq.value {
+                    items.push(node);
+                }
+            }
+            Some(Frame::Map(map, _, pending)) => match pending.take() {
+                None => {
+                    let key = match &node.value {
+                        Value::Scalar(text, _) => text.clone(),
+                        Value::Null => "null".to_string(),
+                        Value::Seq(_) | Value::Map(_) => {
+                            self.fail(node.site.clone(), "a mapping key must be a scalar");
+                            return;
+                        }
+                    };
+                    let duplicate = map
+                        .as_map()
+                        .is_some_and(|entries| entries.iter().any(|(k, _)| *k == key));
+                    if duplicate {
+                        self.fail(node.site.clone(), format!("duplicate key `{key}`"));
+                        return;
+                    }
+                    *pending = Some((key, node.site));
+                }
+                Some((key, key_site)) => {
+                    // A collection under a key is where the key is written.
+                    let mut node = node;
+                    if matches!(node.value, Value::Seq(_) | Value::Map(_)) {
+                        node.site = key_site;
+                    }
+                    if let Value::Map(entries) = &mut map.value {
+                        entries.push((key, node));
+                    }
+                }
+            },
+        }
+    }
+
+    fn fail(&mut self, site: Site, message: impl Into<String>) {
+        if self.error.is_none() {
+            self.error = Some(RepoError::new(site, message));
+        }
+    }
+}
+
+impl MarkedEventReceiver for Builder<'_> {
+    fn on_event(&mut self, event: Event, mark: Marker) {
+        if self.error.is_some() {
+            return;
+        }
+        let site = self.site(&mark);
+        match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                let plain = matches!(style, TScalarStyle::Plain) && tag.is_none();
+                // A block scalar is marked where its content starts; its place is the line of
+                // its `|` or `>` indicator, so embedded YAML's line k is that line plus k.
+                let site = match style {
+                    TScalarStyle::Literal | TScalarStyle::Folded => {
+                        Site::new(self.file, site.line.saturating_sub(1).max(1))
+                    }
+                    _ => site,
+                };
+                let value = if plain && matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL")
+                {
+                    Value::Null
+                } else {
+                    Value::Scalar(text, plain)
+                };
+                self.push(Node::new(value, site), anchor);
+            }
+            Event::SequenceStart(anchor, _) => self
+                .stack
+                .push(Frame::Seq(Node::new(Value::Seq(Vec::new()), site), anchor)),
+            Event::MappingStart(anchor, _) => self.stack.push(Frame::Map(
+                Node::new(Value::Map(Vec::new()), site),
+                anchor,
+                None,
+            )),
+            Event::SequenceEnd | Event::MappingEnd => match self.stack.pop() {
+                Some(Frame::Seq(node, anchor)) | Some(Frame::Map(node, anchor, _)) => {
+                    self.push(node, anchor)
+                }
+                None => self.fail(site, "unbalanced YAML collection"),
+            },
+            Event::Alias(anchor) => match self.anchors.get(&anchor).cloned() {
+                Some(node) => self.push(node, 0),
+                None => self.fail(site, "alias to an unknown anchor"),
+            },
+            Event::Nothing
+            | Event::StreamStart
+            | Event::StreamEnd
+            | Event::DocumentStart
+            | Event::DocumentEnd => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_keep_the_line_they_were_written_on() {
+        let docs = parse(
+            "a.yaml",
+            "kind: HelmRelease\nspec:\n  values:\n    service:\n      spec:\n        externalTrafficPolicy: Local\n---\nkind: ConfigMap\n",
+        )
+        .unwrap();
+        assert_eq!(docs.len(), 2);
+        let policy = docs[0]
+            .get(&["spec", "values", "service", "spec", "externalTrafficPolicy"])
+            .unwrap();
+        assert_eq!(policy.as_str(), Some("Local"));
+        assert_eq!(policy.site.to_string(), "a.yaml:6");
+        assert_eq!(docs[1].get_str(&["kind"]), Some("ConfigMap"));
+        assert_eq!(docs[1].get(&["kind"]).unwrap().site.line, 8);
+    }
+
+    #[test]
+    fn plain_scalars_read_as_bools_and_numbers_but_quoted_ones_stay_strings() {
+        let doc = &parse("a.yaml", "a: true\nb: \"true\"\nc: 2\nd: '2'\ne: ~\n").unwrap()[0];
+        assert_eq!(doc.entry("a").unwrap().as_bool(), Some(true));
+        assert_eq!(doc.entry("b").unwrap().as_bool(), None);
+        assert_eq!(doc.entry("c").unwrap().as_i64(), Some(2));
+        assert_eq!(doc.entry("d").unwrap().as_i64(), None);
+        assert!(doc.entry("e").unwrap().is_null());
+        assert_eq!(doc.to_json()["c"], serde_json::json!(2));
+    }
+
+    #[test]
+    fn embedded_yaml_is_placed_in_the_outer_file() {
+        let doc = &parse_shifted("cm.yaml", "service:\n  type: LoadBalancer\n", 7).unwrap()[0];
+        assert_eq!(doc.get(&["service", "type"]).unwrap().site.line, 9);
+    }
+
+    #[test]
+    fn malformed_yaml_is_an_error_naming_the_file_and_line() {
+        let err = parse("bad.yaml", "a: 1\nb: [1, 2\nc: 3\n").unwrap_err();
+        assert_eq!(err.site.file, "bad.yaml");
+        assert!(err.site.line >= 2, "{err}");
+        assert!(err.message.contains("malformed YAML"), "{err}");
+        let err = parse("tab.yaml", "a:\n\tb: 1\n").unwrap_err();
+        assert!(err.to_string().starts_with("tab.yaml:2"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_keys_and_unknown_aliases_are_errors_not_last_one_wins() {
+        let err = parse("dup.yaml", "a: 1\nb: 2\na: 3\n").unwrap_err();
+        assert_eq!(err.to_string(), "dup.yaml:3: duplicate key `a`");
+        assert!(parse("alias.yaml", "a: *nowhere\n").is_err());
+    }
+
+    #[test]
+    fn anchors_and_aliases_copy_the_anchored_value() {
+        let doc = &parse("a.yaml", "base: &b {x: 1}\ncopy: *b\n").unwrap()[0];
+        assert_eq!(doc.get_str(&["copy", "x"]), Some("1"));
+    }
+
+    #[test]
+    fn every_prefix_of_a_real_manifest_parses_or_errors_without_panicking() {
+        let text = include_str!(
+            "../../fixtures/repo/staging-today/kubernetes/infrastructure/controllers/traefik/release.yaml"
+        );
+        for end in (0..text.len()).filter(|i| text.is_char_boundary(*i)) {
+            if let Err(err) = parse("release.yaml", &text[..end]) {
+                assert!(err.site.line >= 1 && err.site.line <= 90, "{err}");
+            }
+        }
+        for garbage in [
+            "\u{0}",
+            "{",
+            "[",
+            "a: &x\n  b: *x\n  c: *y",
+            "? [a]\n: b",
+            "- - - -",
+            "\t",
+        ] {
+            let _ = parse("x.yaml", garbage);
+        }
+    }
+}
