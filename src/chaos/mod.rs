@@ -7,22 +7,23 @@
 //! budget, or on SIGINT/SIGTERM), waits for full recovery and reports one trial per probe,
 //! one for recovery and one for "no manual work". `gates recover` finishes a run that died.
 
-pub mod budget;
+pub mod act;
+pub mod clients;
+pub mod clock;
 pub mod cluster;
-pub mod events;
-pub mod host_power;
-pub mod journal;
+pub mod context;
+pub mod judge;
+pub mod observe;
 pub mod plan;
-pub mod power;
-pub mod preflight;
-pub mod probes;
-pub mod progress;
-pub mod recovery;
-pub mod report;
-pub mod sampler;
-pub mod talos_pool;
-pub mod timeline;
-pub mod vip;
+pub mod reporters;
+#[cfg(test)]
+pub mod test_support;
+
+pub use act::{journal, power};
+pub use judge::{budget, report};
+pub use observe::{events, probes, recovery, sampler, talos_pool, timeline, vip};
+pub use plan::{host_power, preflight};
+pub use reporters::terminal as progress;
 
 mod run;
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::timeline::{Interval, Sample, longest_and_total, outages, unknowns};
+use crate::chaos::timeline::{Interval, Sample, longest_and_total, outages, unknowns};
 use crate::config::Budget;
 use crate::verdict::{Finding, Verdict};
 
@@ -15,13 +15,13 @@ pub struct ProbeOutcome {
     pub samples: usize,
     pub outages: Vec<Interval>,
     pub unknown: Vec<Interval>,
-    #[serde(serialize_with = "super::timeline::seconds")]
+    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
     pub longest: Duration,
-    #[serde(serialize_with = "super::timeline::seconds")]
+    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
     pub total: Duration,
-    #[serde(serialize_with = "super::timeline::seconds")]
+    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
     pub budget_longest: Duration,
-    #[serde(serialize_with = "super::timeline::seconds")]
+    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
     pub budget_total: Duration,
     pub finding: Finding,
 }
@@ -89,7 +89,7 @@ fn reason_at(samples: &[Sample], interval: &Interval) -> String {
         .iter()
         .find(|s| s.at == interval.start)
         .and_then(|s| match &s.observation {
-            super::timeline::Observation::Down(reason) => Some(format!(": {reason}")),
+            crate::chaos::timeline::Observation::Down(reason) => Some(format!(": {reason}")),
             _ => None,
         })
         .unwrap_or_default()

@@ -10,11 +10,11 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::budget::ProbeOutcome;
-use super::events::Event;
-use super::journal::PlannedVm;
-use super::power::Issued;
-use super::timeline::Sample;
+use crate::chaos::budget::ProbeOutcome;
+use crate::chaos::events::Event;
+use crate::chaos::journal::PlannedVm;
+use crate::chaos::power::Issued;
+use crate::chaos::timeline::Sample;
 use crate::report::junit::JunitWriter;
 use crate::runner::{Tally, TrialResult};
 use crate::verdict::Verdict;

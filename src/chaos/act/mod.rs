@@ -1,0 +1,10 @@
+//! Act: the only writes a run makes. Power actions on the planned VMs (and host), each
+//! journaled before it is sent, so a run that dies can be finished by `gates recover`.
+
+pub mod inject;
+pub mod journal;
+pub mod power;
+pub mod restore;
+pub mod signals;
+#[cfg(test)]
+pub mod test_power;
