@@ -205,7 +205,6 @@ async fn run_with(
         environment: &env.name,
         probes: &probes,
         samples: &samples,
-        observed: ctx.at(),
         target,
         start_errors: &restored.start_errors,
         recovery: &recovered,

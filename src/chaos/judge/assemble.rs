@@ -67,6 +67,7 @@ pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
         sample_interval: report::seconds(a.sample_interval),
         moments: a.moments.clone(),
         outcome: judged.outcome.clone(),
+        interrupted: judged.interrupted.map(str::to_string),
         verdict: judged.verdict,
         tally: judged.tally,
         trials: judged.trials.clone(),
@@ -91,6 +92,12 @@ pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
             .zip(a.samples)
             .map(|(p, s)| (p.name.clone(), s))
             .collect::<BTreeMap<_, _>>(),
+        unknown: judged
+            .outcomes
+            .iter()
+            .filter(|o| !o.unknown.is_empty())
+            .map(|o| (o.probe.clone(), o.unknown.clone()))
+            .collect(),
         events: a.events,
     };
     (chaos_report, timeline)

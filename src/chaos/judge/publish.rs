@@ -84,15 +84,30 @@ pub fn closing_text(report: &ChaosReport) -> String {
         .max()
         .unwrap_or(0);
     for probe in &report.probes {
-        let state = if probe.outages.is_empty() {
-            "available throughout".to_string()
+        let unknown = if probe.unknown.is_empty() {
+            String::new()
         } else {
             format!(
-                "down {} time(s), longest {:.1}s, total {:.1}s",
+                "unknown {} time(s), longest {:.1}s, total {:.1}s",
+                probe.unknown.len(),
+                probe.unknown_longest.as_secs_f64(),
+                probe.unknown_total.as_secs_f64()
+            )
+        };
+        let state = match (probe.outages.is_empty(), unknown.is_empty()) {
+            (true, true) => "available throughout".to_string(),
+            (true, false) => format!("no outage seen; {unknown}"),
+            (false, _) => format!(
+                "down {} time(s), longest {:.1}s, total {:.1}s{}",
                 probe.outages.len(),
                 probe.longest.as_secs_f64(),
-                probe.total.as_secs_f64()
-            )
+                probe.total.as_secs_f64(),
+                if unknown.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {unknown}")
+                }
+            ),
         };
         let _ = writeln!(
             out,

@@ -20,8 +20,6 @@ pub struct Measured<'a> {
     pub environment: &'a str,
     pub probes: &'a [Probe],
     pub samples: &'a [Vec<Sample>],
-    /// From the timeline's zero to the end of sampling.
-    pub observed: Duration,
     pub target: &'a Target,
     pub start_errors: &'a [String],
     pub recovery: &'a Recovery,
@@ -34,6 +32,8 @@ pub struct Measured<'a> {
 }
 
 pub struct Judged {
+    /// The signal that interrupted the run (`SIGINT`), if one did.
+    pub interrupted: Option<&'static str>,
     pub outcomes: Vec<ProbeOutcome>,
     pub trials: Vec<TrialResult>,
     pub tally: Tally,
@@ -58,7 +58,7 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
             kind: "chaos-probe",
             instance: Some(p.name.clone()),
             finding: o.finding.clone(),
-            duration: m.observed,
+            duration: sampled(&o.samples_span),
         })
         .collect();
     trials.push(TrialResult {
@@ -88,9 +88,13 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
     let outcome = match m.interrupted {
         Some(sig) => format!("interrupted by {}; restored", signal_name(sig)),
         None if !m.start_errors.is_empty() => "restore failed".to_string(),
-        None => format!("completed; restored because {}", m.reason),
+        None => format!(
+            "completed; restored because {}",
+            final_reason(m.reason, &outcomes)
+        ),
     };
     Judged {
+        interrupted: m.interrupted.map(signal_name),
         outcomes,
         trials,
         tally,
@@ -99,9 +103,45 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
     }
 }
 
+/// Why the run restored, with the final numbers of a probe over its budget (not the ones
+/// seen when it first broke it), so the outcome agrees with the probe's trial.
+fn final_reason(reason: &RestoreReason, outcomes: &[ProbeOutcome]) -> String {
+    match reason {
+        RestoreReason::OverBudget { probe, .. } => {
+            match outcomes.iter().find(|o| &o.probe == probe) {
+                Some(o) => format!("a probe broke its budget: {}", o.finding.summary),
+                None => reason.to_string(),
+            }
+        }
+        RestoreReason::StopFailed(_) | RestoreReason::Signal(_) | RestoreReason::Deadline => {
+            reason.to_string()
+        }
+    }
+}
+
+/// The time a probe measured: from its first sample to its last.
+fn sampled(span: &Option<(Duration, Duration)>) -> Duration {
+    span.map(|(first, last)| last.saturating_sub(first))
+        .unwrap_or_default()
+}
+
 fn recovery_finding(m: &Measured<'_>) -> Finding {
     let took = m.recovery.took.as_secs_f64();
     let timeout = m.recovery_timeout.as_secs_f64();
+    if let Some(sig) = m.interrupted.filter(|_| !m.recovery.outstanding.is_empty()) {
+        // An interrupted run did not wait for recovery: that is no failed recovery.
+        return Finding::error(format!(
+            "interrupted by {} {took:.1}s after the VMs were started, before recovery could be judged (timeout {timeout:.0}s); the run restored what it stopped",
+            signal_name(sig)
+        ))
+        .with_evidence(
+            m.recovery
+                .outstanding
+                .iter()
+                .map(|o| format!("not yet back when interrupted: {o}"))
+                .collect::<Vec<_>>(),
+        );
+    }
     if !m.start_errors.is_empty() {
         Finding::error(format!(
             "the VMs could not all be started: run `gates recover {}`",
@@ -207,7 +247,6 @@ mod tests {
             environment: "lab",
             probes: &probes,
             samples: &[samples("++--++")],
-            observed: Duration::from_secs(30),
             target: &target,
             start_errors: &[],
             recovery: &recovery,
@@ -232,6 +271,84 @@ mod tests {
             "completed; restored because the outage deadline was reached"
         );
         assert_eq!(judged.trials[1].duration, Duration::from_secs(12));
+        assert_eq!(
+            judged.trials[0].duration,
+            Duration::from_secs(5),
+            "a probe's time is what it sampled, not the whole run"
+        );
+        assert_eq!(judged.interrupted, None);
+    }
+
+    fn judged_with(
+        pattern: &str,
+        reason: RestoreReason,
+        recovery: Recovery,
+        interrupted: Option<i32>,
+    ) -> Judged {
+        let probes = vec![probe(
+            "api",
+            budget(2, 2),
+            tokio::time::Instant::now(),
+            |_| Observation::Up,
+        )];
+        let target = target();
+        judge_run(&Measured {
+            environment: "lab",
+            probes: &probes,
+            samples: &[samples(pattern)],
+            target: &target,
+            start_errors: &[],
+            recovery: &recovery,
+            recovery_timeout: Duration::from_secs(600),
+            controller_checks: 3,
+            issued: &[],
+            reason: &reason,
+            interrupted,
+        })
+    }
+
+    #[test]
+    fn the_outcome_quotes_the_final_numbers_of_the_probe_that_broke_its_budget() {
+        // Seen over budget at 3 s down; the outage went on to 5 s before restore took hold.
+        let reason = RestoreReason::OverBudget {
+            probe: "api".into(),
+            why: "api: longest outage 3.0s, total 3.0s, over the budget".into(),
+        };
+        let judged = judged_with("+-----+", reason, recovered(10), None);
+        assert!(
+            judged.outcome.contains("longest outage 5.0s, total 5.0s")
+                && !judged.outcome.contains("3.0s"),
+            "{}",
+            judged.outcome
+        );
+        assert!(
+            judged.trials[0]
+                .finding
+                .summary
+                .contains("longest outage 5.0s")
+        );
+    }
+
+    #[test]
+    fn an_interrupted_run_is_recorded_as_interrupted_not_as_a_failed_recovery() {
+        let waiting = Recovery {
+            outstanding: vec!["nodes not Ready: talos-lab-cp-02".into()],
+            recovered: None,
+            took: Duration::from_secs(3),
+            interrupted: Some(2),
+            checked: true,
+        };
+        let judged = judged_with("++++", RestoreReason::Signal(2), waiting, Some(2));
+        let recovery = &judged.trials[1].finding;
+        assert_eq!(recovery.verdict, Verdict::Error, "{}", recovery.summary);
+        assert!(
+            recovery.summary.contains("interrupted by SIGINT"),
+            "{}",
+            recovery.summary
+        );
+        assert_eq!(judged.interrupted, Some("SIGINT"));
+        assert_eq!(judged.outcome, "interrupted by SIGINT; restored");
+        assert_ne!(judged.verdict, Verdict::Pass);
     }
 
     #[test]
