@@ -2,7 +2,6 @@
 //! access for the API probes, the Kubernetes client for the workloads probe and the event
 //! watcher, and the Talos connections for the etcd probe and the VIP watcher.
 
-use super::plan::timings::Timings;
 use super::probes;
 use super::talos_pool::TalosPool;
 use crate::collect;
@@ -18,10 +17,11 @@ pub struct Clients {
 }
 
 impl Clients {
-    pub async fn build(env: &Environment, timings: &Timings) -> Result<Clients, String> {
+    /// `timeout` bounds one Talos call of a probe.
+    pub async fn build(env: &Environment, timeout: std::time::Duration) -> Result<Clients, String> {
         let access = collect::api::cluster_access(env)?;
         let kube = collect::kube::client(env).await.ok();
-        let talos = probes::talos_client(env, timings.timeout)
+        let talos = probes::talos_client(env, timeout)
             .transpose()?
             .map(TalosPool::new);
         Ok(Clients {

@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use super::act::inject::inject;
+use super::act::lease::{self, Claim, EnvLock, RunLease};
 use super::act::restore::restore;
 use super::act::signals::{Signals, signal_code, signal_name};
 use super::clients::Clients;
 use super::clock::{Clock, RealClock};
 use super::context::Ctx;
 use super::events::Events;
-use super::journal::{Journal, RunLock};
+use super::journal::{Entry, Journal, RunLock};
 use super::judge::assemble::{Assembly, assemble};
 use super::judge::publish;
 use super::judge::verdicts::{Measured, judge_run};
@@ -22,6 +23,7 @@ use super::observe::outage::{RestoreReason, observe};
 use super::observe::recover::recover;
 use super::plan::admit::{admit, nothing_owed};
 use super::plan::phase::{self as planning, plan_text};
+use super::plan::timings::Timings;
 use super::power::Power;
 use super::probes::LeaderLog;
 use super::progress::Progress;
@@ -46,6 +48,8 @@ async fn run_with(
 ) -> Result<u8, ChaosError> {
     let (spec, access) = admit(env, &args)?;
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
+    // One run per environment on this machine, whatever the journal path; then the journal.
+    let _env_lock = EnvLock::acquire(env).map_err(ChaosError::Refused)?;
     let _lock =
         RunLock::acquire(&path, &env.name).map_err(|e| ChaosError::Refused(e.to_string()))?;
     nothing_owed(&path, env)?;
@@ -62,14 +66,20 @@ async fn run_with(
         out.emit(RunEvent::Quiet);
         err
     };
+    let clients = Clients::build(env, Timings::of(&spec, false).timeout)
+        .await
+        .map_err(|e| quiet(ChaosError::Failed(e)))?;
+    // A run elsewhere holds the cluster's Lease: say so before anything else.
+    if let Some(kube) = &clients.kube {
+        lease::check(kube.clone(), &env.name, &spec.lease_namespace, clock.utc())
+            .await
+            .map_err(|e| quiet(ChaosError::Refused(e)))?;
+    }
     let pre = planning::preflight(config, env).await;
     let planned = planning::plan(env, access, &spec, &args, &pre, clock.utc().date_naive())
         .await
         .map_err(quiet)?;
     let timings = planned.timings;
-    let clients = Clients::build(env, &timings)
-        .await
-        .map_err(ChaosError::Failed)?;
     let leaders = LeaderLog::default();
     let probes = planning::probes(config, env, &pre, &planned, &clients, &leaders)?;
     let restore_by = timings.restore_by(clock.utc());
@@ -96,15 +106,34 @@ async fn run_with(
         ));
     };
 
-    // ---- journal, then observe ----
+    // ---- the Lease and the journal, then observe ----
     let mut signals = Signals::install().map_err(ChaosError::Failed)?;
-    let journal = Journal::create(&path, &target.fault(&env.name, restore_by))
-        .map_err(|e| ChaosError::Refused(e.to_string()))?;
-    let pve = match planned.wake_client.clone() {
-        Some(client) => client,
-        None => collect::proxmox::client(env, access).map_err(ChaosError::Failed)?,
+    let claim = Claim::new(restore_by, clock.utc());
+    let until =
+        restore_by + chrono::Duration::from_std(timings.recovery_timeout).unwrap_or_default();
+    let run_lease = RunLease::acquire(
+        kube.clone(),
+        &env.name,
+        &spec.lease_namespace,
+        &claim,
+        clock.utc(),
+        until,
+    )
+    .await
+    .map_err(ChaosError::Refused)?;
+    let lease_text = format!(
+        "Lease {}/{} taken before the first power action, given up after the run",
+        run_lease.namespace, run_lease.name
+    );
+    let power = match open_journal(
+        env, access, &path, &planned, restore_by, &timings, &run_lease,
+    ) {
+        Ok(power) => power,
+        Err(err) => {
+            let _ = run_lease.release(clock.utc()).await;
+            return Err(err);
+        }
     };
-    let power = Power::new(pve, timings.power_poll(), journal);
     let origin = clock.now();
     let started_at = clock.utc();
     let events = Events::default();
@@ -136,12 +165,14 @@ async fn run_with(
         Baseline::Interrupted(sig) => {
             let outcome = format!("interrupted by {} before the fault", signal_name(sig));
             finish_untouched(&ctx, observers, &outcome).await;
+            release(&ctx, &power, run_lease).await;
             eprintln!("{outcome}; nothing was touched");
             return Ok(signal_code(sig));
         }
         Baseline::Unsteady(why) => {
             let why = why.join("; ");
             finish_untouched(&ctx, observers, &format!("aborted before the fault: {why}")).await;
+            release(&ctx, &power, run_lease).await;
             return Err(ChaosError::Refused(format!(
                 "steady state not met, nothing was touched: {why}"
             )));
@@ -213,6 +244,7 @@ async fn run_with(
         issued: &issued,
         reason: &reason,
         interrupted,
+        lease: Some(&lease_text),
     });
     let stem = report::stem(&args.reports, &env.name, started_at);
     let (chaos_report, timeline) = assemble(
@@ -239,6 +271,7 @@ async fn run_with(
     )));
     publish::print(args.format, &chaos_report);
     publish::write(&chaos_report, &timeline, &stem, args.junit.as_deref());
+    release(&ctx, &power, run_lease).await;
     if !restored.start_errors.is_empty() {
         return Err(ChaosError::RestoreFailed(format!(
             "VMs may still be stopped: {}; run `gates recover {}`",
@@ -250,6 +283,43 @@ async fn run_with(
         Some(sig) => signal_code(sig),
         None => judged.tally.exit_code(),
     })
+}
+
+/// The journal, with the plan on disk, and the power actions that write to it.
+fn open_journal(
+    env: &Environment,
+    access: &crate::config::ProxmoxAccess,
+    path: &std::path::Path,
+    planned: &planning::Planned,
+    restore_by: chrono::DateTime<chrono::Utc>,
+    timings: &Timings,
+    run_lease: &RunLease,
+) -> Result<Power, ChaosError> {
+    let mut journal = Journal::create(path, &planned.target.fault(&env.name, restore_by))
+        .map_err(|e| ChaosError::Refused(e.to_string()))?;
+    journal
+        .append(Entry::LeaseTaken {
+            namespace: run_lease.namespace.clone(),
+            name: run_lease.name.clone(),
+            holder: run_lease.holder.clone(),
+        })
+        .map_err(|e| ChaosError::Failed(e.to_string()))?;
+    let pve = match planned.wake_client.clone() {
+        Some(client) => client,
+        None => collect::proxmox::client(env, access).map_err(ChaosError::Failed)?,
+    };
+    Ok(Power::new(pve, timings.power_poll(), journal))
+}
+
+/// Give the Lease up and say so in the journal; a Lease that cannot be released expires.
+async fn release(ctx: &Ctx<'_>, power: &Power, run_lease: RunLease) {
+    let (namespace, name) = (run_lease.namespace.clone(), run_lease.name.clone());
+    match run_lease.release(ctx.clock.utc()).await {
+        Ok(()) => {
+            let _ = power.note(Entry::LeaseReleased { namespace, name });
+        }
+        Err(err) => ctx.log(&format!("warning: {err}")),
+    }
 }
 
 /// The run ends before the fault: watchers stopped, the journal told why.

@@ -90,6 +90,16 @@ pub enum Entry {
         action: String,
         error: String,
     },
+    /// The run took the cluster's Lease (before the first power action).
+    LeaseTaken {
+        namespace: String,
+        name: String,
+        holder: String,
+    },
+    LeaseReleased {
+        namespace: String,
+        name: String,
+    },
     Restored,
     Finished {
         outcome: String,

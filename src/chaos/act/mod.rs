@@ -3,6 +3,7 @@
 
 pub mod inject;
 pub mod journal;
+pub mod lease;
 pub mod power;
 pub mod recover;
 pub mod restore;

@@ -67,6 +67,7 @@ pub async fn recover(env: &Environment, path: &Path) -> Result<u8, ChaosError> {
         );
         return Ok(0);
     }
+    let _env_lock = super::lease::EnvLock::acquire(env).map_err(ChaosError::Refused)?;
     let _lock =
         RunLock::acquire(path, &env.name).map_err(|e| ChaosError::Refused(e.to_string()))?;
     let records = journal::read(path).map_err(|e| ChaosError::Failed(e.to_string()))?;
@@ -89,7 +90,7 @@ pub async fn recover(env: &Environment, path: &Path) -> Result<u8, ChaosError> {
     let owed = Owed::of(&records);
     if owed.is_empty() {
         println!(
-            "{}: the run owes nothing (everything it stopped was started again); nothing to do",
+            "{}: nothing was stopped that is not running again; the journal owes nothing and is settled",
             path.display()
         );
         return Ok(0);
@@ -153,6 +154,7 @@ pub async fn recover(env: &Environment, path: &Path) -> Result<u8, ChaosError> {
             })
         })
         .map_err(ChaosError::Failed)?;
+    release_lease(env, &records, &power).await;
     for vm in &owed.vms {
         println!("VM {} {} (node {}) is running", vm.vmid, vm.name, vm.node);
     }
@@ -162,6 +164,43 @@ pub async fn recover(env: &Environment, path: &Path) -> Result<u8, ChaosError> {
         path.display()
     );
     Ok(0)
+}
+
+/// The dead run's Lease, if it took one and never gave it up and still holds it.
+async fn release_lease(env: &Environment, records: &[journal::Record], power: &Power) {
+    let mut taken = None;
+    for record in records {
+        match &record.entry {
+            Entry::LeaseTaken {
+                namespace,
+                name,
+                holder,
+            } => taken = Some((namespace.clone(), name.clone(), holder.clone())),
+            Entry::LeaseReleased { .. } => taken = None,
+            _ => {}
+        }
+    }
+    let Some((namespace, name, holder)) = taken else {
+        return;
+    };
+    let released = match crate::collect::kube::client(env).await {
+        Ok(client) => {
+            super::lease::release_if_held(client, &namespace, &name, &holder, chrono::Utc::now())
+                .await
+        }
+        Err(err) => Err(err),
+    };
+    match released {
+        Ok(true) => {
+            let _ = power.note(Entry::LeaseReleased {
+                namespace: namespace.clone(),
+                name: name.clone(),
+            });
+            println!("released the run's Lease {namespace}/{name}");
+        }
+        Ok(false) => {}
+        Err(err) => println!("warning: {err}; the Lease expires on its own"),
+    }
 }
 
 async fn wake_owed_host(

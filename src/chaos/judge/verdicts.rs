@@ -29,6 +29,8 @@ pub struct Measured<'a> {
     pub reason: &'a RestoreReason,
     /// The first signal of the run, if any.
     pub interrupted: Option<i32>,
+    /// The run's one write outside the plan: its Lease, said in words.
+    pub lease: Option<&'a str>,
 }
 
 pub struct Judged {
@@ -74,7 +76,7 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
         gate: 4,
         kind: "chaos-no-manual-work",
         instance: Some("no-manual-work".into()),
-        finding: no_manual_work(m.target, m.issued),
+        finding: no_manual_work(m.target, m.issued, m.lease),
         duration: Duration::ZERO,
     });
     let tally = Tally::of(&trials);
@@ -163,7 +165,7 @@ fn recovery_finding(m: &Measured<'_>) -> Finding {
 
 /// The harness wrote exactly its plan: the planned stops, the starts that undid them and, in
 /// whole-host mode, the host's shutdown and wake.
-pub fn no_manual_work(target: &Target, issued: &[Issued]) -> Finding {
+pub fn no_manual_work(target: &Target, issued: &[Issued], lease: Option<&str>) -> Finding {
     let whole_host = target.host_power.as_ref().map(|_| target.host.as_str());
     let beyond = power::beyond_plan(&target.vms, whole_host, issued);
     let actions: Vec<String> = issued
@@ -172,12 +174,18 @@ pub fn no_manual_work(target: &Target, issued: &[Issued]) -> Finding {
             Some(vmid) => format!("{} VM {vmid} on {}: {}", a.action, a.host, a.result),
             None => format!("{} of host {}: {}", a.action, a.host, a.result),
         })
+        .chain(lease.map(str::to_string))
         .collect();
     if beyond.is_empty() {
         Finding::pass(format!(
-            "the harness made {} power action(s), exactly the plan's stops{} and the starts that undid them; nothing else was written",
+            "the harness made {} power action(s), exactly the plan's stops{} and the starts that undid them; {}",
             issued.len(),
             if whole_host.is_some() { ", the host's shutdown and wake" } else { "" },
+            if lease.is_some() {
+                "the only other write was the run's Lease"
+            } else {
+                "nothing else was written"
+            }
         ))
         .with_evidence(actions)
     } else {
@@ -255,6 +263,7 @@ mod tests {
             issued: &actions,
             reason: &RestoreReason::Deadline,
             interrupted: None,
+            lease: Some("Lease kube-system/gates-chaos-lab taken before the first power action"),
         });
         let names: Vec<&str> = judged.trials.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(
@@ -277,6 +286,17 @@ mod tests {
             "a probe's time is what it sampled, not the whole run"
         );
         assert_eq!(judged.interrupted, None);
+        let manual = &judged.trials[2].finding;
+        assert!(
+            manual
+                .summary
+                .contains("the only other write was the run's Lease")
+                && manual
+                    .evidence
+                    .iter()
+                    .any(|e| e.contains("gates-chaos-lab")),
+            "{manual:?}"
+        );
     }
 
     fn judged_with(
@@ -304,6 +324,7 @@ mod tests {
             issued: &[],
             reason: &reason,
             interrupted,
+            lease: None,
         })
     }
 
@@ -353,7 +374,7 @@ mod tests {
 
     #[test]
     fn a_power_action_outside_the_plan_fails_no_manual_work() {
-        let finding = no_manual_work(&target(), &[issued("stop", 201), issued("stop", 999)]);
+        let finding = no_manual_work(&target(), &[issued("stop", 201), issued("stop", 999)], None);
         assert_eq!(finding.verdict, Verdict::Fail);
         assert!(
             finding.evidence.iter().any(|e| e.contains("999")),
