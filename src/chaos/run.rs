@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::act::inject::inject;
 use super::act::lease::{self, Claim, EnvLock, RunLease};
-use super::act::restore::restore;
+use super::act::restore::{Restored, restore};
 use super::act::signals::{Signals, signal_code, signal_name};
 use super::clients::Clients;
 use super::clock::{Clock, RealClock};
@@ -20,12 +20,12 @@ use super::observe::baseline::{Baseline, baseline};
 use super::observe::leaders::leader_events;
 use super::observe::observers::{ApiWatch, Observers};
 use super::observe::outage::{RestoreReason, observe};
-use super::observe::recover::recover;
+use super::observe::recover::{Recovery, recover};
 use super::plan::admit::{admit, nothing_owed};
-use super::plan::phase::{self as planning, plan_text};
+use super::plan::phase::{self as planning, Planned, Preflight, plan_text};
 use super::plan::timings::Timings;
 use super::power::Power;
-use super::probes::LeaderLog;
+use super::probes::{LeaderLog, Probe};
 use super::progress::Progress;
 use super::report::{self, Moments};
 use super::reporters::plain::PlainText;
@@ -34,7 +34,8 @@ use super::vip::VipWatch;
 use super::{ChaosError, cluster, journal_path, recovery};
 use crate::cli::ChaosArgs;
 use crate::collect;
-use crate::config::{Config, Environment};
+use crate::config::{ChaosSpec, Config, Environment, ProxmoxAccess};
+use chrono::{DateTime, Utc};
 
 pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<u8, ChaosError> {
     run_with(config, env, args, &RealClock).await
@@ -56,17 +57,54 @@ async fn run_with(
     let plain: Arc<PlainText> = Arc::new(PlainText {
         format: args.format,
     });
+    let run = Run {
+        config,
+        env,
+        args: &args,
+        clock,
+        spec: &spec,
+        access,
+    };
+    match prepare(&run, plain.clone()).await? {
+        Some(prepared) => execute(&run, &path, plain, prepared).await,
+        None => Ok(0),
+    }
+}
+
+/// What every part of the run reads.
+struct Run<'a> {
+    config: &'a Config,
+    env: &'a Environment,
+    args: &'a ChaosArgs,
+    clock: &'a dyn Clock,
+    spec: &'a ChaosSpec,
+    access: &'a ProxmoxAccess,
+}
+
+/// What the plan phase hands to the rest of the run.
+struct Prepared {
+    clients: Clients,
+    kube: kube::Client,
+    pre: Preflight,
+    planned: Planned,
+    leaders: LeaderLog,
+    probes: Vec<Probe>,
+    restore_by: DateTime<Utc>,
+}
+
+/// Plan: clients, the Lease check, preflight, target and probes, the plan said. `None` when
+/// the run ends there (a dry run).
+async fn prepare(run: &Run<'_>, plain: Arc<PlainText>) -> Result<Option<Prepared>, ChaosError> {
+    let (env, clock, spec) = (run.env, run.clock, run.spec);
     let out = Reporters::new()
         .with(Arc::new(Progress::new(clock.now())))
-        .with(plain.clone());
+        .with(plain);
     out.emit(RunEvent::Phase(&format!("preflight: reading {}", env.name)));
-
-    // ---- plan ----
     let quiet = |err: ChaosError| {
         out.emit(RunEvent::Quiet);
         err
     };
-    let clients = Clients::build(env, Timings::of(&spec, false).timeout)
+    let clients = Clients::build(env, Timings::of(spec, false).timeout)
         .await
         .map_err(|e| quiet(ChaosError::Failed(e)))?;
     // A run elsewhere holds the cluster's Lease: say so before anything else.
@@ -75,20 +113,19 @@ async fn run_with(
             .await
             .map_err(|e| quiet(ChaosError::Refused(e)))?;
     }
-    let pre = planning::preflight(config, env).await;
-    let planned = planning::plan(env, access, &spec, &args, &pre, clock.utc().date_naive())
+    let pre = planning::preflight(run.config, env).await;
+    let today = clock.utc().date_naive();
+    let planned = planning::plan(env, run.access, spec, run.args, &pre, today)
         .await
         .map_err(quiet)?;
-    let timings = planned.timings;
     let leaders = LeaderLog::default();
-    let probes = planning::probes(config, env, &pre, &planned, &clients, &leaders)?;
-    let restore_by = timings.restore_by(clock.utc());
-    let target = &planned.target;
+    let probes = planning::probes(run.config, env, &pre, &planned, &clients, &leaders)?;
+    let restore_by = planned.timings.restore_by(clock.utc());
     out.emit(RunEvent::Quiet);
     out.emit(RunEvent::Plan(&plan_text(
         env,
-        &spec,
-        target,
+        spec,
+        &planned.target,
         &probes,
         restore_by,
         &pre.refusals,
@@ -96,38 +133,49 @@ async fn run_with(
     if !pre.refusals.is_empty() {
         return Err(planning::refused(env, &pre.refusals, None));
     }
-    if args.dry_run {
+    if run.args.dry_run {
         out.emit(RunEvent::Plan("Dry run: nothing was touched.\n"));
-        return Ok(0);
+        return Ok(None);
     }
     let Some(kube) = clients.kube.clone() else {
         return Err(ChaosError::Failed(
             "no Kubernetes client for the event watcher".into(),
         ));
     };
+    Ok(Some(Prepared {
+        clients,
+        kube,
+        pre,
+        planned,
+        leaders,
+        probes,
+        restore_by,
+    }))
+}
 
-    // ---- the Lease and the journal, then observe ----
+/// The Lease and the journal, then baseline, inject, observe, restore and recover.
+async fn execute(
+    run: &Run<'_>,
+    path: &std::path::Path,
+    plain: Arc<PlainText>,
+    p: Prepared,
+) -> Result<u8, ChaosError> {
+    let (env, clock, timings) = (run.env, run.clock, p.planned.timings);
     let mut signals = Signals::install().map_err(ChaosError::Failed)?;
-    let claim = Claim::new(restore_by, clock.utc());
+    let claim = Claim::new(p.restore_by, clock.utc());
     let until =
-        restore_by + chrono::Duration::from_std(timings.recovery_timeout).unwrap_or_default();
+        p.restore_by + chrono::Duration::from_std(timings.recovery_timeout).unwrap_or_default();
     let run_lease = RunLease::acquire(
-        kube.clone(),
+        p.kube.clone(),
         &env.name,
-        &spec.lease_namespace,
+        &run.spec.lease_namespace,
         &claim,
         clock.utc(),
         until,
     )
     .await
     .map_err(ChaosError::Refused)?;
-    let lease_text = format!(
-        "Lease {}/{} taken before the first power action, given up after the run",
-        run_lease.namespace, run_lease.name
-    );
-    let power = match open_journal(
-        env, access, &path, &planned, restore_by, &timings, &run_lease,
-    ) {
+    let power = match open_journal(env, run.access, path, &p.planned, p.restore_by, &run_lease) {
         Ok(power) => power,
         Err(err) => {
             let _ = run_lease.release(clock.utc()).await;
@@ -135,7 +183,6 @@ async fn run_with(
         }
     };
     let origin = clock.now();
-    let started_at = clock.utc();
     let events = Events::default();
     let ctx = Ctx {
         env,
@@ -147,39 +194,32 @@ async fn run_with(
             .with(Arc::new(events.clone()))
             .with(Arc::new(power.clone())),
     };
+    let started_at = clock.utc();
     ctx.log(&format!("journal: {}", path.display()));
     let api = ApiWatch {
-        client: kube,
-        controllers: cluster::protected_controllers(config),
+        client: p.kube.clone(),
+        controllers: cluster::protected_controllers(run.config),
     };
-    let observers = Observers::start(
-        &ctx,
-        &probes,
-        &timings,
-        Some(api),
-        vip_watch(&clients, &pre.state),
-        &events,
-    );
+    let vip = vip_watch(&p.clients, &p.pre.state);
+    let observers = Observers::start(&ctx, &p.probes, &timings, Some(api), vip, &events);
     match baseline(&ctx, &observers, &mut signals, &timings).await {
         Baseline::Steady => {}
         Baseline::Interrupted(sig) => {
             let outcome = format!("interrupted by {} before the fault", signal_name(sig));
-            finish_untouched(&ctx, observers, &outcome).await;
-            release(&ctx, &power, run_lease).await;
+            finish_untouched(&ctx, observers, &power, run_lease, &outcome).await;
             eprintln!("{outcome}; nothing was touched");
             return Ok(signal_code(sig));
         }
         Baseline::Unsteady(why) => {
             let why = why.join("; ");
-            finish_untouched(&ctx, observers, &format!("aborted before the fault: {why}")).await;
-            release(&ctx, &power, run_lease).await;
+            let outcome = format!("aborted before the fault: {why}");
+            finish_untouched(&ctx, observers, &power, run_lease, &outcome).await;
             return Err(ChaosError::Refused(format!(
                 "steady state not met, nothing was touched: {why}"
             )));
         }
     }
-
-    // ---- inject, observe, restore, recover ----
+    let target = &p.planned.target;
     let mut moments = Moments::default();
     let injected = inject(&ctx, &observers, &power, target, timings.outage).await;
     moments.fault = Some(injected.fault);
@@ -206,7 +246,7 @@ async fn run_with(
     .await;
     moments.restore = Some(restored.restore);
     moments.running_again = restored.running_again;
-    let controller_checks = recovery::controller_checks(config);
+    let controller_checks = recovery::controller_checks(run.config);
     let recovered = recover(
         &ctx,
         &observers,
@@ -214,7 +254,7 @@ async fn run_with(
         &timings,
         restored.start_errors.is_empty(),
         || async {
-            let fresh = collect::live(config, env).await;
+            let fresh = collect::live(run.config, env).await;
             recovery::outstanding(env, &fresh, &controller_checks)
         },
     )
@@ -222,43 +262,82 @@ async fn run_with(
     moments.recovered = recovered.recovered;
     // A few more samples after recovery show the probes settled (short, even after a signal).
     tokio::time::sleep(timings.interval * 2).await;
-
-    // ---- judge ----
     let samples = observers.stop().await;
     ctx.out.emit(RunEvent::Quiet);
-    leader_events(&leaders, &pre.state, origin, &events);
-    let interrupted = match reason {
+    leader_events(&p.leaders, &p.pre.state, origin, &events);
+    let ran = Ran {
+        started_at,
+        moments,
+        samples,
+        reason,
+        restored,
+        recovered,
+        controller_checks: controller_checks.len(),
+        lease: format!(
+            "Lease {}/{} taken before the first power action, given up after the run",
+            run_lease.namespace, run_lease.name
+        ),
+    };
+    let code = conclude(run, &ctx, &p, &power, &events, ran);
+    release(&ctx, &power, run_lease).await;
+    code
+}
+
+/// What the acting phases measured.
+struct Ran {
+    started_at: DateTime<Utc>,
+    moments: Moments,
+    samples: Vec<Vec<crate::chaos::timeline::Sample>>,
+    reason: RestoreReason,
+    restored: Restored,
+    recovered: Recovery,
+    controller_checks: usize,
+    lease: String,
+}
+
+/// Judge: the verdicts, the report said and written, the journal's last line, the exit code.
+fn conclude(
+    run: &Run<'_>,
+    ctx: &Ctx<'_>,
+    p: &Prepared,
+    power: &Power,
+    events: &Events,
+    ran: Ran,
+) -> Result<u8, ChaosError> {
+    let env = run.env;
+    let target = &p.planned.target;
+    let interrupted = match ran.reason {
         RestoreReason::Signal(sig) => Some(sig),
-        _ => recovered.interrupted,
+        _ => ran.recovered.interrupted,
     };
     let issued = power.issued();
     let judged = judge_run(&Measured {
         environment: &env.name,
-        probes: &probes,
-        samples: &samples,
+        probes: &p.probes,
+        samples: &ran.samples,
         target,
-        start_errors: &restored.start_errors,
-        recovery: &recovered,
-        recovery_timeout: timings.recovery_timeout,
-        controller_checks: controller_checks.len(),
+        start_errors: &ran.restored.start_errors,
+        recovery: &ran.recovered,
+        recovery_timeout: p.planned.timings.recovery_timeout,
+        controller_checks: ran.controller_checks,
         issued: &issued,
-        reason: &reason,
+        reason: &ran.reason,
         interrupted,
-        lease: Some(&lease_text),
+        lease: Some(&ran.lease),
     });
-    let stem = report::stem(&args.reports, &env.name, started_at);
+    let stem = report::stem(&run.args.reports, &env.name, ran.started_at);
     let (chaos_report, timeline) = assemble(
         Assembly {
-            config,
+            config: run.config,
             environment: &env.name,
             target,
-            reports: &args.reports,
-            started_at,
-            finished_at: clock.utc(),
-            sample_interval: timings.interval,
-            moments,
-            probes: &probes,
-            samples,
+            reports: &run.args.reports,
+            started_at: ran.started_at,
+            finished_at: ctx.clock.utc(),
+            sample_interval: p.planned.timings.interval,
+            moments: ran.moments,
+            probes: &p.probes,
+            samples: ran.samples,
             issued,
             events: events.all(),
         },
@@ -269,13 +348,12 @@ async fn run_with(
         judged.outcome,
         judged.verdict.as_str()
     )));
-    publish::print(args.format, &chaos_report);
-    publish::write(&chaos_report, &timeline, &stem, args.junit.as_deref());
-    release(&ctx, &power, run_lease).await;
-    if !restored.start_errors.is_empty() {
+    publish::print(run.args.format, &chaos_report);
+    publish::write(&chaos_report, &timeline, &stem, run.args.junit.as_deref());
+    if !ran.restored.start_errors.is_empty() {
         return Err(ChaosError::RestoreFailed(format!(
             "VMs may still be stopped: {}; run `gates recover {}`",
-            restored.start_errors.join("; "),
+            ran.restored.start_errors.join("; "),
             env.name
         )));
     }
@@ -288,11 +366,10 @@ async fn run_with(
 /// The journal, with the plan on disk, and the power actions that write to it.
 fn open_journal(
     env: &Environment,
-    access: &crate::config::ProxmoxAccess,
+    access: &ProxmoxAccess,
     path: &std::path::Path,
-    planned: &planning::Planned,
-    restore_by: chrono::DateTime<chrono::Utc>,
-    timings: &Timings,
+    planned: &Planned,
+    restore_by: DateTime<Utc>,
     run_lease: &RunLease,
 ) -> Result<Power, ChaosError> {
     let mut journal = Journal::create(path, &planned.target.fault(&env.name, restore_by))
@@ -308,7 +385,7 @@ fn open_journal(
         Some(client) => client,
         None => collect::proxmox::client(env, access).map_err(ChaosError::Failed)?,
     };
-    Ok(Power::new(pve, timings.power_poll(), journal))
+    Ok(Power::new(pve, planned.timings.power_poll(), journal))
 }
 
 /// Give the Lease up and say so in the journal; a Lease that cannot be released expires.
@@ -322,11 +399,18 @@ async fn release(ctx: &Ctx<'_>, power: &Power, run_lease: RunLease) {
     }
 }
 
-/// The run ends before the fault: watchers stopped, the journal told why.
-async fn finish_untouched(ctx: &Ctx<'_>, observers: Observers<'_>, outcome: &str) {
+/// The run ends before the fault: watchers stopped, the journal told why, the Lease given up.
+async fn finish_untouched(
+    ctx: &Ctx<'_>,
+    observers: Observers<'_>,
+    power: &Power,
+    run_lease: RunLease,
+    outcome: &str,
+) {
     observers.stop().await;
     ctx.out.emit(RunEvent::Quiet);
     ctx.out.emit(RunEvent::Finished(outcome));
+    release(ctx, power, run_lease).await;
 }
 
 /// The VIP holder, from every control plane's Talos addresses (when the VIP is known).
