@@ -339,6 +339,35 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_that_could_not_observe_has_its_unknown_intervals_in_the_junit() {
+        let mut blind = report(None);
+        let samples: Vec<crate::chaos::timeline::Sample> = [true, false, false, true]
+            .iter()
+            .enumerate()
+            .map(|(i, up)| crate::chaos::timeline::Sample {
+                at: Duration::from_secs(i as u64),
+                observation: if *up {
+                    crate::chaos::timeline::Observation::Up
+                } else {
+                    crate::chaos::timeline::Observation::Unknown("the API did not answer".into())
+                },
+            })
+            .collect();
+        blind.probes = vec![crate::chaos::budget::judge(
+            "workloads::coredns",
+            &samples,
+            crate::chaos::test_support::budget(5, 5),
+        )];
+        let xml = render_junit(&blind);
+        assert!(
+            xml.contains(
+                "name=\"unknown.workloads::coredns\" value=\"longest 2.000s, total 2.000s, 1 interval(s): [1.0s, 3.0s) 2.0s\""
+            ),
+            "{xml}"
+        );
+    }
+
+    #[test]
     fn an_interrupted_run_says_so_in_the_junit_and_the_json() {
         let interrupted = report(Some("SIGINT"));
         let xml = render_junit(&interrupted);
