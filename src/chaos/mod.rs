@@ -7,22 +7,23 @@
 //! budget, or on SIGINT/SIGTERM), waits for full recovery and reports one trial per probe,
 //! one for recovery and one for "no manual work". `gates recover` finishes a run that died.
 
-pub mod budget;
+pub mod act;
+pub mod clients;
+pub mod clock;
 pub mod cluster;
-pub mod events;
-pub mod host_power;
-pub mod journal;
+pub mod context;
+pub mod judge;
+pub mod observe;
 pub mod plan;
-pub mod power;
-pub mod preflight;
-pub mod probes;
-pub mod progress;
-pub mod recovery;
-pub mod report;
-pub mod sampler;
-pub mod talos_pool;
-pub mod timeline;
-pub mod vip;
+pub mod reporters;
+#[cfg(test)]
+pub mod test_support;
+
+pub use act::{journal, power};
+pub use judge::{budget, report};
+pub use observe::{events, probes, recovery, sampler, talos_pool, timeline, vip};
+pub use plan::{host_power, preflight};
+pub use reporters::terminal as progress;
 
 mod run;
 
@@ -62,168 +63,14 @@ pub fn journal_path(explicit: Option<&Path>, reports: &Path, env: &str) -> PathB
         .unwrap_or_else(|| reports.join(format!("chaos-{env}.journal")))
 }
 
-/// `gates recover ENV`: start every VM the journal's run asked to stop and that is not
-/// running, wait until it runs, and settle the journal. Safe to run any number of times.
+/// `gates recover ENV`: start what the journal's run still owes (VMs it stopped and did not
+/// see started, a host it shut down), wait until it runs, and settle the journal. Safe to
+/// run any number of times; a settled journal does nothing.
 pub async fn recover(
     _config: &Config,
     env: &Environment,
     args: RecoverArgs,
 ) -> Result<u8, ChaosError> {
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
-    if !path.exists() {
-        println!(
-            "no chaos journal at {}: nothing to recover for {}",
-            path.display(),
-            env.name
-        );
-        return Ok(0);
-    }
-    let _lock = journal::RunLock::acquire(&path, &env.name)
-        .map_err(|e| ChaosError::Refused(e.to_string()))?;
-    let records = journal::read(&path).map_err(|e| ChaosError::Failed(e.to_string()))?;
-    let Some(plan) = journal::plan(&records).cloned() else {
-        return Err(ChaosError::Failed(
-            journal::JournalError::NoPlan { path: path.clone() }.to_string(),
-        ));
-    };
-    if plan.environment != env.name {
-        return Err(ChaosError::Refused(format!(
-            "{} is the journal of {}, not of {}",
-            path.display(),
-            plan.environment,
-            env.name
-        )));
-    }
-    let requested: Vec<journal::PlannedVm> = plan
-        .vms
-        .iter()
-        .filter(|vm| {
-            records.iter().any(|r| {
-                matches!(&r.entry, journal::Entry::StopRequested { vmid, .. } if *vmid == vm.vmid)
-            })
-        })
-        .cloned()
-        .collect();
-    let owed = journal::pending_restore(&records);
-    let host_owed = journal::host_owed(&records);
-    if requested.is_empty() && host_owed.is_none() {
-        println!(
-            "{}: the run stopped nothing; nothing to recover",
-            path.display()
-        );
-        return Ok(0);
-    }
-    let access = env.proxmox.as_ref().ok_or_else(|| {
-        ChaosError::Failed(format!("{} has no proxmox section", env.file.display()))
-    })?;
-    // A whole-host run acted through another host's API; so does its recovery, since the
-    // host behind `url` may be the one that is off.
-    let client = match &plan.host_power {
-        Some(how) => crate::collect::proxmox::client_at(env, access, &how.wake_via_url),
-        None => crate::collect::proxmox::client(env, access),
-    }
-    .map_err(ChaosError::Failed)?;
-    let journal = journal::Journal::open(&path).map_err(|e| ChaosError::Failed(e.to_string()))?;
-    let power = power::Power::new(client.clone(), std::time::Duration::from_secs(1), journal);
-    if let (Some(host), Some(how)) = (&host_owed, &plan.host_power) {
-        let online = client
-            .cluster_members()
-            .await
-            .map_err(|err| {
-                ChaosError::RestoreFailed(format!(
-                    "cannot read the cluster status through {}: {err}; the journal {} still owes host {host}",
-                    how.wake_via_url,
-                    path.display()
-                ))
-            })?
-            .iter()
-            .any(|m| &m.name == host && m.online);
-        if online {
-            power
-                .note(journal::Entry::HostOnline { host: host.clone() })
-                .map_err(ChaosError::Failed)?;
-            println!("host {host} is online");
-        } else {
-            println!(
-                "host {host} is off: waking it through {} ({})",
-                how.wake_via_host, how.wake_via_url
-            );
-            let patience = env.chaos.clone().unwrap_or_default().recovery_timeout;
-            power
-                .wake_host(host, &how.wake_via_host, patience.into())
-                .await
-                .map_err(|err| {
-                    ChaosError::RestoreFailed(format!(
-                        "{err}; run `gates recover {}` again or power {host} on by hand",
-                        env.name
-                    ))
-                })?;
-            println!("host {host} is online again");
-        }
-    }
-    let mut to_start = Vec::new();
-    let mut running = Vec::new();
-    for vm in &requested {
-        match client.locate_vm(vm.vmid).await {
-            Ok(found) if found.status == "running" => running.push(vm.clone()),
-            Ok(found) => {
-                println!(
-                    "VM {} {} on {} is {}: starting it",
-                    vm.vmid, vm.name, found.node, found.status
-                );
-                to_start.push(vm.clone());
-            }
-            Err(err) => {
-                return Err(ChaosError::RestoreFailed(format!(
-                    "cannot find VM {} {}: {err}; the journal {} still owes it",
-                    vm.vmid,
-                    vm.name,
-                    path.display()
-                )));
-            }
-        }
-    }
-    for vm in running
-        .iter()
-        .filter(|vm| owed.iter().any(|o| o.vmid == vm.vmid))
-    {
-        // Started before the crash, but the journal never heard of it.
-        power
-            .note(journal::Entry::Started {
-                vmid: vm.vmid,
-                host: vm.host.clone(),
-            })
-            .map_err(ChaosError::Failed)?;
-    }
-    let errors = power.start_all(&to_start).await;
-    if !errors.is_empty() {
-        return Err(ChaosError::RestoreFailed(format!(
-            "could not start every VM: {}; run `gates recover {}` again or start them by hand",
-            errors.join("; "),
-            env.name
-        )));
-    }
-    if !owed.is_empty() || !to_start.is_empty() || host_owed.is_some() {
-        power
-            .note(journal::Entry::Restored)
-            .and_then(|()| {
-                power.note(journal::Entry::Finished {
-                    outcome: "recovered by gates recover".into(),
-                })
-            })
-            .map_err(ChaosError::Failed)?;
-    }
-    for vm in &requested {
-        println!("VM {} {} (node {}) is running", vm.vmid, vm.name, vm.node);
-    }
-    if to_start.is_empty() {
-        println!("nothing was stopped; {} is settled", path.display());
-    } else {
-        println!(
-            "started {} VM(s); {} is settled",
-            to_start.len(),
-            path.display()
-        );
-    }
-    Ok(0)
+    act::recover::recover(env, &path).await
 }

@@ -55,6 +55,11 @@ impl Bench {
 
     /// `gates --config CONFIG --env-dir ENV ARGS... --reports REPORTS`.
     fn command(&self, config: &Path, args: &[&str]) -> Command {
+        self.command_reporting_to(config, args, &self.reports())
+    }
+
+    /// The same, with the reports (and so the journal) in `reports`.
+    fn command_reporting_to(&self, config: &Path, args: &[&str], reports: &Path) -> Command {
         let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("gates"));
         cmd.current_dir(self.dir.path())
             .env("NO_COLOR", "1")
@@ -66,7 +71,7 @@ impl Bench {
             .arg(self.dir.path().join("env"))
             .args(args)
             .arg("--reports")
-            .arg(self.reports());
+            .arg(reports);
         cmd
     }
 
@@ -1073,5 +1078,93 @@ async fn whole_host_is_refused_on_a_host_without_a_wake_on_lan_mac() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("wake: wake-on-LAN 52:54:00:00:00:00 sent by pve2"));
     assert!(bench.power_requests().is_empty() && host_power_requests(&bench).is_empty());
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_run_with_other_reports_is_refused_here_by_the_lock_and_elsewhere_by_the_lease() {
+    let bench = Bench::start("adr-007", 221).await;
+    let child = bench
+        .command(&bench.config(), &["chaos", "lab", "--host", "pve3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    bench.wait_for_stop(Duration::from_secs(30)).await;
+    let elsewhere = bench.dir.path().join("other-machine");
+    let output = |mut cmd: Command| async move {
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        finish(child, Duration::from_secs(60)).await
+    };
+    // This machine, another --reports (so another journal): the environment's lock refuses.
+    let other = bench.dir.path().join("other-reports");
+    let out = output(bench.command_reporting_to(
+        &bench.config(),
+        &["chaos", "lab", "--host", "pve1"],
+        &other,
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "a chaos run on lab is in progress (pid {})",
+            child.id()
+        )),
+        "{}",
+        stderr(&out)
+    );
+    // Another machine (its own locks, its own reports): the cluster's Lease refuses.
+    let mut cmd = bench.command_reporting_to(
+        &bench.config(),
+        &["chaos", "lab", "--host", "pve1"],
+        &elsewhere.join("reports"),
+    );
+    cmd.env("GATES_LOCK_DIR", elsewhere.join("locks"));
+    let out = output(cmd).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("a chaos run on lab is in progress elsewhere: the Lease kube-system/gates-chaos-lab is held by gates-chaos"),
+        "{}",
+        stderr(&out)
+    );
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = finish(child, Duration::from_secs(60)).await;
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    // Only the first run's VM was ever touched, and it runs again.
+    let power = bench.power_requests();
+    assert!(
+        power.iter().all(|(_, p)| p.contains("/qemu/103/status/")),
+        "{power:?}"
+    );
+    assert!(bench.all_vms_running());
+    // The run gave its Lease up and the journal says so; the report says it was interrupted.
+    let journal = std::fs::read_to_string(bench.journal()).unwrap();
+    assert!(
+        journal.contains("\"event\":\"lease-taken\"")
+            && journal.contains("\"event\":\"lease-released\""),
+        "{journal}"
+    );
+    let report = bench.report();
+    assert_eq!(report["interrupted"], "SIGINT");
+    let manual = report["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "gate4::lab::chaos::no-manual-work")
+        .unwrap();
+    assert!(
+        manual["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("the only other write was the run's Lease")),
+        "{manual}"
+    );
     bench.lab.stop().await;
 }

@@ -271,6 +271,9 @@ pub struct ChaosSpec {
     /// How old the newest chaos report may be for `gates check` to count it for gate 4.
     #[serde(default = "default_report_max_age")]
     pub report_max_age: Duration,
+    /// Where the run's Lease (`gates-chaos-ENV`) is taken, so one run at a time, anywhere.
+    #[serde(default = "default_lease_namespace")]
+    pub lease_namespace: String,
     #[serde(default)]
     pub budgets: Budgets,
 }
@@ -283,6 +286,7 @@ impl Default for ChaosSpec {
             outage: default_outage(),
             recovery_timeout: default_recovery_timeout(),
             report_max_age: default_report_max_age(),
+            lease_namespace: default_lease_namespace(),
             budgets: Budgets::default(),
         }
     }
@@ -298,6 +302,10 @@ fn default_outage() -> Duration {
 
 fn default_recovery_timeout() -> Duration {
     Duration::from_secs(15 * 60)
+}
+
+fn default_lease_namespace() -> String {
+    "kube-system".to_string()
 }
 
 fn default_report_max_age() -> Duration {

@@ -5,6 +5,7 @@
 mod discovery;
 pub mod status;
 mod table;
+mod write;
 
 use crate::net::{Body, ConnInfo, Handler, channel_body};
 use crate::reqlog::{Protocol, RequestLog};
@@ -211,12 +212,15 @@ impl KubeApi {
                     json!({"name": name.unwrap_or(""), "group": def.group, "kind": def.plural});
                 return status(403, "Forbidden", &msg, Some(details));
             }
-            return status(
-                405,
-                "MethodNotAllowed",
-                &format!("the lab does not support {verb} on {}", def.plural),
-                None,
-            );
+            // Leases are the one kind a client may write (the chaos step's run lease).
+            if !(def.res == resources::Res::Leases && matches!(verb, "create" | "update")) {
+                return status(
+                    405,
+                    "MethodNotAllowed",
+                    &format!("the lab does not support {verb} on {}", def.plural),
+                    None,
+                );
+            }
         }
         if verb == "watch" && def.read_only_api {
             return status(
@@ -237,6 +241,13 @@ impl KubeApi {
         match verb {
             "get" => self.get(def, ns, name.unwrap_or_default(), wants_table),
             "list" => self.list(def, ns, &query, wants_table),
+            "create" | "update" => {
+                use http_body_util::BodyExt;
+                match req.into_body().collect().await {
+                    Ok(body) => write::write_lease(self, ns, name, &body.to_bytes()),
+                    Err(err) => status::bad_request(&format!("cannot read the body: {err}")),
+                }
+            }
             _ => self.watch(def, ns, &query, wants_table),
         }
     }

@@ -625,3 +625,76 @@ async fn aggregated_discovery_lists_every_group() {
     assert!(legacy.has_group("longhorn.io"));
     lab.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_can_be_created_and_replaced_with_the_real_servers_conflicts() {
+    let (lab, _dir) = start("adr-007", 29, 1.0).await;
+    let client = common::kube_client(&lab, "lab").await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+    let mut lease: Lease = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "gates-chaos-lab"},
+        "spec": {"holderIdentity": "run-1", "leaseDurationSeconds": 600}
+    }))
+    .unwrap();
+    let created = leases
+        .create(&Default::default(), &lease)
+        .await
+        .expect("created");
+    assert_eq!(
+        created
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref()),
+        Some("run-1")
+    );
+    let again = leases.create(&Default::default(), &lease).await;
+    assert!(
+        matches!(&again, Err(kube::Error::Api(e)) if e.code == 409 && e.reason == "AlreadyExists"),
+        "{again:?}"
+    );
+    // A replace with the current resourceVersion wins; one with a stale version conflicts.
+    let mut newer = created.clone();
+    newer.spec.as_mut().unwrap().holder_identity = Some("run-2".into());
+    let replaced = leases
+        .replace("gates-chaos-lab", &Default::default(), &newer)
+        .await
+        .expect("replaced");
+    assert_eq!(
+        leases
+            .get("gates-chaos-lab")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .holder_identity,
+        Some("run-2".into())
+    );
+    assert_ne!(
+        replaced.metadata.resource_version,
+        created.metadata.resource_version
+    );
+    let stale = leases
+        .replace("gates-chaos-lab", &Default::default(), &newer)
+        .await;
+    assert!(
+        matches!(&stale, Err(kube::Error::Api(e)) if e.code == 409 && e.reason == "Conflict"),
+        "{stale:?}"
+    );
+    // No such namespace: 404, as the real server answers.
+    lease.metadata.namespace = Some("gates-nowhere".into());
+    let missing = Api::<Lease>::namespaced(client.clone(), "gates-nowhere")
+        .create(&Default::default(), &lease)
+        .await;
+    assert!(
+        matches!(&missing, Err(kube::Error::Api(e)) if e.code == 404),
+        "{missing:?}"
+    );
+    // Every other write is still refused.
+    let pods: Api<Pod> = Api::namespaced(client, "kube-system");
+    let delete = pods.delete("x", &Default::default()).await;
+    assert!(
+        matches!(&delete, Err(kube::Error::Api(e)) if e.code == 405),
+        "{delete:?}"
+    );
+    lab.stop().await;
+}

@@ -14,9 +14,9 @@ use gates_infra::talos::{TalosClient, TalosOptions};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
-use super::cluster::controllers_without_ready_replica;
-use super::talos_pool::TalosPool;
-use super::timeline::Observation;
+use crate::chaos::cluster::controllers_without_ready_replica;
+use crate::chaos::talos_pool::TalosPool;
+use crate::chaos::timeline::Observation;
 use crate::checks::replicated_controller::Params as Controller;
 use crate::collect::api::{ClusterAccess, readyz, readyz_client};
 use crate::collect::kube::resolve;

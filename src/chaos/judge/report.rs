@@ -10,11 +10,11 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::budget::ProbeOutcome;
-use super::events::Event;
-use super::journal::PlannedVm;
-use super::power::Issued;
-use super::timeline::Sample;
+use crate::chaos::budget::ProbeOutcome;
+use crate::chaos::events::Event;
+use crate::chaos::journal::PlannedVm;
+use crate::chaos::power::Issued;
+use crate::chaos::timeline::{Interval, Sample};
 use crate::report::junit::JunitWriter;
 use crate::runner::{Tally, TrialResult};
 use crate::verdict::Verdict;
@@ -50,6 +50,9 @@ pub struct ChaosReport {
     pub moments: Moments,
     /// `completed`, `interrupted by SIGINT`, ...
     pub outcome: String,
+    /// The signal that interrupted the run (`SIGINT`, `SIGTERM`); null when none did. An
+    /// interrupted run restored early: its verdicts do not stand for gate 4.
+    pub interrupted: Option<String>,
     pub verdict: Verdict,
     pub tally: Tally,
     pub trials: Vec<TrialResult>,
@@ -75,6 +78,8 @@ pub struct Timeline {
     pub started_at: String,
     pub moments: Moments,
     pub probes: BTreeMap<String, Vec<Sample>>,
+    /// Per probe, the intervals in which it could not tell (down or up).
+    pub unknown: BTreeMap<String, Vec<Interval>>,
     pub events: Vec<Event>,
 }
 
@@ -127,7 +132,8 @@ pub fn write(
 /// JUnit for gate 4: one suite `adr007.gate4`, host, VMs and measured outages as suite
 /// properties (the schema allows none on testcases), the intervals in failure bodies.
 pub fn render_junit(report: &ChaosReport) -> String {
-    let total: f64 = report.trials.iter().map(|t| t.duration.as_secs_f64()).sum();
+    // The suite took the run's wall time; each case carries what it measured.
+    let total = wall_time(report);
     let classname = format!("{}.gate4", report.decision.replace('-', ""));
     let mut junit = JunitWriter::new(
         &format!("gates chaos {} {}", report.decision, report.environment),
@@ -161,6 +167,9 @@ pub fn render_junit(report: &ChaosReport) -> String {
         ("started-at".into(), report.started_at.clone()),
         ("outcome".into(), report.outcome.clone()),
     ];
+    if let Some(signal) = &report.interrupted {
+        properties.push(("interrupted".into(), signal.clone()));
+    }
     for probe in &report.probes {
         properties.push((
             format!("outage.{}", probe.probe),
@@ -171,6 +180,23 @@ pub fn render_junit(report: &ChaosReport) -> String {
                 probe.outages.len(),
                 probe.budget_longest.as_secs_f64(),
                 probe.budget_total.as_secs_f64()
+            ),
+        ));
+    }
+    for probe in report.probes.iter().filter(|p| !p.unknown.is_empty()) {
+        properties.push((
+            format!("unknown.{}", probe.probe),
+            format!(
+                "longest {:.3}s, total {:.3}s, {} interval(s): {}",
+                probe.unknown_longest.as_secs_f64(),
+                probe.unknown_total.as_secs_f64(),
+                probe.unknown.len(),
+                probe
+                    .unknown
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         ));
     }
@@ -196,6 +222,15 @@ pub fn render_junit(report: &ChaosReport) -> String {
     }
     junit.end_suite();
     junit.finish()
+}
+
+/// Seconds from `started_at` to `finished_at` (0 when either cannot be read).
+fn wall_time(report: &ChaosReport) -> f64 {
+    let at = |s: &str| DateTime::parse_from_rfc3339(s).ok();
+    match (at(&report.started_at), at(&report.finished_at)) {
+        (Some(start), Some(end)) => ((end - start).num_milliseconds().max(0) as f64) / 1000.0,
+        _ => 0.0,
+    }
 }
 
 pub use gates_core::state::{Summary, SummaryTrial};
@@ -243,6 +278,111 @@ fn is_stamp(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verdict::Finding;
+    use serde_json::Value;
+
+    fn trial(name: &str, finding: Finding, secs: f64) -> TrialResult {
+        TrialResult {
+            name: format!("gate4::lab::chaos::{name}"),
+            gate: 4,
+            kind: "chaos-probe",
+            instance: Some(name.into()),
+            finding,
+            duration: Duration::from_secs_f64(secs),
+        }
+    }
+
+    /// A 12.9 s run whose three trials measured 11.5 s, 6.2 s and nothing.
+    fn report(interrupted: Option<&str>) -> ChaosReport {
+        let trials = vec![
+            trial("api", Finding::pass("api: available throughout"), 11.5),
+            trial("recovery", Finding::pass("everything is back"), 6.2),
+            trial("no-manual-work", Finding::pass("exactly the plan"), 0.0),
+        ];
+        ChaosReport {
+            environment: "lab".into(),
+            decision: "adr-007".into(),
+            gate_title: "A host failure leaves the cluster available.".into(),
+            host: "pve1".into(),
+            host_choice: "named".into(),
+            mode: "environment-vms".into(),
+            vms: Vec::new(),
+            untouched: Vec::new(),
+            started_at: "2026-11-29T20:15:00.000Z".into(),
+            finished_at: "2026-11-29T20:15:12.900Z".into(),
+            sample_interval: 0.1,
+            moments: Moments::default(),
+            outcome: "completed; restored because the outage deadline was reached".into(),
+            interrupted: interrupted.map(str::to_string),
+            verdict: Verdict::Pass,
+            tally: Tally::of(&trials),
+            trials,
+            probes: Vec::new(),
+            power_actions: Vec::new(),
+            handovers: Vec::new(),
+            timeline_file: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_suite_takes_the_wall_time_and_each_case_what_it_measured() {
+        let xml = render_junit(&report(None));
+        assert!(xml.contains("time=\"12.900000\""), "{xml}");
+        assert!(
+            !xml.contains("time=\"17.700000\""),
+            "not the sum of the cases: {xml}"
+        );
+        assert!(
+            xml.contains("time=\"11.500000\"") && xml.contains("time=\"6.200000\""),
+            "{xml}"
+        );
+        assert!(!xml.contains("name=\"interrupted\""), "{xml}");
+    }
+
+    #[test]
+    fn a_probe_that_could_not_observe_has_its_unknown_intervals_in_the_junit() {
+        let mut blind = report(None);
+        let samples: Vec<crate::chaos::timeline::Sample> = [true, false, false, true]
+            .iter()
+            .enumerate()
+            .map(|(i, up)| crate::chaos::timeline::Sample {
+                at: Duration::from_secs(i as u64),
+                observation: if *up {
+                    crate::chaos::timeline::Observation::Up
+                } else {
+                    crate::chaos::timeline::Observation::Unknown("the API did not answer".into())
+                },
+            })
+            .collect();
+        blind.probes = vec![crate::chaos::budget::judge(
+            "workloads::coredns",
+            &samples,
+            crate::chaos::test_support::budget(5, 5),
+        )];
+        let xml = render_junit(&blind);
+        assert!(
+            xml.contains(
+                "name=\"unknown.workloads::coredns\" value=\"longest 2.000s, total 2.000s, 1 interval(s): [1.0s, 3.0s) 2.0s\""
+            ),
+            "{xml}"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_run_says_so_in_the_junit_and_the_json() {
+        let interrupted = report(Some("SIGINT"));
+        let xml = render_junit(&interrupted);
+        assert!(
+            xml.contains("name=\"interrupted\" value=\"SIGINT\""),
+            "{xml}"
+        );
+        let json = serde_json::to_value(&interrupted).unwrap();
+        assert_eq!(json["interrupted"], "SIGINT");
+        assert_eq!(
+            serde_json::to_value(report(None)).unwrap()["interrupted"],
+            Value::Null
+        );
+    }
 
     #[test]
     fn only_this_environments_reports_are_read_newest_first() {

@@ -10,7 +10,7 @@ use futures::future::join_all;
 use gates_infra::proxmox::{PowerOptions, ProxmoxClient};
 use serde::Serialize;
 
-use super::journal::{Entry, Journal, PlannedVm};
+use crate::chaos::journal::{Entry, Journal, PlannedVm};
 
 /// One power request the harness sent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -274,6 +274,26 @@ fn paired(out: &mut Vec<String>, subject: &str, fault: (usize, &str), undo: (usi
     }
     if faults == 0 && undos > 0 {
         out.push(format!("{subject} was {undid} without having been {did}"));
+    }
+}
+
+/// The journal hears how the run finished.
+impl crate::chaos::reporters::Reporter for Power {
+    fn report(&self, event: &crate::chaos::reporters::RunEvent<'_>) {
+        use crate::chaos::reporters::RunEvent;
+        match event {
+            RunEvent::Finished(outcome) => {
+                let _ = self.note(Entry::Finished {
+                    outcome: outcome.to_string(),
+                });
+            }
+            RunEvent::Phase(_)
+            | RunEvent::Log(_)
+            | RunEvent::Probes(_)
+            | RunEvent::Plan(_)
+            | RunEvent::Timeline(_)
+            | RunEvent::Quiet => {}
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! The chaos journal: the plan is on disk (synced) before the first power action, every
 //! action and its result is appended, and `gates recover` reads it back to start whatever
 //! the plan stopped. One JSON object per line, so a crash mid-write loses at most the last
-//! line, which the reader skips.
+//! line: a torn last line (no newline after it) is skipped, any other line that is not a
+//! record stops the reader with its line number, since a damaged journal may hide a stop.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -89,6 +90,16 @@ pub enum Entry {
         action: String,
         error: String,
     },
+    /// The run took the cluster's Lease (before the first power action).
+    LeaseTaken {
+        namespace: String,
+        name: String,
+        holder: String,
+    },
+    LeaseReleased {
+        namespace: String,
+        name: String,
+    },
     Restored,
     Finished {
         outcome: String,
@@ -113,6 +124,14 @@ pub enum JournalError {
         path: PathBuf,
         environment: String,
         vms: String,
+    },
+    #[error(
+        "{path}:{line}: not a journal record ({message}); the journal is damaged: check by hand which VMs of its plan are stopped, start them, then move the file away"
+    )]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        message: String,
     },
     #[error("{path}: no plan in the journal; nothing to recover")]
     NoPlan { path: PathBuf },
@@ -250,16 +269,32 @@ impl Journal {
     }
 }
 
-/// Every complete record of a journal; a torn last line is skipped.
+/// Every record of a journal; a torn last line is skipped, any other bad line is an error.
 pub fn read(path: &Path) -> Result<Vec<Record>, JournalError> {
     let text = fs::read_to_string(path).map_err(|err| JournalError::Io {
         path: path.to_path_buf(),
         message: err.to_string(),
     })?;
-    Ok(text
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect())
+    let torn_tail = !text.is_empty() && !text.ends_with('\n');
+    let count = text.lines().count();
+    let mut records = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(record) => records.push(record),
+            Err(_) if torn_tail && index + 1 == count => {}
+            Err(err) => {
+                return Err(JournalError::Corrupt {
+                    path: path.to_path_buf(),
+                    line: index + 1,
+                    message: err.to_string(),
+                });
+            }
+        }
+    }
+    Ok(records)
 }
 
 /// The plan a journal starts with.
@@ -436,6 +471,34 @@ mod tests {
         let records = read(&path).unwrap();
         assert_eq!(records.len(), 2);
         assert_eq!(pending_restore(&records).len(), 1);
+    }
+
+    #[test]
+    fn a_corrupt_line_that_is_not_the_torn_last_one_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("staging.journal");
+        let mut journal = Journal::create(&path, &plan()).unwrap();
+        journal
+            .append(Entry::StopRequested {
+                vmid: 201,
+                host: "pve2".into(),
+            })
+            .unwrap();
+        drop(journal);
+        let good = fs::read_to_string(&path).unwrap();
+        let damaged = "{\"at\":\"2026-11-29T10:00:00Z\",\"event\":\"stop-req";
+        let mut lines: Vec<&str> = good.lines().collect();
+        lines.insert(1, damaged);
+        fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let err = read(&path).expect_err("corrupt");
+        assert!(
+            err.to_string()
+                .contains(&format!("{}:2: not a journal record", path.display())),
+            "{err}"
+        );
+        // The same damage as the last line, newline and all, is no torn write either.
+        fs::write(&path, format!("{good}{damaged}\n")).unwrap();
+        assert!(read(&path).is_err());
     }
 
     #[test]

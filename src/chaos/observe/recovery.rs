@@ -3,7 +3,7 @@
 //! controller passing its gate-2 check again (two ready replicas on distinct hosts, its PDB
 //! allowing a disruption).
 
-use super::cluster;
+use crate::chaos::cluster;
 use crate::checks::{CheckSpec, Context};
 use crate::config::Environment;
 use crate::state::State;

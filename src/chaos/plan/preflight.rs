@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
-use super::cluster::{self, selects};
+use crate::chaos::cluster::{self, selects};
 use crate::checks::replicated_controller::Params as Controller;
 use crate::runner::TrialResult;
 use crate::selector::{Selector, WhenNil};

@@ -76,6 +76,15 @@ pub fn unknowns(samples: &[Sample]) -> Vec<Interval> {
     )
 }
 
+/// What a probe cannot rule out: the intervals it was down or could not tell.
+pub fn worst_case(samples: &[Sample]) -> Vec<Interval> {
+    spans(
+        samples,
+        |o| !matches!(o, Observation::Up),
+        |o| matches!(o, Observation::Up),
+    )
+}
+
 fn spans(
     samples: &[Sample],
     opens: impl Fn(&Observation) -> bool,

@@ -7,7 +7,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 
-use super::journal::{HostPower, PlannedFault, PlannedVm};
+use crate::chaos::journal::{HostPower, PlannedFault, PlannedVm};
 use crate::config::Environment;
 use crate::state::{ProxmoxState, State};
 

@@ -13,13 +13,13 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::cluster::{node_name, node_ready, selects};
+use crate::chaos::cluster::{node_name, node_ready, selects};
 use crate::checks::replicated_controller::Params as Controller;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Event {
     /// Since the start of the run.
-    #[serde(serialize_with = "super::timeline::seconds")]
+    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
     pub at: Duration,
     /// `vm-stop-requested`, `node-not-ready`, `lease-holder-changed`, `pod-replaced`, ...
     pub kind: String,

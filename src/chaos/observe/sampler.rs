@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::timeline::{Observation, Sample};
+use crate::chaos::timeline::{Observation, Sample};
 
 /// The samples of one probe so far, in the order they completed.
 pub type Live = Arc<Mutex<Vec<Sample>>>;

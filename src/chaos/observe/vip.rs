@@ -9,8 +9,8 @@ use gates_infra::talos::holds_address;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::events::Events;
-use super::talos_pool::TalosPool;
+use crate::chaos::events::Events;
+use crate::chaos::talos_pool::TalosPool;
 
 /// What to watch: each control-plane endpoint with the node it answers for, and the VIP.
 pub struct VipWatch {

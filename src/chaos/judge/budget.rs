@@ -1,10 +1,15 @@
 //! A probe's outages against its budget: the verdict of one chaos trial.
+//!
+//! A probe that could not observe (the workloads while the API is down) proves neither up
+//! nor down. Its unknown intervals are kept apart from its outages; counting them as down,
+//! the probe may have broken its budget, and then the verdict is `error` (unknown), never
+//! a pass: proven outages over the budget still fail.
 
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::timeline::{Interval, Sample, longest_and_total, outages, unknowns};
+use crate::chaos::timeline::{Interval, Sample, longest_and_total, outages, unknowns, worst_case};
 use crate::config::Budget;
 use crate::verdict::{Finding, Verdict};
 
@@ -13,15 +18,23 @@ use crate::verdict::{Finding, Verdict};
 pub struct ProbeOutcome {
     pub probe: String,
     pub samples: usize,
+    /// The first and last sample's time: what the probe measured.
+    #[serde(skip)]
+    pub samples_span: Option<(Duration, Duration)>,
     pub outages: Vec<Interval>,
     pub unknown: Vec<Interval>,
-    #[serde(serialize_with = "super::timeline::seconds")]
+    /// The longest and total time the probe could not tell.
+    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
+    pub unknown_longest: Duration,
+    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
+    pub unknown_total: Duration,
+    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
     pub longest: Duration,
-    #[serde(serialize_with = "super::timeline::seconds")]
+    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
     pub total: Duration,
-    #[serde(serialize_with = "super::timeline::seconds")]
+    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
     pub budget_longest: Duration,
-    #[serde(serialize_with = "super::timeline::seconds")]
+    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
     pub budget_total: Duration,
     pub finding: Finding,
 }
@@ -30,20 +43,40 @@ pub fn judge(probe: &str, samples: &[Sample], budget: Budget) -> ProbeOutcome {
     let found = outages(samples);
     let unknown = unknowns(samples);
     let (longest, total) = longest_and_total(&found);
+    let (unknown_longest, unknown_total) = longest_and_total(&unknown);
+    // Unknown counted as down: what the probe cannot rule out.
+    let (worst_longest, worst_total) = longest_and_total(&worst_case(samples));
     let budget_longest: Duration = budget.longest.into();
     let budget_total: Duration = budget.total.into();
-    let verdict = if samples.is_empty() {
-        Verdict::Error
-    } else if longest > budget_longest || total > budget_total {
+    let over = |l: Duration, t: Duration| l > budget_longest || t > budget_total;
+    let verdict = if over(longest, total) && !samples.is_empty() {
         Verdict::Fail
+    } else if samples.is_empty() || over(worst_longest, worst_total) {
+        Verdict::Error
     } else {
         Verdict::Pass
     };
     let summary = match verdict {
-        Verdict::Error => format!("{probe}: no sample was taken"),
-        Verdict::Pass if found.is_empty() => {
+        Verdict::Error if samples.is_empty() => format!("{probe}: no sample was taken"),
+        Verdict::Error => format!(
+            "{probe}: could not observe for {:.1}s (longest {:.1}s); counting that as down, longest {:.1}s, total {:.1}s, over the budget (longest {:.1}s, total {:.1}s): availability unknown; raise the budget to cover the API's failover or fix what the probe reads through",
+            unknown_total.as_secs_f64(),
+            unknown_longest.as_secs_f64(),
+            worst_longest.as_secs_f64(),
+            worst_total.as_secs_f64(),
+            budget_longest.as_secs_f64(),
+            budget_total.as_secs_f64()
+        ),
+        Verdict::Pass if found.is_empty() && unknown.is_empty() => {
             format!("{probe}: available throughout ({} samples)", samples.len())
         }
+        Verdict::Pass if found.is_empty() => format!(
+            "{probe}: no outage seen; unknown for {:.1}s (longest {:.1}s), within the budget ({:.1}s, {:.1}s)",
+            unknown_total.as_secs_f64(),
+            unknown_longest.as_secs_f64(),
+            budget_longest.as_secs_f64(),
+            budget_total.as_secs_f64()
+        ),
         Verdict::Pass => format!(
             "{probe}: longest outage {:.1}s, total {:.1}s, within the budget ({:.1}s, {:.1}s)",
             longest.as_secs_f64(),
@@ -73,8 +106,15 @@ pub fn judge(probe: &str, samples: &[Sample], budget: Budget) -> ProbeOutcome {
     ProbeOutcome {
         probe: probe.to_string(),
         samples: samples.len(),
+        samples_span: samples
+            .iter()
+            .map(|s| s.at)
+            .min()
+            .zip(samples.iter().map(|s| s.at).max()),
         outages: found,
         unknown,
+        unknown_longest,
+        unknown_total,
         longest,
         total,
         budget_longest,
@@ -89,7 +129,7 @@ fn reason_at(samples: &[Sample], interval: &Interval) -> String {
         .iter()
         .find(|s| s.at == interval.start)
         .and_then(|s| match &s.observation {
-            super::timeline::Observation::Down(reason) => Some(format!(": {reason}")),
+            crate::chaos::timeline::Observation::Down(reason) => Some(format!(": {reason}")),
             _ => None,
         })
         .unwrap_or_default()
@@ -173,12 +213,47 @@ mod tests {
     }
 
     #[test]
-    fn unknown_periods_are_listed_but_do_not_fail() {
-        let outcome = judge("workloads", &samples("++??++"), budget(0, 0));
+    fn unknown_periods_within_the_budget_are_listed_and_never_called_available_throughout() {
+        let outcome = judge("workloads", &samples("++??++"), budget(5, 5));
         assert_eq!(outcome.finding.verdict, Verdict::Pass);
         assert_eq!(
             outcome.finding.evidence,
             vec!["unknown [2.0s, 4.0s) 2.0s".to_string()]
         );
+        assert!(
+            !outcome.finding.summary.contains("available throughout")
+                && outcome.finding.summary.contains("unknown for 2.0s"),
+            "{}",
+            outcome.finding.summary
+        );
+        assert_eq!(outcome.unknown_longest, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn unknown_longer_than_the_budget_is_an_error_not_a_pass() {
+        let outcome = judge("workloads::coredns", &samples("++????++"), budget(0, 0));
+        assert_eq!(outcome.finding.verdict, Verdict::Error);
+        assert!(
+            outcome
+                .finding
+                .summary
+                .contains("could not observe for 4.0s")
+                && outcome.finding.summary.contains("availability unknown"),
+            "{}",
+            outcome.finding.summary
+        );
+    }
+
+    #[test]
+    fn unknown_next_to_an_outage_counts_as_down_for_the_budget() {
+        // 2 s unknown then 1 s down: 1 s proven, 3 s possible.
+        let outcome = judge("workloads", &samples("+??-+"), budget(2, 10));
+        assert_eq!(outcome.finding.verdict, Verdict::Error);
+    }
+
+    #[test]
+    fn a_proven_outage_over_the_budget_fails_even_with_unknown_time() {
+        let outcome = judge("workloads", &samples("+----??+"), budget(2, 10));
+        assert_eq!(outcome.finding.verdict, Verdict::Fail);
     }
 }

@@ -4,7 +4,7 @@
 
 use gates_infra::proxmox::ProxmoxClient;
 
-use super::journal::HostPower;
+use crate::chaos::journal::HostPower;
 use crate::collect;
 use crate::config::{Environment, ProxmoxAccess};
 

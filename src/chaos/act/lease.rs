@@ -1,0 +1,390 @@
+//! One chaos run per environment, across journal paths and across machines. Locally an OS
+//! file lock per environment (its name and the cluster it points at), whatever `--reports`
+//! or `--journal` say; on the cluster a `coordination.k8s.io` Lease named
+//! `gates-chaos-ENV` in the namespace the environment names (`chaos.lease_namespace`), with
+//! the run's id, host and deadline, taken before the first power action and held past the
+//! deadline. A second runner anywhere finds it and is refused. The Lease is the only write
+//! outside the plan, and "no manual work" lists it.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::api::{Api, PostParams};
+
+use crate::config::Environment;
+
+/// Held by a run (and by `gates recover`) for its whole life; released by the OS even when
+/// the process is killed.
+pub struct EnvLock {
+    _file: File,
+    pub path: PathBuf,
+}
+
+/// Where the per-environment locks live: `GATES_LOCK_DIR`, else the system's temp dir.
+pub fn lock_dir() -> PathBuf {
+    std::env::var_os("GATES_LOCK_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("gates-chaos-locks"))
+}
+
+/// `chaos-lab-10.0.50.10_6443.lock`: the environment and the cluster it points at, so two
+/// environments of the same name on different clusters do not block each other.
+pub fn lock_name(env: &Environment) -> String {
+    let cluster = env
+        .api
+        .as_ref()
+        .map(|a| a.endpoint.as_str())
+        .or(env.proxmox.as_ref().map(|p| p.url.as_str()))
+        .unwrap_or("");
+    let cluster = cluster
+        .trim_start_matches("https://")
+        .trim_start_matches("http://");
+    let safe = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    if cluster.is_empty() {
+        format!("chaos-{}.lock", safe(&env.name))
+    } else {
+        format!("chaos-{}-{}.lock", safe(&env.name), safe(cluster))
+    }
+}
+
+impl EnvLock {
+    pub fn acquire(env: &Environment) -> Result<EnvLock, String> {
+        let dir = lock_dir();
+        let path = dir.join(lock_name(env));
+        let io = |err: std::io::Error| format!("{}: {err}", path.display());
+        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        #[cfg(unix)]
+        {
+            // Shared by every user of the machine, like /tmp itself.
+            use std::os::unix::fs::PermissionsExt;
+            let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777));
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                let holder = fs::read_to_string(&path).unwrap_or_default();
+                return Err(format!(
+                    "a chaos run on {} is in progress ({}) on this machine, whatever its --reports or --journal (lock {}); it restores on its own: interrupt it (Ctrl-C or SIGTERM) instead",
+                    env.name,
+                    match holder.trim() {
+                        "" => "another process".to_string(),
+                        pid => format!("pid {pid}"),
+                    },
+                    path.display()
+                ));
+            }
+            Err(fs::TryLockError::Error(err)) => return Err(io(err)),
+        }
+        file.set_len(0).map_err(io)?;
+        writeln!(file, "{}", std::process::id()).map_err(io)?;
+        Ok(EnvLock { _file: file, path })
+    }
+}
+
+/// Who is running: the run's id, the machine, and when the run's deadline passes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub run_id: String,
+    pub host: String,
+    pub deadline: DateTime<Utc>,
+}
+
+impl Claim {
+    pub fn new(deadline: DateTime<Utc>, now: DateTime<Utc>) -> Claim {
+        Claim {
+            run_id: format!(
+                "{}-{}",
+                now.format("%Y%m%dT%H%M%S%.3fZ"),
+                std::process::id()
+            ),
+            host: machine_name(),
+            deadline,
+        }
+    }
+
+    fn holder(&self) -> String {
+        format!("gates-chaos {} on {}", self.run_id, self.host)
+    }
+}
+
+/// This machine's name, for the Lease (never a secret).
+pub fn machine_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_string())
+}
+
+pub fn lease_name(env: &str) -> String {
+    format!("gates-chaos-{env}")
+}
+
+/// Why `existing` keeps this run out, if it does: someone holds it and it has not expired.
+pub fn blocker(existing: &Lease, now: DateTime<Utc>) -> Option<String> {
+    let spec = existing.spec.as_ref()?;
+    let holder = spec.holder_identity.as_deref().filter(|h| !h.is_empty())?;
+    let renewed = spec
+        .renew_time
+        .as_ref()
+        .or(spec.acquire_time.as_ref())
+        .map(|t| t.0.as_second())?;
+    let expires = renewed + i64::from(spec.lease_duration_seconds.unwrap_or(0));
+    (now.timestamp() < expires).then(|| {
+        let deadline = existing
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("gates.dev/deadline"))
+            .cloned()
+            .unwrap_or_default();
+        let until = DateTime::<Utc>::from_timestamp(expires, 0)
+            .map(|t| t.to_rfc3339())
+            .unwrap_or_default();
+        format!("held by {holder} (deadline {deadline}; the lease expires {until})")
+    })
+}
+
+fn micro(t: DateTime<Utc>) -> Option<MicroTime> {
+    k8s_openapi::jiff::Timestamp::from_second(t.timestamp())
+        .ok()
+        .map(MicroTime)
+}
+
+/// The Lease for `claim`, held until `until` (past the deadline).
+pub fn lease_for(env: &str, claim: &Claim, now: DateTime<Utc>, until: DateTime<Utc>) -> Lease {
+    let mut lease = Lease::default();
+    lease.metadata.name = Some(lease_name(env));
+    lease.metadata.annotations = Some(
+        [
+            ("gates.dev/run-id", claim.run_id.clone()),
+            ("gates.dev/host", claim.host.clone()),
+            ("gates.dev/deadline", claim.deadline.to_rfc3339()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+    );
+    lease.spec = Some(LeaseSpec {
+        holder_identity: Some(claim.holder()),
+        lease_duration_seconds: Some(
+            i32::try_from((until - now).num_seconds().max(1)).unwrap_or(i32::MAX),
+        ),
+        acquire_time: micro(now),
+        renew_time: micro(now),
+        ..LeaseSpec::default()
+    });
+    lease
+}
+
+/// The run's Lease, taken.
+pub struct RunLease {
+    api: Api<Lease>,
+    pub namespace: String,
+    pub name: String,
+    /// The holder identity this run wrote.
+    pub holder: String,
+    held: Lease,
+}
+
+/// Refused when a live run elsewhere holds the environment's Lease. Only reads; a Lease
+/// that cannot be read is left to [`RunLease::acquire`] to report.
+pub async fn check(
+    client: kube::Client,
+    env: &str,
+    namespace: &str,
+    now: DateTime<Utc>,
+) -> Result<(), String> {
+    let api: Api<Lease> = Api::namespaced(client, namespace);
+    let name = lease_name(env);
+    match api.get_opt(&name).await {
+        Ok(Some(existing)) => match blocker(&existing, now) {
+            Some(why) => Err(busy(env, namespace, &name, &why)),
+            None => Ok(()),
+        },
+        Ok(None) | Err(_) => Ok(()),
+    }
+}
+
+fn busy(env: &str, namespace: &str, name: &str, why: &str) -> String {
+    format!(
+        "a chaos run on {env} is in progress elsewhere: the Lease {namespace}/{name} is {why}; wait for it, or if that run died, run `gates recover {env}` where it ran, or let the lease expire"
+    )
+}
+
+/// Give up the Lease `namespace/name` if `holder` still holds it (for `gates recover`).
+pub async fn release_if_held(
+    client: kube::Client,
+    namespace: &str,
+    name: &str,
+    holder: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, String> {
+    let api: Api<Lease> = Api::namespaced(client, namespace);
+    let Some(mut lease) = api
+        .get_opt(name)
+        .await
+        .map_err(|err| format!("cannot read the Lease {namespace}/{name}: {err}"))?
+    else {
+        return Ok(false);
+    };
+    let Some(spec) = lease.spec.as_mut() else {
+        return Ok(false);
+    };
+    if spec.holder_identity.as_deref() != Some(holder) {
+        return Ok(false);
+    }
+    spec.holder_identity = None;
+    spec.renew_time = micro(now);
+    spec.lease_duration_seconds = Some(1);
+    api.replace(name, &PostParams::default(), &lease)
+        .await
+        .map(|_| true)
+        .map_err(|err| format!("cannot release the Lease {namespace}/{name}: {err}"))
+}
+
+impl RunLease {
+    /// Take the environment's Lease, or say who holds it. `until` is past the deadline.
+    pub async fn acquire(
+        client: kube::Client,
+        env: &str,
+        namespace: &str,
+        claim: &Claim,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<RunLease, String> {
+        let api: Api<Lease> = Api::namespaced(client, namespace);
+        let name = lease_name(env);
+        let mut wanted = lease_for(env, claim, now, until);
+        let where_ = format!("Lease {namespace}/{name}");
+        let fix = format!(
+            "; the run needs create and update on leases.coordination.k8s.io in {namespace} (chaos.lease_namespace)"
+        );
+        let held = match api.get_opt(&name).await {
+            Err(err) => return Err(format!("cannot read the {where_}: {err}{fix}")),
+            Ok(None) => api
+                .create(&PostParams::default(), &wanted)
+                .await
+                .map_err(|err| match &err {
+                    kube::Error::Api(e) if e.code == 409 => format!(
+                        "another chaos run on {env} took the {where_} at the same moment; nothing was touched"
+                    ),
+                    _ => format!("cannot create the {where_}: {err}{fix}"),
+                })?,
+            Ok(Some(existing)) => {
+                if let Some(why) = blocker(&existing, now) {
+                    return Err(busy(env, namespace, &name, &why));
+                }
+                wanted.metadata.resource_version = existing.metadata.resource_version.clone();
+                api.replace(&name, &PostParams::default(), &wanted)
+                    .await
+                    .map_err(|err| match &err {
+                        kube::Error::Api(e) if e.code == 409 => format!(
+                            "another chaos run on {env} took the {where_} at the same moment; nothing was touched"
+                        ),
+                        _ => format!("cannot take the {where_}: {err}{fix}"),
+                    })?
+            }
+        };
+        Ok(RunLease {
+            api,
+            namespace: namespace.to_string(),
+            name,
+            holder: claim.holder(),
+            held,
+        })
+    }
+
+    /// Give the Lease up at the end of the run (holder cleared, the run's annotations kept).
+    pub async fn release(self, now: DateTime<Utc>) -> Result<(), String> {
+        let mut lease = self.held;
+        if let Some(spec) = lease.spec.as_mut() {
+            spec.holder_identity = None;
+            spec.renew_time = micro(now);
+            spec.lease_duration_seconds = Some(1);
+        }
+        self.api
+            .replace(&self.name, &PostParams::default(), &lease)
+            .await
+            .map(|_| ())
+            .map_err(|err| {
+                format!(
+                    "cannot release the Lease {}/{}: {err}; it expires on its own",
+                    self.namespace, self.name
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chaos::test_support::environment;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn claim() -> Claim {
+        Claim {
+            run_id: "20261129T201500.000Z-42".into(),
+            host: "runner-1".into(),
+            deadline: at("2026-11-29T20:30:00Z"),
+        }
+    }
+
+    #[test]
+    fn a_live_lease_of_another_run_blocks_until_it_expires() {
+        let now = at("2026-11-29T20:15:00Z");
+        let lease = lease_for("lab", &claim(), now, at("2026-11-29T20:40:00Z"));
+        let why = blocker(&lease, at("2026-11-29T20:20:00Z")).expect("blocked");
+        assert!(
+            why.contains("gates-chaos 20261129T201500.000Z-42 on runner-1")
+                && why.contains("deadline 2026-11-29T20:30:00+00:00"),
+            "{why}"
+        );
+        assert_eq!(blocker(&lease, at("2026-11-29T20:40:01Z")), None, "expired");
+    }
+
+    #[test]
+    fn a_released_lease_blocks_nobody() {
+        let now = at("2026-11-29T20:15:00Z");
+        let mut lease = lease_for("lab", &claim(), now, at("2026-11-29T20:40:00Z"));
+        lease.spec.as_mut().unwrap().holder_identity = None;
+        assert_eq!(blocker(&lease, now), None);
+    }
+
+    #[test]
+    fn the_local_lock_is_per_environment_and_cluster_not_per_journal() {
+        let mut lab = environment("lab", "allowed: true");
+        assert_eq!(lock_name(&lab), "chaos-lab-127.0.0.1_1.lock");
+        lab.api = serde_yaml_ng::from_str("{endpoint: 'https://10.0.50.10:6443'}").unwrap();
+        assert_eq!(lock_name(&lab), "chaos-lab-10.0.50.10_6443.lock");
+    }
+}

@@ -1,0 +1,382 @@
+//! `gates recover ENV`: finish what a chaos run that died still owes, and nothing else. The
+//! journal is read strictly (a damaged line other than a torn last one stops it), only the
+//! VMs and the host the journal still owes are touched (a settled journal does nothing), and
+//! credentials go only to the Proxmox URLs of the environment file, never to one named only
+//! in the journal.
+
+use std::path::Path;
+
+use super::journal::{self, Entry, Journal, PlannedVm, RunLock};
+use super::power::Power;
+use crate::chaos::ChaosError;
+use crate::config::{Environment, ProxmoxAccess};
+
+/// What a journal still owes: VMs whose stop was asked for and whose start was not seen, and
+/// a host shut down and not seen online again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owed {
+    pub vms: Vec<PlannedVm>,
+    pub host: Option<String>,
+}
+
+impl Owed {
+    pub fn of(records: &[journal::Record]) -> Owed {
+        Owed {
+            vms: journal::pending_restore(records),
+            host: journal::host_owed(records),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.vms.is_empty() && self.host.is_none()
+    }
+}
+
+/// `url` when the environment file lists it (`proxmox.url` or `proxmox.fallback_urls`).
+pub fn trusted_url<'a>(
+    env: &Environment,
+    access: &'a ProxmoxAccess,
+    url: &str,
+    journal: &Path,
+) -> Result<&'a str, ChaosError> {
+    let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
+    std::iter::once(&access.url)
+        .chain(&access.fallback_urls)
+        .find(|known| same(known, url))
+        .map(String::as_str)
+        .ok_or_else(|| {
+            ChaosError::Refused(format!(
+                "{} names {url} as the Proxmox API to act through, but {} lists only {} (proxmox.url, proxmox.fallback_urls): the token is sent only there; add the URL to the environment file if it is yours, or power the host on by hand",
+                journal.display(),
+                env.file.display(),
+                std::iter::once(&access.url)
+                    .chain(&access.fallback_urls)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+}
+
+pub async fn recover(env: &Environment, path: &Path) -> Result<u8, ChaosError> {
+    if !path.exists() {
+        println!(
+            "no chaos journal at {}: nothing to recover for {}",
+            path.display(),
+            env.name
+        );
+        return Ok(0);
+    }
+    let _env_lock = super::lease::EnvLock::acquire(env).map_err(ChaosError::Refused)?;
+    let _lock =
+        RunLock::acquire(path, &env.name).map_err(|e| ChaosError::Refused(e.to_string()))?;
+    let records = journal::read(path).map_err(|e| ChaosError::Failed(e.to_string()))?;
+    let Some(plan) = journal::plan(&records).cloned() else {
+        return Err(ChaosError::Failed(
+            journal::JournalError::NoPlan {
+                path: path.to_path_buf(),
+            }
+            .to_string(),
+        ));
+    };
+    if plan.environment != env.name {
+        return Err(ChaosError::Refused(format!(
+            "{} is the journal of {}, not of {}",
+            path.display(),
+            plan.environment,
+            env.name
+        )));
+    }
+    let owed = Owed::of(&records);
+    if owed.is_empty() {
+        println!(
+            "{}: nothing was stopped that is not running again; the journal owes nothing and is settled",
+            path.display()
+        );
+        return Ok(0);
+    }
+    let access = env.proxmox.as_ref().ok_or_else(|| {
+        ChaosError::Failed(format!("{} has no proxmox section", env.file.display()))
+    })?;
+    // A whole-host run acted through another host's API; so does its recovery, since the
+    // host behind `url` may be the one that is off. That API must be one the file names.
+    let url = match &plan.host_power {
+        Some(how) => trusted_url(env, access, &how.wake_via_url, path)?,
+        None => access.url.as_str(),
+    };
+    let client =
+        crate::collect::proxmox::client_at(env, access, url).map_err(ChaosError::Failed)?;
+    let journal = Journal::open(path).map_err(|e| ChaosError::Failed(e.to_string()))?;
+    let power = Power::new(client.clone(), std::time::Duration::from_secs(1), journal);
+    if let (Some(host), Some(how)) = (&owed.host, &plan.host_power) {
+        wake_owed_host(env, &power, &client, host, how, url, path).await?;
+    }
+    let mut to_start = Vec::new();
+    for vm in &owed.vms {
+        match client.locate_vm(vm.vmid).await {
+            // Started before the crash, but the journal never heard of it.
+            Ok(found) if found.status == "running" => power
+                .note(Entry::Started {
+                    vmid: vm.vmid,
+                    host: vm.host.clone(),
+                })
+                .map_err(ChaosError::Failed)?,
+            Ok(found) => {
+                println!(
+                    "VM {} {} on {} is {}: starting it",
+                    vm.vmid, vm.name, found.node, found.status
+                );
+                to_start.push(vm.clone());
+            }
+            Err(err) => {
+                return Err(ChaosError::RestoreFailed(format!(
+                    "cannot find VM {} {}: {err}; the journal {} still owes it",
+                    vm.vmid,
+                    vm.name,
+                    path.display()
+                )));
+            }
+        }
+    }
+    let errors = power.start_all(&to_start).await;
+    if !errors.is_empty() {
+        return Err(ChaosError::RestoreFailed(format!(
+            "could not start every VM: {}; run `gates recover {}` again or start them by hand",
+            errors.join("; "),
+            env.name
+        )));
+    }
+    power
+        .note(Entry::Restored)
+        .and_then(|()| {
+            power.note(Entry::Finished {
+                outcome: "recovered by gates recover".into(),
+            })
+        })
+        .map_err(ChaosError::Failed)?;
+    release_lease(env, &records, &power).await;
+    for vm in &owed.vms {
+        println!("VM {} {} (node {}) is running", vm.vmid, vm.name, vm.node);
+    }
+    println!(
+        "started {} VM(s); {} is settled",
+        to_start.len(),
+        path.display()
+    );
+    Ok(0)
+}
+
+/// The dead run's Lease, if it took one and never gave it up and still holds it.
+async fn release_lease(env: &Environment, records: &[journal::Record], power: &Power) {
+    let mut taken = None;
+    for record in records {
+        match &record.entry {
+            Entry::LeaseTaken {
+                namespace,
+                name,
+                holder,
+            } => taken = Some((namespace.clone(), name.clone(), holder.clone())),
+            Entry::LeaseReleased { .. } => taken = None,
+            _ => {}
+        }
+    }
+    let Some((namespace, name, holder)) = taken else {
+        return;
+    };
+    let released = match crate::collect::kube::client(env).await {
+        Ok(client) => {
+            super::lease::release_if_held(client, &namespace, &name, &holder, chrono::Utc::now())
+                .await
+        }
+        Err(err) => Err(err),
+    };
+    match released {
+        Ok(true) => {
+            let _ = power.note(Entry::LeaseReleased {
+                namespace: namespace.clone(),
+                name: name.clone(),
+            });
+            println!("released the run's Lease {namespace}/{name}");
+        }
+        Ok(false) => {}
+        Err(err) => println!("warning: {err}; the Lease expires on its own"),
+    }
+}
+
+async fn wake_owed_host(
+    env: &Environment,
+    power: &Power,
+    client: &gates_infra::proxmox::ProxmoxClient,
+    host: &str,
+    how: &journal::HostPower,
+    url: &str,
+    path: &Path,
+) -> Result<(), ChaosError> {
+    let online = client
+        .cluster_members()
+        .await
+        .map_err(|err| {
+            ChaosError::RestoreFailed(format!(
+                "cannot read the cluster status through {url}: {err}; the journal {} still owes host {host}",
+                path.display()
+            ))
+        })?
+        .iter()
+        .any(|m| m.name == host && m.online);
+    if online {
+        power
+            .note(Entry::HostOnline {
+                host: host.to_string(),
+            })
+            .map_err(ChaosError::Failed)?;
+        println!("host {host} is online");
+        return Ok(());
+    }
+    println!(
+        "host {host} is off: waking it through {} ({url})",
+        how.wake_via_host
+    );
+    let patience = env.chaos.clone().unwrap_or_default().recovery_timeout;
+    power
+        .wake_host(host, &how.wake_via_host, patience.into())
+        .await
+        .map_err(|err| {
+            ChaosError::RestoreFailed(format!(
+                "{err}; run `gates recover {}` again or power {host} on by hand",
+                env.name
+            ))
+        })?;
+    println!("host {host} is online again");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chaos::journal::HostPower;
+    use crate::chaos::test_support::{environment, planned_fault};
+
+    fn started(journal: &mut Journal, vmid: u32) {
+        for entry in [
+            Entry::StopRequested {
+                vmid,
+                host: "pve2".into(),
+            },
+            Entry::Stopped {
+                vmid,
+                host: "pve2".into(),
+            },
+            Entry::StartRequested {
+                vmid,
+                host: "pve2".into(),
+            },
+            Entry::Started {
+                vmid,
+                host: "pve2".into(),
+            },
+        ] {
+            journal.append(entry).unwrap();
+        }
+    }
+
+    /// A Proxmox API nobody should call: counts the connections it gets.
+    async fn tripwire() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = hits.clone();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                drop(socket);
+            }
+        });
+        (url, hits)
+    }
+
+    /// The lab environment, its token in a file, its Proxmox API at `url`.
+    fn env_at(url: &str, dir: &Path) -> Environment {
+        let secret = dir.join("token");
+        std::fs::write(&secret, "not-a-secret").unwrap();
+        let mut env = environment("lab", "allowed: true");
+        let access = env.proxmox.as_mut().unwrap();
+        access.url = url.to_string();
+        access.token_secret_env = None;
+        access.token_secret_file = Some(secret);
+        env
+    }
+
+    #[tokio::test]
+    async fn a_settled_journal_does_nothing_and_calls_no_api() {
+        let (url, hits) = tripwire().await;
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_at(&url, dir.path());
+        let path = dir.path().join("chaos-lab.journal");
+        let mut journal = Journal::create(&path, &planned_fault("lab")).unwrap();
+        started(&mut journal, 201);
+        started(&mut journal, 202);
+        journal.append(Entry::Restored).unwrap();
+        let before = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(recover(&env, &path).await.unwrap(), 0);
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    }
+
+    #[tokio::test]
+    async fn a_url_named_only_in_the_journal_gets_no_credentials() {
+        let (forged, hits) = tripwire().await;
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_at("https://127.0.0.1:1", dir.path());
+        let path = dir.path().join("chaos-lab.journal");
+        let mut fault = planned_fault("lab");
+        fault.host_power = Some(HostPower {
+            wake_via_url: forged.clone(),
+            wake_via_host: "pve1".into(),
+            mac: "aa:bb:cc:dd:ee:ff".into(),
+        });
+        let mut journal = Journal::create(&path, &fault).unwrap();
+        journal
+            .append(Entry::HostShutdownRequested {
+                host: "pve2".into(),
+            })
+            .unwrap();
+        let err = recover(&env, &path).await.expect_err("refused");
+        let text = err.to_string();
+        assert!(
+            text.contains(&forged) && text.contains("environments/lab.yaml"),
+            "{text}"
+        );
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_line_in_the_middle_stops_recover_naming_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_at("https://127.0.0.1:1", dir.path());
+        let path = dir.path().join("chaos-lab.journal");
+        let mut journal = Journal::create(&path, &planned_fault("lab")).unwrap();
+        journal
+            .append(Entry::StopRequested {
+                vmid: 201,
+                host: "pve2".into(),
+            })
+            .unwrap();
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text = text.replacen("\n", "\n{\"event\":\"stop-req\n", 1);
+        std::fs::write(&path, text).unwrap();
+        let err = recover(&env, &path).await.expect_err("stopped");
+        assert!(err.to_string().contains("chaos-lab.journal:2"), "{err}");
+    }
+
+    #[test]
+    fn the_fallback_urls_of_the_environment_file_are_trusted() {
+        let env = environment("lab", "allowed: true");
+        let access = env.proxmox.as_ref().unwrap();
+        let journal = Path::new("chaos-lab.journal");
+        assert_eq!(
+            trusted_url(&env, access, "https://127.0.0.2:1/", journal).unwrap(),
+            "https://127.0.0.2:1"
+        );
+        assert!(trusted_url(&env, access, "https://pve.evil:8006", journal).is_err());
+    }
+}

@@ -1,0 +1,121 @@
+//! SIGINT and SIGTERM, caught from just before the journal is written: from then on a signal
+//! ends the outage and the run restores before it exits.
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// The exit code of a run ended by a signal: 128 + the signal number.
+pub fn signal_code(signal: i32) -> u8 {
+    128u8.saturating_add(signal as u8)
+}
+
+pub fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        2 => "SIGINT",
+        15 => "SIGTERM",
+        _ => "a signal",
+    }
+}
+
+/// The first signal a run received, if any; later ones are swallowed so restore can finish.
+pub struct Signals {
+    rx: watch::Receiver<Option<i32>>,
+    /// Kept by [`Signals::manual`] so a test's receiver stays open.
+    _tx: Option<watch::Sender<Option<i32>>>,
+}
+
+impl Signals {
+    pub fn install() -> Result<Signals, String> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupt =
+            signal(SignalKind::interrupt()).map_err(|e| format!("cannot catch SIGINT: {e}"))?;
+        let mut terminate =
+            signal(SignalKind::terminate()).map_err(|e| format!("cannot catch SIGTERM: {e}"))?;
+        let (tx, rx) = watch::channel(None);
+        tokio::spawn(async move {
+            loop {
+                let got = tokio::select! {
+                    _ = interrupt.recv() => 2,
+                    _ = terminate.recv() => 15,
+                };
+                first_only(&tx, got);
+            }
+        });
+        Ok(Signals { rx, _tx: None })
+    }
+
+    /// Signals a test sends by hand through the returned sender.
+    pub fn manual() -> (Signals, Sender) {
+        let (tx, rx) = watch::channel(None);
+        (
+            Signals {
+                rx,
+                _tx: Some(tx.clone()),
+            },
+            Sender(tx),
+        )
+    }
+
+    pub fn received(&self) -> Option<i32> {
+        *self.rx.borrow()
+    }
+
+    /// Sleep until `until`, or return early with the signal.
+    pub async fn sleep_until(&mut self, until: Instant) -> Option<i32> {
+        if let Some(sig) = self.received() {
+            return Some(sig);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(until) => self.received(),
+            _ = self.rx.changed() => self.received(),
+        }
+    }
+}
+
+/// Sends a signal to [`Signals::manual`].
+#[derive(Clone)]
+pub struct Sender(watch::Sender<Option<i32>>);
+
+impl Sender {
+    pub fn send(&self, signal: i32) {
+        first_only(&self.0, signal);
+    }
+}
+
+fn first_only(tx: &watch::Sender<Option<i32>>, got: i32) {
+    tx.send_if_modified(|current| {
+        if current.is_none() {
+            *current = Some(got);
+            true
+        } else {
+            false
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_signal_ends_a_sleep_early_and_only_the_first_counts() {
+        let (mut signals, sender) = Signals::manual();
+        let start = Instant::now();
+        assert_eq!(
+            signals.sleep_until(start + Duration::from_secs(1)).await,
+            None
+        );
+        let later = sender.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            later.send(15);
+            later.send(2);
+        });
+        let got = signals.sleep_until(start + Duration::from_secs(60)).await;
+        assert_eq!(got, Some(15));
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert_eq!((signal_code(15), signal_name(15)), (143, "SIGTERM"));
+    }
+}

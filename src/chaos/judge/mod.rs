@@ -1,0 +1,8 @@
+//! Judge: a probe's samples against its budget, the trials of a run, and the reports that
+//! carry them (JSON, JUnit, timeline).
+
+pub mod assemble;
+pub mod budget;
+pub mod publish;
+pub mod report;
+pub mod verdicts;

@@ -1,0 +1,32 @@
+//! Plain text for the reader: the plan before anything is touched goes to stdout, or to
+//! stderr when stdout carries the JSON report.
+
+use std::io::Write as _;
+
+use super::{Reporter, RunEvent};
+use crate::cli::Format;
+
+pub struct PlainText {
+    pub format: Format,
+}
+
+impl Reporter for PlainText {
+    fn report(&self, event: &RunEvent<'_>) {
+        match event {
+            RunEvent::Plan(text) => {
+                if self.format == Format::Json {
+                    eprint!("{text}");
+                } else {
+                    print!("{text}");
+                    let _ = std::io::stdout().flush();
+                }
+            }
+            RunEvent::Phase(_)
+            | RunEvent::Log(_)
+            | RunEvent::Probes(_)
+            | RunEvent::Timeline(_)
+            | RunEvent::Finished(_)
+            | RunEvent::Quiet => {}
+        }
+    }
+}
