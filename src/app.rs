@@ -176,6 +176,16 @@ pub async fn check_env(
     let env = config.environment(&args.env).map_err(AppError::Usage)?;
     let specs = runner::trials(config, env);
     let largs = libtest_args(&args);
+    let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    let asked = crate::selection::Asked {
+        filter: args.filter.as_deref(),
+        exact: args.exact,
+        skip: &args.skip,
+    };
+    let picked = runner::selected(&largs, &specs).len();
+    if let Some(message) = crate::selection::nothing_left(&env.name, &asked, &names, picked) {
+        return Err(AppError::Usage(message));
+    }
     if args.list {
         runner::list(&largs, &specs);
         return Ok(0);
@@ -205,6 +215,17 @@ pub async fn check_env(
         tally: Tally::of(&results),
         gates: runner::gate_statuses(config, env, &results),
         trials: results,
+        promotion: None,
+    };
+    let run = Run {
+        promotion: args.require_all.then(|| {
+            let gates: Vec<(u32, String)> = config
+                .gates_for(env)
+                .map(|g| (g.number, g.title.clone()))
+                .collect();
+            crate::promotion::judge(&gates, &run.gates, &run.trials)
+        }),
+        ..run
     };
 
     match args.format {
@@ -216,7 +237,7 @@ pub async fn check_env(
     }
     let _ = std::io::stdout().flush();
     write_reports(&run, &args)?;
-    Ok(run.tally.exit_code())
+    Ok(run.exit_code())
 }
 
 /// The decision the gates come from: the one gate directory's name, e.g. `adr-007`.
@@ -267,7 +288,7 @@ fn write_file(path: &Path, text: &str) -> Result<(), AppError> {
 
 async fn snapshot(config: &Config, args: SnapshotArgs) -> Result<u8, AppError> {
     let env: &Environment = config.environment(&args.env).map_err(AppError::Usage)?;
-    let text = collect::snapshot_writer::write_live(config, env)
+    let text = collect::snapshot_writer::write_live(config, env, args.allow_incomplete)
         .await
         .map_err(AppError::Collect)?;
     write_file(&args.output, &text)?;

@@ -132,6 +132,9 @@ pub struct CheckArgs {
     /// One character per trial.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Promotion: every gate of ENV must pass; a skipped trial or gate exits 1, naming it.
+    #[arg(long)]
+    pub require_all: bool,
 }
 
 #[derive(Debug, Args)]
@@ -141,6 +144,9 @@ pub struct SnapshotArgs {
     /// Where to write the snapshot (JSON, a v1 List).
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
+    /// Write the file even when a part could not be read (the missing parts are recorded).
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

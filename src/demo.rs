@@ -60,6 +60,7 @@ async fn run_demo(
             skip: Vec::new(),
             color: Color::Auto,
             quiet: false,
+            require_all: false,
         };
         codes.push(check_env(&config, config_dir, check).await?);
     }

@@ -7,8 +7,10 @@ pub mod cli;
 pub mod collect;
 pub mod config;
 pub mod demo;
+pub mod promotion;
 pub mod report;
 pub mod runner;
+pub mod selection;
 
 // The pure core, under the paths the rest of this crate has always used.
 pub use gates_core::{checks, quantity, selector, state, verdict};

@@ -2,6 +2,7 @@
 //! once; checks then evaluate it without I/O.
 
 pub mod api;
+pub mod completeness;
 pub mod infra_record;
 pub mod kinds;
 pub mod kube;

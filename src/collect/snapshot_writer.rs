@@ -12,7 +12,13 @@ use super::{api_part, kube, proxmox_part, talos_part};
 use crate::config::{Config, Environment};
 use crate::state::Collected;
 
-pub async fn write_live(config: &Config, env: &Environment) -> Result<String, String> {
+/// The snapshot as text; refused when a part could not be read, unless `allow_incomplete`
+/// (the missing parts are then recorded in the file).
+pub async fn write_live(
+    config: &Config,
+    env: &Environment,
+    allow_incomplete: bool,
+) -> Result<String, String> {
     let (results, talos, api) =
         tokio::join!(kube::collect_raw(env), talos_part(env), api_part(env));
     let results = results?;
@@ -25,6 +31,14 @@ pub async fn write_live(config: &Config, env: &Environment) -> Result<String, St
             |(kind, r)| super::raw::typed(*kind, r.clone()),
         );
     let proxmox = proxmox_part(config, env, nodes.present().map(Vec::as_slice)).await;
+    let missing = super::completeness::missing_parts(&results, &talos, &api, &proxmox);
+    if !missing.is_empty() && !allow_incomplete {
+        return Err(format!(
+            "the snapshot of {} would be incomplete, so nothing was written; could not read:\n  {}\n  hint: fix the cause and retry, or pass --allow-incomplete to write it anyway (the missing parts are recorded and give error verdicts)",
+            env.name,
+            missing.join("\n  ")
+        ));
+    }
     let infra = InfraRecord {
         talos: (&talos).into(),
         api: (&api).into(),
@@ -55,6 +69,7 @@ pub async fn write_live(config: &Config, env: &Environment) -> Result<String, St
                 COLLECTED_ANNOTATION: collected.join(","),
                 ABSENT_ANNOTATION: absent.join("\n"),
                 INFRA_ANNOTATION: infra,
+                super::completeness::INCOMPLETE_ANNOTATION: missing.join("\n"),
             }
         },
         "items": Value::Array(items),

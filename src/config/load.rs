@@ -57,10 +57,16 @@ impl Config {
                 match read(&file).and_then(|text| {
                     let mut gate: Gate = yaml::from_str(&file, &text)?;
                     gate.file = file.clone();
-                    validate_gate(&gate, &text, &environments, &broken)?;
-                    Ok(gate)
+                    Ok((gate, text))
                 }) {
-                    Ok(gate) => gates.push(gate),
+                    Ok((gate, text)) => {
+                        let found = validate_gate(&gate, &text, &environments, &broken);
+                        if found.is_empty() {
+                            gates.push(gate);
+                        } else {
+                            errors.extend(found);
+                        }
+                    }
                     Err(error) => errors.push(error),
                 }
             }
@@ -143,7 +149,80 @@ fn known_gate_environments(gates: &[Gate]) -> Vec<&str> {
     names
 }
 
+/// The longest instance name (`name:` of a check) a trial name may carry: names are shown
+/// in terminals, JUnit and file listings, and libtest-mimic cannot print arbitrary lengths.
+pub const MAX_INSTANCE_NAME: usize = 100;
+/// The longest environment name (the file name without `.yaml`).
+pub const MAX_ENVIRONMENT_NAME: usize = 63;
+
 fn validate_gate(
+    gate: &Gate,
+    text: &str,
+    environments: &BTreeMap<String, Environment>,
+    broken: &[String],
+) -> Vec<ConfigError> {
+    let mut errors = Vec::new();
+    if let Err(error) = validate_gate_environments(gate, text, environments, broken) {
+        errors.push(error);
+    }
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for (index, check) in gate.checks.iter().enumerate() {
+        let trial = match check.instance() {
+            Some(instance) => format!("{}::{instance}", check.kind()),
+            None => check.kind().to_string(),
+        };
+        if let Some(instance) = check.instance() {
+            if instance.chars().count() > MAX_INSTANCE_NAME {
+                errors.push(
+                    ConfigError::new(
+                        &gate.file,
+                        format!(
+                            "the name of check {} is {} characters long; at most {MAX_INSTANCE_NAME} are allowed",
+                            index + 1,
+                            instance.chars().count()
+                        ),
+                    )
+                    .key("name")
+                    .hint("a short name such as `coredns` becomes the trial gateN::ENV::KIND::NAME"),
+                );
+            } else if instance.is_empty()
+                || instance
+                    .chars()
+                    .any(|c| c.is_control() || c.is_whitespace() || c == ':')
+            {
+                errors.push(
+                    ConfigError::new(
+                        &gate.file,
+                        format!(
+                            "the name {instance:?} of check {} cannot be part of a trial name",
+                            index + 1
+                        ),
+                    )
+                    .key("name")
+                    .hint("use letters, digits, `-`, `_` and `.`, without spaces or `:`"),
+                );
+            }
+        }
+        if let Some(first) = seen.insert(trial.clone(), index) {
+            errors.push(
+                ConfigError::new(
+                    &gate.file,
+                    format!(
+                        "checks {} and {} of gate {} are both `{trial}`: trial names must be unique",
+                        first + 1,
+                        index + 1,
+                        gate.number
+                    ),
+                )
+                .key("checks")
+                .hint("give one of them another `name`"),
+            );
+        }
+    }
+    errors
+}
+
+fn validate_gate_environments(
     gate: &Gate,
     text: &str,
     environments: &BTreeMap<String, Environment>,
@@ -187,6 +266,23 @@ fn validate_gate(
 
 fn load_environment(file: &Path, errors: &mut Vec<ConfigError>) -> Option<Environment> {
     let name = file.file_stem()?.to_string_lossy().into_owned();
+    if name.chars().count() > MAX_ENVIRONMENT_NAME
+        || name.is_empty()
+        || name
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || c == ':')
+    {
+        errors.push(
+            ConfigError::new(
+                file,
+                format!(
+                    "the environment name (the file name) must be 1 to {MAX_ENVIRONMENT_NAME} characters without spaces or `:`"
+                ),
+            )
+            .hint("rename the file, e.g. staging.yaml"),
+        );
+        return None;
+    }
     let result = read(file).and_then(|text| {
         let mut env: Environment = yaml::from_str(file, &text)?;
         env.name = name;

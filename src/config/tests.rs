@@ -163,3 +163,53 @@ fn a_fallback_proxmox_url_without_https_names_its_line() {
     assert_eq!(error.position, Some((3, 19)));
     assert!(error.to_string().contains("http://pve2:8006"), "{error}");
 }
+
+/// Load on another thread, so a hang fails the test instead of holding it forever.
+fn load_within(env: &str, gate: &str, limit: std::time::Duration) -> Result<Config, ConfigErrors> {
+    let (env, gate) = (env.to_string(), gate.to_string());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(load(&env, &gate));
+    });
+    rx.recv_timeout(limit)
+        .expect("loading the configuration did not finish: it hangs")
+}
+
+#[test]
+fn an_empty_enum_value_is_an_error_not_a_hang() {
+    let limit = std::time::Duration::from_secs(20);
+    let gate = "gate: 2\ntitle: Controllers.\nenvironments: [staging]\nchecks:\n  - kind: \"\"\n";
+    let errors = load_within(STAGING, gate, limit).expect_err("an empty kind is rejected");
+    assert!(errors.to_string().contains("unknown value ``"), "{errors}");
+    let env = format!("{STAGING}capacity:\n  basis: \"\"\n");
+    let errors = load_within(&env, GATE, limit).expect_err("an empty basis is rejected");
+    assert!(errors.to_string().contains("unknown value ``"), "{errors}");
+}
+
+#[test]
+fn a_trial_name_longer_than_the_bound_is_rejected_at_load() {
+    let long = "x".repeat(65_536);
+    let gate = format!(
+        "gate: 2\ntitle: Controllers.\nenvironments: [staging]\nchecks:\n  - kind: replicated-controller\n    name: {long}\n    selector: {{ a: b }}\n"
+    );
+    let error = only_error(load(STAGING, &gate));
+    assert!(
+        error.message.contains("65536 characters long; at most 100"),
+        "{error}"
+    );
+}
+
+#[test]
+fn duplicate_trial_names_are_all_reported_at_once() {
+    let gate = format!(
+        "{GATE}  - kind: replicated-controller\n    name: coredns\n    selector: {{ a: b }}\n  - kind: replicated-controller\n    name: 'has space'\n    selector: {{ a: b }}\n"
+    );
+    let errors = load(STAGING, &gate).expect_err("rejected");
+    let text = errors.to_string();
+    assert_eq!(errors.0.len(), 2, "{text}");
+    assert!(
+        text.contains("checks 1 and 2 of gate 2 are both `replicated-controller::coredns`"),
+        "{text}"
+    );
+    assert!(text.contains("\"has space\""), "{text}");
+}

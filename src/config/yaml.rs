@@ -84,6 +84,10 @@ fn expected_names(rest: &str) -> Vec<String> {
 
 /// The 1-based line and column of `word` used as a key or value, searching from `from_line`.
 pub fn locate_word(text: &str, from_line: usize, word: &str) -> Option<(usize, usize)> {
+    // An empty word matches everywhere and would never advance the search.
+    if word.is_empty() {
+        return None;
+    }
     for (index, line) in text.lines().enumerate().skip(from_line.saturating_sub(1)) {
         let content = line.split(" #").next().unwrap_or(line);
         let mut start = 0;

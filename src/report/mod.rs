@@ -3,6 +3,7 @@
 
 pub mod json;
 pub mod junit;
+pub mod unique;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -27,6 +28,9 @@ pub struct Run {
     pub tally: Tally,
     pub gates: Vec<GateStatus>,
     pub trials: Vec<TrialResult>,
+    /// With `--require-all`: whether every gate passed, and what blocks promotion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<crate::promotion::Promotion>,
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -34,13 +38,17 @@ fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> 
 }
 
 impl Run {
-    /// `reports/staging-20261129T191500Z` (extension added by the writer).
+    /// `reports/staging-20261129T191500Z` (extension added by the writer), claimed so that
+    /// a second run in the same second writes `...Z-2` instead of overwriting this one.
     pub fn default_stem(&self, dir: &Path) -> PathBuf {
-        dir.join(format!(
-            "{}-{}",
-            self.environment,
-            self.started_at.format("%Y%m%dT%H%M%SZ")
-        ))
+        unique::claim(
+            &dir.join(format!(
+                "{}-{}",
+                self.environment,
+                self.started_at.format("%Y%m%dT%H%M%SZ")
+            )),
+            "json",
+        )
     }
 
     /// The closing lines: counts and how the rollout stands.
@@ -69,6 +77,19 @@ impl Run {
             };
             out.push_str(&format!("  gate {} {word}  {}\n", gate.gate, gate.title));
         }
+        if let Some(promotion) = &self.promotion {
+            out.push_str(&promotion.lines());
+        }
         out
+    }
+
+    /// 0 all pass, 1 a gate failed (or, with `--require-all`, did not pass), 2 something
+    /// could not be evaluated.
+    pub fn exit_code(&self) -> u8 {
+        let code = self.tally.exit_code();
+        match &self.promotion {
+            Some(promotion) => promotion.exit_code(code),
+            None => code,
+        }
     }
 }

@@ -1,0 +1,92 @@
+//! Silence is not success: selections that select nothing, and `--require-all`.
+
+use crate::support::*;
+
+#[test]
+fn a_filter_that_selects_nothing_exits_2_and_names_the_nearest_trials() {
+    let (out, reports) = check("staging", &["target-staging.json"], &["distnct-hosts"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}\n{}", stdout(&out));
+    assert!(
+        err.contains("the filter `distnct-hosts` leaves no trial"),
+        "{err}"
+    );
+    assert!(err.contains("gate1::staging::distinct-hosts"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(reports.path()).unwrap().count(),
+        0,
+        "no report for a run that ran nothing"
+    );
+}
+
+#[test]
+fn an_exact_name_that_is_not_a_trial_exits_2() {
+    let (out, _reports) = check(
+        "staging",
+        &["target-staging.json"],
+        &["gate1::staging::distinct-host", "--exact"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("`gate1::staging::distinct-host` with --exact leaves no trial"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_skip_that_removes_every_trial_exits_2() {
+    let (out, _reports) = check(
+        "staging",
+        &["target-staging.json"],
+        &["--skip", "staging", "--list"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--skip `staging` leaves no trial"));
+}
+
+#[test]
+fn require_all_blocks_promotion_on_a_skipped_gate_and_says_which() {
+    let (out, reports) = check("staging", &["target-staging.json"], &["--require-all"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
+    assert!(
+        text.contains("Promotion: blocked (--require-all)"),
+        "{text}"
+    );
+    assert!(text.contains("gate 4 was skipped"), "{text}");
+    assert!(
+        text.contains("gate4::staging::chaos-report was skipped: no chaos report for staging"),
+        "{text}"
+    );
+    let json = std::fs::read_dir(reports.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .expect("a JSON report");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json.path()).unwrap()).unwrap();
+    assert_eq!(report["promotion"]["ready"], false);
+}
+
+#[test]
+fn require_all_with_a_filter_names_the_gates_left_out() {
+    let (out, _reports) = check(
+        "staging",
+        &["target-staging.json"],
+        &["gate1", "--require-all"],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("gate 2 was not run (left out by the filter)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_require_all_the_same_run_exits_0() {
+    let (out, _reports) = check("staging", &["target-staging.json"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!stdout(&out).contains("Promotion"));
+}
