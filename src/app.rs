@@ -197,7 +197,14 @@ pub async fn check_env(
         collect::live(config, env).await
     } else {
         let snapshot = collect::snapshot::read(&args.snapshot, started_at)?;
-        for note in &snapshot.notes {
+        let origin = collect::origin::admit(
+            &env.name,
+            &collect::identity::offline(env),
+            &args.snapshot,
+            &snapshot.provenance,
+        )
+        .map_err(AppError::Usage)?;
+        for note in snapshot.notes.iter().chain(&origin) {
             eprintln!("note: {note}");
         }
         snapshot.state
@@ -206,7 +213,12 @@ pub async fn check_env(
     collect::chaos_report(&mut state, env, &args.reports);
     let collect_time = collect_started.elapsed();
     let results = runner::evaluate(&selected, env, &state);
+    let collected_at = state
+        .recorded
+        .as_ref()
+        .map_or(started_at, |r| r.collected_at);
     let run = Run {
+        provenance: crate::state::provenance::Provenance::of(env, &state, collected_at),
         environment: env.name.clone(),
         decision: decision_name(config, config_dir),
         started_at,

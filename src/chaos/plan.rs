@@ -40,6 +40,7 @@ impl Target {
             vms: self.vms.clone(),
             restore_by,
             host_power: self.host_power.clone(),
+            provenance: None,
         }
     }
 }

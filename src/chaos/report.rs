@@ -58,6 +58,10 @@ pub struct ChaosReport {
     /// Who took over what: API VIP, L2 lease and etcd leader changes, in time order.
     pub handovers: Vec<Event>,
     pub timeline_file: String,
+    /// The cluster the run acted on, as read at preflight; gate 4 counts the report only
+    /// for a cluster with the same identity and topology.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<crate::state::provenance::Provenance>,
 }
 
 /// The event kinds that say who took over from whom.

@@ -222,7 +222,10 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
     let restore_by = Utc::now()
         + chrono::Duration::from_std(baseline + outage + boot + Duration::from_secs(300))
             .unwrap_or_else(|_| chrono::Duration::hours(1));
-    let fault = target.fault(&env.name, restore_by);
+    let mut fault = target.fault(&env.name, restore_by);
+    // Which cluster this run acts on: recorded in the journal and in the report.
+    let provenance = crate::state::provenance::Provenance::of(env, &state, state.collected_at);
+    fault.provenance = Some(provenance.clone());
     progress.finish();
     say(
         args.format,
@@ -682,6 +685,7 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
             .filter(|e| report::HANDOVER_KINDS.contains(&e.kind.as_str()))
             .collect(),
         timeline_file,
+        provenance: Some(provenance),
     };
     let timeline = Timeline {
         environment: env.name.clone(),

@@ -3,9 +3,11 @@
 
 pub mod api;
 pub mod completeness;
+pub mod identity;
 pub mod infra_record;
 pub mod kinds;
 pub mod kube;
+pub mod origin;
 pub mod proxmox;
 pub mod raw;
 pub mod snapshot;
@@ -19,9 +21,15 @@ use crate::state::{Collected, State};
 /// Talos API, the API endpoint and Proxmox, all at once (Proxmox waits for the node list
 /// it maps VMs onto).
 pub async fn live(config: &Config, env: &Environment) -> State {
-    let (mut state, talos, api) = tokio::join!(kube::collect(env), talos_part(env), api_part(env));
+    let (mut state, talos, api, identity) = tokio::join!(
+        kube::collect(env),
+        talos_part(env),
+        api_part(env),
+        identity::live(env)
+    );
     state.talos = talos;
     state.api = api;
+    state.cluster_identity = identity;
     state.proxmox = proxmox_part(config, env, state.nodes.present().map(Vec::as_slice)).await;
     state
 }

@@ -19,8 +19,13 @@ pub async fn write_live(
     env: &Environment,
     allow_incomplete: bool,
 ) -> Result<String, String> {
-    let (results, talos, api) =
-        tokio::join!(kube::collect_raw(env), talos_part(env), api_part(env));
+    let collected_at = chrono::Utc::now();
+    let (results, talos, api, identity) = tokio::join!(
+        kube::collect_raw(env),
+        talos_part(env),
+        api_part(env),
+        super::identity::live(env)
+    );
     let results = results?;
     // Proxmox maps VMs onto the node list just read, typed as `check` types it.
     let nodes: Collected<Vec<k8s_openapi::api::core::v1::Node>> = results
@@ -39,6 +44,18 @@ pub async fn write_live(
             missing.join("\n  ")
         ));
     }
+    // Provenance from the same answers `check` will type from this file.
+    let mut typed = crate::state::State::empty(
+        crate::state::Source::Live {
+            context: String::new(),
+        },
+        collected_at,
+    );
+    typed.nodes = nodes.clone();
+    typed.talos = talos.clone();
+    typed.cluster_identity = identity;
+    let provenance = crate::state::provenance::Provenance::of(env, &typed, collected_at);
+    let provenance = serde_json::to_string(&provenance).map_err(|err| err.to_string())?;
     let infra = InfraRecord {
         talos: (&talos).into(),
         api: (&api).into(),
@@ -69,6 +86,7 @@ pub async fn write_live(
                 COLLECTED_ANNOTATION: collected.join(","),
                 ABSENT_ANNOTATION: absent.join("\n"),
                 INFRA_ANNOTATION: infra,
+                super::snapshot::PROVENANCE_ANNOTATION: provenance,
                 super::completeness::INCOMPLETE_ANNOTATION: missing.join("\n"),
             }
         },

@@ -19,6 +19,8 @@ use crate::verdict::Verdict;
 #[derive(Debug, Clone, Serialize)]
 pub struct Run {
     pub environment: String,
+    /// Which cluster the verdicts are about, and when it was read.
+    pub provenance: crate::state::provenance::Provenance,
     /// The decision the gates come from, e.g. `adr-007`.
     pub decision: String,
     pub started_at: DateTime<Utc>,

@@ -90,3 +90,67 @@ fn without_require_all_the_same_run_exits_0() {
     assert_eq!(out.status.code(), Some(0));
     assert!(!stdout(&out).contains("Promotion"));
 }
+
+/// A copy of a fixture with a provenance annotation, as `gates snapshot ENV` writes it.
+fn with_provenance(fixture_name: &str, env: &str, dir: &std::path::Path) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(fixture(fixture_name)).unwrap();
+    let mut list: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let provenance = serde_json::json!({
+        "environment": env,
+        "collected_at": "2026-11-29T20:00:00Z",
+        "cluster": {"kube_system_uid": "0d1f4c2a-1111-4e7b-9c3a-5a1e2b3c4d5e"},
+        "topology": {"digest": "", "control_planes": []}
+    });
+    list["metadata"]["annotations"]["gates.adr/provenance"] =
+        serde_json::Value::from(provenance.to_string());
+    let path = dir.join(format!("{env}-snapshot.json"));
+    std::fs::write(&path, serde_json::to_string(&list).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn a_snapshot_of_another_environment_is_refused_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = with_provenance("target-production.json", "production", dir.path());
+    let reports = tempfile::tempdir().unwrap();
+    let out = gates_with_config(reports.path())
+        .args(["check", "staging", "--reports"])
+        .arg(reports.path())
+        .arg("--snapshot")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("was written for environment production") && err.contains("not for staging"),
+        "{err}"
+    );
+}
+
+#[test]
+fn kubectl_output_is_accepted_with_a_note_and_the_report_records_provenance() {
+    let (out, reports) = check("staging", &["target-staging.json"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("origin"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot be proved"),
+        "{}",
+        stderr(&out)
+    );
+    let json = std::fs::read_dir(reports.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .expect("a JSON report");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json.path()).unwrap()).unwrap();
+    assert_eq!(report["provenance"]["environment"], "staging");
+    assert_eq!(
+        report["provenance"]["topology"]["digest"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
+}
