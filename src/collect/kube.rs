@@ -54,9 +54,21 @@ pub async fn collect_raw(
     env: &Environment,
 ) -> Result<Vec<(Kind, Result<Vec<Value>, String>)>, String> {
     let client = client(env).await?;
+    // One deadline for the whole phase: kinds listed in time keep their objects.
+    let deadline = tokio::time::Instant::now() + super::deadline::of(env);
     Ok(join_all(Kind::ALL.into_iter().map(|kind| {
         let client = client.clone();
-        async move { (kind, list_all(client, kind).await) }
+        async move {
+            let listed = tokio::time::timeout_at(deadline, list_all(client, kind))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(super::deadline::message(
+                        env,
+                        &format!("listing {}", kind.coordinates().resource_name()),
+                    ))
+                });
+            (kind, listed)
+        }
     }))
     .await)
 }

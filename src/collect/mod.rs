@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod completeness;
+pub mod deadline;
 pub mod identity;
 pub mod infra_record;
 pub mod kinds;
@@ -25,7 +26,12 @@ pub async fn live(config: &Config, env: &Environment) -> State {
         kube::collect(env),
         talos_part(env),
         api_part(env),
-        identity::live(env)
+        deadline::within(
+            env,
+            "reading the cluster identity",
+            identity::live(env),
+            |_| { identity::offline(env) }
+        )
     );
     state.talos = talos;
     state.api = api;
@@ -37,7 +43,7 @@ pub async fn live(config: &Config, env: &Environment) -> State {
 /// The Talos API of each control plane, when the environment has a `talos` section.
 pub async fn talos_part(env: &Environment) -> Collected<crate::state::TalosState> {
     match &env.talos {
-        Some(access) => talos::collect(env, access)
+        Some(access) => deadline::within(env, "the Talos API", talos::collect(env, access), Err)
             .await
             .map_or_else(Collected::Absent, Collected::Present),
         None => Collected::NotApplicable(format!("no `talos` section in {}", env.file.display())),
@@ -47,7 +53,15 @@ pub async fn talos_part(env: &Environment) -> Collected<crate::state::TalosState
 /// The API endpoint (the VIP), when the environment has an `api` section.
 pub async fn api_part(env: &Environment) -> Collected<crate::state::ApiState> {
     match &env.api {
-        Some(spec) => Collected::Present(api::collect(env, &spec.endpoint).await),
+        Some(spec) => {
+            deadline::within(
+                env,
+                "the API endpoint",
+                async { Collected::Present(api::collect(env, &spec.endpoint).await) },
+                Collected::Absent,
+            )
+            .await
+        }
         None => Collected::NotApplicable(format!("no `api` section in {}", env.file.display())),
     }
 }
@@ -59,9 +73,14 @@ pub async fn proxmox_part(
     nodes: Option<&[k8s_openapi::api::core::v1::Node]>,
 ) -> Collected<crate::state::ProxmoxState> {
     match &env.proxmox {
-        Some(access) => proxmox::collect(config, env, access, nodes)
-            .await
-            .map_or_else(Collected::Absent, Collected::Present),
+        Some(access) => deadline::within(
+            env,
+            "Proxmox",
+            proxmox::collect(config, env, access, nodes),
+            Err,
+        )
+        .await
+        .map_or_else(Collected::Absent, Collected::Present),
         None => Collected::NotApplicable(format!("no `proxmox` section in {}", env.file.display())),
     }
 }

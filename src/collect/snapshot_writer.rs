@@ -24,7 +24,12 @@ pub async fn write_live(
         kube::collect_raw(env),
         talos_part(env),
         api_part(env),
-        super::identity::live(env)
+        super::deadline::within(
+            env,
+            "reading the cluster identity",
+            super::identity::live(env),
+            |_| super::identity::offline(env)
+        )
     );
     let results = results?;
     // Proxmox maps VMs onto the node list just read, typed as `check` types it.

@@ -154,3 +154,87 @@ fn kubectl_output_is_accepted_with_a_note_and_the_report_records_provenance() {
         64
     );
 }
+
+/// An HTTP server on loopback that answers every connection one byte every 200 ms, forever:
+/// no read ever times out, so only a total deadline ends the run.
+fn drip_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                // Take the request first, as a server would, then answer at a drip.
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Drip: ";
+                for byte in head.iter().chain(std::iter::repeat(&b'a')) {
+                    if stream.write_all(&[*byte]).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_dripping_api_is_cut_at_the_deadline_and_the_verdicts_say_which_phase() {
+    let port = drip_server();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\nusers:\n- name: u\n  user: {{token: not-a-secret}}\n"),
+    )
+    .unwrap();
+    let envs = dir.path().join("envs");
+    std::fs::create_dir(&envs).unwrap();
+    std::fs::write(
+        envs.join("drip.yaml"),
+        format!(
+            "like: staging\ndeadline: 3s\nkube:\n  context: c\n  kubeconfig: {}\n  timeout: 2s\n",
+            kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    let reports = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let out = gates_with_config(reports.path())
+        .arg("--env-dir")
+        .arg(&envs)
+        .args(["check", "drip", "--format", "json", "--reports"])
+        .arg(reports.path())
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let summary = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "gate1::drip::control-plane-nodes")
+        .expect("the trial ran")["summary"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        summary.contains("listing nodes/v1 did not finish within the deadline of 3s"),
+        "{summary}"
+    );
+}

@@ -38,6 +38,14 @@ pub struct Environment {
     pub proxmox: Option<ProxmoxAccess>,
     #[serde(default)]
     pub chaos: Option<ChaosSpec>,
+    /// The longest each network phase of `check` and `snapshot` may take in total
+    /// (Kubernetes lists, Talos API, API endpoint, Proxmox).
+    #[serde(default = "default_deadline")]
+    pub deadline: Duration,
+}
+
+fn default_deadline() -> Duration {
+    Duration::from_secs(120)
 }
 
 impl Environment {
