@@ -12,6 +12,7 @@ pub mod origin;
 pub mod proxmox;
 pub mod raw;
 pub mod snapshot;
+pub mod snapshot_bounds;
 pub mod snapshot_writer;
 pub mod talos;
 

@@ -60,6 +60,18 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
     let mut notes = Vec::new();
     let mut ignored = BTreeSet::new();
     for file in files {
+        let len = fs::metadata(file)
+            .map_err(|source| SnapshotError::Read {
+                file: file.clone(),
+                source,
+            })?
+            .len();
+        super::snapshot_bounds::check_size(len, super::snapshot_bounds::MAX_FILE_BYTES).map_err(
+            |message| SnapshotError::Shape {
+                file: file.clone(),
+                message,
+            },
+        )?;
         let text = fs::read_to_string(file).map_err(|source| SnapshotError::Read {
             file: file.clone(),
             source,
@@ -148,18 +160,10 @@ fn parse_documents(file: &Path, text: &str) -> Result<Vec<Value>, SnapshotError>
             other => vec![other],
         });
     }
-    let mut documents = Vec::new();
-    for document in serde_yaml_ng::Deserializer::from_str(text) {
-        let value: Value =
-            serde::Deserialize::deserialize(document).map_err(|err| SnapshotError::Yaml {
-                file: file.to_path_buf(),
-                message: err.to_string(),
-            })?;
-        if !value.is_null() {
-            documents.push(value);
-        }
-    }
-    Ok(documents)
+    super::snapshot_bounds::yaml_documents(text).map_err(|message| SnapshotError::Yaml {
+        file: file.to_path_buf(),
+        message,
+    })
 }
 
 fn add_document(
