@@ -110,7 +110,8 @@ fn bad_duration_explains_the_format() {
 fn margin_outside_a_fraction_is_rejected() {
     let error = only_error(load("capacity:\n  margin: 33\n", GATE));
     assert_eq!(error.key.as_deref(), Some("capacity.margin"));
-    assert_eq!(error.position, Some((2, 3)));
+    // The offending node: the value 33.
+    assert_eq!(error.position, Some((2, 11)));
 }
 
 #[test]
@@ -156,7 +157,7 @@ fn an_extra_environment_directory_overrides_same_named_files() {
 #[test]
 fn a_fallback_proxmox_url_without_https_names_its_line() {
     let error = only_error(load(
-        "proxmox:\n  url: https://pve1:8006\n  fallback_urls: [http://pve2:8006]\n  token_id: a@pve!b\n  token_secret_env: T\n",
+        "proxmox:\n  url: https://pve1:8006\n  fallback_urls: [http://pve2:8006]\n  token_id: a@pve!b\n  token_secret_env: T\n  insecure_tls: true\n",
         GATE,
     ));
     assert_eq!(error.key.as_deref(), Some("proxmox.fallback_urls"));
@@ -212,4 +213,70 @@ fn duplicate_trial_names_are_all_reported_at_once() {
         "{text}"
     );
     assert!(text.contains("\"has space\""), "{text}");
+}
+
+#[test]
+fn an_unknown_value_points_at_its_own_node_not_the_first_match_in_the_file() {
+    let gate = "gate: 2\ntitle: Controllers.\nenvironments: [staging]\nchecks:\n  - selector: {app: distinct-host}\n    kind: distinct-host\n";
+    let error = only_error(load(STAGING, gate));
+    assert_eq!(error.position, Some((6, 11)), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("unknown value `distinct-host` in checks[0]"),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("did you mean `distinct-hosts`?"),
+        "{error}"
+    );
+}
+
+#[test]
+fn every_problem_of_an_environment_is_reported_at_once_in_yaml_words() {
+    let env = "nodes:\n  control_planes: 0\n  host_label: ''\napi:\n  endpoint: 10.0.50.10:6443\ncapacity:\n  margin: 2\nproxmox:\n  url: https://pve1:8006\n  token_id: a@pve!b\n  token_secret_env: T\n  ca_file: missing-ca.pem\ntalos:\n  context: staging\n  talosconfig: missing-talosconfig\n  endpoints: [10.0.50.11]\n";
+    let errors = load(env, GATE).expect_err("rejected");
+    let text = errors.to_string();
+    for expected in [
+        "staging.yaml:2:19: nodes.control_planes must be at least 1",
+        "staging.yaml:3:15: nodes.host_label is empty",
+        "staging.yaml:5:13: api.endpoint `10.0.50.10:6443`",
+        "staging.yaml:7:11: capacity.margin must be a fraction",
+        "staging.yaml:12:12: proxmox.ca_file `missing-ca.pem` does not exist",
+        "staging.yaml:15:16: talos.talosconfig `missing-talosconfig` does not exist",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    }
+    assert_eq!(errors.0.len(), 6, "{text}");
+}
+
+#[test]
+fn an_endpoint_without_a_scheme_says_so() {
+    let env = format!("{STAGING}api:\n  endpoint: 10.0.50.10\n");
+    let error = only_error(load(&env, GATE));
+    assert!(error.message.contains("has no scheme"), "{error}");
+    assert!(
+        error.to_string().contains("https://10.0.50.10:6443"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_tab_in_the_indentation_is_named_with_its_line() {
+    let error = only_error(load("nodes:\n\tcontrol_planes: 3\n", GATE));
+    assert_eq!(error.position, Some((2, 1)));
+    assert!(
+        error.message.contains("a tab in the indentation"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("spaces"), "{error}");
+}
+
+#[test]
+fn a_wrong_type_is_said_in_yaml_words_not_rust_types() {
+    let error = only_error(load("nodes:\n  control_planes: three\n", GATE));
+    let text = error.to_string();
+    assert!(text.contains("staging.yaml:2:19"), "{text}");
+    assert!(text.contains("a whole number"), "{text}");
+    assert!(!text.contains("usize"), "{text}");
 }
