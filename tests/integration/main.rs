@@ -4,6 +4,7 @@
 mod chaos;
 mod check;
 mod config_errors;
+mod fixtures_agree;
 mod junit;
 mod lab;
 mod strictness;
