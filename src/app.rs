@@ -167,6 +167,16 @@ fn libtest_args(args: &CheckArgs) -> Arguments {
     }
 }
 
+/// Whether to colour terminal output, decided as for the libtest lines.
+fn colour(setting: Color) -> bool {
+    use std::io::IsTerminal;
+    match setting {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
+    }
+}
+
 /// `gates check ENV`: collect once, evaluate, print, write reports.
 pub async fn check_env(
     config: &Config,
@@ -244,7 +254,7 @@ pub async fn check_env(
         Format::Json => println!("{}", report::json::render(&run)),
         Format::Pretty | Format::Terse => {
             runner::print(&largs, &run.trials);
-            print!("{}", run.closing_lines());
+            print!("{}", run.closing_lines_in(colour(args.color)));
         }
     }
     let _ = std::io::stdout().flush();

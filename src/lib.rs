@@ -13,4 +13,4 @@ pub mod runner;
 pub mod selection;
 
 // The pure core, under the paths the rest of this crate has always used.
-pub use gates_core::{checks, quantity, selector, state, verdict};
+pub use gates_core::{checks, quantity, selector, state, verdict, words};

@@ -55,6 +55,12 @@ impl Run {
 
     /// The closing lines: counts and how the rollout stands.
     pub fn closing_lines(&self) -> String {
+        self.closing_lines_in(false)
+    }
+
+    /// The closing lines, the verdict words coloured as libtest colours its lines (green
+    /// pass, red FAIL and ERROR, yellow skip) when `colour` is set.
+    pub fn closing_lines_in(&self, colour: bool) -> String {
         let t = &self.tally;
         let mut out = format!(
             "{} passed, {} failed, {} errors, {} skipped\n",
@@ -71,11 +77,16 @@ impl Run {
             self.environment
         ));
         for gate in &self.gates {
-            let word = match gate.verdict {
-                Verdict::Pass => "pass ",
-                Verdict::Fail => "FAIL ",
-                Verdict::Error => "ERROR",
-                Verdict::Skip => "skip ",
+            let (word, ansi) = match gate.verdict {
+                Verdict::Pass => ("pass ", "32"),
+                Verdict::Fail => ("FAIL ", "31"),
+                Verdict::Error => ("ERROR", "31"),
+                Verdict::Skip => ("skip ", "33"),
+            };
+            let word = if colour {
+                format!("\x1b[{ansi}m{word}\x1b[0m")
+            } else {
+                word.to_string()
             };
             out.push_str(&format!("  gate {} {word}  {}\n", gate.gate, gate.title));
         }

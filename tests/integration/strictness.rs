@@ -238,3 +238,13 @@ fn a_dripping_api_is_cut_at_the_deadline_and_the_verdicts_say_which_phase() {
         "{summary}"
     );
 }
+
+#[test]
+fn the_rollout_block_is_coloured_like_the_libtest_lines_when_asked() {
+    let (out, _reports) = check("staging", STAGING_TODAY, &["--color", "always"]);
+    let text = stdout(&out);
+    assert!(text.contains("\u{1b}[31mFAIL \u{1b}[0m"), "{text:?}");
+    assert!(text.contains("\u{1b}[33mskip \u{1b}[0m"), "{text:?}");
+    let (out, _reports) = check("staging", STAGING_TODAY, &["--color", "never"]);
+    assert!(!stdout(&out).contains('\u{1b}'));
+}
