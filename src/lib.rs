@@ -7,6 +7,7 @@ pub mod cli;
 pub mod collect;
 pub mod config;
 pub mod demo;
+pub mod fuzzing;
 pub mod promotion;
 pub mod report;
 pub mod runner;

@@ -5,6 +5,7 @@ mod chaos;
 mod check;
 mod config_errors;
 mod fixtures_agree;
+mod fuzz_corpus;
 mod junit;
 mod lab;
 mod strictness;
