@@ -7,8 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
+/// One fuzz target: arbitrary bytes in, nothing out.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, as `fuzz/fuzz_targets/*.rs` and `fuzz/corpus/*` name them.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("snapshot", snapshot),
     ("environment", environment),
     ("gate", gate),

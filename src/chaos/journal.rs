@@ -34,7 +34,7 @@ pub struct PlannedFault {
     pub host_power: Option<HostPower>,
     /// The cluster the plan acts on (environment, time, identity, topology).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provenance: Option<crate::state::provenance::Provenance>,
+    pub provenance: Option<Box<crate::state::provenance::Provenance>>,
 }
 
 /// How a whole-host run brings the host back: wake-on-LAN sent by another host's API.
@@ -355,7 +355,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("staging.journal");
         let mut planned = plan();
-        planned.provenance = Some(Provenance {
+        planned.provenance = Some(Box::new(Provenance {
             environment: "staging".into(),
             collected_at: Utc::now(),
             cluster: ClusterIdentity {
@@ -363,7 +363,7 @@ mod tests {
                 ..Default::default()
             },
             topology: Topology::default(),
-        });
+        }));
         let _journal = Journal::create(&path, &planned).unwrap();
         let records = read(&path).unwrap();
         let written = super::plan(&records).expect("the plan is the first record");

@@ -225,7 +225,7 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
     let mut fault = target.fault(&env.name, restore_by);
     // Which cluster this run acts on: recorded in the journal and in the report.
     let provenance = crate::state::provenance::Provenance::of(env, &state, state.collected_at);
-    fault.provenance = Some(provenance.clone());
+    fault.provenance = Some(Box::new(provenance.clone()));
     progress.finish();
     say(
         args.format,

@@ -97,8 +97,8 @@ mod tests {
         let err = admit(
             "staging",
             &ca("uid-1"),
-            &[file.clone()],
-            &[(file, record("production", "uid-1"))],
+            std::slice::from_ref(&file),
+            &[(file.clone(), record("production", "uid-1"))],
         )
         .unwrap_err();
         assert!(
@@ -114,8 +114,8 @@ mod tests {
         let err = admit(
             "staging",
             &ca("uid-2"),
-            &[file.clone()],
-            &[(file, record("staging", "uid-1"))],
+            std::slice::from_ref(&file),
+            &[(file.clone(), record("staging", "uid-1"))],
         )
         .unwrap_err();
         assert!(err.contains("ca-of-uid-1 vs ca-of-uid-2"), "{err}");

@@ -158,6 +158,11 @@ fn kubectl_output_is_accepted_with_a_note_and_the_report_records_provenance() {
 /// An HTTP server on loopback that answers every connection one byte every 200 ms, forever:
 /// no read ever times out, so only a total deadline ends the run.
 fn drip_server() -> u16 {
+    serve(false)
+}
+
+/// Like [`drip_server`], but `GET /api/v1/nodes` answers at once with an empty list.
+fn serve(answer_nodes: bool) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -174,6 +179,15 @@ fn drip_server() -> u16 {
                         Ok(n) => seen.extend_from_slice(&buf[..n]),
                     }
                 }
+                if answer_nodes && seen.starts_with(b"GET /api/v1/nodes") {
+                    let body = r#"{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}"#;
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    return;
+                }
                 let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Drip: ";
                 for byte in head.iter().chain(std::iter::repeat(&b'a')) {
                     if stream.write_all(&[*byte]).is_err() {
@@ -185,6 +199,72 @@ fn drip_server() -> u16 {
         }
     });
     port
+}
+
+/// An environment `drip` whose API drips, with a 3s deadline; returns its env dir.
+fn drip_environment(dir: &std::path::Path) -> std::path::PathBuf {
+    let port = serve(true);
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\nusers:\n- name: u\n  user: {{token: not-a-secret}}\n"),
+    )
+    .unwrap();
+    let envs = dir.join("envs");
+    std::fs::create_dir(&envs).unwrap();
+    std::fs::write(
+        envs.join("drip.yaml"),
+        format!(
+            "like: staging\ndeadline: 3s\nkube:\n  context: c\n  kubeconfig: {}\n  timeout: 2s\n",
+            kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    envs
+}
+
+#[test]
+fn snapshot_refuses_an_incomplete_read_unless_allowed_and_records_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = drip_environment(dir.path());
+    let file = dir.path().join("drip.json");
+    let reports = tempfile::tempdir().unwrap();
+    let snapshot = |extra: &[&str]| {
+        gates_with_config(reports.path())
+            .arg("--env-dir")
+            .arg(&envs)
+            .args(["snapshot", "drip", "-o"])
+            .arg(&file)
+            .args(extra)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap()
+    };
+    let out = snapshot(&[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("would be incomplete, so nothing was written"),
+        "{err}"
+    );
+    assert!(err.contains("pods/v1"), "{err}");
+    assert!(!err.contains("nodes/v1:"), "nodes were read: {err}");
+    assert!(!file.exists());
+
+    let out = snapshot(&["--allow-incomplete"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = gates_with_config(reports.path())
+        .arg("--env-dir")
+        .arg(&envs)
+        .args(["check", "drip", "--format", "json", "--reports"])
+        .arg(reports.path())
+        .arg("--snapshot")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("was written incomplete"), "{err}");
 }
 
 #[test]
