@@ -28,3 +28,11 @@ ci:
 # How long check takes and how much memory it needs on thousands of nodes (no assertions).
 bench:
     cargo bench --bench check_scale
+
+# Fuzz one parser (snapshot, environment, gate, journal, chaos_report) with cargo-fuzz on the
+# stable toolchain (RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its -Z flags); found crashes land in
+# fuzz/artifacts/TARGET, which `cargo test` replays; new corpus entries stay in fuzz/target.
+# Needs `cargo install cargo-fuzz`.
+fuzz target="snapshot" seconds="60":
+    mkdir -p fuzz/target/corpus/{{target}}
+    cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none {{target}} target/corpus/{{target}} corpus/{{target}} -- -max_total_time={{seconds}} -timeout=10 -rss_limit_mb=2048

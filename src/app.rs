@@ -237,6 +237,16 @@ fn libtest_args(args: &CheckArgs) -> Arguments {
     }
 }
 
+/// Whether to colour terminal output, decided as for the libtest lines.
+fn colour(setting: Color) -> bool {
+    use std::io::IsTerminal;
+    match setting {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
+    }
+}
+
 /// `gates check ENV`: collect once, evaluate, print, write reports.
 pub async fn check_env(
     config: &Config,
@@ -247,6 +257,19 @@ pub async fn check_env(
     let specs = runner::trials(config, env);
     let largs = libtest_args(&args);
     let repo = crate::repo::prepare(config, env, args.repo.as_deref()).map_err(AppError::Usage)?;
+    // A filter that leaves nothing is an error, counting the repository trials too.
+    let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    names.extend(repo.iter().flat_map(|r| r.trials.iter().map(|t| t.name.as_str())));
+    let asked = crate::selection::Asked {
+        filter: args.filter.as_deref(),
+        exact: args.exact,
+        skip: &args.skip,
+    };
+    let picked = runner::selected(&largs, &specs).len()
+        + repo.as_ref().map_or(0, |r| r.selected(&largs).len());
+    if let Some(message) = crate::selection::nothing_left(&env.name, &asked, &names, picked) {
+        return Err(AppError::Usage(message));
+    }
     if args.list {
         let repo_trials = repo
             .as_ref()
@@ -275,7 +298,14 @@ pub async fn check_env(
             collect::live(config, env).await
         } else {
             let snapshot = collect::snapshot::read(&args.snapshot, started_at)?;
-            for note in &snapshot.notes {
+            let origin = collect::origin::admit(
+                &env.name,
+                &collect::identity::offline(env),
+                &args.snapshot,
+                &snapshot.provenance,
+            )
+            .map_err(AppError::Usage)?;
+            for note in snapshot.notes.iter().chain(&origin) {
                 eprintln!("note: {note}");
             }
             snapshot.state
@@ -287,7 +317,12 @@ pub async fn check_env(
     if let Some(repo) = &repo {
         results.extend(repo.evaluate(&repo_selected, config, env, &state));
     }
+    let collected_at = state
+        .recorded
+        .as_ref()
+        .map_or(started_at, |r| r.collected_at);
     let run = Run {
+        provenance: crate::state::provenance::Provenance::of(env, &state, collected_at),
         environment: env.name.clone(),
         decision: decision_name(config, config_dir),
         started_at,
@@ -296,13 +331,24 @@ pub async fn check_env(
         tally: Tally::of(&results),
         gates: runner::gate_statuses(config, env, &results),
         trials: results,
+        promotion: None,
+    };
+    let run = Run {
+        promotion: args.require_all.then(|| {
+            let gates: Vec<(u32, String)> = config
+                .gates_for(env)
+                .map(|g| (g.number, g.title.clone()))
+                .collect();
+            crate::promotion::judge(&gates, &run.gates, &run.trials)
+        }),
+        ..run
     };
 
     match args.format {
         Format::Json => println!("{}", report::json::render(&run)),
         Format::Pretty | Format::Terse => {
             runner::print(&largs, &run.trials);
-            print!("{}", run.closing_lines());
+            print!("{}", run.closing_lines_in(colour(args.color)));
         }
     }
     let _ = std::io::stdout().flush();
@@ -315,7 +361,7 @@ pub async fn check_env(
     )
     .await
     .map_err(AppError::Collect)?;
-    Ok(run.tally.exit_code())
+    Ok(run.exit_code())
 }
 
 /// The decision the gates come from: the one gate directory's name, e.g. `adr-007`.
@@ -370,7 +416,7 @@ fn write_file(path: &Path, text: &str) -> Result<(), AppError> {
 
 async fn snapshot(config: &Config, args: SnapshotArgs) -> Result<u8, AppError> {
     let env: &Environment = config.environment(&args.env).map_err(AppError::Usage)?;
-    let text = collect::snapshot_writer::write_live(config, env)
+    let text = collect::snapshot_writer::write_live(config, env, args.allow_incomplete)
         .await
         .map_err(AppError::Collect)?;
     write_file(&args.output, &text)?;

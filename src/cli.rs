@@ -208,6 +208,9 @@ pub struct CheckArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub metrics: MetricsArgs,
+    /// Promotion: every gate of ENV must pass; a skipped trial or gate exits 1, naming it.
+    #[arg(long)]
+    pub require_all: bool,
 }
 
 #[derive(Debug, Args)]
@@ -217,6 +220,9 @@ pub struct SnapshotArgs {
     /// Where to write the snapshot (JSON, a v1 List).
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
+    /// Write the file even when a part could not be read (the missing parts are recorded).
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

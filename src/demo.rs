@@ -62,6 +62,7 @@ async fn run_demo(
             color: Color::Auto,
             quiet: false,
             metrics: Default::default(),
+            require_all: false,
         };
         codes.push(check_env(&config, config_dir, check).await?);
     }

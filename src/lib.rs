@@ -8,11 +8,14 @@ pub mod cli;
 pub mod collect;
 pub mod config;
 pub mod demo;
+pub mod fuzzing;
+pub mod promotion;
 pub mod repo;
 pub mod report;
 pub mod runner;
+pub mod selection;
 pub mod validate;
 pub mod version;
 
 // The pure core, under the paths the rest of this crate has always used.
-pub use gates_core::{checks, quantity, selector, state, verdict};
+pub use gates_core::{checks, quantity, selector, state, verdict, words};

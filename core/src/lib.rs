@@ -12,3 +12,4 @@ pub mod quantity;
 pub mod selector;
 pub mod state;
 pub mod verdict;
+pub mod words;

@@ -2,6 +2,7 @@
 //! probes), then journal, baseline, inject, observe, restore, recover and judge. Each phase
 //! is a function of its own that emits to the reporters it is given and reads the one clock.
 
+use crate::state::provenance::Provenance;
 use std::sync::Arc;
 
 use super::act::inject::inject;
@@ -175,7 +176,17 @@ async fn execute(
     )
     .await
     .map_err(ChaosError::Refused)?;
-    let power = match open_journal(env, run.access, path, &p.planned, p.restore_by, &run_lease) {
+    // Which cluster this run acts on: recorded in the journal and in the report.
+    let provenance = Provenance::of(env, &p.pre.state, p.pre.state.collected_at);
+    let power = match open_journal(
+        env,
+        run.access,
+        path,
+        &p.planned,
+        p.restore_by,
+        &run_lease,
+        &provenance,
+    ) {
         Ok(power) => power,
         Err(err) => {
             let _ = run_lease.release(clock.utc()).await;
@@ -340,6 +351,11 @@ fn conclude(
             samples: ran.samples,
             issued,
             events: events.all(),
+            provenance: Some(Provenance::of(
+                env,
+                &p.pre.state,
+                p.pre.state.collected_at,
+            )),
         },
         &judged,
     );
@@ -371,9 +387,12 @@ fn open_journal(
     planned: &Planned,
     restore_by: DateTime<Utc>,
     run_lease: &RunLease,
+    provenance: &Provenance,
 ) -> Result<Power, ChaosError> {
-    let mut journal = Journal::create(path, &planned.target.fault(&env.name, restore_by))
-        .map_err(|e| ChaosError::Refused(e.to_string()))?;
+    let mut fault = planned.target.fault(&env.name, restore_by);
+    fault.provenance = Some(Box::new(provenance.clone()));
+    let mut journal =
+        Journal::create(path, &fault).map_err(|e| ChaosError::Refused(e.to_string()))?;
     journal
         .append(Entry::LeaseTaken {
             namespace: run_lease.namespace.clone(),

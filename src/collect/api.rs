@@ -106,9 +106,20 @@ pub fn readyz_client(
 
 /// `GET <endpoint>/readyz`: Ok when the API answers 200, otherwise what went wrong.
 pub async fn readyz(client: &reqwest::Client, endpoint: &str) -> Result<(), String> {
+    readyz_answer(client, endpoint).await.0
+}
+
+/// `/readyz` and the HTTP status it answered with (`None`: no answer at all, so an
+/// unreachable VIP, a TLS failure or a timeout is told apart from an API that says "not ready").
+pub async fn readyz_answer(
+    client: &reqwest::Client,
+    endpoint: &str,
+) -> (Result<(), String>, Option<u16>) {
     let url = format!("{}/readyz", endpoint.trim_end_matches('/'));
     match client.get(&url).send().await {
-        Ok(response) if response.status().is_success() => Ok(()),
+        Ok(response) if response.status().is_success() => {
+            (Ok(()), Some(response.status().as_u16()))
+        }
         Ok(response) => {
             let status = response.status();
             let body = response.text().await.unwrap_or_default();
@@ -116,16 +127,19 @@ pub async fn readyz(client: &reqwest::Client, endpoint: &str) -> Result<(), Stri
                 .lines()
                 .find(|l| l.contains("failed"))
                 .unwrap_or_else(|| body.lines().next().unwrap_or(""));
-            Err(format!(
-                "{url} answered {status}{}",
-                if first.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {first}")
-                }
-            ))
+            (
+                Err(format!(
+                    "{url} answered {status}{}",
+                    if first.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {first}")
+                    }
+                )),
+                Some(status.as_u16()),
+            )
         }
-        Err(err) => Err(format!("{url}: {}", super::kube::chain(&err))),
+        Err(err) => (Err(format!("{url}: {}", super::kube::chain(&err))), None),
     }
 }
 
@@ -133,18 +147,19 @@ pub async fn readyz(client: &reqwest::Client, endpoint: &str) -> Result<(), Stri
 pub async fn collect(env: &Environment, vip: &str) -> crate::state::ApiState {
     let timeout: Duration = env.kube.timeout.into();
     let access = cluster_access(env);
-    let readyz = match &access {
+    let (readyz, readyz_status) = match &access {
         Ok(access) => match readyz_client(access, timeout, false) {
-            Ok(client) => readyz(&client, vip).await,
-            Err(err) => Err(err),
+            Ok(client) => readyz_answer(&client, vip).await,
+            Err(err) => (Err(err), None),
         },
-        Err(err) => Err(err.clone()),
+        Err(err) => (Err(err.clone()), None),
     };
     crate::state::ApiState {
         vip_endpoint: Some(vip.to_string()),
         vip_addresses: resolve_host(vip).await,
         kubeconfig_server: access.map(|a| a.server),
         readyz,
+        readyz_status,
     }
 }
 

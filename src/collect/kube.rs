@@ -54,9 +54,21 @@ pub async fn collect_raw(
     env: &Environment,
 ) -> Result<Vec<(Kind, Result<Vec<Value>, String>)>, String> {
     let client = client(env).await?;
+    // One deadline for the whole phase: kinds listed in time keep their objects.
+    let deadline = tokio::time::Instant::now() + super::deadline::of(env);
     Ok(join_all(Kind::ALL.into_iter().map(|kind| {
         let client = client.clone();
-        async move { (kind, list_all(client, kind).await) }
+        async move {
+            let listed = tokio::time::timeout_at(deadline, list_all(client, kind))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(super::deadline::message(
+                        env,
+                        &format!("listing {}", kind.coordinates().resource_name()),
+                    ))
+                });
+            (kind, listed)
+        }
     }))
     .await)
 }
@@ -112,10 +124,15 @@ pub async fn list_all(client: Client, kind: Kind) -> Result<Vec<Value>, String> 
         if let Some(token) = &token {
             params = params.continue_token(token);
         }
-        let page = api
-            .list(&params)
-            .await
-            .map_err(|err| describe(kind, &err))?;
+        let page = api.list(&params).await.map_err(|err| {
+            let why = describe(kind, &err);
+            if token.is_some() {
+                // A later page failing leaves a partial list: the whole kind is unread.
+                format!("{why} (a later page, after {} objects)", items.len())
+            } else {
+                why
+            }
+        })?;
         for object in page.items {
             let mut value = serde_json::to_value(object).map_err(|err| err.to_string())?;
             value["apiVersion"] = Value::from(c.api_version());
@@ -133,7 +150,11 @@ fn describe(kind: Kind, err: &kube::Error) -> String {
     let name = kind.coordinates().resource_name();
     match err {
         kube::Error::Api(status) if status.code == 404 => {
-            format!("the cluster does not serve {name} ({})", kind.absent_hint())
+            format!(
+                "{} {name} ({})",
+                super::completeness::NOT_SERVED,
+                kind.absent_hint()
+            )
         }
         kube::Error::Api(status) if status.code == 401 => {
             format!("listing {name}: unauthorized: the kubeconfig credentials were rejected")

@@ -2,12 +2,17 @@
 //! once; checks then evaluate it without I/O.
 
 pub mod api;
+pub mod completeness;
+pub mod deadline;
+pub mod identity;
 pub mod infra_record;
 pub mod kinds;
 pub mod kube;
+pub mod origin;
 pub mod proxmox;
 pub mod raw;
 pub mod snapshot;
+pub mod snapshot_bounds;
 pub mod snapshot_writer;
 pub mod talos;
 
@@ -18,9 +23,20 @@ use crate::state::{Collected, State};
 /// Talos API, the API endpoint and Proxmox, all at once (Proxmox waits for the node list
 /// it maps VMs onto).
 pub async fn live(config: &Config, env: &Environment) -> State {
-    let (mut state, talos, api) = tokio::join!(kube::collect(env), talos_part(env), api_part(env));
+    let (mut state, talos, api, identity) = tokio::join!(
+        kube::collect(env),
+        talos_part(env),
+        api_part(env),
+        deadline::within(
+            env,
+            "reading the cluster identity",
+            identity::live(env),
+            |_| { identity::offline(env) }
+        )
+    );
     state.talos = talos;
     state.api = api;
+    state.cluster_identity = identity;
     state.proxmox = proxmox_part(config, env, state.nodes.present().map(Vec::as_slice)).await;
     state
 }
@@ -28,7 +44,7 @@ pub async fn live(config: &Config, env: &Environment) -> State {
 /// The Talos API of each control plane, when the environment has a `talos` section.
 pub async fn talos_part(env: &Environment) -> Collected<crate::state::TalosState> {
     match &env.talos {
-        Some(access) => talos::collect(env, access)
+        Some(access) => deadline::within(env, "the Talos API", talos::collect(env, access), Err)
             .await
             .map_or_else(Collected::Absent, Collected::Present),
         None => Collected::NotApplicable(format!("no `talos` section in {}", env.file.display())),
@@ -38,7 +54,15 @@ pub async fn talos_part(env: &Environment) -> Collected<crate::state::TalosState
 /// The API endpoint (the VIP), when the environment has an `api` section.
 pub async fn api_part(env: &Environment) -> Collected<crate::state::ApiState> {
     match &env.api {
-        Some(spec) => Collected::Present(api::collect(env, &spec.endpoint).await),
+        Some(spec) => {
+            deadline::within(
+                env,
+                "the API endpoint",
+                async { Collected::Present(api::collect(env, &spec.endpoint).await) },
+                Collected::Absent,
+            )
+            .await
+        }
         None => Collected::NotApplicable(format!("no `api` section in {}", env.file.display())),
     }
 }
@@ -50,9 +74,14 @@ pub async fn proxmox_part(
     nodes: Option<&[k8s_openapi::api::core::v1::Node]>,
 ) -> Collected<crate::state::ProxmoxState> {
     match &env.proxmox {
-        Some(access) => proxmox::collect(config, env, access, nodes)
-            .await
-            .map_or_else(Collected::Absent, Collected::Present),
+        Some(access) => deadline::within(
+            env,
+            "Proxmox",
+            proxmox::collect(config, env, access, nodes),
+            Err,
+        )
+        .await
+        .map_or_else(Collected::Absent, Collected::Present),
         None => Collected::NotApplicable(format!("no `proxmox` section in {}", env.file.display())),
     }
 }

@@ -159,7 +159,21 @@ pub async fn collect(
         ),
         Err(err) => (Vec::new(), Vec::new(), Some(err.to_string())),
     };
+    let unread_vm_configs = in_scope
+        .iter()
+        .filter_map(|vm| {
+            vm.config_error.as_ref().map(|err| {
+                format!(
+                    "VM {} {} on {}: {err}",
+                    vm.vm.vmid,
+                    vm.vm.name.as_deref().unwrap_or(""),
+                    vm.host()
+                )
+            })
+        })
+        .collect();
     Ok(ProxmoxState {
+        unread_vm_configs,
         hosts: inventory
             .nodes
             .iter()

@@ -17,6 +17,10 @@ pub struct RawState {
     pub lists: BTreeMap<Kind, Result<Vec<Value>, String>>,
     /// What a `gates snapshot` file recorded of Talos, the API endpoint and Proxmox.
     pub infra: Option<super::infra_record::InfraRecord>,
+    /// What each `gates snapshot` file recorded of its origin, with the file.
+    pub provenance: Vec<(std::path::PathBuf, crate::state::provenance::Provenance)>,
+    /// What each file recorded as missing when written with `--allow-incomplete`.
+    pub incomplete: Vec<(std::path::PathBuf, String)>,
 }
 
 impl RawState {

@@ -24,6 +24,8 @@ use crate::state::{Source, State};
 pub const ABSENT_ANNOTATION: &str = "gates.adr/absent";
 /// Annotation listing every kind `gates snapshot` collected.
 pub const COLLECTED_ANNOTATION: &str = "gates.adr/collected";
+/// Annotation with the snapshot's provenance (environment, time, cluster, topology) as JSON.
+pub const PROVENANCE_ANNOTATION: &str = "gates.adr/provenance";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -49,6 +51,8 @@ pub enum SnapshotError {
 pub struct Snapshot {
     pub state: State,
     pub notes: Vec<String>,
+    /// The origin each `gates snapshot` file recorded (kubectl output records none).
+    pub provenance: Vec<(PathBuf, crate::state::provenance::Provenance)>,
 }
 
 pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, SnapshotError> {
@@ -56,6 +60,18 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
     let mut notes = Vec::new();
     let mut ignored = BTreeSet::new();
     for file in files {
+        let len = fs::metadata(file)
+            .map_err(|source| SnapshotError::Read {
+                file: file.clone(),
+                source,
+            })?
+            .len();
+        super::snapshot_bounds::check_size(len, super::snapshot_bounds::MAX_FILE_BYTES).map_err(
+            |message| SnapshotError::Shape {
+                file: file.clone(),
+                message,
+            },
+        )?;
         let text = fs::read_to_string(file).map_err(|source| SnapshotError::Read {
             file: file.clone(),
             source,
@@ -99,12 +115,27 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
         files: files.iter().map(|f| f.display().to_string()).collect(),
     };
     let infra = raw.infra.take();
+    let provenance = std::mem::take(&mut raw.provenance);
+    for (file, missing) in std::mem::take(&mut raw.incomplete) {
+        notes.push(format!(
+            "{} was written incomplete; it could not read: {missing}",
+            file.display()
+        ));
+    }
     let mut state = raw.into_state(source, collected_at);
+    if let Some((_, first)) = provenance.first() {
+        state.cluster_identity = first.cluster.clone();
+        state.recorded = Some(first.clone());
+    }
     match infra {
         Some(record) => record.apply(&mut state),
         None => super::infra_record::not_recorded(&mut state),
     }
-    Ok(Snapshot { state, notes })
+    Ok(Snapshot {
+        state,
+        notes,
+        provenance,
+    })
 }
 
 /// Core, apps, policy and coordination kinds all come from the same kubectl command.
@@ -129,18 +160,10 @@ fn parse_documents(file: &Path, text: &str) -> Result<Vec<Value>, SnapshotError>
             other => vec![other],
         });
     }
-    let mut documents = Vec::new();
-    for document in serde_yaml_ng::Deserializer::from_str(text) {
-        let value: Value =
-            serde::Deserialize::deserialize(document).map_err(|err| SnapshotError::Yaml {
-                file: file.to_path_buf(),
-                message: err.to_string(),
-            })?;
-        if !value.is_null() {
-            documents.push(value);
-        }
-    }
-    Ok(documents)
+    super::snapshot_bounds::yaml_documents(text).map_err(|message| SnapshotError::Yaml {
+        file: file.to_path_buf(),
+        message,
+    })
 }
 
 fn add_document(
@@ -225,6 +248,22 @@ fn apply_list_annotations(
             ),
         })?;
         raw.infra = Some(record);
+    }
+    if let Some(text) = annotations[PROVENANCE_ANNOTATION].as_str() {
+        let provenance = serde_json::from_str(text).map_err(|err| SnapshotError::Shape {
+            file: file.to_path_buf(),
+            message: format!(
+                "annotation {PROVENANCE_ANNOTATION} is not what `gates snapshot` writes ({err})"
+            ),
+        })?;
+        raw.provenance.push((file.to_path_buf(), provenance));
+    }
+    if let Some(text) = annotations[super::completeness::INCOMPLETE_ANNOTATION]
+        .as_str()
+        .filter(|t| !t.is_empty())
+    {
+        raw.incomplete
+            .push((file.to_path_buf(), text.replace('\n', "; ")));
     }
     if let Some(collected) = annotations[COLLECTED_ANNOTATION].as_str() {
         for name in collected.split(',') {

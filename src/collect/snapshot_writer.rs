@@ -12,9 +12,25 @@ use super::{api_part, kube, proxmox_part, talos_part};
 use crate::config::{Config, Environment};
 use crate::state::Collected;
 
-pub async fn write_live(config: &Config, env: &Environment) -> Result<String, String> {
-    let (results, talos, api) =
-        tokio::join!(kube::collect_raw(env), talos_part(env), api_part(env));
+/// The snapshot as text; refused when a part could not be read, unless `allow_incomplete`
+/// (the missing parts are then recorded in the file).
+pub async fn write_live(
+    config: &Config,
+    env: &Environment,
+    allow_incomplete: bool,
+) -> Result<String, String> {
+    let collected_at = chrono::Utc::now();
+    let (results, talos, api, identity) = tokio::join!(
+        kube::collect_raw(env),
+        talos_part(env),
+        api_part(env),
+        super::deadline::within(
+            env,
+            "reading the cluster identity",
+            super::identity::live(env),
+            |_| super::identity::offline(env)
+        )
+    );
     let results = results?;
     // Proxmox maps VMs onto the node list just read, typed as `check` types it.
     let nodes: Collected<Vec<k8s_openapi::api::core::v1::Node>> = results
@@ -25,6 +41,26 @@ pub async fn write_live(config: &Config, env: &Environment) -> Result<String, St
             |(kind, r)| super::raw::typed(*kind, r.clone()),
         );
     let proxmox = proxmox_part(config, env, nodes.present().map(Vec::as_slice)).await;
+    let missing = super::completeness::missing_parts(&results, &talos, &api, &proxmox);
+    if !missing.is_empty() && !allow_incomplete {
+        return Err(format!(
+            "the snapshot of {} would be incomplete, so nothing was written; could not read:\n  {}\n  hint: fix the cause and retry, or pass --allow-incomplete to write it anyway (the missing parts are recorded and give error verdicts)",
+            env.name,
+            missing.join("\n  ")
+        ));
+    }
+    // Provenance from the same answers `check` will type from this file.
+    let mut typed = crate::state::State::empty(
+        crate::state::Source::Live {
+            context: String::new(),
+        },
+        collected_at,
+    );
+    typed.nodes = nodes.clone();
+    typed.talos = talos.clone();
+    typed.cluster_identity = identity;
+    let provenance = crate::state::provenance::Provenance::of(env, &typed, collected_at);
+    let provenance = serde_json::to_string(&provenance).map_err(|err| err.to_string())?;
     let infra = InfraRecord {
         talos: (&talos).into(),
         api: (&api).into(),
@@ -55,6 +91,8 @@ pub async fn write_live(config: &Config, env: &Environment) -> Result<String, St
                 COLLECTED_ANNOTATION: collected.join(","),
                 ABSENT_ANNOTATION: absent.join("\n"),
                 INFRA_ANNOTATION: infra,
+                super::snapshot::PROVENANCE_ANNOTATION: provenance,
+                super::completeness::INCOMPLETE_ANNOTATION: missing.join("\n"),
             }
         },
         "items": Value::Array(items),

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::spans::Node;
 use super::yaml;
 use gates_core::config::Environment;
 use gates_core::config::{ConfigError, ConfigErrors, nearest};
@@ -54,13 +55,28 @@ impl Config {
                 continue;
             }
             for file in yaml_files(&dir, &mut errors) {
-                match read(&file).and_then(|text| {
-                    let mut gate: Gate = yaml::from_str(&file, &text)?;
+                let tree = match read(&file)
+                    .map_err(|e| vec![e])
+                    .and_then(|text| yaml::parse(&file, &text))
+                {
+                    Ok(tree) => tree,
+                    Err(found) => {
+                        errors.extend(found);
+                        continue;
+                    }
+                };
+                match yaml::typed::<Gate>(&file, &tree).map(|mut gate| {
                     gate.file = file.clone();
-                    validate_gate(&gate, &text, &environments, &broken)?;
-                    Ok(gate)
+                    gate
                 }) {
-                    Ok(gate) => gates.push(gate),
+                    Ok(gate) => {
+                        let found = validate_gate(&gate, &tree, &environments, &broken);
+                        if found.is_empty() {
+                            gates.push(gate);
+                        } else {
+                            errors.extend(found);
+                        }
+                    }
                     Err(error) => errors.push(error),
                 }
             }
@@ -83,12 +99,14 @@ impl Config {
                 let known: Vec<&str> = known_gate_environments(&gates);
                 if !known.contains(&like.as_str()) {
                     let text = fs::read_to_string(&env.file).unwrap_or_default();
+                    let at = super::spans::parse(&text)
+                        .ok()
+                        .and_then(|tree| tree.at(&["like"]).map(|n| n.position()));
                     let mut error = ConfigError::new(
                         &env.file,
                         format!("`like: {like}` names an environment no gate applies to"),
                     )
-                    .at(yaml::locate_word(&text, 1, "like")
-                        .and_then(|(line, _)| yaml::locate_word(&text, line, like)))
+                    .at(at)
                     .key("like");
                     if let Some(best) = nearest(like, known.iter().copied()) {
                         error = error.hint(format!("did you mean `{best}`?"));
@@ -143,14 +161,94 @@ fn known_gate_environments(gates: &[Gate]) -> Vec<&str> {
     names
 }
 
+/// The longest instance name (`name:` of a check) a trial name may carry: names are shown
+/// in terminals, JUnit and file listings, and libtest-mimic cannot print arbitrary lengths.
+pub const MAX_INSTANCE_NAME: usize = 100;
+/// The longest environment name (the file name without `.yaml`).
+pub const MAX_ENVIRONMENT_NAME: usize = 63;
+
 fn validate_gate(
     gate: &Gate,
-    text: &str,
+    tree: &Node,
+    environments: &BTreeMap<String, Environment>,
+    broken: &[String],
+) -> Vec<ConfigError> {
+    let mut errors = Vec::new();
+    if let Err(error) = validate_gate_environments(gate, tree, environments, broken) {
+        errors.push(error);
+    }
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for (index, check) in gate.checks.iter().enumerate() {
+        let trial = match check.instance() {
+            Some(instance) => format!("{}::{instance}", check.kind()),
+            None => check.kind().to_string(),
+        };
+        if let Some(instance) = check.instance() {
+            if instance.chars().count() > MAX_INSTANCE_NAME {
+                errors.push(
+                    ConfigError::new(
+                        &gate.file,
+                        format!(
+                            "the name of check {} is {} characters long; at most {MAX_INSTANCE_NAME} are allowed",
+                            index + 1,
+                            instance.chars().count()
+                        ),
+                    )
+                    .at(tree
+                        .at(&["checks", &index.to_string(), "name"])
+                        .map(Node::position))
+                    .key("name")
+                    .hint("a short name such as `coredns` becomes the trial gateN::ENV::KIND::NAME"),
+                );
+            } else if instance.is_empty()
+                || instance
+                    .chars()
+                    .any(|c| c.is_control() || c.is_whitespace() || c == ':')
+            {
+                errors.push(
+                    ConfigError::new(
+                        &gate.file,
+                        format!(
+                            "the name {instance:?} of check {} cannot be part of a trial name",
+                            index + 1
+                        ),
+                    )
+                    .at(tree
+                        .at(&["checks", &index.to_string(), "name"])
+                        .map(Node::position))
+                    .key("name")
+                    .hint("use letters, digits, `-`, `_` and `.`, without spaces or `:`"),
+                );
+            }
+        }
+        if let Some(first) = seen.insert(trial.clone(), index) {
+            errors.push(
+                ConfigError::new(
+                    &gate.file,
+                    format!(
+                        "checks {} and {} of gate {} are both `{trial}`: trial names must be unique",
+                        first + 1,
+                        index + 1,
+                        gate.number
+                    ),
+                )
+                .at(tree.at(&["checks", &index.to_string()]).map(Node::position))
+                .key("checks")
+                .hint("give one of them another `name`"),
+            );
+        }
+    }
+    errors
+}
+
+fn validate_gate_environments(
+    gate: &Gate,
+    tree: &Node,
     environments: &BTreeMap<String, Environment>,
     broken: &[String],
 ) -> Result<(), ConfigError> {
     if let EnvironmentSet::Only(names) = &gate.environments {
-        for name in names {
+        for (index, name) in names.iter().enumerate() {
             let known_as_gate_target =
                 environments.values().any(|e| e.gate_name() == name) || broken.contains(name);
             if !known_as_gate_target {
@@ -159,7 +257,9 @@ fn validate_gate(
                     &gate.file,
                     format!("unknown environment `{name}` in `environments`"),
                 )
-                .at(yaml::locate_word(text, 1, name))
+                .at(tree
+                    .at(&["environments", &index.to_string()])
+                    .map(Node::position))
                 .key("environments");
                 error = match nearest(name, known.iter().copied()) {
                     Some(best) => error.hint(format!(
@@ -178,7 +278,7 @@ fn validate_gate(
     if gate.checks.is_empty() {
         return Err(
             ConfigError::new(&gate.file, format!("gate {} has no checks", gate.number))
-                .at(yaml::locate_word(text, 1, "checks"))
+                .at(tree.at(&["checks"]).map(Node::position))
                 .key("checks"),
         );
     }
@@ -187,64 +287,52 @@ fn validate_gate(
 
 fn load_environment(file: &Path, errors: &mut Vec<ConfigError>) -> Option<Environment> {
     let name = file.file_stem()?.to_string_lossy().into_owned();
-    let result = read(file).and_then(|text| {
-        let mut env: Environment = yaml::from_str(file, &text)?;
-        env.name = name;
-        env.file = file.to_path_buf();
-        if !(0.0..1.0).contains(&env.capacity.margin) {
-            return Err(ConfigError::new(
+    if name.chars().count() > MAX_ENVIRONMENT_NAME
+        || name.is_empty()
+        || name
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || c == ':')
+    {
+        errors.push(
+            ConfigError::new(
                 file,
                 format!(
-                    "capacity.margin must be a fraction from 0 to 1, not {}",
-                    env.capacity.margin
+                    "the environment name (the file name) must be 1 to {MAX_ENVIRONMENT_NAME} characters without spaces or `:`"
                 ),
             )
-            .at(yaml::locate_word(&text, 1, "margin"))
-            .key("capacity.margin")
-            .hint("a third is 0.3334"));
-        }
-        if env.nodes.control_planes == 0 {
-            return Err(
-                ConfigError::new(file, "nodes.control_planes must be at least 1")
-                    .at(yaml::locate_word(&text, 1, "control_planes"))
-                    .key("nodes.control_planes"),
-            );
-        }
-        if let Some(proxmox) = &env.proxmox {
-            let sources = [
-                proxmox.token_secret_env.is_some(),
-                proxmox.token_secret_file.is_some(),
-            ];
-            if sources.iter().filter(|s| **s).count() != 1 {
-                return Err(ConfigError::new(
-                    file,
-                    "proxmox needs exactly one of token_secret_env and token_secret_file",
-                )
-                .at(yaml::locate_word(&text, 1, "proxmox"))
-                .key("proxmox")
-                .hint("the secret itself never goes in this file"));
-            }
-            if let Some(bad) = std::iter::once(&proxmox.url)
-                .chain(&proxmox.fallback_urls)
-                .find(|u| !u.starts_with("https://"))
-            {
-                return Err(ConfigError::new(
-                    file,
-                    format!("proxmox URL `{bad}` is not https: the Proxmox API is served over https only"),
-                )
-                .at(yaml::locate_word(&text, 1, bad))
-                .key(if *bad == proxmox.url { "proxmox.url" } else { "proxmox.fallback_urls" })
-                .hint("use https://HOST:8006"));
-            }
-        }
-        Ok(env)
-    });
-    match result {
-        Ok(env) => Some(env),
+            .hint("rename the file, e.g. staging.yaml"),
+        );
+        return None;
+    }
+    let text = match read(file) {
+        Ok(text) => text,
         Err(error) => {
             errors.push(error);
-            None
+            return None;
         }
+    };
+    let tree = match yaml::parse(file, &text) {
+        Ok(tree) => tree,
+        Err(found) => {
+            errors.extend(found);
+            return None;
+        }
+    };
+    let mut env: Environment = match yaml::typed(file, &tree) {
+        Ok(env) => env,
+        Err(error) => {
+            errors.push(error);
+            return None;
+        }
+    };
+    env.name = name;
+    env.file = file.to_path_buf();
+    let found = super::validate::environment(&env, &tree);
+    if found.is_empty() {
+        Some(env)
+    } else {
+        errors.extend(found);
+        None
     }
 }
 

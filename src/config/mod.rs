@@ -3,6 +3,9 @@
 //! The types live in the pure core (`gates_core::config`); reading files is done here.
 
 mod load;
+mod node_de;
+pub mod spans;
+mod validate;
 mod yaml;
 
 pub use gates_core::config::*;

@@ -110,7 +110,8 @@ fn bad_duration_explains_the_format() {
 fn margin_outside_a_fraction_is_rejected() {
     let error = only_error(load("capacity:\n  margin: 33\n", GATE));
     assert_eq!(error.key.as_deref(), Some("capacity.margin"));
-    assert_eq!(error.position, Some((2, 3)));
+    // The offending node: the value 33.
+    assert_eq!(error.position, Some((2, 11)));
 }
 
 #[test]
@@ -156,10 +157,126 @@ fn an_extra_environment_directory_overrides_same_named_files() {
 #[test]
 fn a_fallback_proxmox_url_without_https_names_its_line() {
     let error = only_error(load(
-        "proxmox:\n  url: https://pve1:8006\n  fallback_urls: [http://pve2:8006]\n  token_id: a@pve!b\n  token_secret_env: T\n",
+        "proxmox:\n  url: https://pve1:8006\n  fallback_urls: [http://pve2:8006]\n  token_id: a@pve!b\n  token_secret_env: T\n  insecure_tls: true\n",
         GATE,
     ));
     assert_eq!(error.key.as_deref(), Some("proxmox.fallback_urls"));
     assert_eq!(error.position, Some((3, 19)));
     assert!(error.to_string().contains("http://pve2:8006"), "{error}");
+}
+
+/// Load on another thread, so a hang fails the test instead of holding it forever.
+fn load_within(env: &str, gate: &str, limit: std::time::Duration) -> Result<Config, ConfigErrors> {
+    let (env, gate) = (env.to_string(), gate.to_string());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(load(&env, &gate));
+    });
+    rx.recv_timeout(limit)
+        .expect("loading the configuration did not finish: it hangs")
+}
+
+#[test]
+fn an_empty_enum_value_is_an_error_not_a_hang() {
+    let limit = std::time::Duration::from_secs(20);
+    let gate = "gate: 2\ntitle: Controllers.\nenvironments: [staging]\nchecks:\n  - kind: \"\"\n";
+    let errors = load_within(STAGING, gate, limit).expect_err("an empty kind is rejected");
+    assert!(errors.to_string().contains("unknown value ``"), "{errors}");
+    let env = format!("{STAGING}capacity:\n  basis: \"\"\n");
+    let errors = load_within(&env, GATE, limit).expect_err("an empty basis is rejected");
+    assert!(errors.to_string().contains("unknown value ``"), "{errors}");
+}
+
+#[test]
+fn a_trial_name_longer_than_the_bound_is_rejected_at_load() {
+    let long = "x".repeat(65_536);
+    let gate = format!(
+        "gate: 2\ntitle: Controllers.\nenvironments: [staging]\nchecks:\n  - kind: replicated-controller\n    name: {long}\n    selector: {{ a: b }}\n"
+    );
+    let error = only_error(load(STAGING, &gate));
+    assert!(
+        error.message.contains("65536 characters long; at most 100"),
+        "{error}"
+    );
+}
+
+#[test]
+fn duplicate_trial_names_are_all_reported_at_once() {
+    let gate = format!(
+        "{GATE}  - kind: replicated-controller\n    name: coredns\n    selector: {{ a: b }}\n  - kind: replicated-controller\n    name: 'has space'\n    selector: {{ a: b }}\n"
+    );
+    let errors = load(STAGING, &gate).expect_err("rejected");
+    let text = errors.to_string();
+    assert_eq!(errors.0.len(), 2, "{text}");
+    assert!(
+        text.contains("checks 1 and 2 of gate 2 are both `replicated-controller::coredns`"),
+        "{text}"
+    );
+    assert!(text.contains("\"has space\""), "{text}");
+}
+
+#[test]
+fn an_unknown_value_points_at_its_own_node_not_the_first_match_in_the_file() {
+    let gate = "gate: 2\ntitle: Controllers.\nenvironments: [staging]\nchecks:\n  - selector: {app: distinct-host}\n    kind: distinct-host\n";
+    let error = only_error(load(STAGING, gate));
+    assert_eq!(error.position, Some((6, 11)), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("unknown value `distinct-host` in checks[0]"),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("did you mean `distinct-hosts`?"),
+        "{error}"
+    );
+}
+
+#[test]
+fn every_problem_of_an_environment_is_reported_at_once_in_yaml_words() {
+    let env = "nodes:\n  control_planes: 0\n  host_label: ''\napi:\n  endpoint: 10.0.50.10:6443\ncapacity:\n  margin: 2\nproxmox:\n  url: https://pve1:8006\n  token_id: a@pve!b\n  token_secret_env: T\n  ca_file: missing-ca.pem\ntalos:\n  context: staging\n  talosconfig: missing-talosconfig\n  endpoints: [10.0.50.11]\n";
+    let errors = load(env, GATE).expect_err("rejected");
+    let text = errors.to_string();
+    for expected in [
+        "staging.yaml:2:19: nodes.control_planes must be at least 1",
+        "staging.yaml:3:15: nodes.host_label is empty",
+        "staging.yaml:5:13: api.endpoint `10.0.50.10:6443`",
+        "staging.yaml:7:11: capacity.margin must be a fraction",
+        "staging.yaml:12:12: proxmox.ca_file `missing-ca.pem` does not exist",
+        "staging.yaml:15:16: talos.talosconfig `missing-talosconfig` does not exist",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    }
+    assert_eq!(errors.0.len(), 6, "{text}");
+}
+
+#[test]
+fn an_endpoint_without_a_scheme_says_so() {
+    let env = format!("{STAGING}api:\n  endpoint: 10.0.50.10\n");
+    let error = only_error(load(&env, GATE));
+    assert!(error.message.contains("has no scheme"), "{error}");
+    assert!(
+        error.to_string().contains("https://10.0.50.10:6443"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_tab_in_the_indentation_is_named_with_its_line() {
+    let error = only_error(load("nodes:\n\tcontrol_planes: 3\n", GATE));
+    assert_eq!(error.position, Some((2, 1)));
+    assert!(
+        error.message.contains("a tab in the indentation"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("spaces"), "{error}");
+}
+
+#[test]
+fn a_wrong_type_is_said_in_yaml_words_not_rust_types() {
+    let error = only_error(load("nodes:\n  control_planes: three\n", GATE));
+    let text = error.to_string();
+    assert!(text.contains("staging.yaml:2:19"), "{text}");
+    assert!(text.contains("a whole number"), "{text}");
+    assert!(!text.contains("usize"), "{text}");
 }

@@ -1,105 +1,78 @@
-//! Turning serde_yaml_ng errors into [`ConfigError`]s with the exact key and a suggestion.
-//!
-//! serde reports unknown keys and variants as "unknown field `x`, expected one of `a`, `b`";
-//! the expected names are parsed back out of that fixed wording to suggest the nearest one.
-//! For internally tagged values (checks) the YAML position is that of the enclosing mapping,
-//! so the key's own line is found by searching the source from there.
+//! Reading one configuration file: its YAML tree with positions ([`super::spans`]), then the
+//! typed value from that tree ([`super::node_de`]). Every error becomes a [`ConfigError`]
+//! at the offending node, in the YAML's words, with the nearest valid choice as a hint.
 
 use std::path::Path;
 
 use gates_core::config::{ConfigError, nearest};
 
-pub fn from_str<T: serde::de::DeserializeOwned>(file: &Path, text: &str) -> Result<T, ConfigError> {
-    serde_yaml_ng::from_str(text).map_err(|err| convert(file, text, &err))
+use super::node_de::{DeError, DeErrorKind, from_node};
+use super::spans::{self, Node};
+
+/// The tree of a file, or every reason it is not YAML (tabs in indentation, syntax).
+pub fn parse(file: &Path, text: &str) -> Result<Node, Vec<ConfigError>> {
+    let tabs = spans::tabs_in_indentation(text);
+    if !tabs.is_empty() {
+        return Err(tabs
+            .into_iter()
+            .map(|at| {
+                ConfigError::new(file, "a tab in the indentation")
+                    .at(Some(at))
+                    .hint("YAML indents with spaces only; replace the tab with spaces")
+            })
+            .collect());
+    }
+    spans::parse(text).map_err(|err| {
+        let at = err
+            .location()
+            .map(|l| (l.line() as usize, l.column() as usize))
+            .filter(|(line, _)| *line > 0);
+        let message = err.to_string();
+        // The parser appends the position in words; it is printed as file:line:column.
+        let message = match message.find(" at line ") {
+            Some(i) => message[..i].to_string(),
+            None => message,
+        };
+        vec![ConfigError::new(file, format!("not valid YAML: {message}")).at(at)]
+    })
 }
 
-fn convert(file: &Path, text: &str, err: &serde_yaml_ng::Error) -> ConfigError {
-    let position = err.location().map(|l| (l.line(), l.column()));
-    // serde_yaml_ng appends " at line L column C"; we print the position ourselves.
-    let full = err.to_string();
-    let message = match full.rfind(" at line ") {
-        Some(i) => full[..i].to_string(),
-        None => full,
-    };
-    let (path_prefix, body) = split_path(&message);
+/// The typed value of a tree, or the error at its node.
+pub fn typed<T: serde::de::DeserializeOwned>(file: &Path, tree: &Node) -> Result<T, ConfigError> {
+    from_node(tree).map_err(|err| convert(file, err))
+}
 
-    for (marker, what) in [("unknown field `", "key"), ("unknown variant `", "value")] {
-        if let Some(rest) = body.strip_prefix(marker) {
-            let Some(end) = rest.find('`') else { break };
-            let word = &rest[..end];
-            let expected = expected_names(&rest[end + 1..]);
-            let at = locate_word(text, position.map(|p| p.0).unwrap_or(1), word).or(position);
-            let place = if path_prefix.is_empty() {
-                String::new()
+fn convert(file: &Path, err: DeError) -> ConfigError {
+    let place = if err.path.is_empty() {
+        String::new()
+    } else {
+        format!(" in {}", err.path)
+    };
+    let error = ConfigError::new(file, format!("{err}{place}")).at(err.at);
+    match err.kind {
+        DeErrorKind::UnknownKey { key, valid } => suggest(error.key(key.clone()), &key, &valid),
+        DeErrorKind::UnknownValue { value, valid } => {
+            suggest(error.key(err.path.clone()), &value, &valid)
+        }
+        DeErrorKind::MissingKey(key) => error.key(key).hint(format!("add the key `{key}`")),
+        DeErrorKind::WrongType { .. } | DeErrorKind::Other(_) => {
+            let key = err.path.rsplit('.').next().unwrap_or_default().to_string();
+            if key.is_empty() {
+                error
             } else {
-                format!(" in {path_prefix}")
-            };
-            let mut error = ConfigError::new(file, format!("unknown {what} `{word}`{place}"))
-                .at(at)
-                .key(word);
-            error = match nearest(word, expected.iter().map(String::as_str)) {
-                Some(best) => error.hint(format!(
-                    "did you mean `{best}`? (valid: {})",
-                    expected.join(", ")
-                )),
-                None if !expected.is_empty() => {
-                    error.hint(format!("valid: {}", expected.join(", ")))
-                }
-                None => error,
-            };
-            return error;
-        }
-    }
-    let missing = body
-        .strip_prefix("missing field `")
-        .and_then(|r| r.split('`').next())
-        .map(str::to_string);
-    let mut error = ConfigError::new(file, message.clone()).at(position);
-    if let Some(field) = missing {
-        error = error.hint(format!("add the key `{field}`")).key(field);
-    }
-    error
-}
-
-/// Split "checks[0].selector: invalid type" into ("checks[0].selector", "invalid type").
-fn split_path(message: &str) -> (&str, &str) {
-    match message.find(": ") {
-        Some(i) if !message[..i].contains(' ') => (&message[..i], &message[i + 2..]),
-        _ => ("", message),
-    }
-}
-
-/// The names in "..., expected one of `a`, `b`" or "..., expected `a`".
-fn expected_names(rest: &str) -> Vec<String> {
-    let Some(i) = rest.find("expected") else {
-        return Vec::new();
-    };
-    rest[i..]
-        .split('`')
-        .skip(1)
-        .step_by(2)
-        .map(str::to_string)
-        .collect()
-}
-
-/// The 1-based line and column of `word` used as a key or value, searching from `from_line`.
-pub fn locate_word(text: &str, from_line: usize, word: &str) -> Option<(usize, usize)> {
-    for (index, line) in text.lines().enumerate().skip(from_line.saturating_sub(1)) {
-        let content = line.split(" #").next().unwrap_or(line);
-        let mut start = 0;
-        while let Some(found) = content[start..].find(word) {
-            let col = start + found;
-            let before = content[..col].chars().next_back();
-            let after = content[col + word.len()..].chars().next();
-            let bounded_before =
-                before.is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '-'));
-            let bounded_after =
-                after.is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '-'));
-            if bounded_before && bounded_after {
-                return Some((index + 1, col + 1));
+                error.key(key)
             }
-            start = col + word.len();
         }
     }
-    None
+}
+
+fn suggest(error: ConfigError, word: &str, valid: &[&str]) -> ConfigError {
+    match nearest(word, valid.iter().copied()) {
+        Some(best) if !word.is_empty() => error.hint(format!(
+            "did you mean `{best}`? (valid: {})",
+            valid.join(", ")
+        )),
+        _ if !valid.is_empty() => error.hint(format!("valid: {}", valid.join(", "))),
+        _ => error,
+    }
 }

@@ -9,6 +9,7 @@ pub mod junit;
 pub mod metrics;
 pub mod outputs;
 pub mod pushgateway;
+pub mod unique;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,6 +25,8 @@ use crate::verdict::Verdict;
 #[derive(Debug, Clone, Serialize)]
 pub struct Run {
     pub environment: String,
+    /// Which cluster the verdicts are about, and when it was read.
+    pub provenance: crate::state::provenance::Provenance,
     /// The decision the gates come from, e.g. `adr-007`.
     pub decision: String,
     pub started_at: DateTime<Utc>,
@@ -33,6 +36,9 @@ pub struct Run {
     pub tally: Tally,
     pub gates: Vec<GateStatus>,
     pub trials: Vec<TrialResult>,
+    /// With `--require-all`: whether every gate passed, and what blocks promotion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<crate::promotion::Promotion>,
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -40,17 +46,27 @@ fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> 
 }
 
 impl Run {
-    /// `reports/staging-20261129T191500Z` (extension added by the writer).
+    /// `reports/staging-20261129T191500Z` (extension added by the writer), claimed so that
+    /// a second run in the same second writes `...Z-2` instead of overwriting this one.
     pub fn default_stem(&self, dir: &Path) -> PathBuf {
-        dir.join(format!(
-            "{}-{}",
-            self.environment,
-            self.started_at.format("%Y%m%dT%H%M%SZ")
-        ))
+        unique::claim(
+            &dir.join(format!(
+                "{}-{}",
+                self.environment,
+                self.started_at.format("%Y%m%dT%H%M%SZ")
+            )),
+            "json",
+        )
     }
 
     /// The closing lines: counts and how the rollout stands.
     pub fn closing_lines(&self) -> String {
+        self.closing_lines_in(false)
+    }
+
+    /// The closing lines, the verdict words coloured as libtest colours its lines (green
+    /// pass, red FAIL and ERROR, yellow skip) when `colour` is set.
+    pub fn closing_lines_in(&self, colour: bool) -> String {
         let t = &self.tally;
         let mut out = format!(
             "{} passed, {} failed, {} errors, {} skipped\n",
@@ -67,14 +83,32 @@ impl Run {
             self.environment
         ));
         for gate in &self.gates {
-            let word = match gate.verdict {
-                Verdict::Pass => "pass ",
-                Verdict::Fail => "FAIL ",
-                Verdict::Error => "ERROR",
-                Verdict::Skip => "skip ",
+            let (word, ansi) = match gate.verdict {
+                Verdict::Pass => ("pass ", "32"),
+                Verdict::Fail => ("FAIL ", "31"),
+                Verdict::Error => ("ERROR", "31"),
+                Verdict::Skip => ("skip ", "33"),
+            };
+            let word = if colour {
+                format!("\x1b[{ansi}m{word}\x1b[0m")
+            } else {
+                word.to_string()
             };
             out.push_str(&format!("  gate {} {word}  {}\n", gate.gate, gate.title));
         }
+        if let Some(promotion) = &self.promotion {
+            out.push_str(&promotion.lines());
+        }
         out
+    }
+
+    /// 0 all pass, 1 a gate failed (or, with `--require-all`, did not pass), 2 something
+    /// could not be evaluated.
+    pub fn exit_code(&self) -> u8 {
+        let code = self.tally.exit_code();
+        match &self.promotion {
+            Some(promotion) => promotion.exit_code(code),
+            None => code,
+        }
     }
 }

@@ -145,6 +145,11 @@ async fn staging_today_in_the_lab_shows_the_open_items() {
             trial(&json, name)
         );
     }
+    // As in the snapshot of staging today: Traefik's Service already uses Cluster.
+    assert_eq!(
+        trial(&json, "gate3::lab::external-traffic-policy")["verdict"],
+        "pass"
+    );
     let l2 = trial(&json, "gate3::lab::l2-announcement").to_string();
     assert!(
         l2.contains("talos-test-cp-01"),
@@ -210,7 +215,7 @@ async fn a_talosconfig_with_another_ca_gives_error_verdicts_naming_the_fix() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_powered_off_control_plane_fails_etcd_and_names_the_endpoint() {
+async fn a_powered_off_control_plane_makes_etcd_an_error_naming_the_endpoint() {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab("adr-007", 105, dir.path()).await;
     let vmid = lab.shared.read(|w| {
@@ -221,7 +226,9 @@ async fn a_powered_off_control_plane_fails_etcd_and_names_the_endpoint() {
     });
     lab.shared.stop_vm(vmid).expect("the VM stops");
     let (out, json) = check_json(dir.path().join("environments"), "lab", &["etcd-members"]).await;
-    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    // Not being able to ask a node is not a broken rule: error, never fail.
+    assert_eq!(out.status.code(), Some(2), "{json:#}");
+    assert_eq!(trial(&json, "gate1::lab::etcd-members")["verdict"], "error");
     let etcd = trial(&json, "gate1::lab::etcd-members").to_string();
     assert!(
         etcd.contains("127.105.1.2") && etcd.contains("did not answer"),

@@ -4,8 +4,11 @@
 mod chaos;
 mod check;
 mod config_errors;
+mod fixtures_agree;
+mod fuzz_corpus;
 mod junit;
 mod lab;
 mod repo;
 mod reports;
+mod strictness;
 mod support;

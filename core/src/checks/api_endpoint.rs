@@ -33,11 +33,16 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         )),
         Err(reason) => return Finding::error(format!("cannot read the kubeconfig: {reason}")),
     }
-    match &api.readyz {
-        Ok(()) => evidence.push(format!(
+    let mut unreached = None;
+    match (&api.readyz, api.readyz_status) {
+        (Ok(()), _) => evidence.push(format!(
             "{vip}/readyz answered 200 with a certificate from the cluster CA"
         )),
-        Err(reason) => problems.push(format!("the API does not answer through the VIP: {reason}")),
+        (Err(reason), Some(_)) => problems.push(format!(
+            "the API does not answer ready through the VIP: {reason}"
+        )),
+        // Nothing answered (unreachable, TLS, timeout): that says nothing about the rule.
+        (Err(reason), None) => unreached = Some(reason.clone()),
     }
     if ctx.state.talos.present().is_some() && api.vip_addresses.is_empty() {
         evidence.push(format!(
@@ -81,6 +86,20 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
                 many.join(", ")
             )),
         }
+    }
+    if let Some(reason) = &unreached {
+        if problems.is_empty() {
+            return Finding::error(format!(
+                "could not reach the API through the VIP {vip}: {reason}"
+            ))
+            .with_evidence(
+                std::iter::once(
+                    "unreachable, TLS failure or timeout: check the VIP's address, the cluster CA in the kubeconfig and kube.timeout".to_string(),
+                )
+                .chain(evidence),
+            );
+        }
+        evidence.push(format!("the VIP could not be reached: {reason}"));
     }
     if problems.is_empty() {
         Finding::pass(format!("the API answers through the VIP {vip}")).with_evidence(evidence)
@@ -206,6 +225,7 @@ mod tests {
                     vip_endpoint: Some("https://10.0.0.10:6443".into()),
                     vip_addresses: vec![VIP],
                     kubeconfig_server: server.map(str::to_string).map_err(str::to_string),
+                    readyz_status: Some(if readyz.is_ok() { 200 } else { 503 }),
                     readyz: readyz.map_err(str::to_string),
                 })
             })
@@ -238,15 +258,50 @@ mod tests {
     }
 
     #[test]
-    fn a_vip_that_does_not_answer_fails_with_the_reason() {
+    fn a_vip_that_answers_not_ready_fails_with_the_reason() {
         let f = run(
             &env(),
-            &with_api(Ok("https://10.0.0.10:6443"), Err("connection refused")),
+            &with_api(
+                Ok("https://10.0.0.10:6443"),
+                Err("answered 503: etcd failed"),
+            ),
             &Params {},
             evaluate,
         );
         assert_eq!(f.verdict, Verdict::Fail);
-        assert!(text(&f).contains("connection refused"));
+        assert!(text(&f).contains("etcd failed"));
+    }
+
+    /// Nothing answered: no HTTP status.
+    fn unreached(reason: &str) -> State {
+        let mut state = with_api(Ok("https://10.0.0.10:6443"), Err(reason));
+        if let Collected::Present(api) = &mut state.api {
+            api.readyz_status = None;
+        }
+        state
+    }
+
+    #[test]
+    fn a_vip_that_cannot_be_reached_is_an_error_never_a_failure() {
+        for reason in [
+            "connection refused",
+            "invalid peer certificate: UnknownIssuer",
+            "operation timed out",
+        ] {
+            let f = run(&env(), &unreached(reason), &Params {}, evaluate);
+            assert_eq!(f.verdict, Verdict::Error, "{reason}: {}", text(&f));
+            assert!(text(&f).contains(reason), "{}", text(&f));
+        }
+    }
+
+    #[test]
+    fn an_unreachable_vip_still_fails_when_the_kubeconfig_proves_a_violation() {
+        let mut state = unreached("connection refused");
+        if let Collected::Present(api) = &mut state.api {
+            api.kubeconfig_server = Ok("https://10.0.0.11:6443".into());
+        }
+        let f = run(&env(), &state, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Fail, "{}", text(&f));
     }
 
     #[test]

@@ -1,13 +1,23 @@
 //! Gate 4 is proven by `gates chaos`, not by reading the cluster. This check reports the
 //! newest chaos report of the environment (found under the reports directory by the
-//! collector) while it is younger than `chaos.report_max_age`: pass or fail as that run
-//! ended, with its date and host. Without a recent report it is skipped with the command.
+//! collector), but counts it only as evidence about *this* cluster *now*:
+//!
+//! - an interrupted run proves nothing (skip: run it again);
+//! - a report that finished after this check started is from a wrong clock or forged (error);
+//! - a report older than `chaos.report_max_age` is stale (skip);
+//! - a report without provenance, of another cluster (kube-system UID, API CA, etcd
+//!   members), or of another control-plane topology (nodes, hosts, VM UUIDs) is not about
+//!   this cluster (skip, naming both);
+//! - a report whose trials contradict its verdict is not believed (error).
+//!
+//! Only then does it pass or fail as that run ended, with its date and host.
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::Context;
 use crate::state::Collected;
+use crate::state::provenance::{Provenance, Sameness, TopologyNode, short};
 use crate::verdict::Finding;
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -19,6 +29,10 @@ impl super::Check for Params {
         evaluate(ctx, self)
     }
 }
+
+/// How far a report's finish may lie after the check's start before it counts as from the
+/// future (two machines' clocks disagree a little).
+const CLOCK_SKEW: chrono::Duration = chrono::Duration::seconds(60);
 
 pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     let env = &ctx.env.name;
@@ -50,9 +64,27 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             ));
         }
     };
-    let age = ctx.state.collected_at.signed_duration_since(finished);
-    let age_std = age.to_std().unwrap_or_default();
+    let now = ctx.state.collected_at;
     let when = finished.format("%Y-%m-%d %H:%M UTC");
+    let report = format!("report {}", summary.file);
+    if summary.interrupted || summary.outcome.starts_with("interrupted") {
+        return Finding::skip(format!(
+            "the newest chaos run of {env} ({when}) was interrupted ({}): it proves nothing; run `gates chaos {env}`",
+            summary.outcome
+        ))
+        .with_evidence([report]);
+    }
+    if finished > now + CLOCK_SKEW {
+        return Finding::error(format!(
+            "the newest chaos report of {env} finished at {when}, after this check started ({}): a clock is wrong or the report is not genuine",
+            now.format("%Y-%m-%d %H:%M UTC")
+        ))
+        .with_evidence([report]);
+    }
+    let age_std = now
+        .signed_duration_since(finished)
+        .to_std()
+        .unwrap_or_default();
     if age_std > max_age {
         return Finding::skip(format!(
             "the newest chaos report for {env} ({when}, host {}) is older than {}: run `gates chaos {env}`",
@@ -61,13 +93,37 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         ))
         .with_evidence([summary.file.clone()]);
     }
+    if let Some(reason) = not_this_cluster(ctx, summary.provenance.as_ref()) {
+        return Finding::skip(format!(
+            "the newest chaos report of {env} ({when}) cannot stand for this cluster: {}; run `gates chaos {env}`",
+            reason.0
+        ))
+        .with_evidence(std::iter::once(report).chain(reason.1));
+    }
     let not_passed: Vec<String> = summary
         .trials
         .iter()
         .filter(|t| t.verdict != "pass")
         .map(|t| format!("{} {}: {}", t.name, t.verdict, t.summary))
         .collect();
-    let evidence = std::iter::once(format!("report {}", summary.file)).chain(not_passed);
+    let contradiction = match summary.verdict.as_str() {
+        "pass" if summary.trials.is_empty() => Some("it passes with no trial".to_string()),
+        "pass" if !not_passed.is_empty() => Some(format!(
+            "it passes, but {} of its trials did not",
+            not_passed.len()
+        )),
+        "fail" if !summary.trials.iter().any(|t| t.verdict == "fail") => {
+            Some("it fails, but none of its trials failed".to_string())
+        }
+        _ => None,
+    };
+    if let Some(contradiction) = contradiction {
+        return Finding::error(format!(
+            "the newest chaos report of {env} ({when}) contradicts itself: {contradiction}"
+        ))
+        .with_evidence(std::iter::once(report).chain(not_passed));
+    }
+    let evidence = std::iter::once(report).chain(not_passed);
     let head = format!(
         "chaos run of {when} took {} down ({})",
         summary.host, summary.outcome
@@ -84,12 +140,79 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     }
 }
 
+/// Why a report's provenance does not tie it to the cluster being checked, with evidence;
+/// `None` when identity and topology both match.
+fn not_this_cluster(
+    ctx: Context<'_>,
+    recorded: Option<&Provenance>,
+) -> Option<(String, Vec<String>)> {
+    let Some(recorded) = recorded else {
+        return Some((
+            "it records no cluster identity (written before provenance)".to_string(),
+            Vec::new(),
+        ));
+    };
+    let current = Provenance::of(ctx.env, ctx.state, ctx.state.collected_at);
+    let evidence = vec![
+        format!("the run's cluster: {}", recorded.describe()),
+        format!("this cluster: {}", current.describe()),
+    ];
+    match recorded.cluster.compare(&current.cluster) {
+        Sameness::Same => {}
+        Sameness::Different(parts) => {
+            return Some((
+                format!("it is of another cluster ({})", parts.join("; ")),
+                evidence,
+            ));
+        }
+        Sameness::Unknown(why) => {
+            return Some((format!("{why}, so it cannot be tied to it"), evidence));
+        }
+    }
+    if current.topology.digest.is_empty() {
+        return Some((
+            "the control-plane topology of this cluster is unknown (no node list)".to_string(),
+            evidence,
+        ));
+    }
+    if recorded.topology.digest != current.topology.digest {
+        return Some((
+            format!(
+                "the control-plane topology changed since the run ({} then: {}; {} now: {})",
+                short(&recorded.topology.digest),
+                list(&recorded.topology.control_planes),
+                short(&current.topology.digest),
+                list(&current.topology.control_planes)
+            ),
+            evidence,
+        ));
+    }
+    None
+}
+
+fn list(nodes: &[TopologyNode]) -> String {
+    nodes
+        .iter()
+        .map(|n| {
+            format!(
+                "{} on {} VM {}",
+                n.node,
+                n.host.as_deref().unwrap_or("?"),
+                n.vm_uuid.as_deref().unwrap_or("?")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Environment;
-    use crate::state::{Source, State};
     use crate::state::{Summary, SummaryTrial};
+    use crate::checks::testing::{node, state as state_builder, target_nodes};
+    use crate::config::Environment;
+    use crate::state::State;
+    use crate::state::provenance::ClusterIdentity;
     use crate::verdict::Verdict;
 
     fn env() -> Environment {
@@ -99,20 +222,32 @@ mod tests {
         env
     }
 
-    fn state(report: Collected<Summary>, now: &str) -> State {
-        let mut state = State::empty(
-            Source::Live {
-                context: "staging".into(),
-            },
-            DateTime::parse_from_rfc3339(now)
-                .unwrap()
-                .with_timezone(&Utc),
-        );
-        state.chaos_report = report;
+    fn identity(uid: &str) -> ClusterIdentity {
+        ClusterIdentity {
+            kube_system_uid: Some(uid.into()),
+            api_ca_sha256: Some("9f86d081884c".into()),
+            etcd_members: None,
+        }
+    }
+
+    /// The cluster being checked: the target nodes, kube-system `uid-1`.
+    fn cluster(now: &str) -> State {
+        let mut state = state_builder()
+            .nodes(target_nodes())
+            .with(|s| s.cluster_identity = identity("uid-1"))
+            .build();
+        state.collected_at = at(now);
         state
     }
 
-    fn summary(verdict: &str) -> Summary {
+    fn at(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text)
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    /// A report of the run on `of` (its provenance), with one trial of `verdict`.
+    fn summary(verdict: &str, of: &State) -> Summary {
         Summary {
             environment: "staging".into(),
             host: "pve2".into(),
@@ -126,12 +261,14 @@ mod tests {
                 summary: "ingress: longest outage 31.0s".into(),
             }],
             file: "reports/chaos-staging-20261129T200000Z.json".into(),
+            provenance: Some(Provenance::of(&env(), of, at("2026-11-29T20:00:00Z"))),
+            interrupted: false,
         }
     }
 
-    fn run(report: Collected<Summary>, now: &str) -> Finding {
+    fn run_on(mut state: State, report: Collected<Summary>) -> Finding {
         let env = env();
-        let state = state(report, now);
+        state.chaos_report = report;
         evaluate(
             Context {
                 env: &env,
@@ -141,10 +278,16 @@ mod tests {
         )
     }
 
+    fn run(report: Collected<Summary>, now: &str) -> Finding {
+        run_on(cluster(now), report)
+    }
+
+    const NOW: &str = "2026-11-30T08:00:00Z";
+
     #[test]
-    fn a_recent_passing_report_passes_with_date_and_host() {
-        let f = run(Collected::Present(summary("pass")), "2026-11-30T08:00:00Z");
-        assert_eq!(f.verdict, Verdict::Pass);
+    fn a_recent_passing_report_of_this_cluster_passes_with_date_and_host() {
+        let f = run(Collected::Present(summary("pass", &cluster(NOW))), NOW);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", f.details());
         assert!(
             f.summary.contains("2026-11-29 20:10 UTC") && f.summary.contains("pve2"),
             "{}",
@@ -154,7 +297,7 @@ mod tests {
 
     #[test]
     fn a_recent_failing_report_fails_and_names_the_trial() {
-        let f = run(Collected::Present(summary("fail")), "2026-11-30T08:00:00Z");
+        let f = run(Collected::Present(summary("fail", &cluster(NOW))), NOW);
         assert_eq!(f.verdict, Verdict::Fail);
         assert!(
             f.evidence
@@ -167,7 +310,10 @@ mod tests {
 
     #[test]
     fn an_old_report_is_skipped_with_the_command() {
-        let f = run(Collected::Present(summary("pass")), "2026-12-05T08:00:00Z");
+        let f = run(
+            Collected::Present(summary("pass", &cluster(NOW))),
+            "2026-12-05T08:00:00Z",
+        );
         assert_eq!(f.verdict, Verdict::Skip);
         assert!(
             f.summary.contains("run `gates chaos staging`"),
@@ -180,11 +326,91 @@ mod tests {
     fn no_report_is_skipped_and_an_unreadable_one_is_an_error() {
         let f = run(
             Collected::NotApplicable("no chaos report for staging under reports".into()),
-            "2026-11-30T08:00:00Z",
+            NOW,
         );
         assert_eq!(f.verdict, Verdict::Skip);
         assert!(f.summary.contains("run `gates chaos staging`"));
-        let f = run(Collected::Absent("bad json".into()), "2026-11-30T08:00:00Z");
+        let f = run(Collected::Absent("bad json".into()), NOW);
         assert_eq!(f.verdict, Verdict::Error);
+    }
+
+    #[test]
+    fn a_passing_report_of_another_cluster_does_not_count() {
+        let mut other = cluster(NOW);
+        other.cluster_identity = identity("uid-2");
+        let f = run(Collected::Present(summary("pass", &other)), NOW);
+        assert_eq!(f.verdict, Verdict::Skip, "{}", f.details());
+        assert!(
+            f.summary
+                .contains("kube-system namespace UID uid-2 vs uid-1"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn a_passing_report_of_another_topology_does_not_count() {
+        let moved = state_builder()
+            .nodes([
+                node("cp-1").host("pve1").control_plane().ready().build(),
+                node("cp-2").host("pve2").control_plane().ready().build(),
+                node("cp-3").host("pve1").control_plane().ready().build(),
+            ])
+            .with(|s| s.cluster_identity = identity("uid-1"))
+            .build();
+        let f = run(Collected::Present(summary("pass", &moved)), NOW);
+        assert_eq!(f.verdict, Verdict::Skip, "{}", f.details());
+        assert!(f.summary.contains("topology changed"), "{}", f.summary);
+    }
+
+    #[test]
+    fn a_report_without_provenance_does_not_count() {
+        let mut report = summary("pass", &cluster(NOW));
+        report.provenance = None;
+        let f = run(Collected::Present(report), NOW);
+        assert_eq!(f.verdict, Verdict::Skip);
+        assert!(
+            f.summary.contains("records no cluster identity"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn a_report_from_the_future_is_an_error() {
+        let f = run(
+            Collected::Present(summary("pass", &cluster(NOW))),
+            "2026-11-29T19:00:00Z",
+        );
+        assert_eq!(f.verdict, Verdict::Error, "{}", f.details());
+        assert!(
+            f.summary.contains("after this check started"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn a_report_whose_trials_contradict_its_verdict_is_an_error() {
+        let mut report = summary("pass", &cluster(NOW));
+        report.trials[0].verdict = "fail".into();
+        let f = run(Collected::Present(report), NOW);
+        assert_eq!(f.verdict, Verdict::Error, "{}", f.details());
+        assert!(f.summary.contains("contradicts itself"), "{}", f.summary);
+        let mut report = summary("pass", &cluster(NOW));
+        report.trials.clear();
+        assert_eq!(run(Collected::Present(report), NOW).verdict, Verdict::Error);
+    }
+
+    #[test]
+    fn an_interrupted_run_is_skipped_never_a_pass() {
+        let mut report = summary("pass", &cluster(NOW));
+        report.interrupted = true;
+        let f = run(Collected::Present(report), NOW);
+        assert_eq!(f.verdict, Verdict::Skip);
+        assert!(f.summary.contains("was interrupted"), "{}", f.summary);
+        let mut report = summary("fail", &cluster(NOW));
+        report.outcome = "interrupted by SIGINT".into();
+        assert_eq!(run(Collected::Present(report), NOW).verdict, Verdict::Skip);
     }
 }

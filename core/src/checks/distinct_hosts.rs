@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::Context;
 use super::support::{Hosts, is_control_plane, name};
+use crate::state::Collected;
 use crate::verdict::Finding;
 
 /// No parameters: the expected count and the host label come from the environment.
@@ -26,8 +27,24 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         Ok(nodes) => nodes,
         Err(finding) => return finding,
     };
+    // With a `proxmox` section the hosts must come from Proxmox: labels alone are what the
+    // section exists to verify, so an unreadable Proxmox cannot fall back to them.
+    if ctx.env.proxmox.is_some()
+        && let Collected::Absent(reason) = &ctx.state.proxmox
+    {
+        return Finding::error(format!(
+            "Proxmox could not be read, so the nodes' real hosts are unknown: {reason}"
+        ));
+    }
     let hosts = Hosts::new(ctx, nodes);
     let expected = ctx.env.nodes.control_planes;
+    let unread = ctx
+        .state
+        .proxmox
+        .present()
+        .map(|p| p.unread_vm_configs.as_slice())
+        .unwrap_or_default();
+    let mut unknown = Vec::new();
 
     let mut problems = Vec::new();
     let unlabelled: Vec<&str> = nodes
@@ -52,6 +69,8 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
                     "node {node_name} is labelled {}={claimed} but runs on Proxmox host {real} ({vm}): the label lies",
                     hosts.label()
                 )),
+                // Its VM may be one whose config could not be read: unknown, not broken.
+                (None, _) if !unread.is_empty() => unknown.push(node_name),
                 (None, _) => problems.push(format!(
                     "node {node_name} matches no VM of the environment in Proxmox (by SMBIOS uuid): its host is unknown"
                 )),
@@ -76,7 +95,8 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             members.join(", ")
         ));
     }
-    if by_host.len() < expected {
+    // With hosts unknown the count of distinct hosts proves nothing either way.
+    if by_host.len() < expected && unknown.is_empty() {
         problems.push(format!(
             "control-plane nodes span {} distinct host(s), the ADR expects {expected} control planes on {expected} distinct hosts",
             by_host.len()
@@ -94,6 +114,23 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             format!("{role} {}", hosts.describe(name(&n.metadata)))
         })
         .collect();
+    if !unknown.is_empty() {
+        let note = format!(
+            "{} node(s) match no VM while {} VM config(s) could not be read: {}",
+            unknown.len(),
+            unread.len(),
+            unknown.join(", ")
+        );
+        if problems.is_empty() {
+            return Finding::error(format!(
+                "the hosts of {} node(s) are unknown: {} Proxmox VM config(s) could not be read",
+                unknown.len(),
+                unread.len()
+            ))
+            .with_evidence(std::iter::once(note).chain(unread.iter().cloned()));
+        }
+        problems.push(note);
+    }
     match problems.first() {
         Some(first) => Finding::fail(first.clone())
             .with_evidence(problems.iter().skip(1).cloned().chain(evidence)),
@@ -198,6 +235,56 @@ mod tests {
         let f = placed(target_nodes(), &[("cp-1", "pve1"), ("cp-2", "pve2")]);
         assert_eq!(f.verdict, Verdict::Fail);
         assert!(text(&f).contains("node cp-3 matches no VM of the environment in Proxmox"));
+    }
+
+    #[test]
+    fn unreadable_vm_configs_make_unmatched_nodes_an_error_not_a_failure() {
+        use crate::state::{Placement, ProxmoxState};
+        let s = state()
+            .nodes(target_nodes())
+            .with(|s| {
+                s.proxmox = Collected::Present(ProxmoxState {
+                    placements: vec![Placement {
+                        node: "cp-1".into(),
+                        vmid: 101,
+                        vm_name: "cp-1".into(),
+                        host: "pve1".into(),
+                        uuid: Some("uuid-1".into()),
+                        matched_by: "uuid".into(),
+                    }],
+                    unread_vm_configs: vec![
+                        "VM 102 cp-2 on pve2: timed out".into(),
+                        "VM 103 cp-3 on pve3: timed out".into(),
+                    ],
+                    ..Default::default()
+                })
+            })
+            .build();
+        let f = run(&env(), &s, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+        assert!(
+            text(&f).contains("VM 102 cp-2 on pve2: timed out"),
+            "{}",
+            text(&f)
+        );
+    }
+
+    #[test]
+    fn an_unreadable_proxmox_is_an_error_when_the_environment_has_a_proxmox_section() {
+        let mut env = env();
+        env.proxmox = Some(
+            serde_yaml_ng::from_str(
+                "{url: 'https://pve1:8006', token_id: 'a@pve!b', token_secret_env: X, insecure_tls: true, vms: {tags: [staging]}}",
+            )
+            .unwrap(),
+        );
+        let s = state()
+            .nodes(target_nodes())
+            .with(|s| s.proxmox = absent("connection refused"))
+            .build();
+        let f = run(&env, &s, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+        assert!(text(&f).contains("connection refused"));
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Gates 1 and 5: etcd runs one member on each control-plane node, and every control-plane
 //! endpoint, asked directly over the Talos API, sees the same healthy member set.
 //!
-//! An endpoint that does not answer is named: the check then fails when others answered
-//! (a control-plane node is down or unreachable, which the gate does not allow), and errors
-//! when none did (nothing could be evaluated). It never passes with a silent endpoint.
+//! An endpoint that does not answer (down, hanging past the timeout, another CA) is named
+//! and makes the check an `error`: not being able to ask is not a broken rule. Only when the
+//! endpoints that did answer already prove a violation (a wrong member count, a learner, an
+//! alarm, disagreeing member sets) does the check fail, with the silent ones named too. It
+//! never passes with a silent endpoint.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,6 +33,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     };
     let expected = ctx.env.nodes.control_planes;
     let mut problems = Vec::new();
+    let mut silent = Vec::new();
     let mut evidence = Vec::new();
     let mut answered: Vec<(&str, BTreeSet<(String, String)>)> = Vec::new();
     let mut learners = BTreeSet::new();
@@ -71,7 +74,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
                 ));
                 answered.push((&endpoint.endpoint, set));
             }
-            Err(reason) => problems.push(format!(
+            Err(reason) => silent.push(format!(
                 "endpoint {} did not answer: {reason}",
                 endpoint.endpoint
             )),
@@ -79,7 +82,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     }
     if answered.is_empty() {
         return Finding::error(format!("no Talos endpoint of {} answered", ctx.env.name))
-            .with_evidence(problems);
+            .with_evidence(problems.into_iter().chain(silent));
     }
     let reference = &answered[0];
     for (endpoint, set) in &answered[1..] {
@@ -137,6 +140,22 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             voting.saturating_sub(quorum)
         ),
     );
+    if problems.is_empty() && !silent.is_empty() {
+        return Finding::error(format!(
+            "could not ask every control plane: {}",
+            silent[0]
+        ))
+        .with_evidence(
+            silent
+                .into_iter()
+                .skip(1)
+                .chain(std::iter::once(
+                    "the endpoints that answered agree; check that the silent node is up, reachable on port 50000 and trusted by the talosconfig's CA".to_string(),
+                ))
+                .chain(evidence),
+        );
+    }
+    problems.extend(silent);
     if problems.is_empty() {
         Finding::pass(format!(
             "{} etcd members agree on every endpoint; quorum {quorum}, tolerates {} failure(s)",
@@ -228,18 +247,29 @@ mod tests {
     }
 
     #[test]
-    fn a_silent_endpoint_fails_and_is_named() {
-        let s = with_endpoints(vec![
-            view(three()),
-            Err("connection refused".into()),
-            view(three()),
-        ]);
+    fn a_silent_endpoint_is_an_error_and_is_named() {
+        for reason in ["deadline exceeded", "certificate signed by another CA"] {
+            let s = with_endpoints(vec![view(three()), Err(reason.into()), view(three())]);
+            let f = run(&env(), &s, &Params {}, evaluate);
+            assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+            assert!(
+                text(&f).contains(&format!("endpoint 10.0.0.2 did not answer: {reason}")),
+                "{}",
+                text(&f)
+            );
+        }
+    }
+
+    #[test]
+    fn a_silent_endpoint_beside_a_proven_violation_fails_naming_both() {
+        let two = vec![member(1), member(2)];
+        let s = with_endpoints(vec![view(two.clone()), Err("timeout".into()), view(two)]);
         let f = run(&env(), &s, &Params {}, evaluate);
-        assert_eq!(f.verdict, Verdict::Fail);
+        assert_eq!(f.verdict, Verdict::Fail, "{}", text(&f));
+        let t = text(&f);
         assert!(
-            text(&f).contains("endpoint 10.0.0.2 did not answer: connection refused"),
-            "{}",
-            text(&f)
+            t.contains("etcd has 2 members") && t.contains("10.0.0.2 did not answer"),
+            "{t}"
         );
     }
 

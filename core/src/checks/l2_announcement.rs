@@ -311,9 +311,12 @@ fn stale_lease(ctx: Context<'_>, lease: &Lease) -> Option<String> {
     let duration = i64::from(spec.lease_duration_seconds?);
     let age = ctx.state.collected_at.timestamp() - renewed;
     (age > duration + SKEW_SECONDS).then(|| {
+        let words = |secs: i64| crate::words::duration(std::time::Duration::from_secs(secs.max(0) as u64));
         format!(
-            "Lease {} was last renewed {age}s before collection, longer than its {duration}s duration: its holder may be gone",
-            ns_name(&lease.metadata)
+            "Lease {} was last renewed {} before collection, longer than its {} duration: its holder may be gone",
+            ns_name(&lease.metadata),
+            words(age),
+            words(duration)
         )
     })
 }
@@ -556,7 +559,11 @@ mod tests {
         assert!(f.warnings[0].contains("node outsider, is not selected"));
         // Renewed 60s before collection with a 15s duration: stale; 10s before: fine.
         let collected = state().build().collected_at.timestamp();
-        for (age, stale) in [(60, true), (10, false)] {
+        for (age, said, stale) in [
+            (60, "1m", true),
+            (10, "10s", false),
+            (171_876, "1d 23h", true),
+        ] {
             let mut l = lease("kube-system", "cilium-l2announce-traefik-traefik", "cp-1");
             if let Some(spec) = l.spec.as_mut() {
                 spec.renew_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
@@ -571,7 +578,7 @@ mod tests {
             assert_eq!(f.verdict, Verdict::Pass);
             assert_eq!(
                 f.warnings.iter().any(|w| w.contains(&format!(
-                    "last renewed {age}s before collection, longer than its 15s duration"
+                    "last renewed {said} before collection, longer than its 15s duration"
                 ))),
                 stale,
                 "{:?}",

@@ -143,8 +143,8 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         }
         for (host, members) in by_host.iter().filter(|(_, m)| m.len() > 1) {
             problems.push(format!(
-                "volume {volume} has {} replicas on host {host} ({}): losing the host loses them all",
-                members.len(),
+                "volume {volume} has {} on host {host} ({}): losing the host loses them all",
+                crate::words::count(members.len() as i128, "replica"),
                 members.join(", ")
             ));
         }

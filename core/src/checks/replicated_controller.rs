@@ -166,11 +166,11 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
         .collect();
     if ready.len() < params.min_replicas {
         problems.push(format!(
-            "only {} of {} matching pods are Ready; {} needs at least {} ready replicas",
+            "only {} of {} matching pods are Ready; {} needs at least {} ready",
             ready.len(),
             matched.len(),
             params.name,
-            params.min_replicas
+            crate::words::count(params.min_replicas as i128, "replica")
         ));
     }
     let ready_nodes: BTreeSet<&str> = ready.iter().filter_map(|p| pod_node(p)).collect();
@@ -228,7 +228,11 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
             let n = i64::from(d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1));
             *replicas.get_or_insert(0) += n;
             controller_names.insert(name(&d.metadata).to_string());
-            evidence.push(format!("Deployment {}: {n} replicas", ns_name(&d.metadata)));
+            evidence.push(format!(
+                "Deployment {}: {}",
+                ns_name(&d.metadata),
+                crate::words::count(n, "replica")
+            ));
         }
     }
     for s in ctx.state.statefulsets.present().into_iter().flatten() {
@@ -241,8 +245,9 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
             *replicas.get_or_insert(0) += n;
             controller_names.insert(name(&s.metadata).to_string());
             evidence.push(format!(
-                "StatefulSet {}: {n} replicas",
-                ns_name(&s.metadata)
+                "StatefulSet {}: {}",
+                ns_name(&s.metadata),
+                crate::words::count(n, "replica")
             ));
         }
     }
@@ -384,11 +389,12 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
         .and_then(|c| c.pdb.status.as_ref())
         .map_or(0, |s| s.disruptions_allowed);
     Finding::pass(format!(
-        "{} ready replicas on {} nodes and {} hosts; PodDisruptionBudget {} allows {allowed} disruption(s)",
-        ready.len(),
+        "{} ready on {} nodes and {} hosts; PodDisruptionBudget {} allows {}",
+        crate::words::count(ready.len() as i128, "replica"),
         ready_nodes.len(),
         ready_hosts.len(),
         pdb.map_or("<none>", |c| c.id.as_str()),
+        crate::words::count(allowed, "disruption"),
     ))
     .with_evidence(evidence)
 }
@@ -526,8 +532,9 @@ fn budget_blocks(pdb: &PodDisruptionBudget, replicas: i64) -> Result<Option<Stri
         let desired = scaled(min, replicas)?;
         if desired >= replicas {
             return Ok(Some(format!(
-                "minAvailable {} keeps all {replicas} replica(s) (needs {desired} healthy)",
-                int_or_string(min)
+                "minAvailable {} keeps all {} (needs {desired} healthy)",
+                int_or_string(min),
+                crate::words::count(replicas, "replica")
             )));
         }
     }
@@ -589,13 +596,30 @@ mod tests {
         assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
         assert_eq!(
             f.summary,
-            "2 ready replicas on 2 nodes and 2 hosts; PodDisruptionBudget kube-system/coredns allows 1 disruption(s)"
+            "2 replicas ready on 2 nodes and 2 hosts; PodDisruptionBudget kube-system/coredns allows 1 disruption"
         );
         assert!(
             f.evidence
                 .contains(&"pod kube-system/coredns-a on node cp-1 (host pve1): Ready".to_string())
         );
         assert!(text(&f).contains("Deployment kube-system/coredns: 2 replicas"));
+    }
+
+    #[test]
+    fn one_replica_is_said_in_the_singular() {
+        let s = state()
+            .nodes(target_nodes())
+            .pods([dns_pod("coredns-a", "cp-1").build()])
+            .deployments([deployment("kube-system", "coredns", DNS)
+                .replicas(1)
+                .build()])
+            .build();
+        let t = text(&check(&s));
+        assert!(
+            t.contains("Deployment kube-system/coredns: 1 replica"),
+            "{t}"
+        );
+        assert!(!t.contains("1 replicas"), "{t}");
     }
 
     #[test]
@@ -625,7 +649,7 @@ mod tests {
             .build();
         let f = fails_with(
             &s,
-            "only 1 of 2 matching pods are Ready; coredns needs at least 2 ready replicas",
+            "only 1 of 2 matching pods are Ready; coredns needs at least 2 replicas ready",
         );
         assert!(text(&f).contains("pod kube-system/coredns-b on node cp-2 (host pve2): not Ready"));
     }
@@ -846,7 +870,7 @@ mod tests {
         let s = with_pdb(pdb("kube-system", "coredns", DNS).min_available(2));
         fails_with(
             &s,
-            "PodDisruptionBudget kube-system/coredns blocks every drain: minAvailable 2 keeps all 2 replica(s)",
+            "PodDisruptionBudget kube-system/coredns blocks every drain: minAvailable 2 keeps all 2 replicas",
         );
     }
 
@@ -912,7 +936,7 @@ mod tests {
             .statefulsets([statefulset("kube-system", "dns", DNS, 2)])
             .pdbs([pdb("kube-system", "dns", DNS).min_available(2).build()])
             .build();
-        let f = fails_with(&s, "keeps all 2 replica(s)");
+        let f = fails_with(&s, "keeps all 2 replicas");
         assert!(text(&f).contains("StatefulSet kube-system/dns: 2 replicas"));
     }
 

@@ -25,6 +25,19 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         Ok(talos) => talos,
         Err(finding) => return finding,
     };
+    // A talosconfig that names the right addresses proves nothing when none of them answers:
+    // the nodes may be down, or the client's CA may be another cluster's.
+    let answered = |e: &&crate::state::TalosEndpoint| e.view.is_ok() || e.addresses.is_ok();
+    if !talos.endpoints.is_empty() && !talos.endpoints.iter().any(|e| answered(&e)) {
+        return Finding::error(format!(
+            "no control-plane endpoint of {} answered over the Talos API",
+            ctx.env.name
+        ))
+        .with_evidence(talos.endpoints.iter().map(|e| match &e.view {
+            Err(reason) => format!("endpoint {}: {reason}", e.endpoint),
+            Ok(_) => format!("endpoint {}: no answer", e.endpoint),
+        }));
+    }
     let listed: BTreeSet<&str> = talos.context_endpoints.iter().map(String::as_str).collect();
     // Control-plane addresses: the nodes' InternalIPs when the node list is there, else the
     // endpoints the environment names.
@@ -47,6 +60,12 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
                     .collect()
             })
             .unwrap_or_default();
+    }
+    if wanted.is_empty() {
+        return Finding::error(format!(
+            "no control-plane address is known for {}: the node list has no control plane with an InternalIP and `talos.endpoints` is empty",
+            ctx.env.name
+        ));
     }
     let mut problems = Vec::new();
     for (address, what) in &wanted {
@@ -188,6 +207,39 @@ mod tests {
         assert_eq!(host_of("10.0.0.1:50000"), "10.0.0.1");
         assert_eq!(host_of("cp-1.example"), "cp-1.example");
         assert_eq!(host_of("[fd00::1]:50000"), "fd00::1");
+    }
+
+    #[test]
+    fn a_right_talosconfig_with_no_endpoint_answering_is_an_error_never_a_pass() {
+        use crate::state::TalosEndpoint;
+        let mut s = with_listed(&["10.0.0.1", "10.0.0.2", "10.0.0.3"]);
+        if let Collected::Present(talos) = &mut s.talos {
+            talos.endpoints = (1..=3)
+                .map(|i| TalosEndpoint {
+                    endpoint: format!("10.0.0.{i}"),
+                    view: Err("tls: unknown certificate authority".into()),
+                    addresses: Err("tls: unknown certificate authority".into()),
+                })
+                .collect();
+        }
+        let f = run(&env_with_vip(), &s, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+        assert!(
+            text(&f).contains("unknown certificate authority"),
+            "{}",
+            text(&f)
+        );
+    }
+
+    #[test]
+    fn no_known_control_plane_address_is_an_error_not_a_pass_of_zero() {
+        let s = state()
+            .with(|s| s.talos = Collected::Present(TalosState::default()))
+            .build();
+        assert_eq!(
+            run(&env(), &s, &Params {}, evaluate).verdict,
+            Verdict::Error
+        );
     }
 
     #[test]

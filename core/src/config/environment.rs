@@ -41,6 +41,14 @@ pub struct Environment {
     /// The GitOps repository that declares this environment (repository trials).
     #[serde(default)]
     pub repo: Option<super::repo::RepoSpec>,
+    /// The longest each network phase of `check` and `snapshot` may take in total
+    /// (Kubernetes lists, Talos API, API endpoint, Proxmox).
+    #[serde(default = "default_deadline")]
+    pub deadline: Duration,
+}
+
+fn default_deadline() -> Duration {
+    Duration::from_secs(120)
 }
 
 impl Environment {

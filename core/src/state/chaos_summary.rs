@@ -17,6 +17,12 @@ pub struct Summary {
     /// The file it was read from; set by the reader.
     #[serde(default)]
     pub file: String,
+    /// The cluster the run acted on; absent in reports written before provenance.
+    #[serde(default)]
+    pub provenance: Option<super::provenance::Provenance>,
+    /// Set when the run was interrupted (signal, crash) before it could judge.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

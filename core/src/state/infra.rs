@@ -82,6 +82,10 @@ pub struct ApiState {
     pub kubeconfig_server: Result<String, String>,
     /// `GET <vip>/readyz` verified with the cluster CA.
     pub readyz: Result<(), String>,
+    /// The HTTP status `/readyz` answered with; `None` when nothing answered (unreachable,
+    /// TLS failure, timeout), which proves nothing about the VIP.
+    #[serde(default)]
+    pub readyz_status: Option<u16>,
 }
 
 /// The Proxmox hosts, the environment's VMs and which VM carries which node.
@@ -96,6 +100,10 @@ pub struct ProxmoxState {
     pub unmatched_nodes: Vec<String>,
     /// Why the mapping could not be made (duplicate UUIDs), when it could not.
     pub mapping_error: Option<String>,
+    /// VMs whose config (and so SMBIOS uuid) could not be read, with why: a node that
+    /// matches no VM while any of these exist has an unknown host, not a missing VM.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unread_vm_configs: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

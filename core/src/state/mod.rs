@@ -8,6 +8,7 @@
 mod chaos_summary;
 mod crds;
 mod infra;
+pub mod provenance;
 
 pub use chaos_summary::{Summary, SummaryTrial};
 
@@ -106,6 +107,10 @@ pub struct State {
     pub api: Collected<ApiState>,
     /// The newest chaos report of the environment (gate 4), when one was found.
     pub chaos_report: Collected<Summary>,
+    /// Who the cluster is (kube-system UID, API CA digest), as far as it could be read.
+    pub cluster_identity: provenance::ClusterIdentity,
+    /// What a snapshot recorded of its own origin; `None` for live runs and kubectl output.
+    pub recorded: Option<provenance::Provenance>,
 }
 
 impl State {
@@ -133,6 +138,8 @@ impl State {
             proxmox: Collected::NotApplicable("Proxmox was not read".to_string()),
             api: Collected::NotApplicable("the API endpoint was not read".to_string()),
             chaos_report: Collected::NotApplicable("chaos reports were not read".to_string()),
+            cluster_identity: provenance::ClusterIdentity::default(),
+            recorded: None,
         }
     }
 }

@@ -192,7 +192,8 @@ async fn staging_today_matches_the_implementation_status() {
         "talos-test-worker-01"
     );
     let svc = get(&w, 0, Res::Services, "traefik", "traefik").expect("svc");
-    assert_eq!(svc["spec"]["externalTrafficPolicy"], "Local");
+    // ADR 007: staging's Traefik Service uses Cluster (the shared values still say Local).
+    assert_eq!(svc["spec"]["externalTrafficPolicy"], "Cluster");
     let lease = get(
         &w,
         0,
@@ -216,9 +217,16 @@ async fn staging_today_matches_the_implementation_status() {
             && lh.contains(&("talos-test-cp-01".to_string(), 0)),
         "{lh:?}"
     );
+    // Controllers at their charts' defaults, as in fixtures/snapshots/staging-today.json:
+    // the Cilium operator at 2, Longhorn's CSI at 3 with Longhorn's own two PDBs.
     let dep = get(&w, 0, Res::Deployments, "kube-system", "cilium-operator").expect("operator");
-    assert_eq!(dep["spec"]["replicas"], 1);
-    assert!(list(&w, 0, Res::PodDisruptionBudgets).is_empty());
+    assert_eq!(dep["spec"]["replicas"], 2);
+    let mut pdbs: Vec<String> = list(&w, 0, Res::PodDisruptionBudgets)
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap_or("").to_string())
+        .collect();
+    pdbs.sort();
+    assert_eq!(pdbs.len(), 2, "{pdbs:?}");
 }
 
 #[tokio::test]

@@ -33,6 +33,9 @@ pub struct PlannedFault {
     /// Set in whole-host mode: the host itself is shut down and woken again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_power: Option<HostPower>,
+    /// The cluster the plan acts on (environment, time, identity, topology).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Box<crate::state::provenance::Provenance>>,
 }
 
 /// How a whole-host run brings the host back: wake-on-LAN sent by another host's API.
@@ -377,7 +380,29 @@ mod tests {
             ],
             restore_by: Utc::now(),
             host_power: None,
+            provenance: None,
         }
+    }
+
+    #[test]
+    fn the_journal_records_the_cluster_the_plan_acts_on() {
+        use crate::state::provenance::{ClusterIdentity, Provenance, Topology};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("staging.journal");
+        let mut planned = plan();
+        planned.provenance = Some(Box::new(Provenance {
+            environment: "staging".into(),
+            collected_at: Utc::now(),
+            cluster: ClusterIdentity {
+                kube_system_uid: Some("3f1c".into()),
+                ..Default::default()
+            },
+            topology: Topology::default(),
+        }));
+        let _journal = Journal::create(&path, &planned).unwrap();
+        let records = read(&path).unwrap();
+        let written = super::plan(&records).expect("the plan is the first record");
+        assert_eq!(written.provenance, planned.provenance);
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub struct Assembly<'a> {
     pub samples: Vec<Vec<Sample>>,
     pub issued: Vec<Issued>,
     pub events: Vec<Event>,
+    /// Which cluster the run acted on (environment, identity, topology, time).
+    pub provenance: Option<crate::state::provenance::Provenance>,
 }
 
 pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
@@ -80,6 +82,7 @@ pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
             .cloned()
             .collect(),
         timeline_file,
+        provenance: a.provenance,
     };
     let timeline = Timeline {
         environment: a.environment.to_string(),

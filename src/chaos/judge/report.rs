@@ -61,6 +61,10 @@ pub struct ChaosReport {
     /// Who took over what: API VIP, L2 lease and etcd leader changes, in time order.
     pub handovers: Vec<Event>,
     pub timeline_file: String,
+    /// The cluster the run acted on, as read at preflight; gate 4 counts the report only
+    /// for a cluster with the same identity and topology.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<crate::state::provenance::Provenance>,
 }
 
 /// The event kinds that say who took over from whom.
@@ -91,12 +95,16 @@ pub fn seconds(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
-/// `reports/chaos-lab-20261129T201500Z` (extensions added by the writer).
+/// `reports/chaos-lab-20261129T201500Z` (extensions added by the writer), claimed so that
+/// a second run in the same second writes `...Z-2` instead of overwriting this one.
 pub fn stem(dir: &Path, environment: &str, at: DateTime<Utc>) -> PathBuf {
-    dir.join(format!(
-        "chaos-{environment}-{}",
-        at.format("%Y%m%dT%H%M%SZ")
-    ))
+    crate::report::unique::claim(
+        &dir.join(format!(
+            "chaos-{environment}-{}",
+            at.format("%Y%m%dT%H%M%SZ")
+        )),
+        "json",
+    )
 }
 
 /// Write the three files (and `--junit` when given); returns the paths written.
@@ -247,13 +255,13 @@ pub fn newest(dir: &Path, environment: &str) -> Result<Option<Summary>, String> 
     let newest = entries
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|name| {
-            name.strip_prefix(&prefix)
-                .and_then(|rest| rest.strip_suffix(".json"))
-                .is_some_and(is_stamp)
+        .filter_map(|name| {
+            let rest = name.strip_prefix(&prefix)?.strip_suffix(".json")?;
+            let (stamp, sequence) = crate::report::unique::stamp_and_sequence(rest);
+            is_stamp(stamp).then(|| ((stamp.to_string(), sequence), name.clone()))
         })
         .max();
-    let Some(name) = newest else {
+    let Some((_, name)) = newest else {
         return Ok(None);
     };
     let path = dir.join(&name);
@@ -385,6 +393,18 @@ mod tests {
     }
 
     #[test]
+    fn two_chaos_runs_in_the_same_second_keep_both_reports() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = DateTime::parse_from_rfc3339("2026-11-29T20:15:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let first = stem(dir.path(), "lab", at);
+        let second = stem(dir.path(), "lab", at);
+        assert_ne!(first, second);
+        assert!(second.ends_with("chaos-lab-20261129T201500Z-2"));
+    }
+
+    #[test]
     fn only_this_environments_reports_are_read_newest_first() {
         let dir = tempfile::tempdir().unwrap();
         let body = |host: &str| {
@@ -413,8 +433,16 @@ mod tests {
             "{}",
         )
         .unwrap();
+        fs::write(
+            dir.path().join("chaos-lab-20261129T200000Z-2.json"),
+            body("pve3"),
+        )
+        .unwrap();
         let got = newest(dir.path(), "lab").unwrap().unwrap();
-        assert_eq!(got.host, "pve2");
+        assert_eq!(
+            got.host, "pve3",
+            "the second report of that second is the newest"
+        );
         assert!(newest(dir.path(), "staging").unwrap().is_none());
         assert!(
             newest(&dir.path().join("missing"), "lab")

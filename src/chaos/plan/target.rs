@@ -40,6 +40,7 @@ impl Target {
             vms: self.vms.clone(),
             restore_by,
             host_power: self.host_power.clone(),
+            provenance: None,
         }
     }
 }
@@ -416,6 +417,7 @@ mod tests {
             vip_addresses: vec![vip],
             kubeconfig_server: Ok("https://10.0.0.10:6443".into()),
             readyz: Ok(()),
+            readyz_status: Some(200),
         });
         state.leases = Collected::Present(
             lease_holders

@@ -1,0 +1,111 @@
+//! Bounds on what a snapshot file may cost to read. A snapshot comes from outside (a CI
+//! artifact, a colleague's laptop); a 300 KB YAML alias bomb must not take gigabytes, and
+//! nesting a hundred thousand levels deep must not take a minute. JSON is parsed by
+//! serde_json (nesting capped at 128); YAML by serde-saphyr with the budget below; every file
+//! is capped in size before it is read.
+
+use serde_json::Value;
+
+/// The largest snapshot file read, in bytes: a 5,000-node cluster's snapshot is a few
+/// hundred megabytes of JSON.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
+/// Kubernetes objects nest about 15 levels; 64 leaves room and stops stack exhaustion.
+const MAX_DEPTH: usize = 64;
+
+/// YAML parse options for snapshots: aliases, depth and total work bounded.
+pub fn yaml_options() -> serde_saphyr::Options {
+    // The structs are non-exhaustive: start from the defaults and set the bounds.
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_depth = MAX_DEPTH;
+    budget.max_aliases = 10_000;
+    // Large clusters have millions of YAML nodes; alias replays are bounded separately.
+    budget.max_events = 200_000_000;
+    budget.max_nodes = 100_000_000;
+    budget.max_total_scalar_bytes = MAX_FILE_BYTES as usize;
+    budget.max_documents = 100_000;
+    let mut aliases = serde_saphyr::options::AliasLimits::default();
+    aliases.max_total_replayed_events = 1_000_000;
+    aliases.max_replay_stack_depth = MAX_DEPTH;
+    aliases.max_alias_expansions_per_anchor = 10_000;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options.alias_limits = aliases;
+    options.with_snippet = false;
+    options
+}
+
+/// The YAML documents of a file (null documents dropped), or the parser's reason.
+pub fn yaml_documents(text: &str) -> Result<Vec<Value>, String> {
+    serde_saphyr::from_multiple_with_options::<Value>(text, yaml_options())
+        .map(|docs| docs.into_iter().filter(|d| !d.is_null()).collect())
+        .map_err(|err| err.to_string())
+}
+
+/// Refuse a file larger than the cap before reading it.
+pub fn check_size(len: u64, max: u64) -> Result<(), String> {
+    if len > max {
+        Err(format!(
+            "the file is {len} bytes; snapshots larger than {max} bytes are refused"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn an_alias_bomb_is_refused_quickly() {
+        let mut text = String::from(
+            "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
+        let names: Vec<char> = "bcdefghijklmnop".chars().collect();
+        let mut previous = 'a';
+        for name in names {
+            text.push_str(&format!(
+                "{name}: &{name} [{}]\n",
+                vec![format!("*{previous}"); 9].join(",")
+            ));
+            previous = name;
+        }
+        let started = Instant::now();
+        let err = yaml_documents(&text).expect_err("the bomb is refused");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(!err.is_empty());
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_quickly() {
+        let text = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let started = Instant::now();
+        let err = yaml_documents(&text).expect_err("too deep");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(!err.is_empty());
+    }
+
+    #[test]
+    fn an_ordinary_multi_document_file_reads() {
+        let docs = yaml_documents("apiVersion: v1\nkind: Node\n---\n---\nkind: Pod\n").unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[1]["kind"], "Pod");
+    }
+
+    #[test]
+    fn a_file_over_the_cap_is_refused_by_size() {
+        assert!(check_size(10, 100).is_ok());
+        let err = check_size(101, 100).unwrap_err();
+        assert!(err.contains("101 bytes"), "{err}");
+    }
+}

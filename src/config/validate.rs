@@ -1,0 +1,215 @@
+//! Everything about an environment that can be known without a network, checked at load and
+//! reported all at once: numbers in range, URLs with the right scheme and a host, files that
+//! must exist, exactly one way to get a secret and to trust a certificate. Each error points
+//! at its node in the file and uses the file's own key names.
+
+use std::path::{Path, PathBuf};
+
+use super::Environment;
+use gates_core::config::ConfigError;
+use super::spans::Node;
+
+/// Every problem of one environment.
+pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {
+    let mut v = Check {
+        file: &env.file,
+        tree,
+        errors: Vec::new(),
+    };
+    if !(0.0..1.0).contains(&env.capacity.margin) {
+        v.error(
+            &["capacity", "margin"],
+            format!(
+                "capacity.margin must be a fraction from 0 to 1, not {}",
+                env.capacity.margin
+            ),
+            "a third is 0.3334",
+        );
+    }
+    if env.nodes.control_planes == 0 {
+        v.error(
+            &["nodes", "control_planes"],
+            "nodes.control_planes must be at least 1",
+            "the ADR's topology has 3",
+        );
+    }
+    if env.nodes.host_label.trim().is_empty() {
+        v.error(
+            &["nodes", "host_label"],
+            "nodes.host_label is empty",
+            "name the node label that holds the Proxmox host, e.g. topology.kubernetes.io/zone",
+        );
+    }
+    if let Some(path) = &env.kube.kubeconfig {
+        v.file_exists(&["kube", "kubeconfig"], "kube.kubeconfig", path);
+    }
+    if let Some(api) = &env.api {
+        v.url(
+            &["api", "endpoint"],
+            "api.endpoint",
+            &api.endpoint,
+            &["https"],
+            "https://10.0.50.10:6443",
+        );
+    }
+    for (i, url) in env.ingress.urls.iter().enumerate() {
+        let index = i.to_string();
+        v.url(
+            &["ingress", "urls", &index, "url"],
+            "ingress.urls[].url",
+            &url.url,
+            &["http", "https"],
+            "https://whoami.example.internal/",
+        );
+        if let Some(ca) = &url.ca_file {
+            v.file_exists(
+                &["ingress", "urls", &index, "ca_file"],
+                "ingress.urls[].ca_file",
+                ca,
+            );
+        }
+    }
+    if let Some(talos) = &env.talos {
+        if let Some(path) = &talos.talosconfig {
+            v.file_exists(&["talos", "talosconfig"], "talos.talosconfig", path);
+        }
+        if talos.endpoints.is_empty() {
+            v.error(
+                &["talos", "endpoints"],
+                "talos.endpoints is empty",
+                "list every control-plane address, e.g. [10.0.50.11, 10.0.50.12, 10.0.50.13]",
+            );
+        }
+    }
+    if let Some(proxmox) = &env.proxmox {
+        let sources = [
+            proxmox.token_secret_env.is_some(),
+            proxmox.token_secret_file.is_some(),
+        ];
+        if sources.iter().filter(|s| **s).count() != 1 {
+            v.error(
+                &["proxmox"],
+                "proxmox needs exactly one of token_secret_env and token_secret_file",
+                "the secret itself never goes in this file",
+            );
+        }
+        let trusts = [
+            proxmox.ca_file.is_some(),
+            proxmox.fingerprint.is_some(),
+            proxmox.insecure_tls,
+        ];
+        if trusts.iter().filter(|s| **s).count() != 1 {
+            v.error(
+                &["proxmox"],
+                "proxmox needs exactly one of ca_file, fingerprint and insecure_tls: true",
+                "ca_file verifies every host's certificate; a fingerprint pins one host",
+            );
+        }
+        v.url(
+            &["proxmox", "url"],
+            "proxmox.url",
+            &proxmox.url,
+            &["https"],
+            "https://HOST:8006",
+        );
+        for (i, url) in proxmox.fallback_urls.iter().enumerate() {
+            v.url(
+                &["proxmox", "fallback_urls", &i.to_string()],
+                "proxmox.fallback_urls",
+                url,
+                &["https"],
+                "https://HOST:8006",
+            );
+        }
+        if let Some(path) = &proxmox.ca_file {
+            v.file_exists(&["proxmox", "ca_file"], "proxmox.ca_file", path);
+        }
+        if let Some(path) = &proxmox.token_secret_file {
+            v.file_exists(
+                &["proxmox", "token_secret_file"],
+                "proxmox.token_secret_file",
+                path,
+            );
+        }
+        if proxmox.token_id.trim().is_empty() {
+            v.error(
+                &["proxmox", "token_id"],
+                "proxmox.token_id is empty",
+                "USER@REALM!TOKENID, e.g. gates@pve!staging",
+            );
+        }
+    }
+    v.errors
+}
+
+struct Check<'a> {
+    file: &'a Path,
+    tree: &'a Node,
+    errors: Vec<ConfigError>,
+}
+
+impl Check<'_> {
+    /// An error at the node of `path` (or its nearest existing parent).
+    fn error(&mut self, path: &[&str], message: impl Into<String>, hint: impl Into<String>) {
+        let key = path
+            .iter()
+            .filter(|p| p.parse::<usize>().is_err())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(".");
+        self.keyed(path, &key, message, hint);
+    }
+
+    fn keyed(
+        &mut self,
+        path: &[&str],
+        key: &str,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) {
+        let at = (0..=path.len())
+            .rev()
+            .find_map(|n| self.tree.at(&path[..n]))
+            .map(Node::position);
+        self.errors.push(
+            ConfigError::new(self.file, message)
+                .at(at)
+                .key(key)
+                .hint(hint),
+        );
+    }
+
+    fn url(&mut self, path: &[&str], key: &str, url: &str, schemes: &[&str], example: &str) {
+        let problem = match reqwest::Url::parse(url) {
+            Err(_) if !url.contains("://") => Some(format!("{key} `{url}` has no scheme")),
+            Err(err) => Some(format!("{key} `{url}` is not a URL: {err}")),
+            Ok(parsed) if !schemes.contains(&parsed.scheme()) => Some(format!(
+                "{key} `{url}` uses {}, but only {} is allowed here",
+                parsed.scheme(),
+                schemes.join(" or ")
+            )),
+            Ok(parsed) if parsed.host_str().is_none_or(str::is_empty) => {
+                Some(format!("{key} `{url}` has no host"))
+            }
+            Ok(_) => None,
+        };
+        if let Some(problem) = problem {
+            self.error(path, problem, format!("write it like {example}"));
+        }
+    }
+
+    fn file_exists(&mut self, path: &[&str], key: &str, file: &Path) {
+        let resolved: PathBuf = crate::collect::kube::resolve(self.file, file);
+        if !resolved.is_file() {
+            self.error(
+                path,
+                format!(
+                    "{key} `{}` does not exist ({})",
+                    file.display(),
+                    resolved.display()
+                ),
+                "relative paths are relative to this file's directory",
+            );
+        }
+    }
+}

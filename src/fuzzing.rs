@@ -1,0 +1,99 @@
+//! Entry points shared by the fuzz targets in `fuzz/` and by the test that replays their
+//! corpus (`tests/integration/fuzz_corpus.rs`). Each takes arbitrary bytes and runs one
+//! parser exactly as the CLI reaches it (through a file, since that is how input arrives):
+//! the snapshot reader, the environment and gate file loader, the chaos journal reader and
+//! the chaos report reader. The only property asserted is the one users rely on: bad input
+//! gives an error, never a panic or a hang.
+
+use std::path::{Path, PathBuf};
+
+/// One fuzz target: arbitrary bytes in, nothing out.
+pub type Target = fn(&[u8]);
+
+/// Every target by name, as `fuzz/fuzz_targets/*.rs` and `fuzz/corpus/*` name them.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("snapshot", snapshot),
+    ("environment", environment),
+    ("gate", gate),
+    ("journal", journal),
+    ("chaos_report", chaos_report),
+];
+
+/// A fresh scratch directory for one input.
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary directory")
+}
+
+fn put(dir: &Path, rel: &str, data: &[u8]) -> PathBuf {
+    let path = dir.join(rel);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("a scratch directory");
+    }
+    std::fs::write(&path, data).expect("a scratch file");
+    path
+}
+
+/// `gates check ENV --snapshot FILE`'s reader.
+pub fn snapshot(data: &[u8]) {
+    let dir = scratch();
+    let file = put(dir.path(), "snapshot", data);
+    let _ = crate::collect::snapshot::read(&[file], chrono::Utc::now());
+}
+
+const GATE: &str =
+    "gate: 1\ntitle: A gate.\nenvironments: [fuzz]\nchecks:\n  - kind: distinct-hosts\n";
+const ENVIRONMENT: &str = "nodes:\n  control_planes: 3\n";
+
+/// The configuration loader with `data` as an environment file.
+pub fn environment(data: &[u8]) {
+    let dir = scratch();
+    put(dir.path(), "environments/fuzz.yaml", data);
+    put(dir.path(), "adr/1.yaml", GATE.as_bytes());
+    let _ = crate::config::Config::load(dir.path(), &[]);
+}
+
+/// The configuration loader with `data` as a gate file.
+pub fn gate(data: &[u8]) {
+    let dir = scratch();
+    put(dir.path(), "environments/fuzz.yaml", ENVIRONMENT.as_bytes());
+    put(dir.path(), "adr/1.yaml", data);
+    if let Ok(config) = crate::config::Config::load(dir.path(), &[])
+        && let Ok(env) = config.environment("fuzz")
+    {
+        // Trial names are built from what the file says: they must stay printable.
+        let _ = crate::runner::trials(&config, env);
+    }
+}
+
+/// The chaos journal reader and what `gates recover` derives from it.
+pub fn journal(data: &[u8]) {
+    let dir = scratch();
+    let file = put(dir.path(), "chaos-fuzz.journal", data);
+    if let Ok(records) = crate::chaos::journal::read(&file) {
+        let _ = crate::chaos::journal::plan(&records);
+        let _ = crate::chaos::journal::pending_restore(&records);
+        let _ = crate::chaos::journal::owed_text(&records);
+    }
+}
+
+/// The chaos report reader behind gate 4, and the gate-4 check on what it read.
+pub fn chaos_report(data: &[u8]) {
+    let dir = scratch();
+    put(dir.path(), "chaos-fuzz-20261129T200000Z.json", data);
+    if let Ok(Some(summary)) = crate::chaos::report::newest(dir.path(), "fuzz") {
+        let mut env: crate::config::Environment =
+            serde_yaml_ng::from_str("{}").expect("the defaults parse");
+        env.name = "fuzz".to_string();
+        let mut state = crate::state::State::empty(
+            crate::state::Source::Snapshot { files: Vec::new() },
+            chrono::Utc::now(),
+        );
+        state.chaos_report = crate::state::Collected::Present(summary);
+        let spec: crate::checks::CheckSpec =
+            serde_yaml_ng::from_str("{kind: chaos-report}").expect("a check");
+        let _ = spec.evaluate(crate::checks::Context {
+            env: &env,
+            state: &state,
+        });
+    }
+}

@@ -1,0 +1,163 @@
+//! `--require-all`, the promotion rule: an environment may be promoted only when every gate
+//! that applies to it passed in this run. A skipped trial (no chaos report, no Talos answers
+//! in a snapshot) proves nothing, and a gate the filter left out was not looked at, so either
+//! blocks promotion (exit 1) with which and why. Failures and errors already exit 1 and 2.
+
+use serde::Serialize;
+
+use crate::runner::{GateStatus, TrialResult};
+use crate::verdict::Verdict;
+
+/// Whether the run allows promotion, and what stands in the way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Promotion {
+    pub ready: bool,
+    /// One line per gate or trial that did not pass, with why.
+    pub blockers: Vec<String>,
+}
+
+/// Judge a run: `gates` are the gates of the environment (number and title) whether they
+/// ran or not; `statuses` and `results` are what ran.
+pub fn judge(
+    gates: &[(u32, String)],
+    statuses: &[GateStatus],
+    results: &[TrialResult],
+) -> Promotion {
+    let mut blockers = Vec::new();
+    for (number, title) in gates {
+        match statuses.iter().find(|s| s.gate == *number) {
+            None => blockers.push(format!(
+                "gate {number} was not run (left out by the filter): {title}"
+            )),
+            Some(status) => match status.verdict {
+                Verdict::Pass => {}
+                Verdict::Fail => blockers.push(format!("gate {number} failed: {title}")),
+                Verdict::Error => {
+                    blockers.push(format!("gate {number} could not be evaluated: {title}"))
+                }
+                Verdict::Skip => blockers.push(format!("gate {number} was skipped: {title}")),
+            },
+        }
+    }
+    for result in results {
+        match result.finding.verdict {
+            Verdict::Skip => blockers.push(format!(
+                "{} was skipped: {}",
+                result.name, result.finding.summary
+            )),
+            Verdict::Pass | Verdict::Fail | Verdict::Error => {}
+        }
+    }
+    Promotion {
+        ready: blockers.is_empty(),
+        blockers,
+    }
+}
+
+impl Promotion {
+    /// The closing block of the terminal output.
+    pub fn lines(&self) -> String {
+        if self.ready {
+            return "Promotion: every gate passed (--require-all)\n".to_string();
+        }
+        let mut out = "Promotion: blocked (--require-all)\n".to_string();
+        for blocker in &self.blockers {
+            out.push_str(&format!("  {blocker}\n"));
+        }
+        out
+    }
+
+    /// The run's exit code under `--require-all`: 2 and 1 as without it, else 1 when
+    /// anything blocks promotion.
+    pub fn exit_code(&self, without: u8) -> u8 {
+        match (without, self.ready) {
+            (0, false) => 1,
+            (code, _) => code,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::verdict::Finding;
+
+    fn trial(gate: u32, name: &str, finding: Finding) -> TrialResult {
+        TrialResult {
+            name: name.to_string(),
+            gate,
+            kind: "chaos-report",
+            instance: None,
+            finding,
+            duration: Duration::ZERO,
+        }
+    }
+
+    fn status(gate: u32, verdict: Verdict) -> GateStatus {
+        GateStatus {
+            gate,
+            title: format!("gate {gate}"),
+            verdict,
+            trials: 1,
+        }
+    }
+
+    fn gates(numbers: &[u32]) -> Vec<(u32, String)> {
+        numbers.iter().map(|n| (*n, format!("title {n}"))).collect()
+    }
+
+    #[test]
+    fn a_skipped_trial_blocks_promotion_and_says_why() {
+        let results = [
+            trial(1, "gate1::staging::distinct-hosts", Finding::pass("ok")),
+            trial(
+                4,
+                "gate4::staging::chaos-report",
+                Finding::skip("no chaos report for staging: run `gates chaos staging`"),
+            ),
+        ];
+        let statuses = [status(1, Verdict::Pass), status(4, Verdict::Skip)];
+        let promotion = judge(&gates(&[1, 4]), &statuses, &results);
+        assert!(!promotion.ready);
+        assert_eq!(promotion.exit_code(0), 1);
+        assert!(
+            promotion
+                .blockers
+                .contains(&"gate 4 was skipped: title 4".to_string())
+        );
+        assert!(promotion.blockers.contains(
+            &"gate4::staging::chaos-report was skipped: no chaos report for staging: run `gates chaos staging`"
+                .to_string()
+        ));
+    }
+
+    #[test]
+    fn a_gate_left_out_by_the_filter_blocks_promotion() {
+        let results = [trial(
+            1,
+            "gate1::staging::distinct-hosts",
+            Finding::pass("ok"),
+        )];
+        let promotion = judge(&gates(&[1, 2]), &[status(1, Verdict::Pass)], &results);
+        assert_eq!(
+            promotion.blockers,
+            ["gate 2 was not run (left out by the filter): title 2"]
+        );
+    }
+
+    #[test]
+    fn every_gate_passing_allows_promotion_and_errors_keep_exit_2() {
+        let results = [trial(
+            1,
+            "gate1::staging::distinct-hosts",
+            Finding::pass("ok"),
+        )];
+        let promotion = judge(&gates(&[1]), &[status(1, Verdict::Pass)], &results);
+        assert!(promotion.ready);
+        assert_eq!(promotion.exit_code(0), 0);
+        let blocked = judge(&gates(&[1, 2]), &[status(1, Verdict::Pass)], &results);
+        assert_eq!(blocked.exit_code(2), 2);
+    }
+}
