@@ -28,3 +28,4 @@ ci:
 # How long check takes and how much memory it needs on thousands of nodes (no assertions).
 bench:
     cargo bench --bench check_scale
+    cargo bench -p gates-core --bench predict_scale

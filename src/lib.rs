@@ -7,8 +7,9 @@ pub mod cli;
 pub mod collect;
 pub mod config;
 pub mod demo;
+pub mod predict;
 pub mod report;
 pub mod runner;
 
 // The pure core, under the paths the rest of this crate has always used.
-pub use gates_core::{checks, quantity, selector, state, verdict};
+pub use gates_core::{checks, hostloss, quantity, selector, state, verdict};

@@ -14,6 +14,7 @@ pub mod host_power;
 pub mod journal;
 pub mod plan;
 pub mod power;
+pub mod prediction;
 pub mod preflight;
 pub mod probes;
 pub mod progress;

@@ -58,6 +58,9 @@ pub struct ChaosReport {
     /// Who took over what: API VIP, L2 lease and etcd leader changes, in time order.
     pub handovers: Vec<Event>,
     pub timeline_file: String,
+    /// The host-loss prediction for the host, beside what was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<super::prediction::Comparison>,
 }
 
 /// The event kinds that say who took over from whom.

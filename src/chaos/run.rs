@@ -146,7 +146,12 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
     let state = collect::live(config, env).await;
     let specs = runner::trials(config, env);
     let gated: Vec<&runner::TrialSpec> =
-        specs.iter().filter(|s| (1..=3).contains(&s.gate)).collect();
+        // The host-loss check judges every host; the run holds only its target to the
+        // prediction (below), so `--expect-failure` can measure a predicted failure.
+        specs
+            .iter()
+            .filter(|s| (1..=3).contains(&s.gate) && s.check.kind() != "host-loss")
+            .collect();
     let gate_results = runner::evaluate(&gated, env, &state);
     let controllers = cluster::protected_controllers(config);
     let refusals = preflight::refusals(&state, &gate_results, &controllers);
@@ -228,12 +233,20 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
         args.format,
         &plan_text(env, &spec, &target, &probes, restore_by, &refusals),
     );
+    let predicted = super::prediction::for_target(config, env, &state, &target.host);
+    say(
+        args.format,
+        &super::prediction::plan_section(predicted.as_ref()),
+    );
     if !refusals.is_empty() {
         return Err(ChaosError::Refused(format!(
             "preflight refused the run on {}:\n  - {}",
             env.name,
             refusals.join("\n  - ")
         )));
+    }
+    if let Some(why) = super::prediction::refusal(predicted.as_ref(), args.expect_failure) {
+        return Err(ChaosError::Refused(why));
     }
     if args.dry_run {
         say(args.format, "Dry run: nothing was touched.\n");
@@ -682,6 +695,14 @@ pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<
             .filter(|e| report::HANDOVER_KINDS.contains(&e.kind.as_str()))
             .collect(),
         timeline_file,
+        prediction: predicted.as_ref().map(|h| {
+            super::prediction::compare(
+                h,
+                &outcomes,
+                &events.all(),
+                moments.fault.map(Duration::from_secs_f64),
+            )
+        }),
     };
     let timeline = Timeline {
         environment: env.name.clone(),

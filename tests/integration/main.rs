@@ -6,4 +6,5 @@ mod check;
 mod config_errors;
 mod junit;
 mod lab;
+mod predict;
 mod support;
