@@ -28,6 +28,7 @@ ci:
 # How long check takes and how much memory it needs on thousands of nodes (no assertions).
 bench:
     cargo bench --bench check_scale
+    cargo bench -p gates-core --bench predict_scale
 
 # Fuzz one parser (snapshot, environment, gate, journal, chaos_report) with cargo-fuzz on the
 # stable toolchain (RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its -Z flags); found crashes land in

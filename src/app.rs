@@ -99,6 +99,7 @@ async fn run(cli: Cli) -> Result<u8, AppError> {
         }
         Command::Check(args) => check_env(&config, &cli.config, args).await,
         Command::Snapshot(args) => snapshot(&config, args).await,
+        Command::Predict(args) => crate::predict::run(&config, args).await,
         Command::Chaos(args) => {
             let env = config.environment(&args.env).map_err(AppError::Usage)?;
             let (metrics, reports, since) =

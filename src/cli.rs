@@ -39,6 +39,8 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Gate 4: power off one Proxmox host's VMs of ENV, probe, measure, restore, verify.
     Chaos(ChaosArgs),
+    /// Predict, for each Proxmox host, whether the cluster survives its loss (read-only).
+    Predict(PredictArgs),
     /// Start every VM a chaos run stopped, from its journal (safe to run twice).
     Recover(RecoverArgs),
     /// Run the built-in lab (simulated Proxmox hosts, Talos nodes, Kubernetes) until Ctrl-C.
@@ -143,6 +145,9 @@ pub struct ChaosArgs {
     /// Shut the whole host down instead of its VMs of ENV (refused when it runs anything else).
     #[arg(long)]
     pub whole_host: bool,
+    /// Run even when the host-loss prediction says the loss is not survivable (to measure it).
+    #[arg(long)]
+    pub expect_failure: bool,
     /// Also write the JUnit report here.
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
@@ -211,6 +216,21 @@ pub struct CheckArgs {
     /// Promotion: every gate of ENV must pass; a skipped trial or gate exits 1, naming it.
     #[arg(long)]
     pub require_all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// The environment.
+    pub env: String,
+    /// Predict only the loss of this Proxmox host.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// Read the state from kubectl output instead of the cluster (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Vec<PathBuf>,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Pretty)]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]

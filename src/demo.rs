@@ -75,6 +75,7 @@ async fn run_demo(
             dry_run: false,
             yes: false,
             whole_host: false,
+            expect_failure: false,
             junit: None,
             reports: args.reports.clone(),
             journal: None,

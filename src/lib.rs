@@ -9,6 +9,7 @@ pub mod collect;
 pub mod config;
 pub mod demo;
 pub mod fuzzing;
+pub mod predict;
 pub mod promotion;
 pub mod repo;
 pub mod report;
@@ -18,4 +19,4 @@ pub mod validate;
 pub mod version;
 
 // The pure core, under the paths the rest of this crate has always used.
-pub use gates_core::{checks, quantity, selector, state, verdict, words};
+pub use gates_core::{checks, hostloss, quantity, selector, state, verdict, words};

@@ -32,6 +32,23 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "adr-007-pdb-selects-nothing",
         include_str!("../../fixtures/lab/adr-007-pdb-selects-nothing.yaml"),
     ),
+    // Host-loss scenarios: `gates predict lab` names the host whose loss is not survivable.
+    (
+        "adr-007-full-survivors",
+        include_str!("../../fixtures/lab/adr-007-full-survivors.yaml"),
+    ),
+    (
+        "adr-007-anti-affinity-nowhere",
+        include_str!("../../fixtures/lab/adr-007-anti-affinity-nowhere.yaml"),
+    ),
+    (
+        "adr-007-last-replica",
+        include_str!("../../fixtures/lab/adr-007-last-replica.yaml"),
+    ),
+    (
+        "adr-007-l2-one-node",
+        include_str!("../../fixtures/lab/adr-007-l2-one-node.yaml"),
+    ),
 ];
 
 #[derive(Debug, thiserror::Error)]

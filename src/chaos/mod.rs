@@ -15,6 +15,7 @@ pub mod context;
 pub mod judge;
 pub mod observe;
 pub mod plan;
+pub mod prediction;
 pub mod reporters;
 #[cfg(test)]
 pub mod test_support;

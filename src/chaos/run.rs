@@ -2,6 +2,7 @@
 //! probes), then journal, baseline, inject, observe, restore, recover and judge. Each phase
 //! is a function of its own that emits to the reporters it is given and reads the one clock.
 
+use super::prediction;
 use crate::state::provenance::Provenance;
 use std::sync::Arc;
 
@@ -91,6 +92,8 @@ struct Prepared {
     leaders: LeaderLog,
     probes: Vec<Probe>,
     restore_by: DateTime<Utc>,
+    /// The host-loss model's prediction for the target host, held beside the measurement.
+    predicted: Option<crate::hostloss::HostLoss>,
 }
 
 /// Plan: clients, the Lease check, preflight, target and probes, the plan said. `None` when
@@ -131,8 +134,13 @@ async fn prepare(run: &Run<'_>, plain: Arc<PlainText>) -> Result<Option<Prepared
         restore_by,
         &pre.refusals,
     )));
+    let predicted = prediction::for_target(run.config, env, &pre.state, &planned.target.host);
+    out.emit(RunEvent::Plan(&prediction::plan_section(predicted.as_ref())));
     if !pre.refusals.is_empty() {
         return Err(planning::refused(env, &pre.refusals, None));
+    }
+    if let Some(why) = prediction::refusal(predicted.as_ref(), run.args.expect_failure) {
+        return Err(ChaosError::Refused(why));
     }
     if run.args.dry_run {
         out.emit(RunEvent::Plan("Dry run: nothing was touched.\n"));
@@ -151,6 +159,7 @@ async fn prepare(run: &Run<'_>, plain: Arc<PlainText>) -> Result<Option<Prepared
         leaders,
         probes,
         restore_by,
+        predicted,
     }))
 }
 
@@ -337,6 +346,15 @@ fn conclude(
         lease: Some(&ran.lease),
     });
     let stem = report::stem(&run.args.reports, &env.name, ran.started_at);
+    let all_events = events.all();
+    let compared = p.predicted.as_ref().map(|h| {
+        prediction::compare(
+            h,
+            &judged.outcomes,
+            &all_events,
+            ran.moments.fault.map(std::time::Duration::from_secs_f64),
+        )
+    });
     let (chaos_report, timeline) = assemble(
         Assembly {
             config: run.config,
@@ -350,7 +368,8 @@ fn conclude(
             probes: &p.probes,
             samples: ran.samples,
             issued,
-            events: events.all(),
+            events: all_events,
+            prediction: compared,
             provenance: Some(Provenance::of(
                 env,
                 &p.pre.state,

@@ -30,10 +30,12 @@ pub fn args() -> ChaosArgs {
         dry_run: false,
         yes: false,
         whole_host: false,
+        expect_failure: false,
         junit: None,
         reports: PathBuf::from("reports"),
         journal: None,
         format: Format::Terse,
+        metrics: Default::default(),
     }
 }
 

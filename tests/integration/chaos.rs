@@ -328,6 +328,29 @@ async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
         "ingress::whoami.lab.internal",
         "ingress/lab/whoami.lab.internal",
     );
+    // The plan showed the prediction, and the report holds it beside the measurement: every
+    // probe the model makes a claim about measured what it predicted.
+    assert!(
+        o.contains("prediction: degraded")
+            && o.contains("expected: the API VIP moves from talos-lab-cp-01"),
+        "{o}"
+    );
+    let prediction = &report["prediction"];
+    assert_eq!(prediction["host"], "pve1", "{prediction:#}");
+    for probe in prediction["probes"].as_array().unwrap() {
+        assert_ne!(probe["agrees"], false, "predicted vs measured: {probe:#}");
+    }
+    let api = prediction["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["probe"] == "api-vip-new-connection")
+        .unwrap();
+    assert_eq!(api["agrees"], true, "{api:#}");
+    assert!(
+        !prediction["pods"].as_array().unwrap().is_empty(),
+        "the pods of talos-lab-cp-01 are predicted: {prediction:#}"
+    );
     // The timeline holds the samples and what the cluster did.
     let timeline = bench.timeline(&report);
     let kinds = event_kinds(&timeline);
@@ -396,8 +419,8 @@ async fn an_l2_policy_on_one_node_fails_the_ingress_budget_when_its_host_goes_do
     )
     .unwrap();
     let bench = Bench::start(scenario.to_str().unwrap(), 212).await;
-    // Gate 3 would refuse this cluster in preflight; this test measures what chaos finds
-    // when the static gate is not there to stop it.
+    // Gate 3 would refuse this cluster in preflight, and the prediction says losing pve1 is
+    // not survivable; this test measures what chaos finds when neither stops it.
     let config = dir.path().join("gates");
     copy_config(&config, true);
     let junit = bench.junit();
@@ -409,6 +432,7 @@ async fn an_l2_policy_on_one_node_fails_the_ingress_budget_when_its_host_goes_do
                 "lab",
                 "--host",
                 "pve1",
+                "--expect-failure",
                 "--junit",
                 junit.to_str().unwrap(),
             ],
@@ -438,6 +462,19 @@ async fn an_l2_policy_on_one_node_fails_the_ingress_budget_when_its_host_goes_do
         "the intervals are in the failure body: {failure}"
     );
     let report = bench.report();
+    assert!(
+        o.contains("prediction: lost")
+            && o.contains("not survivable: Service traefik/traefik loses its ingress address"),
+        "{o}"
+    );
+    let predicted = report["prediction"]["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["probe"] == "ingress::whoami.lab.internal")
+        .unwrap();
+    assert_eq!(predicted["predicted"], "down: no surviving announcer");
+    assert_eq!(predicted["agrees"], true, "{predicted:#}");
     let ingress = probe(&report, "ingress::whoami.lab.internal");
     assert!(
         seconds(&ingress["longest"]) > seconds(&ingress["budget_longest"]),
@@ -1166,5 +1203,25 @@ async fn a_second_run_with_other_reports_is_refused_here_by_the_lock_and_elsewhe
             .is_some_and(|s| s.contains("the only other write was the run's Lease")),
         "{manual}"
     );
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_loss_predicted_fatal_is_refused_before_anything_is_touched() {
+    let bench = Bench::start("adr-007-l2-one-node", 210).await;
+    let config = bench.dir.path().join("gates-without-l2");
+    copy_config(&config, true);
+    let out = bench
+        .run(&config, &["chaos", "lab", "--host", "pve1"])
+        .await;
+    let (o, e) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "stdout:\n{o}\nstderr:\n{e}");
+    assert!(
+        e.contains("the prediction says losing pve1 is not survivable: Service traefik/traefik loses its ingress address")
+            && e.contains("--expect-failure"),
+        "{e}"
+    );
+    assert!(o.contains("prediction: lost"), "the plan shows why: {o}");
+    assert!(bench.power_requests().is_empty(), "nothing was touched");
     bench.lab.stop().await;
 }

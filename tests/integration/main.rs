@@ -8,6 +8,7 @@ mod fixtures_agree;
 mod fuzz_corpus;
 mod junit;
 mod lab;
+mod predict;
 mod repo;
 mod reports;
 mod strictness;

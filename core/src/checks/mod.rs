@@ -8,6 +8,7 @@ pub mod control_plane_nodes;
 pub mod distinct_hosts;
 pub mod etcd_members;
 pub mod external_traffic_policy;
+pub mod host_loss;
 pub mod host_sharing;
 pub mod l2_announcement;
 pub mod longhorn_disks;
@@ -110,6 +111,8 @@ registry! {
         "the kubeconfig points at the API VIP, which answers /readyz under the cluster CA";
     HostSharing => host_sharing, "host-sharing",
         "informational: which environments' VMs each Proxmox host runs";
+    HostLoss => host_loss, "host-loss",
+        "the loss of every Proxmox host is predicted survivable (etcd, VIP, L2, workloads, room, Longhorn)";
 }
 
 impl CheckSpec {

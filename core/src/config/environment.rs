@@ -171,6 +171,10 @@ pub struct CapacitySpec {
     pub margin: f64,
     #[serde(default)]
     pub basis: CapacityBasis,
+    /// Fraction of allocatable CPU and memory kept for Longhorn rebuild traffic after a host
+    /// loss (`gates predict`); 0 keeps none.
+    #[serde(default)]
+    pub rebuild_margin: f64,
 }
 
 impl Default for CapacitySpec {
@@ -178,6 +182,7 @@ impl Default for CapacitySpec {
         CapacitySpec {
             margin: default_margin(),
             basis: CapacityBasis::default(),
+            rebuild_margin: 0.0,
         }
     }
 }

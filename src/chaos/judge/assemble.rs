@@ -28,6 +28,8 @@ pub struct Assembly<'a> {
     pub samples: Vec<Vec<Sample>>,
     pub issued: Vec<Issued>,
     pub events: Vec<Event>,
+    /// The host-loss prediction for the target, compared with what was measured.
+    pub prediction: Option<crate::chaos::prediction::Comparison>,
     /// Which cluster the run acted on (environment, identity, topology, time).
     pub provenance: Option<crate::state::provenance::Provenance>,
 }
@@ -83,6 +85,7 @@ pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
             .collect(),
         timeline_file,
         provenance: a.provenance,
+        prediction: a.prediction,
     };
     let timeline = Timeline {
         environment: a.environment.to_string(),

@@ -65,6 +65,9 @@ pub struct ChaosReport {
     /// for a cluster with the same identity and topology.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provenance: Option<crate::state::provenance::Provenance>,
+    /// The host-loss prediction for the host, beside what was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<crate::chaos::prediction::Comparison>,
 }
 
 /// The event kinds that say who took over from whom.
@@ -329,6 +332,8 @@ mod tests {
             power_actions: Vec::new(),
             handovers: Vec::new(),
             timeline_file: String::new(),
+            provenance: None,
+            prediction: None,
         }
     }
 

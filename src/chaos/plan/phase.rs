@@ -27,8 +27,19 @@ pub struct Preflight {
 pub async fn preflight(config: &Config, env: &Environment) -> Preflight {
     let state = collect::live(config, env).await;
     let specs = runner::trials(config, env);
-    let gated: Vec<&runner::TrialSpec> =
-        specs.iter().filter(|s| (1..=3).contains(&s.gate)).collect();
+    // The gates whose files declare `chaos-preflight`. The host-loss check judges every host;
+    // the run holds only its target to the prediction, so `--expect-failure` can measure a
+    // predicted failure.
+    let preflight_gates: Vec<u32> = config
+        .gates
+        .iter()
+        .filter(|g| g.has(crate::config::GateRole::ChaosPreflight))
+        .map(|g| g.number)
+        .collect();
+    let gated: Vec<&runner::TrialSpec> = specs
+        .iter()
+        .filter(|s| preflight_gates.contains(&s.gate) && s.check.kind() != "host-loss")
+        .collect();
     let gate_results = runner::evaluate(&gated, env, &state);
     let controllers = cluster::protected_controllers(config);
     let refusals = preflight::refusals(&state, &gate_results, &controllers);

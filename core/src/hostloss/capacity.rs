@@ -1,0 +1,117 @@
+//! Capacity after a host loss: for each surviving node that receives moved pods, requests and
+//! measured usage against allocatable, and against allocatable less the margin the
+//! environment keeps for Longhorn rebuild traffic (`capacity.rebuild_margin`).
+//!
+//! Requests never exceed allocatable (the scheduler placed the pods), but usage can: a moved
+//! pod brings its measured usage (its requests when it has no metrics). Memory over
+//! allocatable means evictions and OOM kills, so the loss is not survivable; CPU over
+//! allocatable, or either eating into the rebuild margin, degrades it.
+
+use serde::Serialize;
+
+use super::cluster::{Cluster, Res};
+use super::outcome::{HostLoss, Outcome};
+use super::schedule::Placement;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeCapacity {
+    pub node: String,
+    pub host: String,
+    /// Millicores.
+    pub cpu_allocatable: i64,
+    pub cpu_requests: i64,
+    pub cpu_usage: Option<i64>,
+    /// Bytes.
+    pub memory_allocatable: i64,
+    pub memory_requests: i64,
+    pub memory_usage: Option<i64>,
+    /// Whether the used share (max of requests and usage) stays within allocatable less the
+    /// rebuild margin.
+    pub within_rebuild_margin: bool,
+}
+
+pub fn predict(cluster: &Cluster<'_>, _lost: &[usize], placement: &Placement, loss: &mut HostLoss) {
+    let margin = cluster.env.capacity.rebuild_margin;
+    if !(0.0..1.0).contains(&margin) {
+        loss.reason(
+            Outcome::Unknown,
+            format!("capacity.rebuild_margin is {margin}; it must be at least 0 and below 1"),
+        );
+        return;
+    }
+    let mut receiving: Vec<usize> = placement.added.keys().copied().collect();
+    receiving.sort_unstable();
+    for n in receiving {
+        let node = &cluster.nodes[n];
+        let added = placement.added[&n];
+        let requests = node.requested.add(added);
+        // A moved pod without metrics is assumed to use what it requests.
+        let usage = node.usage.filter(|_| cluster.usage_basis).map(|u| {
+            let measured = placement.added_usage.get(&n).copied().unwrap_or_default();
+            let unmeasured: Res = placement
+                .placed
+                .iter()
+                .filter(|&&(i, m)| m == n && cluster.pods[i].usage.is_none())
+                .fold(Res::default(), |sum, &(i, _)| {
+                    sum.add(cluster.pods[i].requests)
+                });
+            u.add(measured).add(unmeasured)
+        });
+        let used = |req: i64, use_: Option<i64>| use_.map_or(req, |u| u.max(req));
+        let cpu_used = used(requests.cpu_m, usage.map(|u| u.cpu_m));
+        let mem_used = used(requests.mem, usage.map(|u| u.mem));
+        let alloc = node.allocatable;
+        let limit = |a: i64| (a as f64 * (1.0 - margin)) as i64;
+        let within = cpu_used <= limit(alloc.cpu_m) && mem_used <= limit(alloc.mem);
+        let pct = |u: i64, a: i64| if a > 0 { u * 100 / a } else { 0 };
+        if mem_used > alloc.mem {
+            loss.reason(
+                Outcome::Lost,
+                format!(
+                    "{} would use {}% of its memory ({} of {}): pods are evicted or OOM-killed",
+                    cluster.describe(n),
+                    pct(mem_used, alloc.mem),
+                    Res {
+                        mem: mem_used,
+                        ..Res::default()
+                    }
+                    .mem_text(),
+                    alloc.mem_text()
+                ),
+            );
+        } else if cpu_used > alloc.cpu_m {
+            loss.reason(
+                Outcome::Degraded,
+                format!(
+                    "{} would use {}% of its CPU ({} of {}): everything on it, etcd included, is throttled",
+                    cluster.describe(n),
+                    pct(cpu_used, alloc.cpu_m),
+                    Res { cpu_m: cpu_used, ..Res::default() }.cpu_text(),
+                    alloc.cpu_text()
+                ),
+            );
+        } else if !within {
+            loss.reason(
+                Outcome::Degraded,
+                format!(
+                    "{} keeps less than the {}% rebuild margin free (CPU {}%, memory {}% used): Longhorn rebuilds compete with workloads",
+                    cluster.describe(n),
+                    (margin * 100.0).round(),
+                    pct(cpu_used, alloc.cpu_m),
+                    pct(mem_used, alloc.mem)
+                ),
+            );
+        }
+        loss.capacity.push(NodeCapacity {
+            node: node.name.to_string(),
+            host: node.host.clone().unwrap_or_default(),
+            cpu_allocatable: alloc.cpu_m,
+            cpu_requests: requests.cpu_m,
+            cpu_usage: usage.map(|u| u.cpu_m),
+            memory_allocatable: alloc.mem,
+            memory_requests: requests.mem,
+            memory_usage: usage.map(|u| u.mem),
+            within_rebuild_margin: within,
+        });
+    }
+}

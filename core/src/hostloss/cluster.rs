@@ -1,0 +1,587 @@
+//! The collected state indexed for the host-loss model: nodes with their host, readiness,
+//! taints, allocatable and what is already requested on them; pods with their node, owner,
+//! requests and measured usage. Built once, then shared by the prediction of every host.
+//!
+//! A node's host is Proxmox's answer (VM matched by SMBIOS uuid) when Proxmox was read, else
+//! the environment's host label. A node whose host is unknown, a quantity that does not
+//! parse, or a list that could not be read makes every host's outcome `unknown`: the model
+//! never guesses where a node runs or what a pod needs.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::LazyLock;
+
+use k8s_openapi::api::core::v1::{Container, Node, Pod, Taint, Toleration};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::Input;
+use crate::config::{CapacityBasis, Environment};
+use crate::quantity::Quantity;
+use crate::state::{Collected, State};
+
+pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
+pub const TAINT_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+/// What the kubelet offers when `status.allocatable` has no `pods` (the kubelet default).
+const DEFAULT_MAX_PODS: i64 = 110;
+
+static NO_LABELS: LazyLock<BTreeMap<String, String>> = LazyLock::new(BTreeMap::new);
+
+pub fn labels(meta: &ObjectMeta) -> &BTreeMap<String, String> {
+    meta.labels.as_ref().unwrap_or(&NO_LABELS)
+}
+
+pub fn name(meta: &ObjectMeta) -> &str {
+    meta.name.as_deref().unwrap_or("<unnamed>")
+}
+
+/// `namespace/name`, or the name for cluster-scoped objects.
+pub fn ns_name(meta: &ObjectMeta) -> String {
+    match meta.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{}", name(meta)),
+        _ => name(meta).to_string(),
+    }
+}
+
+/// CPU in millicores and memory in bytes, as the scheduler counts them, and a pod count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Res {
+    pub cpu_m: i64,
+    pub mem: i64,
+    pub pods: i64,
+}
+
+impl Res {
+    pub fn add(self, other: Res) -> Res {
+        Res {
+            cpu_m: self.cpu_m.saturating_add(other.cpu_m),
+            mem: self.mem.saturating_add(other.mem),
+            pods: self.pods.saturating_add(other.pods),
+        }
+    }
+
+    pub fn sub(self, other: Res) -> Res {
+        Res {
+            cpu_m: self.cpu_m.saturating_sub(other.cpu_m),
+            mem: self.mem.saturating_sub(other.mem),
+            pods: self.pods.saturating_sub(other.pods),
+        }
+    }
+
+    pub fn cpu_text(self) -> String {
+        Quantity::from_nanos(self.cpu_m as i128 * 1_000_000).display_cpu()
+    }
+
+    pub fn mem_text(self) -> String {
+        Quantity::from_units(self.mem).display_bytes()
+    }
+}
+
+/// Who recreates a pod when its node is gone.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Owner {
+    /// A ReplicaSet (normally a Deployment's): recreated elsewhere at once on eviction.
+    ReplicaSet(String),
+    /// A StatefulSet: recreated with the same name once the old pod object is gone.
+    StatefulSet(String),
+    /// A DaemonSet: belongs to its node, never moves.
+    DaemonSet(String),
+    /// A static pod mirrored by the kubelet: belongs to its node.
+    Static,
+    /// Owned by something else (a Job, an operator's resource): not recreated by this model.
+    Other(String),
+    /// No controller: gone with its node.
+    Bare,
+}
+
+impl Owner {
+    fn of(pod: &Pod) -> Owner {
+        let Some(owner) = pod
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .or_else(|| pod.metadata.owner_references.iter().flatten().next())
+        else {
+            return Owner::Bare;
+        };
+        match owner.kind.as_str() {
+            "ReplicaSet" => Owner::ReplicaSet(owner.name.clone()),
+            "StatefulSet" => Owner::StatefulSet(owner.name.clone()),
+            "DaemonSet" => Owner::DaemonSet(owner.name.clone()),
+            "Node" => Owner::Static,
+            kind => Owner::Other(format!("{kind} {}", owner.name)),
+        }
+    }
+
+    /// Whether a controller puts the pod on another node when its node is lost.
+    pub fn recreates(&self) -> bool {
+        matches!(self, Owner::ReplicaSet(_) | Owner::StatefulSet(_))
+    }
+}
+
+/// One node as the model sees it.
+#[derive(Debug, Clone)]
+pub struct NodeInfo<'a> {
+    pub name: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+    pub host: Option<String>,
+    /// `VM 101 talos-cp-01`, when Proxmox placed the node.
+    pub vm: Option<String>,
+    pub ready: bool,
+    pub control_plane: bool,
+    pub unschedulable: bool,
+    /// Its taints, plus the not-ready or unreachable taint the node controller sets on a node
+    /// that is not Ready, when the snapshot does not already show it.
+    pub taints: Vec<Taint>,
+    pub allocatable: Res,
+    /// What the pods bound to it request now (non-terminated pods).
+    pub requested: Res,
+    /// Measured CPU and memory (metrics.k8s.io), when read.
+    pub usage: Option<Res>,
+}
+
+/// One non-terminated pod.
+#[derive(Debug, Clone)]
+pub struct PodInfo<'a> {
+    pub pod: &'a Pod,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+    pub node: Option<usize>,
+    pub owner: Owner,
+    pub requests: Res,
+    pub ready: bool,
+    pub terminating: bool,
+    pub priority: i32,
+    /// Measured CPU and memory of its containers, when pod metrics were read.
+    pub usage: Option<Res>,
+}
+
+impl PodInfo<'_> {
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    pub fn tolerations(&self) -> &[Toleration] {
+        self.pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.tolerations.as_deref())
+            .unwrap_or(&[])
+    }
+}
+
+/// The indexed cluster. Node indices are positions in `nodes`, sorted by name.
+#[derive(Debug)]
+pub struct Cluster<'a> {
+    pub env: &'a Environment,
+    pub state: &'a State,
+    pub nodes: Vec<NodeInfo<'a>>,
+    pub pods: Vec<PodInfo<'a>>,
+    pub node_index: HashMap<&'a str, usize>,
+    /// Pod indices per node.
+    pub pods_on: Vec<Vec<usize>>,
+    hosts: Vec<String>,
+    /// Why every host's outcome is unknown (an unreadable placement, a bad quantity).
+    pub unknown: Vec<String>,
+    /// Nodes whose host is unknown (no host label, no VM): every host's loss is then lost,
+    /// as the ADR's placement is broken (distinct-hosts fails the same nodes).
+    pub unplaced: Vec<String>,
+    /// Things worth knowing about the whole prediction.
+    pub notes: Vec<String>,
+    /// Whether the measured usage is part of the capacity judgement (`capacity.basis: usage`).
+    pub usage_basis: bool,
+}
+
+impl<'a> Cluster<'a> {
+    /// Indexes the state; `Err` when the nodes or pods themselves could not be read.
+    pub fn build(input: Input<'a>) -> Result<Self, String> {
+        let state = input.state;
+        let nodes = required(&state.nodes, "nodes")?;
+        let pods = required(&state.pods, "pods")?;
+        let mut unknown = Vec::new();
+        let mut unplaced = Vec::new();
+        let mut notes = Vec::new();
+
+        let placed: Option<BTreeMap<&str, (&str, String)>> = match &state.proxmox {
+            Collected::Present(proxmox) => {
+                if let Some(err) = &proxmox.mapping_error {
+                    unknown.push(format!("Proxmox placement could not be mapped: {err}"));
+                }
+                Some(
+                    proxmox
+                        .placements
+                        .iter()
+                        .map(|p| {
+                            (
+                                p.node.as_str(),
+                                (p.host.as_str(), format!("VM {} {}", p.vmid, p.vm_name)),
+                            )
+                        })
+                        .collect(),
+                )
+            }
+            Collected::Absent(why) => {
+                unknown.push(format!(
+                    "Proxmox could not be read ({why}), so which host runs which node is unknown"
+                ));
+                None
+            }
+            Collected::NotApplicable(_) => {
+                notes.push(format!(
+                    "hosts come from the node label {} (no Proxmox placement)",
+                    input.env.nodes.host_label
+                ));
+                None
+            }
+        };
+
+        let mut sorted: Vec<&Node> = nodes.iter().collect();
+        sorted.sort_by(|a, b| name(&a.metadata).cmp(name(&b.metadata)));
+        let usage_basis = input.env.capacity.basis == CapacityBasis::Usage;
+        let node_metrics: Option<HashMap<&str, &crate::state::NodeMetrics>> = match &state
+            .node_metrics
+        {
+            Collected::Present(m) => Some(m.iter().map(|m| (name(&m.metadata), m)).collect()),
+            Collected::Absent(why) if usage_basis => {
+                notes.push(format!(
+                        "measured usage not judged: node metrics (metrics.k8s.io) could not be read ({why}); capacity after a loss is judged by requests"
+                    ));
+                None
+            }
+            Collected::Absent(_) | Collected::NotApplicable(_) => None,
+        };
+
+        let mut infos = Vec::with_capacity(sorted.len());
+        for node in sorted {
+            let node_name = name(&node.metadata);
+            let node_labels = labels(&node.metadata);
+            let host = match &placed {
+                Some(placed) => placed.get(node_name).map(|(h, _)| h.to_string()),
+                None => node_labels
+                    .get(&input.env.nodes.host_label)
+                    .filter(|h| !h.is_empty())
+                    .cloned(),
+            };
+            if host.is_none() {
+                unplaced.push(match &placed {
+                    Some(_) => format!(
+                        "node {node_name} has no VM in Proxmox: no host's loss can be shown survivable while a node's host is unknown"
+                    ),
+                    None => format!(
+                        "node {node_name} has no host label {}: no host's loss can be shown survivable while a node's host is unknown",
+                        input.env.nodes.host_label
+                    ),
+                });
+            }
+            let ready_status = node
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+                .map(|c| c.status.as_str());
+            let ready = ready_status == Some("True");
+            let mut taints: Vec<Taint> = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.clone())
+                .unwrap_or_default();
+            if !ready {
+                let key = if ready_status == Some("False") {
+                    TAINT_NOT_READY
+                } else {
+                    TAINT_UNREACHABLE
+                };
+                if !taints
+                    .iter()
+                    .any(|t| t.key == key && t.effect == "NoSchedule")
+                {
+                    taints.push(Taint {
+                        key: key.to_string(),
+                        effect: "NoSchedule".to_string(),
+                        ..Default::default()
+                    });
+                }
+            }
+            let allocatable = match allocatable(node) {
+                Ok(a) => a,
+                Err(why) => {
+                    unknown.push(format!("node {node_name}: {why}"));
+                    Res::default()
+                }
+            };
+            let usage = match node_metrics.as_ref().map(|m| m.get(node_name)) {
+                None => None,
+                Some(None) => {
+                    if usage_basis {
+                        notes.push(format!(
+                            "node {node_name} has no node metrics (metrics-server has not reported it); its capacity is judged by requests"
+                        ));
+                    }
+                    None
+                }
+                Some(Some(m)) => match usage_res(&m.usage) {
+                    Ok(u) => Some(u),
+                    Err(why) => {
+                        unknown.push(format!("node metrics of {node_name}: {why}"));
+                        None
+                    }
+                },
+            };
+            infos.push(NodeInfo {
+                name: node_name,
+                labels: node_labels,
+                host,
+                vm: placed
+                    .as_ref()
+                    .and_then(|p| p.get(node_name))
+                    .map(|(_, vm)| vm.clone()),
+                ready,
+                control_plane: node_labels.contains_key(CONTROL_PLANE_LABEL),
+                unschedulable: node
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.unschedulable)
+                    .unwrap_or(false),
+                taints,
+                allocatable,
+                requested: Res::default(),
+                usage,
+            });
+        }
+        let node_index: HashMap<&str, usize> =
+            infos.iter().enumerate().map(|(i, n)| (n.name, i)).collect();
+
+        let pod_metrics: Option<HashMap<(&str, &str), &crate::state::PodMetrics>> =
+            state.pod_metrics.present().map(|all| {
+                all.iter()
+                    .map(|m| {
+                        (
+                            (
+                                m.metadata.namespace.as_deref().unwrap_or(""),
+                                name(&m.metadata),
+                            ),
+                            m,
+                        )
+                    })
+                    .collect()
+            });
+        let mut pod_infos = Vec::with_capacity(pods.len());
+        let mut pods_on = vec![Vec::new(); infos.len()];
+        let mut bad_requests = 0usize;
+        for pod in pods {
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            if matches!(phase, Some("Succeeded") | Some("Failed")) {
+                continue;
+            }
+            let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+            let pod_name = name(&pod.metadata);
+            let node = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .and_then(|n| node_index.get(n).copied());
+            let requests = match pod_requests(pod) {
+                Ok(r) => r,
+                Err(why) => {
+                    bad_requests += 1;
+                    if bad_requests <= 3 {
+                        unknown.push(format!("pod {namespace}/{pod_name}: {why}"));
+                    }
+                    Res::default()
+                }
+            };
+            let usage = pod_metrics
+                .as_ref()
+                .and_then(|m| m.get(&(namespace, pod_name)))
+                .and_then(|m| {
+                    m.containers.iter().try_fold(Res::default(), |sum, c| {
+                        usage_res(&c.usage).ok().map(|u| sum.add(u))
+                    })
+                });
+            let index = pod_infos.len();
+            if let Some(n) = node {
+                pods_on[n].push(index);
+                let requested = infos[n].requested;
+                infos[n].requested = requested.add(requests);
+            }
+            pod_infos.push(PodInfo {
+                pod,
+                namespace,
+                name: pod_name,
+                labels: labels(&pod.metadata),
+                node,
+                owner: Owner::of(pod),
+                requests,
+                ready: pod.metadata.deletion_timestamp.is_none()
+                    && pod
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|cs| {
+                            cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")
+                        }),
+                terminating: pod.metadata.deletion_timestamp.is_some(),
+                priority: pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0),
+                usage,
+            });
+        }
+        if bad_requests > 3 {
+            unknown.push(format!(
+                "{} more pods have requests that do not parse",
+                bad_requests - 3
+            ));
+        }
+        let hosts: BTreeSet<String> = infos.iter().filter_map(|n| n.host.clone()).collect();
+        Ok(Cluster {
+            env: input.env,
+            state,
+            nodes: infos,
+            pods: pod_infos,
+            node_index,
+            pods_on,
+            hosts: hosts.into_iter().collect(),
+            unknown,
+            unplaced,
+            notes,
+            usage_basis,
+        })
+    }
+
+    /// The hosts that run at least one node of the environment, sorted.
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// Indices of the nodes on `host`.
+    pub fn nodes_on(&self, host: &str) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].host.as_deref() == Some(host))
+            .collect()
+    }
+
+    /// `node cp-1 (host pve1)` for messages.
+    pub fn describe(&self, node: usize) -> String {
+        let n = &self.nodes[node];
+        format!(
+            "{} ({})",
+            n.name,
+            n.host.as_deref().unwrap_or("host unknown")
+        )
+    }
+}
+
+fn required<'s, T>(list: &'s Collected<T>, what: &str) -> Result<&'s T, String> {
+    match list {
+        Collected::Present(v) => Ok(v),
+        Collected::Absent(why) | Collected::NotApplicable(why) => {
+            Err(format!("{what} could not be read: {why}"))
+        }
+    }
+}
+
+fn quantity(
+    map: Option<&BTreeMap<String, K8sQuantity>>,
+    key: &str,
+) -> Result<Option<Quantity>, String> {
+    match map.and_then(|m| m.get(key)) {
+        None => Ok(None),
+        Some(q) => Quantity::parse(&q.0)
+            .map(Some)
+            .map_err(|e| format!("{key}: {e}")),
+    }
+}
+
+fn to_res(cpu: Quantity, mem: Quantity) -> Res {
+    Res {
+        cpu_m: clamp(cpu.millis_ceil()),
+        mem: clamp(mem.units_ceil()),
+        pods: 0,
+    }
+}
+
+fn clamp(v: i128) -> i64 {
+    v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+}
+
+fn allocatable(node: &Node) -> Result<Res, String> {
+    let alloc = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+    let cpu = quantity(alloc, "cpu")
+        .map_err(|e| format!("allocatable {e}"))?
+        .ok_or("status.allocatable has no cpu")?;
+    let mem = quantity(alloc, "memory")
+        .map_err(|e| format!("allocatable {e}"))?
+        .ok_or("status.allocatable has no memory")?;
+    let pods = quantity(alloc, "pods")
+        .map_err(|e| format!("allocatable {e}"))?
+        .map_or(DEFAULT_MAX_PODS, |q| clamp(q.units_ceil()));
+    let mut res = to_res(cpu, mem);
+    res.pods = pods;
+    Ok(res)
+}
+
+fn usage_res(usage: &crate::state::ResourceUsage) -> Result<Res, String> {
+    let parse = |raw: &Option<String>, what: &str| -> Result<Quantity, String> {
+        let raw = raw.as_deref().ok_or_else(|| format!("no {what} usage"))?;
+        Quantity::parse(raw).map_err(|e| format!("{what} usage: {e}"))
+    };
+    Ok(to_res(
+        parse(&usage.cpu, "cpu")?,
+        parse(&usage.memory, "memory")?,
+    ))
+}
+
+fn container_request(c: &Container, resource: &str) -> Result<Quantity, String> {
+    quantity(
+        c.resources.as_ref().and_then(|r| r.requests.as_ref()),
+        resource,
+    )
+    .map(Option::unwrap_or_default)
+    .map_err(|e| format!("container {}: {e} request", c.name))
+}
+
+/// What the scheduler accounts for a pod: its pod-level request if set, else max(app
+/// containers + restartable init containers, the largest init step), plus the overhead; one
+/// pod of the node's pod count.
+pub fn pod_requests(pod: &Pod) -> Result<Res, String> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(Res {
+            pods: 1,
+            ..Res::default()
+        });
+    };
+    let mut out = [Quantity::ZERO; 2];
+    for (slot, resource) in out.iter_mut().zip(["cpu", "memory"]) {
+        let overhead = quantity(spec.overhead.as_ref(), resource)?.unwrap_or_default();
+        if let Some(q) = quantity(
+            spec.resources.as_ref().and_then(|r| r.requests.as_ref()),
+            resource,
+        )? {
+            *slot = q + overhead;
+            continue;
+        }
+        let mut app = Quantity::ZERO;
+        for c in &spec.containers {
+            app = app + container_request(c, resource)?;
+        }
+        let mut sidecars = Quantity::ZERO;
+        let mut init_peak = Quantity::ZERO;
+        for c in spec.init_containers.iter().flatten() {
+            let r = container_request(c, resource)?;
+            if c.restart_policy.as_deref() == Some("Always") {
+                sidecars = sidecars + r;
+                init_peak = init_peak.max(sidecars);
+            } else {
+                init_peak = init_peak.max(sidecars + r);
+            }
+        }
+        *slot = (app + sidecars).max(init_peak) + overhead;
+    }
+    let mut res = to_res(out[0], out[1]);
+    res.pods = 1;
+    Ok(res)
+}

@@ -1,0 +1,151 @@
+//! etcd and the API VIP after a host loss: the voting members left against the quorum, and a
+//! surviving Ready control plane to take the VIP (which Talos moves within about a minute when
+//! its holder goes).
+//!
+//! Members come from the Talos API (each endpoint's member list; the member name is the node's
+//! hostname) when the environment has a `talos` section, else every control-plane node is taken
+//! as a member, as Talos runs etcd on each. A member whose node is not Ready counts as down
+//! already.
+
+use serde::Serialize;
+
+use super::cluster::Cluster;
+use super::outcome::{HostLoss, Outcome};
+use crate::state::Collected;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EtcdLoss {
+    /// Voting members.
+    pub members: usize,
+    /// Voting members left, Ready and not on the host.
+    pub left: usize,
+    /// Members a quorum needs.
+    pub quorum: usize,
+    pub kept: bool,
+    /// Where the member list came from.
+    pub source: String,
+    /// The members that go with the host.
+    pub lost: Vec<String>,
+    /// The Ready control planes left, which can take the API VIP.
+    pub vip_candidates: Vec<String>,
+    /// The node holding the VIP now, when known.
+    pub vip_holder: Option<String>,
+    pub vip_moves: bool,
+}
+
+pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
+    let (members, source): (Vec<String>, &str) = match &cluster.state.talos {
+        Collected::Present(talos) => {
+            let Some(view) = talos.endpoints.iter().find_map(|e| e.view.as_ref().ok()) else {
+                loss.reason(
+                    Outcome::Unknown,
+                    "no Talos endpoint answered with the etcd member list",
+                );
+                return;
+            };
+            (
+                view.members
+                    .iter()
+                    .filter(|m| !m.learner)
+                    .map(|m| m.hostname.clone())
+                    .collect(),
+                "the Talos API",
+            )
+        }
+        Collected::Absent(why) => {
+            loss.reason(
+                Outcome::Unknown,
+                format!("the etcd member list could not be read: {why}"),
+            );
+            return;
+        }
+        Collected::NotApplicable(_) => (
+            cluster
+                .nodes
+                .iter()
+                .filter(|n| n.control_plane)
+                .map(|n| n.name.to_string())
+                .collect(),
+            "the control-plane nodes (no talos section)",
+        ),
+    };
+    let mut left = 0;
+    let mut gone = Vec::new();
+    for member in &members {
+        match cluster.node_index.get(member.as_str()) {
+            None => loss.reason(
+                Outcome::Unknown,
+                format!(
+                    "etcd member {member} is not a node of the cluster, so its host is unknown"
+                ),
+            ),
+            Some(&n) if lost.contains(&n) => gone.push(member.clone()),
+            Some(&n) if cluster.nodes[n].ready => left += 1,
+            Some(_) => {}
+        }
+    }
+    let quorum = members.len() / 2 + 1;
+    let kept = left >= quorum;
+    if members.is_empty() {
+        loss.reason(Outcome::Unknown, format!("{source} name no etcd member"));
+    } else if !kept {
+        loss.reason(
+            Outcome::Lost,
+            format!(
+                "etcd loses quorum: {left} of {} members left, {quorum} needed (lost: {})",
+                members.len(),
+                gone.join(", ")
+            ),
+        );
+    }
+
+    let candidates: Vec<String> = cluster
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(n, node)| node.control_plane && node.ready && !lost.contains(n))
+        .map(|(_, node)| node.name.to_string())
+        .collect();
+    let holder = vip_holder(cluster);
+    let holder_lost = holder
+        .as_deref()
+        .and_then(|h| cluster.node_index.get(h))
+        .is_some_and(|n| lost.contains(n));
+    if candidates.is_empty() {
+        loss.reason(
+            Outcome::Lost,
+            "no Ready control plane survives to take the API VIP",
+        );
+    } else if holder_lost {
+        loss.reason(
+            Outcome::Degraded,
+            format!(
+                "the API VIP moves from {} to one of {}: the API through the VIP is down until then (about a minute)",
+                holder.as_deref().unwrap_or_default(),
+                candidates.join(", ")
+            ),
+        );
+    }
+    loss.etcd = Some(EtcdLoss {
+        members: members.len(),
+        left,
+        quorum,
+        kept,
+        source: source.to_string(),
+        lost: gone,
+        vip_candidates: candidates,
+        vip_moves: holder_lost,
+        vip_holder: holder,
+    });
+}
+
+/// The node whose Talos addresses carry the API VIP, when both were read.
+fn vip_holder(cluster: &Cluster<'_>) -> Option<String> {
+    let talos = cluster.state.talos.present()?;
+    let api = cluster.state.api.present()?;
+    let holders = talos.holders(&api.vip_addresses);
+    match holders.as_slice() {
+        [one] => talos.node_of(one),
+        _ => None,
+    }
+}

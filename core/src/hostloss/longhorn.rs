@@ -1,0 +1,108 @@
+//! Longhorn after a host loss: each volume's replicas left on Ready nodes that are not lost.
+//! A volume that loses its last replica loses its data; one that keeps some runs degraded until
+//! Longhorn rebuilds the missing replicas elsewhere.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::cluster::{Cluster, labels, name};
+use super::outcome::{HostLoss, Outcome};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VolumeLoss {
+    pub volume: String,
+    pub replicas: usize,
+    pub wanted: i64,
+    /// Replicas left on Ready nodes that are not lost.
+    pub left: usize,
+    /// Nodes of the replicas that go with the host.
+    pub lost_on: Vec<String>,
+}
+
+pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
+    let state = cluster.state;
+    let (volumes, replicas) = match (
+        state.longhorn_volumes.get("Longhorn volumes (longhorn.io)"),
+        state
+            .longhorn_replicas
+            .get("Longhorn replicas (longhorn.io)"),
+    ) {
+        (Ok(v), Ok(r)) => (v, r),
+        (Err(e), _) | (_, Err(e)) => {
+            if e.verdict == crate::verdict::Verdict::Error {
+                loss.reason(Outcome::Unknown, e.summary);
+            }
+            return;
+        }
+    };
+    let mut by_volume: HashMap<&str, Vec<&str>> = HashMap::new();
+    for r in replicas {
+        let volume = if r.spec.volume_name.is_empty() {
+            labels(&r.metadata)
+                .get("longhornvolume")
+                .map(String::as_str)
+                .unwrap_or_default()
+        } else {
+            r.spec.volume_name.as_str()
+        };
+        by_volume
+            .entry(volume)
+            .or_default()
+            .push(r.spec.node_id.as_str());
+    }
+    let mut degraded = Vec::new();
+    for v in volumes {
+        let volume = name(&v.metadata);
+        let nodes = by_volume.get(volume).map(Vec::as_slice).unwrap_or_default();
+        let mut left = 0;
+        let mut lost_on = Vec::new();
+        for node in nodes {
+            match cluster.node_index.get(node) {
+                Some(n) if lost.contains(n) => lost_on.push(node.to_string()),
+                Some(&n) if cluster.nodes[n].ready => left += 1,
+                Some(_) => {}
+                None if node.is_empty() => {}
+                None => loss.reason(
+                    Outcome::Unknown,
+                    format!("a replica of Longhorn volume {volume} is on {node}, which is not a node of the cluster"),
+                ),
+            }
+        }
+        if lost_on.is_empty() {
+            continue;
+        }
+        if left == 0 {
+            loss.reason(
+                Outcome::Lost,
+                format!(
+                    "Longhorn volume {volume} loses its last replica (on {})",
+                    lost_on.join(", ")
+                ),
+            );
+        } else {
+            degraded.push(format!(
+                "{volume} ({left} of {} left)",
+                v.spec.number_of_replicas.max(nodes.len() as i64)
+            ));
+        }
+        loss.volumes.push(VolumeLoss {
+            volume: volume.to_string(),
+            replicas: nodes.len(),
+            wanted: v.spec.number_of_replicas,
+            left,
+            lost_on,
+        });
+    }
+    if !degraded.is_empty() {
+        loss.reason(
+            Outcome::Degraded,
+            format!(
+                "{} Longhorn volume{} run degraded until Longhorn rebuilds the lost replicas: {}",
+                degraded.len(),
+                if degraded.len() == 1 { "" } else { "s" },
+                degraded.join(", ")
+            ),
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! The host-loss model: for each Proxmox host, what the cluster keeps and what must move if
+//! that host goes down, answered from one collected [`State`] without touching anything.
+//!
+//! The ADR keeps a third of each node free "so two nodes can carry the load while one host is
+//! down"; that rule is a proxy. This model asks the real questions for every host H:
+//! - etcd keeps quorum with the members that are not on H, and a surviving control plane can
+//!   take the API VIP ([`etcd`]);
+//! - each announced ingress Service keeps a surviving node its L2 policies select, and whether
+//!   the lease holder is on H, so ingress blinks for the lease duration ([`l2`]);
+//! - the pods of H's nodes that a controller recreates find room on the survivors, placed as
+//!   the scheduler's filters would place them ([`filters`], [`schedule`]);
+//! - every protected controller keeps a ready replica at once and gets its replicas back
+//!   after rescheduling; PDBs that would then block evictions are named ([`workloads`]);
+//! - the survivors' capacity after the move, with and without the Longhorn rebuild margin
+//!   ([`capacity`]); and no Longhorn volume loses its last replica ([`longhorn`]).
+//!
+//! A host's outcome is `survives` (nothing is interrupted), `degraded` (survivable, with the
+//! expected outages named: VIP failover, ingress blink, a degraded volume), `lost` (not
+//! survivable, with the reasons) or `unknown` (something it needs could not be read).
+//!
+//! Pure: it reads `crate::state`, `crate::config`, `crate::selector`, `crate::quantity` and
+//! `crate::verdict` only, so it can live in the pure core.
+
+pub mod capacity;
+pub mod cluster;
+pub mod etcd;
+pub mod filters;
+pub mod l2;
+pub mod longhorn;
+pub mod outcome;
+pub mod render;
+pub mod schedule;
+pub mod workloads;
+
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub use outcome::{HostLoss, Outcome, Prediction, Reason};
+
+use crate::config::Environment;
+use crate::state::State;
+
+/// A controller the environment protects by name (gate 2's `replicated-controller` checks):
+/// its pods are found by labels, in one namespace when it names one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtectedRef {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    pub selector: BTreeMap<String, String>,
+}
+
+/// What the model reads: the environment, one collected state, and the controllers the
+/// gates protect by name. Controllers that a PodDisruptionBudget covers are protected too.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    pub env: &'a Environment,
+    pub state: &'a State,
+    pub protected: &'a [ProtectedRef],
+}
+
+/// Predicts the loss of every host (or only `only`, when given).
+pub fn predict(input: Input<'_>, only: Option<&str>) -> Prediction {
+    let cluster = match cluster::Cluster::build(input) {
+        Ok(cluster) => cluster,
+        Err(why) => return Prediction::cannot_tell(why),
+    };
+    let shared = schedule::Shared::new(&cluster);
+    let workloads = workloads::index(&cluster, input.protected);
+    let mut hosts = Vec::new();
+    let mut unknown_host = None;
+    for host in cluster.hosts() {
+        if only.is_some_and(|h| h != host) {
+            continue;
+        }
+        hosts.push(predict_host(&cluster, &shared, &workloads, host));
+    }
+    if let Some(wanted) = only
+        && hosts.is_empty()
+    {
+        unknown_host = Some(format!(
+            "host {wanted} runs no node of environment {} (hosts: {})",
+            input.env.name,
+            cluster.hosts().join(", ")
+        ));
+    }
+    let mut prediction = Prediction::new(hosts, cluster.notes.clone(), unknown_host);
+    if cluster.hosts().is_empty() {
+        prediction.not_survivable = cluster.unplaced.clone();
+    }
+    prediction
+}
+
+fn predict_host(
+    cluster: &cluster::Cluster<'_>,
+    shared: &schedule::Shared,
+    workloads: &workloads::Workloads,
+    host: &str,
+) -> HostLoss {
+    let lost = cluster.nodes_on(host);
+    let mut loss = HostLoss::new(host, cluster, &lost);
+    for why in &cluster.unknown {
+        loss.reason(Outcome::Unknown, why.clone());
+    }
+    for why in &cluster.unplaced {
+        loss.reason(Outcome::Lost, why.clone());
+    }
+    etcd::predict(cluster, &lost, &mut loss);
+    l2::predict(cluster, &lost, &mut loss);
+    let placement = schedule::reschedule(cluster, shared, &lost);
+    workloads::predict(cluster, workloads, &lost, &placement, &mut loss);
+    capacity::predict(cluster, &lost, &placement, &mut loss);
+    longhorn::predict(cluster, &lost, &mut loss);
+    loss.pods = placement.moves;
+    loss.settle();
+    loss
+}

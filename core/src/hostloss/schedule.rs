@@ -1,0 +1,557 @@
+//! Rescheduling after a host loss: which pods of the lost nodes a controller recreates, and
+//! where the scheduler's filters would put each one on the nodes that remain.
+//!
+//! A lost node becomes unreachable: the node controller taints it
+//! `node.kubernetes.io/unreachable` (NoSchedule and NoExecute), and each pod leaves after its
+//! toleration of that taint (300 s as admission sets it by default). A ReplicaSet then creates
+//! a replacement at once; a StatefulSet only once the old pod object is gone, which for a
+//! powered-off node means the node returns or someone force-deletes the pod (or taints the
+//! node out-of-service), so its pods are placed but marked as waiting. DaemonSet and static
+//! pods belong to their node; bare pods and pods of other owners are not recreated.
+//!
+//! Pods are placed one at a time, highest priority first, each on the feasible node with the
+//! most CPU and memory left (the scheduler's default "least allocated" score); every
+//! placement counts for the next pod's resources, anti-affinity and spread.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use k8s_openapi::api::core::v1::Taint;
+use serde::Serialize;
+
+use super::cluster::{Cluster, Owner, PodInfo, Res, TAINT_UNREACHABLE, name};
+use super::filters::{self, PodTerm, Rejection, Spread};
+
+/// What happens to one pod of a lost node.
+#[derive(Debug, Clone, Serialize)]
+pub struct PodMove {
+    /// Index into the cluster's pods.
+    #[serde(skip)]
+    pub index: usize,
+    /// `namespace/name`.
+    pub pod: String,
+    /// `Deployment kube-system/coredns`, `StatefulSet whoami/whoami-db`, ...
+    pub controller: String,
+    pub from: String,
+    #[serde(flatten)]
+    pub outcome: MoveOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum MoveOutcome {
+    /// Recreated and placed on `node`. `after_seconds`: when its old pod is evicted (its
+    /// toleration of the unreachable taint). `waits_for_deletion`: a StatefulSet pod, placed
+    /// only once the old pod object is gone.
+    Placed {
+        node: String,
+        host: String,
+        after_seconds: i64,
+        waits_for_deletion: bool,
+    },
+    /// Recreated, but no surviving node passes the filters.
+    Unschedulable { why: String },
+    /// Tolerates the unreachable taint forever: stays bound to the lost node, not recreated.
+    Stays { why: String },
+    /// Nothing recreates it.
+    NotRecreated { why: String },
+}
+
+impl PodMove {
+    pub fn placed_on(&self) -> Option<&str> {
+        match &self.outcome {
+            MoveOutcome::Placed { node, .. } => Some(node),
+            MoveOutcome::Unschedulable { .. }
+            | MoveOutcome::Stays { .. }
+            | MoveOutcome::NotRecreated { .. } => None,
+        }
+    }
+
+    /// One line: `kube-system/coredns-abc (Deployment kube-system/coredns) from cp-1 -> cp-2 (pve2) after 300s`.
+    pub fn describe(&self) -> String {
+        let head = format!("{} ({}) from {}", self.pod, self.controller, self.from);
+        match &self.outcome {
+            MoveOutcome::Placed {
+                node,
+                host,
+                after_seconds,
+                waits_for_deletion,
+            } => {
+                let wait = if *waits_for_deletion {
+                    " once the old pod is deleted (StatefulSet)".to_string()
+                } else {
+                    format!(" after {after_seconds}s")
+                };
+                format!("{head} -> {node} ({host}){wait}")
+            }
+            MoveOutcome::Unschedulable { why } => format!("{head}: cannot be placed: {why}"),
+            MoveOutcome::Stays { why } | MoveOutcome::NotRecreated { why } => {
+                format!("{head}: {why}")
+            }
+        }
+    }
+}
+
+/// The outcome of rescheduling one host's pods.
+#[derive(Debug, Clone, Default)]
+pub struct Placement {
+    pub moves: Vec<PodMove>,
+    /// Pod index → node index, for placed pods.
+    pub placed: Vec<(usize, usize)>,
+    /// What placed pods add per node: requests, and measured usage where known.
+    pub added: HashMap<usize, Res>,
+    pub added_usage: HashMap<usize, Res>,
+}
+
+/// Indexes built once per cluster and shared by every host's simulation.
+pub struct Shared {
+    by_namespace: HashMap<String, Vec<usize>>,
+    /// Existing pods' required anti-affinity terms, by the namespace they apply to.
+    holders_by_namespace: HashMap<String, Vec<(usize, PodTerm)>>,
+    /// Terms that apply to every namespace.
+    holders_everywhere: Vec<(usize, PodTerm)>,
+    controllers: HashMap<usize, String>,
+}
+
+impl Shared {
+    pub fn new(cluster: &Cluster<'_>) -> Shared {
+        let mut by_namespace: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut holders_by_namespace: HashMap<String, Vec<(usize, PodTerm)>> = HashMap::new();
+        let mut holders_everywhere = Vec::new();
+        for (i, p) in cluster.pods.iter().enumerate() {
+            by_namespace
+                .entry(p.namespace.to_string())
+                .or_default()
+                .push(i);
+            if p.node.is_none() || p.terminating {
+                continue;
+            }
+            for term in filters::anti_affinity_terms(p.pod, p.namespace, p.labels) {
+                match &term.namespaces {
+                    Some(list) => {
+                        for ns in list.clone() {
+                            holders_by_namespace
+                                .entry(ns)
+                                .or_default()
+                                .push((i, term.clone()));
+                        }
+                    }
+                    None => holders_everywhere.push((i, term)),
+                }
+            }
+        }
+        let controllers = controller_names(cluster);
+        Shared {
+            by_namespace,
+            holders_by_namespace,
+            holders_everywhere,
+            controllers,
+        }
+    }
+}
+
+/// `Deployment ns/name` for ReplicaSet-owned pods whose Deployment is known (the ReplicaSet's
+/// name is the Deployment's plus a hash), else the owner itself.
+fn controller_names(cluster: &Cluster<'_>) -> HashMap<usize, String> {
+    let deployments: Vec<(&str, &str)> = cluster
+        .state
+        .deployments
+        .present()
+        .into_iter()
+        .flatten()
+        .map(|d| {
+            (
+                d.metadata.namespace.as_deref().unwrap_or(""),
+                name(&d.metadata),
+            )
+        })
+        .collect();
+    let mut out = HashMap::new();
+    for (i, p) in cluster.pods.iter().enumerate() {
+        let text = match &p.owner {
+            Owner::ReplicaSet(rs) => deployments
+                .iter()
+                .filter(|(ns, d)| {
+                    *ns == p.namespace && rs.strip_prefix(d).is_some_and(|r| r.starts_with('-'))
+                })
+                .max_by_key(|(_, d)| d.len())
+                .map(|(ns, d)| format!("Deployment {ns}/{d}"))
+                .unwrap_or_else(|| format!("ReplicaSet {}/{rs}", p.namespace)),
+            Owner::StatefulSet(s) => format!("StatefulSet {}/{s}", p.namespace),
+            Owner::DaemonSet(d) => format!("DaemonSet {}/{d}", p.namespace),
+            Owner::Static => "static pod".to_string(),
+            Owner::Other(o) => o.clone(),
+            Owner::Bare => "no controller".to_string(),
+        };
+        out.insert(i, text);
+    }
+    out
+}
+
+/// A pod waiting to be placed.
+struct Pending {
+    pod: usize,
+    after: i64,
+}
+
+/// The running picture during one host's simulation.
+struct Sim<'c, 'a> {
+    cluster: &'c Cluster<'a>,
+    shared: &'c Shared,
+    lost: Vec<bool>,
+    /// Pods that have left (evicted from lost nodes).
+    gone: HashSet<usize>,
+    requested: Vec<Res>,
+    placed: Vec<(usize, usize)>,
+    lost_taints: Vec<Taint>,
+}
+
+/// Reschedules the pods of the `lost` nodes on the others.
+pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize]) -> Placement {
+    let mut sim = Sim {
+        cluster,
+        shared,
+        lost: (0..cluster.nodes.len())
+            .map(|i| lost.contains(&i))
+            .collect(),
+        gone: HashSet::new(),
+        requested: cluster.nodes.iter().map(|n| n.requested).collect(),
+        placed: Vec::new(),
+        lost_taints: ["NoSchedule", "NoExecute"]
+            .into_iter()
+            .map(|effect| Taint {
+                key: TAINT_UNREACHABLE.to_string(),
+                effect: effect.to_string(),
+                ..Default::default()
+            })
+            .collect(),
+    };
+    let mut out = Placement::default();
+    let mut pending = Vec::new();
+    for &node in lost {
+        for &i in &cluster.pods_on[node] {
+            let p = &cluster.pods[i];
+            if p.terminating {
+                continue;
+            }
+            let base = PodMove {
+                index: i,
+                pod: p.id(),
+                controller: shared.controllers.get(&i).cloned().unwrap_or_default(),
+                from: cluster.nodes[node].name.to_string(),
+                outcome: MoveOutcome::NotRecreated { why: String::new() },
+            };
+            let why = match &p.owner {
+                Owner::DaemonSet(_) | Owner::Static => continue,
+                Owner::Bare => Some("no controller recreates it".to_string()),
+                Owner::Other(owner) => Some(format!(
+                    "owned by {owner}, which is not a ReplicaSet or StatefulSet"
+                )),
+                Owner::ReplicaSet(_) | Owner::StatefulSet(_) => None,
+            };
+            if let Some(why) = why {
+                sim.gone.insert(i);
+                out.moves.push(PodMove {
+                    outcome: MoveOutcome::NotRecreated { why },
+                    ..base
+                });
+                continue;
+            }
+            match filters::eviction_delay(p.tolerations(), TAINT_UNREACHABLE) {
+                None => out.moves.push(PodMove {
+                    outcome: MoveOutcome::Stays {
+                        why: format!(
+                            "tolerates {TAINT_UNREACHABLE} without tolerationSeconds, so it is never evicted and never replaced"
+                        ),
+                    },
+                    ..base
+                }),
+                Some(after) => {
+                    sim.gone.insert(i);
+                    pending.push(Pending { pod: i, after });
+                }
+            }
+        }
+    }
+    pending.sort_by(|a, b| {
+        let (pa, pb) = (&cluster.pods[a.pod], &cluster.pods[b.pod]);
+        pb.priority
+            .cmp(&pa.priority)
+            .then_with(|| (pa.namespace, pa.name).cmp(&(pb.namespace, pb.name)))
+    });
+    for job in pending {
+        let p = &cluster.pods[job.pod];
+        let from = cluster.nodes[p.node.unwrap_or_default()].name.to_string();
+        let controller = shared
+            .controllers
+            .get(&job.pod)
+            .cloned()
+            .unwrap_or_default();
+        let outcome = match sim.place(p) {
+            Ok(node) => {
+                sim.requested[node] = sim.requested[node].add(p.requests);
+                sim.placed.push((job.pod, node));
+                let added = out.added.entry(node).or_default();
+                *added = added.add(p.requests);
+                if let Some(u) = p.usage {
+                    let added = out.added_usage.entry(node).or_default();
+                    *added = added.add(u);
+                }
+                MoveOutcome::Placed {
+                    node: cluster.nodes[node].name.to_string(),
+                    host: cluster.nodes[node].host.clone().unwrap_or_default(),
+                    after_seconds: job.after,
+                    waits_for_deletion: matches!(p.owner, Owner::StatefulSet(_)),
+                }
+            }
+            Err(why) => MoveOutcome::Unschedulable { why },
+        };
+        out.moves.push(PodMove {
+            index: job.pod,
+            pod: p.id(),
+            controller,
+            from,
+            outcome,
+        });
+    }
+    out.placed = sim.placed;
+    out
+}
+
+impl Sim<'_, '_> {
+    /// The node the pod goes to, or the scheduler's "0/N nodes are available: ..." message.
+    fn place(&self, p: &PodInfo<'_>) -> Result<usize, String> {
+        let cluster = self.cluster;
+        let tolerations = p.tolerations();
+        let terms = filters::anti_affinity_terms(p.pod, p.namespace, p.labels);
+        let blocked_by_own: Vec<HashSet<&str>> =
+            terms.iter().map(|t| self.domains_with(t)).collect();
+        let forbidden = self.forbidden_by_others(p);
+        let spreads = filters::spread_constraints(p.pod, p.labels);
+        let spread_counts: Vec<SpreadCounts<'_>> =
+            spreads.iter().map(|s| self.spread_counts(p, s)).collect();
+
+        let mut best: Option<(f64, usize)> = None;
+        let mut reasons: BTreeMap<Rejection, usize> = BTreeMap::new();
+        for (n, node) in cluster.nodes.iter().enumerate() {
+            let lost_taints: &[Taint] = if self.lost[n] { &self.lost_taints } else { &[] };
+            let rejection = filters::node_unschedulable(node.unschedulable, tolerations)
+                .map(|r| vec![r])
+                .or_else(|| {
+                    filters::untolerated_taint(lost_taints, tolerations)
+                        .or_else(|| filters::untolerated_taint(&node.taints, tolerations))
+                        .map(|r| vec![r])
+                })
+                .or_else(|| filters::node_affinity(p.pod, node.name, node.labels).map(|r| vec![r]))
+                .or_else(|| {
+                    let fit =
+                        filters::resources_fit(p.requests, node.allocatable, self.requested[n]);
+                    (!fit.is_empty()).then_some(fit)
+                })
+                .or_else(|| {
+                    terms
+                        .iter()
+                        .zip(&blocked_by_own)
+                        .any(|(t, blocked)| {
+                            node.labels
+                                .get(&t.topology_key)
+                                .is_some_and(|v| blocked.contains(v.as_str()))
+                        })
+                        .then(|| vec![Rejection::AntiAffinity])
+                })
+                .or_else(|| {
+                    forbidden
+                        .iter()
+                        .any(|(k, v)| node.labels.get(*k).is_some_and(|have| have == v))
+                        .then(|| vec![Rejection::ExistingAntiAffinity])
+                })
+                .or_else(|| {
+                    spreads.iter().zip(&spread_counts).find_map(|(s, counts)| {
+                        let Some(domain) = node.labels.get(&s.topology_key) else {
+                            return Some(vec![Rejection::TopologySpreadMissingLabel]);
+                        };
+                        let here = counts.by_domain.get(domain.as_str()).copied().unwrap_or(0);
+                        (!filters::spread_allows(
+                            s,
+                            here,
+                            s.selector.matches(p.labels),
+                            counts.min,
+                            counts.by_domain.len(),
+                        ))
+                        .then(|| vec![Rejection::TopologySpread])
+                    })
+                });
+            match rejection {
+                Some(list) => {
+                    for r in list {
+                        *reasons.entry(r).or_default() += 1;
+                    }
+                }
+                None => {
+                    let score =
+                        least_allocated(node.allocatable, self.requested[n].add(p.requests));
+                    if best.is_none_or(|(b, _)| score > b) {
+                        best = Some((score, n));
+                    }
+                }
+            }
+        }
+        match best {
+            Some((_, n)) => Ok(n),
+            None => {
+                let list: Vec<String> = reasons
+                    .iter()
+                    .map(|(r, count)| format!("{count} {r}"))
+                    .collect();
+                Err(format!(
+                    "0/{} nodes are available: {}",
+                    cluster.nodes.len(),
+                    list.join(", ")
+                ))
+            }
+        }
+    }
+
+    /// Whether pod `i` still counts where it runs: not evicted, not terminating.
+    fn present(&self, i: usize) -> bool {
+        !self.gone.contains(&i) && !self.cluster.pods[i].terminating
+    }
+
+    /// The pods (index, node) a term may count: in its namespaces, including placed ones.
+    fn candidates(&self, namespaces: Option<&[String]>) -> Vec<(usize, usize)> {
+        let cluster = self.cluster;
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        let push_ns = |ns: &str, out: &mut Vec<(usize, usize)>| {
+            for &i in self.shared.by_namespace.get(ns).into_iter().flatten() {
+                if let Some(n) = cluster.pods[i].node
+                    && self.present(i)
+                {
+                    out.push((i, n));
+                }
+            }
+        };
+        match namespaces {
+            Some(list) => {
+                for ns in list {
+                    push_ns(ns, &mut out);
+                }
+            }
+            None => {
+                for ns in self.shared.by_namespace.keys() {
+                    push_ns(ns, &mut out);
+                }
+            }
+        }
+        out.extend(self.placed.iter().copied());
+        out
+    }
+
+    /// The topology domains that hold a pod the term counts.
+    fn domains_with(&self, term: &PodTerm) -> HashSet<&str> {
+        let cluster = self.cluster;
+        self.candidates(term.namespaces.as_deref())
+            .into_iter()
+            .filter(|&(i, _)| {
+                let q = &cluster.pods[i];
+                term.counts(q.namespace, q.labels)
+            })
+            .filter_map(|(_, n)| cluster.nodes[n].labels.get(&term.topology_key))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// (topology key, value) pairs where an existing pod's required anti-affinity repels `p`.
+    fn forbidden_by_others(&self, p: &PodInfo<'_>) -> Vec<(&str, String)> {
+        let cluster = self.cluster;
+        let mut out = Vec::new();
+        let existing = self
+            .shared
+            .holders_by_namespace
+            .get(p.namespace)
+            .into_iter()
+            .flatten()
+            .chain(&self.shared.holders_everywhere);
+        for (holder, term) in existing {
+            if !self.present(*holder) || !term.counts(p.namespace, p.labels) {
+                continue;
+            }
+            if let Some(n) = cluster.pods[*holder].node
+                && let Some(v) = cluster.nodes[n].labels.get(&term.topology_key)
+            {
+                out.push((term.topology_key.as_str(), v.clone()));
+            }
+        }
+        // Pods placed earlier in this simulation repel too.
+        for &(i, n) in &self.placed {
+            let q = &cluster.pods[i];
+            for term in filters::anti_affinity_terms(q.pod, q.namespace, q.labels) {
+                if term.counts(p.namespace, p.labels)
+                    && let Some(v) = cluster.nodes[n].labels.get(&term.topology_key)
+                {
+                    let key: &str = cluster.nodes[n]
+                        .labels
+                        .get_key_value(&term.topology_key)
+                        .map(|(k, _)| k.as_str())
+                        .unwrap_or_default();
+                    out.push((key, v.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Matching pods per eligible domain for one spread constraint of `p`.
+    fn spread_counts(&self, p: &PodInfo<'_>, spread: &Spread) -> SpreadCounts<'_> {
+        let cluster = self.cluster;
+        let tolerations = p.tolerations();
+        let mut eligible = vec![false; cluster.nodes.len()];
+        let mut by_domain: HashMap<&str, i64> = HashMap::new();
+        for (n, node) in cluster.nodes.iter().enumerate() {
+            let Some(domain) = node.labels.get(&spread.topology_key) else {
+                continue;
+            };
+            if spread.honor_affinity
+                && filters::node_affinity(p.pod, node.name, node.labels).is_some()
+            {
+                continue;
+            }
+            if spread.honor_taints {
+                let lost_taints: &[Taint] = if self.lost[n] { &self.lost_taints } else { &[] };
+                if filters::untolerated_taint(&node.taints, tolerations).is_some()
+                    || filters::untolerated_taint(lost_taints, tolerations).is_some()
+                {
+                    continue;
+                }
+            }
+            eligible[n] = true;
+            by_domain.entry(domain.as_str()).or_insert(0);
+        }
+        let ns = [p.namespace.to_string()];
+        for (i, n) in self.candidates(Some(&ns)) {
+            let q = &cluster.pods[i];
+            if eligible[n] && spread.selector.matches(q.labels) {
+                if let Some(domain) = cluster.nodes[n].labels.get(&spread.topology_key) {
+                    *by_domain.entry(domain.as_str()).or_insert(0) += 1;
+                }
+            }
+        }
+        let min = by_domain.values().copied().min().unwrap_or(0);
+        SpreadCounts { by_domain, min }
+    }
+}
+
+struct SpreadCounts<'a> {
+    by_domain: HashMap<&'a str, i64>,
+    min: i64,
+}
+
+/// The scheduler's default score: the mean share of CPU and memory left after placing.
+fn least_allocated(allocatable: Res, after: Res) -> f64 {
+    let share = |alloc: i64, used: i64| {
+        if alloc <= 0 {
+            0.0
+        } else {
+            (alloc - used) as f64 / alloc as f64
+        }
+    };
+    (share(allocatable.cpu_m, after.cpu_m) + share(allocatable.mem, after.mem)) / 2.0
+}

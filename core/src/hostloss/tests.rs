@@ -1,0 +1,674 @@
+//! The model's behaviour per question it answers: one test per scheduler filter, etcd, the
+//! VIP, L2, Longhorn, protected controllers, capacity, and what it does when it cannot tell.
+
+use super::testing::*;
+use super::{Outcome, ProtectedRef};
+use crate::hostloss::schedule::MoveOutcome;
+use crate::state::{Collected, State};
+
+/// cp-1..3 on pve1..3, Ready control planes with 4 CPUs and 8Gi each.
+fn three() -> Vec<k8s_openapi::api::core::v1::Node> {
+    crate::checks::testing::target_nodes()
+}
+
+fn moves_of<'a>(p: &'a super::Prediction, host: &str) -> &'a [super::schedule::PodMove] {
+    &p.host(host).expect("the host is predicted").pods
+}
+
+fn reasons(p: &super::Prediction, host: &str) -> String {
+    p.host(host)
+        .expect("the host is predicted")
+        .reasons
+        .iter()
+        .map(|r| format!("{}: {}", r.severity.as_str(), r.text))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+// ------------------------------------------------------------------ the ADR shape
+
+#[test]
+fn two_replicas_on_three_hosts_survive_every_host_and_exit_zero() {
+    let s = state()
+        .nodes(three())
+        .pods([
+            app_pod("web", 1, "cp-1", "500m", "1Gi"),
+            app_pod("web", 2, "cp-2", "500m", "1Gi"),
+        ])
+        .build();
+    let p = run(&s);
+    assert_eq!(p.hosts.len(), 3);
+    for h in &p.hosts {
+        assert_eq!(h.outcome, Outcome::Survives, "{}: {:?}", h.host, h.reasons);
+    }
+    assert_eq!(p.exit_code(), 0);
+    let moves = moves_of(&p, "pve1");
+    assert_eq!(moves.len(), 1);
+    assert_eq!(
+        moves[0].outcome,
+        MoveOutcome::Placed {
+            node: "cp-3".into(),
+            host: "pve3".into(),
+            after_seconds: 300,
+            waits_for_deletion: false
+        },
+        "the replacement goes where no web pod runs and the most room is left"
+    );
+}
+
+// ------------------------------------------------------------------ resources and pod count
+
+#[test]
+fn a_pod_that_fits_no_survivor_makes_the_loss_not_survivable_with_the_schedulers_words() {
+    let s = state()
+        .nodes(three())
+        .pods([
+            app_pod("big", 1, "cp-1", "3", "1Gi"),
+            app_pod("fill", 2, "cp-2", "2", "1Gi"),
+            app_pod("fill", 3, "cp-3", "2", "1Gi"),
+        ])
+        .build();
+    let p = run(&s);
+    let h = p.host("pve1").unwrap();
+    assert_eq!(h.outcome, Outcome::Lost, "{}", reasons(&p, "pve1"));
+    assert_eq!(
+        h.first_reason().unwrap(),
+        "ReplicaSet apps/big-rs: pod apps/big-1 cannot be rescheduled: 0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 2 Insufficient cpu"
+    );
+    assert_eq!(p.exit_code(), 1);
+    assert_eq!(p.worst.as_deref(), Some("pve1"));
+    assert!(
+        p.host("pve2").unwrap().survivable(),
+        "the 2-CPU pod of cp-2 fits on cp-1 or cp-3"
+    );
+}
+
+#[test]
+fn memory_is_judged_like_cpu() {
+    let s = state()
+        .nodes(three())
+        .pods([
+            app_pod("big", 1, "cp-1", "100m", "5Gi"),
+            app_pod("fill", 2, "cp-2", "100m", "4Gi"),
+            app_pod("fill", 3, "cp-3", "100m", "4Gi"),
+        ])
+        .build();
+    let p = run(&s);
+    assert!(
+        reasons(&p, "pve1").contains("2 Insufficient memory"),
+        "{}",
+        reasons(&p, "pve1")
+    );
+}
+
+#[test]
+fn a_survivor_at_its_pod_limit_takes_no_more_pods() {
+    let mut nodes = three();
+    for n in &mut nodes {
+        n.status
+            .as_mut()
+            .unwrap()
+            .allocatable
+            .as_mut()
+            .unwrap()
+            .insert(
+                "pods".into(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity("1".into()),
+            );
+    }
+    let s = state()
+        .nodes(nodes)
+        .pods([
+            app_pod("a", 1, "cp-1", "10m", "10Mi"),
+            app_pod("b", 2, "cp-2", "10m", "10Mi"),
+            app_pod("c", 3, "cp-3", "10m", "10Mi"),
+        ])
+        .build();
+    let p = run(&s);
+    assert!(
+        reasons(&p, "pve1").contains("2 Too many pods"),
+        "{}",
+        reasons(&p, "pve1")
+    );
+}
+
+// ------------------------------------------------------------------ taints
+
+#[test]
+fn a_no_schedule_taint_keeps_replacements_off_a_survivor_unless_tolerated() {
+    let mut nodes = three();
+    nodes[1] = node("cp-2")
+        .host("pve2")
+        .control_plane()
+        .ready()
+        .taint("dedicated", "NoSchedule")
+        .build();
+    nodes[2] = node("cp-3")
+        .host("pve3")
+        .control_plane()
+        .ready()
+        .taint("node-role.kubernetes.io/control-plane", "NoSchedule")
+        .build();
+    let plain = app_pod("web", 1, "cp-1", "100m", "100Mi");
+    let p = run(&state().nodes(nodes.clone()).pods([plain.clone()]).build());
+    let text = reasons(&p, "pve1");
+    assert!(
+        text.contains("lost: ReplicaSet apps/web-rs: pod apps/web-1 cannot be rescheduled"),
+        "{text}"
+    );
+    assert!(text.contains("{dedicated: }"), "{text}");
+    assert!(
+        text.contains("{node-role.kubernetes.io/control-plane: }"),
+        "{text}"
+    );
+
+    let tolerant = plain.tolerating("dedicated", "NoSchedule", None);
+    let p = run(&state().nodes(nodes).pods([tolerant]).build());
+    assert_eq!(
+        moves_of(&p, "pve1")[0].placed_on(),
+        Some("cp-2"),
+        "{}",
+        reasons(&p, "pve1")
+    );
+}
+
+#[test]
+fn a_survivor_that_is_not_ready_carries_the_not_ready_taint_even_when_the_snapshot_lacks_it() {
+    let mut nodes = three();
+    nodes[1] = node("cp-2")
+        .host("pve2")
+        .control_plane()
+        .not_ready()
+        .build();
+    let s = state()
+        .nodes(nodes)
+        .pods([
+            app_pod("web", 1, "cp-1", "100m", "100Mi"),
+            app_pod("fill", 2, "cp-3", "3950m", "100Mi"),
+        ])
+        .build();
+    let p = run(&s);
+    let text = reasons(&p, "pve1");
+    assert!(text.contains("{node.kubernetes.io/not-ready: }"), "{text}");
+    assert!(text.contains("1 Insufficient cpu"), "{text}");
+}
+
+#[test]
+fn a_pod_that_tolerates_unreachable_forever_stays_bound_and_is_not_replaced() {
+    let s = state()
+        .nodes(three())
+        .pods([pod("apps", "sticky")
+            .labels(&[("app", "sticky")])
+            .on("cp-1")
+            .build()
+            .owned("ReplicaSet", "sticky-rs")
+            .tolerating("node.kubernetes.io/unreachable", "", None)])
+        .build();
+    let p = run(&s);
+    assert!(matches!(
+        moves_of(&p, "pve1")[0].outcome,
+        MoveOutcome::Stays { .. }
+    ));
+    assert_eq!(p.host("pve1").unwrap().outcome, Outcome::Degraded);
+}
+
+#[test]
+fn daemonset_and_static_pods_do_not_move_and_bare_pods_are_lost() {
+    let s = state()
+        .nodes(three())
+        .pods([
+            pod("kube-system", "cilium-x")
+                .on("cp-1")
+                .build()
+                .owned("DaemonSet", "cilium"),
+            pod("kube-system", "kube-apiserver-cp-1")
+                .on("cp-1")
+                .build()
+                .owned("Node", "cp-1"),
+            pod("apps", "debug").on("cp-1").build(),
+        ])
+        .build();
+    let p = run(&s);
+    let moves = moves_of(&p, "pve1");
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    assert_eq!(moves[0].pod, "apps/debug");
+    assert!(
+        reasons(&p, "pve1")
+            .contains("degraded: pod apps/debug on cp-1 is lost: no controller recreates it")
+    );
+}
+
+// ------------------------------------------------------------------ node selector and affinity
+
+#[test]
+fn a_node_selector_only_lost_nodes_match_leaves_the_pod_nowhere() {
+    let mut nodes = three();
+    nodes[0] = node("cp-1")
+        .host("pve1")
+        .control_plane()
+        .ready()
+        .label("disk", "nvme")
+        .build();
+    let s = state()
+        .nodes(nodes)
+        .pods([app_pod("db", 1, "cp-1", "100m", "100Mi").node_selector(&[("disk", "nvme")])])
+        .build();
+    let text = reasons(&run(&s), "pve1");
+    assert!(
+        text.contains("2 node(s) didn't match Pod's node affinity/selector"),
+        "{text}"
+    );
+}
+
+#[test]
+fn required_node_affinity_picks_among_the_survivors_it_allows() {
+    let s = state()
+        .nodes(three())
+        .pods([app_pod("db", 1, "cp-1", "100m", "100Mi")
+            .node_affinity_in("kubernetes.io/hostname", &["cp-1", "cp-3"])])
+        .build();
+    let p = run(&s);
+    assert_eq!(moves_of(&p, "pve1")[0].placed_on(), Some("cp-3"));
+}
+
+// ------------------------------------------------------------------ pod anti-affinity
+
+#[test]
+fn required_anti_affinity_with_a_sibling_on_every_survivor_leaves_nowhere_to_go() {
+    let pods = (1..=3).map(|i| {
+        app_pod("op", i, &format!("cp-{i}"), "10m", "10Mi")
+            .anti_affinity(&[("app", "op")], "kubernetes.io/hostname")
+    });
+    let p = run(&state().nodes(three()).pods(pods).build());
+    for host in ["pve1", "pve2", "pve3"] {
+        let text = reasons(&p, host);
+        assert!(
+            text.contains("2 node(s) didn't match pod anti-affinity rules"),
+            "{host}: {text}"
+        );
+        assert_eq!(p.host(host).unwrap().outcome, Outcome::Lost);
+    }
+
+    let two = (1..=2).map(|i| {
+        app_pod("op", i, &format!("cp-{i}"), "10m", "10Mi")
+            .anti_affinity(&[("app", "op")], "kubernetes.io/hostname")
+    });
+    let p = run(&state().nodes(three()).pods(two).build());
+    assert_eq!(moves_of(&p, "pve1")[0].placed_on(), Some("cp-3"));
+}
+
+#[test]
+fn an_existing_pods_anti_affinity_repels_the_replacement() {
+    let s = state()
+        .nodes(three())
+        .pods([
+            app_pod("web", 1, "cp-1", "10m", "10Mi"),
+            app_pod("loner", 2, "cp-2", "10m", "10Mi")
+                .anti_affinity(&[("app", "web")], "kubernetes.io/hostname"),
+            app_pod("fill", 3, "cp-3", "4", "10Mi"),
+        ])
+        .build();
+    let text = reasons(&run(&s), "pve1");
+    assert!(
+        text.contains("1 node(s) didn't satisfy existing pods anti-affinity rules"),
+        "{text}"
+    );
+}
+
+// ------------------------------------------------------------------ topology spread
+
+#[test]
+fn a_hostname_spread_with_max_skew_one_is_pinned_by_the_lost_nodes_empty_domain() {
+    let pods = (1..=3).map(|i| {
+        app_pod("dns", i, &format!("cp-{i}"), "10m", "10Mi").spread(
+            1,
+            "kubernetes.io/hostname",
+            &[("app", "dns")],
+        )
+    });
+    let p = run(&state().nodes(three()).pods(pods).build());
+    let text = reasons(&p, "pve1");
+    assert!(
+        text.contains("2 node(s) didn't match pod topology spread constraints"),
+        "the lost node still counts as a domain with no pod, so any survivor would reach skew 2: {text}"
+    );
+}
+
+#[test]
+fn a_spread_that_honours_taints_ignores_the_lost_node_and_places_the_pod() {
+    let pods: Vec<_> = (1..=3)
+        .map(|i| {
+            let mut p = app_pod("dns", i, &format!("cp-{i}"), "10m", "10Mi").spread(
+                1,
+                "kubernetes.io/hostname",
+                &[("app", "dns")],
+            );
+            p.spec_mut().topology_spread_constraints.as_mut().unwrap()[0].node_taints_policy =
+                Some("Honor".into());
+            p
+        })
+        .collect();
+    let p = run(&state().nodes(three()).pods(pods).build());
+    assert!(
+        moves_of(&p, "pve1")[0].placed_on().is_some(),
+        "{}",
+        reasons(&p, "pve1")
+    );
+}
+
+#[test]
+fn a_node_without_the_spread_key_is_rejected_for_a_missing_label() {
+    let mut nodes = three();
+    nodes[2] = node("cp-3").host("pve3").control_plane().ready().build();
+    let pods = (1..=2).map(|i| {
+        app_pod("dns", i, &format!("cp-{i}"), "10m", "10Mi").spread(1, "rack", &[("app", "dns")])
+    });
+    let mut nodes_with_rack = nodes.clone();
+    for (i, n) in nodes_with_rack.iter_mut().enumerate().take(2) {
+        n.metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("rack".into(), format!("r{i}"));
+    }
+    let text = reasons(
+        &run(&state().nodes(nodes_with_rack).pods(pods).build()),
+        "pve1",
+    );
+    assert!(text.contains("(missing required label)"), "{text}");
+}
+
+// ------------------------------------------------------------------ etcd and the VIP
+
+#[test]
+fn two_control_planes_on_one_host_take_etcd_quorum_with_them() {
+    let nodes = vec![
+        node("cp-1").host("pve1").control_plane().ready().build(),
+        node("cp-2").host("pve1").control_plane().ready().build(),
+        node("cp-3").host("pve2").control_plane().ready().build(),
+    ];
+    let p = run(&state().nodes(nodes).build());
+    let h = p.host("pve1").unwrap();
+    assert_eq!(h.outcome, Outcome::Lost);
+    assert_eq!(
+        h.first_reason().unwrap(),
+        "etcd loses quorum: 1 of 3 members left, 2 needed (lost: cp-1, cp-2)"
+    );
+    assert_eq!(p.host("pve2").unwrap().outcome, Outcome::Survives);
+    let etcd = p.host("pve2").unwrap().etcd.as_ref().unwrap();
+    assert_eq!((etcd.left, etcd.quorum, etcd.kept), (2, 2, true));
+}
+
+#[test]
+fn a_member_already_down_counts_against_quorum() {
+    let mut nodes = three();
+    nodes[2] = node("cp-3")
+        .host("pve3")
+        .control_plane()
+        .not_ready()
+        .build();
+    let p = run(&state().nodes(nodes).build());
+    assert!(reasons(&p, "pve1").starts_with("lost: etcd loses quorum: 1 of 3"));
+}
+
+// ------------------------------------------------------------------ L2
+
+fn with_ingress(policy_nodes: &[(&str, &str)], holder: &str) -> State {
+    state()
+        .nodes(three())
+        .services([traefik_service().build()])
+        .l2_policies([l2_policy("ingress")
+            .service_labels(&[("app.kubernetes.io/name", "traefik")])
+            .node_labels(policy_nodes)
+            .build()])
+        .leases([lease(
+            "kube-system",
+            "cilium-l2announce-traefik-traefik",
+            holder,
+        )])
+        .build()
+}
+
+#[test]
+fn a_missing_ingress_service_means_ingress_cannot_be_predicted() {
+    let p = run_with(&ingress_env(), &state().nodes(three()).build(), &[]);
+    assert_eq!(
+        reasons(&p, "pve1"),
+        "unknown: no LoadBalancer Service matches app.kubernetes.io/name=traefik, so ingress cannot be predicted"
+    );
+}
+
+#[test]
+fn an_l2_policy_selecting_only_the_lost_node_loses_the_ingress_address() {
+    let p = run_with(
+        &ingress_env(),
+        &with_ingress(&[("kubernetes.io/hostname", "cp-1")], "cp-1"),
+        &[],
+    );
+    let h = p.host("pve1").unwrap();
+    assert_eq!(h.outcome, Outcome::Lost);
+    assert_eq!(
+        h.first_reason().unwrap(),
+        "Service traefik/traefik loses its ingress address: the L2 policies announcing it (ingress) select no surviving Ready node (they select cp-1 (pve1))"
+    );
+    assert_eq!(p.host("pve2").unwrap().outcome, Outcome::Survives);
+}
+
+#[test]
+fn the_lease_holders_host_blinks_ingress_and_the_others_do_not() {
+    let p = run_with(&ingress_env(), &with_ingress(&[], "cp-2"), &[]);
+    assert_eq!(p.host("pve2").unwrap().outcome, Outcome::Degraded);
+    assert!(reasons(&p, "pve2").contains("ingress to Service traefik/traefik blinks: lease holder cp-2 goes, cp-1, cp-3 can take the lease"));
+    assert_eq!(p.host("pve1").unwrap().outcome, Outcome::Survives);
+    assert_eq!(p.worst.as_deref(), Some("pve2"));
+}
+
+#[test]
+fn unreadable_l2_policies_make_the_outcome_unknown_and_exit_two() {
+    let s = State {
+        l2_policies: Collected::Absent("the CRD is not served".into()),
+        ..with_ingress(&[], "cp-2")
+    };
+    let p = run_with(&ingress_env(), &s, &[]);
+    assert_eq!(p.host("pve1").unwrap().outcome, Outcome::Unknown);
+    assert_eq!(p.exit_code(), 2);
+}
+
+// ------------------------------------------------------------------ Longhorn
+
+#[test]
+fn a_volume_whose_last_replica_is_on_the_host_loses_it_and_others_run_degraded() {
+    let s = state()
+        .nodes(three())
+        .longhorn_volumes([
+            longhorn_volume("pvc-single", "attached", "healthy", "cp-2"),
+            longhorn_volume("pvc-triple", "attached", "healthy", "cp-2"),
+        ])
+        .longhorn_replicas([
+            longhorn_replica("pvc-single-r1", "pvc-single", "cp-1"),
+            longhorn_replica("pvc-triple-r1", "pvc-triple", "cp-1"),
+            longhorn_replica("pvc-triple-r2", "pvc-triple", "cp-2"),
+            longhorn_replica("pvc-triple-r3", "pvc-triple", "cp-3"),
+        ])
+        .build();
+    let p = run(&s);
+    assert_eq!(
+        reasons(&p, "pve1"),
+        "lost: Longhorn volume pvc-single loses its last replica (on cp-1)\ndegraded: 1 Longhorn volume run degraded until Longhorn rebuilds the lost replicas: pvc-triple (2 of 3 left)"
+    );
+    assert_eq!(p.host("pve2").unwrap().outcome, Outcome::Degraded);
+}
+
+// ------------------------------------------------------------------ protected controllers, PDBs
+
+#[test]
+fn a_protected_controller_with_every_replica_on_the_host_is_not_survivable() {
+    let s = state()
+        .nodes(three())
+        .pods([
+            app_pod("web", 1, "cp-1", "10m", "10Mi"),
+            app_pod("web", 2, "cp-1", "10m", "10Mi"),
+        ])
+        .build();
+    let named = [ProtectedRef {
+        name: "web".into(),
+        namespace: Some("apps".into()),
+        selector: [("app".to_string(), "web".to_string())].into(),
+    }];
+    let p = run_with(&env(), &s, &named);
+    let h = p.host("pve1").unwrap();
+    assert_eq!(
+        h.first_reason().unwrap(),
+        "protected controller web keeps no ready replica: web-1, web-2 go with the host"
+    );
+    assert_eq!(h.controllers[0].after_rescheduling, 2);
+    // Unprotected, the same loss is an outage until the pods are recreated, not a loss.
+    let p = run(&s);
+    assert_eq!(p.host("pve1").unwrap().outcome, Outcome::Degraded);
+    assert!(reasons(&p, "pve1").contains("ReplicaSet apps/web-rs has no ready replica until its pods are recreated elsewhere (evicted after 300s)"));
+}
+
+#[test]
+fn a_pdb_protects_its_controller_and_names_the_evictions_it_would_block() {
+    let s = state()
+        .nodes(three())
+        .pods((1..=3).map(|i| app_pod("web", i, &format!("cp-{i}"), "10m", "10Mi")))
+        .pdbs([pdb("apps", "web", &[("app", "web")])
+            .min_available(2)
+            .build()])
+        .build();
+    let p = run(&s);
+    let h = p.host("pve1").unwrap();
+    assert_eq!(h.controllers[0].name, "PDB apps/web");
+    assert_eq!(
+        (
+            h.controllers[0].ready_left,
+            h.controllers[0].after_rescheduling
+        ),
+        (2, 3)
+    );
+    assert_eq!(
+        reasons(&p, "pve1"),
+        "degraded: PDB apps/web allows no eviction while the host is down (2 healthy, 2 required): draining another node blocks until the pods are rescheduled"
+    );
+}
+
+#[test]
+fn statefulset_pods_are_placed_but_wait_for_the_old_pod_to_be_deleted() {
+    let s = state()
+        .nodes(three())
+        .pods([pod("db", "db-0")
+            .on("cp-1")
+            .build()
+            .owned("StatefulSet", "db")
+            .evictable()])
+        .build();
+    let p = run(&s);
+    let m = &moves_of(&p, "pve1")[0];
+    assert!(matches!(
+        m.outcome,
+        MoveOutcome::Placed {
+            waits_for_deletion: true,
+            ..
+        }
+    ));
+    assert_eq!(m.controller, "StatefulSet db/db");
+    assert!(
+        m.describe()
+            .ends_with("once the old pod is deleted (StatefulSet)"),
+        "{}",
+        m.describe()
+    );
+}
+
+// ------------------------------------------------------------------ capacity
+
+#[test]
+fn moved_memory_usage_beyond_allocatable_is_not_survivable_and_the_rebuild_margin_degrades() {
+    let mut env = env();
+    env.capacity.basis = crate::config::CapacityBasis::Usage;
+    env.capacity.rebuild_margin = 0.25;
+    let s = state()
+        .nodes(three())
+        .pods([
+            app_pod("web", 1, "cp-1", "100m", "1Gi"),
+            app_pod("web", 2, "cp-2", "100m", "1Gi"),
+        ])
+        .node_metrics([
+            node_metrics("cp-1", "1", "2Gi"),
+            node_metrics("cp-2", "1", "2Gi"),
+            node_metrics("cp-3", "1", "7680Mi"),
+        ])
+        .build();
+    let p = run_with(&env, &s, &[]);
+    let text = reasons(&p, "pve1");
+    assert!(
+        text.contains("lost: cp-3 (pve3) would use 106% of its memory (8.5Gi of 8Gi): pods are evicted or OOM-killed"),
+        "{text}"
+    );
+    let s2 = state()
+        .nodes(three())
+        .pods([app_pod("web", 1, "cp-1", "100m", "1Gi")])
+        .node_metrics([
+            node_metrics("cp-1", "1", "2Gi"),
+            node_metrics("cp-2", "1", "6Gi"),
+            node_metrics("cp-3", "1", "6Gi"),
+        ])
+        .build();
+    let p = run_with(&env, &s2, &[]);
+    let text = reasons(&p, "pve1");
+    assert!(
+        text.contains("keeps less than the 25% rebuild margin free"),
+        "{text}"
+    );
+    assert_eq!(p.host("pve1").unwrap().outcome, Outcome::Degraded);
+}
+
+// ------------------------------------------------------------------ cannot tell
+
+#[test]
+fn a_node_without_a_host_makes_every_host_loss_fatal() {
+    let mut nodes = three();
+    nodes.push(node("w-1").ready().build());
+    let p = run(&state().nodes(nodes.clone()).build());
+    for h in &p.hosts {
+        assert_eq!(h.outcome, Outcome::Lost);
+        assert_eq!(
+            h.first_reason().unwrap(),
+            "node w-1 has no host label topology.kubernetes.io/zone: no host's loss can be shown survivable while a node's host is unknown"
+        );
+    }
+    assert_eq!(p.exit_code(), 1);
+    // With no node on a known host there is no host to list, and the reason stays.
+    let p = run(&state().nodes([node("w-1").ready().build()]).build());
+    assert!(p.hosts.is_empty());
+    assert_eq!(p.not_survivable.len(), 1);
+    assert_eq!(p.exit_code(), 1);
+}
+
+#[test]
+fn missing_metrics_leave_capacity_to_requests_with_a_note() {
+    let mut env = env();
+    env.capacity.basis = crate::config::CapacityBasis::Usage;
+    let s = state()
+        .nodes(three())
+        .with(|s| s.node_metrics = Collected::Absent("metrics-server is not installed".into()))
+        .build();
+    let p = run_with(&env, &s, &[]);
+    assert_eq!(p.exit_code(), 0);
+    assert_eq!(
+        p.notes[1],
+        "measured usage not judged: node metrics (metrics.k8s.io) could not be read (metrics-server is not installed); capacity after a loss is judged by requests"
+    );
+}
+
+#[test]
+fn unreadable_pods_mean_nothing_can_be_predicted() {
+    let s = state()
+        .nodes(three())
+        .with(|s| s.pods = Collected::Absent("forbidden".into()))
+        .build();
+    let p = run(&s);
+    assert_eq!(p.cannot_tell, ["pods could not be read: forbidden"]);
+    assert_eq!(p.exit_code(), 2);
+}

@@ -1,0 +1,306 @@
+//! Workloads after a host loss: every protected controller keeps a ready replica on the
+//! survivors at once and gets its replicas back after rescheduling; every pod that must move
+//! finds a node; and the PodDisruptionBudgets that would then block evictions are named.
+//!
+//! Protected are the controllers the gates name (gate 2's `replicated-controller` checks) and
+//! every Deployment or StatefulSet a PodDisruptionBudget covers: a PDB is the cluster's own
+//! statement that a workload must stay available. A protected controller with no ready replica
+//! left makes the loss not survivable; so does a pod a controller recreates that fits nowhere.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::Serialize;
+
+use super::ProtectedRef;
+use super::cluster::{Cluster, Owner, ns_name};
+use super::outcome::{HostLoss, Outcome};
+use super::schedule::{MoveOutcome, Placement};
+use crate::selector::{Selector, WhenNil};
+
+/// A protected controller and its pods (indices into the cluster's pods).
+#[derive(Debug, Clone)]
+pub struct Protected {
+    pub name: String,
+    pub pods: Vec<usize>,
+}
+
+/// A PodDisruptionBudget over controller-owned pods, with the healthy count it requires.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    pub name: String,
+    pub pods: Vec<usize>,
+    pub desired: usize,
+}
+
+/// What the workload predictions need, computed once per cluster.
+#[derive(Debug, Clone, Default)]
+pub struct Workloads {
+    pub protected: Vec<Protected>,
+    pub budgets: Vec<Budget>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ControllerLoss {
+    pub name: String,
+    pub pods: usize,
+    /// Ready replicas on nodes that are not lost, at once.
+    pub ready_left: usize,
+    /// Replicas once the moved pods are placed (StatefulSet pods waiting for deletion do not
+    /// count).
+    pub after_rescheduling: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PdbLoss {
+    pub pdb: String,
+    pub expected: usize,
+    pub desired_healthy: usize,
+    pub healthy_left: usize,
+    pub healthy_after_rescheduling: usize,
+}
+
+/// The protected controllers (the named ones, then each PDB over controller-owned pods that
+/// does not cover the same pods as a named one) and the budgets.
+pub fn index(cluster: &Cluster<'_>, named: &[ProtectedRef]) -> Workloads {
+    let mut by_namespace: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, p) in cluster.pods.iter().enumerate() {
+        if p.node.is_some() {
+            by_namespace.entry(p.namespace).or_default().push(i);
+        }
+    }
+    let in_namespace = |ns: Option<&str>| -> Vec<usize> {
+        match ns {
+            Some(ns) => by_namespace.get(ns).cloned().unwrap_or_default(),
+            None => by_namespace.values().flatten().copied().collect(),
+        }
+    };
+    let mut protected: Vec<Protected> = named
+        .iter()
+        .map(|c| {
+            let selector = Selector::from_labels(&c.selector);
+            let mut pods: Vec<usize> = in_namespace(c.namespace.as_deref())
+                .into_iter()
+                .filter(|&i| selector.matches(cluster.pods[i].labels))
+                .collect();
+            pods.sort_unstable();
+            Protected {
+                name: c.name.clone(),
+                pods,
+            }
+        })
+        .collect();
+    let covered: BTreeSet<Vec<usize>> = protected.iter().map(|p| p.pods.clone()).collect();
+    let mut budgets = Vec::new();
+    for pdb in cluster.state.pdbs.present().into_iter().flatten() {
+        let Ok(selector) = Selector::compile(
+            pdb.spec.as_ref().and_then(|s| s.selector.as_ref()),
+            WhenNil::MatchesNothing,
+        ) else {
+            continue;
+        };
+        let ns = pdb.metadata.namespace.as_deref().unwrap_or("");
+        let pods: Vec<usize> = in_namespace(Some(ns))
+            .into_iter()
+            .filter(|&i| {
+                let p = &cluster.pods[i];
+                p.owner.recreates() && selector.matches(p.labels)
+            })
+            .collect();
+        if pods.is_empty() {
+            continue;
+        }
+        let name = format!("PDB {}", ns_name(&pdb.metadata));
+        let expected = pods.len();
+        let spec = pdb.spec.as_ref();
+        let desired = match (
+            spec.and_then(|s| s.min_available.as_ref()),
+            spec.and_then(|s| s.max_unavailable.as_ref()),
+        ) {
+            (Some(min), _) => scaled(min, expected),
+            (None, Some(max)) => expected.saturating_sub(scaled(max, expected)),
+            (None, None) => expected.saturating_sub(1),
+        };
+        if !covered.contains(&pods) {
+            protected.push(Protected {
+                name: name.clone(),
+                pods: pods.clone(),
+            });
+        }
+        budgets.push(Budget {
+            name,
+            pods,
+            desired,
+        });
+    }
+    Workloads { protected, budgets }
+}
+
+pub fn predict(
+    cluster: &Cluster<'_>,
+    workloads: &Workloads,
+    lost: &[usize],
+    placement: &Placement,
+    loss: &mut HostLoss,
+) {
+    let on_lost = |i: usize| cluster.pods[i].node.is_some_and(|n| lost.contains(&n));
+    let ready_left = |i: usize| {
+        let p = &cluster.pods[i];
+        p.ready && !on_lost(i) && p.node.is_some_and(|n| cluster.nodes[n].ready)
+    };
+    let moved_back: BTreeSet<usize> = placement
+        .placed
+        .iter()
+        .map(|&(i, _)| i)
+        .filter(|&i| !matches!(cluster.pods[i].owner, Owner::StatefulSet(_)))
+        .collect();
+
+    let mut protected_pods = BTreeSet::new();
+    for c in &workloads.protected {
+        protected_pods.extend(c.pods.iter().copied());
+        let left = c.pods.iter().filter(|&&i| ready_left(i)).count();
+        let after = left + c.pods.iter().filter(|i| moved_back.contains(i)).count();
+        let here: Vec<&str> = c
+            .pods
+            .iter()
+            .filter(|&&i| on_lost(i))
+            .map(|&i| cluster.pods[i].name)
+            .collect();
+        if !c.pods.is_empty() && left == 0 {
+            loss.reason(
+                Outcome::Lost,
+                format!(
+                    "protected controller {} keeps no ready replica: {}",
+                    c.name,
+                    if here.is_empty() {
+                        "none of its pods is ready now".to_string()
+                    } else {
+                        format!("{} go with the host", here.join(", "))
+                    }
+                ),
+            );
+        }
+        if !here.is_empty() {
+            loss.controllers.push(ControllerLoss {
+                name: c.name.clone(),
+                pods: c.pods.len(),
+                ready_left: left,
+                after_rescheduling: after,
+            });
+        }
+    }
+
+    // Per controller: pods that fit nowhere (not survivable), pods that stay or are not
+    // recreated, and controllers without a ready replica until their pods come back.
+    let mut unschedulable: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut first_why: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut waiting: BTreeMap<&str, (usize, i64)> = BTreeMap::new();
+    for m in &placement.moves {
+        match &m.outcome {
+            MoveOutcome::Unschedulable { why } => {
+                unschedulable.entry(&m.controller).or_default().push(&m.pod);
+                first_why.entry(&m.controller).or_insert(why);
+            }
+            MoveOutcome::Stays { why } => loss.reason(
+                Outcome::Degraded,
+                format!("pod {} stays on the lost node {}: it {why}", m.pod, m.from),
+            ),
+            MoveOutcome::NotRecreated { why } => loss.reason(
+                Outcome::Degraded,
+                format!("pod {} on {} is lost: {why}", m.pod, m.from),
+            ),
+            MoveOutcome::Placed { after_seconds, .. } => {
+                if !protected_pods.contains(&m.index) {
+                    waiting
+                        .entry(&m.controller)
+                        .or_insert((m.index, *after_seconds));
+                }
+            }
+        }
+    }
+    for (controller, pods) in &unschedulable {
+        loss.reason(
+            Outcome::Lost,
+            format!(
+                "{controller}: {} cannot be rescheduled: {}",
+                if pods.len() == 1 {
+                    format!("pod {}", pods[0])
+                } else {
+                    format!("{} pods ({})", pods.len(), pods.join(", "))
+                },
+                first_why.get(controller).copied().unwrap_or_default()
+            ),
+        );
+    }
+    // Controllers that are not protected and have no ready replica elsewhere: down until their
+    // pods are recreated.
+    if !waiting.is_empty() {
+        let owners: BTreeSet<(&str, &Owner)> = waiting
+            .values()
+            .map(|&(i, _)| (cluster.pods[i].namespace, &cluster.pods[i].owner))
+            .collect();
+        let mut ready_elsewhere = BTreeSet::new();
+        for (i, p) in cluster.pods.iter().enumerate() {
+            if owners.contains(&(p.namespace, &p.owner)) && ready_left(i) {
+                ready_elsewhere.insert((p.namespace, &p.owner));
+            }
+        }
+        for (controller, (i, after)) in waiting {
+            let p = &cluster.pods[i];
+            if !ready_elsewhere.contains(&(p.namespace, &p.owner)) {
+                loss.reason(
+                    Outcome::Degraded,
+                    format!(
+                        "{controller} has no ready replica until its pods are recreated elsewhere (evicted after {after}s)"
+                    ),
+                );
+            }
+        }
+    }
+
+    for budget in &workloads.budgets {
+        if !budget.pods.iter().any(|&i| on_lost(i)) {
+            continue;
+        }
+        let left = budget.pods.iter().filter(|&&i| ready_left(i)).count();
+        let after = left
+            + budget
+                .pods
+                .iter()
+                .filter(|i| moved_back.contains(i))
+                .count();
+        if left <= budget.desired {
+            loss.reason(
+                Outcome::Degraded,
+                format!(
+                    "{} allows no eviction while the host is down ({left} healthy, {} required): draining another node blocks{}",
+                    budget.name,
+                    budget.desired,
+                    if after > budget.desired {
+                        " until the pods are rescheduled"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+        }
+        loss.pdbs.push(PdbLoss {
+            pdb: budget.name.clone(),
+            expected: budget.pods.len(),
+            desired_healthy: budget.desired,
+            healthy_left: left,
+            healthy_after_rescheduling: after,
+        });
+    }
+}
+
+/// An int-or-percent of `total`; percentages round up as the disruption controller does.
+fn scaled(value: &IntOrString, total: usize) -> usize {
+    match value {
+        IntOrString::Int(n) => (*n).max(0) as usize,
+        IntOrString::String(s) => {
+            let pct: f64 = s.trim_end_matches('%').parse().unwrap_or(0.0);
+            (pct * total as f64 / 100.0).ceil() as usize
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! The chaos run held to the host-loss prediction: the plan shows what the model expects for
+//! the target host (VIP failover, ingress blink, the pods to reschedule and where), the run
+//! is refused when the model says the loss is not survivable (unless `--expect-failure`), and
+//! the report puts the prediction beside what was measured, per probe and per moved pod.
+//!
+//! Pure functions over the preflight state, the target host and the run's probe outcomes and
+//! events, so the run itself only calls them.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::budget::ProbeOutcome;
+use super::events::Event;
+use crate::config::{Config, Environment};
+use crate::hostloss::schedule::MoveOutcome;
+use crate::hostloss::{HostLoss, Outcome, Prediction, Reason};
+use crate::state::State;
+
+/// The prediction for the run's target host; `None` when the model has nothing for it (it
+/// runs none of the environment's nodes, or the state could not be read).
+pub fn for_target(
+    config: &Config,
+    env: &Environment,
+    state: &State,
+    host: &str,
+) -> Option<HostLoss> {
+    let prediction: Prediction = crate::predict::over(config, env, state, Some(host));
+    prediction.hosts.into_iter().next()
+}
+
+/// The plan's prediction section.
+pub fn plan_section(predicted: Option<&HostLoss>) -> String {
+    match predicted {
+        None => "  prediction: none (the host-loss model could not predict this host)\n".into(),
+        Some(h) => crate::hostloss::render::plan_lines(h)
+            .into_iter()
+            .map(|l| format!("  {l}\n"))
+            .collect(),
+    }
+}
+
+/// Why the run is refused: the model says the loss is not survivable and the operator did not
+/// say `--expect-failure`.
+pub fn refusal(predicted: Option<&HostLoss>, expect_failure: bool) -> Option<String> {
+    let h = predicted?;
+    (h.outcome == Outcome::Lost && !expect_failure).then(|| {
+        format!(
+            "the prediction says losing {} is not survivable: {}; fix it first, or pass --expect-failure to run anyway and measure it",
+            h.host,
+            h.first_reason().unwrap_or_default()
+        )
+    })
+}
+
+/// The report's `prediction` section.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub host: String,
+    pub outcome: Outcome,
+    pub reasons: Vec<Reason>,
+    pub probes: Vec<ProbeComparison>,
+    pub pods: Vec<PodComparison>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeComparison {
+    pub probe: String,
+    pub predicted: String,
+    pub measured: String,
+    /// Whether the measurement agrees: an outage where one was predicted, none where none was.
+    /// `None` when the model makes no claim about the probe.
+    pub agrees: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PodComparison {
+    pub pod: String,
+    pub controller: String,
+    /// `talos-stg-cp-02 after 300s`, `nowhere: 0/3 nodes are available: ...`
+    pub predicted: String,
+    /// `talos-stg-cp-02 after 4m12s (kube-system/coredns-xyz)`, or why it was not seen.
+    pub measured: String,
+    pub agrees: Option<bool>,
+}
+
+/// Predicted beside measured. `fault_at` is when the VMs were stopped, on the run's timeline.
+pub fn compare(
+    predicted: &HostLoss,
+    probes: &[ProbeOutcome],
+    events: &[Event],
+    fault_at: Option<Duration>,
+) -> Comparison {
+    let probes = probes
+        .iter()
+        .map(|p| {
+            let (predicted_text, outage) = expected_outage(predicted, &p.probe);
+            let measured = if p.outages.is_empty() {
+                "no outage".to_string()
+            } else {
+                format!(
+                    "down {:.1}s longest, {:.1}s in total",
+                    p.longest.as_secs_f64(),
+                    p.total.as_secs_f64()
+                )
+            };
+            ProbeComparison {
+                probe: p.probe.clone(),
+                predicted: predicted_text,
+                measured,
+                agrees: outage.map(|o| o == !p.outages.is_empty()),
+            }
+        })
+        .collect();
+    let created: Vec<(Duration, &str, &str)> = events
+        .iter()
+        .filter(|e| e.kind == "pod-created")
+        .filter_map(|e| {
+            let (pod, node) = e.detail.split_once(" on ")?;
+            Some((e.at, pod, node))
+        })
+        .collect();
+    let mut used = vec![false; created.len()];
+    let pods = predicted
+        .pods
+        .iter()
+        .map(|m| {
+            let predicted_text = match &m.outcome {
+                MoveOutcome::Placed {
+                    node,
+                    after_seconds,
+                    waits_for_deletion,
+                    ..
+                } => {
+                    if *waits_for_deletion {
+                        format!("{node} once the old pod is deleted")
+                    } else {
+                        format!("{node} after {after_seconds}s")
+                    }
+                }
+                MoveOutcome::Unschedulable { why } => format!("nowhere: {why}"),
+                MoveOutcome::Stays { .. } => "stays on the lost node".into(),
+                MoveOutcome::NotRecreated { .. } => "not recreated".into(),
+            };
+            let own = family(&m.pod);
+            let found = created
+                .iter()
+                .enumerate()
+                .find(|(i, (_, pod, _))| !used[*i] && family(pod) == own && *pod != m.pod);
+            let (measured, agrees) = match found {
+                Some((i, (at, pod, node))) => {
+                    used[i] = true;
+                    let after = fault_at.map_or(*at, |f| at.saturating_sub(f));
+                    let agrees = m.placed_on().map(|n| n == *node);
+                    (
+                        format!("{node} after {} ({pod})", minutes(after)),
+                        agrees,
+                    )
+                }
+                None => (
+                    "no replacement observed (only protected controllers' pods are watched, until restore)"
+                        .to_string(),
+                    None,
+                ),
+            };
+            PodComparison {
+                pod: m.pod.clone(),
+                controller: m.controller.clone(),
+                predicted: predicted_text,
+                measured,
+                agrees,
+            }
+        })
+        .collect();
+    Comparison {
+        host: predicted.host.clone(),
+        outcome: predicted.outcome,
+        reasons: predicted.reasons.clone(),
+        probes,
+        pods,
+    }
+}
+
+/// What the model expects a probe to see, and whether that is an outage (`None`: no claim).
+fn expected_outage(h: &HostLoss, probe: &str) -> (String, Option<bool>) {
+    let etcd = h.etcd.as_ref();
+    if probe.starts_with("api") {
+        return match etcd {
+            Some(e) if !e.kept => ("down: etcd loses quorum".into(), Some(true)),
+            Some(e) if e.vip_candidates.is_empty() => {
+                ("down: no control plane to take the VIP".into(), Some(true))
+            }
+            Some(e) if e.vip_moves => ("a VIP failover outage (about a minute)".into(), Some(true)),
+            Some(_) => ("no outage: the VIP holder stays".into(), Some(false)),
+            None => ("no prediction".into(), None),
+        };
+    }
+    if probe.starts_with("etcd") {
+        return match etcd {
+            Some(e) if e.kept => (
+                format!("no outage: {} of {} members left", e.left, e.members),
+                Some(false),
+            ),
+            Some(e) => (
+                format!("down: {} of {} members left", e.left, e.members),
+                Some(true),
+            ),
+            None => ("no prediction".into(), None),
+        };
+    }
+    if probe.starts_with("ingress") {
+        if h.l2.iter().any(|l| l.announcers_left.is_empty()) {
+            return ("down: no surviving announcer".into(), Some(true));
+        }
+        if h.l2.iter().any(|l| l.holder_lost) {
+            return (
+                "a blink while the L2 lease moves (10 to 20 s)".into(),
+                Some(true),
+            );
+        }
+        if h.l2.is_empty() {
+            return ("no prediction".into(), None);
+        }
+        return ("no outage: the lease holder stays".into(), Some(false));
+    }
+    if let Some(name) = probe.strip_prefix("workloads::") {
+        return match h.controllers.iter().find(|c| c.name == name) {
+            Some(c) if c.ready_left == 0 => {
+                ("down until a replica is rescheduled".into(), Some(true))
+            }
+            Some(c) => (
+                format!("no outage: {} ready replica(s) left", c.ready_left),
+                Some(false),
+            ),
+            None => ("no outage: no replica on the host".into(), Some(false)),
+        };
+    }
+    ("no prediction".into(), None)
+}
+
+/// A pod's family: its controller-given prefix (`coredns-5d78c9869d-abcde` → `coredns-5d78c9869d`,
+/// `db-0` → `db-0`), which its replacement shares.
+fn family(pod: &str) -> &str {
+    match pod.rsplit_once('-') {
+        Some((head, tail))
+            if tail.len() == 5 && tail.chars().all(|c| c.is_ascii_alphanumeric()) =>
+        {
+            head
+        }
+        _ => pod,
+    }
+}
+
+/// `4m12s`, `45s`.
+fn minutes(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hostloss::schedule::PodMove;
+
+    fn loss() -> HostLoss {
+        HostLoss {
+            host: "pve1".into(),
+            outcome: Outcome::Degraded,
+            reasons: vec![],
+            nodes: vec!["cp-1".into()],
+            vms: vec![],
+            etcd: None,
+            l2: vec![],
+            controllers: vec![],
+            pdbs: vec![],
+            pods: vec![PodMove {
+                index: 0,
+                pod: "kube-system/coredns-5d78c9869d-abcde".into(),
+                controller: "Deployment kube-system/coredns".into(),
+                from: "cp-1".into(),
+                outcome: MoveOutcome::Placed {
+                    node: "cp-2".into(),
+                    host: "pve2".into(),
+                    after_seconds: 300,
+                    waits_for_deletion: false,
+                },
+            }],
+            capacity: vec![],
+            volumes: vec![],
+        }
+    }
+
+    #[test]
+    fn a_replacement_is_matched_by_its_family_and_timed_from_the_fault() {
+        let events = [Event {
+            at: Duration::from_secs(262),
+            kind: "pod-created".into(),
+            subject: "coredns".into(),
+            detail: "kube-system/coredns-5d78c9869d-zzzzz on cp-2".into(),
+        }];
+        let c = compare(&loss(), &[], &events, Some(Duration::from_secs(10)));
+        assert_eq!(c.pods[0].predicted, "cp-2 after 300s");
+        assert_eq!(
+            c.pods[0].measured,
+            "cp-2 after 4m12s (kube-system/coredns-5d78c9869d-zzzzz)"
+        );
+        assert_eq!(c.pods[0].agrees, Some(true));
+    }
+
+    #[test]
+    fn a_replacement_on_another_node_disagrees_and_none_is_said_plainly() {
+        let events = [Event {
+            at: Duration::from_secs(20),
+            kind: "pod-created".into(),
+            subject: "coredns".into(),
+            detail: "kube-system/coredns-5d78c9869d-zzzzz on cp-3".into(),
+        }];
+        let c = compare(&loss(), &[], &events, None);
+        assert_eq!(c.pods[0].agrees, Some(false));
+        let c = compare(&loss(), &[], &[], None);
+        assert_eq!(c.pods[0].agrees, None);
+        assert!(c.pods[0].measured.starts_with("no replacement observed"));
+    }
+
+    #[test]
+    fn a_lost_prediction_refuses_unless_failure_is_expected() {
+        let mut h = loss();
+        h.outcome = Outcome::Lost;
+        h.reasons.push(Reason {
+            severity: Outcome::Lost,
+            text: "etcd loses quorum".into(),
+        });
+        assert_eq!(
+            refusal(Some(&h), false).unwrap(),
+            "the prediction says losing pve1 is not survivable: etcd loses quorum; fix it first, or pass --expect-failure to run anyway and measure it"
+        );
+        assert_eq!(refusal(Some(&h), true), None);
+        assert_eq!(refusal(Some(&loss()), false), None);
+    }
+}

@@ -1,0 +1,73 @@
+//! `gates predict ENV`: read the environment once (live, or from `--snapshot` files), run the
+//! host-loss model for every host (or one), print a table or JSON, and exit 0 when every
+//! host's loss is survivable, 1 when one is not, 2 when it cannot tell.
+
+use chrono::Utc;
+use serde::Serialize;
+
+use crate::app::AppError;
+use crate::cli::{Format, PredictArgs};
+use crate::collect;
+use crate::config::{Config, Environment};
+use crate::hostloss::{self, Input, Prediction, ProtectedRef};
+use crate::state::State;
+
+/// The controllers the gates protect by name, as the host-loss model takes them.
+pub fn protected(config: &Config) -> Vec<ProtectedRef> {
+    crate::chaos::cluster::protected_controllers(config)
+        .into_iter()
+        .map(|c| ProtectedRef {
+            name: c.name,
+            namespace: c.namespace,
+            selector: c.selector,
+        })
+        .collect()
+}
+
+/// The prediction over an already collected state.
+pub fn over(config: &Config, env: &Environment, state: &State, host: Option<&str>) -> Prediction {
+    let named = protected(config);
+    hostloss::predict(
+        Input {
+            env,
+            state,
+            protected: &named,
+        },
+        host,
+    )
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    environment: &'a str,
+    prediction: &'a Prediction,
+}
+
+pub async fn run(config: &Config, args: PredictArgs) -> Result<u8, AppError> {
+    let env = config.environment(&args.env).map_err(AppError::Usage)?;
+    let state = if args.snapshot.is_empty() {
+        collect::live(config, env).await
+    } else {
+        let snapshot = collect::snapshot::read(&args.snapshot, Utc::now())?;
+        for note in &snapshot.notes {
+            eprintln!("note: {note}");
+        }
+        snapshot.state
+    };
+    let prediction = over(config, env, &state, args.host.as_deref());
+    match args.format {
+        Format::Json => {
+            let doc = Document {
+                environment: &env.name,
+                prediction: &prediction,
+            };
+            let text = serde_json::to_string_pretty(&doc)
+                .map_err(|e| AppError::Collect(format!("cannot render the prediction: {e}")))?;
+            println!("{text}");
+        }
+        Format::Pretty | Format::Terse => {
+            print!("{}", hostloss::render::text(&prediction, &env.name))
+        }
+    }
+    Ok(prediction.exit_code())
+}
