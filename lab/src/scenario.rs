@@ -54,6 +54,10 @@ pub struct Scenario {
     pub description: String,
     #[serde(default)]
     pub timings: Timings,
+    /// How an address behaves while its machine is down: `stall` (default: packets dropped,
+    /// connects hang) or `refuse` (connection refused at once).
+    #[serde(default)]
+    pub unreachable: crate::power::DownMode,
     pub hosts: Vec<HostSpec>,
     pub environments: Vec<EnvSpec>,
 }
@@ -95,6 +99,14 @@ pub struct Timings {
     /// From wake-on-LAN until a Proxmox host is online.
     #[serde(with = "humantime_serde_compat")]
     pub host_boot: Duration,
+    /// Without etcd quorum, how long the API server blocks before a resource request answers
+    /// 500 `etcdserver: request timed out` (etcd's request timeout).
+    #[serde(with = "humantime_serde_compat")]
+    pub etcd_request_timeout: Duration,
+    /// Without etcd quorum, how long `/readyz` blocks before its etcd check fails
+    /// (kube-apiserver `--etcd-healthcheck-timeout`).
+    #[serde(with = "humantime_serde_compat")]
+    pub etcd_healthcheck_timeout: Duration,
 }
 
 impl Default for Timings {
@@ -111,6 +123,8 @@ impl Default for Timings {
             pod_start: Duration::from_secs(5),
             longhorn_rebuild: Duration::from_secs(30),
             host_boot: Duration::from_secs(90),
+            etcd_request_timeout: Duration::from_secs(5),
+            etcd_healthcheck_timeout: Duration::from_secs(2),
         }
     }
 }
@@ -546,6 +560,7 @@ impl Scenario {
                 "Generated scale scenario: {nodes} nodes, about {pods_per_node} pods per worker."
             ),
             timings: Timings::default(),
+            unreachable: crate::power::DownMode::default(),
             hosts,
             environments: vec![EnvSpec {
                 name: "lab".into(),

@@ -114,6 +114,10 @@ impl KubeApi {
         // Health and version are public (system:public-info-viewer).
         match path.as_str() {
             "/healthz" | "/livez" | "/readyz" => {
+                if path == "/readyz" {
+                    // Its etcd check waits for etcd's answer before it fails.
+                    self.wait_for_quorum(|t| t.etcd_healthcheck_timeout).await;
+                }
                 return self.health(&path, query.contains_key("verbose"));
             }
             "/version" => return json_response(200, &self.version()),
@@ -226,7 +230,7 @@ impl KubeApi {
                 None,
             );
         }
-        if !self.shared.read(|w| w.envs[self.env].quorum) {
+        if !self.wait_for_quorum(|t| t.etcd_request_timeout).await {
             return status(500, "InternalError", "etcdserver: request timed out", None);
         }
         let wants_table = req
@@ -239,6 +243,32 @@ impl KubeApi {
             "list" => self.list(def, ns, &query, wants_table),
             _ => self.watch(def, ns, &query, wants_table),
         }
+    }
+
+    /// Whether etcd has quorum. Without it a request blocks for the scenario's timeout (in
+    /// simulated time) as the real API server does while etcd does not answer, and then tells
+    /// whether quorum came back meanwhile.
+    async fn wait_for_quorum(
+        &self,
+        timeout: impl Fn(&crate::scenario::Timings) -> std::time::Duration,
+    ) -> bool {
+        let (quorum, block) = self.shared.read(|w| {
+            (
+                w.envs[self.env].quorum,
+                w.clock.real_of(timeout(&w.timings)),
+            )
+        });
+        if quorum {
+            return true;
+        }
+        let deadline = tokio::time::Instant::now() + block;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20).min(block)).await;
+            if self.shared.read(|w| w.envs[self.env].quorum) {
+                return true;
+            }
+        }
+        false
     }
 
     fn health(&self, path: &str, verbose: bool) -> Response<Body> {

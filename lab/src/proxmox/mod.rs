@@ -26,7 +26,6 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::sync::watch;
 
 pub use crate::pki::endpoint::ServeError;
 use crate::pki::endpoint::{ConnectionInfo, Recorder, RequestRecord, ServerHandle, serve_tls};
@@ -164,7 +163,7 @@ pub async fn serve(
     host: &str,
     addr: SocketAddr,
     tls: &ServerTls,
-    power: watch::Receiver<bool>,
+    power: impl Into<crate::power::Power>,
 ) -> Result<ServerHandle, ServeError> {
     if let (Some(fp), Ok(mut map)) = (tls.leaf_fingerprint(), api.fingerprints.lock()) {
         map.insert(host.to_string(), fp);
@@ -172,7 +171,7 @@ pub async fn serve(
     let config = server_config(tls, &[b"http/1.1"])?;
     let idle_timeout = api.options.idle_timeout;
     let host: Arc<str> = Arc::from(host);
-    let handle = serve_tls(addr, config, power, move |stream, info| {
+    let handle = serve_tls(addr, config, power, None, move |stream, info| {
         let api = api.clone();
         let host = host.clone();
         async move {

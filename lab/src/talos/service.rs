@@ -7,6 +7,8 @@ use std::sync::Arc;
 use tonic::metadata::MetadataMap;
 use tonic::{Code, Request, Response, Status};
 
+use crate::power::DownMode;
+
 use super::backend::{AlarmKind, EtcdError, NodeRole, TalosBackend};
 use super::proto::common::Metadata;
 use super::proto::google::rpc::Status as RpcStatus;
@@ -30,6 +32,8 @@ pub struct Apid {
     /// This node's name.
     pub node: String,
     pub backend: Arc<dyn TalosBackend>,
+    /// How a powered-off node looks when this apid dials it.
+    pub down: DownMode,
 }
 
 /// A reply element (`Version`, `EtcdMembers`, …): each carries `common.Metadata metadata = 1`.
@@ -55,11 +59,21 @@ pub(super) fn values<'a>(md: &'a MetadataMap, key: &str) -> Vec<&'a str> {
         .collect()
 }
 
-fn dial_error(target: &str, resolved: bool) -> Status {
-    let detail = if resolved {
-        format!("dial tcp {target}:50000: connect: connection refused")
-    } else {
-        format!("dial tcp: lookup {target}: no such host")
+/// How dialling `target` failed, in grpc-go's words.
+enum Dial {
+    /// A name nobody resolves.
+    NoSuchHost,
+    /// An address that does not answer (a powered-off node, or an address nobody has).
+    Dead(DownMode),
+}
+
+fn dial_error(target: &str, how: Dial) -> Status {
+    let detail = match how {
+        Dial::NoSuchHost => format!("dial tcp: lookup {target}: no such host"),
+        Dial::Dead(DownMode::Stall) => format!("dial tcp {target}:50000: i/o timeout"),
+        Dial::Dead(DownMode::Refuse) => {
+            format!("dial tcp {target}:50000: connect: connection refused")
+        }
     };
     Status::unavailable(format!(
         "connection error: desc = \"transport: Error while dialing: {detail}\""
@@ -97,8 +111,11 @@ impl Apid {
         let Some(node) = self.backend.resolve(target) else {
             return if self.backend.role(&self.node) == NodeRole::Worker {
                 Err(Status::permission_denied("no request forwarding"))
+            } else if target.parse::<std::net::IpAddr>().is_ok() {
+                // An address is dialled, never looked up: nothing answers there.
+                Err(dial_error(target, Dial::Dead(DownMode::Stall)))
             } else {
-                Err(dial_error(target, false))
+                Err(dial_error(target, Dial::NoSuchHost))
             };
         };
         if node == self.node {
@@ -109,7 +126,7 @@ impl Apid {
             return Err(Status::permission_denied("no request forwarding"));
         }
         if !self.backend.is_up(&node) {
-            return Err(dial_error(target, true));
+            return Err(dial_error(target, Dial::Dead(self.down)));
         }
         answer(&node)
     }

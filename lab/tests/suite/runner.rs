@@ -92,10 +92,8 @@ async fn writes_client_files_and_stops_cleanly() {
         lab.shared.read(|w| !w.nodes[1].vm_running)
     })
     .await;
-    common::eventually(5, "apid of a stopped VM refuses connections", || async {
-        tokio::net::TcpStream::connect("127.80.1.2:50000")
-            .await
-            .is_err()
+    common::eventually(5, "apid of a stopped VM stalls connections", || async {
+        common::stalls("127.80.1.2:50000").await
     })
     .await;
     assert!(
