@@ -4,6 +4,7 @@
 mod chaos;
 mod check;
 mod config_errors;
+mod credentials;
 mod junit;
 mod lab;
 mod support;
