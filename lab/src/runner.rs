@@ -618,6 +618,7 @@ fn pve_options(
         audit_tokens: vec![audit],
         unreachable_delay: scale(d.unreachable_delay),
         task_duration: scale(d.task_duration),
+        stop_duration: scale(d.stop_duration),
         ..d
     }
 }

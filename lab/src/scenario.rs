@@ -58,6 +58,10 @@ pub struct Scenario {
     /// connects hang) or `refuse` (connection refused at once).
     #[serde(default)]
     pub unreachable: crate::power::DownMode,
+    /// How many past events the Kubernetes API keeps for watches and exact-revision lists
+    /// (etcd compaction, counted in events); older resourceVersions answer 410 Gone.
+    #[serde(default = "default_watch_history")]
+    pub watch_history: usize,
     pub hosts: Vec<HostSpec>,
     pub environments: Vec<EnvSpec>,
 }
@@ -127,6 +131,10 @@ impl Default for Timings {
             etcd_healthcheck_timeout: Duration::from_secs(2),
         }
     }
+}
+
+fn default_watch_history() -> usize {
+    crate::world::store::HISTORY
 }
 
 /// humantime strings ("40s", "5m") for durations.
@@ -561,6 +569,7 @@ impl Scenario {
             ),
             timings: Timings::default(),
             unreachable: crate::power::DownMode::default(),
+            watch_history: crate::world::store::HISTORY,
             hosts,
             environments: vec![EnvSpec {
                 name: "lab".into(),

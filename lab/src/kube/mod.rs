@@ -2,6 +2,8 @@
 //! list (selectors, paging) and watch, answered from the world's object store. The same
 //! handler serves every control-plane node's address and the environment's API VIP.
 
+mod consistency;
+mod eviction;
 mod discovery;
 pub mod status;
 mod table;
@@ -126,7 +128,10 @@ impl KubeApi {
         if user == User::Anonymous {
             return unauthorized();
         }
-        let metrics = self.shared.read(|w| w.envs[self.env].spec.metrics);
+        let metrics = self.shared.read(|w| discovery::Served {
+            metrics: w.envs[self.env].spec.metrics,
+            longhorn: w.envs[self.env].spec.longhorn.is_some(),
+        });
         let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
         // Aggregated discovery when asked for, else the legacy documents.
         let accept = req
@@ -153,6 +158,10 @@ impl KubeApi {
             ["apis", g, v] => return opt_json(discovery::resource_list(g, v, metrics)),
             _ => {}
         }
+        if let ["api", "v1", "namespaces", ns, "pods", name, "eviction"] = segs.as_slice() {
+            let (ns, name) = (ns.to_string(), name.to_string());
+            return self.evict(req, user, &ns, &name).await;
+        }
         let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
             ["api", v, rest @ ..] => ("", *v, rest),
             ["apis", g, v, rest @ ..] => (*g, *v, rest),
@@ -170,7 +179,7 @@ impl KubeApi {
         let Some(def) = resources::lookup(group, version, plural) else {
             return not_found_path();
         };
-        if def.group == "metrics.k8s.io" && !metrics {
+        if !metrics.group(def.group) {
             return not_found_path();
         }
         if ns.is_some() && !def.namespaced {
@@ -240,7 +249,19 @@ impl KubeApi {
             .is_some_and(|a| a.contains("as=Table"));
         match verb {
             "get" => self.get(def, ns, name.unwrap_or_default(), wants_table),
-            "list" => self.list(def, ns, &query, wants_table),
+            "list" => {
+                let read = match consistency::read_of(&query) {
+                    Ok(read) => read,
+                    Err(response) => return response,
+                };
+                if let Some(needed) = read.needs()
+                    && !self.wait_for_revision(needed).await
+                {
+                    let current = self.shared.read(|w| w.envs[self.env].store.rv());
+                    return consistency::too_large(needed, current);
+                }
+                self.list(def, ns, &query, wants_table, read)
+            }
             _ => self.watch(def, ns, &query, wants_table),
         }
     }
@@ -352,12 +373,34 @@ impl KubeApi {
         }
     }
 
+    /// Whether the store reached `rv`, waiting as the watch cache does (3 s, simulated).
+    async fn wait_for_revision(&self, rv: u64) -> bool {
+        let (reached, block) = self.shared.read(|w| {
+            (
+                w.envs[self.env].store.rv() >= rv,
+                w.clock.real_of(Duration::from_secs(3)),
+            )
+        });
+        if reached {
+            return true;
+        }
+        let deadline = tokio::time::Instant::now() + block;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20).min(block)).await;
+            if self.shared.read(|w| w.envs[self.env].store.rv() >= rv) {
+                return true;
+            }
+        }
+        false
+    }
+
     fn list(
         &self,
         def: &'static ResourceDef,
         ns: Option<&str>,
         query: &HashMap<String, String>,
         table: bool,
+        read: consistency::Read,
     ) -> Response<Body> {
         let (labels, fields) = match selectors(def, query) {
             Ok(parsed) => parsed,
@@ -383,10 +426,16 @@ impl KubeApi {
             },
             None => None,
         };
-        let (rv, all) = self.shared.read(|w| {
+        let listed = self.shared.read(|w| {
             let store = &w.envs[self.env].store;
-            (store.rv(), store.list(def.res))
+            match read {
+                consistency::Read::Exact(at) => store.list_at(def.res, at).map(|all| (at, all)),
+                _ => Ok((store.rv(), store.list(def.res))),
+            }
         });
+        let Ok((rv, all)) = listed else {
+            return consistency::expired();
+        };
         let filtered = labels.is_empty() && fields.is_none();
         let mut items = Vec::new();
         let mut next = None;

@@ -53,8 +53,11 @@ pub struct ProxmoxOptions {
     pub unauthorized_delay: Duration,
     /// Delay before a 595 for a call about a host that is down (Proxmox: ~3 s of ARP failure).
     pub unreachable_delay: Duration,
-    /// How long a power task stays `running` before it ends (and its effect happens).
+    /// How long a start or shutdown request task stays `running` before it ends (and its
+    /// effect happens).
     pub task_duration: Duration,
+    /// How long a hard stop task runs (QEMU is killed and cleaned up: a few seconds).
+    pub stop_duration: Duration,
     /// `GET /version` `version`; `release` is its first two components.
     pub version: String,
     /// Idle keep-alive connections are closed after this long (pveproxy: 5 s).
@@ -69,6 +72,7 @@ impl Default for ProxmoxOptions {
             unauthorized_delay: Duration::from_secs(3),
             unreachable_delay: Duration::from_secs(3),
             task_duration: Duration::from_millis(1500),
+            stop_duration: Duration::from_secs(3),
             version: "9.1.1".into(),
             idle_timeout: Duration::from_secs(5),
         }

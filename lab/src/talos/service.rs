@@ -22,6 +22,25 @@ use super::proto::machine::{
 #[derive(Debug, Clone, Default)]
 pub struct PeerRoles(pub Vec<String>);
 
+/// Where a call goes after apid's director.
+pub(super) enum Direction<'a> {
+    /// Answered by this node.
+    Local,
+    /// Proxied to one node (`node` metadata).
+    One(&'a str),
+    /// Proxied to each node, answers aggregated (`nodes` metadata).
+    Many(Vec<&'a str>),
+}
+
+/// Services whose calls apid proxies one-to-many.
+const ONE_TO_MANY_PREFIXES: &[&str] = &[
+    "/machine.MachineService/",
+    "/cluster.ClusterService/",
+    "/inspect.InspectService/",
+    "/storage.StorageService/",
+    "/time.TimeService/",
+];
+
 /// Roles allowed to read versions, services and COSI resources.
 pub(super) const READ_ROLES: &[&str] = &["os:admin", "os:operator", "os:reader"];
 /// Roles allowed to read etcd state.
@@ -131,6 +150,60 @@ impl Apid {
         answer(&node)
     }
 
+    /// Whether `target` names this node (its address or hostname), as apid's local-target test.
+    fn is_local(&self, target: &str) -> bool {
+        self.backend.resolve(target).as_deref() == Some(self.node.as_str())
+    }
+
+    /// Where apid's director sends a call of `method`: `nodes` (one-to-many) wins over
+    /// `node` (one-to-one); a multi-valued `node` is invalid; one-to-many is refused for
+    /// services outside MachineService and friends (COSI among them); a worker, which has
+    /// no client certificate, serves only calls for itself.
+    pub(super) fn direct<'a>(
+        &self,
+        md: &'a MetadataMap,
+        method: &str,
+    ) -> Result<Direction<'a>, Status> {
+        if md.contains_key("proxyfrom") {
+            return Ok(Direction::Local);
+        }
+        let nodes = values(md, "nodes");
+        let node = values(md, "node");
+        let (mut many, mut one) = (md.contains_key("nodes"), md.contains_key("node"));
+        if one && node.len() != 1 {
+            return Err(Status::invalid_argument(
+                "node metadata must be single-valued",
+            ));
+        }
+        let forwards = self.backend.role(&self.node) != NodeRole::Worker;
+        if !forwards {
+            if one && self.is_local(node[0]) {
+                one = false;
+            }
+            if many && nodes.len() == 1 && self.is_local(nodes[0]) {
+                many = false;
+            }
+        }
+        if many {
+            if !ONE_TO_MANY_PREFIXES.iter().any(|p| method.starts_with(p)) {
+                return Err(Status::invalid_argument(format!(
+                    "one-2-many proxying is not supported for method {method}"
+                )));
+            }
+            if !forwards {
+                return Err(Status::permission_denied("no request forwarding"));
+            }
+            return Ok(Direction::Many(nodes));
+        }
+        if one {
+            if !forwards {
+                return Err(Status::permission_denied("no request forwarding"));
+            }
+            return Ok(Direction::One(node[0]));
+        }
+        Ok(Direction::Local)
+    }
+
     /// Applies apid's routing to a unary call.
     fn route<X: Element>(
         &self,
@@ -140,22 +213,11 @@ impl Apid {
         if !self.backend.is_up(&self.node) {
             return Err(Status::unavailable("node is shutting down"));
         }
-        if md.contains_key("proxyfrom") {
-            return answer(&self.node).map(|x| vec![x]);
-        }
-        let node = values(md, "node");
-        if !node.is_empty() {
-            if node.len() > 1 {
-                return Err(Status::invalid_argument(
-                    "node metadata must be single-valued",
-                ));
-            }
-            return self.answer_for(node[0], &answer).map(|x| vec![x]);
-        }
-        let nodes = values(md, "nodes");
-        if nodes.is_empty() {
-            return answer(&self.node).map(|x| vec![x]);
-        }
+        let nodes = match self.direct(md, "/machine.MachineService/")? {
+            Direction::Local => return answer(&self.node).map(|x| vec![x]),
+            Direction::One(target) => return self.answer_for(target, &answer).map(|x| vec![x]),
+            Direction::Many(nodes) => nodes,
+        };
         // One-to-many: every target becomes an element tagged with the target string; failures
         // become elements with only metadata, and the call itself succeeds.
         Ok(nodes
