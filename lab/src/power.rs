@@ -99,7 +99,10 @@ impl BlackHole {
 
 /// Wait while a stalled connection stays silent: until the machine is up again (a rebooted or
 /// new holder resets the old connection) or the server stops (`stopped` true or gone).
-pub async fn frozen_until_up(up: &mut watch::Receiver<bool>, stopped: Option<watch::Receiver<bool>>) {
+pub async fn frozen_until_up(
+    up: &mut watch::Receiver<bool>,
+    stopped: Option<watch::Receiver<bool>>,
+) {
     let back = async {
         let _ = up.wait_for(|on| *on).await;
     };

@@ -8,9 +8,9 @@ use crate::clock::SimClock;
 use crate::files;
 use crate::kube::{KubeApi, Tokens};
 use crate::net::{self, serve_switched};
-use crate::power::Power;
 use crate::pki::tls::{ServerTls, server_config};
 use crate::pki::{CaKind, CertificateAuthority};
+use crate::power::Power;
 use crate::reqlog::RequestLog;
 use crate::scenario::Scenario;
 use crate::truth::GroundTruth;
@@ -192,9 +192,14 @@ impl Lab {
                     r.node_api.get(j).copied().unwrap_or(false)
                 });
                 tasks.push(
-                    serve_switched(addr, Some(tls.clone()), Power::new(up, down), handler.clone())
-                        .await
-                        .map_err(|e| LabError::Listen(addr, e))?,
+                    serve_switched(
+                        addr,
+                        Some(tls.clone()),
+                        Power::new(up, down),
+                        handler.clone(),
+                    )
+                    .await
+                    .map_err(|e| LabError::Listen(addr, e))?,
                 );
             }
             let addr = SocketAddr::from((plan.vip_ip(k), KUBE_PORT));
@@ -202,9 +207,14 @@ impl Lab {
                 r.vip.get(k).copied().unwrap_or(false)
             });
             tasks.push(
-                serve_switched(addr, Some(tls.clone()), Power::new(up, down), handler.clone())
-                    .await
-                    .map_err(|e| LabError::Listen(addr, e))?,
+                serve_switched(
+                    addr,
+                    Some(tls.clone()),
+                    Power::new(up, down),
+                    handler.clone(),
+                )
+                .await
+                .map_err(|e| LabError::Listen(addr, e))?,
             );
 
             if let Some(hosts) = ingress_hosts {
@@ -427,9 +437,9 @@ impl Lab {
                 read_only: &t.read_only,
             })
             .collect();
-        let kubeconfig =
-            self.shared
-                .read(|world| files::kubeconfig(world, self.plan, &credentials));
+        let kubeconfig = self
+            .shared
+            .read(|world| files::kubeconfig(world, self.plan, &credentials));
         w(&self.files.kubeconfig, &kubeconfig)?;
         w(&self.files.kube_ca, self.kube_ca_pem())?;
         if let Some(dir) = env_dir {
@@ -526,7 +536,10 @@ impl Lab {
 
     /// The read-only bearer token of environment `k`.
     pub fn read_only_token_of(&self, k: usize) -> &str {
-        self.tokens.get(k).map(|t| t.read_only.as_str()).unwrap_or("")
+        self.tokens
+            .get(k)
+            .map(|t| t.read_only.as_str())
+            .unwrap_or("")
     }
 
     /// The Kubernetes CA of environment `k` (PEM).

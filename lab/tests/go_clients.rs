@@ -21,7 +21,11 @@ fn workspace() -> PathBuf {
 fn built(name: &'static str) -> PathBuf {
     static TALOS: OnceLock<PathBuf> = OnceLock::new();
     static PROXMOX: OnceLock<PathBuf> = OnceLock::new();
-    let cell = if name == "talos-check" { &TALOS } else { &PROXMOX };
+    let cell = if name == "talos-check" {
+        &TALOS
+    } else {
+        &PROXMOX
+    };
     cell.get_or_init(|| {
         let out = workspace().join("target/go").join(name);
         let status = std::process::Command::new(std::env::var("GO").unwrap_or("go".into()))
@@ -100,7 +104,13 @@ async fn talos_check(lab: &gates_lab::Lab, endpoint: &str, extra: &[&str]) -> Ve
 async fn the_talos_go_client_reads_the_lab_and_gets_talos_errors_for_wrong_requests() {
     let (lab, _dir) = common::start("adr-007", 95, 1.0).await;
     let results = talos_check(&lab, "127.95.1.1", &[]).await;
-    for call in ["version", "etcd-members", "etcd-status", "services", "addresses"] {
+    for call in [
+        "version",
+        "etcd-members",
+        "etcd-status",
+        "services",
+        "addresses",
+    ] {
         assert_eq!(find(&results, call)["code"], "OK", "{results:#?}");
     }
     let members = strings(&find(&results, "etcd-members")["data"]);
@@ -117,7 +127,10 @@ async fn the_talos_go_client_reads_the_lab_and_gets_talos_errors_for_wrong_reque
         !by_id.is_empty() && by_id.iter().all(|a| a.starts_with("eth0/")),
         "{by_id:?}"
     );
-    assert!(!addresses.iter().all(|a| a.starts_with("eth0/")), "lo is listed too");
+    assert!(
+        !addresses.iter().all(|a| a.starts_with("eth0/")),
+        "lo is listed too"
+    );
     let unsupported = find(&results, "unsupported-type");
     assert_eq!(unsupported["code"], "PermissionDenied", "{unsupported}");
     assert_eq!(
@@ -146,15 +159,13 @@ async fn the_talos_go_client_waits_out_its_deadline_on_a_powered_off_node() {
     let version = find(&results, "version");
     // Dropped packets: the call hangs until its deadline, it is never refused at once.
     assert_eq!(version["code"], "DeadlineExceeded", "{version}");
-    assert!(
-        version["millis"].as_i64().unwrap_or(0) >= 1400,
-        "{version}"
-    );
+    assert!(version["millis"].as_i64().unwrap_or(0) >= 1400, "{version}");
     lab.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn go_proxmox_reads_node_status_permissions_and_tasks_and_a_stop_takes_seconds() {
+async fn go_proxmox_reads_status_permissions_and_tasks_a_stop_takes_seconds_and_a_dead_host_stalls()
+{
     let (lab, _dir) = common::start("adr-007", 97, 1.0).await;
     let args = |calls: &str| -> Vec<String> {
         vec![
@@ -175,7 +186,11 @@ async fn go_proxmox_reads_node_status_permissions_and_tasks_and_a_stop_takes_sec
         ]
     };
     let bin = built("proxmox-check");
-    let results = run(&bin, &args("version,nodes,node-status,permissions,vm,stop,tasks")).await;
+    let results = run(
+        &bin,
+        &args("version,nodes,node-status,permissions,vm,stop,tasks"),
+    )
+    .await;
     for r in &results {
         assert!(r.get("error").is_none(), "{r}");
     }
@@ -191,7 +206,10 @@ async fn go_proxmox_reads_node_status_permissions_and_tasks_and_a_stop_takes_sec
     assert_eq!(stop["exitstatus"], "OK", "{stop}");
     let seconds = stop["seconds"].as_f64().unwrap_or(0.0);
     assert!((2.5..10.0).contains(&seconds), "{stop}");
-    let tasks = find(&results, "tasks")["data"].as_array().cloned().unwrap_or_default();
+    let tasks = find(&results, "tasks")["data"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert!(
         tasks
             .iter()
@@ -200,17 +218,36 @@ async fn go_proxmox_reads_node_status_permissions_and_tasks_and_a_stop_takes_sec
     );
 
     // A host that lost power keeps its last statistics in /nodes, offline.
-    lab.shared.power_loss_host("pve5").expect("power loss on pve5");
+    lab.shared
+        .power_loss_host("pve5")
+        .expect("power loss on pve5");
     common::eventually(10, "pve5 is offline", || async {
         lab.shared
             .read(|w| w.hosts.iter().any(|h| h.name == "pve5" && !h.online))
     })
     .await;
     let results = run(&bin, &args("nodes")).await;
-    let nodes = find(&results, "nodes")["data"].as_array().cloned().unwrap_or_default();
+    let nodes = find(&results, "nodes")["data"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let pve5 = nodes.iter().find(|n| n["node"] == "pve5").expect("pve5");
     assert_eq!(pve5["status"], "offline", "{pve5}");
     assert!(pve5["maxmem"].as_u64().unwrap_or(0) > 0, "{pve5}");
     assert_eq!(pve5["uptime"], 0, "{pve5}");
+
+    // Its own address drops packets: the client's call runs into its deadline.
+    let mut dead = args("version");
+    dead[1] = format!("{}/api2/json", lab.proxmox_url(4));
+    dead.extend(["-timeout".to_string(), "1s".to_string()]);
+    let results = run(&bin, &dead).await;
+    let version = find(&results, "version");
+    assert!(
+        version["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("deadline exceeded")),
+        "{version}"
+    );
+    assert!(version["millis"].as_i64().unwrap_or(0) >= 900, "{version}");
     lab.stop().await;
 }

@@ -81,7 +81,10 @@ async fn the_python_client_gets_the_api_servers_errors_for_list_consistency_and_
     let dir = tempfile::tempdir().expect("tempdir");
     let lab = lab_with_history(90, 50, dir.path()).await;
     let out = check(&lab.files.kubeconfig, "lab", "consistency", &[]).await;
-    assert!(out.contains("ok: an Exact list at a compacted revision is 410 Gone"), "{out}");
+    assert!(
+        out.contains("ok: an Exact list at a compacted revision is 410 Gone"),
+        "{out}"
+    );
     lab.stop().await;
 }
 
@@ -147,7 +150,14 @@ async fn an_eviction_the_pdb_forbids_is_429_and_an_allowed_one_replaces_the_pod(
         kc,
         "lab",
         "evict",
-        &["--namespace", "kube-system", "--pod", &coredns[1], "--expect", "201"],
+        &[
+            "--namespace",
+            "kube-system",
+            "--pod",
+            &coredns[1],
+            "--expect",
+            "201",
+        ],
     )
     .await;
     lab.stop().await;

@@ -147,9 +147,7 @@ async fn cosi_list_honours_id_and_label_queries() {
             ADDRESSES,
             Some(ListOptions {
                 label_query: None,
-                id_query: Some(IdQuery {
-                    regexp: "(".into(),
-                }),
+                id_query: Some(IdQuery { regexp: "(".into() }),
             }),
         )),
     )
@@ -201,6 +199,9 @@ async fn nodes_metadata_is_refused_for_cosi_and_a_worker_does_not_forward() {
         .append("nodes", MetadataValue::from_static("127.250.1.99"));
     let reply = cp.version(req).await.expect("aggregated").into_inner();
     let error = &reply.messages[0].metadata.as_ref().expect("metadata").error;
-    assert!(error.contains("dial tcp 127.250.1.99:50000: i/o timeout"), "{error}");
+    assert!(
+        error.contains("dial tcp 127.250.1.99:50000: i/o timeout"),
+        "{error}"
+    );
     assert!(!error.contains("no such host"), "{error}");
 }

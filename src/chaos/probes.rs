@@ -263,9 +263,8 @@ fn ingress_probe(
 }
 
 /// One pod list in flight or done, shared by every sample that asks while it is fresh.
-type PodFetch = futures::future::Shared<
-    Pin<Box<dyn Future<Output = Result<Arc<Vec<Pod>>, String>> + Send>>,
->;
+type PodFetch =
+    futures::future::Shared<Pin<Box<dyn Future<Output = Result<Arc<Vec<Pod>>, String>> + Send>>>;
 
 /// The pod list, asked for at most once per `fresh_for` however many probes ask. A list that
 /// hangs holds no lock: once it is older than `fresh_for` the next sample asks anew, so an
@@ -446,7 +445,9 @@ mod tests {
                     let mut buf = vec![0u8; 4096];
                     let mut got = Vec::new();
                     while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                        let Ok(n) = socket.read(&mut buf).await else { return };
+                        let Ok(n) = socket.read(&mut buf).await else {
+                            return;
+                        };
                         if n == 0 {
                             return;
                         }

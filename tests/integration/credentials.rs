@@ -28,7 +28,12 @@ async fn lab(subnet: u8, dir: &Path) -> Lab {
 fn addresses_of(lab: &Lab, k: usize) -> Vec<String> {
     lab.shared.read(|w| {
         let mut ips = vec![w.plan.vip_ip(k).to_string()];
-        ips.extend(w.envs[k].nodes.iter().map(|&j| w.plan.node_ip(j).to_string()));
+        ips.extend(
+            w.envs[k]
+                .nodes
+                .iter()
+                .map(|&j| w.plan.node_ip(j).to_string()),
+        );
         ips
     })
 }
@@ -83,7 +88,9 @@ async fn gates_check_presents_each_environment_only_its_own_credentials() {
             .collect();
         for protocol in [Protocol::Kube, Protocol::Talos] {
             assert!(
-                served.iter().any(|r| r.protocol == protocol && !rejected(r)),
+                served
+                    .iter()
+                    .any(|r| r.protocol == protocol && !rejected(r)),
                 "{name}'s {protocol:?} endpoints were asked something"
             );
         }

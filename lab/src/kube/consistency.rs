@@ -32,8 +32,31 @@ impl Read {
     }
 }
 
-/// The read a list asks for, or the error response the API server gives.
-pub fn read_of(query: &HashMap<String, String>) -> Result<Read, Response<Body>> {
+/// Why the API server refuses a list's options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// 422: ListOptions validation failed (the joined field errors).
+    Invalid(String),
+    /// 400: a value that cannot be parsed.
+    BadRequest(String),
+}
+
+impl Refusal {
+    pub fn response(&self) -> Response<Body> {
+        match self {
+            Refusal::Invalid(errors) => status(
+                422,
+                "Invalid",
+                &format!("ListOptions.meta.k8s.io \"\" is invalid: {errors}"),
+                Some(json!({"group": "meta.k8s.io", "kind": "ListOptions"})),
+            ),
+            Refusal::BadRequest(message) => bad_request(message),
+        }
+    }
+}
+
+/// The read a list asks for, or why the API server refuses it.
+pub fn read_of(query: &HashMap<String, String>) -> Result<Read, Refusal> {
     let given = |k: &str| query.get(k).map(String::as_str).filter(|v| !v.is_empty());
     let rv = given("resourceVersion");
     let matching = given("resourceVersionMatch");
@@ -70,24 +93,19 @@ pub fn read_of(query: &HashMap<String, String>) -> Result<Read, Response<Body>> 
         } else {
             format!("[{}]", errors.join(", "))
         };
-        return Err(status(
-            422,
-            "Invalid",
-            &format!("ListOptions.meta.k8s.io \"\" is invalid: {joined}"),
-            Some(json!({"group": "meta.k8s.io", "kind": "ListOptions"})),
-        ));
+        return Err(Refusal::Invalid(joined));
     }
     let Some(rv) = rv else {
         return Ok(Read::Latest);
     };
     let Ok(n) = rv.parse::<u64>() else {
-        return Err(bad_request(&format!(
+        return Err(Refusal::BadRequest(format!(
             "resourceVersion: Invalid value: {rv:?}: invalid resource version"
         )));
     };
     if cont.is_some() && n != 0 {
-        return Err(bad_request(
-            "specifying resource version is not allowed when using continue",
+        return Err(Refusal::BadRequest(
+            "specifying resource version is not allowed when using continue".into(),
         ));
     }
     Ok(match matching {
@@ -150,7 +168,11 @@ mod tests {
             .ok(),
             Some(Read::Exact(7))
         );
-        let code = |pairs: &[(&str, &str)]| read_of(&q(pairs)).err().map(|r| r.status().as_u16());
+        let code = |pairs: &[(&str, &str)]| {
+            read_of(&q(pairs))
+                .err()
+                .map(|r| r.response().status().as_u16())
+        };
         assert_eq!(code(&[("resourceVersionMatch", "Exact")]), Some(422));
         assert_eq!(
             code(&[("resourceVersion", "0"), ("resourceVersionMatch", "Exact")]),

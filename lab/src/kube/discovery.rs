@@ -22,8 +22,15 @@ impl Served {
     }
 }
 
-/// The subresources the lab serves, per (group, plural): name, response kind, verbs.
-fn subresources(group: &str, plural: &str) -> Vec<(&'static str, (&'static str, &'static str, &'static str), &'static [&'static str])> {
+/// A served subresource: its name, the (group, version, kind) it answers with, its verbs.
+type Subresource = (
+    &'static str,
+    (&'static str, &'static str, &'static str),
+    &'static [&'static str],
+);
+
+/// The subresources the lab serves, per (group, plural).
+fn subresources(group: &str, plural: &str) -> Vec<Subresource> {
     match (group, plural) {
         ("", "pods") => vec![("eviction", ("policy", "v1", "Eviction"), &["create"])],
         _ => Vec::new(),

@@ -3,8 +3,8 @@
 //! handler serves every control-plane node's address and the environment's API VIP.
 
 mod consistency;
-mod eviction;
 mod discovery;
+mod eviction;
 pub mod status;
 mod table;
 
@@ -252,7 +252,7 @@ impl KubeApi {
             "list" => {
                 let read = match consistency::read_of(&query) {
                     Ok(read) => read,
-                    Err(response) => return response,
+                    Err(refusal) => return refusal.response(),
                 };
                 if let Some(needed) = read.needs()
                     && !self.wait_for_revision(needed).await

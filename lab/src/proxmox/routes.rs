@@ -721,7 +721,11 @@ impl Ctx<'_> {
     /// `GET /nodes/{node}/tasks`: by default finished tasks only (`source=archive`), newest
     /// first, `start`/`limit` paging, `total` beside the data.
     fn node_tasks(&self, node: &str) -> Resp {
-        let source = self.values.get("source").map(String::as_str).unwrap_or("archive");
+        let source = self
+            .values
+            .get("source")
+            .map(String::as_str)
+            .unwrap_or("archive");
         let int = |k: &str, d: usize| {
             self.values
                 .get(k)
@@ -745,7 +749,11 @@ impl Ctx<'_> {
             .filter(|t| !errors_only || t.exitstatus.as_deref().is_some_and(|e| e != "OK"))
             .filter(|t| vmid.as_ref().is_none_or(|v| &t.upid.id == v))
             .filter(|t| typefilter.as_ref().is_none_or(|f| &t.upid.worker_type == f))
-            .filter(|t| userfilter.as_ref().is_none_or(|f| t.upid.user.contains(f.as_str())))
+            .filter(|t| {
+                userfilter
+                    .as_ref()
+                    .is_none_or(|f| t.upid.user.contains(f.as_str()))
+            })
             .collect();
         let total = tasks.len();
         let list: Vec<Value> = tasks
@@ -787,7 +795,11 @@ impl Ctx<'_> {
         for p in names {
             privs.insert(p.into(), json!(1));
         }
-        let path = self.values.get("path").cloned().unwrap_or_else(|| "/".into());
+        let path = self
+            .values
+            .get("path")
+            .cloned()
+            .unwrap_or_else(|| "/".into());
         let mut out = Map::new();
         out.insert(path, Value::Object(privs));
         response::data(Value::Object(out))

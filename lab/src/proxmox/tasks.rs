@@ -170,9 +170,7 @@ impl TaskTable {
             .filter(|t| t.upid.node == node)
             .cloned()
             .collect();
-        list.sort_by(|a, b| {
-            (b.upid.starttime, b.upid.pid).cmp(&(a.upid.starttime, a.upid.pid))
-        });
+        list.sort_by_key(|t| std::cmp::Reverse((t.upid.starttime, t.upid.pid)));
         list
     }
 

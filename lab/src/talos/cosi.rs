@@ -122,7 +122,10 @@ fn labels_match(
 }
 
 /// The resources `options` keeps.
-fn filter(resources: Vec<Resource>, options: Option<&ListOptions>) -> Result<Vec<Resource>, Status> {
+fn filter(
+    resources: Vec<Resource>,
+    options: Option<&ListOptions>,
+) -> Result<Vec<Resource>, Status> {
     let Some(options) = options else {
         return Ok(resources);
     };

@@ -15,7 +15,12 @@ pub enum EvictError {
 }
 
 impl World {
-    pub(crate) fn evict_pod(&mut self, env: usize, key: &Key, now: Duration) -> Result<(), EvictError> {
+    pub(crate) fn evict_pod(
+        &mut self,
+        env: usize,
+        key: &Key,
+        now: Duration,
+    ) -> Result<(), EvictError> {
         let Some(p) = self.envs[env].pods.get_mut(key) else {
             return Err(EvictError::NoSuchPod);
         };

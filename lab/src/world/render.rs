@@ -148,7 +148,15 @@ impl World {
     /// hex suffix, as client-go's recorder makes it.
     fn render_event(&self, env: usize, ev: &KubeEvent) -> Value {
         let e = &self.envs[env];
-        let suffix = ids::suffix(&[&e.spec.name, &ev.name, ev.reason, &ev.at.as_nanos().to_string()], 16);
+        let suffix = ids::suffix(
+            &[
+                &e.spec.name,
+                &ev.name,
+                ev.reason,
+                &ev.at.as_nanos().to_string(),
+            ],
+            16,
+        );
         let name = format!("{}.{suffix}", ev.name);
         let uid = match ev.kind {
             "Pod" => e

@@ -251,6 +251,26 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn pod(name: &str, v: u32) -> Value {
+        json!({"metadata": {"namespace": "a", "name": name}, "v": v})
+    }
+
+    #[test]
+    fn an_exact_list_rebuilds_an_earlier_revision_until_it_is_compacted() {
+        let mut s = Store::with_history(3);
+        s.put(Res::Pods, pod("x", 1));
+        let at = s.rv();
+        s.put(Res::Pods, pod("x", 2));
+        s.put(Res::Pods, pod("y", 1));
+        let then = s.list_at(Res::Pods, at).expect("within the history");
+        assert_eq!(then.len(), 1, "{then:?}");
+        assert_eq!(then[0].1["v"], 1);
+        assert_eq!(s.list_at(Res::Pods, s.rv()).expect("now").len(), 2);
+        // A fourth event pushes the first out: that revision is compacted.
+        s.delete(Res::Pods, "a", "y");
+        assert!(s.list_at(Res::Pods, at).is_err());
+    }
+
     #[test]
     fn unchanged_puts_do_not_bump_and_watch_resumes() {
         let mut s = Store::new();
