@@ -1,10 +1,10 @@
 //! Talos apid over real mutual TLS on loopback, against the in-memory backend.
 //! Subnet bytes 241..=247 are reserved for these tests.
 
+use crate::talos_support::StateClient;
 use crate::talos_support::proto::cosi::resource::{GetRequest, ListRequest, Resource};
 use crate::talos_support::proto::machine::EtcdMemberListRequest;
 use crate::talos_support::{NAMES, Nodes, start};
-use crate::talos_support::StateClient;
 use gates_lab::pki::{CaKind, CertificateAuthority, Eku, LeafSpec};
 use tonic::Code;
 use tonic::metadata::MetadataValue;

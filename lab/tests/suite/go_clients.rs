@@ -4,7 +4,7 @@
 //! with `go build` into `target/go/` (Go's build cache keeps rebuilds quick); without Go the
 //! tests fail and say so. Subnet bytes 95..=99 are reserved here.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

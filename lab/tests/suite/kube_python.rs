@@ -4,7 +4,7 @@
 //! `GATES_TEST_PYTHON`, else the workspace's `target/venv/bin/python` (made by `.ci/run`);
 //! without either the tests fail. Subnet bytes 90..=94 are reserved here.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -2,12 +2,10 @@
 //! and namespaces are PermissionDenied, COSI honours ListOptions, `nodes` metadata is refused
 //! where apid refuses it, and a numeric target is dialled, not looked up.
 
-mod talos_support;
-
-use talos_support::proto::cosi::resource::{
+use crate::talos_support::proto::cosi::resource::{
     IdQuery, LabelQuery, LabelTerm, ListOptions, ListRequest, Resource, label_term::Operation,
 };
-use talos_support::{StateClient, start};
+use crate::talos_support::{StateClient, start};
 use tonic::Code;
 use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;
