@@ -27,10 +27,22 @@ fn yq(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
-pub fn kubeconfig(world: &World, plan: Plan, ca_pem: &str, admin: &str, read_only: &str) -> String {
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+/// One environment's Kubernetes CA and tokens.
+pub struct KubeCredentials<'a> {
+    pub ca_pem: &'a str,
+    pub admin: &'a str,
+    pub read_only: &'a str,
+}
+
+/// One kubeconfig with a cluster, an admin user and a read-only user per environment; each
+/// environment's context uses only that environment's CA and tokens.
+pub fn kubeconfig(world: &World, plan: Plan, credentials: &[KubeCredentials<'_>]) -> String {
     let mut out = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
     for (k, e) in world.envs.iter().enumerate() {
+        let ca = credentials
+            .get(k)
+            .map(|c| base64::engine::general_purpose::STANDARD.encode(c.ca_pem))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
             "- name: {}\n  cluster:\n    server: https://{}:{KUBE_PORT}\n    certificate-authority-data: {ca}",
@@ -38,19 +50,29 @@ pub fn kubeconfig(world: &World, plan: Plan, ca_pem: &str, admin: &str, read_onl
             plan.vip_ip(k)
         );
     }
-    let _ = write!(
-        out,
-        "users:\n- name: gates-lab-admin\n  user:\n    token: {admin}\n- name: gates-lab-readonly\n  user:\n    token: {read_only}\ncontexts:\n"
-    );
+    out.push_str("users:\n");
+    for (k, e) in world.envs.iter().enumerate() {
+        let Some(c) = credentials.get(k) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "- name: {0}-admin\n  user:\n    token: {1}\n- name: {0}-readonly\n  user:\n    token: {2}",
+            e.name(),
+            c.admin,
+            c.read_only
+        );
+    }
+    out.push_str("contexts:\n");
     for e in &world.envs {
         let _ = writeln!(
             out,
-            "- name: {0}\n  context:\n    cluster: {0}\n    user: gates-lab-admin",
+            "- name: {0}\n  context:\n    cluster: {0}\n    user: {0}-admin",
             e.name()
         );
         let _ = writeln!(
             out,
-            "- name: {0}-readonly\n  context:\n    cluster: {0}\n    user: gates-lab-readonly",
+            "- name: {0}-readonly\n  context:\n    cluster: {0}\n    user: {0}-readonly",
             e.name()
         );
     }

@@ -12,6 +12,7 @@ pub mod ids;
 pub mod ingress;
 pub mod kube;
 pub mod net;
+pub mod power;
 pub mod quantity;
 pub mod reqlog;
 pub mod resources;

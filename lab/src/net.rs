@@ -1,6 +1,6 @@
 //! Listeners that follow the world: a server address accepts connections only while the
-//! machine behind it is up. When it goes down the listening socket is closed (clients get
-//! "connection refused") and open connections are dropped, as on real hardware.
+//! machine behind it is up. When it goes down it stalls (connects hang, open connections go
+//! silent) or refuses, as the scenario's [`DownMode`] says; see [`crate::power`].
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
@@ -15,6 +15,8 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+
+use crate::power::{BlackHole, DownMode, Power};
 
 pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
 pub type Body = BoxBody<Bytes, BodyError>;
@@ -82,14 +84,16 @@ where
     rx
 }
 
-/// Serve `handler` on `addr` (TLS when `tls` is given) while `up` is true. Binds before
-/// returning when initially up, so address errors surface to the caller.
+/// Serve `handler` on `addr` (TLS when `tls` is given) while `power` is up; while down the
+/// address stalls or refuses as `power.down` says. Binds before returning when initially up,
+/// so address errors surface to the caller.
 pub async fn serve_switched(
     addr: SocketAddr,
     tls: Option<Arc<rustls::ServerConfig>>,
-    mut up: watch::Receiver<bool>,
+    power: impl Into<Power>,
     handler: Handler,
 ) -> std::io::Result<JoinHandle<()>> {
+    let Power { mut up, down: mode } = power.into();
     let mut listener = if *up.borrow_and_update() {
         Some(bind(addr)?)
     } else {
@@ -97,6 +101,11 @@ pub async fn serve_switched(
     };
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     Ok(tokio::spawn(async move {
+        // Held while the address is down and stalls; dropped before the listener comes back.
+        let mut _hole = None;
+        if listener.is_none() && mode == DownMode::Stall {
+            _hole = BlackHole::open(addr).await.ok();
+        }
         loop {
             match &listener {
                 Some(l) => {
@@ -104,12 +113,15 @@ pub async fn serve_switched(
                         accepted = l.accept() => {
                             let Ok((stream, client)) = accepted else { continue };
                             let info = ConnInfo { client, server: addr };
-                            tokio::spawn(serve_conn(stream, info, acceptor.clone(), up.clone(), handler.clone()));
+                            tokio::spawn(serve_conn(stream, info, acceptor.clone(), Power::new(up.clone(), mode), handler.clone()));
                         }
                         changed = up.changed() => {
                             if changed.is_err() { return; }
                             if !*up.borrow_and_update() {
                                 listener = None;
+                                if mode == DownMode::Stall {
+                                    _hole = BlackHole::open(addr).await.ok();
+                                }
                             }
                         }
                     }
@@ -119,6 +131,7 @@ pub async fn serve_switched(
                         return;
                     }
                     if *up.borrow_and_update() {
+                        _hole = None;
                         // The port was ours a moment ago; retry briefly if the kernel lags.
                         for _ in 0..50 {
                             match bind(addr) {
@@ -143,7 +156,7 @@ async fn serve_conn(
     stream: tokio::net::TcpStream,
     info: ConnInfo,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
-    mut up: watch::Receiver<bool>,
+    power: Power,
     handler: Handler,
 ) {
     let _ = stream.set_nodelay(true);
@@ -152,8 +165,17 @@ async fn serve_conn(
         async move { Ok::<_, std::convert::Infallible>(h(req, info).await) }
     });
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let Power { up, down: mode } = power;
+    let mut down_signal = up.clone();
     let down = async move {
-        let _ = up.wait_for(|v| !*v).await;
+        let _ = down_signal.wait_for(|v| !*v).await;
+    };
+    // While the machine is down a stalled connection is kept but never polled: the client's
+    // requests go unanswered until the machine is back, which then resets it.
+    let freeze = |mode: DownMode, mut up: watch::Receiver<bool>| async move {
+        if mode == DownMode::Stall {
+            crate::power::frozen_until_up(&mut up, None).await;
+        }
     };
     match acceptor {
         Some(acc) => {
@@ -163,17 +185,21 @@ async fn serve_conn(
             };
             let Ok(tls) = tls else { return };
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+            tokio::pin!(conn);
             tokio::select! {
-                _ = conn => {}
+                _ = conn.as_mut() => return,
                 _ = down => {}
             }
+            freeze(mode, up.clone()).await;
         }
         None => {
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            tokio::pin!(conn);
             tokio::select! {
-                _ = conn => {}
+                _ = conn.as_mut() => return,
                 _ = down => {}
             }
+            freeze(mode, up.clone()).await;
         }
     }
 }

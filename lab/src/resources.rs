@@ -6,6 +6,7 @@ pub enum Res {
     Namespaces,
     Nodes,
     Pods,
+    Events,
     Services,
     Deployments,
     ReplicaSets,
@@ -142,6 +143,20 @@ pub static RESOURCES: &[ResourceDef] = &[
         true,
         false,
         POD_FIELDS
+    ),
+    def!(
+        Events,
+        "",
+        "v1",
+        "events",
+        "event",
+        "Event",
+        true,
+        &["ev"],
+        &[],
+        true,
+        false,
+        META
     ),
     def!(
         Services,

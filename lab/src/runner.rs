@@ -10,6 +10,7 @@ use crate::kube::{KubeApi, Tokens};
 use crate::net::{self, serve_switched};
 use crate::pki::tls::{ServerTls, server_config};
 use crate::pki::{CaKind, CertificateAuthority};
+use crate::power::Power;
 use crate::reqlog::RequestLog;
 use crate::scenario::Scenario;
 use crate::truth::GroundTruth;
@@ -84,8 +85,10 @@ pub struct Lab {
     pub plan: Plan,
     pub log: RequestLog,
     pub files: LabFiles,
-    tokens: Tokens,
-    kube_ca_pem: String,
+    /// Per environment, in scenario order.
+    tokens: Vec<Tokens>,
+    /// Per environment, in scenario order.
+    kube_ca_pems: Vec<String>,
     tasks: Tasks,
     /// Kept alive: dropping a server handle of the Proxmox/Talos servers stops it.
     handles: Vec<Box<dyn std::any::Any + Send>>,
@@ -111,6 +114,7 @@ impl Lab {
             None => Scenario::load(&opts.scenario)?,
         };
         let plan = Plan::new(opts.subnet);
+        let down = scenario.unreachable;
         let clock = SimClock::new(opts.speed);
         let world = World::build(&scenario, plan, clock)?;
         let shared = Shared::new(world);
@@ -121,12 +125,6 @@ impl Lab {
 
         let pki = |e: crate::pki::PkiError| LabError::Pki(e.to_string());
         let secret = |_| LabError::Pki("no system randomness".into());
-        let tokens = Tokens {
-            admin: crate::ids::secret_hex(24).map_err(secret)?,
-            read_only: crate::ids::secret_hex(24).map_err(secret)?,
-        };
-        let kube_ca = CertificateAuthority::new(CaKind::Kubernetes).map_err(pki)?;
-        let kube_ca_pem = kube_ca.cert_pem();
 
         let (envs, nodes): (Vec<EnvListen>, Vec<NodeListen>) = shared.read(|w| {
             (
@@ -147,7 +145,18 @@ impl Lab {
             )
         });
         let reach = shared.subscribe_reachability();
+        // Each environment is its own cluster: its own Kubernetes CA and tokens, and (below)
+        // its own Talos CA and client certificate, as real clusters never share them.
+        let mut tokens = Vec::with_capacity(envs.len());
+        let mut kube_ca_pems = Vec::with_capacity(envs.len());
         for (k, (name, env_nodes, ingress_hosts)) in envs.iter().enumerate() {
+            let env_tokens = Tokens {
+                admin: crate::ids::secret_hex(24).map_err(secret)?,
+                read_only: crate::ids::secret_hex(24).map_err(secret)?,
+            };
+            let kube_ca = CertificateAuthority::new(CaKind::Kubernetes).map_err(pki)?;
+            kube_ca_pems.push(kube_ca.cert_pem());
+            tokens.push(env_tokens.clone());
             let mut ips: Vec<IpAddr> = vec![IpAddr::V4(plan.vip_ip(k))];
             ips.extend(
                 env_nodes
@@ -173,7 +182,7 @@ impl Lab {
             let api = Arc::new(KubeApi {
                 shared: shared.clone(),
                 env: k,
-                tokens: tokens.clone(),
+                tokens: env_tokens,
                 log: log.clone(),
             });
             let handler = api.handler();
@@ -183,9 +192,14 @@ impl Lab {
                     r.node_api.get(j).copied().unwrap_or(false)
                 });
                 tasks.push(
-                    serve_switched(addr, Some(tls.clone()), up, handler.clone())
-                        .await
-                        .map_err(|e| LabError::Listen(addr, e))?,
+                    serve_switched(
+                        addr,
+                        Some(tls.clone()),
+                        Power::new(up, down),
+                        handler.clone(),
+                    )
+                    .await
+                    .map_err(|e| LabError::Listen(addr, e))?,
                 );
             }
             let addr = SocketAddr::from((plan.vip_ip(k), KUBE_PORT));
@@ -193,9 +207,14 @@ impl Lab {
                 r.vip.get(k).copied().unwrap_or(false)
             });
             tasks.push(
-                serve_switched(addr, Some(tls.clone()), up, handler.clone())
-                    .await
-                    .map_err(|e| LabError::Listen(addr, e))?,
+                serve_switched(
+                    addr,
+                    Some(tls.clone()),
+                    Power::new(up, down),
+                    handler.clone(),
+                )
+                .await
+                .map_err(|e| LabError::Listen(addr, e))?,
             );
 
             if let Some(hosts) = ingress_hosts {
@@ -205,7 +224,7 @@ impl Lab {
                     r.ingress.get(k).copied().unwrap_or(false)
                 });
                 tasks.push(
-                    serve_switched(addr, None, up.clone(), h.clone())
+                    serve_switched(addr, None, Power::new(up.clone(), down), h.clone())
                         .await
                         .map_err(|e| LabError::Listen(addr, e))?,
                 );
@@ -217,7 +236,7 @@ impl Lab {
                     .map_err(|e| LabError::Pki(e.to_string()))?;
                 let addr = SocketAddr::from((plan.ingress_ip(k), INGRESS_HTTPS_PORT));
                 tasks.push(
-                    serve_switched(addr, Some(tls), up, h)
+                    serve_switched(addr, Some(tls), Power::new(up, down), h)
                         .await
                         .map_err(|e| LabError::Listen(addr, e))?,
                 );
@@ -263,22 +282,37 @@ impl Lab {
                 name,
                 addr,
                 &ServerTls::from_leaf(&leaf),
-                up,
+                Power::new(up, down),
             )
             .await
             .map_err(|e| LabError::Pki(format!("Proxmox server on {addr}: {e}")))?;
             handles.push(Box::new(h));
         }
 
-        // Talos apid on every addressed node.
-        let talos_ca = CertificateAuthority::new(CaKind::Talos).map_err(pki)?;
-        let talos_admin = talos_ca.talos_admin_cert().map_err(pki)?;
+        // Talos apid on every addressed node, each environment with its own CA.
+        let mut talos_pki = Vec::with_capacity(envs.len());
+        for _ in &envs {
+            let ca = CertificateAuthority::new(CaKind::Talos).map_err(pki)?;
+            let admin = ca.talos_admin_cert().map_err(pki)?;
+            talos_pki.push((ca, admin));
+        }
         let node_names: Vec<String> =
             shared.read(|w| w.nodes.iter().map(|n| n.name.clone()).collect());
+        let mut env_of_node = vec![0usize; nodes.len()];
+        for (k, (_, env_nodes, _)) in envs.iter().enumerate() {
+            for &j in env_nodes {
+                if let Some(slot) = env_of_node.get_mut(j) {
+                    *slot = k;
+                }
+            }
+        }
         for &(j, _, addressed) in nodes.iter() {
             if !addressed {
                 continue;
             }
+            let Some((talos_ca, _)) = talos_pki.get(env_of_node[j]) else {
+                continue;
+            };
             let addr = SocketAddr::from((plan.node_ip(j), APID_PORT));
             let leaf = talos_ca
                 .talos_server_cert(&node_names[j], &[IpAddr::V4(plan.node_ip(j))])
@@ -292,7 +326,7 @@ impl Lab {
                 addr,
                 &ServerTls::from_leaf(&leaf),
                 talos_ca.cert_der(),
-                up,
+                Power::new(up, down),
                 recorder.clone(),
             )
             .await
@@ -301,13 +335,14 @@ impl Lab {
         }
         let talos_contexts: Vec<crate::pki::talosconfig::TalosContext> = envs
             .iter()
-            .map(|(name, env_nodes, _)| {
+            .zip(&talos_pki)
+            .map(|((name, env_nodes, _), (talos_ca, talos_admin))| {
                 let endpoints = env_nodes
                     .iter()
                     .filter(|&&j| nodes[j].1 && nodes[j].2)
                     .map(|&j| plan.node_ip(j).to_string())
                     .collect();
-                crate::pki::talosconfig::TalosContext::new(name, endpoints, &talos_ca, &talos_admin)
+                crate::pki::talosconfig::TalosContext::new(name, endpoints, talos_ca, talos_admin)
             })
             .collect();
         let first = envs.first().map(|e| e.0.clone()).unwrap_or_default();
@@ -370,7 +405,7 @@ impl Lab {
             log,
             files,
             tokens,
-            kube_ca_pem,
+            kube_ca_pems,
             tasks,
             handles,
         };
@@ -392,17 +427,21 @@ impl Lab {
         let w = |p: &PathBuf, s: &str| {
             files::write_private(p, s).map_err(|e| LabError::Write(p.clone(), e))
         };
-        let kubeconfig = self.shared.read(|world| {
-            files::kubeconfig(
-                world,
-                self.plan,
-                &self.kube_ca_pem,
-                &self.tokens.admin,
-                &self.tokens.read_only,
-            )
-        });
+        let credentials: Vec<files::KubeCredentials> = self
+            .tokens
+            .iter()
+            .zip(&self.kube_ca_pems)
+            .map(|(t, ca)| files::KubeCredentials {
+                ca_pem: ca,
+                admin: &t.admin,
+                read_only: &t.read_only,
+            })
+            .collect();
+        let kubeconfig = self
+            .shared
+            .read(|world| files::kubeconfig(world, self.plan, &credentials));
         w(&self.files.kubeconfig, &kubeconfig)?;
-        w(&self.files.kube_ca, &self.kube_ca_pem)?;
+        w(&self.files.kube_ca, self.kube_ca_pem())?;
         if let Some(dir) = env_dir {
             let paths = files::EnvFilePaths {
                 kubeconfig: self.files.kubeconfig.clone(),
@@ -475,18 +514,37 @@ impl Lab {
         format!("http://{}", self.plan.control_addr())
     }
 
-    /// The bearer token with full rights (for tests; never print it).
+    /// The bearer token with full rights on the first environment (for tests; never print it).
     pub fn admin_token(&self) -> &str {
-        &self.tokens.admin
+        self.admin_token_of(0)
     }
 
-    /// The read-only bearer token.
+    /// The read-only bearer token of the first environment.
     pub fn read_only_token(&self) -> &str {
-        &self.tokens.read_only
+        self.read_only_token_of(0)
     }
 
+    /// The Kubernetes CA of the first environment.
     pub fn kube_ca_pem(&self) -> &str {
-        &self.kube_ca_pem
+        self.kube_ca_pem_of(0)
+    }
+
+    /// The admin bearer token of environment `k` (empty when there is no such environment).
+    pub fn admin_token_of(&self, k: usize) -> &str {
+        self.tokens.get(k).map(|t| t.admin.as_str()).unwrap_or("")
+    }
+
+    /// The read-only bearer token of environment `k`.
+    pub fn read_only_token_of(&self, k: usize) -> &str {
+        self.tokens
+            .get(k)
+            .map(|t| t.read_only.as_str())
+            .unwrap_or("")
+    }
+
+    /// The Kubernetes CA of environment `k` (PEM).
+    pub fn kube_ca_pem_of(&self, k: usize) -> &str {
+        self.kube_ca_pems.get(k).map(String::as_str).unwrap_or("")
     }
 
     pub fn ground_truth(&self) -> GroundTruth {
@@ -573,6 +631,7 @@ fn pve_options(
         audit_tokens: vec![audit],
         unreachable_delay: scale(d.unreachable_delay),
         task_duration: scale(d.task_duration),
+        stop_duration: scale(d.stop_duration),
         ..d
     }
 }

@@ -71,6 +71,14 @@ pub struct Scenario {
     pub description: String,
     #[serde(default)]
     pub timings: Timings,
+    /// How an address behaves while its machine is down: `stall` (default: packets dropped,
+    /// connects hang) or `refuse` (connection refused at once).
+    #[serde(default)]
+    pub unreachable: crate::power::DownMode,
+    /// How many past events the Kubernetes API keeps for watches and exact-revision lists
+    /// (etcd compaction, counted in events); older resourceVersions answer 410 Gone.
+    #[serde(default = "default_watch_history")]
+    pub watch_history: usize,
     pub hosts: Vec<HostSpec>,
     pub environments: Vec<EnvSpec>,
 }
@@ -112,6 +120,14 @@ pub struct Timings {
     /// From wake-on-LAN until a Proxmox host is online.
     #[serde(with = "humantime_serde_compat")]
     pub host_boot: Duration,
+    /// Without etcd quorum, how long the API server blocks before a resource request answers
+    /// 500 `etcdserver: request timed out` (etcd's request timeout).
+    #[serde(with = "humantime_serde_compat")]
+    pub etcd_request_timeout: Duration,
+    /// Without etcd quorum, how long `/readyz` blocks before its etcd check fails
+    /// (kube-apiserver `--etcd-healthcheck-timeout`).
+    #[serde(with = "humantime_serde_compat")]
+    pub etcd_healthcheck_timeout: Duration,
 }
 
 impl Default for Timings {
@@ -128,8 +144,14 @@ impl Default for Timings {
             pod_start: Duration::from_secs(5),
             longhorn_rebuild: Duration::from_secs(30),
             host_boot: Duration::from_secs(90),
+            etcd_request_timeout: Duration::from_secs(5),
+            etcd_healthcheck_timeout: Duration::from_secs(2),
         }
     }
+}
+
+fn default_watch_history() -> usize {
+    crate::world::store::HISTORY
 }
 
 /// humantime strings ("40s", "5m") for durations.
@@ -563,6 +585,8 @@ impl Scenario {
                 "Generated scale scenario: {nodes} nodes, about {pods_per_node} pods per worker."
             ),
             timings: Timings::default(),
+            unreachable: crate::power::DownMode::default(),
+            watch_history: crate::world::store::HISTORY,
             hosts,
             environments: vec![EnvSpec {
                 name: "lab".into(),

@@ -4,6 +4,7 @@
 mod chaos;
 mod check;
 mod config_errors;
+mod credentials;
 mod fixtures_agree;
 mod fuzz_corpus;
 mod junit;

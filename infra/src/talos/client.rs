@@ -108,6 +108,13 @@ impl TalosClient {
                 async move {
                     match tokio::time::timeout(connect_timeout, ep.connect()).await {
                         Ok(Ok(channel)) => Ok(channel),
+                        // A dead node drops packets: the connect deadline passes inside
+                        // the transport, which is a timeout, not an unreachable address.
+                        Ok(Err(e)) if timed_out(&e) => Err(TalosError::Timeout {
+                            endpoint: shown,
+                            what: "connect".to_string(),
+                            after: connect_timeout,
+                        }),
                         Ok(Err(e)) => Err(from_transport(&shown, &e)),
                         Err(_) => Err(TalosError::Timeout {
                             endpoint: shown,
@@ -369,4 +376,19 @@ impl TalosNode {
             })
             .collect()
     }
+}
+
+/// Whether a connect failed because its deadline passed (tonic's `connect_timeout`).
+fn timed_out(err: &tonic::transport::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if e.is::<tokio::time::error::Elapsed>()
+            || e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }

@@ -3,6 +3,40 @@
 use crate::resources::{RESOURCES, groups};
 use serde_json::{Value, json};
 
+/// Which optional API groups an environment serves: metrics.k8s.io only with a metrics
+/// server, longhorn.io only with Longhorn installed. Discovery and routing both follow it, so
+/// discovery lists what is served and nothing else.
+#[derive(Debug, Clone, Copy)]
+pub struct Served {
+    pub metrics: bool,
+    pub longhorn: bool,
+}
+
+impl Served {
+    pub fn group(&self, group: &str) -> bool {
+        match group {
+            "metrics.k8s.io" => self.metrics,
+            "longhorn.io" => self.longhorn,
+            _ => true,
+        }
+    }
+}
+
+/// A served subresource: its name, the (group, version, kind) it answers with, its verbs.
+type Subresource = (
+    &'static str,
+    (&'static str, &'static str, &'static str),
+    &'static [&'static str],
+);
+
+/// The subresources the lab serves, per (group, plural).
+fn subresources(group: &str, plural: &str) -> Vec<Subresource> {
+    match (group, plural) {
+        ("", "pods") => vec![("eviction", ("policy", "v1", "Eviction"), &["create"])],
+        _ => Vec::new(),
+    }
+}
+
 pub fn api_versions(server_address: &str) -> Value {
     json!({
         "kind": "APIVersions",
@@ -23,17 +57,17 @@ fn group_doc(name: &str, versions: &[&str]) -> Value {
     })
 }
 
-pub fn api_group_list(metrics: bool) -> Value {
+pub fn api_group_list(served: Served) -> Value {
     let groups: Vec<Value> = groups()
         .into_iter()
-        .filter(|(g, _)| metrics || *g != "metrics.k8s.io")
+        .filter(|(g, _)| served.group(g))
         .map(|(g, vs)| group_doc(g, &vs))
         .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
-pub fn api_group(group: &str, metrics: bool) -> Option<Value> {
-    if group == "metrics.k8s.io" && !metrics {
+pub fn api_group(group: &str, served: Served) -> Option<Value> {
+    if !served.group(group) {
         return None;
     }
     groups()
@@ -49,8 +83,8 @@ pub fn api_group(group: &str, metrics: bool) -> Option<Value> {
         })
 }
 
-pub fn resource_list(group: &str, version: &str, metrics: bool) -> Option<Value> {
-    if group == "metrics.k8s.io" && !metrics {
+pub fn resource_list(group: &str, version: &str, served: Served) -> Option<Value> {
+    if !served.group(group) {
         return None;
     }
     let defs: Vec<_> = RESOURCES
@@ -60,25 +94,34 @@ pub fn resource_list(group: &str, version: &str, metrics: bool) -> Option<Value>
     if defs.is_empty() {
         return None;
     }
-    let resources: Vec<Value> = defs
-        .iter()
-        .map(|d| {
-            let mut r = json!({
-                "name": d.plural,
-                "singularName": d.singular,
+    let mut resources: Vec<Value> = Vec::new();
+    for d in &defs {
+        let mut r = json!({
+            "name": d.plural,
+            "singularName": d.singular,
+            "namespaced": d.namespaced,
+            "kind": d.kind,
+            "verbs": d.verbs(),
+        });
+        if !d.short_names.is_empty() {
+            r["shortNames"] = json!(d.short_names);
+        }
+        if !d.categories.is_empty() {
+            r["categories"] = json!(d.categories);
+        }
+        resources.push(r);
+        for (sub, (g, v, kind), verbs) in subresources(d.group, d.plural) {
+            resources.push(json!({
+                "name": format!("{}/{sub}", d.plural),
+                "singularName": "",
                 "namespaced": d.namespaced,
-                "kind": d.kind,
-                "verbs": d.verbs(),
-            });
-            if !d.short_names.is_empty() {
-                r["shortNames"] = json!(d.short_names);
-            }
-            if !d.categories.is_empty() {
-                r["categories"] = json!(d.categories);
-            }
-            r
-        })
-        .collect();
+                "group": g,
+                "version": v,
+                "kind": kind,
+                "verbs": verbs,
+            }));
+        }
+    }
     let gv = if group.is_empty() {
         version.to_string()
     } else {
@@ -105,13 +148,13 @@ pub fn wants_aggregated(accept: &str) -> bool {
 }
 
 /// The aggregated discovery document of `/api` (`core`) or `/apis`.
-pub fn aggregated(core: bool, metrics: bool) -> Value {
+pub fn aggregated(core: bool, served: Served) -> Value {
     let group_names: Vec<(&str, Vec<&str>)> = if core {
         vec![("", vec!["v1"])]
     } else {
         groups()
             .into_iter()
-            .filter(|(g, _)| metrics || *g != "metrics.k8s.io")
+            .filter(|(g, _)| served.group(g))
             .collect()
     };
     let items: Vec<Value> = group_names
@@ -136,6 +179,17 @@ pub fn aggregated(core: bool, metrics: bool) -> Value {
                             }
                             if !d.categories.is_empty() {
                                 r["categories"] = json!(d.categories);
+                            }
+                            let subs: Vec<Value> = subresources(d.group, d.plural)
+                                .into_iter()
+                                .map(|(sub, (g, v, kind), verbs)| json!({
+                                    "subresource": sub,
+                                    "responseKind": {"group": g, "version": v, "kind": kind},
+                                    "verbs": verbs,
+                                }))
+                                .collect();
+                            if !subs.is_empty() {
+                                r["subresources"] = json!(subs);
                             }
                             r
                         })

@@ -2,7 +2,9 @@
 //! list (selectors, paging) and watch, answered from the world's object store. The same
 //! handler serves every control-plane node's address and the environment's API VIP.
 
+mod consistency;
 mod discovery;
+mod eviction;
 pub mod status;
 mod table;
 mod write;
@@ -115,6 +117,10 @@ impl KubeApi {
         // Health and version are public (system:public-info-viewer).
         match path.as_str() {
             "/healthz" | "/livez" | "/readyz" => {
+                if path == "/readyz" {
+                    // Its etcd check waits for etcd's answer before it fails.
+                    self.wait_for_quorum(|t| t.etcd_healthcheck_timeout).await;
+                }
                 return self.health(&path, query.contains_key("verbose"));
             }
             "/version" => return json_response(200, &self.version()),
@@ -123,7 +129,10 @@ impl KubeApi {
         if user == User::Anonymous {
             return unauthorized();
         }
-        let metrics = self.shared.read(|w| w.envs[self.env].spec.metrics);
+        let metrics = self.shared.read(|w| discovery::Served {
+            metrics: w.envs[self.env].spec.metrics,
+            longhorn: w.envs[self.env].spec.longhorn.is_some(),
+        });
         let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
         // Aggregated discovery when asked for, else the legacy documents.
         let accept = req
@@ -150,6 +159,10 @@ impl KubeApi {
             ["apis", g, v] => return opt_json(discovery::resource_list(g, v, metrics)),
             _ => {}
         }
+        if let ["api", "v1", "namespaces", ns, "pods", name, "eviction"] = segs.as_slice() {
+            let (ns, name) = (ns.to_string(), name.to_string());
+            return self.evict(req, user, &ns, &name).await;
+        }
         let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
             ["api", v, rest @ ..] => ("", *v, rest),
             ["apis", g, v, rest @ ..] => (*g, *v, rest),
@@ -167,7 +180,7 @@ impl KubeApi {
         let Some(def) = resources::lookup(group, version, plural) else {
             return not_found_path();
         };
-        if def.group == "metrics.k8s.io" && !metrics {
+        if !metrics.group(def.group) {
             return not_found_path();
         }
         if ns.is_some() && !def.namespaced {
@@ -230,7 +243,7 @@ impl KubeApi {
                 None,
             );
         }
-        if !self.shared.read(|w| w.envs[self.env].quorum) {
+        if !self.wait_for_quorum(|t| t.etcd_request_timeout).await {
             return status(500, "InternalError", "etcdserver: request timed out", None);
         }
         let wants_table = req
@@ -240,7 +253,19 @@ impl KubeApi {
             .is_some_and(|a| a.contains("as=Table"));
         match verb {
             "get" => self.get(def, ns, name.unwrap_or_default(), wants_table),
-            "list" => self.list(def, ns, &query, wants_table),
+            "list" => {
+                let read = match consistency::read_of(&query) {
+                    Ok(read) => read,
+                    Err(refusal) => return refusal.response(),
+                };
+                if let Some(needed) = read.needs()
+                    && !self.wait_for_revision(needed).await
+                {
+                    let current = self.shared.read(|w| w.envs[self.env].store.rv());
+                    return consistency::too_large(needed, current);
+                }
+                self.list(def, ns, &query, wants_table, read)
+            }
             "create" | "update" => {
                 use http_body_util::BodyExt;
                 match req.into_body().collect().await {
@@ -250,6 +275,32 @@ impl KubeApi {
             }
             _ => self.watch(def, ns, &query, wants_table),
         }
+    }
+
+    /// Whether etcd has quorum. Without it a request blocks for the scenario's timeout (in
+    /// simulated time) as the real API server does while etcd does not answer, and then tells
+    /// whether quorum came back meanwhile.
+    async fn wait_for_quorum(
+        &self,
+        timeout: impl Fn(&crate::scenario::Timings) -> std::time::Duration,
+    ) -> bool {
+        let (quorum, block) = self.shared.read(|w| {
+            (
+                w.envs[self.env].quorum,
+                w.clock.real_of(timeout(&w.timings)),
+            )
+        });
+        if quorum {
+            return true;
+        }
+        let deadline = tokio::time::Instant::now() + block;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20).min(block)).await;
+            if self.shared.read(|w| w.envs[self.env].quorum) {
+                return true;
+            }
+        }
+        false
     }
 
     fn health(&self, path: &str, verbose: bool) -> Response<Body> {
@@ -333,12 +384,34 @@ impl KubeApi {
         }
     }
 
+    /// Whether the store reached `rv`, waiting as the watch cache does (3 s, simulated).
+    async fn wait_for_revision(&self, rv: u64) -> bool {
+        let (reached, block) = self.shared.read(|w| {
+            (
+                w.envs[self.env].store.rv() >= rv,
+                w.clock.real_of(Duration::from_secs(3)),
+            )
+        });
+        if reached {
+            return true;
+        }
+        let deadline = tokio::time::Instant::now() + block;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20).min(block)).await;
+            if self.shared.read(|w| w.envs[self.env].store.rv() >= rv) {
+                return true;
+            }
+        }
+        false
+    }
+
     fn list(
         &self,
         def: &'static ResourceDef,
         ns: Option<&str>,
         query: &HashMap<String, String>,
         table: bool,
+        read: consistency::Read,
     ) -> Response<Body> {
         let (labels, fields) = match selectors(def, query) {
             Ok(parsed) => parsed,
@@ -364,10 +437,16 @@ impl KubeApi {
             },
             None => None,
         };
-        let (rv, all) = self.shared.read(|w| {
+        let listed = self.shared.read(|w| {
             let store = &w.envs[self.env].store;
-            (store.rv(), store.list(def.res))
+            match read {
+                consistency::Read::Exact(at) => store.list_at(def.res, at).map(|all| (at, all)),
+                _ => Ok((store.rv(), store.list(def.res))),
+            }
         });
+        let Ok((rv, all)) = listed else {
+            return consistency::expired();
+        };
         let filtered = labels.is_empty() && fields.is_none();
         let mut items = Vec::new();
         let mut next = None;

@@ -1,5 +1,6 @@
 //! `meta.k8s.io/v1` Table responses, which kubectl asks for when it prints objects. Columns
-//! follow the real server's for nodes, pods and PDBs; other kinds get Name and Age.
+//! follow the real server's for nodes, pods, events and PDBs (with the `-o wide` ones);
+//! other kinds get Name and Age.
 
 use crate::resources::{Res, ResourceDef};
 use serde_json::{Value, json};
@@ -22,6 +23,11 @@ fn col(name: &str, ty: &str, priority: i32) -> Value {
     json!({"name": name, "type": ty, "format": if name == "Name" {"name"} else {""}, "description": "", "priority": priority})
 }
 
+/// kubectl prints `<none>` for an empty cell.
+fn or_none(v: &str) -> &str {
+    if v.is_empty() { "<none>" } else { v }
+}
+
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
     v.pointer(ptr).and_then(|x| x.as_str()).unwrap_or("")
 }
@@ -41,6 +47,10 @@ pub fn table(
             col("Age", "string", 0),
             col("Version", "string", 0),
             col("Internal-IP", "string", 1),
+            col("External-IP", "string", 1),
+            col("OS-Image", "string", 1),
+            col("Kernel-Version", "string", 1),
+            col("Container-Runtime", "string", 1),
         ],
         Res::Pods => vec![
             col("Name", "string", 0),
@@ -50,6 +60,20 @@ pub fn table(
             col("Age", "string", 0),
             col("IP", "string", 1),
             col("Node", "string", 1),
+            col("Nominated Node", "string", 1),
+            col("Readiness Gates", "string", 1),
+        ],
+        Res::Events => vec![
+            col("Last Seen", "string", 0),
+            col("Type", "string", 0),
+            col("Reason", "string", 0),
+            col("Object", "string", 0),
+            col("Subobject", "string", 1),
+            col("Source", "string", 1),
+            col("Message", "string", 0),
+            col("First Seen", "string", 1),
+            col("Count", "string", 1),
+            col("Name", "string", 1),
         ],
         Res::PodDisruptionBudgets => vec![
             col("Name", "string", 0),
@@ -84,7 +108,13 @@ pub fn table(
                         .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
                         .and_then(|x| x["address"].as_str())
                         .unwrap_or("");
-                    json!([name, if ready {"Ready"} else {"NotReady"}, if roles.is_empty() {"<none>".to_string()} else {roles.join(",")}, a, s(o, "/status/nodeInfo/kubeletVersion"), ip])
+                    let external = o
+                        .pointer("/status/addresses")
+                        .and_then(|a| a.as_array())
+                        .and_then(|a| a.iter().find(|x| x["type"] == "ExternalIP"))
+                        .and_then(|x| x["address"].as_str())
+                        .unwrap_or("<none>");
+                    json!([name, if ready {"Ready"} else {"NotReady"}, if roles.is_empty() {"<none>".to_string()} else {roles.join(",")}, a, s(o, "/status/nodeInfo/kubeletVersion"), or_none(ip), external, or_none(s(o, "/status/nodeInfo/osImage")), or_none(s(o, "/status/nodeInfo/kernelVersion")), or_none(s(o, "/status/nodeInfo/containerRuntimeVersion"))])
                 }
                 Res::Pods => {
                     let statuses = o.pointer("/status/containerStatuses").and_then(|c| c.as_array()).cloned().unwrap_or_default();
@@ -103,13 +133,21 @@ pub fn table(
                         status,
                         statuses.iter().filter_map(|c| c["restartCount"].as_i64()).sum::<i64>(),
                         a,
-                        s(o, "/status/podIP"),
-                        s(o, "/spec/nodeName")
+                        or_none(s(o, "/status/podIP")),
+                        or_none(s(o, "/spec/nodeName")),
+                        or_none(s(o, "/status/nominatedNodeName")),
+                        "<none>"
                     ])
                 }
                 Res::PodDisruptionBudgets => {
                     let show = |p: &str| o.pointer(p).map(|v| if let Some(s) = v.as_str() { s.to_string() } else { v.to_string() }).unwrap_or_else(|| "N/A".into());
                     json!([name, show("/spec/minAvailable"), show("/spec/maxUnavailable"), o.pointer("/status/disruptionsAllowed").cloned().unwrap_or(json!(0)), a])
+                }
+                Res::Events => {
+                    let last = age(o.pointer("/lastTimestamp").and_then(|x| x.as_str()), now);
+                    let first = age(o.pointer("/firstTimestamp").and_then(|x| x.as_str()), now);
+                    let object = format!("{}/{}", s(o, "/involvedObject/kind").to_lowercase(), s(o, "/involvedObject/name"));
+                    json!([last, s(o, "/type"), s(o, "/reason"), object, s(o, "/involvedObject/fieldPath"), s(o, "/source/component"), s(o, "/message"), first, o.pointer("/count").cloned().unwrap_or(json!(1)).to_string(), name])
                 }
                 _ => json!([name, a]),
             };

@@ -1,10 +1,10 @@
 //! A TLS endpoint of a simulated machine: it listens only while the machine is powered on.
 //!
-//! A powered-off Proxmox host or Talos node must refuse connections on its address (clients see
-//! `connection refused`, which is what they see on loopback when nothing listens), and the
-//! connections it had must die. The owner drives this with a `watch::Receiver<bool>` (true = on):
-//! the listener socket is closed when it goes false and bound again (same address and port) when
-//! it goes true. Both the Proxmox and the Talos servers use this; it lives beside the PKI because
+//! A powered-off Proxmox host or Talos node does not answer on its address: by default connects
+//! hang and its open connections go silent, as packets to a dead machine are dropped
+//! ([`crate::power`]); a scenario may make it refuse instead. The owner drives this with a
+//! [`Power`] (true = on): the listener socket is closed when it goes false and bound again (same
+//! address and port) when it goes true. Both the Proxmox and the Talos servers use this; it lives beside the PKI because
 //! it is the TLS-serving half of it.
 
 use std::future::Future;
@@ -20,6 +20,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
+
+use crate::power::{BlackHole, DownMode, Power, frozen_until_up};
 
 /// Who is on the other end of an accepted TLS connection.
 #[derive(Debug, Clone)]
@@ -51,6 +53,9 @@ pub struct RequestRecord {
 
 /// Receives every [`RequestRecord`]; the lab core plugs its request log in here.
 pub type Recorder = Arc<dyn Fn(RequestRecord) + Send + Sync>;
+
+/// Told of every TLS handshake that failed on a TLS error: client address, server address.
+pub type Rejected = Arc<dyn Fn(SocketAddr, SocketAddr) + Send + Sync>;
 
 /// A recorder that drops everything.
 pub fn no_recorder() -> Recorder {
@@ -107,13 +112,18 @@ const REBIND_PAUSE: Duration = Duration::from_millis(50);
 pub async fn serve_tls<H, F>(
     addr: SocketAddr,
     config: Arc<ServerConfig>,
-    mut power: watch::Receiver<bool>,
+    power: impl Into<Power>,
+    rejected: Option<Rejected>,
     handler: H,
 ) -> io::Result<ServerHandle>
 where
     H: Fn(TlsStream<TcpStream>, ConnectionInfo) -> F + Send + Sync + 'static,
     F: Future<Output = ()> + Send + 'static,
 {
+    let Power {
+        up: mut power,
+        down: mode,
+    } = power.into();
     let first = TcpListener::bind(addr).await?;
     let local_addr = first.local_addr()?;
     let mut listener = if *power.borrow_and_update() {
@@ -130,14 +140,20 @@ where
 
     let task = tokio::spawn(async move {
         let mut power_open = true;
+        // Held while the machine is off and its address stalls.
+        let mut hole = None;
         loop {
             let on = *power.borrow();
             if !on && listener.is_some() {
                 listener = None;
                 epoch_tx.send_modify(|e| *e += 1);
             }
+            if !on && hole.is_none() && mode == DownMode::Stall {
+                hole = BlackHole::open(local_addr).await.ok();
+            }
             let needs_bind = on && listener.is_none();
             if needs_bind {
+                hole = None;
                 match TcpListener::bind(local_addr).await {
                     Ok(l) => listener = Some(l),
                     Err(e) => tracing::warn!(%local_addr, error = %e, "rebind failed; retrying"),
@@ -155,14 +171,24 @@ where
                     let Ok((tcp, peer)) = accepted else { continue };
                     let acceptor = acceptor.clone();
                     let handler = handler.clone();
+                    let rejected = rejected.clone();
                     let mut epoch = epoch_rx.clone();
                     let start = *epoch.borrow_and_update();
+                    let mut up = power.clone();
+                    let stopped = stop_rx.clone();
                     tokio::spawn(async move {
                         let work = async {
-                            let Ok(Ok(tls)) =
-                                tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
-                            else {
-                                return;
+                            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                                Ok(Ok(tls)) => tls,
+                                // A TLS error (not a client that just went away): an unknown
+                                // client certificate, or a client that does not trust ours.
+                                Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData => {
+                                    if let Some(rejected) = &rejected {
+                                        rejected(peer, local_addr);
+                                    }
+                                    return;
+                                }
+                                _ => return,
                             };
                             let peer_certs = tls
                                 .get_ref()
@@ -173,9 +199,15 @@ where
                             let info = ConnectionInfo { peer, local: local_addr, peer_certs };
                             handler(tls, info).await;
                         };
+                        tokio::pin!(work);
                         tokio::select! {
-                            _ = work => {}
+                            _ = work.as_mut() => return,
                             _ = epoch.wait_for(|e| *e != start) => {}
+                        }
+                        // Off: a stalled connection stays open but silent until the machine
+                        // is back (or the server stops), then it is reset.
+                        if mode == DownMode::Stall {
+                            frozen_until_up(&mut up, Some(stopped)).await;
                         }
                     });
                 }

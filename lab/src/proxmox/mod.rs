@@ -26,7 +26,6 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::sync::watch;
 
 pub use crate::pki::endpoint::ServeError;
 use crate::pki::endpoint::{ConnectionInfo, Recorder, RequestRecord, ServerHandle, serve_tls};
@@ -54,8 +53,11 @@ pub struct ProxmoxOptions {
     pub unauthorized_delay: Duration,
     /// Delay before a 595 for a call about a host that is down (Proxmox: ~3 s of ARP failure).
     pub unreachable_delay: Duration,
-    /// How long a power task stays `running` before it ends (and its effect happens).
+    /// How long a start or shutdown request task stays `running` before it ends (and its
+    /// effect happens).
     pub task_duration: Duration,
+    /// How long a hard stop task runs (QEMU is killed and cleaned up: a few seconds).
+    pub stop_duration: Duration,
     /// `GET /version` `version`; `release` is its first two components.
     pub version: String,
     /// Idle keep-alive connections are closed after this long (pveproxy: 5 s).
@@ -70,6 +72,7 @@ impl Default for ProxmoxOptions {
             unauthorized_delay: Duration::from_secs(3),
             unreachable_delay: Duration::from_secs(3),
             task_duration: Duration::from_millis(1500),
+            stop_duration: Duration::from_secs(3),
             version: "9.1.1".into(),
             idle_timeout: Duration::from_secs(5),
         }
@@ -164,7 +167,7 @@ pub async fn serve(
     host: &str,
     addr: SocketAddr,
     tls: &ServerTls,
-    power: watch::Receiver<bool>,
+    power: impl Into<crate::power::Power>,
 ) -> Result<ServerHandle, ServeError> {
     if let (Some(fp), Ok(mut map)) = (tls.leaf_fingerprint(), api.fingerprints.lock()) {
         map.insert(host.to_string(), fp);
@@ -172,7 +175,7 @@ pub async fn serve(
     let config = server_config(tls, &[b"http/1.1"])?;
     let idle_timeout = api.options.idle_timeout;
     let host: Arc<str> = Arc::from(host);
-    let handle = serve_tls(addr, config, power, move |stream, info| {
+    let handle = serve_tls(addr, config, power, None, move |stream, info| {
         let api = api.clone();
         let host = host.clone();
         async move {

@@ -112,6 +112,10 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
                 c.ha_resources()
             }),
         ["nodes", node, "wakeonlan"] if post => ctx.checked(&[], |c| c.wakeonlan(node)),
+        ["access", "permissions"] if get => ctx.checked(
+            &[opt("path", Kind::String), opt("userid", Kind::String)],
+            |c| c.permissions(may_power),
+        ),
         ["nodes", node, rest @ ..] => {
             let node = match ctx.proxy_target(node).await {
                 Ok(n) => n,
@@ -148,6 +152,8 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
                     ctx.checked(LOG_SCHEMA, |c| c.task_log(&node, upid))
                 }
                 (["config"], true, _) => ctx.checked(&[], |c| c.node_config(&node)),
+                (["status"], true, _) => ctx.checked(&[], |c| c.node_status(&node)),
+                (["tasks"], true, _) => ctx.checked(TASKS_SCHEMA, |c| c.node_tasks(&node)),
                 (["status"], _, true) => ctx.checked(
                     &[req("command", Kind::Enum(&["reboot", "shutdown"]))],
                     |c| c.host_power(&node),
@@ -159,6 +165,23 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
     }
 }
 
+/// A Proxmox boolean parameter that is set.
+fn truthy(v: &str) -> bool {
+    matches!(v, "1" | "true" | "yes" | "on")
+}
+
+const TASKS_SCHEMA: &[Param] = &[
+    opt("start", Kind::Integer),
+    opt("limit", Kind::Integer),
+    opt("errors", Kind::Boolean),
+    opt("since", Kind::Integer),
+    opt("until", Kind::Integer),
+    opt("statusfilter", Kind::String),
+    opt("source", Kind::Enum(&["archive", "active", "all"])),
+    opt("typefilter", Kind::String),
+    opt("userfilter", Kind::String),
+    opt("vmid", Kind::Integer),
+];
 const RESOURCES_SCHEMA: &[Param] = &[opt("type", Kind::Enum(&["vm", "storage", "node", "sdn"]))];
 const CONFIG_SCHEMA: &[Param] = &[opt("current", Kind::Boolean), opt("snapshot", Kind::String)];
 const START_SCHEMA: &[Param] = &[
@@ -282,13 +305,15 @@ impl Ctx<'_> {
         if !resources_style && let Some(fp) = self.api.fingerprint(&h.name) {
             m.insert("ssl_fingerprint".into(), json!(fp));
         }
+        // An offline host's last statistics linger (pmxcfs keeps the last status it got), but
+        // it reports no CPU load or uptime.
+        m.insert("maxcpu".into(), json!(h.maxcpu));
+        m.insert("mem".into(), json!(h.mem));
+        m.insert("maxmem".into(), json!(h.maxmem));
+        m.insert("disk".into(), json!(h.disk));
+        m.insert("maxdisk".into(), json!(h.maxdisk));
         if h.online {
             m.insert("cpu".into(), json!(h.cpu));
-            m.insert("maxcpu".into(), json!(h.maxcpu));
-            m.insert("mem".into(), json!(h.mem));
-            m.insert("maxmem".into(), json!(h.maxmem));
-            m.insert("disk".into(), json!(h.disk));
-            m.insert("maxdisk".into(), json!(h.maxdisk));
             m.insert("uptime".into(), json!(h.uptime));
         }
         Value::Object(m)
@@ -440,13 +465,23 @@ impl Ctx<'_> {
     }
 
     fn qemu_list(&self, node: &str) -> Resp {
+        let full = self.values.get("full").is_some_and(|v| truthy(v));
         let list: Vec<Value> = self
             .api
             .backend
             .vms()
             .iter()
             .filter(|vm| vm.node == node)
-            .map(|vm| Value::Object(Self::vmstatus(vm)))
+            .map(|vm| {
+                let mut m = Self::vmstatus(vm);
+                // `full=1` asks QEMU of each running VM (QMP), as vmstatus does.
+                if full && vm.status == VmStatus::Running {
+                    m.insert("qmpstatus".into(), json!("running"));
+                    m.insert("running-machine".into(), json!("pc-i440fx-9.2+pve1"));
+                    m.insert("running-qemu".into(), json!("9.2.0"));
+                }
+                Value::Object(m)
+            })
             .collect();
         response::data(Value::Array(list))
     }
@@ -561,8 +596,12 @@ impl Ctx<'_> {
         let node = node.to_string();
         let task_upid = upid.clone();
         let is_ha = ha_vm.is_some();
+        let duration = match action {
+            VmAction::Stop => api.options.stop_duration,
+            VmAction::Start | VmAction::Shutdown => api.options.task_duration,
+        };
         tokio::spawn(async move {
-            tokio::time::sleep(api.options.task_duration).await;
+            tokio::time::sleep(duration).await;
             let result = run_vm_action(&api, &node, vmid, action, is_ha);
             api.tasks.finish(&task_upid, result);
         });
@@ -642,6 +681,128 @@ impl Ctx<'_> {
             .map(|(i, t)| json!({"n": i + 1, "t": t}))
             .collect();
         response::data_with(Value::Array(lines), Some(task.log.len()))
+    }
+
+    /// `GET /nodes/{node}/status`: the host's own view (load, memory, CPU, versions).
+    fn node_status(&self, node: &str) -> Resp {
+        let Some(h) = self.hosts().into_iter().find(|h| h.name == node) else {
+            return response::error(500, &format!("no such node '{node}'"));
+        };
+        let free = h.maxmem.saturating_sub(h.mem);
+        let load = |f: f64| format!("{:.2}", h.cpu * f64::from(h.maxcpu) * f);
+        let version = &self.api.options.version;
+        response::data(json!({
+            "uptime": h.uptime,
+            "cpu": h.cpu,
+            "wait": 0.0,
+            "idle": 0,
+            "loadavg": [load(1.0), load(0.9), load(0.8)],
+            "memory": {"total": h.maxmem, "used": h.mem, "free": free, "available": free},
+            "swap": {"total": 0, "used": 0, "free": 0},
+            "rootfs": {"total": h.maxdisk, "used": h.disk, "free": h.maxdisk.saturating_sub(h.disk), "avail": h.maxdisk.saturating_sub(h.disk)},
+            "ksm": {"shared": 0},
+            "cpuinfo": {
+                "model": "QEMU Virtual CPU version 2.5+",
+                "cpus": h.maxcpu,
+                "sockets": 1,
+                "cores": h.maxcpu,
+                "mhz": "2999.998",
+                "hvm": "1",
+                "user_hz": 100,
+                "flags": "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov",
+            },
+            "kversion": "Linux 6.14.8-2-pve #1 SMP PREEMPT_DYNAMIC PMX 6.14.8-2 (2025-07-22T10:04Z) x86_64",
+            "current-kernel": {"sysname": "Linux", "release": "6.14.8-2-pve", "version": "#1 SMP PREEMPT_DYNAMIC PMX 6.14.8-2 (2025-07-22T10:04Z)", "machine": "x86_64"},
+            "pveversion": format!("pve-manager/{version}/1a2b3c4d5e6f7a8b"),
+            "boot-info": {"mode": "efi", "secureboot": 0},
+        }))
+    }
+
+    /// `GET /nodes/{node}/tasks`: by default finished tasks only (`source=archive`), newest
+    /// first, `start`/`limit` paging, `total` beside the data.
+    fn node_tasks(&self, node: &str) -> Resp {
+        let source = self
+            .values
+            .get("source")
+            .map(String::as_str)
+            .unwrap_or("archive");
+        let int = |k: &str, d: usize| {
+            self.values
+                .get(k)
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(d)
+        };
+        let errors_only = self.values.get("errors").is_some_and(|v| truthy(v));
+        let vmid = self.values.get("vmid").cloned();
+        let typefilter = self.values.get("typefilter").cloned();
+        let userfilter = self.values.get("userfilter").cloned();
+        let tasks: Vec<_> = self
+            .api
+            .tasks
+            .on_node(node)
+            .into_iter()
+            .filter(|t| match source {
+                "active" => t.exitstatus.is_none(),
+                "all" => true,
+                _ => t.exitstatus.is_some(),
+            })
+            .filter(|t| !errors_only || t.exitstatus.as_deref().is_some_and(|e| e != "OK"))
+            .filter(|t| vmid.as_ref().is_none_or(|v| &t.upid.id == v))
+            .filter(|t| typefilter.as_ref().is_none_or(|f| &t.upid.worker_type == f))
+            .filter(|t| {
+                userfilter
+                    .as_ref()
+                    .is_none_or(|f| t.upid.user.contains(f.as_str()))
+            })
+            .collect();
+        let total = tasks.len();
+        let list: Vec<Value> = tasks
+            .iter()
+            .skip(int("start", 0))
+            .take(int("limit", 50))
+            .map(|t| {
+                let u = &t.upid;
+                let mut m = Map::new();
+                m.insert("upid".into(), json!(u.encode()));
+                m.insert("node".into(), json!(u.node));
+                m.insert("pid".into(), json!(u.pid));
+                m.insert("pstart".into(), json!(u.pstart));
+                m.insert("starttime".into(), json!(u.starttime));
+                m.insert("type".into(), json!(u.worker_type));
+                m.insert("id".into(), json!(u.id));
+                m.insert("user".into(), json!(u.user));
+                if let Some(exit) = &t.exitstatus {
+                    m.insert("status".into(), json!(exit));
+                }
+                if let Some(end) = t.endtime {
+                    m.insert("endtime".into(), json!(end));
+                }
+                Value::Object(m)
+            })
+            .collect();
+        response::data_with(Value::Array(list), Some(total))
+    }
+
+    /// `GET /access/permissions`: the calling token's privileges by ACL path (all on `/`,
+    /// propagated), or those on `path` when asked.
+    fn permissions(&self, may_power: bool) -> Resp {
+        let mut privs = Map::new();
+        let mut names = vec!["Sys.Audit", "VM.Audit", "Datastore.Audit"];
+        if may_power {
+            names.extend(["Sys.PowerMgmt", "VM.PowerMgmt"]);
+        }
+        names.sort_unstable();
+        for p in names {
+            privs.insert(p.into(), json!(1));
+        }
+        let path = self
+            .values
+            .get("path")
+            .cloned()
+            .unwrap_or_else(|| "/".into());
+        let mut out = Map::new();
+        out.insert(path, Value::Object(privs));
+        response::data(Value::Object(out))
     }
 
     fn host_power(&self, node: &str) -> Resp {

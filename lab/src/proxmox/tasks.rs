@@ -72,6 +72,8 @@ pub struct Task {
     pub exitstatus: Option<String>,
     /// Task log lines, ending with `TASK OK` / `TASK ERROR: …` once stopped.
     pub log: Vec<String>,
+    /// Unix seconds when it stopped.
+    pub endtime: Option<u64>,
 }
 
 /// All tasks of the cluster, keyed by encoded UPID.
@@ -120,6 +122,7 @@ impl TaskTable {
             upid: upid.clone(),
             exitstatus: None,
             log: first_log_line.into_iter().collect(),
+            endtime: None,
         };
         if let Ok(mut tasks) = self.tasks.lock() {
             tasks.insert(upid.encode(), task);
@@ -135,6 +138,13 @@ impl TaskTable {
         let Some(task) = tasks.get_mut(&upid.encode()) else {
             return;
         };
+        task.endtime = Some(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+                .max(task.upid.starttime),
+        );
         match result {
             Ok(()) => {
                 task.log.push("TASK OK".into());
@@ -148,6 +158,20 @@ impl TaskTable {
                 task.exitstatus = Some(text);
             }
         }
+    }
+
+    /// The tasks that ran on `node`, newest first (as `/nodes/{node}/tasks` orders them).
+    pub fn on_node(&self, node: &str) -> Vec<Task> {
+        let Ok(tasks) = self.tasks.lock() else {
+            return Vec::new();
+        };
+        let mut list: Vec<Task> = tasks
+            .values()
+            .filter(|t| t.upid.node == node)
+            .cloned()
+            .collect();
+        list.sort_by_key(|t| std::cmp::Reverse((t.upid.starttime, t.upid.pid)));
+        list
     }
 
     /// A copy of the task with this (encoded or not upper-cased) UPID.

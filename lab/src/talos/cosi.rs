@@ -1,9 +1,12 @@
 //! COSI `cosi.resource.State` on apid: `Get` and `List` of the node's
 //! `AddressStatuses.net.talos.dev` in the `network` namespace (what `talosctl get addresses`
 //! shows), with the same RBAC and node-down behaviour as `MachineService`. Specs are served as
-//! YAML only (`yaml_spec`); `proto_spec` stays empty. Other types and namespaces have no
-//! resources here: `List` streams nothing and `Get` answers `NotFound`, as COSI does for a
-//! type without resources.
+//! YAML only (`yaml_spec`); `proto_spec` stays empty.
+//!
+//! Wrong requests fail as on Talos: a type or namespace Talos does not register is
+//! `PermissionDenied` (machined's access filter), `nodes` metadata is refused (apid proxies
+//! COSI one-to-one only), and `List` honours `ListOptions` (label terms and an id regexp).
+//! Registered types other than AddressStatuses have no resources in the lab.
 
 use std::net::IpAddr;
 
@@ -12,10 +15,144 @@ use tonic::{Request, Response, Status};
 
 use super::backend::LabAddress;
 use super::proto::cosi::resource::{
-    GetRequest, GetResponse, ListRequest, ListResponse, Metadata, Resource, Spec,
-    state_server::State,
+    GetRequest, GetResponse, LabelQuery, ListOptions, ListRequest, ListResponse, Metadata,
+    Resource, Spec, label_term::Operation, state_server::State,
 };
-use super::service::{Apid, READ_ROLES, values};
+use super::service::{Apid, Direction, READ_ROLES};
+
+/// Namespaces Talos registers (machined's COSI state).
+const NAMESPACES: &[&str] = &[
+    "block",
+    "cluster",
+    "cluster-raw",
+    "config",
+    "controlplane",
+    "cri",
+    "etcd",
+    "files",
+    "hardware",
+    "k8s",
+    "kubespan",
+    "meta",
+    "network",
+    "network-config",
+    "perf",
+    "runtime",
+    "secrets",
+    "siderolink",
+    "v1alpha1",
+];
+
+/// Resource types Talos registers that clients commonly read (compared case-insensitively, as
+/// machined looks definitions up by the lower-cased type). Only AddressStatuses has resources
+/// in the lab.
+const TYPES: &[&str] = &[
+    ADDRESS_STATUS_TYPE,
+    "AddressSpecs.net.talos.dev",
+    "NodeAddresses.net.talos.dev",
+    "HostnameStatuses.net.talos.dev",
+    "LinkStatuses.net.talos.dev",
+    "RouteStatuses.net.talos.dev",
+    "Members.cluster.talos.dev",
+    "Affiliates.cluster.talos.dev",
+    "Identities.cluster.talos.dev",
+    "Services.v1alpha1.talos.dev",
+    "MachineConfigs.config.talos.dev",
+    "MachineTypes.config.talos.dev",
+    "EtcdMembers.etcd.talos.dev",
+    "StaticPodStatuses.kubernetes.talos.dev",
+    "Nodenames.kubernetes.talos.dev",
+    "MachineStatuses.runtime.talos.dev",
+    "Versions.runtime.talos.dev",
+    "CPUStats.perf.talos.dev",
+    "MemoryStats.perf.talos.dev",
+];
+
+/// machined's access filter: the type, then the namespace, must be registered.
+fn supported(namespace: &str, kind: &str) -> Result<(), Status> {
+    if !TYPES.iter().any(|t| t.eq_ignore_ascii_case(kind)) {
+        return Err(Status::permission_denied(format!(
+            "resource type {kind:?} is not supported"
+        )));
+    }
+    if !NAMESPACES.contains(&namespace) {
+        return Err(Status::permission_denied(format!(
+            "namespace {namespace:?} is not supported"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `labels` satisfy every term of `query`.
+fn labels_match(
+    labels: &std::collections::HashMap<String, String>,
+    query: &LabelQuery,
+) -> Result<bool, Status> {
+    for term in &query.terms {
+        let value = labels.get(&term.key);
+        let first = term.value.first().map(String::as_str).unwrap_or("");
+        let numeric = |v: &str| v.parse::<i64>().ok();
+        let holds = match Operation::try_from(term.op) {
+            Ok(Operation::Exists) => value.is_some(),
+            Ok(Operation::NotExists) => value.is_none(),
+            Ok(Operation::Equal) => value.is_some_and(|v| v == first),
+            Ok(Operation::In) => value.is_some_and(|v| term.value.iter().any(|x| x == v)),
+            Ok(Operation::Lt) => value.is_some_and(|v| v.as_str() < first),
+            Ok(Operation::Lte) => value.is_some_and(|v| v.as_str() <= first),
+            Ok(Operation::LtNumeric) => value
+                .and_then(|v| numeric(v))
+                .zip(numeric(first))
+                .is_some_and(|(v, x)| v < x),
+            Ok(Operation::LteNumeric) => value
+                .and_then(|v| numeric(v))
+                .zip(numeric(first))
+                .is_some_and(|(v, x)| v <= x),
+            Err(_) => {
+                return Err(Status::invalid_argument(format!(
+                    "unsupported label query operator: {}",
+                    term.op
+                )));
+            }
+        };
+        if holds == term.invert {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The resources `options` keeps.
+fn filter(
+    resources: Vec<Resource>,
+    options: Option<&ListOptions>,
+) -> Result<Vec<Resource>, Status> {
+    let Some(options) = options else {
+        return Ok(resources);
+    };
+    let id_re = match options.id_query.as_ref().map(|q| q.regexp.as_str()) {
+        Some(re) if !re.is_empty() => Some(
+            regex::Regex::new(re)
+                .map_err(|e| Status::invalid_argument(format!("invalid id query: {e}")))?,
+        ),
+        _ => None,
+    };
+    let mut kept = Vec::new();
+    for r in resources {
+        let Some(md) = r.metadata.as_ref() else {
+            continue;
+        };
+        if id_re.as_ref().is_some_and(|re| !re.is_match(&md.id)) {
+            continue;
+        }
+        if let Some(query) = &options.label_query
+            && !labels_match(&md.labels, query)?
+        {
+            continue;
+        }
+        kept.push(r);
+    }
+    Ok(kept)
+}
 
 /// COSI namespace of the network resources.
 pub const NETWORK_NAMESPACE: &str = "network";
@@ -77,36 +214,32 @@ fn address_resource(a: &LabAddress) -> Resource {
 impl Apid {
     /// The node a COSI call is answered for: this one, or the one `node` metadata names
     /// (apid proxies COSI to a single node; a multi-valued target is refused).
-    fn cosi_target(&self, md: &MetadataMap) -> Result<String, Status> {
+    fn cosi_target(&self, md: &MetadataMap, method: &str) -> Result<String, Status> {
         if !self.backend.is_up(&self.node) {
             return Err(Status::unavailable("node is shutting down"));
         }
-        if md.contains_key("proxyfrom") {
-            return Ok(self.node.clone());
-        }
-        let mut targets = values(md, "node");
-        if targets.is_empty() {
-            targets = values(md, "nodes");
-        }
-        match targets.as_slice() {
-            [] => Ok(self.node.clone()),
-            [one] => self.answer_for(one, &|node: &str| Ok(node.to_string())),
-            _ => Err(Status::invalid_argument(
-                "node metadata must be single-valued",
-            )),
+        match self.direct(md, method)? {
+            Direction::Local => Ok(self.node.clone()),
+            Direction::One(target) => self.answer_for(target, &|node: &str| Ok(node.to_string())),
+            // `direct` refuses one-to-many for COSI before it gets here.
+            Direction::Many(_) => Err(Status::invalid_argument(format!(
+                "one-2-many proxying is not supported for method {method}"
+            ))),
         }
     }
 
     /// The node's resources of (`namespace`, `type`).
-    fn resources(&self, node: &str, namespace: &str, kind: &str) -> Vec<Resource> {
-        if namespace != NETWORK_NAMESPACE || kind != ADDRESS_STATUS_TYPE {
-            return Vec::new();
+    fn resources(&self, node: &str, namespace: &str, kind: &str) -> Result<Vec<Resource>, Status> {
+        supported(namespace, kind)?;
+        if namespace != NETWORK_NAMESPACE || !kind.eq_ignore_ascii_case(ADDRESS_STATUS_TYPE) {
+            return Ok(Vec::new());
         }
-        self.backend
+        Ok(self
+            .backend
             .addresses(node)
             .iter()
             .map(address_resource)
-            .collect()
+            .collect())
     }
 }
 
@@ -118,9 +251,9 @@ type ListStream =
 impl State for Apid {
     async fn get(&self, req: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
         self.authorize(&req, READ_ROLES)?;
-        let node = self.cosi_target(req.metadata())?;
+        let node = self.cosi_target(req.metadata(), "/cosi.resource.State/Get")?;
         let r = req.get_ref();
-        self.resources(&node, &r.namespace, &r.r#type)
+        self.resources(&node, &r.namespace, &r.r#type)?
             .into_iter()
             .find(|res| res.metadata.as_ref().is_some_and(|m| m.id == r.id))
             .map(|resource| {
@@ -140,10 +273,10 @@ impl State for Apid {
 
     async fn list(&self, req: Request<ListRequest>) -> Result<Response<ListStream>, Status> {
         self.authorize(&req, READ_ROLES)?;
-        let node = self.cosi_target(req.metadata())?;
+        let node = self.cosi_target(req.metadata(), "/cosi.resource.State/List")?;
         let r = req.get_ref();
-        let items: Vec<Result<ListResponse, Status>> = self
-            .resources(&node, &r.namespace, &r.r#type)
+        let resources = self.resources(&node, &r.namespace, &r.r#type)?;
+        let items: Vec<Result<ListResponse, Status>> = filter(resources, r.options.as_ref())?
             .into_iter()
             .map(|resource| {
                 Ok(ListResponse {

@@ -19,7 +19,6 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::CertificateDer;
-use tokio::sync::watch;
 use tonic::codegen::Service;
 
 use crate::pki::endpoint::{Recorder, RequestRecord, ServeError, ServerHandle, serve_tls};
@@ -41,21 +40,42 @@ const MAX_MESSAGE_SIZE: usize = 32 * 1024 * 1024;
 
 /// Serves apid for node `node` on `addr` while `power` is true. `tls` is the node's server
 /// certificate; `talos_ca` verifies client certificates. Returns once listening.
+/// The request-log path of a TLS handshake apid refused (status 16, `Unauthenticated`).
+pub const HANDSHAKE_REJECTED: &str = "(TLS handshake refused)";
+
 pub async fn serve(
     backend: Arc<dyn TalosBackend>,
     node: &str,
     addr: SocketAddr,
     tls: &ServerTls,
     talos_ca: &CertificateDer<'static>,
-    power: watch::Receiver<bool>,
+    power: impl Into<crate::power::Power>,
     recorder: Recorder,
 ) -> Result<ServerHandle, ServeError> {
     let config = talos_mtls_config(tls, talos_ca)?;
+    let power = power.into();
     let apid = Arc::new(Apid {
         node: node.to_string(),
         backend,
+        down: power.down,
     });
-    let handle = serve_tls(addr, config, power, move |stream, info| {
+    // Handshakes apid refused (a certificate of another CA) go into the request log too, so
+    // tests can prove no client presented another environment's credentials.
+    let rejected: crate::pki::endpoint::Rejected = {
+        let recorder = recorder.clone();
+        Arc::new(move |client, server| {
+            recorder(RequestRecord {
+                system: "talos",
+                client,
+                server,
+                verb: "TLS".into(),
+                path: HANDSHAKE_REJECTED.into(),
+                status: 16,
+                read_only: true,
+            })
+        })
+    };
+    let handle = serve_tls(addr, config, power, Some(rejected), move |stream, info| {
         let server = MachineServiceServer::from_arc(apid.clone())
             .max_decoding_message_size(MAX_MESSAGE_SIZE)
             .max_encoding_message_size(MAX_MESSAGE_SIZE);

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use tonic::metadata::MetadataMap;
 use tonic::{Code, Request, Response, Status};
 
+use crate::power::DownMode;
+
 use super::backend::{AlarmKind, EtcdError, NodeRole, TalosBackend};
 use super::proto::common::Metadata;
 use super::proto::google::rpc::Status as RpcStatus;
@@ -20,6 +22,25 @@ use super::proto::machine::{
 #[derive(Debug, Clone, Default)]
 pub struct PeerRoles(pub Vec<String>);
 
+/// Where a call goes after apid's director.
+pub(super) enum Direction<'a> {
+    /// Answered by this node.
+    Local,
+    /// Proxied to one node (`node` metadata).
+    One(&'a str),
+    /// Proxied to each node, answers aggregated (`nodes` metadata).
+    Many(Vec<&'a str>),
+}
+
+/// Services whose calls apid proxies one-to-many.
+const ONE_TO_MANY_PREFIXES: &[&str] = &[
+    "/machine.MachineService/",
+    "/cluster.ClusterService/",
+    "/inspect.InspectService/",
+    "/storage.StorageService/",
+    "/time.TimeService/",
+];
+
 /// Roles allowed to read versions, services and COSI resources.
 pub(super) const READ_ROLES: &[&str] = &["os:admin", "os:operator", "os:reader"];
 /// Roles allowed to read etcd state.
@@ -30,6 +51,8 @@ pub struct Apid {
     /// This node's name.
     pub node: String,
     pub backend: Arc<dyn TalosBackend>,
+    /// How a powered-off node looks when this apid dials it.
+    pub down: DownMode,
 }
 
 /// A reply element (`Version`, `EtcdMembers`, …): each carries `common.Metadata metadata = 1`.
@@ -55,11 +78,21 @@ pub(super) fn values<'a>(md: &'a MetadataMap, key: &str) -> Vec<&'a str> {
         .collect()
 }
 
-fn dial_error(target: &str, resolved: bool) -> Status {
-    let detail = if resolved {
-        format!("dial tcp {target}:50000: connect: connection refused")
-    } else {
-        format!("dial tcp: lookup {target}: no such host")
+/// How dialling `target` failed, in grpc-go's words.
+enum Dial {
+    /// A name nobody resolves.
+    NoSuchHost,
+    /// An address that does not answer (a powered-off node, or an address nobody has).
+    Dead(DownMode),
+}
+
+fn dial_error(target: &str, how: Dial) -> Status {
+    let detail = match how {
+        Dial::NoSuchHost => format!("dial tcp: lookup {target}: no such host"),
+        Dial::Dead(DownMode::Stall) => format!("dial tcp {target}:50000: i/o timeout"),
+        Dial::Dead(DownMode::Refuse) => {
+            format!("dial tcp {target}:50000: connect: connection refused")
+        }
     };
     Status::unavailable(format!(
         "connection error: desc = \"transport: Error while dialing: {detail}\""
@@ -97,8 +130,11 @@ impl Apid {
         let Some(node) = self.backend.resolve(target) else {
             return if self.backend.role(&self.node) == NodeRole::Worker {
                 Err(Status::permission_denied("no request forwarding"))
+            } else if target.parse::<std::net::IpAddr>().is_ok() {
+                // An address is dialled, never looked up: nothing answers there.
+                Err(dial_error(target, Dial::Dead(DownMode::Stall)))
             } else {
-                Err(dial_error(target, false))
+                Err(dial_error(target, Dial::NoSuchHost))
             };
         };
         if node == self.node {
@@ -109,9 +145,63 @@ impl Apid {
             return Err(Status::permission_denied("no request forwarding"));
         }
         if !self.backend.is_up(&node) {
-            return Err(dial_error(target, true));
+            return Err(dial_error(target, Dial::Dead(self.down)));
         }
         answer(&node)
+    }
+
+    /// Whether `target` names this node (its address or hostname), as apid's local-target test.
+    fn is_local(&self, target: &str) -> bool {
+        self.backend.resolve(target).as_deref() == Some(self.node.as_str())
+    }
+
+    /// Where apid's director sends a call of `method`: `nodes` (one-to-many) wins over
+    /// `node` (one-to-one); a multi-valued `node` is invalid; one-to-many is refused for
+    /// services outside MachineService and friends (COSI among them); a worker, which has
+    /// no client certificate, serves only calls for itself.
+    pub(super) fn direct<'a>(
+        &self,
+        md: &'a MetadataMap,
+        method: &str,
+    ) -> Result<Direction<'a>, Status> {
+        if md.contains_key("proxyfrom") {
+            return Ok(Direction::Local);
+        }
+        let nodes = values(md, "nodes");
+        let node = values(md, "node");
+        let (mut many, mut one) = (md.contains_key("nodes"), md.contains_key("node"));
+        if one && node.len() != 1 {
+            return Err(Status::invalid_argument(
+                "node metadata must be single-valued",
+            ));
+        }
+        let forwards = self.backend.role(&self.node) != NodeRole::Worker;
+        if !forwards {
+            if one && self.is_local(node[0]) {
+                one = false;
+            }
+            if many && nodes.len() == 1 && self.is_local(nodes[0]) {
+                many = false;
+            }
+        }
+        if many {
+            if !ONE_TO_MANY_PREFIXES.iter().any(|p| method.starts_with(p)) {
+                return Err(Status::invalid_argument(format!(
+                    "one-2-many proxying is not supported for method {method}"
+                )));
+            }
+            if !forwards {
+                return Err(Status::permission_denied("no request forwarding"));
+            }
+            return Ok(Direction::Many(nodes));
+        }
+        if one {
+            if !forwards {
+                return Err(Status::permission_denied("no request forwarding"));
+            }
+            return Ok(Direction::One(node[0]));
+        }
+        Ok(Direction::Local)
     }
 
     /// Applies apid's routing to a unary call.
@@ -123,22 +213,11 @@ impl Apid {
         if !self.backend.is_up(&self.node) {
             return Err(Status::unavailable("node is shutting down"));
         }
-        if md.contains_key("proxyfrom") {
-            return answer(&self.node).map(|x| vec![x]);
-        }
-        let node = values(md, "node");
-        if !node.is_empty() {
-            if node.len() > 1 {
-                return Err(Status::invalid_argument(
-                    "node metadata must be single-valued",
-                ));
-            }
-            return self.answer_for(node[0], &answer).map(|x| vec![x]);
-        }
-        let nodes = values(md, "nodes");
-        if nodes.is_empty() {
-            return answer(&self.node).map(|x| vec![x]);
-        }
+        let nodes = match self.direct(md, "/machine.MachineService/")? {
+            Direction::Local => return answer(&self.node).map(|x| vec![x]),
+            Direction::One(target) => return self.answer_for(target, &answer).map(|x| vec![x]),
+            Direction::Many(nodes) => nodes,
+        };
         // One-to-many: every target becomes an element tagged with the target string; failures
         // become elements with only metadata, and the call itself succeeds.
         Ok(nodes

@@ -271,7 +271,7 @@ impl World {
                 spec: es.clone(),
                 tag,
                 nodes: env_nodes,
-                store: Store::new(),
+                store: Store::with_history(scenario.watch_history),
                 workloads,
                 pods: BTreeMap::new(),
                 pdbs,

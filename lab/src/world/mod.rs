@@ -6,6 +6,7 @@
 
 pub mod backends;
 mod build;
+pub mod eviction;
 mod render;
 mod rules;
 pub mod store;
@@ -108,7 +109,8 @@ pub struct Pod {
     pub uid: String,
     pub node: Option<usize>,
     pub created: Duration,
-    pub ip: String,
+    /// Serial of the pod's address; the address itself lies in its node's podCIDR.
+    pub ip_serial: u64,
     /// Containers really run (the node is up and the pod started).
     pub running: bool,
     pub started_at: Option<Duration>,
@@ -200,6 +202,22 @@ pub struct Dirty {
     /// Node heartbeat Leases to re-render, by node index.
     pub node_leases: BTreeSet<usize>,
     pub longhorn: bool,
+    /// Kubernetes Events waiting to be written.
+    pub events: Vec<KubeEvent>,
+}
+
+/// A Kubernetes Event the world emits for something that happened (`kubectl get events`).
+#[derive(Debug, Clone)]
+pub struct KubeEvent {
+    pub at: Duration,
+    /// `Node` or `Pod`.
+    pub kind: &'static str,
+    pub namespace: String,
+    pub name: String,
+    pub reason: &'static str,
+    pub message: String,
+    pub component: &'static str,
+    pub warning: bool,
 }
 
 impl Dirty {
@@ -273,6 +291,7 @@ pub(crate) enum Action {
     HostOff { host: usize, epoch: u64 },
     HostOnline { host: usize, epoch: u64 },
     RenewLeases,
+    PodGone { env: usize, key: Key, uid: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -347,6 +366,11 @@ impl World {
             .clock
             .wall_of(t)
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        if let Some(e) = env
+            && let Some(ev) = kube_event(t, kind, subject, &detail)
+        {
+            self.envs[e].dirty.events.push(ev);
+        }
         let env = env.map(|e| self.envs[e].spec.name.clone());
         self.truth
             .push(t, at, kind, env.as_deref(), subject, detail);
@@ -610,6 +634,11 @@ impl Shared {
 
     // Power operations, as the Proxmox API performs them.
 
+    /// Evict a pod through the Eviction API (the PDB check is the API's).
+    pub fn evict_pod(&self, env: usize, key: &Key) -> Result<(), eviction::EvictError> {
+        self.change(|w, now| w.evict_pod(env, key, now))
+    }
+
     pub fn stop_vm(&self, vmid: u32) -> Result<(), PowerError> {
         self.change(|w, now| w.stop_vm(vmid, now))
     }
@@ -633,5 +662,54 @@ impl Shared {
     /// Pull the plug of a host: every VM on it stops at once (tests and chaos drills).
     pub fn power_loss_host(&self, host: &str) -> Result<(), PowerError> {
         self.change(|w, now| w.power_loss_host(host, now))
+    }
+}
+
+/// The Kubernetes Event that goes with a world event, when Kubernetes records one.
+fn kube_event(at: Duration, kind: &str, subject: &str, detail: &str) -> Option<KubeEvent> {
+    let pod = |reason, message: String, component, warning| {
+        let (ns, name) = subject.split_once('/')?;
+        Some(KubeEvent {
+            at,
+            kind: "Pod",
+            namespace: ns.to_string(),
+            name: name.to_string(),
+            reason,
+            message,
+            component,
+            warning,
+        })
+    };
+    let node = |reason: &'static str, component| {
+        Some(KubeEvent {
+            at,
+            kind: "Node",
+            namespace: "default".into(),
+            name: subject.to_string(),
+            reason,
+            message: format!("Node {subject} status is now: {reason}"),
+            component,
+            warning: false,
+        })
+    };
+    match kind {
+        "node-not-ready" => node("NodeNotReady", "node-controller"),
+        "node-ready" => node("NodeReady", "kubelet"),
+        "pod-evicted" => pod(
+            "TaintManagerEviction",
+            format!("Marking for deletion Pod {subject}"),
+            "taint-eviction-controller",
+            false,
+        ),
+        "pod-scheduled" => pod(
+            "Scheduled",
+            format!(
+                "Successfully assigned {subject} to {}",
+                detail.trim_start_matches("on ")
+            ),
+            "default-scheduler",
+            false,
+        ),
+        _ => None,
     }
 }

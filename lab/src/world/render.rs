@@ -132,6 +132,9 @@ impl World {
         if dirty.all || dirty.longhorn || dirty.nodes {
             self.render_longhorn(env, &mut puts);
         }
+        for ev in &dirty.events {
+            puts.push((Res::Events, self.render_event(env, ev)));
+        }
         let store = &mut self.envs[env].store;
         for (res, v) in puts {
             store.put(res, v);
@@ -139,6 +142,56 @@ impl World {
         for (res, (ns, name)) in deletes {
             store.delete(res, &ns, &name);
         }
+    }
+
+    /// An Event object as the core/v1 API shows it; its name is the object's name and a
+    /// hex suffix, as client-go's recorder makes it.
+    fn render_event(&self, env: usize, ev: &KubeEvent) -> Value {
+        let e = &self.envs[env];
+        let suffix = ids::suffix(
+            &[
+                &e.spec.name,
+                &ev.name,
+                ev.reason,
+                &ev.at.as_nanos().to_string(),
+            ],
+            16,
+        );
+        let name = format!("{}.{suffix}", ev.name);
+        let uid = match ev.kind {
+            "Pod" => e
+                .pods
+                .get(&(ev.namespace.clone(), ev.name.clone()))
+                .map(|p| p.uid.clone())
+                .unwrap_or_default(),
+            _ => ids::uuid(&[&e.spec.name, "node", "", &ev.name]),
+        };
+        let at = self.rfc3339(ev.at);
+        json!({
+            "metadata": {
+                "name": name,
+                "namespace": ev.namespace,
+                "uid": ids::uuid(&[&e.spec.name, "event", &name]),
+                "creationTimestamp": at,
+            },
+            "involvedObject": {
+                "kind": ev.kind,
+                "namespace": if ev.kind == "Pod" { ev.namespace.as_str() } else { "" },
+                "name": ev.name,
+                "uid": uid,
+                "apiVersion": "v1",
+            },
+            "reason": ev.reason,
+            "message": ev.message,
+            "source": {"component": ev.component},
+            "firstTimestamp": at,
+            "lastTimestamp": at,
+            "count": 1,
+            "type": if ev.warning { "Warning" } else { "Normal" },
+            "eventTime": null,
+            "reportingComponent": ev.component,
+            "reportingInstance": "",
+        })
     }
 
     fn render_static(&self, env: usize, puts: &mut Vec<(Res, Value)>) {
@@ -503,8 +556,8 @@ impl World {
                     )
                 },
                 spec: Some(core::NodeSpec {
-                    pod_cidr: Some(format!("10.244.{}.0/24", n % 256)),
-                    pod_cidrs: Some(vec![format!("10.244.{}.0/24", n % 256)]),
+                    pod_cidr: Some(pod_cidr(n)),
+                    pod_cidrs: Some(vec![pod_cidr(n)]),
                     taints: if taints.is_empty() {
                         None
                     } else {
@@ -829,8 +882,8 @@ impl World {
                     .node
                     .filter(|&n| self.nodes[n].addressed)
                     .map(|n| self.plan.node_ip(n).to_string()),
-                pod_ip: p.node.map(|_| p.ip.clone()),
-                pod_ips: p.node.map(|_| vec![core::PodIP { ip: p.ip.clone() }]),
+                pod_ip: pod_ip(p),
+                pod_ips: pod_ip(p).map(|ip| vec![core::PodIP { ip }]),
                 qos_class: Some("Burstable".into()),
                 start_time: p.node.map(|_| self.time(p.created)),
                 container_statuses: p.node.map(|_| vec![container_status]),
@@ -1217,7 +1270,7 @@ impl World {
                 .map(|p| {
                     let node = p.node.map(|n| &self.nodes[n]);
                     disc::Endpoint {
-                        addresses: vec![p.ip.clone()],
+                        addresses: pod_ip(p).into_iter().collect(),
                         conditions: Some(disc::EndpointConditions {
                             ready: Some(p.api_ready && p.deleting.is_none()),
                             serving: Some(p.api_ready),
@@ -1486,6 +1539,17 @@ type SvcEndpoints = (
 );
 
 /// Resolve an int-or-percent against a total, rounding percentages up as the controller does.
+/// Node `n`'s pod range, as the node IPAM hands out /24s of the cluster CIDR.
+pub(crate) fn pod_cidr(n: usize) -> String {
+    format!("10.244.{}.0/24", n % 256)
+}
+
+/// A scheduled pod's address: inside its node's podCIDR (.2 to .254), fixed by its serial.
+pub(crate) fn pod_ip(p: &Pod) -> Option<String> {
+    p.node
+        .map(|n| format!("10.244.{}.{}", n % 256, 2 + p.ip_serial % 253))
+}
+
 fn scaled(v: &IntOrString, total: i32) -> i32 {
     match v {
         IntOrString::Int(i) => *i,

@@ -477,6 +477,9 @@ impl World {
                 let name = self.hosts[host].name.clone();
                 self.event(now, "host-online", None, &name, String::new());
             }
+            Action::PodGone { env, key, uid } => {
+                self.pod_gone(env, &key, &uid);
+            }
             Action::RenewLeases => {
                 for e in 0..self.envs.len() {
                     let holder_up = self.envs[e]
@@ -748,7 +751,7 @@ impl World {
 
     /// A pod of workload `wi` on node `n` is Terminating: it still holds its resources but
     /// no longer counts as a replica.
-    fn index_terminating(&mut self, env: usize, wi: usize, n: usize) {
+    pub(crate) fn index_terminating(&mut self, env: usize, wi: usize, n: usize) {
         let host = self.nodes[n].host;
         let idx = &mut self.envs[env].load;
         if let Some(c) = idx.by_node.get_mut(&(wi, n)) {
@@ -760,7 +763,7 @@ impl World {
     }
 
     /// A Terminating pod of workload `wi` on node `n` is gone.
-    fn index_removed(&mut self, env: usize, wi: usize, n: usize) {
+    pub(crate) fn index_removed(&mut self, env: usize, wi: usize, n: usize) {
         let (cpu, mem) = (
             self.envs[env].workloads[wi].cpu_milli,
             self.envs[env].workloads[wi].memory_bytes,
@@ -882,12 +885,7 @@ impl World {
         };
         let ns = w.spec.namespace.clone();
         e.pod_ips += 1;
-        let ip = format!(
-            "10.{}.{}.{}",
-            64 + (e.pod_ips >> 16) % 64,
-            (e.pod_ips >> 8) % 256,
-            e.pod_ips % 256
-        );
+        let ip_serial = e.pod_ips;
         let uid = ids::uuid(&[&e.spec.name, "pod", &ns, &name, &serial]);
         let key = (ns.clone(), name.clone());
         e.pods.insert(
@@ -899,7 +897,7 @@ impl World {
                 uid: uid.clone(),
                 node,
                 created: now,
-                ip,
+                ip_serial,
                 running: false,
                 started_at: None,
                 api_ready: false,

@@ -44,14 +44,16 @@ pub struct Stored {
     pub obj: Arc<Value>,
 }
 
-/// How many past events a watch may resume from.
-const HISTORY: usize = 50_000;
+/// How many past events a watch may resume from, unless the scenario says otherwise.
+pub const HISTORY: usize = 50_000;
 
 #[derive(Debug)]
 pub struct Store {
     rv: u64,
     objs: HashMap<Res, BTreeMap<Key, Stored>>,
     history: VecDeque<Arc<Event>>,
+    /// How many events the history keeps (etcd compaction, in events).
+    capacity: usize,
     /// Events with rv at or below this are gone from history.
     floor: u64,
     tx: broadcast::Sender<Arc<Event>>,
@@ -69,11 +71,17 @@ impl Default for Store {
 
 impl Store {
     pub fn new() -> Self {
+        Self::with_history(HISTORY)
+    }
+
+    /// A store whose history keeps the last `capacity` events.
+    pub fn with_history(capacity: usize) -> Self {
         let (tx, _) = broadcast::channel(16_384);
         Store {
             rv: 1,
             objs: HashMap::new(),
             history: VecDeque::new(),
+            capacity,
             floor: 1,
             tx,
         }
@@ -141,7 +149,7 @@ impl Store {
             etype,
             obj,
         });
-        if self.history.len() >= HISTORY
+        if self.history.len() >= self.capacity.max(1)
             && let Some(old) = self.history.pop_front()
         {
             self.floor = old.rv;
@@ -164,6 +172,45 @@ impl Store {
             .get(&res)
             .map(|m| m.iter().map(|(k, s)| (k.clone(), s.obj.clone())).collect())
             .unwrap_or_default()
+    }
+
+    /// All objects of a resource as they were at revision `at` (a list with
+    /// `resourceVersionMatch=Exact`), rebuilt from the event history. `TooOld` when the history
+    /// no longer reaches back that far, as etcd answers for a compacted revision.
+    pub fn list_at(&self, res: Res, at: u64) -> Result<Vec<(Key, Arc<Value>)>, TooOld> {
+        if at >= self.rv {
+            return Ok(self.list(res));
+        }
+        if at < self.floor {
+            return Err(TooOld);
+        }
+        // The last event of each key up to `at`, and the first one after it.
+        let mut before: HashMap<Key, &Arc<Event>> = HashMap::new();
+        let mut first_after: HashMap<Key, EventType> = HashMap::new();
+        for ev in self.history.iter().filter(|e| e.res == res) {
+            let key = Self::key_of(&ev.obj);
+            if ev.rv <= at {
+                before.insert(key, ev);
+            } else {
+                first_after.entry(key).or_insert(ev.etype);
+            }
+        }
+        let mut state: BTreeMap<Key, Arc<Value>> = self.list(res).into_iter().collect();
+        for (key, first) in first_after {
+            match (before.get(&key), first) {
+                (Some(ev), _) if ev.etype == EventType::Deleted => {
+                    state.remove(&key);
+                }
+                (Some(ev), _) => {
+                    state.insert(key, ev.obj.clone());
+                }
+                (None, EventType::Added) => {
+                    state.remove(&key);
+                }
+                (None, EventType::Modified | EventType::Deleted) => return Err(TooOld),
+            }
+        }
+        Ok(state.into_iter().collect())
     }
 
     pub fn keys(&self, res: Res) -> Vec<Key> {
@@ -203,6 +250,26 @@ fn set_rv(obj: &mut Value, rv: u64) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn pod(name: &str, v: u32) -> Value {
+        json!({"metadata": {"namespace": "a", "name": name}, "v": v})
+    }
+
+    #[test]
+    fn an_exact_list_rebuilds_an_earlier_revision_until_it_is_compacted() {
+        let mut s = Store::with_history(3);
+        s.put(Res::Pods, pod("x", 1));
+        let at = s.rv();
+        s.put(Res::Pods, pod("x", 2));
+        s.put(Res::Pods, pod("y", 1));
+        let then = s.list_at(Res::Pods, at).expect("within the history");
+        assert_eq!(then.len(), 1, "{then:?}");
+        assert_eq!(then[0].1["v"], 1);
+        assert_eq!(s.list_at(Res::Pods, s.rv()).expect("now").len(), 2);
+        // A fourth event pushes the first out: that revision is compacted.
+        s.delete(Res::Pods, "a", "y");
+        assert!(s.list_at(Res::Pods, at).is_err());
+    }
 
     #[test]
     fn unchanged_puts_do_not_bump_and_watch_resumes() {

@@ -201,3 +201,62 @@ async fn kubectl_watch_shows_a_node_going_not_ready() {
     );
     lab.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_wide_output_has_every_column_and_events_list_a_not_ready_node() {
+    // Speed 40: the 40 s node-monitor grace period takes one real second.
+    let (lab, _dir) = common::start("adr-007", 72, 40.0).await;
+    let kc = lab.files.kubeconfig.clone();
+    let nodes = kubectl(&kc, &["get", "nodes", "-o", "wide"]).await;
+    let header: Vec<&str> = nodes
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "STATUS",
+            "ROLES",
+            "AGE",
+            "VERSION",
+            "INTERNAL-IP",
+            "EXTERNAL-IP",
+            "OS-IMAGE",
+            "KERNEL-VERSION",
+            "CONTAINER-RUNTIME"
+        ],
+        "{nodes}"
+    );
+    let pods = kubectl(&kc, &["get", "pods", "-n", "kube-system", "-o", "wide"]).await;
+    let header = pods.lines().next().unwrap_or("");
+    for column in ["IP", "NODE", "NOMINATED NODE", "READINESS GATES"] {
+        assert!(header.contains(column), "{header}");
+    }
+    // Every pod row shows an address from its node's 10.244.x.0/24.
+    assert!(
+        pods.lines().skip(1).all(|row| row
+            .split_whitespace()
+            .any(|cell| cell.starts_with("10.244."))),
+        "{pods}"
+    );
+
+    lab.shared.power_loss_host("pve2").expect("power loss");
+    common::eventually(10, "talos-lab-cp-02 is NotReady", || async {
+        lab.shared.read(|w| {
+            w.node_by_name("talos-lab-cp-02")
+                .is_some_and(|n| !w.nodes[n].ready)
+        })
+    })
+    .await;
+    let events = kubectl(&kc, &["get", "events", "-A"]).await;
+    assert!(
+        events
+            .lines()
+            .any(|l| l.contains("NodeNotReady") && l.contains("node/talos-lab-cp-02")),
+        "{events}"
+    );
+    lab.stop().await;
+}

@@ -1,6 +1,6 @@
 //! The integration tests of gates-lab, in one test binary (one link instead of one per file):
 //! each server over its real protocol, the world rules, the binary, and the clients nobody
-//! here wrote (kubectl, proxmoxer).
+//! here wrote (kubectl, proxmoxer, the Python kubernetes client, the Talos Go client, go-proxmox).
 
 mod common;
 mod proxmox_support;
@@ -8,7 +8,9 @@ mod talos_support;
 
 mod backends;
 mod binary;
+mod go_clients;
 mod kube_api;
+mod kube_python;
 mod kubectl;
 mod proxmox;
 mod proxmox_conformance;
@@ -16,6 +18,7 @@ mod runner;
 mod scale;
 mod scenarios;
 mod talos;
+mod talos_errors;
 mod talos_lab;
 mod talos_vip;
 mod world_rules;

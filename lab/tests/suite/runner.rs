@@ -92,10 +92,8 @@ async fn writes_client_files_and_stops_cleanly() {
         lab.shared.read(|w| !w.nodes[1].vm_running)
     })
     .await;
-    common::eventually(5, "apid of a stopped VM refuses connections", || async {
-        tokio::net::TcpStream::connect("127.80.1.2:50000")
-            .await
-            .is_err()
+    common::eventually(5, "apid of a stopped VM stalls connections", || async {
+        common::stalls("127.80.1.2:50000").await
     })
     .await;
     assert!(
@@ -233,5 +231,39 @@ async fn read_only_proxmox_token_and_busy_addresses() {
     .await
     .expect_err("addresses are taken");
     assert!(err.to_string().contains("127.84."), "{err}");
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scenario_may_make_down_addresses_refuse_instead_of_stall() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = std::fs::read_to_string(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/lab/adr-007.yaml"),
+    )
+    .expect("scenario");
+    let scenario = dir.path().join("refusing.yaml");
+    std::fs::write(&scenario, format!("{text}\nunreachable: refuse\n")).expect("write");
+    let lab = gates_lab::Lab::start(gates_lab::LabOptions {
+        scenario: scenario.display().to_string(),
+        generate_nodes: None,
+        subnet: 87,
+        speed: 1.0,
+        state_dir: dir.path().join("state"),
+        env_dir: None,
+    })
+    .await
+    .expect("lab");
+    lab.shared.stop_vm(102).expect("stop");
+    common::eventually(5, "apid of the stopped VM refuses at once", || async {
+        matches!(
+            tokio::time::timeout(
+                std::time::Duration::from_millis(300),
+                tokio::net::TcpStream::connect("127.87.1.2:50000"),
+            )
+            .await,
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused
+        )
+    })
+    .await;
     lab.stop().await;
 }

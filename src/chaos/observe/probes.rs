@@ -262,15 +262,18 @@ fn ingress_probe(
     })
 }
 
-/// When the pods were last asked for, and the answer.
-type PodAnswer = Option<(tokio::time::Instant, Result<Arc<Vec<Pod>>, String>)>;
+/// One pod list in flight or done, shared by every sample that asks while it is fresh.
+type PodFetch =
+    futures::future::Shared<Pin<Box<dyn Future<Output = Result<Arc<Vec<Pod>>, String>> + Send>>>;
 
-/// The pod list, fetched at most once per `fresh_for` however many probes ask.
+/// The pod list, asked for at most once per `fresh_for` however many probes ask. A list that
+/// hangs holds no lock: once it is older than `fresh_for` the next sample asks anew, so an
+/// API that recovers is seen at once, not after a request sent before the recovery gives up.
 #[derive(Clone)]
 struct SharedPods {
     client: kube::Client,
     fresh_for: Duration,
-    last: Arc<tokio::sync::Mutex<PodAnswer>>,
+    last: Arc<std::sync::Mutex<Option<(tokio::time::Instant, PodFetch)>>>,
 }
 
 impl SharedPods {
@@ -283,21 +286,26 @@ impl SharedPods {
     }
 
     async fn get(&self) -> Result<Arc<Vec<Pod>>, String> {
-        let mut last = self.last.lock().await;
-        if let Some((at, answer)) = last.as_ref()
-            && at.elapsed() < self.fresh_for
-        {
-            return answer.clone();
-        }
-        let asked = tokio::time::Instant::now();
-        let api: Api<Pod> = Api::all(self.client.clone());
-        let answer = api
-            .list(&ListParams::default())
-            .await
-            .map(|list| Arc::new(list.items))
-            .map_err(|err| format!("the API did not answer: {err}"));
-        *last = Some((asked, answer.clone()));
-        answer
+        use futures::FutureExt;
+        let fetch = {
+            let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+            match last.as_ref() {
+                Some((at, fetch)) if at.elapsed() < self.fresh_for => fetch.clone(),
+                _ => {
+                    let api: Api<Pod> = Api::all(self.client.clone());
+                    let fetch: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(async move {
+                        api.list(&ListParams::default())
+                            .await
+                            .map(|list| Arc::new(list.items))
+                            .map_err(|err| format!("the API did not answer: {err}"))
+                    });
+                    let fetch = fetch.shared();
+                    *last = Some((tokio::time::Instant::now(), fetch.clone()));
+                    fetch
+                }
+            }
+        };
+        fetch.await
     }
 }
 
@@ -416,6 +424,71 @@ mod tests {
         );
         assert!(started.elapsed() < Duration::from_secs(2));
         holder.abort();
+    }
+
+    #[tokio::test]
+    async fn a_sample_after_recovery_is_answered_while_a_list_sent_before_it_still_hangs() {
+        // The first connection is never answered (sent while the API was down); later ones
+        // get an empty pod list, as an API that has recovered.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut held = Vec::new();
+            let mut first = true;
+            while let Ok((mut socket, _)) = listener.accept().await {
+                if std::mem::take(&mut first) {
+                    held.push(socket);
+                    continue;
+                }
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    let mut got = Vec::new();
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        let Ok(n) = socket.read(&mut buf).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        got.extend_from_slice(&buf[..n]);
+                    }
+                    let body = r#"{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]}"#;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(body.as_bytes()).await;
+                    let _ = socket.flush().await;
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                });
+            }
+        });
+        let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let pods = SharedPods::new(client, Duration::from_millis(50));
+        let coredns: Controller =
+            serde_yaml_ng::from_str("{name: coredns, selector: {k8s-app: kube-dns}}").unwrap();
+        let before = {
+            let (pods, coredns) = (pods.clone(), coredns.clone());
+            tokio::spawn(async move { workload(&pods, &coredns, Duration::from_secs(3)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let started = tokio::time::Instant::now();
+        let after = workload(&pods, &coredns, Duration::from_secs(3)).await;
+        assert_eq!(
+            after,
+            Observation::Down("no ready replica of coredns".into()),
+            "the sample after recovery reads the answer"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(matches!(before.await.unwrap(), Observation::Unknown(_)));
+        server.abort();
     }
 
     #[tokio::test]

@@ -59,3 +59,14 @@ where
     }
     panic!("timed out waiting for: {what}");
 }
+
+/// Whether a TCP connect to `addr` hangs (packets dropped, as to a powered-off machine)
+/// rather than being answered or refused: no outcome within 300 ms.
+pub async fn stalls(addr: &str) -> bool {
+    tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        tokio::net::TcpStream::connect(addr),
+    )
+    .await
+    .is_err()
+}

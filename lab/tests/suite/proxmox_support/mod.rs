@@ -108,6 +108,7 @@ pub fn fast() -> ProxmoxOptions {
         unauthorized_delay: Duration::from_millis(200),
         unreachable_delay: Duration::from_millis(200),
         task_duration: Duration::from_millis(300),
+        stop_duration: Duration::from_millis(500),
         ..ProxmoxOptions::default()
     }
 }

@@ -149,3 +149,27 @@ impl Nodes {
             .expect("connect")
     }
 }
+
+/// Whether node `j`'s apid address hangs on connect (a powered-off machine drops packets)
+/// instead of answering or refusing: no outcome within 300 ms.
+pub async fn stalls(subnet: u8, j: u8) -> bool {
+    let addr = SocketAddr::new(node_ip(subnet, j), 50000);
+    tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        tokio::net::TcpStream::connect(addr),
+    )
+    .await
+    .is_err()
+}
+
+/// Poll until node `j` stalls, for at most five seconds (listeners follow power within ms).
+pub async fn until_stalled(subnet: u8, j: u8) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !stalls(subnet, j).await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} still answers connections",
+            node_ip(subnet, j)
+        );
+    }
+}
