@@ -1,0 +1,154 @@
+//! The CI examples against the GitHub workflow and GitLab CI schemas check-jsonschema vendors.
+
+use super::*;
+
+/// check-jsonschema (in the test venv) against the GitHub workflow and GitLab CI schemas it
+/// vendors.
+fn assert_schema_valid(schema: &str, file: &str) {
+    let out = bounded(
+        {
+            let mut cmd = Command::new(python());
+            cmd.args(["-m", "check_jsonschema", "--builtin-schema", schema])
+                .arg(root().join("examples/ci").join(file));
+            cmd
+        },
+        Duration::from_secs(120),
+    );
+    assert!(
+        out.status.success(),
+        "{file} against {schema}:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
+
+fn example(name: &str) -> serde_yaml_ng::Value {
+    let text = std::fs::read_to_string(root().join("examples/ci").join(name)).unwrap();
+    serde_yaml_ng::from_str(&text).unwrap()
+}
+
+#[test]
+fn the_github_workflow_validates_publishes_a_test_report_and_keeps_secrets_out_of_scripts() {
+    assert_schema_valid(
+        "vendor.github-workflows",
+        "github-actions-nightly-chaos.yml",
+    );
+    let workflow = example("github-actions-nightly-chaos.yml");
+    let permissions = workflow["permissions"]
+        .as_mapping()
+        .expect("top-level permissions");
+    for (scope, level) in permissions {
+        let (scope, level) = (scope.as_str().unwrap(), level.as_str().unwrap());
+        assert!(
+            level == "read" || (scope == "checks" && level == "write"),
+            "{scope}: {level} is more than the workflow needs"
+        );
+    }
+    let steps = workflow["jobs"]["chaos"]["steps"].as_sequence().unwrap();
+    let uses = |prefix: &str| {
+        steps
+            .iter()
+            .position(|s| s["uses"].as_str().is_some_and(|u| u.starts_with(prefix)))
+    };
+    assert_eq!(
+        steps[uses("actions/checkout").unwrap()]["with"]["persist-credentials"].as_bool(),
+        Some(false)
+    );
+    assert!(uses("actions/cache").is_some(), "the build is cached");
+    let report = &steps[uses("mikepenz/action-junit-report").expect("a JUnit test report")];
+    assert_eq!(report["if"].as_str(), Some("always()"));
+    assert!(
+        report["with"]["report_paths"]
+            .as_str()
+            .unwrap()
+            .contains(".xml")
+    );
+    let upload = &steps[uses("actions/upload-artifact").unwrap()];
+    assert!(
+        upload["with"]["path"]
+            .as_str()
+            .unwrap()
+            .contains("reports/*.html")
+    );
+    for step in steps {
+        let run = step["run"].as_str().unwrap_or_default();
+        assert!(
+            !run.contains("${{"),
+            "an expression pasted into a script: {run}"
+        );
+    }
+    let cleanup = steps
+        .iter()
+        .rposition(|s| {
+            s["run"]
+                .as_str()
+                .is_some_and(|r| r.contains("rm -rf .secrets"))
+        })
+        .expect("a step removing the credential files");
+    assert_eq!(steps[cleanup]["if"].as_str(), Some("always()"));
+    let last_gates = steps
+        .iter()
+        .rposition(|s| s["run"].as_str().is_some_and(|r| r.contains("gates ")))
+        .unwrap();
+    assert!(
+        cleanup > last_gates,
+        "credentials removed after the last gates step"
+    );
+}
+
+#[test]
+fn the_gitlab_snippet_validates_keeps_the_stages_and_reports_check_and_chaos() {
+    assert_schema_valid("vendor.gitlab-ci", "gitlab-ci-nightly-chaos.yml");
+    let ci = example("gitlab-ci-nightly-chaos.yml");
+    assert!(
+        ci.get("stages").is_none(),
+        "an include must not replace the project's stages"
+    );
+    let chaos = &ci["chaos:staging"];
+    let junit: Vec<&str> = chaos["artifacts"]["reports"]["junit"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert!(
+        junit.contains(&"reports/check-staging.xml")
+            && junit.contains(&"reports/chaos-staging.xml")
+    );
+    let minutes = |v: &serde_yaml_ng::Value| -> u64 {
+        let text = v.as_str().unwrap().replace(' ', "");
+        humantime::parse_duration(&text).unwrap().as_secs() / 60
+    };
+    let job = minutes(&chaos["timeout"]);
+    let script = minutes(&chaos["variables"]["RUNNER_SCRIPT_TIMEOUT"]);
+    let after = minutes(&chaos["variables"]["RUNNER_AFTER_SCRIPT_TIMEOUT"]);
+    let inner = minutes(&ci["variables"]["GATES_CHAOS_LIMIT"]);
+    // A whole-host run waits for the host to boot: an hour at least, and every limit
+    // nested so gates, then recover, then after_script each get their turn.
+    assert!(
+        inner >= 60 && inner < script && script + after <= job,
+        "{inner} {script} {after} {job}"
+    );
+    assert!(
+        chaos["after_script"][0]
+            .as_str()
+            .unwrap()
+            .contains("gates recover staging")
+    );
+    let script_lines: Vec<&str> = chaos["script"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.as_str())
+        .collect();
+    let run = script_lines
+        .iter()
+        .position(|l| l.contains("gates chaos staging"))
+        .unwrap();
+    assert!(script_lines[run].contains("timeout --signal=TERM"));
+    assert!(
+        script_lines[run + 1..]
+            .iter()
+            .any(|l| l.contains("gates recover staging"))
+    );
+}
