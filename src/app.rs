@@ -260,7 +260,10 @@ pub async fn check_env(
     let repo = crate::repo::prepare(config, env, args.repo.as_deref()).map_err(AppError::Usage)?;
     // A filter that leaves nothing is an error, counting the repository trials too.
     let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-    names.extend(repo.iter().flat_map(|r| r.trials.iter().map(|t| t.name.as_str())));
+    names.extend(
+        repo.iter()
+            .flat_map(|r| r.trials.iter().map(|t| t.name.as_str())),
+    );
     let asked = crate::selection::Asked {
         filter: args.filter.as_deref(),
         exact: args.exact,

@@ -108,7 +108,7 @@ pub fn compare(
                 probe: p.probe.clone(),
                 predicted: predicted_text,
                 measured,
-                agrees: outage.map(|o| o == !p.outages.is_empty()),
+                agrees: outage.map(|o| o != p.outages.is_empty()),
             }
         })
         .collect();

@@ -135,7 +135,9 @@ async fn prepare(run: &Run<'_>, plain: Arc<PlainText>) -> Result<Option<Prepared
         &pre.refusals,
     )));
     let predicted = prediction::for_target(run.config, env, &pre.state, &planned.target.host);
-    out.emit(RunEvent::Plan(&prediction::plan_section(predicted.as_ref())));
+    out.emit(RunEvent::Plan(&prediction::plan_section(
+        predicted.as_ref(),
+    )));
     if !pre.refusals.is_empty() {
         return Err(planning::refused(env, &pre.refusals, None));
     }
@@ -370,11 +372,7 @@ fn conclude(
             issued,
             events: all_events,
             prediction: compared,
-            provenance: Some(Provenance::of(
-                env,
-                &p.pre.state,
-                p.pre.state.collected_at,
-            )),
+            provenance: Some(Provenance::of(env, &p.pre.state, p.pre.state.collected_at)),
         },
         &judged,
     );

@@ -55,6 +55,7 @@ pub fn planned_fault(environment: &str) -> PlannedFault {
         vms: vec![vm(201, "talos-lab-cp-02"), vm(202, "talos-lab-w-02")],
         restore_by: Utc::now(),
         host_power: None,
+        provenance: None,
     }
 }
 

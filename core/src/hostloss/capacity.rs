@@ -44,7 +44,7 @@ pub fn predict(cluster: &Cluster<'_>, _lost: &[usize], placement: &Placement, lo
     for n in receiving {
         let node = &cluster.nodes[n];
         let added = placement.added[&n];
-        let requests = node.requested.add(added);
+        let requests = node.requested.plus(added);
         // A moved pod without metrics is assumed to use what it requests.
         let usage = node.usage.filter(|_| cluster.usage_basis).map(|u| {
             let measured = placement.added_usage.get(&n).copied().unwrap_or_default();
@@ -53,9 +53,9 @@ pub fn predict(cluster: &Cluster<'_>, _lost: &[usize], placement: &Placement, lo
                 .iter()
                 .filter(|&&(i, m)| m == n && cluster.pods[i].usage.is_none())
                 .fold(Res::default(), |sum, &(i, _)| {
-                    sum.add(cluster.pods[i].requests)
+                    sum.plus(cluster.pods[i].requests)
                 });
-            u.add(measured).add(unmeasured)
+            u.plus(measured).plus(unmeasured)
         });
         let used = |req: i64, use_: Option<i64>| use_.map_or(req, |u| u.max(req));
         let cpu_used = used(requests.cpu_m, usage.map(|u| u.cpu_m));

@@ -54,7 +54,7 @@ pub struct Res {
 }
 
 impl Res {
-    pub fn add(self, other: Res) -> Res {
+    pub fn plus(self, other: Res) -> Res {
         Res {
             cpu_m: self.cpu_m.saturating_add(other.cpu_m),
             mem: self.mem.saturating_add(other.mem),
@@ -62,7 +62,7 @@ impl Res {
         }
     }
 
-    pub fn sub(self, other: Res) -> Res {
+    pub fn minus(self, other: Res) -> Res {
         Res {
             cpu_m: self.cpu_m.saturating_sub(other.cpu_m),
             mem: self.mem.saturating_sub(other.mem),
@@ -400,14 +400,14 @@ impl<'a> Cluster<'a> {
                 .and_then(|m| m.get(&(namespace, pod_name)))
                 .and_then(|m| {
                     m.containers.iter().try_fold(Res::default(), |sum, c| {
-                        usage_res(&c.usage).ok().map(|u| sum.add(u))
+                        usage_res(&c.usage).ok().map(|u| sum.plus(u))
                     })
                 });
             let index = pod_infos.len();
             if let Some(n) = node {
                 pods_on[n].push(index);
                 let requested = infos[n].requested;
-                infos[n].requested = requested.add(requests);
+                infos[n].requested = requested.plus(requests);
             }
             pod_infos.push(PodInfo {
                 pod,

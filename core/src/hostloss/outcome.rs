@@ -97,7 +97,7 @@ impl HostLoss {
 
     /// Orders the reasons worst first (stable) and sets the outcome.
     pub fn settle(&mut self) {
-        self.reasons.sort_by(|a, b| b.severity.cmp(&a.severity));
+        self.reasons.sort_by_key(|r| std::cmp::Reverse(r.severity));
         self.outcome = self
             .reasons
             .first()

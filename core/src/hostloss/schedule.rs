@@ -288,13 +288,13 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize]) -> Pla
             .unwrap_or_default();
         let outcome = match sim.place(p) {
             Ok(node) => {
-                sim.requested[node] = sim.requested[node].add(p.requests);
+                sim.requested[node] = sim.requested[node].plus(p.requests);
                 sim.placed.push((job.pod, node));
                 let added = out.added.entry(node).or_default();
-                *added = added.add(p.requests);
+                *added = added.plus(p.requests);
                 if let Some(u) = p.usage {
                     let added = out.added_usage.entry(node).or_default();
-                    *added = added.add(u);
+                    *added = added.plus(u);
                 }
                 MoveOutcome::Placed {
                     node: cluster.nodes[node].name.to_string(),
@@ -388,7 +388,7 @@ impl Sim<'_, '_> {
                 }
                 None => {
                     let score =
-                        least_allocated(node.allocatable, self.requested[n].add(p.requests));
+                        least_allocated(node.allocatable, self.requested[n].plus(p.requests));
                     if best.is_none_or(|(b, _)| score > b) {
                         best = Some((score, n));
                     }
@@ -528,10 +528,11 @@ impl Sim<'_, '_> {
         let ns = [p.namespace.to_string()];
         for (i, n) in self.candidates(Some(&ns)) {
             let q = &cluster.pods[i];
-            if eligible[n] && spread.selector.matches(q.labels) {
-                if let Some(domain) = cluster.nodes[n].labels.get(&spread.topology_key) {
-                    *by_domain.entry(domain.as_str()).or_insert(0) += 1;
-                }
+            if eligible[n]
+                && spread.selector.matches(q.labels)
+                && let Some(domain) = cluster.nodes[n].labels.get(&spread.topology_key)
+            {
+                *by_domain.entry(domain.as_str()).or_insert(0) += 1;
             }
         }
         let min = by_domain.values().copied().min().unwrap_or(0);

@@ -54,7 +54,12 @@ impl RepoCheck {
             CheckSpec::ExternalTrafficPolicy(_) => RepoCheck::ExternalTrafficPolicy,
             CheckSpec::LonghornDisks(_) => RepoCheck::LonghornDisks,
             CheckSpec::CapacityHeadroom(_) => RepoCheck::CapacityHeadroom,
-            CheckSpec::EtcdMembers(_) | CheckSpec::HostSharing(_) | CheckSpec::ChaosReport(_) => {
+            // Membership, host sharing, chaos and the host-loss prediction are about what
+            // runs, not what is declared.
+            CheckSpec::EtcdMembers(_)
+            | CheckSpec::HostSharing(_)
+            | CheckSpec::ChaosReport(_)
+            | CheckSpec::HostLoss(_) => {
                 return None;
             }
         })
