@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use super::Environment;
-use gates_core::config::ConfigError;
 use super::spans::Node;
+use gates_core::config::ConfigError;
 
 /// Every problem of one environment.
 pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {

@@ -208,11 +208,11 @@ fn list(nodes: &[TopologyNode]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{Summary, SummaryTrial};
     use crate::checks::testing::{node, state as state_builder, target_nodes};
     use crate::config::Environment;
     use crate::state::State;
     use crate::state::provenance::ClusterIdentity;
+    use crate::state::{Summary, SummaryTrial};
     use crate::verdict::Verdict;
 
     fn env() -> Environment {
