@@ -528,10 +528,11 @@ impl Sim<'_, '_> {
         let ns = [p.namespace.to_string()];
         for (i, n) in self.candidates(Some(&ns)) {
             let q = &cluster.pods[i];
-            if eligible[n] && spread.selector.matches(q.labels) {
-                if let Some(domain) = cluster.nodes[n].labels.get(&spread.topology_key) {
-                    *by_domain.entry(domain.as_str()).or_insert(0) += 1;
-                }
+            if eligible[n]
+                && spread.selector.matches(q.labels)
+                && let Some(domain) = cluster.nodes[n].labels.get(&spread.topology_key)
+            {
+                *by_domain.entry(domain.as_str()).or_insert(0) += 1;
             }
         }
         let min = by_domain.values().copied().min().unwrap_or(0);
