@@ -35,9 +35,11 @@ fn main() {
     env.ingress.services.clear();
 
     let mut times = Vec::new();
+    let mut cpu = Vec::new();
     let mut last = None;
     for _ in 0..RUNS {
         let started = Instant::now();
+        let cpu_started = cpu_seconds();
         let prediction = hostloss::predict(
             Input {
                 env: &env,
@@ -47,12 +49,14 @@ fn main() {
             None,
         );
         times.push(started.elapsed().as_secs_f64());
+        cpu.push(cpu_seconds() - cpu_started);
         last = Some(prediction);
     }
     let prediction = last.expect("at least one run");
     let count = |o: Outcome| prediction.hosts.iter().filter(|h| h.outcome == o).count();
     let moved: usize = prediction.hosts.iter().map(|h| h.pods.len()).sum();
     times.sort_by(f64::total_cmp);
+    cpu.sort_by(f64::total_cmp);
     println!(
         "predicted {} hosts ({} survive, {} degraded, {} lost, {} unknown); {moved} pod moves simulated",
         prediction.hosts.len(),
@@ -67,6 +71,29 @@ fn main() {
         times[0],
         times[times.len() - 1]
     );
+    // On a shared machine wall time says more about the neighbours than about the model.
+    println!(
+        "every host: median {:.2}s of CPU time (user + system) per run",
+        cpu[cpu.len() / 2]
+    );
+}
+
+/// This process's CPU time so far, from /proc/self/stat (Linux; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // Linux reports in USER_HZ, which is 100 on every mainstream architecture.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 fn state(nodes: usize) -> State {
