@@ -28,3 +28,8 @@ ci:
 # How long check takes and how much memory it needs on thousands of nodes (no assertions).
 bench:
     cargo bench --bench check_scale
+
+# Build the real Kubernetes control plane of the conformance tests (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubectl, kwok) into target/k8s-bin/; only what is missing.
+k8s:
+    tools/k8s/build.sh
