@@ -4,6 +4,9 @@
 mod chaos;
 mod check;
 mod config_errors;
+mod control_plane;
 mod junit;
 mod lab;
+mod real_kube;
+mod real_kube_node_loss;
 mod support;
