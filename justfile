@@ -37,3 +37,8 @@ bench:
 fuzz target="snapshot" seconds="60":
     mkdir -p fuzz/target/corpus/{{target}}
     cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none {{target}} target/corpus/{{target}} corpus/{{target}} -- -max_total_time={{seconds}} -timeout=10 -rss_limit_mb=2048
+
+# Build the real Kubernetes control plane of the conformance tests (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubectl, kwok) into target/k8s-bin/; only what is missing.
+k8s:
+    tools/k8s/build.sh

@@ -7,6 +7,7 @@ pub mod addr;
 pub mod cli;
 pub mod clock;
 pub mod control;
+pub mod export;
 pub mod files;
 pub mod ids;
 pub mod ingress;
