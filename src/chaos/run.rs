@@ -363,6 +363,7 @@ fn conclude(
             environment: &env.name,
             target,
             reports: &run.args.reports,
+            stem: &stem,
             started_at: ran.started_at,
             finished_at: ctx.clock.utc(),
             sample_interval: p.planned.timings.interval,

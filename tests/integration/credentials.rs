@@ -173,11 +173,21 @@ async fn one_environments_credentials_are_refused_by_the_others_endpoints() {
         Err(err) => Err(err),
     };
     assert!(answer.is_err(), "lab's certificate opened {prod_endpoint}");
-    let log = lab.log.snapshot();
+    // The server logs the refusal on its own side of the handshake, which may finish after
+    // the client has already seen the failure: wait for it, a bounded while.
+    let logged = || {
+        lab.log.snapshot().iter().any(|r| {
+            r.protocol == Protocol::Talos
+                && ip_of(&r.server) == prod_endpoint
+                && r.path == gates_lab::talos::HANDSHAKE_REJECTED
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !logged() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     assert!(
-        log.iter().any(|r| r.protocol == Protocol::Talos
-            && ip_of(&r.server) == prod_endpoint
-            && r.path == gates_lab::talos::HANDSHAKE_REJECTED),
+        logged(),
         "apid of {prod_endpoint} logged the refused handshake"
     );
     lab.stop().await;

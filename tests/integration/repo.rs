@@ -101,31 +101,36 @@ fn the_adr_007_repository_passes_every_repository_trial() {
     }
 }
 
-#[test]
-fn beside_a_snapshot_drift_names_the_live_and_the_declared_side() {
+/// `gates check staging --repo staging-today --snapshot FILES... --format json`, parsed.
+fn check_beside(snapshots: &[&str]) -> Value {
     let reports = tempfile::tempdir().unwrap();
-    let out = gates_with_config(reports.path())
-        .args(["check", "staging", "--reports"])
+    let mut cmd = gates_with_config(reports.path());
+    cmd.args(["check", "staging", "--reports"])
         .arg(reports.path())
         .arg("--repo")
-        .arg(repo("staging-today"))
-        .args(["--snapshot", &fixture("staging-today.json")])
-        .args(["--snapshot", &fixture("staging-today-crds.json")])
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
-    let trial = |name: &str| {
-        json["trials"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap_or_else(|| panic!("no {name} in {json:#}"))
-            .clone()
-    };
-    // The staging-today snapshot's Service says Local; the repository declares Cluster.
-    let etp = trial("gate3::staging::drift::external-traffic-policy");
+        .arg(repo("staging-today"));
+    for file in snapshots {
+        cmd.args(["--snapshot", &fixture(file)]);
+    }
+    let out = cmd.args(["--format", "json"]).output().unwrap();
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+fn trial_of(json: &Value, name: &str) -> Value {
+    json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {json:#}"))
+        .clone()
+}
+
+#[test]
+fn beside_a_snapshot_drift_names_the_live_and_the_declared_side() {
+    // A live Service on Local against the staging overlay's declared Cluster.
+    let json = check_beside(&["traefik-local.json"]);
+    let etp = trial_of(&json, "gate3::staging::drift::external-traffic-policy");
     assert_eq!(etp["verdict"], "fail", "{etp:#}");
     let text = etp.to_string();
     assert!(
@@ -138,13 +143,24 @@ fn beside_a_snapshot_drift_names_the_live_and_the_declared_side() {
         ),
         "{text}"
     );
-    let cps = trial("gate1::staging::drift::control-plane-nodes");
+}
+
+#[test]
+fn beside_the_staging_today_snapshot_live_and_declared_agree_where_the_adr_says_they_do() {
+    // The ADR: staging's Traefik Service already uses Cluster, as its overlay declares.
+    let json = check_beside(&["staging-today.json", "staging-today-crds.json"]);
+    let etp = trial_of(&json, "gate3::staging::drift::external-traffic-policy");
+    assert_eq!(etp["verdict"], "pass", "{etp:#}");
+    let cps = trial_of(&json, "gate1::staging::drift::control-plane-nodes");
     assert_eq!(
         cps["verdict"], "pass",
         "one control plane live and declared: {cps:#}"
     );
     // The live trials still run from the snapshot.
-    assert_eq!(trial("gate3::staging::l2-announcement")["verdict"], "fail");
+    assert_eq!(
+        trial_of(&json, "gate3::staging::l2-announcement")["verdict"],
+        "fail"
+    );
 }
 
 #[test]

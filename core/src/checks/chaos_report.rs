@@ -67,7 +67,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     let now = ctx.state.collected_at;
     let when = finished.format("%Y-%m-%d %H:%M UTC");
     let report = format!("report {}", summary.file);
-    if summary.interrupted || summary.outcome.starts_with("interrupted") {
+    if summary.interrupted.is_some() || summary.outcome.starts_with("interrupted") {
         return Finding::skip(format!(
             "the newest chaos run of {env} ({when}) was interrupted ({}): it proves nothing; run `gates chaos {env}`",
             summary.outcome
@@ -262,7 +262,7 @@ mod tests {
             }],
             file: "reports/chaos-staging-20261129T200000Z.json".into(),
             provenance: Some(Provenance::of(&env(), of, at("2026-11-29T20:00:00Z"))),
-            interrupted: false,
+            interrupted: None,
         }
     }
 
@@ -405,7 +405,7 @@ mod tests {
     #[test]
     fn an_interrupted_run_is_skipped_never_a_pass() {
         let mut report = summary("pass", &cluster(NOW));
-        report.interrupted = true;
+        report.interrupted = Some("SIGINT".into());
         let f = run(Collected::Present(report), NOW);
         assert_eq!(f.verdict, Verdict::Skip);
         assert!(f.summary.contains("was interrupted"), "{}", f.summary);

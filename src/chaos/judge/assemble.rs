@@ -20,6 +20,8 @@ pub struct Assembly<'a> {
     pub environment: &'a str,
     pub target: &'a Target,
     pub reports: &'a Path,
+    /// The report files' path without extension, as claimed by the run.
+    pub stem: &'a Path,
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
     pub sample_interval: std::time::Duration,
@@ -35,8 +37,9 @@ pub struct Assembly<'a> {
 }
 
 pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
-    let stem = report::stem(a.reports, a.environment, a.started_at);
-    let timeline_file = stem
+    // The stem the run claimed once (`report::stem` claims a new name on every call).
+    let timeline_file = a
+        .stem
         .with_extension("timeline.json")
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -131,12 +131,35 @@ fn validate_names_the_file_and_key_of_a_missing_kubeconfig_and_an_unknown_contex
     let dir = tempfile::tempdir().unwrap();
     copy_shipped_config(dir.path());
     let env = dir.path().join("environments/staging.yaml");
-    let text = std::fs::read_to_string(&env).unwrap().replace(
-        "  # kubeconfig: ~/.kube/staging.yaml        # optional",
-        "  kubeconfig: missing.kubeconfig",
+    let shipped = std::fs::read_to_string(&env).unwrap();
+    std::fs::write(
+        &env,
+        shipped.replace(
+            "  # kubeconfig: ~/.kube/staging.yaml        # optional",
+            "  kubeconfig: missing.kubeconfig",
+        ),
+    )
+    .unwrap();
+    let validate = || {
+        crate::support::gates(dir.path())
+            .arg("--config")
+            .arg(dir.path())
+            .arg("validate")
+            .output()
+            .unwrap()
+    };
+    // A kubeconfig that does not exist is already a configuration error at load, with its line.
+    let out = validate();
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{}{e}", stdout(&out));
+    assert!(
+        e.contains("staging.yaml:")
+            && e.contains("kube.kubeconfig `missing.kubeconfig` does not exist"),
+        "{e}"
     );
-    std::fs::write(&env, text).unwrap();
-    // production names a kubeconfig that exists but lacks production's context.
+    std::fs::write(&env, shipped).unwrap();
+    // production names a kubeconfig that exists but lacks production's context: validate
+    // reads the kubeconfig and says so.
     std::fs::write(dir.path().join("kc.yaml"), kubeconfig("elsewhere")).unwrap();
     let production = dir.path().join("environments/production.yaml");
     let text = std::fs::read_to_string(&production).unwrap().replacen(
@@ -145,19 +168,9 @@ fn validate_names_the_file_and_key_of_a_missing_kubeconfig_and_an_unknown_contex
         1,
     );
     std::fs::write(&production, text).unwrap();
-    let out = crate::support::gates(dir.path())
-        .arg("--config")
-        .arg(dir.path())
-        .arg("validate")
-        .output()
-        .unwrap();
+    let out = validate();
     let o = stdout(&out);
     assert_eq!(out.status.code(), Some(2), "{o}{}", stderr(&out));
-    assert!(
-        o.contains("staging.yaml: kube.kubeconfig:")
-            && o.contains("missing.kubeconfig does not exist"),
-        "{o}"
-    );
     assert!(
         o.contains("production.yaml: kube.context: `admin@production` is not a context")
             && o.contains("(it has: elsewhere)"),
