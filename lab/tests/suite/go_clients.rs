@@ -236,7 +236,27 @@ async fn go_proxmox_reads_status_permissions_and_tasks_a_stop_takes_seconds_and_
     assert!(pve5["maxmem"].as_u64().unwrap_or(0) > 0, "{pve5}");
     assert_eq!(pve5["uptime"], 0, "{pve5}");
 
-    // Its own address drops packets: the client's call runs into its deadline.
+    // Its own address drops packets: the client's call runs into its deadline. The listener
+    // follows the power state a moment after the world does; wait until connects hang.
+    let addr: std::net::SocketAddr = lab
+        .proxmox_url(4)
+        .trim_start_matches("https://")
+        .parse()
+        .expect("pve5's address");
+    common::eventually(
+        10,
+        "pve5's address stalls instead of refusing",
+        || async move {
+            tokio::task::spawn_blocking(move || {
+                std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(300))
+                    .err()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut)
+            })
+            .await
+            .unwrap_or(false)
+        },
+    )
+    .await;
     let mut dead = args("version");
     dead[1] = format!("{}/api2/json", lab.proxmox_url(4));
     dead.extend(["-timeout".to_string(), "1s".to_string()]);
