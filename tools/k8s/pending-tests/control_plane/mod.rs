@@ -1,0 +1,66 @@
+//! A real Kubernetes control plane for the tests: etcd, kube-apiserver,
+//! kube-controller-manager, kube-scheduler and kwok (simulated kubelets), built from their Go
+//! modules by `tools/k8s/build.sh` and run on one loopback address. What the lab's own API
+//! server claims about discovery, RBAC, paging, CRDs and the node-lifecycle and disruption
+//! controllers is checked against the real thing here.
+//!
+//! Every component listens on `127.S.9.1` only; etcd keeps its data in the plane's directory.
+//! Three identities come from a static token file: an admin (`system:masters`, used by the
+//! controllers and to load objects), `gates-reader` bound to the ClusterRole shipped in
+//! `deploy/rbac/`, and `gates-narrow`, bound to a copy of it without
+//! (core) `nodes`. The directory,
+//! with every component's log, is kept when a test fails.
+
+pub mod launch;
+pub mod load;
+
+pub use launch::{ControlPlane, Identity, Timing};
+
+use std::path::PathBuf;
+
+use crate::support::root;
+
+/// The Kubernetes release `tools/k8s` builds (its `RELEASE` file).
+pub fn release() -> String {
+    std::fs::read_to_string(root().join("tools/k8s/RELEASE"))
+        .expect("tools/k8s/RELEASE is readable")
+        .trim()
+        .to_string()
+}
+
+/// Where the binaries are: `$GATES_K8S_BIN` (set by `.ci/run`, must hold them), else
+/// `target/k8s-bin/<release>` when `tools/k8s/build.sh` has run. `None` means "not built
+/// here": the caller says so on stderr and the test ends without asserting anything.
+pub fn binaries() -> Option<PathBuf> {
+    const NAMES: [&str; 6] = [
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kubectl",
+        "kwok",
+    ];
+    let complete = |dir: &PathBuf| NAMES.iter().all(|n| dir.join(n).is_file());
+    if let Some(dir) = std::env::var_os("GATES_K8S_BIN").map(PathBuf::from) {
+        assert!(
+            complete(&dir),
+            "GATES_K8S_BIN={} lacks one of {NAMES:?}: run tools/k8s/build.sh {}",
+            dir.display(),
+            dir.display()
+        );
+        return Some(dir);
+    }
+    let dir = root().join("target/k8s-bin").join(release());
+    if complete(&dir) {
+        Some(dir)
+    } else {
+        eprintln!(
+            "not run: no Kubernetes binaries in {} (run tools/k8s/build.sh, as .ci/run does)",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// One real control plane at a time: each takes about a gigabyte and a core while it starts.
+pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
