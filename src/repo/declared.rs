@@ -175,6 +175,47 @@ pub enum NodesUnknown {
     Unreadable(String),
 }
 
+/// The patches Terraform applies join those of the patch directory, after them: Talos applies
+/// a node's patches in order, and the provider's come with the configuration it applies.
+fn with_terraform_patches(
+    talos: Option<Result<Patches, RepoError>>,
+    terraform: Option<&Result<Terraform, RepoError>>,
+    nodes: &[String],
+) -> Option<Result<Patches, RepoError>> {
+    let Some(Ok(tf)) = terraform else {
+        return talos;
+    };
+    if let Some(err) = &tf.talos_malformed {
+        return Some(Err(err.clone()));
+    }
+    if tf.talos_patches.is_empty() && tf.talos_skipped.is_empty() {
+        return talos;
+    }
+    let mut patches = match talos {
+        Some(Err(err)) => return Some(Err(err)),
+        Some(Ok(p)) => p,
+        None => Patches::default(),
+    };
+    for patch in &tf.talos_patches {
+        if let talos::Applies::Node(node) = &patch.applies
+            && !nodes.contains(node)
+        {
+            patches.skipped.push(format!(
+                "{}: a Terraform Talos patch for `{node}`, which is not a declared VM name, is not applied to any node",
+                patch.doc.site
+            ));
+            continue;
+        }
+        patches.patches.push(talos::Patch {
+            file: patch.file.clone(),
+            applies: patch.applies.clone(),
+            doc: patch.doc.clone(),
+        });
+    }
+    patches.skipped.extend(tf.talos_skipped.iter().cloned());
+    Some(Ok(patches))
+}
+
 /// Read every environment of the repository at `root`.
 pub fn load(root: &Path, layout: &Layout) -> Declared {
     let environments = layout
@@ -193,6 +234,7 @@ pub fn load(root: &Path, layout: &Layout) -> Declared {
                 .talos
                 .get(name)
                 .map(|dir| talos::load(root, dir, &nodes));
+            let talos = with_terraform_patches(talos, terraform.as_ref(), &nodes);
             let env = DeclaredEnv {
                 name: name.clone(),
                 manifests: flux::render(root, entry),

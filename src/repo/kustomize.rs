@@ -5,12 +5,15 @@
 //! `kubectl kustomize` renders faithfully but forgets where values came from, so evidence
 //! could only guess the line; this renderer keeps lines and refuses what it does not
 //! implement. Constructs that would change what the trials read (generators, components,
-//! remote bases, name prefixes, common labels, transformers) are errors naming the file and
+//! remote bases, name prefixes, transformers) are errors naming the file and
 //! line; constructs that cannot (`images`, `commonAnnotations`) are recorded as notes.
 
 use std::path::Path;
 
+use super::label_query;
 use super::patch;
+
+mod labels;
 use super::site::{RepoError, Site};
 use super::yaml::{self, Node, Value};
 
@@ -124,7 +127,12 @@ fn render_depth(repo: &Path, dir: &str, depth: usize) -> Result<Rendered, RepoEr
                     }
                 }
             }
-            "patches" | "patchesStrategicMerge" | "patchesJson6902" | "replicas" => {}
+            "patches"
+            | "patchesStrategicMerge"
+            | "patchesJson6902"
+            | "replicas"
+            | "commonLabels"
+            | "labels" => {}
             "namespace" => namespace = value.as_str().map(str::to_string),
             other => {
                 if let Some((_, why)) = NOTED.iter().find(|(k, _)| *k == other) {
@@ -161,6 +169,15 @@ fn render_depth(repo: &Path, dir: &str, depth: usize) -> Result<Rendered, RepoEr
     if let Some(value) = k.entry("patches") {
         for item in list(value, &file, "patches")? {
             apply_patch_entry(repo, dir, item, &mut out.objects)?;
+        }
+    }
+    // Labels after the patches, as Kustomize's transformers run.
+    if let Some(value) = k.entry("commonLabels") {
+        labels::Labels::common(value)?.apply(&mut out.objects);
+    }
+    if let Some(value) = k.entry("labels") {
+        for item in list(value, &file, "labels")? {
+            labels::Labels::entry(item)?.apply(&mut out.objects);
         }
     }
     if let Some(value) = k.entry("replicas") {
@@ -291,6 +308,9 @@ pub struct Target {
     kind: Option<String>,
     name: Option<String>,
     namespace: Option<String>,
+    /// `labelSelector` and `annotationSelector`, compiled.
+    labels: Option<crate::selector::Selector>,
+    annotations: Option<crate::selector::Selector>,
     site: Site,
 }
 
@@ -314,6 +334,17 @@ impl Target {
                 "kind" => target.kind = text,
                 "name" => target.name = text,
                 "namespace" => target.namespace = text,
+                "labelSelector" | "annotationSelector" => {
+                    let selector = label_query::parse(text.as_deref().unwrap_or_default())
+                        .map_err(|err| {
+                            RepoError::new(value.site.clone(), format!("patch target {key}: {err}"))
+                        })?;
+                    if key == "labelSelector" {
+                        target.labels = Some(selector);
+                    } else {
+                        target.annotations = Some(selector);
+                    }
+                }
                 other => {
                     return Err(RepoError::new(
                         value.site.clone(),
@@ -341,6 +372,8 @@ impl Target {
             namespace: object
                 .get_str(&["metadata", "namespace"])
                 .map(str::to_string),
+            labels: None,
+            annotations: None,
             site: object.site.clone(),
         }
     }
@@ -351,19 +384,37 @@ impl Target {
             want.as_ref()
                 .is_none_or(|w| have.as_deref().unwrap_or_default() == w)
         };
+        let meta = |key: &str| {
+            object
+                .get(&["metadata", key])
+                .and_then(Node::string_map)
+                .unwrap_or_default()
+        };
         same(&self.group, &id.group)
             && same(&self.version, &id.version)
             && same(&self.kind, &id.kind)
             && same(&self.name, &id.name)
             && same(&self.namespace, &id.namespace)
+            && self
+                .labels
+                .as_ref()
+                .is_none_or(|s| s.matches(&meta("labels")))
+            && self
+                .annotations
+                .as_ref()
+                .is_none_or(|s| s.matches(&meta("annotations")))
     }
 
     fn describe(&self) -> String {
-        format!(
+        let mut out = format!(
             "{}/{}",
             self.kind.as_deref().unwrap_or("*"),
             self.name.as_deref().unwrap_or("*")
-        )
+        );
+        if self.labels.is_some() || self.annotations.is_some() {
+            out.push_str(" with the selected labels or annotations");
+        }
+        out
     }
 }
 

@@ -11,6 +11,7 @@
 pub mod declared;
 pub mod flux;
 pub mod kustomize;
+pub mod label_query;
 pub mod patch;
 mod run;
 pub mod site;

@@ -87,7 +87,7 @@ impl RepoRun {
                     .talos
                     .iter()
                     .flatten()
-                    .flat_map(|t| t.notes.iter().cloned());
+                    .flat_map(|t| t.notes.iter().chain(&t.skipped).cloned());
                 manifests.chain(talos).collect::<Vec<_>>()
             })
             .collect::<std::collections::BTreeSet<_>>()

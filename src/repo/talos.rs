@@ -32,6 +32,10 @@ pub struct Patch {
 pub struct Patches {
     pub patches: Vec<Patch>,
     pub notes: Vec<String>,
+    /// Patches that could decide what a trial reads but were not read (a Terraform
+    /// `config_patches` entry gates cannot evaluate), with the file, line and reason: the
+    /// trials that read Talos patches carry them as warnings.
+    pub skipped: Vec<String>,
 }
 
 impl Patches {

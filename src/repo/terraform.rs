@@ -20,6 +20,9 @@ use super::kustomize::{join, read, resolve};
 use super::site::{RepoError, Site};
 use super::yaml::{Node, Value};
 
+mod talos_patches;
+pub use talos_patches::TfPatch;
+
 /// The VM resource types read, and their provider.
 pub const BPG_VM: &str = "proxmox_virtual_environment_vm";
 pub const TELMATE_VM: &str = "proxmox_vm_qemu";
@@ -37,6 +40,15 @@ pub struct Terraform {
     pub talos_endpoints: Option<Result<Node, RepoError>>,
     /// Modules whose source is not in the repository: their VMs are not known.
     pub unread_modules: Vec<String>,
+    /// Talos machine-config patches applied by the siderolabs/talos provider.
+    pub talos_patches: Vec<TfPatch>,
+    /// `config_patches` not read, each with the file, line and reason.
+    pub talos_skipped: Vec<String>,
+    /// The first `config_patches` file that is missing or malformed: the Talos patches of
+    /// the environment are then unreadable, not partly read.
+    pub talos_malformed: Option<RepoError>,
+    /// The root module's directory, repository-relative.
+    pub dir: String,
 }
 
 /// One declared VM (one instance of a `for_each` or `count`).
@@ -157,7 +169,10 @@ pub fn load(repo: &Path, dir: &str, tfvars: Option<&str>) -> Result<Terraform, R
             }
         }
     }
-    let mut out = Terraform::default();
+    let mut out = Terraform {
+        dir: dir.to_string(),
+        ..Terraform::default()
+    };
     module(repo, dir, "", &files, given, &mut out, 0)?;
     Ok(out)
 }
@@ -259,6 +274,29 @@ fn module(
                 out.talos_endpoints = Some(eval(&attr.value, file, &scope));
             }
         }
+    }
+    // The machine configuration first, then what the apply adds to it.
+    let root = out.dir.clone();
+    let paths = talos_patches::Paths {
+        repo,
+        module: dir,
+        root: &root,
+    };
+    let mut found = talos_patches::Found::default();
+    for (kind, name) in [
+        ("data", talos_patches::DATA),
+        ("resource", talos_patches::APPLY),
+    ] {
+        for file in files {
+            for block in blocks(&file.body, kind).filter(|b| label(b, 0) == name) {
+                talos_patches::collect(block, file, &scope, &paths, &mut found);
+            }
+        }
+    }
+    out.talos_patches.extend(found.patches);
+    out.talos_skipped.extend(found.skipped);
+    if out.talos_malformed.is_none() {
+        out.talos_malformed = found.malformed;
     }
     Ok(())
 }

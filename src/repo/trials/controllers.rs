@@ -12,32 +12,36 @@ use crate::checks::replicated_controller::Params;
 use crate::selector::{Selector, WhenNil};
 use crate::verdict::Finding;
 
-use super::{RepoContext, at, manifests};
+use super::{RepoContext, at, manifests, talos_patches};
 use crate::repo::yaml::Node;
 
-/// Where a chart takes a controller's replicas, PDB switch and spread.
+/// Where a chart takes a controller's replicas, PDB switch and spread. `pdb: None`: the chart
+/// has no PDB of its own, so a PodDisruptionBudget manifest in the repository must select the
+/// pods (by the live check's labels, which the chart gives them).
 struct ChartKeys {
     chart: &'static str,
     label: (&'static str, &'static str),
     replicas: &'static [&'static str],
-    pdb: &'static [&'static str],
-    spread: [&'static [&'static str]; 2],
+    pdb: Option<&'static [&'static str]>,
+    spread: &'static [&'static [&'static str]],
 }
 
-const CHARTS: [ChartKeys; 5] = [
+/// Longhorn's CSI controllers are created by its driver deployer with the replica counts and
+/// the anti-affinity preset of the chart's `csi` values; the chart makes no PDB for them.
+const CHARTS: [ChartKeys; 9] = [
     ChartKeys {
         chart: "traefik",
         label: ("app.kubernetes.io/name", "traefik"),
         replicas: &["deployment", "replicas"],
-        pdb: &["podDisruptionBudget", "enabled"],
-        spread: [&["affinity"], &["topologySpreadConstraints"]],
+        pdb: Some(&["podDisruptionBudget", "enabled"]),
+        spread: &[&["affinity"], &["topologySpreadConstraints"]],
     },
     ChartKeys {
         chart: "cert-manager",
         label: ("app.kubernetes.io/component", "webhook"),
         replicas: &["webhook", "replicaCount"],
-        pdb: &["webhook", "podDisruptionBudget", "enabled"],
-        spread: [
+        pdb: Some(&["webhook", "podDisruptionBudget", "enabled"]),
+        spread: &[
             &["webhook", "affinity"],
             &["webhook", "topologySpreadConstraints"],
         ],
@@ -46,15 +50,15 @@ const CHARTS: [ChartKeys; 5] = [
         chart: "external-secrets",
         label: ("app.kubernetes.io/name", "external-secrets"),
         replicas: &["replicaCount"],
-        pdb: &["podDisruptionBudget", "enabled"],
-        spread: [&["affinity"], &["topologySpreadConstraints"]],
+        pdb: Some(&["podDisruptionBudget", "enabled"]),
+        spread: &[&["affinity"], &["topologySpreadConstraints"]],
     },
     ChartKeys {
         chart: "external-secrets",
         label: ("app.kubernetes.io/name", "external-secrets-webhook"),
         replicas: &["webhook", "replicaCount"],
-        pdb: &["webhook", "podDisruptionBudget", "enabled"],
-        spread: [
+        pdb: Some(&["webhook", "podDisruptionBudget", "enabled"]),
+        spread: &[
             &["webhook", "affinity"],
             &["webhook", "topologySpreadConstraints"],
         ],
@@ -63,11 +67,39 @@ const CHARTS: [ChartKeys; 5] = [
         chart: "cilium",
         label: ("io.cilium/app", "operator"),
         replicas: &["operator", "replicas"],
-        pdb: &["operator", "podDisruptionBudget", "enabled"],
-        spread: [
+        pdb: Some(&["operator", "podDisruptionBudget", "enabled"]),
+        spread: &[
             &["operator", "affinity"],
             &["operator", "topologySpreadConstraints"],
         ],
+    },
+    ChartKeys {
+        chart: "longhorn",
+        label: ("app", "csi-attacher"),
+        replicas: &["csi", "attacherReplicaCount"],
+        pdb: None,
+        spread: &[&["csi", "podAntiAffinityPreset"]],
+    },
+    ChartKeys {
+        chart: "longhorn",
+        label: ("app", "csi-provisioner"),
+        replicas: &["csi", "provisionerReplicaCount"],
+        pdb: None,
+        spread: &[&["csi", "podAntiAffinityPreset"]],
+    },
+    ChartKeys {
+        chart: "longhorn",
+        label: ("app", "csi-resizer"),
+        replicas: &["csi", "resizerReplicaCount"],
+        pdb: None,
+        spread: &[&["csi", "podAntiAffinityPreset"]],
+    },
+    ChartKeys {
+        chart: "longhorn",
+        label: ("app", "csi-snapshotter"),
+        replicas: &["csi", "snapshotterReplicaCount"],
+        pdb: None,
+        spread: &[&["csi", "podAntiAffinityPreset"]],
     },
 ];
 
@@ -181,9 +213,14 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
             .get(&["spec", "template", "metadata", "labels"])
             .and_then(Node::string_map)
             .unwrap_or_default();
+        let owner = Owner {
+            namespace: workload.get_str(&["metadata", "namespace"]),
+            name: workload.get_str(&["metadata", "name"]).unwrap_or("?"),
+            site: &workload.site,
+        };
         pdbs(
             &m.objects,
-            workload,
+            &owner,
             &labels,
             count,
             &mut problems,
@@ -225,28 +262,60 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
             &mut evidence,
             &mut unknown,
         );
-        check(
-            keys.pdb,
-            &|v| v.as_bool() == Some(true),
-            &mut problems,
-            &mut evidence,
-            &mut unknown,
-        );
+        match keys.pdb {
+            Some(path) => check(
+                path,
+                &|v| v.as_bool() == Some(true),
+                &mut problems,
+                &mut evidence,
+                &mut unknown,
+            ),
+            None => {
+                // The chart makes no PDB: one in the repository must select the pods.
+                let replicas = values.get(keys.replicas).and_then(Node::as_i64);
+                let owner = Owner {
+                    namespace: params.namespace.as_deref(),
+                    name: &params.name,
+                    site: &values.site,
+                };
+                let mut missing = Vec::new();
+                pdbs(
+                    &m.objects,
+                    &owner,
+                    &params.selector,
+                    replicas.unwrap_or(min),
+                    &mut missing,
+                    &mut evidence,
+                );
+                if !missing.is_empty() {
+                    unknown.push(format!(
+                        "a PodDisruptionBudget for {} (the {} chart makes none and none in the repository selects its pods)",
+                        params.name, keys.chart
+                    ));
+                }
+            }
+        }
         match keys.spread.iter().find_map(|p| values.get(p)) {
             Some(v) => evidence.push(at(
                 &v.site,
                 &format!("{} values spread", keys.chart),
-                "declared",
+                v.show(),
             )),
             None => unknown.push(format!(
-                "{} values {} or {}",
+                "{} values {}",
                 keys.chart,
-                keys.spread[0].join("."),
-                keys.spread[1].join(".")
+                keys.spread
+                    .iter()
+                    .map(|p| p.join("."))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
             )),
         }
     }
     if found.is_empty() && charts.is_empty() {
+        if let Some(finding) = talos_coredns(ctx, params) {
+            return finding;
+        }
         return Finding::skip(format!(
             "nothing in the repository for {} runs pods labelled {} (installed another way, e.g. by Talos or a chart gates does not map)",
             ctx.env.name,
@@ -279,20 +348,29 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
     }
 }
 
+/// What a PodDisruptionBudget must protect: a workload manifest, or a chart's pods.
+struct Owner<'a> {
+    /// `None`: any namespace (the live check names none).
+    namespace: Option<&'a str>,
+    name: &'a str,
+    site: &'a crate::repo::site::Site,
+}
+
 fn pdbs(
     objects: &[Node],
-    workload: &Node,
+    owner: &Owner<'_>,
     labels: &BTreeMap<String, String>,
     replicas: i64,
     problems: &mut Vec<String>,
     evidence: &mut Vec<String>,
 ) {
-    let ns = workload.get_str(&["metadata", "namespace"]);
     let matching: Vec<&Node> = objects
         .iter()
         .filter(|o| {
             o.get_str(&["kind"]) == Some("PodDisruptionBudget")
-                && o.get_str(&["metadata", "namespace"]) == ns
+                && owner
+                    .namespace
+                    .is_none_or(|ns| o.get_str(&["metadata", "namespace"]) == Some(ns))
         })
         .filter(|pdb| {
             pdb.get(&["spec", "selector"])
@@ -301,11 +379,11 @@ fn pdbs(
                 .is_some_and(|s| s.matches(labels))
         })
         .collect();
-    let name = workload.get_str(&["metadata", "name"]).unwrap_or("?");
+    let name = owner.name;
     match matching.as_slice() {
         [] => problems.push(format!(
             "{}: no PodDisruptionBudget in the repository selects the pods of {name}",
-            workload.site
+            owner.site
         )),
         [pdb] => {
             let allows = match (
@@ -342,4 +420,126 @@ fn pdbs(
                 .join(", ")
         )),
     }
+}
+
+/// CoreDNS is deployed by Talos unless a patch sets `cluster.coreDNS.disabled`: then its
+/// replicas, PDB and spread are Talos's bootstrap manifest's, not the repository's.
+fn talos_coredns(ctx: &RepoContext<'_>, params: &Params) -> Option<Finding> {
+    if params.selector.get("k8s-app").map(String::as_str) != Some("kube-dns") {
+        return None;
+    }
+    let patches = match talos_patches(ctx.env) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            return Some(Finding::skip(format!(
+                "nothing in the repository for {} runs pods labelled k8s-app=kube-dns, and it has no Talos patches: CoreDNS is installed outside the repository (Talos deploys it by default); the live trial checks it",
+                ctx.env.name
+            )));
+        }
+        Err(finding) => return Some(finding),
+    };
+    let disabled = patches
+        .patches
+        .iter()
+        .filter_map(|p| p.doc.get(&["cluster", "coreDNS", "disabled"]))
+        .last();
+    Some(match disabled {
+        Some(v) if v.as_bool() == Some(true) => Finding::skip(format!(
+            "{}, and nothing in the repository for {} deploys CoreDNS (pods labelled k8s-app=kube-dns): it is installed another way; the live trial checks it",
+            at(&v.site, "cluster.coreDNS.disabled", v.show()),
+            ctx.env.name
+        )),
+        _ => Finding::skip(format!(
+            "CoreDNS (pods labelled k8s-app=kube-dns) is deployed by Talos for {} (no Talos patch sets cluster.coreDNS.disabled): its replicas, PDB and spread come from Talos's bootstrap manifest, not from the repository; the live trial checks them",
+            ctx.env.name
+        ))
+        .with_evidence(patches.patches.iter().map(|p| p.file.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().map(|f| format!("{f}: Talos patch read")).collect::<Vec<_>>()),
+    })
+}
+
+/// What the repository declares about a controller's PodDisruptionBudget, for drift:
+/// whether there is one, and the evidence line. `None`: nothing declares the controller, or
+/// a chart's default decides.
+pub fn declared_pdb(
+    ctx: &RepoContext<'_>,
+    params: &Params,
+) -> Result<Option<(bool, String)>, Finding> {
+    let m = manifests(ctx.env)?;
+    let pods: Vec<BTreeMap<String, String>> = workloads(&m.objects, params)
+        .iter()
+        .filter_map(|w| {
+            w.get(&["spec", "template", "metadata", "labels"])
+                .and_then(Node::string_map)
+        })
+        .collect();
+    let manifest_pdbs = |labels: &[BTreeMap<String, String>]| -> Vec<String> {
+        m.objects
+            .iter()
+            .filter(|o| o.get_str(&["kind"]) == Some("PodDisruptionBudget"))
+            .filter(|o| {
+                params
+                    .namespace
+                    .as_deref()
+                    .is_none_or(|ns| o.get_str(&["metadata", "namespace"]) == Some(ns))
+            })
+            .filter(|pdb| {
+                pdb.get(&["spec", "selector"])
+                    .and_then(|s| serde_json::from_value::<LabelSelector>(s.to_json()).ok())
+                    .and_then(|s| Selector::compile(Some(&s), WhenNil::MatchesNothing).ok())
+                    .is_some_and(|s| labels.iter().any(|l| s.matches(l)))
+            })
+            .map(|pdb| {
+                format!(
+                    "PodDisruptionBudget {} ({})",
+                    pdb.get_str(&["metadata", "name"]).unwrap_or("?"),
+                    pdb.site
+                )
+            })
+            .collect()
+    };
+    if !pods.is_empty() {
+        let found = manifest_pdbs(&pods);
+        return Ok(Some(if found.is_empty() {
+            (
+                false,
+                format!(
+                    "no PodDisruptionBudget manifest selects the pods of {}",
+                    params.name
+                ),
+            )
+        } else {
+            (true, found.join(", "))
+        }));
+    }
+    for (values, keys) in helm(ctx, params)? {
+        match keys.pdb {
+            Some(path) => {
+                return Ok(values.get(path).map(|v| {
+                    (
+                        v.as_bool() == Some(true),
+                        at(
+                            &v.site,
+                            &format!("{} values {}", keys.chart, path.join(".")),
+                            v.show(),
+                        ),
+                    )
+                }));
+            }
+            None => {
+                let found = manifest_pdbs(std::slice::from_ref(&params.selector));
+                return Ok(Some(if found.is_empty() {
+                    (
+                        false,
+                        format!(
+                            "no PodDisruptionBudget manifest selects {} (the {} chart makes none)",
+                            params.name, keys.chart
+                        ),
+                    )
+                } else {
+                    (true, found.join(", "))
+                }));
+            }
+        }
+    }
+    Ok(None)
 }

@@ -1,6 +1,7 @@
 //! Drift: where the cluster (live or a snapshot) and the repository disagree about what a
 //! gate reads, one trial per gate check: the control-plane count, a controller's replicas,
-//! the L2 policies' node selectors and Traefik's traffic policy. A disagreement fails with
+//! the L2 policies' node selectors and Traefik's traffic policy here; PDBs, scheduling on
+//! control planes, Longhorn's nodes and host labels in `drift_placement`. A disagreement fails with
 //! both sides named; a side that could not be read is an error, an undeclared one a skip.
 
 use std::collections::BTreeMap;
@@ -13,7 +14,7 @@ use crate::verdict::Finding;
 
 use super::controllers::declared_replicas;
 use super::ingress::{TRAEFIK_ETP, traefik};
-use super::{RepoCheck, RepoContext, declared_nodes, manifests};
+use super::{RepoCheck, RepoContext, declared_nodes, drift_placement, manifests};
 
 pub fn evaluate(check: &RepoCheck, ctx: &RepoContext<'_>) -> Finding {
     match check {
@@ -21,12 +22,13 @@ pub fn evaluate(check: &RepoCheck, ctx: &RepoContext<'_>) -> Finding {
         RepoCheck::ReplicatedController(p) => replicas(ctx, p),
         RepoCheck::ExternalTrafficPolicy => traffic_policy(ctx),
         RepoCheck::L2Announcement => l2_policies(ctx),
-        RepoCheck::DistinctHosts
-        | RepoCheck::SchedulableControlPlane
-        | RepoCheck::TalosEndpoints
-        | RepoCheck::ApiVip
-        | RepoCheck::LonghornDisks
-        | RepoCheck::CapacityHeadroom => Finding::skip("no drift trial for this check"),
+        RepoCheck::ControllerPdb(p) => drift_placement::pdb(ctx, p),
+        RepoCheck::SchedulableControlPlane => drift_placement::schedulable_control_plane(ctx),
+        RepoCheck::LonghornDisks => drift_placement::longhorn_nodes(ctx),
+        RepoCheck::DistinctHosts => drift_placement::host_labels(ctx),
+        RepoCheck::TalosEndpoints | RepoCheck::ApiVip | RepoCheck::CapacityHeadroom => {
+            Finding::skip("no drift trial for this check")
+        }
     }
 }
 

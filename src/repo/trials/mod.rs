@@ -11,11 +11,14 @@
 
 mod controllers;
 mod drift;
+mod drift_placement;
 mod ingress;
 mod nodes;
 mod storage;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_coverage;
 
 use crate::checks::CheckSpec;
 use crate::config::{Config, Environment};
@@ -34,6 +37,9 @@ pub enum RepoCheck {
     TalosEndpoints,
     ApiVip,
     ReplicatedController(crate::checks::replicated_controller::Params),
+    /// A controller's PodDisruptionBudget, compared live and declared (drift only; the
+    /// repository trial checks it as part of `ReplicatedController`).
+    ControllerPdb(crate::checks::replicated_controller::Params),
     L2Announcement,
     ExternalTrafficPolicy,
     LonghornDisks,
@@ -70,34 +76,50 @@ impl RepoCheck {
         match (self, drift) {
             (RepoCheck::ControlPlaneNodes, false) => "repo::control-plane-nodes",
             (RepoCheck::ControlPlaneNodes, true) => "drift::control-plane-nodes",
-            (RepoCheck::DistinctHosts, _) => "repo::distinct-hosts",
-            (RepoCheck::SchedulableControlPlane, _) => "repo::schedulable-control-plane",
+            (RepoCheck::DistinctHosts, false) => "repo::distinct-hosts",
+            (RepoCheck::DistinctHosts, true) => "drift::host-labels",
+            (RepoCheck::SchedulableControlPlane, false) => "repo::schedulable-control-plane",
+            (RepoCheck::SchedulableControlPlane, true) => "drift::schedulable-control-plane",
             (RepoCheck::TalosEndpoints, _) => "repo::talos-endpoints",
             (RepoCheck::ApiVip, _) => "repo::vip",
             (RepoCheck::ReplicatedController(_), false) => "repo::replicated-controller",
             (RepoCheck::ReplicatedController(_), true) => "drift::replicated-controller",
+            (RepoCheck::ControllerPdb(_), _) => "drift::pdb",
             (RepoCheck::L2Announcement, false) => "repo::l2-announcement",
             (RepoCheck::L2Announcement, true) => "drift::l2-announcement",
             (RepoCheck::ExternalTrafficPolicy, false) => "repo::external-traffic-policy",
             (RepoCheck::ExternalTrafficPolicy, true) => "drift::external-traffic-policy",
-            (RepoCheck::LonghornDisks, _) => "repo::longhorn-disks",
+            (RepoCheck::LonghornDisks, false) => "repo::longhorn-disks",
+            (RepoCheck::LonghornDisks, true) => "drift::longhorn-nodes",
             (RepoCheck::CapacityHeadroom, _) => "repo::capacity-headroom",
         }
     }
 
-    fn has_drift(&self) -> bool {
-        matches!(
-            self,
+    /// The drift trials of a check: one per thing both a cluster and the repository say.
+    fn drifts(&self) -> Vec<RepoCheck> {
+        match self {
             RepoCheck::ControlPlaneNodes
-                | RepoCheck::ReplicatedController(_)
-                | RepoCheck::L2Announcement
-                | RepoCheck::ExternalTrafficPolicy
-        )
+            | RepoCheck::DistinctHosts
+            | RepoCheck::SchedulableControlPlane
+            | RepoCheck::L2Announcement
+            | RepoCheck::ExternalTrafficPolicy
+            | RepoCheck::LonghornDisks => vec![self.clone()],
+            RepoCheck::ReplicatedController(p) => vec![
+                RepoCheck::ReplicatedController(p.clone()),
+                RepoCheck::ControllerPdb(p.clone()),
+            ],
+            // The talosconfig and the VIP are not in the collected state; declared and live
+            // capacity are different quantities (VM size against allocatable).
+            RepoCheck::TalosEndpoints
+            | RepoCheck::ApiVip
+            | RepoCheck::CapacityHeadroom
+            | RepoCheck::ControllerPdb(_) => Vec::new(),
+        }
     }
 
     fn instance(&self) -> Option<&str> {
         match self {
-            RepoCheck::ReplicatedController(p) => Some(&p.name),
+            RepoCheck::ReplicatedController(p) | RepoCheck::ControllerPdb(p) => Some(&p.name),
             _ => None,
         }
     }
@@ -145,7 +167,7 @@ pub fn trials(
                 .checks
                 .iter()
                 .filter_map(RepoCheck::of)
-                .filter(RepoCheck::has_drift)
+                .flat_map(|c| c.drifts())
             {
                 out.push(trial(gate.number, &env.name, repo_env, check, true));
             }
@@ -184,6 +206,26 @@ pub fn evaluate(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
     if trial.drift {
         return drift::evaluate(&trial.check, ctx);
     }
+    let finding = declared(trial, ctx);
+    // A Talos patch that was not read could decide what these trials read: say so on each.
+    let reads_talos = matches!(
+        trial.check,
+        RepoCheck::DistinctHosts
+            | RepoCheck::SchedulableControlPlane
+            | RepoCheck::TalosEndpoints
+            | RepoCheck::ApiVip
+            | RepoCheck::L2Announcement
+            | RepoCheck::LonghornDisks
+    );
+    match &ctx.env.talos {
+        Some(Ok(patches)) if reads_talos && !patches.skipped.is_empty() => {
+            finding.with_warnings(patches.skipped.iter().map(|s| format!("not read: {s}")))
+        }
+        _ => finding,
+    }
+}
+
+fn declared(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
     match &trial.check {
         RepoCheck::ControlPlaneNodes => nodes::control_plane_nodes(ctx),
         RepoCheck::DistinctHosts => nodes::distinct_hosts(ctx),
@@ -191,6 +233,7 @@ pub fn evaluate(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
         RepoCheck::TalosEndpoints => nodes::talos_endpoints(ctx),
         RepoCheck::ApiVip => nodes::vip(ctx),
         RepoCheck::ReplicatedController(p) => controllers::evaluate(ctx, p),
+        RepoCheck::ControllerPdb(p) => controllers::evaluate(ctx, p),
         RepoCheck::L2Announcement => ingress::l2_announcement(ctx),
         RepoCheck::ExternalTrafficPolicy => ingress::external_traffic_policy(ctx),
         RepoCheck::LonghornDisks => storage::longhorn_disks(ctx),

@@ -18,9 +18,14 @@ fn config() -> Config {
 }
 
 /// Every trial of `gates check staging --repo REPO`, by name.
-fn run(repo: &Path, live: &State) -> BTreeMap<String, Finding> {
+pub(super) fn run(repo: &Path, live: &State) -> BTreeMap<String, Finding> {
+    run_env(repo, live, "staging")
+}
+
+/// Every trial of `gates check ENV --repo REPO`, by name.
+pub(super) fn run_env(repo: &Path, live: &State, env: &str) -> BTreeMap<String, Finding> {
     let config = config();
-    let env = config.environment("staging").unwrap();
+    let env = config.environment(env).unwrap();
     let run = prepare(&config, env, Some(repo))
         .unwrap()
         .expect("a repository");
@@ -31,23 +36,23 @@ fn run(repo: &Path, live: &State) -> BTreeMap<String, Finding> {
         .collect()
 }
 
-fn fixture(name: &str) -> PathBuf {
+pub(super) fn fixture(name: &str) -> PathBuf {
     root().join("fixtures/repo").join(name)
 }
 
-fn verdict(results: &BTreeMap<String, Finding>, name: &str) -> Verdict {
+pub(super) fn verdict(results: &BTreeMap<String, Finding>, name: &str) -> Verdict {
     results
         .get(name)
         .unwrap_or_else(|| panic!("no trial {name} in {:?}", results.keys()))
         .verdict
 }
 
-fn details(results: &BTreeMap<String, Finding>, name: &str) -> String {
+pub(super) fn details(results: &BTreeMap<String, Finding>, name: &str) -> String {
     results[name].details()
 }
 
 /// A copy of a fixture repository that a test may break.
-fn copy(name: &str) -> tempfile::TempDir {
+pub(super) fn copy(name: &str) -> tempfile::TempDir {
     fn walk(from: &Path, to: &Path) {
         std::fs::create_dir_all(to).unwrap();
         for entry in std::fs::read_dir(from).unwrap() {
@@ -65,7 +70,7 @@ fn copy(name: &str) -> tempfile::TempDir {
     dir
 }
 
-fn offline() -> State {
+pub(super) fn offline() -> State {
     State::empty(
         crate::state::Source::Snapshot { files: vec![] },
         chrono::Utc::now(),

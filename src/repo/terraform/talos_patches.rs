@@ -1,0 +1,356 @@
+//! Talos machine-config patches that Terraform applies through the siderolabs/talos provider:
+//! the `config_patches` of `data "talos_machine_configuration"` and of
+//! `resource "talos_machine_configuration_apply"`. They decide the same things as the patch
+//! files of `talos/ENV` (scheduling on control planes, node labels, the VIP, taints), so they
+//! are read into the same model, each value with the line that wrote it.
+//!
+//! A patch is read when it is `yamlencode(...)` of an HCL object (positions are the HCL
+//! lines, or the tfvars line of a `var.*`/`each.*` value), `file(...)` of a repository file,
+//! `templatefile(...)` whose `${name}` placeholders all have literal values, or a heredoc
+//! without interpolations. Which nodes it applies to comes from the block: one instance per
+//! `for_each` key (the node of that name), or, without `for_each`, a literal `machine_type`
+//! (`controlplane` or `worker`). Anything else is skipped with the reason, naming the file and
+//! line; never guessed.
+
+use std::path::Path;
+
+use hcl_edit::Span;
+use hcl_edit::expr::Expression;
+use hcl_edit::structure::Block;
+use hcl_edit::template::{Element, Template};
+
+use super::{File, Scope, eval, label, source};
+use crate::repo::kustomize::{read, resolve};
+use crate::repo::site::{RepoError, Site};
+use crate::repo::talos::Applies;
+use crate::repo::yaml::{self, Node, Value};
+
+/// The blocks whose `config_patches` reach a machine configuration, in the order the
+/// provider applies them (the generated configuration first, then the apply's own).
+pub(super) const DATA: &str = "talos_machine_configuration";
+pub(super) const APPLY: &str = "talos_machine_configuration_apply";
+
+/// One patch Terraform applies, with the nodes it applies to.
+#[derive(Debug, Clone)]
+pub struct TfPatch {
+    /// Where the patch is written: the HCL file for `yamlencode`, the YAML file for `file()`.
+    pub file: String,
+    pub applies: Applies,
+    pub doc: Node,
+}
+
+/// What one module's blocks give: patches read, patches skipped with the reason, and the
+/// first patch that is malformed (a file that is missing, or not YAML, or not a mapping).
+#[derive(Debug, Default)]
+pub(super) struct Found {
+    pub patches: Vec<TfPatch>,
+    pub skipped: Vec<String>,
+    pub malformed: Option<RepoError>,
+}
+
+/// Why a patch is not read: gates does not evaluate it (skipped), or it is broken (an error).
+enum Unread {
+    Skip(String),
+    Bad(RepoError),
+}
+
+impl From<String> for Unread {
+    fn from(why: String) -> Unread {
+        Unread::Skip(why)
+    }
+}
+
+impl From<RepoError> for Unread {
+    fn from(err: RepoError) -> Unread {
+        Unread::Bad(err)
+    }
+}
+
+/// Where `file()` paths are resolved: `path.module` and `path.root` (and a relative path,
+/// which Terraform takes from the working directory, the root module).
+pub(super) struct Paths<'a> {
+    pub repo: &'a Path,
+    pub module: &'a str,
+    pub root: &'a str,
+}
+
+/// Read the `config_patches` of one talos provider block.
+pub(super) fn collect(
+    block: &Block,
+    file: &File,
+    scope: &Scope,
+    paths: &Paths<'_>,
+    out: &mut Found,
+) {
+    let Some(attr) = block.body.get_attribute("config_patches") else {
+        return;
+    };
+    let resource = format!("{}.{}", label(block, 0), label(block, 1));
+    let at = file.site(attr.value.span());
+    let instances: Vec<(Applies, Scope)> = if let Some(each) = block.body.get_attribute("for_each")
+    {
+        match eval(&each.value, file, scope) {
+            Ok(items) => match &items.value {
+                Value::Map(entries) => entries
+                    .iter()
+                    .map(|(k, v)| {
+                        let scope = Scope {
+                            each: Some((Node::str(k, v.site.clone()), v.clone())),
+                            ..scope.clone()
+                        };
+                        (Applies::Node(k.clone()), scope)
+                    })
+                    .collect(),
+                Value::Seq(items) => items
+                    .iter()
+                    .filter_map(|v| {
+                        let name = v.as_str()?.to_string();
+                        let scope = Scope {
+                            each: Some((v.clone(), v.clone())),
+                            ..scope.clone()
+                        };
+                        Some((Applies::Node(name), scope))
+                    })
+                    .collect(),
+                Value::Null | Value::Scalar(..) => {
+                    out.skipped.push(format!(
+                        "{at}: {resource} config_patches not read: for_each is not a map or a set"
+                    ));
+                    return;
+                }
+            },
+            Err(err) => {
+                out.skipped.push(format!(
+                    "{at}: {resource} config_patches not read: its for_each cannot be evaluated ({err})"
+                ));
+                return;
+            }
+        }
+    } else if block.body.get_attribute("count").is_some() {
+        out.skipped.push(format!(
+            "{at}: {resource} config_patches not read: with `count`, which node each instance configures is not declared by name (use for_each over the nodes)"
+        ));
+        return;
+    } else {
+        let role = block
+            .body
+            .get_attribute("machine_type")
+            .and_then(|a| eval(&a.value, file, scope).ok())
+            .and_then(|n| n.as_str().map(str::to_string));
+        match role.as_deref() {
+            Some("controlplane") => vec![(Applies::ControlPlanes, scope.clone())],
+            Some("worker") => vec![(Applies::Workers, scope.clone())],
+            _ => {
+                out.skipped.push(format!(
+                    "{at}: {resource} config_patches not read: which nodes they apply to is not declared (no for_each over the nodes and no literal machine_type)"
+                ));
+                return;
+            }
+        }
+    };
+    let Expression::Array(items) = &attr.value else {
+        out.skipped.push(format!(
+            "{at}: {resource} config_patches not read: `{}` is not a list written in place",
+            source(&attr.value, file)
+        ));
+        return;
+    };
+    for (applies, scope) in instances {
+        for item in items.iter() {
+            match patch(item, file, &scope, paths) {
+                Ok(docs) => out
+                    .patches
+                    .extend(docs.into_iter().map(|(file, doc)| TfPatch {
+                        file,
+                        applies: applies.clone(),
+                        doc,
+                    })),
+                Err(Unread::Skip(why)) => {
+                    let line = format!("{resource} patch not read: {why}");
+                    if !out.skipped.contains(&line) {
+                        out.skipped.push(line);
+                    }
+                }
+                Err(Unread::Bad(err)) => {
+                    out.malformed.get_or_insert(err);
+                }
+            }
+        }
+    }
+}
+
+/// The documents of one `config_patches` element, each with the file it was written in.
+fn patch(
+    expr: &Expression,
+    file: &File,
+    scope: &Scope,
+    paths: &Paths<'_>,
+) -> Result<Vec<(String, Node)>, Unread> {
+    let at = file.site(expr.span());
+    let mapping = |doc: Node| -> Result<Node, Unread> {
+        match doc.value {
+            Value::Map(_) => Ok(doc),
+            _ => Err(Unread::Bad(RepoError::new(
+                doc.site,
+                "a machine-config patch must be a YAML mapping",
+            ))),
+        }
+    };
+    match expr {
+        Expression::FuncCall(call) => {
+            let name = call.name.name.as_str();
+            let args: Vec<&Expression> = call.args.iter().collect();
+            match (name, args.as_slice()) {
+                ("yamlencode", [object]) => {
+                    let doc = eval(object, file, scope).map_err(|e| e.to_string())?;
+                    Ok(vec![(file.name.clone(), mapping(doc)?)])
+                }
+                ("file", [path]) => {
+                    let rel = file_path(path, file, paths)?;
+                    let text = read(paths.repo, &rel)?;
+                    yaml_docs(&rel, &text, 0, mapping)
+                }
+                ("templatefile", [path, vars]) => {
+                    let rel = file_path(path, file, paths)?;
+                    let text = read(paths.repo, &rel)?;
+                    let vars = eval(vars, file, scope).map_err(|e| {
+                        format!("{rel} is rendered with variables gates cannot evaluate: {e}")
+                    })?;
+                    let text = render_template(&rel, &text, &vars)?;
+                    yaml_docs(&rel, &text, 0, mapping)
+                }
+                _ => Err(Unread::Skip(format!(
+                    "{at}: `{}` is not evaluated by gates (yamlencode of an object, file(), templatefile() and heredocs are)",
+                    source(expr, file)
+                ))),
+            }
+        }
+        Expression::HeredocTemplate(heredoc) => {
+            let text = literal(&heredoc.template).ok_or_else(|| {
+                Unread::Skip(format!(
+                    "{at}: a heredoc with interpolations is not evaluated by gates; use yamlencode() or templatefile()"
+                ))
+            })?;
+            yaml_docs(&file.name, &text, at.line, mapping)
+        }
+        _ => Err(Unread::Skip(format!(
+            "{at}: `{}` is not evaluated by gates (yamlencode of an object, file(), templatefile() and heredocs are)",
+            source(expr, file)
+        ))),
+    }
+}
+
+fn yaml_docs(
+    rel: &str,
+    text: &str,
+    shift: usize,
+    mapping: impl Fn(Node) -> Result<Node, Unread>,
+) -> Result<Vec<(String, Node)>, Unread> {
+    yaml::parse_shifted(rel, text, shift)?
+        .into_iter()
+        .map(|doc| mapping(doc).map(|d| (rel.to_string(), d)))
+        .collect()
+}
+
+/// The text of a template made of literals only.
+fn literal(template: &Template) -> Option<String> {
+    template
+        .iter()
+        .map(|e| e.as_literal().map(|l| l.as_str().to_string()))
+        .collect()
+}
+
+/// A `file()` path: a literal, or `${path.module}`/`${path.root}` followed by a literal.
+fn file_path(expr: &Expression, file: &File, paths: &Paths<'_>) -> Result<String, String> {
+    let at = file.site(expr.span());
+    let unknown = || {
+        format!(
+            "{at}: the path `{}` is not evaluated by gates (a literal, or ${{path.module}}/${{path.root}} and a literal, is)",
+            source(expr, file)
+        )
+    };
+    let (base, rest) = match expr {
+        Expression::String(s) => (paths.root, s.value().to_string()),
+        Expression::StringTemplate(template) => {
+            let elements: Vec<&Element> = template.iter().collect();
+            let [Element::Interpolation(first), rest @ ..] = elements.as_slice() else {
+                return Err(unknown());
+            };
+            let base = match path_ref(&first.expr) {
+                Some("module") => paths.module,
+                Some("root") => paths.root,
+                _ => return Err(unknown()),
+            };
+            let rest: Option<String> = rest
+                .iter()
+                .map(|e| e.as_literal().map(|l| l.as_str().to_string()))
+                .collect();
+            (base, rest.ok_or_else(unknown)?)
+        }
+        _ => return Err(unknown()),
+    };
+    resolve(base, rest.trim_start_matches('/'), &at).map_err(|e| e.to_string())
+}
+
+/// `module` for `path.module`, `root` for `path.root`.
+fn path_ref(expr: &Expression) -> Option<&str> {
+    let Expression::Traversal(traversal) = expr else {
+        return None;
+    };
+    let Expression::Variable(root) = &traversal.expr else {
+        return None;
+    };
+    match (root.as_str(), traversal.operators.as_slice()) {
+        ("path", [op]) => match op.value() {
+            hcl_edit::expr::TraversalOperator::GetAttr(name) => Some(name.as_str()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Substitute `${name}` placeholders with the literal values given; anything else a template
+/// can hold (directives, expressions, a name without a value) is the reason not to read it.
+fn render_template(rel: &str, text: &str, vars: &Node) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        let site = Site::new(rel, n + 1);
+        if line.contains("%{") && !line.contains("%%{") {
+            return Err(format!(
+                "{site}: a template directive (%{{...}}) is not evaluated by gates"
+            ));
+        }
+        let mut rest = line;
+        while let Some(start) = rest.find("${") {
+            if rest[..start].ends_with('$') {
+                out.push_str(&rest[..start - 1]);
+                out.push_str("${");
+                rest = &rest[start + 2..];
+                continue;
+            }
+            out.push_str(&rest[..start]);
+            let Some(len) = rest[start..].find('}') else {
+                return Err(format!("{site}: an unclosed ${{ in the template"));
+            };
+            let name = rest[start + 2..start + len].trim();
+            let value = vars
+                .entry(name)
+                .and_then(|v| match &v.value {
+                    Value::Scalar(text, _) => Some(text.clone()),
+                    Value::Null | Value::Seq(_) | Value::Map(_) => None,
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "{site}: `${{{name}}}` has no literal value among the templatefile variables, so the patch is not read"
+                    )
+                })?;
+            out.push_str(&value);
+            rest = &rest[start + len + 1..];
+        }
+        out.push_str(rest);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

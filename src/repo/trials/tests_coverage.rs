@@ -1,0 +1,366 @@
+//! Repository and drift trials for what the first version left out: Talos patches Terraform
+//! applies, every controller gate 2 protects, HelmRelease requests in the capacity trial, and
+//! drift of PDBs, scheduling, Longhorn's nodes and host labels.
+
+use std::path::Path;
+
+use crate::checks::testing::{deployment, longhorn_node, node, pdb, state};
+use crate::verdict::Verdict;
+
+use super::tests::{copy, details, fixture, offline, run, run_env, verdict};
+
+fn edit(dir: &Path, file: &str, from: &str, to: &str) {
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{file} has no `{from}`");
+    std::fs::write(&path, text.replace(from, to)).unwrap();
+}
+
+const MODULE: &str = "terraform/modules/talos_vms/main.tf";
+
+#[test]
+fn the_host_label_terraform_writes_into_the_machine_configuration_counts_for_gate_1() {
+    let r = run(&fixture("adr-007"), &offline());
+    assert_eq!(
+        verdict(&r, "gate1::staging::repo::distinct-hosts"),
+        Verdict::Pass,
+        "{}",
+        details(&r, "gate1::staging::repo::distinct-hosts")
+    );
+    let dir = copy("adr-007");
+    edit(
+        dir.path(),
+        MODULE,
+        "\"topology.kubernetes.io/zone\" = each.value.host",
+        "\"topology.kubernetes.io/zone\" = \"pve1\"",
+    );
+    let r = run(dir.path(), &offline());
+    let hosts = details(&r, "gate1::staging::repo::distinct-hosts");
+    assert_eq!(
+        verdict(&r, "gate1::staging::repo::distinct-hosts"),
+        Verdict::Fail,
+        "{hosts}"
+    );
+    assert!(
+        hosts.contains(
+            "terraform/modules/talos_vms/main.tf:88: talos-test-cp-02 nodeLabels.topology.kubernetes.io/zone: pve1, but the VM is on pve2"
+        ),
+        "{hosts}"
+    );
+}
+
+#[test]
+fn a_terraform_talos_patch_gates_cannot_read_is_a_warning_on_the_trials_that_read_talos() {
+    let dir = copy("adr-007");
+    edit(
+        dir.path(),
+        MODULE,
+        "mount = var.longhorn_mount",
+        "mount = local.longhorn_mount",
+    );
+    let r = run(dir.path(), &offline());
+    let vip = &r["gate1::staging::repo::vip"];
+    assert_eq!(vip.verdict, Verdict::Pass, "{vip:?}");
+    assert!(
+        vip.warnings.iter().any(|w| w.contains(
+            "longhorn-disk.yaml.tftpl is rendered with variables gates cannot evaluate: terraform/modules/talos_vms/main.tf:93: `local.longhorn_mount`"
+        )),
+        "{vip:?}"
+    );
+    // Trials that read no Talos patch carry no such warning.
+    assert!(
+        r["gate3::staging::repo::external-traffic-policy"]
+            .warnings
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_malformed_terraform_talos_patch_file_makes_the_talos_trials_errors_naming_it() {
+    let dir = copy("adr-007");
+    std::fs::write(
+        dir.path()
+            .join("terraform/modules/talos_vms/patches/longhorn-disk.yaml.tftpl"),
+        "machine:\n  disks: [\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &offline());
+    let sched = &r["gate1::staging::repo::schedulable-control-plane"];
+    assert_eq!(sched.verdict, Verdict::Error, "{sched:?}");
+    assert!(
+        sched
+            .summary
+            .contains("terraform/modules/talos_vms/patches/longhorn-disk.yaml.tftpl:"),
+        "{sched:?}"
+    );
+    // The VMs are still known.
+    assert_eq!(
+        verdict(&r, "gate1::staging::repo::control-plane-nodes"),
+        Verdict::Pass
+    );
+}
+
+#[test]
+fn staging_today_keeps_its_verdicts_with_the_labels_written_by_terraform() {
+    let r = run(&fixture("staging-today"), &offline());
+    let hosts = details(&r, "gate1::staging::repo::distinct-hosts");
+    assert!(
+        !hosts.contains("has no `topology.kubernetes.io/zone` label"),
+        "{hosts}"
+    );
+    assert!(hosts.contains("1 distinct host(s)"), "{hosts}");
+}
+
+#[test]
+fn every_controller_gate_2_protects_is_checked_or_skipped_with_the_reason() {
+    let r = run(&fixture("adr-007"), &offline());
+    for csi in ["attacher", "provisioner", "resizer", "snapshotter"] {
+        let name = format!("gate2::staging::repo::replicated-controller::longhorn-csi-{csi}");
+        assert_eq!(verdict(&r, &name), Verdict::Pass, "{}", details(&r, &name));
+        let text = details(&r, &name);
+        assert!(
+            text.contains(&format!(
+                "kubernetes/infrastructure/controllers/longhorn/csi-disruption-budgets.yaml"
+            )),
+            "{text}"
+        );
+    }
+    let coredns = &r["gate2::staging::repo::replicated-controller::coredns"];
+    assert_eq!(coredns.verdict, Verdict::Skip);
+    assert!(coredns.summary.contains("deployed by Talos"), "{coredns:?}");
+    for absent in [
+        "cilium-operator",
+        "cert-manager-webhook",
+        "external-secrets",
+        "external-secrets-webhook",
+    ] {
+        let name = format!("gate2::staging::repo::replicated-controller::{absent}");
+        let finding = &r[&name];
+        assert_eq!(finding.verdict, Verdict::Skip, "{name}");
+        assert!(
+            finding.summary.contains("nothing in the repository"),
+            "{finding:?}"
+        );
+    }
+}
+
+#[test]
+fn a_csi_controller_with_one_replica_fails_and_one_without_a_pdb_is_unknown() {
+    let dir = copy("adr-007");
+    let release = "kubernetes/infrastructure/controllers/longhorn/release.yaml";
+    edit(
+        dir.path(),
+        release,
+        "attacherReplicaCount: 2",
+        "attacherReplicaCount: 1",
+    );
+    edit(
+        dir.path(),
+        "kubernetes/infrastructure/controllers/longhorn/csi-disruption-budgets.yaml",
+        "app: csi-resizer",
+        "app: csi-resizer-old",
+    );
+    let r = run(dir.path(), &offline());
+    let attacher = details(
+        &r,
+        "gate2::staging::repo::replicated-controller::longhorn-csi-attacher",
+    );
+    assert_eq!(
+        verdict(
+            &r,
+            "gate2::staging::repo::replicated-controller::longhorn-csi-attacher"
+        ),
+        Verdict::Fail
+    );
+    assert!(
+        attacher.contains(&format!(
+            "{release}:23: longhorn values csi.attacherReplicaCount: 1"
+        )),
+        "{attacher}"
+    );
+    let resizer = &r["gate2::staging::repo::replicated-controller::longhorn-csi-resizer"];
+    assert_eq!(resizer.verdict, Verdict::Skip, "{resizer:?}");
+    assert!(
+        resizer.summary.contains("the longhorn chart makes none"),
+        "{resizer:?}"
+    );
+}
+
+#[test]
+fn coredns_disabled_in_talos_is_skipped_naming_the_patch_line() {
+    let dir = copy("adr-007");
+    edit(
+        dir.path(),
+        "talos/staging/common.yaml",
+        "  proxy:\n    disabled: true\n",
+        "  proxy:\n    disabled: true\n  coreDNS:\n    disabled: true\n",
+    );
+    let r = run(dir.path(), &offline());
+    let coredns = &r["gate2::staging::repo::replicated-controller::coredns"];
+    assert_eq!(coredns.verdict, Verdict::Skip);
+    assert!(
+        coredns
+            .summary
+            .starts_with("talos/staging/common.yaml:18: cluster.coreDNS.disabled: true"),
+        "{coredns:?}"
+    );
+}
+
+#[test]
+fn capacity_names_helm_releases_whose_requests_are_unknown_and_never_passes_over_them() {
+    let r = run(&fixture("adr-007"), &offline());
+    let capacity = &r["gate5::production::repo::capacity-headroom"];
+    assert_eq!(capacity.verdict, Verdict::Skip, "{capacity:?}");
+    let text = capacity.details();
+    assert!(
+        text.contains(
+            "HelmRelease longhorn-system/longhorn (longhorn): requests unknown, not counted"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("HelmRelease traefik/traefik (2 Deployment copies): kubernetes/infrastructure/controllers/traefik/release.yaml:67: resources.requests.cpu: 100m"),
+        "{text}"
+    );
+    // Too much is too much, whatever is not counted.
+    let dir = copy("adr-007");
+    edit(
+        dir.path(),
+        "kubernetes/infrastructure/controllers/traefik/release.yaml",
+        "        cpu: 100m\n",
+        "        cpu: \"10\"\n",
+    );
+    let r = run(dir.path(), &offline());
+    let capacity = &r["gate5::production::repo::capacity-headroom"];
+    assert_eq!(capacity.verdict, Verdict::Fail, "{capacity:?}");
+    assert!(capacity.details().contains("requests unknown, not counted"));
+}
+
+#[test]
+fn drift_of_pdbs_scheduling_longhorn_and_host_labels_names_both_sides() {
+    let live = state()
+        .nodes([
+            node("talos-test-cp-01")
+                .control_plane()
+                .host("pve1")
+                .taint("node-role.kubernetes.io/control-plane", "NoSchedule")
+                .build(),
+            node("talos-test-cp-02")
+                .control_plane()
+                .host("pve9")
+                .build(),
+            node("talos-test-cp-03")
+                .control_plane()
+                .host("pve3")
+                .build(),
+        ])
+        .deployments([deployment(
+            "traefik",
+            "traefik",
+            &[("app.kubernetes.io/name", "traefik")],
+        )
+        .replicas(2)
+        .build()])
+        .statefulsets([])
+        .pdbs([])
+        .build();
+    let r = run(&fixture("adr-007"), &live);
+    let pdb_drift = &r["gate2::staging::drift::pdb::traefik"];
+    assert_eq!(pdb_drift.verdict, Verdict::Fail, "{pdb_drift:?}");
+    let text = pdb_drift.details();
+    assert!(
+        text.contains("live: no PodDisruptionBudget selects the pods of traefik"),
+        "{text}"
+    );
+    assert!(
+        text.contains("declared: kubernetes/infrastructure/controllers/traefik/release.yaml:30: traefik values podDisruptionBudget.enabled: true"),
+        "{text}"
+    );
+    let sched = &r["gate1::staging::drift::schedulable-control-plane"];
+    assert_eq!(sched.verdict, Verdict::Fail, "{sched:?}");
+    assert!(
+        sched.details().contains(
+            "live: kept off by talos-test-cp-01 node-role.kubernetes.io/control-plane:NoSchedule"
+        ),
+        "{}",
+        sched.details()
+    );
+    assert!(
+        sched.details().contains(
+            "declared: workloads allowed on talos-test-cp-01 (talos/staging/controlplane.yaml:3"
+        ),
+        "{}",
+        sched.details()
+    );
+    let hosts = &r["gate1::staging::drift::host-labels"];
+    let text = hosts.details();
+    assert_eq!(hosts.verdict, Verdict::Fail, "{text}");
+    assert!(
+        text.contains("talos-test-cp-02: live topology.kubernetes.io/zone=pve9, declared on pve2 (terraform/environments/staging.tfvars:7)"),
+        "{text}"
+    );
+    // The same cluster with the declared PDB and no taint agrees.
+    let live = state()
+        .nodes([node("talos-test-cp-01")
+            .control_plane()
+            .host("pve1")
+            .build()])
+        .deployments([deployment(
+            "traefik",
+            "traefik",
+            &[("app.kubernetes.io/name", "traefik")],
+        )
+        .replicas(2)
+        .build()])
+        .statefulsets([])
+        .pdbs([pdb(
+            "traefik",
+            "traefik",
+            &[("app.kubernetes.io/name", "traefik")],
+        )
+        .build()])
+        .build();
+    let r = run(&fixture("adr-007"), &live);
+    assert_eq!(
+        verdict(&r, "gate2::staging::drift::pdb::traefik"),
+        Verdict::Pass
+    );
+    assert_eq!(
+        verdict(&r, "gate1::staging::drift::schedulable-control-plane"),
+        Verdict::Pass
+    );
+    assert_eq!(
+        verdict(&r, "gate1::staging::drift::host-labels"),
+        Verdict::Pass
+    );
+}
+
+#[test]
+fn drift_of_longhorn_nodes_names_the_node_the_repository_allows_and_the_cluster_lacks() {
+    let live = state()
+        .longhorn_nodes([
+            longhorn_node("talos-prod-cp-01").build(),
+            longhorn_node("talos-prod-cp-02").build(),
+        ])
+        .build();
+    let r = run_env(&fixture("adr-007"), &live, "production");
+    let longhorn = &r["gate5::production::drift::longhorn-nodes"];
+    let text = longhorn.details();
+    assert_eq!(longhorn.verdict, Verdict::Fail, "{text}");
+    assert!(
+        text.contains("talos-prod-cp-03: allowed by the repository, not live"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "terraform/variables_talos.tf:56: var.longhorn_node_roles: [control-plane, worker]"
+        ),
+        "{text}"
+    );
+    // Longhorn's nodes not collected: an error, not a pass.
+    let r = run_env(&fixture("adr-007"), &offline(), "production");
+    assert_eq!(
+        verdict(&r, "gate5::production::drift::longhorn-nodes"),
+        Verdict::Error
+    );
+}
