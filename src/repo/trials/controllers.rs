@@ -442,7 +442,7 @@ fn talos_coredns(ctx: &RepoContext<'_>, params: &Params) -> Option<Finding> {
         .patches
         .iter()
         .filter_map(|p| p.doc.get(&["cluster", "coreDNS", "disabled"]))
-        .last();
+        .next_back();
     Some(match disabled {
         Some(v) if v.as_bool() == Some(true) => Finding::skip(format!(
             "{}, and nothing in the repository for {} deploys CoreDNS (pods labelled k8s-app=kube-dns): it is installed another way; the live trial checks it",
@@ -511,7 +511,8 @@ pub fn declared_pdb(
             (true, found.join(", "))
         }));
     }
-    for (values, keys) in helm(ctx, params)? {
+    // The first chart that deploys the controller decides.
+    if let Some((values, keys)) = helm(ctx, params)?.into_iter().next() {
         match keys.pdb {
             Some(path) => {
                 return Ok(values.get(path).map(|v| {

@@ -93,7 +93,7 @@ pub fn pdb(ctx: &RepoContext<'_>, params: &Params) -> Finding {
         format!("PodDisruptionBudget {}", live.join(", "))
     };
     agree(
-        !live.is_empty() == declared.0,
+        live.is_empty() != declared.0,
         &format!("{}'s PodDisruptionBudget", params.name),
         both(live_text, declared.1),
     )

@@ -119,9 +119,9 @@ fn every_controller_gate_2_protects_is_checked_or_skipped_with_the_reason() {
         assert_eq!(verdict(&r, &name), Verdict::Pass, "{}", details(&r, &name));
         let text = details(&r, &name);
         assert!(
-            text.contains(&format!(
-                "kubernetes/infrastructure/controllers/longhorn/csi-disruption-budgets.yaml"
-            )),
+            text.contains(
+                "kubernetes/infrastructure/controllers/longhorn/csi-disruption-budgets.yaml:"
+            ) && text.contains(&format!("PodDisruptionBudget csi-{csi}: ")),
             "{text}"
         );
     }
