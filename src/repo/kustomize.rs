@@ -1,5 +1,6 @@
 //! Kustomize, as far as the gates need it, with positions: `resources` (files and local
-//! directories), `patches`, `patchesStrategicMerge`, `patchesJson6902`, `replicas` and
+//! directories), `patches`, `patchesStrategicMerge`, `patchesJson6902` (targets by kind and
+//! name or by label and annotation selector), `commonLabels`, `labels`, `replicas` and
 //! `namespace`. Every value of the output keeps the file and line that set it last.
 //!
 //! `kubectl kustomize` renders faithfully but forgets where values came from, so evidence
