@@ -17,32 +17,85 @@ use crate::config::{Config, ConfigErrors, Environment, EnvironmentSet};
 use crate::report::{self, Run};
 use crate::runner::{self, Tally};
 
-/// Errors that stop a command before it can report verdicts.
+/// Errors that stop a command before it can report verdicts: one variant per boundary, each
+/// keeping its cause as the source. [`AppError::exit_code`] is the one place they become exit
+/// codes.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error("{0}")]
     Config(#[from] ConfigErrors),
+    #[error(transparent)]
+    UnknownEnvironment(#[from] crate::config::UnknownEnvironment),
+    /// The command line asks for something that cannot be done (a filter that leaves nothing).
     #[error("{0}")]
     Usage(String),
     #[error("{0}")]
     Snapshot(#[from] collect::snapshot::SnapshotError),
-    #[error("{path}: {message}")]
-    Write { path: PathBuf, message: String },
+    #[error(transparent)]
+    ForeignSnapshot(#[from] collect::origin::ForeignSnapshot),
+    #[error(transparent)]
+    SnapshotWrite(#[from] collect::snapshot_writer::SnapshotWriteError),
+    /// The environment's repository section could not be prepared.
     #[error("{0}")]
-    Collect(String),
+    Repository(String),
+    #[error(transparent)]
+    Reports(#[from] report::history::ReportsDirUnreadable),
+    #[error(transparent)]
+    Outputs(#[from] report::outputs::OutputError),
+    #[error(transparent)]
+    Adr(#[from] crate::adr::document::AdrError),
+    /// A file the command reads or writes itself (a report, the ADR, stdout).
+    #[error("{}: cannot {doing}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        doing: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Chaos(#[from] crate::chaos::ChaosError),
+    /// The built-in lab of `gates demo` did not start.
+    #[error("cannot start the lab: {source} (is another lab using 127.{subnet}.x.y? try --subnet)")]
+    Lab {
+        subnet: u8,
+        #[source]
+        source: gates_lab::LabError,
+    },
+    #[error("cannot encode {what}: {source}")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 impl AppError {
     pub fn exit_code(&self) -> u8 {
         match self {
             AppError::Config(_)
+            | AppError::UnknownEnvironment(_)
             | AppError::Usage(_)
             | AppError::Snapshot(_)
-            | AppError::Write { .. }
-            | AppError::Collect(_) => 2,
+            | AppError::ForeignSnapshot(_)
+            | AppError::SnapshotWrite(_)
+            | AppError::Repository(_)
+            | AppError::Reports(_)
+            | AppError::Outputs(_)
+            | AppError::Adr(_)
+            | AppError::File { .. }
+            | AppError::Lab { .. }
+            | AppError::Encode { .. } => 2,
             AppError::Chaos(err) => err.exit_code(),
+        }
+    }
+
+    /// An error for `path` that could not be read or written.
+    pub fn file(path: &Path, doing: &'static str) -> impl FnOnce(std::io::Error) -> AppError {
+        let path = path.to_path_buf();
+        move |source| AppError::File {
+            path,
+            doing,
+            source,
         }
     }
 }
@@ -101,13 +154,13 @@ async fn run(cli: Cli) -> Result<u8, AppError> {
         Command::Snapshot(args) => snapshot(&config, args).await,
         Command::Predict(args) => crate::predict::run(&config, args).await,
         Command::Chaos(args) => {
-            let env = config.environment(&args.env).map_err(AppError::Usage)?;
+            let env = config.environment(&args.env)?;
             let (metrics, reports, since) =
                 (args.metrics.clone(), args.reports.clone(), Utc::now());
             let result = crate::chaos::run(&config, env, args).await;
             let emitted = report::outputs::after_chaos(&metrics, &reports, &env.name, since).await;
             let code = result?;
-            emitted.map_err(AppError::Collect)?;
+            emitted?;
             Ok(code)
         }
         Command::History(args) => history(args),
@@ -118,7 +171,7 @@ async fn run(cli: Cli) -> Result<u8, AppError> {
             Ok(if ok { 0 } else { 2 })
         }
         Command::Recover(args) => {
-            let env = config.environment(&args.env).map_err(AppError::Usage)?;
+            let env = config.environment(&args.env)?;
             Ok(crate::chaos::recover(&config, env, args).await?)
         }
         Command::Lab(_) | Command::Demo(_) | Command::Completions(_) | Command::Man => {
@@ -133,7 +186,10 @@ fn override_kube(config: &mut Config, cli: &Cli) -> Result<(), AppError> {
     let kubeconfig = match &cli.kubeconfig {
         Some(path) if path.is_relative() => Some(
             std::env::current_dir()
-                .map_err(|e| AppError::Usage(format!("--kubeconfig: {e}")))?
+                .map_err(AppError::file(
+                    Path::new("."),
+                    "resolve --kubeconfig against the working directory",
+                ))?
                 .join(path),
         ),
         other => other.clone(),
@@ -160,16 +216,16 @@ fn print_man() -> Result<u8, AppError> {
     let mut out = Vec::new();
     clap_mangen::Man::new(command)
         .render(&mut out)
-        .map_err(|e| AppError::Usage(format!("cannot render the man page: {e}")))?;
+        .map_err(AppError::file(Path::new("man page"), "render"))?;
     std::io::stdout()
         .write_all(&out)
-        .map_err(|e| AppError::Usage(format!("cannot print the man page: {e}")))?;
+        .map_err(AppError::file(Path::new("stdout"), "print the man page"))?;
     Ok(0)
 }
 
 /// `gates history ENV`: the last results per gate and per chaos host, with trends.
 fn history(args: crate::cli::HistoryArgs) -> Result<u8, AppError> {
-    let found = report::history::read(&args.reports, &args.env).map_err(AppError::Usage)?;
+    let found = report::history::read(&args.reports, &args.env)?;
     for err in &found.unreadable {
         eprintln!("error: {err}");
     }
@@ -254,10 +310,11 @@ pub async fn check_env(
     config_dir: &Path,
     args: CheckArgs,
 ) -> Result<u8, AppError> {
-    let env = config.environment(&args.env).map_err(AppError::Usage)?;
+    let env = config.environment(&args.env)?;
     let specs = runner::trials(config, env);
     let largs = libtest_args(&args);
-    let repo = crate::repo::prepare(config, env, args.repo.as_deref()).map_err(AppError::Usage)?;
+    let repo =
+        crate::repo::prepare(config, env, args.repo.as_deref()).map_err(AppError::Repository)?;
     // A filter that leaves nothing is an error, counting the repository trials too.
     let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
     names.extend(
@@ -307,8 +364,7 @@ pub async fn check_env(
                 &collect::identity::offline(env),
                 &args.snapshot,
                 &snapshot.provenance,
-            )
-            .map_err(AppError::Usage)?;
+            )?;
             for note in snapshot.notes.iter().chain(&origin) {
                 eprintln!("note: {note}");
             }
@@ -363,8 +419,7 @@ pub async fn check_env(
         &run.environment,
         &report::metrics::check(&run),
     )
-    .await
-    .map_err(AppError::Collect)?;
+    .await?;
     Ok(run.exit_code())
 }
 
@@ -407,22 +462,15 @@ fn write_reports(run: &Run, args: &CheckArgs) -> Result<(), AppError> {
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), AppError> {
-    let fail = |message: String| AppError::Write {
-        path: path.to_path_buf(),
-        message,
-    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir)
-            .map_err(|err| fail(format!("cannot create the directory: {err}")))?;
+        fs::create_dir_all(dir).map_err(AppError::file(dir, "create the directory"))?;
     }
-    fs::write(path, text).map_err(|err| fail(format!("cannot write: {err}")))
+    fs::write(path, text).map_err(AppError::file(path, "write"))
 }
 
 async fn snapshot(config: &Config, args: SnapshotArgs) -> Result<u8, AppError> {
-    let env: &Environment = config.environment(&args.env).map_err(AppError::Usage)?;
-    let text = collect::snapshot_writer::write_live(config, env, args.allow_incomplete)
-        .await
-        .map_err(AppError::Collect)?;
+    let env: &Environment = config.environment(&args.env)?;
+    let text = collect::snapshot_writer::write_live(config, env, args.allow_incomplete).await?;
     write_file(&args.output, &text)?;
     eprintln!("snapshot: {}", args.output.display());
     Ok(0)

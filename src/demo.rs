@@ -18,8 +18,10 @@ pub async fn lab(args: LabArgs) -> Result<u8, AppError> {
 
 /// `gates demo`: lab, check both environments, chaos on the staging-like one, reports.
 pub async fn demo(config_dir: &Path, args: DemoArgs) -> Result<u8, AppError> {
-    let work = tempfile::tempdir()
-        .map_err(|err| AppError::Usage(format!("cannot create a temporary directory: {err}")))?;
+    let work = tempfile::tempdir().map_err(AppError::file(
+        &std::env::temp_dir(),
+        "create a temporary directory in",
+    ))?;
     let env_dir = work.path().join("environments");
     eprintln!(
         "gates demo: starting the lab (scenario adr-007, speed {}, 127.{}.x.y)",
@@ -46,7 +48,7 @@ async fn run_demo(
     let config = Config::load(config_dir, &[env_dir.to_path_buf()])?;
     let mut codes = Vec::new();
     for env_name in ["lab", "lab-production"] {
-        let env = config.environment(env_name).map_err(AppError::Usage)?;
+        let env = config.environment(env_name)?;
         println!("\n== gates check {env_name} ({})", env.description);
         let check = CheckArgs {
             env: env_name.to_string(),
@@ -67,7 +69,7 @@ async fn run_demo(
         codes.push(check_env(&config, config_dir, check).await?);
     }
     if !args.no_chaos {
-        let env = config.environment("lab").map_err(AppError::Usage)?;
+        let env = config.environment("lab")?;
         println!("\n== gates chaos lab --host worst");
         let chaos = ChaosArgs {
             env: "lab".to_string(),
@@ -102,11 +104,9 @@ async fn start(
         state_dir: state_dir.to_path_buf(),
         env_dir: Some(env_dir.to_path_buf()),
     };
-    Lab::start(options).await.map_err(|err| {
-        AppError::Usage(format!(
-            "cannot start the lab: {err} (is another lab using 127.{subnet}.x.y? try --subnet)"
-        ))
-    })
+    Lab::start(options)
+        .await
+        .map_err(|source| AppError::Lab { subnet, source })
 }
 
 /// The reports of this run: the newest file per environment and kind.

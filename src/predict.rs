@@ -44,7 +44,7 @@ struct Document<'a> {
 }
 
 pub async fn run(config: &Config, args: PredictArgs) -> Result<u8, AppError> {
-    let env = config.environment(&args.env).map_err(AppError::Usage)?;
+    let env = config.environment(&args.env)?;
     let state = if args.snapshot.is_empty() {
         collect::live(config, env).await
     } else {
@@ -61,8 +61,10 @@ pub async fn run(config: &Config, args: PredictArgs) -> Result<u8, AppError> {
                 environment: &env.name,
                 prediction: &prediction,
             };
-            let text = serde_json::to_string_pretty(&doc)
-                .map_err(|e| AppError::Collect(format!("cannot render the prediction: {e}")))?;
+            let text = serde_json::to_string_pretty(&doc).map_err(|source| AppError::Encode {
+                what: "the prediction",
+                source,
+            })?;
             println!("{text}");
         }
         Format::Pretty | Format::Terse => {

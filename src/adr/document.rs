@@ -4,7 +4,49 @@
 //! must be the gate files' titles in gate order, so a reworded ADR or gate is refused rather
 //! than mismatched.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Why an ADR's text cannot be updated; each names the file (and line) and the fix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AdrError {
+    #[error(
+        "{}: no Rollout field (`Rollout: N of M gates`, or a line `Rollout` followed by `N of M gates`); add one, then run again",
+        file.display()
+    )]
+    NoRolloutField { file: PathBuf },
+    #[error(
+        "{}: no `Rollout gates` section listing the gates; add it, one gate per line ending in `open` or `done`",
+        file.display()
+    )]
+    NoGatesSection { file: PathBuf },
+    #[error("{}:{line}: the gate line `{item}` does not end in `open` or `done`", file.display())]
+    UnmarkedGate {
+        file: PathBuf,
+        line: usize,
+        item: String,
+    },
+    #[error(
+        "{}: lists {listed} rollout gates, the gate files define {defined}; make them agree before updating",
+        file.display()
+    )]
+    GateCount {
+        file: PathBuf,
+        listed: usize,
+        defined: usize,
+    },
+    #[error(
+        "{}:{line}: gate {number} reads `{here}` here but `{title}` in {gate_file}; the titles must match word for word (fix the ADR or the gate file), nothing was written",
+        file.display()
+    )]
+    TitleMismatch {
+        file: PathBuf,
+        line: usize,
+        number: u32,
+        here: String,
+        title: String,
+        gate_file: String,
+    },
+}
 
 /// Where the rollout field and the gate lines sit in the text.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,22 +74,16 @@ pub struct Change {
 }
 
 impl Document {
-    pub fn parse(file: &Path, text: &str) -> Result<Document, String> {
+    pub fn parse(file: &Path, text: &str) -> Result<Document, AdrError> {
         let lines: Vec<String> = text.split_inclusive('\n').map(str::to_string).collect();
-        let rollout = find_rollout(&lines).ok_or_else(|| {
-            format!(
-                "{}: no Rollout field (`Rollout: N of M gates`, or a line `Rollout` followed by `N of M gates`); add one, then run again",
-                file.display()
-            )
+        let rollout = find_rollout(&lines).ok_or_else(|| AdrError::NoRolloutField {
+            file: file.to_path_buf(),
         })?;
         let heading = lines
             .iter()
             .position(|l| l.trim().trim_start_matches('#').trim() == "Rollout gates")
-            .ok_or_else(|| {
-                format!(
-                    "{}: no `Rollout gates` section listing the gates; add it, one gate per line ending in `open` or `done`",
-                    file.display()
-                )
+            .ok_or_else(|| AdrError::NoGatesSection {
+                file: file.to_path_buf(),
             })?;
         let mut gates = Vec::new();
         for (index, line) in lines.iter().enumerate().skip(heading + 1) {
@@ -63,11 +99,11 @@ impl Document {
             } else if let Some(title) = item.strip_suffix(" done") {
                 (title, true)
             } else {
-                return Err(format!(
-                    "{}:{}: the gate line `{item}` does not end in `open` or `done`",
-                    file.display(),
-                    index + 1
-                ));
+                return Err(AdrError::UnmarkedGate {
+                    file: file.to_path_buf(),
+                    line: index + 1,
+                    item: item.to_string(),
+                });
             };
             gates.push(GateLine {
                 line: index,
@@ -87,24 +123,24 @@ impl Document {
         &self,
         file: &Path,
         expected: &[(u32, String, String)],
-    ) -> Result<(), String> {
+    ) -> Result<(), AdrError> {
         if self.gates.len() != expected.len() {
-            return Err(format!(
-                "{}: lists {} rollout gates, the gate files define {}; make them agree before updating",
-                file.display(),
-                self.gates.len(),
-                expected.len()
-            ));
+            return Err(AdrError::GateCount {
+                file: file.to_path_buf(),
+                listed: self.gates.len(),
+                defined: expected.len(),
+            });
         }
         for (line, (number, title, gate_file)) in self.gates.iter().zip(expected) {
             if line.title != *title {
-                return Err(format!(
-                    "{}:{}: gate {number} reads `{}` here but `{title}` in {gate_file}; \
-                     the titles must match word for word (fix the ADR or the gate file), nothing was written",
-                    file.display(),
-                    line.line + 1,
-                    line.title
-                ));
+                return Err(AdrError::TitleMismatch {
+                    file: file.to_path_buf(),
+                    line: line.line + 1,
+                    number: *number,
+                    here: line.title.clone(),
+                    title: title.clone(),
+                    gate_file: gate_file.clone(),
+                });
             }
         }
         Ok(())
@@ -240,7 +276,7 @@ mod tests {
         ]
     }
 
-    fn parse(text: &str) -> Result<Document, String> {
+    fn parse(text: &str) -> Result<Document, AdrError> {
         Document::parse(Path::new("adr.txt"), text)
     }
 
@@ -303,7 +339,8 @@ mod tests {
         let doc = parse(&ADR.replace("First gate.", "First gate, reworded.")).unwrap();
         let err = doc
             .check_titles(Path::new("adr.txt"), &titles())
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("adr.txt:10: gate 1 reads `First gate, reworded.`"),
             "{err}"
@@ -313,17 +350,24 @@ mod tests {
         assert!(
             doc.check_titles(Path::new("adr.txt"), fewer)
                 .unwrap_err()
+                .to_string()
                 .contains("lists 2 rollout gates")
         );
     }
 
     #[test]
     fn text_without_a_rollout_field_is_refused() {
-        let err = parse("Rollout gates\n\n- A. open\n").unwrap_err();
+        let err = parse("Rollout gates\n\n- A. open\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no Rollout field"), "{err}");
-        let err = parse("Rollout: 0 of 1 gates\n- A. open\n").unwrap_err();
+        let err = parse("Rollout: 0 of 1 gates\n- A. open\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no `Rollout gates` section"), "{err}");
-        let err = parse("Rollout: 0 of 1 gates\nRollout gates\n- A. maybe\n").unwrap_err();
+        let err = parse("Rollout: 0 of 1 gates\nRollout gates\n- A. maybe\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("adr.txt:3:"), "{err}");
     }
 

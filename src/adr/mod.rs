@@ -101,25 +101,22 @@ fn is_ci() -> bool {
 pub fn run(config: &Config, args: AdrArgs) -> Result<u8, AppError> {
     let mut newest = Vec::new();
     for name in &args.envs {
-        config.environment(name).map_err(AppError::Usage)?;
-        let found = history::read(&args.reports, name).map_err(AppError::Usage)?;
+        config.environment(name)?;
+        let found = history::read(&args.reports, name)?;
         for err in &found.unreadable {
             eprintln!("warning: {err}");
         }
         newest.push((name.clone(), found.checks.last().map(|(_, c)| c.clone())));
     }
     let file = &args.update;
-    let text = std::fs::read_to_string(file).map_err(|e| AppError::Write {
-        path: file.clone(),
-        message: format!("cannot read: {e}"),
-    })?;
-    let doc = Document::parse(file, &text).map_err(AppError::Usage)?;
+    let text = std::fs::read_to_string(file).map_err(AppError::file(file, "read"))?;
+    let doc = Document::parse(file, &text)?;
     let expected: Vec<(u32, String, String)> = config
         .gates
         .iter()
         .map(|g| (g.number, g.title.clone(), g.file.display().to_string()))
         .collect();
-    doc.check_titles(file, &expected).map_err(AppError::Usage)?;
+    doc.check_titles(file, &expected)?;
 
     let decisions = decide(config, &newest);
     for d in &decisions {
@@ -147,10 +144,7 @@ pub fn run(config: &Config, args: AdrArgs) -> Result<u8, AppError> {
             }
         );
     } else {
-        std::fs::write(file, updated).map_err(|e| AppError::Write {
-            path: file.clone(),
-            message: format!("cannot write: {e}"),
-        })?;
+        std::fs::write(file, updated).map_err(AppError::file(file, "write"))?;
         eprintln!("{}: updated", file.display());
     }
     Ok(0)

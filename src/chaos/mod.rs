@@ -73,5 +73,5 @@ pub async fn recover(
     args: RecoverArgs,
 ) -> Result<u8, ChaosError> {
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
-    act::recover::recover(env, &path).await
+    act::recover::recover(env, &path, &mut std::io::stdout()).await
 }

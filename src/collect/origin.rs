@@ -4,9 +4,45 @@
 //! once) instead of evaluating ENV's gates on someone else's evidence. kubectl output
 //! records nothing, so it is accepted with a note that its origin cannot be proved.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::state::provenance::{ClusterIdentity, Provenance, Sameness};
+
+/// Why snapshot files may not stand for the environment being checked.
+#[derive(Debug, thiserror::Error)]
+pub enum ForeignSnapshot {
+    #[error(
+        "{} was written for environment {recorded} ({described}), not for {env}: take one with `gates snapshot {env} -o FILE`",
+        file.display()
+    )]
+    OtherEnvironment {
+        file: PathBuf,
+        env: String,
+        recorded: String,
+        described: String,
+    },
+    #[error(
+        "{} is of another cluster than the one {env}'s kubeconfig names: {}",
+        file.display(),
+        differences.join("; ")
+    )]
+    OtherCluster {
+        file: PathBuf,
+        env: String,
+        differences: Vec<String>,
+    },
+    #[error(
+        "{} and {} are of different clusters: {}",
+        first.display(),
+        second.display(),
+        differences.join("; ")
+    )]
+    TwoClusters {
+        first: PathBuf,
+        second: PathBuf,
+        differences: Vec<String>,
+    },
+}
 
 /// The notes to print when the files are admitted, or why they are refused.
 pub fn admit(
@@ -14,7 +50,7 @@ pub fn admit(
     expected: &ClusterIdentity,
     files: &[PathBuf],
     recorded: &[(PathBuf, Provenance)],
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, ForeignSnapshot> {
     let mut notes = Vec::new();
     for file in files {
         if !recorded.iter().any(|(f, _)| f == file) {
@@ -26,20 +62,20 @@ pub fn admit(
     }
     for (file, provenance) in recorded {
         if provenance.environment != env {
-            return Err(format!(
-                "{} was written for environment {} ({}), not for {env}: take one with `gates snapshot {env} -o FILE`",
-                file.display(),
-                provenance.environment,
-                provenance.describe()
-            ));
+            return Err(ForeignSnapshot::OtherEnvironment {
+                file: file.clone(),
+                env: env.to_string(),
+                recorded: provenance.environment.clone(),
+                described: provenance.describe(),
+            });
         }
         match provenance.cluster.compare(expected) {
             Sameness::Different(parts) => {
-                return Err(format!(
-                    "{} is of another cluster than the one {env}'s kubeconfig names: {}",
-                    file.display(),
-                    parts.join("; ")
-                ));
+                return Err(ForeignSnapshot::OtherCluster {
+                    file: file.clone(),
+                    env: env.to_string(),
+                    differences: parts,
+                });
             }
             Sameness::Unknown(_) => notes.push(format!(
                 "{}: its cluster could not be verified against {env}'s kubeconfig (no CA readable here)",
@@ -51,19 +87,14 @@ pub fn admit(
     for pair in recorded.windows(2) {
         let ((a, pa), (b, pb)) = (&pair[0], &pair[1]);
         if let Sameness::Different(parts) = pa.cluster.compare(&pb.cluster) {
-            return Err(format!(
-                "{} and {} are of different clusters: {}",
-                show(a),
-                show(b),
-                parts.join("; ")
-            ));
+            return Err(ForeignSnapshot::TwoClusters {
+                first: a.clone(),
+                second: b.clone(),
+                differences: parts,
+            });
         }
     }
     Ok(notes)
-}
-
-fn show(file: &Path) -> String {
-    file.display().to_string()
 }
 
 #[cfg(test)]
@@ -100,7 +131,8 @@ mod tests {
             std::slice::from_ref(&file),
             &[(file.clone(), record("production", "uid-1"))],
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("prod.json was written for environment production")
                 && err.contains("not for staging"),
@@ -117,7 +149,8 @@ mod tests {
             std::slice::from_ref(&file),
             &[(file.clone(), record("staging", "uid-1"))],
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("ca-of-uid-1 vs ca-of-uid-2"), "{err}");
     }
 
@@ -133,7 +166,8 @@ mod tests {
                 (b, record("staging", "uid-2")),
             ],
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("a.json and b.json are of different clusters"),
             "{err}"

@@ -12,13 +12,30 @@ use super::{api_part, kube, proxmox_part, talos_part};
 use crate::config::{Config, Environment};
 use crate::state::Collected;
 
+/// Why no snapshot was written.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotWriteError {
+    /// No Kubernetes client could be built (kubeconfig, context, TLS material).
+    #[error("{0}")]
+    NoClient(String),
+    #[error(
+        "the snapshot of {env} would be incomplete, so nothing was written; could not read:\n  {}\n  hint: fix the cause and retry, or pass --allow-incomplete to write it anyway (the missing parts are recorded and give error verdicts)",
+        missing.join("\n  ")
+    )]
+    Incomplete { env: String, missing: Vec<String> },
+    #[error("nothing could be collected: {}", absent.join("; "))]
+    NothingCollected { absent: Vec<String> },
+    #[error("cannot encode the snapshot: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
 /// The snapshot as text; refused when a part could not be read, unless `allow_incomplete`
 /// (the missing parts are then recorded in the file).
 pub async fn write_live(
     config: &Config,
     env: &Environment,
     allow_incomplete: bool,
-) -> Result<String, String> {
+) -> Result<String, SnapshotWriteError> {
     let collected_at = chrono::Utc::now();
     let (results, talos, api, identity) = tokio::join!(
         kube::collect_raw(env),
@@ -31,7 +48,7 @@ pub async fn write_live(
             |_| super::identity::offline(env)
         )
     );
-    let results = results?;
+    let results = results.map_err(SnapshotWriteError::NoClient)?;
     // Proxmox maps VMs onto the node list just read, typed as `check` types it.
     let nodes: Collected<Vec<k8s_openapi::api::core::v1::Node>> = results
         .iter()
@@ -43,11 +60,10 @@ pub async fn write_live(
     let proxmox = proxmox_part(config, env, nodes.present().map(Vec::as_slice)).await;
     let missing = super::completeness::missing_parts(&results, &talos, &api, &proxmox);
     if !missing.is_empty() && !allow_incomplete {
-        return Err(format!(
-            "the snapshot of {} would be incomplete, so nothing was written; could not read:\n  {}\n  hint: fix the cause and retry, or pass --allow-incomplete to write it anyway (the missing parts are recorded and give error verdicts)",
-            env.name,
-            missing.join("\n  ")
-        ));
+        return Err(SnapshotWriteError::Incomplete {
+            env: env.name.clone(),
+            missing,
+        });
     }
     // Provenance from the same answers `check` will type from this file.
     let mut typed = crate::state::State::empty(
@@ -60,13 +76,13 @@ pub async fn write_live(
     typed.talos = talos.clone();
     typed.cluster_identity = identity;
     let provenance = crate::state::provenance::Provenance::of(env, &typed, collected_at);
-    let provenance = serde_json::to_string(&provenance).map_err(|err| err.to_string())?;
+    let provenance = serde_json::to_string(&provenance)?;
     let infra = InfraRecord {
         talos: (&talos).into(),
         api: (&api).into(),
         proxmox: (&proxmox).into(),
     };
-    let infra = serde_json::to_string(&infra).map_err(|err| err.to_string())?;
+    let infra = serde_json::to_string(&infra)?;
     let mut items = Vec::new();
     let mut collected = Vec::new();
     let mut absent = Vec::new();
@@ -81,7 +97,7 @@ pub async fn write_live(
         }
     }
     if collected.is_empty() {
-        return Err(format!("nothing could be collected: {}", absent.join("; ")));
+        return Err(SnapshotWriteError::NothingCollected { absent });
     }
     let list = json!({
         "apiVersion": "v1",
@@ -97,5 +113,5 @@ pub async fn write_live(
         },
         "items": Value::Array(items),
     });
-    serde_json::to_string_pretty(&list).map_err(|err| err.to_string())
+    Ok(serde_json::to_string_pretty(&list)?)
 }

@@ -127,15 +127,13 @@ impl Config {
     }
 
     /// The environment by name, or an error that suggests the nearest one.
-    pub fn environment(&self, name: &str) -> Result<&Environment, String> {
+    pub fn environment(&self, name: &str) -> Result<&Environment, UnknownEnvironment> {
         self.environments.get(name).ok_or_else(|| {
             let known: Vec<&str> = self.environments.keys().map(String::as_str).collect();
-            match nearest(name, known.iter().copied()) {
-                Some(best) => format!(
-                    "unknown environment `{name}`: did you mean `{best}`? (known: {})",
-                    known.join(", ")
-                ),
-                None => format!("unknown environment `{name}` (known: {})", known.join(", ")),
+            UnknownEnvironment {
+                name: name.to_string(),
+                nearest: nearest(name, known.iter().copied()).map(str::to_string),
+                known: known.iter().map(|k| k.to_string()).collect(),
             }
         })
     }
@@ -379,4 +377,18 @@ fn subdirectories(root: &Path, errors: &mut Vec<ConfigError>) -> Vec<PathBuf> {
             Vec::new()
         }
     }
+}
+
+/// A command named an environment no environment file defines.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown environment `{name}`{hint} (known: {known})",
+    hint = nearest.as_ref().map(|n| format!(": did you mean `{n}`?")).unwrap_or_default(),
+    known = known.join(", ")
+)]
+pub struct UnknownEnvironment {
+    pub name: String,
+    /// The known name closest to the one given, when one is close.
+    pub nearest: Option<String>,
+    pub known: Vec<String>,
 }

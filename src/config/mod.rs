@@ -9,7 +9,7 @@ mod validate;
 mod yaml;
 
 pub use gates_core::config::*;
-pub use load::Config;
+pub use load::{Config, UnknownEnvironment};
 
 #[cfg(test)]
 mod tests;

@@ -129,7 +129,9 @@ fn like_makes_an_environment_take_another_ones_gates() {
 #[test]
 fn unknown_environment_on_the_command_line_suggests_one() {
     let config = load(STAGING, GATE).unwrap();
-    let message = config.environment("stagign").unwrap_err();
+    let err = config.environment("stagign").unwrap_err();
+    assert_eq!(err.nearest.as_deref(), Some("staging"));
+    let message = err.to_string();
     assert!(message.contains("did you mean `staging`?"), "{message}");
 }
 

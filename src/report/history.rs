@@ -52,13 +52,20 @@ pub fn stamp_of<'a>(name: &'a str, prefix: &str) -> Option<&'a str> {
     ok.then_some(stamp)
 }
 
+/// The reports directory could not be listed.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: cannot read the reports directory: {source} (pass --reports DIR)", dir.display())]
+pub struct ReportsDirUnreadable {
+    pub dir: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// Every check and chaos report of `environment` under `dir`, oldest first.
-pub fn read(dir: &Path, environment: &str) -> Result<Found, String> {
-    let entries = fs::read_dir(dir).map_err(|e| {
-        format!(
-            "{}: cannot read the reports directory: {e} (pass --reports DIR)",
-            dir.display()
-        )
+pub fn read(dir: &Path, environment: &str) -> Result<Found, ReportsDirUnreadable> {
+    let entries = fs::read_dir(dir).map_err(|source| ReportsDirUnreadable {
+        dir: dir.to_path_buf(),
+        source,
     })?;
     let mut names: Vec<String> = entries
         .filter_map(Result::ok)

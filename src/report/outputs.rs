@@ -11,13 +11,30 @@ use super::chaos_view;
 use super::history::stamp_of;
 use crate::cli::MetricsArgs;
 
+/// Why a run's metrics were not written or pushed.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("{}: cannot {doing}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        doing: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Push(#[from] super::pushgateway::PushError),
+    /// The chaos report the metrics are drawn from could not be read back.
+    #[error("{0}")]
+    ChaosReport(String),
+}
+
 /// Write and push `text` as `--metrics`/`--pushgateway` ask; says on stderr what it did.
 pub async fn emit(
     args: &MetricsArgs,
     command: &str,
     environment: &str,
     text: &str,
-) -> Result<(), String> {
+) -> Result<(), OutputError> {
     if let Some(path) = &args.metrics {
         write_atomically(path, text)?;
         eprintln!("metrics: {}", path.display());
@@ -39,15 +56,23 @@ pub async fn emit(
 }
 
 /// The textfile collector may read at any moment: write beside, then rename over.
-fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
+fn write_atomically(path: &Path, text: &str) -> Result<(), OutputError> {
+    let failed = |path: &Path, doing| {
+        let path = path.to_path_buf();
+        move |source| OutputError::Write {
+            path,
+            doing,
+            source,
+        }
+    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        fs::create_dir_all(dir).map_err(failed(dir, "create the directory"))?;
     }
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    fs::write(&tmp, text).map_err(|e| format!("{}: cannot write: {e}", tmp.display()))?;
-    fs::rename(&tmp, path).map_err(|e| format!("{}: cannot write: {e}", path.display()))
+    fs::write(&tmp, text).map_err(failed(&tmp, "write"))?;
+    fs::rename(&tmp, path).map_err(failed(path, "write"))
 }
 
 /// The stem of the chaos report of `environment` written at or after `since`, if any.
@@ -71,7 +96,7 @@ pub async fn after_chaos(
     reports: &Path,
     environment: &str,
     since: DateTime<Utc>,
-) -> Result<(), String> {
+) -> Result<(), OutputError> {
     if args.metrics.is_none() && args.pushgateway.is_none() {
         return Ok(());
     }
@@ -79,6 +104,6 @@ pub async fn after_chaos(
         eprintln!("metrics: none, the run wrote no chaos report");
         return Ok(());
     };
-    let (report, _) = chaos_view::read(&stem)?;
+    let (report, _) = chaos_view::read(&stem).map_err(OutputError::ChaosReport)?;
     emit(args, "chaos", environment, &super::metrics::chaos(&report)).await
 }

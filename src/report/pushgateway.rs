@@ -30,8 +30,42 @@ pub fn group_url(base: &str, grouping: &[(&str, &str)]) -> String {
     url
 }
 
+/// Why the metrics did not reach the Pushgateway. URLs are shown without their user
+/// information, so a password in `--pushgateway` never reaches a log.
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    #[error("cannot build an HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+    #[error("cannot push the metrics to {url}: {source}")]
+    Unreachable {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("the Pushgateway at {url} answered {status}: {first_line}")]
+    Refused {
+        url: String,
+        status: reqwest::StatusCode,
+        first_line: String,
+    },
+}
+
+/// The URL as it may be shown: without `user:password@`.
+fn shown(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_string(),
+    }
+}
+
 /// PUT the text to the group; an answer other than 2xx is an error with the body's first line.
-pub async fn push(base: &str, grouping: &[(&str, &str)], text: String) -> Result<(), String> {
+pub async fn push(base: &str, grouping: &[(&str, &str)], text: String) -> Result<(), PushError> {
     let url = group_url(base, grouping);
     let mut builder = reqwest::Client::builder()
         .use_rustls_tls()
@@ -43,9 +77,7 @@ pub async fn push(base: &str, grouping: &[(&str, &str)], text: String) -> Result
             }
         }
     }
-    let client = builder
-        .build()
-        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+    let client = builder.build().map_err(PushError::Client)?;
     let response = client
         .put(&url)
         // The classic text format: the OpenMetrics `# EOF` line is a comment there.
@@ -53,21 +85,34 @@ pub async fn push(base: &str, grouping: &[(&str, &str)], text: String) -> Result
         .body(text)
         .send()
         .await
-        .map_err(|e| format!("cannot push the metrics to {url}: {e}"))?;
+        .map_err(|source| PushError::Unreachable {
+            url: shown(&url),
+            source: source.without_url(),
+        })?;
     let status = response.status();
     if status.is_success() {
         return Ok(());
     }
     let body = response.text().await.unwrap_or_default();
-    Err(format!(
-        "the Pushgateway at {url} answered {status}: {}",
-        body.lines().next().unwrap_or("").trim()
-    ))
+    Err(PushError::Refused {
+        url: shown(&url),
+        status,
+        first_line: body.lines().next().unwrap_or("").trim().to_string(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_password_in_the_pushgateway_url_is_never_shown() {
+        assert_eq!(
+            shown("https://ci:s3cret@push.example:9091/metrics/job/gates"),
+            "https://push.example:9091/metrics/job/gates"
+        );
+        assert_eq!(shown("http://127.0.0.1:9091"), "http://127.0.0.1:9091");
+    }
 
     #[test]
     fn plain_values_stay_readable_and_others_are_base64url() {

@@ -4,6 +4,7 @@
 //! credentials go only to the Proxmox URLs of the environment file, never to one named only
 //! in the journal.
 
+use std::io::Write;
 use std::path::Path;
 
 use super::journal::{self, Entry, Journal, PlannedVm, RunLock};
@@ -58,9 +59,21 @@ pub fn trusted_url<'a>(
         })
 }
 
-pub async fn recover(env: &Environment, path: &Path) -> Result<u8, ChaosError> {
+/// One line of what recovery did, for the person who ran it; a closed stdout does not stop
+/// a recovery half way.
+macro_rules! say {
+    ($out:expr, $($arg:tt)*) => {
+        let _ = writeln!($out, $($arg)*);
+    };
+}
+
+/// Where recovery tells what it did (stdout on the command line, a buffer in tests).
+pub type Out<'a> = &'a mut (dyn Write + Send);
+
+pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8, ChaosError> {
     if !path.exists() {
-        println!(
+        say!(
+            out,
             "no chaos journal at {}: nothing to recover for {}",
             path.display(),
             env.name
@@ -89,7 +102,8 @@ pub async fn recover(env: &Environment, path: &Path) -> Result<u8, ChaosError> {
     }
     let owed = Owed::of(&records);
     if owed.is_empty() {
-        println!(
+        say!(
+            out,
             "{}: nothing was stopped that is not running again; the journal owes nothing and is settled",
             path.display()
         );
@@ -109,7 +123,7 @@ pub async fn recover(env: &Environment, path: &Path) -> Result<u8, ChaosError> {
     let journal = Journal::open(path).map_err(|e| ChaosError::Failed(e.to_string()))?;
     let power = Power::new(client.clone(), std::time::Duration::from_secs(1), journal);
     if let (Some(host), Some(how)) = (&owed.host, &plan.host_power) {
-        wake_owed_host(env, &power, &client, host, how, url, path).await?;
+        wake_owed_host(env, &power, &client, host, how, url, path, out).await?;
     }
     let mut to_start = Vec::new();
     for vm in &owed.vms {
@@ -122,9 +136,13 @@ pub async fn recover(env: &Environment, path: &Path) -> Result<u8, ChaosError> {
                 })
                 .map_err(ChaosError::Failed)?,
             Ok(found) => {
-                println!(
+                say!(
+                    out,
                     "VM {} {} on {} is {}: starting it",
-                    vm.vmid, vm.name, found.node, found.status
+                    vm.vmid,
+                    vm.name,
+                    found.node,
+                    found.status
                 );
                 to_start.push(vm.clone());
             }
@@ -154,11 +172,18 @@ pub async fn recover(env: &Environment, path: &Path) -> Result<u8, ChaosError> {
             })
         })
         .map_err(ChaosError::Failed)?;
-    release_lease(env, &records, &power).await;
+    release_lease(env, &records, &power, out).await;
     for vm in &owed.vms {
-        println!("VM {} {} (node {}) is running", vm.vmid, vm.name, vm.node);
+        say!(
+            out,
+            "VM {} {} (node {}) is running",
+            vm.vmid,
+            vm.name,
+            vm.node
+        );
     }
-    println!(
+    say!(
+        out,
         "started {} VM(s); {} is settled",
         to_start.len(),
         path.display()
@@ -167,7 +192,12 @@ pub async fn recover(env: &Environment, path: &Path) -> Result<u8, ChaosError> {
 }
 
 /// The dead run's Lease, if it took one and never gave it up and still holds it.
-async fn release_lease(env: &Environment, records: &[journal::Record], power: &Power) {
+async fn release_lease(
+    env: &Environment,
+    records: &[journal::Record],
+    power: &Power,
+    out: Out<'_>,
+) {
     let mut taken = None;
     for record in records {
         match &record.entry {
@@ -196,13 +226,16 @@ async fn release_lease(env: &Environment, records: &[journal::Record], power: &P
                 namespace: namespace.clone(),
                 name: name.clone(),
             });
-            println!("released the run's Lease {namespace}/{name}");
+            say!(out, "released the run's Lease {namespace}/{name}");
         }
         Ok(false) => {}
-        Err(err) => println!("warning: {err}; the Lease expires on its own"),
+        Err(err) => {
+            say!(out, "warning: {err}; the Lease expires on its own");
+        }
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn wake_owed_host(
     env: &Environment,
     power: &Power,
@@ -211,6 +244,7 @@ async fn wake_owed_host(
     how: &journal::HostPower,
     url: &str,
     path: &Path,
+    out: Out<'_>,
 ) -> Result<(), ChaosError> {
     let online = client
         .cluster_members()
@@ -229,10 +263,11 @@ async fn wake_owed_host(
                 host: host.to_string(),
             })
             .map_err(ChaosError::Failed)?;
-        println!("host {host} is online");
+        say!(out, "host {host} is online");
         return Ok(());
     }
-    println!(
+    say!(
+        out,
         "host {host} is off: waking it through {} ({url})",
         how.wake_via_host
     );
@@ -246,7 +281,7 @@ async fn wake_owed_host(
                 env.name
             ))
         })?;
-    println!("host {host} is online again");
+    say!(out, "host {host} is online again");
     Ok(())
 }
 
@@ -317,9 +352,15 @@ mod tests {
         started(&mut journal, 202);
         journal.append(Entry::Restored).unwrap();
         let before = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(recover(&env, &path).await.unwrap(), 0);
+        let mut said = Vec::new();
+        assert_eq!(recover(&env, &path, &mut said).await.unwrap(), 0);
         assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+        let said = String::from_utf8(said).unwrap();
+        assert!(
+            said.contains("owes nothing and is settled"),
+            "recover says why it did nothing: {said}"
+        );
     }
 
     #[tokio::test]
@@ -340,7 +381,9 @@ mod tests {
                 host: "pve2".into(),
             })
             .unwrap();
-        let err = recover(&env, &path).await.expect_err("refused");
+        let err = recover(&env, &path, &mut Vec::new())
+            .await
+            .expect_err("refused");
         let text = err.to_string();
         assert!(
             text.contains(&forged) && text.contains("environments/lab.yaml"),
@@ -364,7 +407,9 @@ mod tests {
         let mut text = std::fs::read_to_string(&path).unwrap();
         text = text.replacen("\n", "\n{\"event\":\"stop-req\n", 1);
         std::fs::write(&path, text).unwrap();
-        let err = recover(&env, &path).await.expect_err("stopped");
+        let err = recover(&env, &path, &mut Vec::new())
+            .await
+            .expect_err("stopped");
         assert!(err.to_string().contains("chaos-lab.journal:2"), "{err}");
     }
 
