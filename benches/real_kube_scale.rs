@@ -85,7 +85,10 @@ fn pod(i: usize, nodes: usize) -> Value {
 /// Create `objects` (Namespaces, Nodes or Pods) through the API, 32 at a time.
 async fn create_all(plane: &ControlPlane, objects: Vec<Value>) {
     use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-    let client = plane.client(Identity::Admin).await.expect("an admin client");
+    let client = plane
+        .client(Identity::Admin)
+        .await
+        .expect("an admin client");
     let params = kube::api::PostParams::default();
     let failures: Vec<String> = futures::stream::iter(objects)
         .map(|o| {
@@ -101,7 +104,10 @@ async fn create_all(plane: &ControlPlane, objects: Vec<Value>) {
                         .await
                         .map(|_| ()),
                     _ => {
-                        let ns = o["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
+                        let ns = o["metadata"]["namespace"]
+                            .as_str()
+                            .unwrap_or("default")
+                            .to_string();
                         kube::Api::<Pod>::namespaced(client, &ns)
                             .create(&params, &serde_json::from_value(o).expect("a Pod"))
                             .await
@@ -115,12 +121,19 @@ async fn create_all(plane: &ControlPlane, objects: Vec<Value>) {
         .filter_map(|e| async move { e })
         .collect()
         .await;
-    assert!(failures.is_empty(), "{:?}", &failures[..failures.len().min(5)]);
+    assert!(
+        failures.is_empty(),
+        "{:?}",
+        &failures[..failures.len().min(5)]
+    );
 }
 
 /// Wait until kwok reports `want` pods Running.
 async fn wait_running(plane: &ControlPlane, want: usize) {
-    let client = plane.client(Identity::Admin).await.expect("an admin client");
+    let client = plane
+        .client(Identity::Admin)
+        .await
+        .expect("an admin client");
     let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::all(client);
     let params = kube::api::ListParams::default().fields("status.phase=Running");
     let started = Instant::now();
@@ -236,7 +249,10 @@ async fn one_round_of_lists(plane: &ControlPlane) -> Duration {
         async move {
             let mut next: Option<String> = None;
             loop {
-                let mut request = http.get(&url).bearer_auth(token.as_str()).query(&[("limit", "500")]);
+                let mut request = http
+                    .get(&url)
+                    .bearer_auth(token.as_str())
+                    .query(&[("limit", "500")]);
                 if let Some(token) = &next {
                     request = request.query(&[("continue", token.as_str())]);
                 }
@@ -321,9 +337,21 @@ async fn main() {
     }
     let (check, script, lists) = (median(check), median(script), median(lists));
     println!("{:<52} {:>10}", "median of 3", "seconds");
-    println!("{:<52} {:>10.2}", "gates check (live, --skip host-loss)", check.as_secs_f64());
-    println!("{:<52} {:>10.2}", "kubectl script + gates check --snapshot", script.as_secs_f64());
-    println!("{:<52} {:>10.2}", "one concurrent round of the LISTs", lists.as_secs_f64());
+    println!(
+        "{:<52} {:>10.2}",
+        "gates check (live, --skip host-loss)",
+        check.as_secs_f64()
+    );
+    println!(
+        "{:<52} {:>10.2}",
+        "kubectl script + gates check --snapshot",
+        script.as_secs_f64()
+    );
+    println!(
+        "{:<52} {:>10.2}",
+        "one concurrent round of the LISTs",
+        lists.as_secs_f64()
+    );
     println!(
         "ratios: gates check / kubectl script {:.2}, gates check / LISTs {:.2}",
         check.as_secs_f64() / script.as_secs_f64(),

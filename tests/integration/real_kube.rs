@@ -233,9 +233,12 @@ fn inventory(list: &Value) -> BTreeMap<String, BTreeSet<String>> {
         if the_servers_own(kind, namespace, name) {
             continue;
         }
-        out.entry(format!("{} {kind}", item["apiVersion"].as_str().unwrap_or("")))
-            .or_default()
-            .insert(format!("{namespace}/{name}"));
+        out.entry(format!(
+            "{} {kind}",
+            item["apiVersion"].as_str().unwrap_or("")
+        ))
+        .or_default()
+        .insert(format!("{namespace}/{name}"));
     }
     out
 }

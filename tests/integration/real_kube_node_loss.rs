@@ -134,8 +134,7 @@ async fn node_loss_on_a_real_control_plane_follows_the_labs_model_and_chaos_pass
         .await
         .unwrap_or_else(|err| panic!("the real control plane starts: {err}"));
     load::install_crds(&plane).await.unwrap();
-    a_powered_off_vm_is_marked_not_ready_evicted_and_replaced_by_the_real_controllers(&plane)
-        .await;
+    a_powered_off_vm_is_marked_not_ready_evicted_and_replaced_by_the_real_controllers(&plane).await;
     clear::clear(&plane, Duration::from_secs(60))
         .await
         .unwrap_or_else(|err| panic!("{err}"));
@@ -307,7 +306,6 @@ const CHAOS: &str = "chaos:\n  allowed: true\n  sample_interval: 500ms\n  outage
 async fn a_chaos_run_on_adr_007_passes_against_the_real_control_plane(plane: &ControlPlane) {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_loaded(plane, CHAOS_LAB_SUBNET, dir.path()).await;
-    let client = plane.client(Identity::Admin).await.unwrap();
     let bridge = bridge(&lab, plane);
     let (host, victim) = lab.shared.read(|w| {
         let env = &w.envs[0];
@@ -317,15 +315,13 @@ async fn a_chaos_run_on_adr_007_passes_against_the_real_control_plane(plane: &Co
             .iter()
             .find(|&&n| w.nodes[n].is_control_plane() && !busy.contains(&Some(n)))
             .expect("a control plane holding neither the VIP nor the L2 lease");
-        (w.hosts[w.nodes[n].host].name.clone(), w.nodes[n].name.clone())
+        (
+            w.hosts[w.nodes[n].host].name.clone(),
+            w.nodes[n].name.clone(),
+        )
     });
-    let envs = crate::real_kube::real_env_dir(
-        &lab,
-        plane,
-        Identity::Admin,
-        dir.path(),
-        Some("requests"),
-    );
+    let envs =
+        crate::real_kube::real_env_dir(&lab, plane, Identity::Admin, dir.path(), Some("requests"));
     for entry in std::fs::read_dir(&envs).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "yaml") {
@@ -354,16 +350,18 @@ async fn a_chaos_run_on_adr_007_passes_against_the_real_control_plane(plane: &Co
     });
     let out = run.await.unwrap();
     bridge.abort();
-    let (o, e) = (
-        crate::support::stdout(&out),
-        crate::support::stderr(&out),
-    );
+    let (o, e) = (crate::support::stdout(&out), crate::support::stderr(&out));
     assert_eq!(
         out.status.code(),
         Some(0),
         "chaos on {host} against the real control plane:\nstdout:\n{o}\nstderr:\n{e}"
     );
-    for trial in ["recovery", "no-manual-work", "etcd-quorum", "workloads::coredns"] {
+    for trial in [
+        "recovery",
+        "no-manual-work",
+        "etcd-quorum",
+        "workloads::coredns",
+    ] {
         crate::support::assert_trial(&o, &format!("gate4::lab::chaos::{trial}"), "ok");
     }
     // The real NotReady on the chaos timeline against the lab's model of the same outage.
@@ -378,8 +376,7 @@ async fn a_chaos_run_on_adr_007_passes_against_the_real_control_plane(plane: &Co
         .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
         .expect("a chaos report");
     let timeline: Value = serde_json::from_str(
-        &std::fs::read_to_string(reports.join(report["timeline_file"].as_str().unwrap()))
-            .unwrap(),
+        &std::fs::read_to_string(reports.join(report["timeline_file"].as_str().unwrap())).unwrap(),
     )
     .unwrap();
     let at = |kind: &str, subject: &str| {

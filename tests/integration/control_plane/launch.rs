@@ -89,7 +89,9 @@ impl NodeKubelets {
             .open(&log)
             .map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
-        let admin = inner.dir.join(format!("{}.kubeconfig", Identity::Admin.user()));
+        let admin = inner
+            .dir
+            .join(format!("{}.kubeconfig", Identity::Admin.user()));
         let child = Command::new(inner.bin.join("kwok"))
             .args(kwok_args(
                 &admin,
@@ -150,7 +152,10 @@ fn kwok_args(
         format!("--server-address={ip}:{port}"),
         format!("--node-ip={ip}"),
         "--cidr=10.244.0.0/16".into(),
-        format!("--node-lease-duration-seconds={}", node_lease.as_secs().max(1)),
+        format!(
+            "--node-lease-duration-seconds={}",
+            node_lease.as_secs().max(1)
+        ),
     ]
 }
 
@@ -287,7 +292,10 @@ impl ControlPlane {
             Ok(()) => Ok(plane),
             Err(err) => {
                 plane.keep = true;
-                Err(format!("{err}\n(logs kept in {})", plane.dir.join("logs").display()))
+                Err(format!(
+                    "{err}\n(logs kept in {})",
+                    plane.dir.join("logs").display()
+                ))
             }
         }
     }

@@ -111,14 +111,17 @@ pub async fn load_manifests(plane: &ControlPlane, objects: Vec<Value>) -> Result
     let mut created = 0;
     for mut object in objects {
         let kind = object["kind"].as_str().unwrap_or("").to_string();
-        if kind == "Namespace" && builtin_namespace(&object) {
+        if (kind == "Namespace" && builtin_namespace(&object)) || made_by_the_cluster(&object) {
             continue;
         }
         let core_node = kind == "Node" && object["apiVersion"] == "v1";
         if core_node && plane.kubelets == Kubelets::Shared {
             object["metadata"]["annotations"][KWOK_MANAGED.0] = Value::from(KWOK_MANAGED.1);
         }
-        let node_name = object["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let node_name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         let status = object.get("status").cloned();
         let writes_status = matches!(
             kind.as_str(),
@@ -134,6 +137,18 @@ pub async fn load_manifests(plane: &ControlPlane, objects: Vec<Value>) -> Result
         }
     }
     Ok(created)
+}
+
+/// What a real cluster makes itself, so creating it would collide: the API server's
+/// `kubernetes` Service, and each kubelet's heartbeat Lease (kwok makes them here).
+fn made_by_the_cluster(object: &Value) -> bool {
+    let namespace = object["metadata"]["namespace"].as_str();
+    let name = object["metadata"]["name"].as_str();
+    match object["kind"].as_str() {
+        Some("Service") => namespace == Some("default") && name == Some("kubernetes"),
+        Some("Lease") => namespace == Some("kube-node-lease"),
+        _ => false,
+    }
 }
 
 fn builtin_namespace(object: &Value) -> bool {
