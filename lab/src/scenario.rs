@@ -87,8 +87,7 @@ pub struct Scenario {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Timings {
-    /// kube-controller-manager node-monitor-grace-period: 50s since Kubernetes 1.32 (40s
-    /// before), as kube-controller-manager v1.36.3 itself defaults it.
+    /// kube-controller-manager node-monitor-grace-period (40s up to 1.31).
     #[serde(with = "humantime_serde_compat")]
     pub node_monitor_grace: Duration,
     /// Default not-ready/unreachable toleration of pods (DefaultTolerationSeconds).
@@ -134,7 +133,7 @@ pub struct Timings {
 impl Default for Timings {
     fn default() -> Self {
         Timings {
-            node_monitor_grace: Duration::from_secs(50),
+            node_monitor_grace: Duration::from_secs(40),
             toleration: Duration::from_secs(300),
             lease_duration: Duration::from_secs(15),
             lease_renew: Duration::from_secs(5),

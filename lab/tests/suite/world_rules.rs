@@ -129,11 +129,11 @@ async fn losing_a_host_follows_the_real_timeline() {
         "Cluster: a live Traefik pod elsewhere takes the traffic"
     );
 
-    advance(40).await;
+    advance(30).await;
     assert_eq!(
         first_at(&w, "node-not-ready") - t0,
-        50.0,
-        "node-monitor grace (kube-controller-manager's default since 1.32)"
+        40.0,
+        "node-monitor grace"
     );
     // The dead kubelet's heartbeat Lease stopped renewing; the live ones did not.
     let renew = |n: &str| {
@@ -181,7 +181,7 @@ async fn losing_a_host_follows_the_real_timeline() {
     advance(300).await;
     let evicted = events(&w, "pod-evicted");
     assert!(!evicted.is_empty());
-    assert!(evicted.iter().all(|e| e.sim_seconds - t0 == 350.0));
+    assert!(evicted.iter().all(|e| e.sim_seconds - t0 == 340.0));
     let created: Vec<TruthEvent> = events(&w, "pod-created");
     assert!(
         created
