@@ -30,6 +30,12 @@ bench:
     cargo bench --bench check_scale
     cargo bench -p gates-core --bench predict_scale
 
+# gates check against a real kube-apiserver holding kwok's 5,000 nodes and 100,000 pods, next to
+# the README's kubectl script and one round of the LISTs (GATES_BENCH_NODES, GATES_BENCH_PODS).
+bench-k8s: k8s
+    cargo build --release
+    cargo bench --bench real_kube_scale
+
 # Fuzz one parser (snapshot, environment, gate, journal, chaos_report) with cargo-fuzz on the
 # stable toolchain (RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its -Z flags); found crashes land in
 # fuzz/artifacts/TARGET, which `cargo test` replays; new corpus entries stay in fuzz/target.

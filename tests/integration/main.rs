@@ -4,12 +4,15 @@
 mod chaos;
 mod check;
 mod config_errors;
+mod control_plane;
 mod credentials;
 mod fixtures_agree;
 mod fuzz_corpus;
 mod junit;
 mod lab;
 mod predict;
+mod real_kube;
+mod real_kube_node_loss;
 mod repo;
 mod reports;
 mod strictness;

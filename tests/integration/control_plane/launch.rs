@@ -47,6 +47,118 @@ impl Default for Timing {
     }
 }
 
+/// How nodes get their simulated kubelet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kubelets {
+    /// One kwok for every node carrying [`KWOK_MANAGED`].
+    Shared,
+    /// One kwok per node (`--manage-single-node`), started when the loader creates the node
+    /// and killed when its VM goes off: kwok does not notice a node losing its annotation, so
+    /// a heartbeat stops only with the process that sends it, as with a real kubelet.
+    PerNode,
+}
+
+/// The per-node kwok processes, shared with the task that follows the lab's VMs.
+#[derive(Clone)]
+pub struct NodeKubelets {
+    inner: std::sync::Arc<std::sync::Mutex<NodeKubeletsInner>>,
+}
+
+struct NodeKubeletsInner {
+    bin: PathBuf,
+    dir: PathBuf,
+    ip: Ipv4Addr,
+    node_lease: Duration,
+    running: std::collections::BTreeMap<String, Process>,
+    ports: std::collections::BTreeMap<String, u16>,
+}
+
+impl NodeKubelets {
+    /// Start the kubelet of `node` (a no-op when it runs).
+    pub fn start(&self, node: &str) -> Result<(), String> {
+        let mut inner = self.inner.lock().expect("kubelets lock");
+        if inner.running.contains_key(node) {
+            return Ok(());
+        }
+        let next = KWOK_PORT + 1 + inner.ports.len() as u16;
+        let port = *inner.ports.entry(node.to_string()).or_insert(next);
+        let log = inner.dir.join("logs").join(format!("kwok-{node}.log"));
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let admin = inner
+            .dir
+            .join(format!("{}.kubeconfig", Identity::Admin.user()));
+        let child = Command::new(inner.bin.join("kwok"))
+            .args(kwok_args(
+                &admin,
+                inner.ip,
+                port,
+                inner.node_lease,
+                &format!("--manage-single-node={node}"),
+            ))
+            .current_dir(&inner.dir)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("cannot start kwok for {node}: {e}"))?;
+        inner.running.insert(
+            node.to_string(),
+            Process {
+                name: "kwok",
+                child,
+                log,
+            },
+        );
+        Ok(())
+    }
+
+    /// Kill the kubelet of `node`, as a power loss does.
+    pub fn stop(&self, node: &str) {
+        let mut inner = self.inner.lock().expect("kubelets lock");
+        if let Some(mut p) = inner.running.remove(node) {
+            let _ = p.child.kill();
+            let _ = p.child.wait();
+        }
+    }
+
+    /// Kill every per-node kubelet.
+    pub fn stop_all(&self) {
+        let names: Vec<String> = {
+            let inner = self.inner.lock().expect("kubelets lock");
+            inner.running.keys().cloned().collect()
+        };
+        for name in names {
+            self.stop(&name);
+        }
+    }
+}
+
+fn kwok_args(
+    admin: &Path,
+    ip: Ipv4Addr,
+    port: u16,
+    node_lease: Duration,
+    manage: &str,
+) -> Vec<String> {
+    vec![
+        format!("--kubeconfig={}", admin.display()),
+        manage.to_string(),
+        // Always an address on the plane's loopback IP: without one, kwok listens on all.
+        format!("--server-address={ip}:{port}"),
+        format!("--node-ip={ip}"),
+        "--cidr=10.244.0.0/16".into(),
+        format!(
+            "--node-lease-duration-seconds={}",
+            node_lease.as_secs().max(1)
+        ),
+    ]
+}
+
 /// Who a kubeconfig context acts as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Identity {
@@ -83,6 +195,10 @@ pub struct ControlPlane {
     pub ca_pem: String,
     tokens: [(Identity, String); 3],
     processes: Vec<Process>,
+    pub kubelets: Kubelets,
+    pub node_kubelets: NodeKubelets,
+    /// Keep the directory and logs on drop (a failed start).
+    keep: bool,
 }
 
 impl std::fmt::Debug for ControlPlane {
@@ -96,7 +212,12 @@ impl std::fmt::Debug for ControlPlane {
 
 impl ControlPlane {
     /// Start every component on `127.<subnet>.9.1`, state under `target/k8s-run/<subnet>`.
-    pub async fn start(bin: &Path, subnet: u8, timing: Timing) -> Result<ControlPlane, String> {
+    pub async fn start(
+        bin: &Path,
+        subnet: u8,
+        timing: Timing,
+        kubelets: Kubelets,
+    ) -> Result<ControlPlane, String> {
         let ip = Ipv4Addr::new(127, subnet, 9, 1);
         let dir = root().join("target/k8s-run").join(subnet.to_string());
         let _ = std::fs::remove_dir_all(&dir);
@@ -124,11 +245,23 @@ impl ControlPlane {
         ];
         let mut plane = ControlPlane {
             ip,
-            dir,
+            dir: dir.clone(),
             bin: bin.to_path_buf(),
             ca_pem: ca.cert_pem(),
             tokens,
             processes: Vec::new(),
+            kubelets,
+            keep: false,
+            node_kubelets: NodeKubelets {
+                inner: std::sync::Arc::new(std::sync::Mutex::new(NodeKubeletsInner {
+                    bin: bin.to_path_buf(),
+                    dir: dir.clone(),
+                    ip,
+                    node_lease: timing.node_lease,
+                    running: Default::default(),
+                    ports: Default::default(),
+                })),
+            },
         };
         let mut token_file = String::new();
         for (identity, token) in &plane.tokens {
@@ -148,11 +281,23 @@ impl ControlPlane {
             plane.write(&format!("{}.kubeconfig", identity.user()), &text)?;
         }
 
-        plane.start_etcd().await?;
-        plane.start_apiserver(timing).await?;
-        super::load::apply_rbac(&plane).await?;
-        plane.start_controllers(timing).await?;
-        Ok(plane)
+        let started = async {
+            plane.start_etcd().await?;
+            plane.start_apiserver(timing).await?;
+            super::load::apply_rbac(&plane).await?;
+            plane.start_controllers(timing).await
+        }
+        .await;
+        match started {
+            Ok(()) => Ok(plane),
+            Err(err) => {
+                plane.keep = true;
+                Err(format!(
+                    "{err}\n(logs kept in {})",
+                    plane.dir.join("logs").display()
+                ))
+            }
+        }
     }
 
     pub fn url(&self) -> String {
@@ -314,22 +459,19 @@ impl ControlPlane {
                 "--profiling=false".into(),
             ],
         )?;
+        let admin = self.kubeconfig(Identity::Admin);
         self.spawn(
             "kwok",
-            vec![
-                format!("--kubeconfig={admin}"),
-                format!(
+            kwok_args(
+                &admin,
+                ip,
+                KWOK_PORT,
+                timing.node_lease,
+                &format!(
                     "--manage-nodes-with-annotation-selector={}={}",
                     KWOK_MANAGED.0, KWOK_MANAGED.1
                 ),
-                format!("--server-address={ip}:{KWOK_PORT}"),
-                format!("--node-ip={ip}"),
-                "--cidr=10.244.0.0/16".into(),
-                format!(
-                    "--node-lease-duration-seconds={}",
-                    timing.node_lease.as_secs().max(1)
-                ),
-            ],
+            ),
         )?;
         let insecure = insecure_client()?;
         for (name, url) in [
@@ -419,11 +561,12 @@ impl ControlPlane {
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
+        self.node_kubelets.stop_all();
         for p in self.processes.iter_mut().rev() {
             let _ = p.child.kill();
             let _ = p.child.wait();
         }
-        if std::thread::panicking() {
+        if self.keep || std::thread::panicking() {
             eprintln!(
                 "the real control plane's files and logs are kept in {}",
                 self.dir.display()

@@ -10,11 +10,15 @@ use std::time::{Duration, Instant};
 use gates_lab::{Lab, LabOptions};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, Patch, PatchParams};
-use serde_json::{Value, json};
+use kube::api::Api;
+use serde_json::Value;
 
-use crate::control_plane::launch::KWOK_MANAGED;
-use crate::control_plane::{self, ControlPlane, Identity, Timing, load};
+use crate::control_plane::{self, ControlPlane, Identity, Kubelets, Timing, clear, load};
+
+/// The plane of these tests listens on 127.155.9.1; its labs take 127.156 and 127.157.
+const PLANE_SUBNET: u8 = 155;
+const NODE_LOSS_LAB_SUBNET: u8 = 156;
+const CHAOS_LAB_SUBNET: u8 = 157;
 
 const GRACE: Duration = Duration::from_secs(6);
 const TOLERATION: Duration = Duration::from_secs(6);
@@ -25,7 +29,7 @@ fn scenario(dir: &std::path::Path) -> String {
     std::fs::write(
         &path,
         format!(
-            "name: adr-007-fast-eviction\nextends: adr-007\ntimings:\n  node_monitor_grace: {}s\n  toleration: {}s\n",
+            "name: adr-007-fast-eviction\nextends: adr-007\ntimings:\n  node_monitor_grace: {}s\n  toleration: {}s\n  boot: 5s\n",
             GRACE.as_secs(),
             TOLERATION.as_secs()
         ),
@@ -34,34 +38,34 @@ fn scenario(dir: &std::path::Path) -> String {
     path.display().to_string()
 }
 
-/// Keep kwok's management of each real node in step with its VM in the lab: a node whose
-/// machine is down loses the annotation (no kubelet, no heartbeat), and gets it back on boot.
-fn bridge(lab: &Lab, client: kube::Client) -> tokio::task::JoinHandle<()> {
+/// Keep each real node's kubelet (its own kwok) in step with its VM in the lab: a node whose
+/// machine is down has no kubelet and so no heartbeat, and gets one back when it has booted.
+fn bridge(lab: &Lab, plane: &ControlPlane) -> tokio::task::JoinHandle<()> {
     let shared = lab.shared.clone();
+    let kubelets = plane.node_kubelets.clone();
     tokio::spawn(async move {
-        let nodes: Api<Node> = Api::all(client);
         let mut known: BTreeMap<String, bool> = BTreeMap::new();
         loop {
-            let up: Vec<(String, bool)> =
-                shared.read(|w| w.nodes.iter().map(|n| (n.name.clone(), n.booted)).collect());
+            // The first environment's nodes: the one loaded into the plane.
+            let up: Vec<(String, bool)> = shared.read(|w| {
+                w.envs[0]
+                    .nodes
+                    .iter()
+                    .map(|&n| (w.nodes[n].name.clone(), w.nodes[n].booted))
+                    .collect()
+            });
             for (name, booted) in up {
                 if known.get(&name) == Some(&booted) {
                     continue;
                 }
-                let value = if booted {
-                    Value::from(KWOK_MANAGED.1)
+                if booted {
+                    if let Err(err) = kubelets.start(&name) {
+                        eprintln!("{err}");
+                    }
                 } else {
-                    Value::Null
-                };
-                let patch = json!({"metadata": {"annotations": {KWOK_MANAGED.0: value}}});
-                if nodes
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .is_ok()
-                    || !known.contains_key(&name)
-                {
-                    known.insert(name, booted);
+                    kubelets.stop(&name);
                 }
+                known.insert(name, booted);
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -112,40 +116,60 @@ struct Timeline {
     pdbs_recomputed: Option<f64>,
 }
 
+/// One real control plane with shortened grace periods for both parts: first a VM powered
+/// off by hand and the real controllers' timeline, then `gates chaos` against the same
+/// combination.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_powered_off_vm_is_marked_not_ready_evicted_and_replaced_by_the_real_controllers() {
+async fn node_loss_on_a_real_control_plane_follows_the_labs_model_and_chaos_passes() {
     let Some(bin) = control_plane::binaries() else {
         return;
     };
     let _one = control_plane::ONE_AT_A_TIME.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let lab = Lab::start(LabOptions {
-        scenario: scenario(dir.path()),
-        generate_nodes: None,
-        subnet: 150,
-        speed: 1.0,
-        state_dir: dir.path().to_path_buf(),
-        env_dir: Some(dir.path().join("environments")),
-    })
-    .await
-    .unwrap_or_else(|err| panic!("the lab starts: {err}"));
     let timing = Timing {
         node_monitor_grace: GRACE,
         toleration: TOLERATION,
         node_lease: Duration::from_secs(4),
     };
-    let plane = ControlPlane::start(&bin, 150, timing)
+    let plane = ControlPlane::start(&bin, PLANE_SUBNET, timing, Kubelets::PerNode)
         .await
         .unwrap_or_else(|err| panic!("the real control plane starts: {err}"));
     load::install_crds(&plane).await.unwrap();
-    let objects = lab.shared.read(|w| gates_lab::export::manifests(w, 0));
-    let expected = load::expected_ready(&objects);
-    load::load_manifests(&plane, objects).await.unwrap();
-    load::wait_settled(&plane, &expected, Duration::from_secs(60))
+    a_powered_off_vm_is_marked_not_ready_evicted_and_replaced_by_the_real_controllers(&plane).await;
+    clear::clear(&plane, Duration::from_secs(60))
         .await
         .unwrap_or_else(|err| panic!("{err}"));
+    a_chaos_run_on_adr_007_passes_against_the_real_control_plane(&plane).await;
+}
+
+/// The lab on `subnet` with the fast-eviction scenario, its first environment loaded into
+/// the plane and settled.
+async fn lab_loaded(plane: &ControlPlane, subnet: u8, dir: &std::path::Path) -> Lab {
+    let lab = Lab::start(LabOptions {
+        scenario: scenario(dir),
+        generate_nodes: None,
+        subnet,
+        speed: 1.0,
+        state_dir: dir.to_path_buf(),
+        env_dir: Some(dir.join("environments")),
+    })
+    .await
+    .unwrap_or_else(|err| panic!("the lab starts: {err}"));
+    let objects = lab.shared.read(|w| gates_lab::export::manifests(w, 0));
+    let expected = load::expected_ready(&objects);
+    load::load_manifests(plane, objects).await.unwrap();
+    load::wait_settled(plane, &expected, Duration::from_secs(90))
+        .await
+        .unwrap_or_else(|err| panic!("{err}"));
+    lab
+}
+
+async fn a_powered_off_vm_is_marked_not_ready_evicted_and_replaced_by_the_real_controllers(
+    plane: &ControlPlane,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_loaded(plane, NODE_LOSS_LAB_SUBNET, dir.path()).await;
     let client = plane.client(Identity::Admin).await.unwrap();
-    let bridge = bridge(&lab, client.clone());
+    let bridge = bridge(&lab, plane);
 
     let (victim, vmid) = lab.shared.read(|w| {
         let n = &w.nodes[w.envs[0].nodes[2]];
@@ -269,6 +293,121 @@ async fn a_powered_off_vm_is_marked_not_ready_evicted_and_replaced_by_the_real_c
         (lab_not_ready - not_ready).abs() <= 6.0,
         "the lab's NotReady ({lab_not_ready:.1}s) is far from the real one: {report}"
     );
-    drop(plane);
+    lab.stop().await;
+}
+
+/// Chaos settings for real time: the host stays down past the shortened eviction, and the
+/// API probe reaches the real API server (not on the lab's VMs, so it never goes down).
+const CHAOS: &str = "chaos:\n  allowed: true\n  sample_interval: 500ms\n  outage: 25s\n  recovery_timeout: 120s\n  budgets:\n    api: { longest: 10s, total: 20s }\n    ingress: { longest: 25s, total: 40s }\n    workloads: { longest: 30s, total: 60s }\n";
+
+/// `gates chaos` against the lab's Proxmox and Talos and the real control plane (as the
+/// admin: the run takes a Lease), on a host that holds neither the API VIP nor the L2 lease,
+/// passes; the real NotReady it records comes when the lab's model says it does.
+async fn a_chaos_run_on_adr_007_passes_against_the_real_control_plane(plane: &ControlPlane) {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_loaded(plane, CHAOS_LAB_SUBNET, dir.path()).await;
+    let bridge = bridge(&lab, plane);
+    let (host, victim) = lab.shared.read(|w| {
+        let env = &w.envs[0];
+        let busy = [env.vip_holder, env.lease.as_ref().and_then(|l| l.holder)];
+        let n = *env
+            .nodes
+            .iter()
+            .find(|&&n| w.nodes[n].is_control_plane() && !busy.contains(&Some(n)))
+            .expect("a control plane holding neither the VIP nor the L2 lease");
+        (
+            w.hosts[w.nodes[n].host].name.clone(),
+            w.nodes[n].name.clone(),
+        )
+    });
+    let envs =
+        crate::real_kube::real_env_dir(&lab, plane, Identity::Admin, dir.path(), Some("requests"));
+    for entry in std::fs::read_dir(&envs).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let text = match text.find("chaos:\n") {
+                Some(at) => format!("{}{CHAOS}", &text[..at]),
+                None => text,
+            };
+            std::fs::write(&path, text).unwrap();
+        }
+    }
+    let reports = dir.path().join("reports");
+    let env_dir = envs.clone();
+    let host_arg = host.clone();
+    let run = tokio::task::spawn_blocking(move || {
+        crate::support::gates_with_config(&reports)
+            .env("CI", "1")
+            .env("GATES_LOCK_DIR", reports.join("locks"))
+            .arg("--env-dir")
+            .arg(&env_dir)
+            .args(["chaos", "lab", "--host", &host_arg, "--reports"])
+            .arg(&reports)
+            .timeout(Duration::from_secs(240))
+            .output()
+            .unwrap()
+    });
+    let out = run.await.unwrap();
+    bridge.abort();
+    let (o, e) = (crate::support::stdout(&out), crate::support::stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "chaos on {host} against the real control plane:\nstdout:\n{o}\nstderr:\n{e}"
+    );
+    for trial in [
+        "recovery",
+        "no-manual-work",
+        "etcd-quorum",
+        "workloads::coredns",
+    ] {
+        crate::support::assert_trial(&o, &format!("gate4::lab::chaos::{trial}"), "ok");
+    }
+    // The real NotReady on the chaos timeline against the lab's model of the same outage.
+    let reports = dir.path().join("reports");
+    let report: Value = std::fs::read_dir(&reports)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with("chaos-lab-") && name.ends_with("Z.json")
+        })
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .expect("a chaos report");
+    let timeline: Value = serde_json::from_str(
+        &std::fs::read_to_string(reports.join(report["timeline_file"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    let at = |kind: &str, subject: &str| {
+        timeline["events"].as_array().unwrap().iter().find_map(|e| {
+            (e["kind"] == kind && (subject.is_empty() || e["subject"] == subject))
+                .then(|| e["at"].as_f64().unwrap_or(f64::NAN))
+        })
+    };
+    let stop = at("vm-stop-requested", "").expect("the stop is on the timeline");
+    let not_ready = at("node-not-ready", &victim)
+        .unwrap_or_else(|| panic!("{victim} NotReady is on the timeline: {timeline:#}"));
+    let truth = lab.ground_truth();
+    let lab_not_ready = {
+        let stopped = truth.events.iter().find(|e| e.kind == "vm-stopped");
+        let ready = truth
+            .events
+            .iter()
+            .find(|e| e.kind == "node-not-ready" && e.subject == victim);
+        stopped
+            .zip(ready)
+            .map(|(s, r)| r.sim_seconds - s.sim_seconds)
+            .expect("the lab marks the node NotReady")
+    };
+    eprintln!(
+        "chaos on {host}: real NotReady {:.1}s after the stop, the lab's model {lab_not_ready:.1}s",
+        not_ready - stop
+    );
+    assert!(
+        ((not_ready - stop) - lab_not_ready).abs() <= 6.0,
+        "real NotReady {:.1}s after the stop, the lab's {lab_not_ready:.1}s",
+        not_ready - stop
+    );
     lab.stop().await;
 }

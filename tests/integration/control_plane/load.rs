@@ -10,7 +10,7 @@ use kube::core::GroupVersionKind;
 use kube::discovery::{ApiResource, Scope};
 use serde_json::Value;
 
-use super::launch::{ControlPlane, Identity, KWOK_MANAGED};
+use super::launch::{ControlPlane, Identity, KWOK_MANAGED, Kubelets};
 use crate::support::root;
 
 /// The shipped ClusterRole, parsed.
@@ -104,19 +104,24 @@ pub async fn install_crds(plane: &ControlPlane) -> Result<(), String> {
 }
 
 /// Create a lab environment's objects as the lab renders them: nodes managed by kwok (it
-/// keeps them Ready), pods bound to their nodes (kwok runs them), status written where no
+/// keeps them Ready; one kwok per node with [`Kubelets::PerNode`]), pods bound to their nodes (kwok runs them), status written where no
 /// real controller or kubelet writes it.
 pub async fn load_manifests(plane: &ControlPlane, objects: Vec<Value>) -> Result<usize, String> {
     let client = plane.client(Identity::Admin).await?;
     let mut created = 0;
     for mut object in objects {
         let kind = object["kind"].as_str().unwrap_or("").to_string();
-        if kind == "Namespace" && builtin_namespace(&object) {
+        if (kind == "Namespace" && builtin_namespace(&object)) || made_by_the_cluster(&object) {
             continue;
         }
-        if kind == "Node" {
+        let core_node = kind == "Node" && object["apiVersion"] == "v1";
+        if core_node && plane.kubelets == Kubelets::Shared {
             object["metadata"]["annotations"][KWOK_MANAGED.0] = Value::from(KWOK_MANAGED.1);
         }
+        let node_name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         let status = object.get("status").cloned();
         let writes_status = matches!(
             kind.as_str(),
@@ -124,11 +129,26 @@ pub async fn load_manifests(plane: &ControlPlane, objects: Vec<Value>) -> Result
         ) || (kind == "Node" && object["apiVersion"] == "longhorn.io/v1beta2");
         let made = create(&client, object).await?;
         created += 1;
+        if core_node && plane.kubelets == Kubelets::PerNode {
+            plane.node_kubelets.start(&node_name)?;
+        }
         if let (true, Some(status)) = (writes_status, status) {
             write_status(&client, made, status).await?;
         }
     }
     Ok(created)
+}
+
+/// What a real cluster makes itself, so creating it would collide: the API server's
+/// `kubernetes` Service, and each kubelet's heartbeat Lease (kwok makes them here).
+fn made_by_the_cluster(object: &Value) -> bool {
+    let namespace = object["metadata"]["namespace"].as_str();
+    let name = object["metadata"]["name"].as_str();
+    match object["kind"].as_str() {
+        Some("Service") => namespace == Some("default") && name == Some("kubernetes"),
+        Some("Lease") => namespace == Some("kube-node-lease"),
+        _ => false,
+    }
 }
 
 fn builtin_namespace(object: &Value) -> bool {
@@ -184,7 +204,7 @@ async fn write_status(
         .map_err(|e| format!("status of {} {name}: {e}", types.kind))
 }
 
-async fn api_resource(
+pub async fn api_resource(
     client: &kube::Client,
     api_version: &str,
     kind: &str,

@@ -11,10 +11,11 @@
 //! (core) `nodes`. The directory,
 //! with every component's log, is kept when a test fails.
 
+pub mod clear;
 pub mod launch;
 pub mod load;
 
-pub use launch::{ControlPlane, Identity, Timing};
+pub use launch::{ControlPlane, Identity, Kubelets, Timing};
 
 use std::path::PathBuf;
 
@@ -28,9 +29,10 @@ pub fn release() -> String {
         .to_string()
 }
 
-/// Where the binaries are: `$GATES_K8S_BIN` (set by `.ci/run`, must hold them), else
-/// `target/k8s-bin/<release>` when `tools/k8s/build.sh` has run. `None` means "not built
-/// here": the caller says so on stderr and the test ends without asserting anything.
+/// Where the binaries are. `$GATES_K8S_BIN` must hold them when set (`.ci/run` sets it to
+/// what `tools/k8s/build.sh` built); otherwise `target/k8s-bin/<release>` is used when
+/// complete. `None` (the test then ends without asserting, saying so on stderr) only when
+/// neither variable is set: with `GATES_REQUIRE_K8S` set, as in CI, missing binaries fail.
 pub fn binaries() -> Option<PathBuf> {
     const NAMES: [&str; 6] = [
         "etcd",
@@ -41,6 +43,7 @@ pub fn binaries() -> Option<PathBuf> {
         "kwok",
     ];
     let complete = |dir: &PathBuf| NAMES.iter().all(|n| dir.join(n).is_file());
+    let required = std::env::var_os("GATES_REQUIRE_K8S").is_some();
     if let Some(dir) = std::env::var_os("GATES_K8S_BIN").map(PathBuf::from) {
         assert!(
             complete(&dir),
@@ -52,14 +55,20 @@ pub fn binaries() -> Option<PathBuf> {
     }
     let dir = root().join("target/k8s-bin").join(release());
     if complete(&dir) {
-        Some(dir)
-    } else {
-        eprintln!(
-            "not run: no Kubernetes binaries in {} (run tools/k8s/build.sh, as .ci/run does)",
-            dir.display()
-        );
-        None
+        return Some(dir);
     }
+    assert!(
+        !required,
+        "GATES_REQUIRE_K8S is set but no Kubernetes binaries are in {}: run tools/k8s/build.sh \
+         or set GATES_K8S_BIN",
+        dir.display()
+    );
+    eprintln!(
+        "not run: no Kubernetes binaries in {} and neither GATES_K8S_BIN nor GATES_REQUIRE_K8S \
+         is set (run tools/k8s/build.sh, as .ci/run does)",
+        dir.display()
+    );
+    None
 }
 
 /// One real control plane at a time: each takes about a gigabyte and a core while it starts.
