@@ -122,6 +122,7 @@ async fn a_powered_off_vm_is_marked_not_ready_evicted_and_replaced_by_the_real_c
     let lab = Lab::start(LabOptions {
         scenario: scenario(dir.path()),
         generate_nodes: None,
+        pods_per_node: None,
         subnet: 150,
         speed: 1.0,
         state_dir: dir.path().to_path_buf(),
