@@ -99,6 +99,7 @@ async fn start(
     let options = LabOptions {
         scenario: scenario.to_string(),
         generate_nodes: None,
+        pods_per_node: None,
         subnet,
         speed,
         state_dir: state_dir.to_path_buf(),

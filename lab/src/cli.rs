@@ -33,6 +33,9 @@ pub struct LabArgs {
     /// Generate a scale scenario with this many nodes instead of loading one.
     #[arg(long, value_name = "N")]
     pub generate_nodes: Option<usize>,
+    /// With --generate-nodes: pods per worker node (default 10).
+    #[arg(long, value_name = "N", requires = "generate_nodes")]
+    pub pods_per_node: Option<usize>,
     /// List the built-in scenarios and exit.
     #[arg(long)]
     pub list_scenarios: bool,
@@ -44,6 +47,7 @@ impl LabArgs {
         LabOptions {
             scenario: self.scenario.clone(),
             generate_nodes: self.generate_nodes,
+            pods_per_node: self.pods_per_node,
             subnet: self.subnet,
             speed: self.speed,
             state_dir: self.state_dir.clone(),

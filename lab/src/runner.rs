@@ -26,6 +26,8 @@ pub struct LabOptions {
     pub scenario: String,
     /// Instead of `scenario`, generate a scale scenario with this many nodes.
     pub generate_nodes: Option<usize>,
+    /// With `generate_nodes`: pods per worker node (10 when `None`).
+    pub pods_per_node: Option<usize>,
     /// The subnet byte S of 127.S.x.y.
     pub subnet: u8,
     /// Simulated seconds per real second.
@@ -41,6 +43,7 @@ impl Default for LabOptions {
         LabOptions {
             scenario: "adr-007".into(),
             generate_nodes: None,
+            pods_per_node: None,
             subnet: 77,
             speed: 1.0,
             state_dir: PathBuf::from("target/lab"),
@@ -110,7 +113,7 @@ impl Lab {
             return Err(LabError::Subnet);
         }
         let scenario = match opts.generate_nodes {
-            Some(n) => Scenario::generated(n, 10),
+            Some(n) => Scenario::generated(n, opts.pods_per_node.unwrap_or(10)),
             None => Scenario::load(&opts.scenario)?,
         };
         let plan = Plan::new(opts.subnet);

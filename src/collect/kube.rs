@@ -1,23 +1,24 @@
 //! The live collector: lists every kind gates reads from the Kubernetes API with kube-rs,
-//! once each, paged, all at the same time. Anything the cluster does not serve, or refuses,
-//! is recorded as absent with the reason.
+//! once each, paged, all at the same time. Each page is decoded as it arrives, straight from
+//! its text into the types the checks read (through the [registry](super::registry)), while
+//! the next page is on its way. Anything the cluster does not serve, or refuses, is recorded
+//! as absent with the reason.
 
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 use futures::future::join_all;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::Resource;
+use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::Value;
 
+use super::json_spans;
 use super::kinds::Kind;
-use super::raw::RawState;
+use super::registry::{self, Objects};
 use crate::config::Environment;
 use crate::state::{Source, State};
-
-/// Objects per page: large enough to keep round trips few, small enough for big clusters.
-const PAGE_SIZE: u32 = 500;
 
 /// Build a client for the environment's kubeconfig and context.
 pub async fn client(env: &Environment) -> Result<Client, String> {
@@ -48,18 +49,48 @@ pub async fn client(env: &Environment) -> Result<Client, String> {
     Client::try_from(config).map_err(|err| format!("cannot build a Kubernetes client: {err}"))
 }
 
-/// Every kind's objects from the environment's cluster, listed concurrently; an error only
-/// when no client can be built at all.
+/// Every kind's objects from the environment's cluster, listed concurrently, as JSON values
+/// with apiVersion and kind set (what `gates snapshot` writes); an error only when no client
+/// can be built at all.
 pub async fn collect_raw(
     env: &Environment,
 ) -> Result<Vec<(Kind, Result<Vec<Value>, String>)>, String> {
     let client = client(env).await?;
-    // One deadline for the whole phase: kinds listed in time keep their objects.
-    let deadline = tokio::time::Instant::now() + super::deadline::of(env);
-    Ok(join_all(Kind::ALL.into_iter().map(|kind| {
+    Ok(each_kind(env, move |kind| {
         let client = client.clone();
+        let page_size = env.kube.page_size;
         async move {
-            let listed = tokio::time::timeout_at(deadline, list_all(client, kind))
+            let c = kind.coordinates();
+            let mut items = Vec::new();
+            list_pages(client, kind, page_size, |texts| {
+                for text in texts {
+                    let mut value: Value =
+                        serde_json::from_str(text).map_err(|err| err.to_string())?;
+                    value["apiVersion"] = Value::from(c.api_version());
+                    value["kind"] = Value::from(c.kind);
+                    items.push(value);
+                }
+                Ok(())
+            })
+            .await
+            .map(|()| items)
+        }
+    })
+    .await)
+}
+
+/// List every kind at once under one deadline for the whole phase: kinds listed in time
+/// keep their objects.
+async fn each_kind<T, F, Fut>(env: &Environment, list: F) -> Vec<(Kind, Result<T, String>)>
+where
+    F: Fn(Kind) -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = tokio::time::Instant::now() + super::deadline::of(env);
+    join_all(Kind::ALL.into_iter().map(|kind| {
+        let listing = list(kind);
+        async move {
+            let listed = tokio::time::timeout_at(deadline, listing)
                 .await
                 .unwrap_or_else(|_| {
                     Err(super::deadline::message(
@@ -70,7 +101,7 @@ pub async fn collect_raw(
             (kind, listed)
         }
     }))
-    .await)
+    .await
 }
 
 /// Collect the state of an environment from its cluster.
@@ -80,34 +111,47 @@ pub async fn collect(env: &Environment) -> State {
         .context
         .clone()
         .unwrap_or_else(|| "(current context)".to_string());
-    let source = Source::Live { context };
-    let mut raw = RawState::default();
-    match collect_raw(env).await {
-        Ok(results) => {
-            for (kind, result) in results {
-                match result {
-                    Ok(items) => {
-                        raw.mark_present(kind);
-                        for item in items {
-                            raw.push(kind, item);
-                        }
-                    }
-                    Err(reason) => raw.mark_absent(kind, reason),
-                }
+    let mut state = State::empty(Source::Live { context }, Utc::now());
+    match client(env).await {
+        Ok(client) => {
+            let listed = each_kind(env, |kind| {
+                list_typed(client.clone(), kind, env.kube.page_size)
+            })
+            .await;
+            for (kind, objects) in listed {
+                registry::store(&mut state, kind, objects);
             }
         }
         Err(reason) => {
             for kind in Kind::ALL {
-                raw.mark_absent(kind, reason.clone());
+                registry::store(&mut state, kind, Err(reason.clone()));
             }
         }
     }
-    raw.into_state(source, Utc::now())
+    state.collected_at = Utc::now();
+    state
 }
 
-/// Every object of one kind, following `continue` tokens, as JSON with apiVersion and kind
-/// set (list items from the API server omit them).
-pub async fn list_all(client: Client, kind: Kind) -> Result<Vec<Value>, String> {
+/// Every object of one kind, typed page by page.
+pub async fn list_typed(client: Client, kind: Kind, page_size: u32) -> Result<Objects, String> {
+    let mut all = Objects::empty(kind);
+    list_pages(client, kind, page_size, |texts| {
+        all.extend(Objects::decode(kind, texts)?);
+        Ok(())
+    })
+    .await?;
+    Ok(all)
+}
+
+/// Every page of one kind, following `continue` tokens; `each` gets the texts of a page's
+/// objects while the next page is fetched. A page that fails after the first leaves a
+/// partial list, so the whole kind is unread.
+pub async fn list_pages(
+    client: Client,
+    kind: Kind,
+    page_size: u32,
+    mut each: impl FnMut(&[&str]) -> Result<(), String>,
+) -> Result<(), String> {
     let c = kind.coordinates();
     let resource = ApiResource {
         group: c.group.to_string(),
@@ -116,32 +160,125 @@ pub async fn list_all(client: Client, kind: Kind) -> Result<Vec<Value>, String> 
         kind: c.kind.to_string(),
         plural: c.plural.to_string(),
     };
-    let api: Api<DynamicObject> = Api::all_with(client, &resource);
-    let mut items = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let mut params = ListParams::default().limit(PAGE_SIZE);
-        if let Some(token) = &token {
-            params = params.continue_token(token);
-        }
-        let page = api.list(&params).await.map_err(|err| {
-            let why = describe(kind, &err);
-            if token.is_some() {
-                // A later page failing leaves a partial list: the whole kind is unread.
-                format!("{why} (a later page, after {} objects)", items.len())
-            } else {
-                why
+    let path = DynamicObject::url_path(&resource, None);
+    let fetch = move |token: Option<String>| {
+        let client = client.clone();
+        let path = path.clone();
+        tokio::spawn(async move {
+            let mut params = ListParams::default();
+            if page_size > 0 {
+                params = params.limit(page_size);
             }
+            if let Some(token) = &token {
+                params = params.continue_token(token);
+            }
+            let request = kube::core::Request::new(path)
+                .list(&params)
+                .map_err(|err| format!("listing {}: {err}", kind.coordinates().resource_name()))?;
+            client
+                .request_text(request)
+                .await
+                .map_err(|err| describe(kind, &err))
+        })
+    };
+    let mut listed = 0usize;
+    let mut pending = Some(fetch(None));
+    while let Some(fetching) = pending.take() {
+        let text = match fetching.await {
+            Ok(Ok(text)) => text,
+            Ok(Err(why)) if listed > 0 => {
+                return Err(format!("{why} (a later page, after {listed} objects)"));
+            }
+            Ok(Err(why)) => return Err(why),
+            Err(err) => return Err(format!("listing {}: {err}", c.resource_name())),
+        };
+        let page = Page::split(&text).map_err(|err| {
+            format!(
+                "listing {}: the answer is not a list: {err}",
+                c.resource_name()
+            )
         })?;
-        for object in page.items {
-            let mut value = serde_json::to_value(object).map_err(|err| err.to_string())?;
-            value["apiVersion"] = Value::from(c.api_version());
-            value["kind"] = Value::from(c.kind);
-            items.push(value);
+        // Ask for the next page before decoding this one.
+        pending = page.next.clone().map(|token| fetch(Some(token)));
+        let items = page.items();
+        listed += items.len();
+        each(&items)?;
+    }
+    Ok(())
+}
+
+/// One page of a list: its objects' texts and the token of the next page.
+struct Page<'t> {
+    items: Vec<&'t str>,
+    /// Set only when the fast scan refused the text and it was rewritten.
+    canonical: Option<Box<(String, Vec<std::ops::Range<usize>>)>>,
+    next: Option<String>,
+}
+
+impl<'t> Page<'t> {
+    fn split(text: &'t str) -> Result<Page<'t>, String> {
+        #[derive(serde::Deserialize, Default)]
+        struct ListMeta {
+            #[serde(default, rename = "continue")]
+            next: Option<String>,
         }
-        match page.metadata.continue_ {
-            Some(next) if !next.is_empty() => token = Some(next),
-            _ => return Ok(items),
+        let (items, metadata) = match json_spans::members(text) {
+            Ok(members) => (
+                json_spans::member(&members, "items"),
+                json_spans::member(&members, "metadata"),
+            ),
+            Err(_) => return Page::canonical(text),
+        };
+        let items = match items.map(json_spans::elements) {
+            Some(Ok(items)) => items,
+            Some(Err(_)) => return Page::canonical(text),
+            None => Vec::new(),
+        };
+        let next = match metadata {
+            Some(m) => {
+                serde_json::from_str::<ListMeta>(m)
+                    .map_err(|err| err.to_string())?
+                    .next
+            }
+            None => None,
+        }
+        .filter(|n| !n.is_empty());
+        Ok(Page {
+            items,
+            canonical: None,
+            next,
+        })
+    }
+
+    /// A page the fast scan refused: parsed in full, then its items written out again.
+    fn canonical(text: &str) -> Result<Page<'t>, String> {
+        let value: Value = serde_json::from_str(text).map_err(|err| err.to_string())?;
+        let next = value["metadata"]["continue"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .map(str::to_string);
+        let mut joined = String::new();
+        let mut ranges = Vec::new();
+        for item in value["items"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let start = joined.len();
+            joined.push_str(&item.to_string());
+            ranges.push(start..joined.len());
+        }
+        Ok(Page {
+            items: Vec::new(),
+            canonical: Some(Box::new((joined, ranges))),
+            next,
+        })
+    }
+
+    fn items(&self) -> Vec<&str> {
+        match &self.canonical {
+            None => self.items.clone(),
+            Some(c) => c.1.iter().map(|r| &c.0[r.clone()]).collect(),
         }
     }
 }

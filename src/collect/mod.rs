@@ -6,15 +6,19 @@ pub mod completeness;
 pub mod deadline;
 pub mod identity;
 pub mod infra_record;
+pub mod json_spans;
 pub mod kinds;
 pub mod kube;
 pub mod origin;
 pub mod proxmox;
 pub mod raw;
+pub mod registry;
 pub mod snapshot;
 pub mod snapshot_bounds;
 pub mod snapshot_writer;
 pub mod talos;
+#[cfg(test)]
+mod typed_decode_tests;
 
 use crate::config::{Config, Environment};
 use crate::state::{Collected, State};

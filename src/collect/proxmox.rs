@@ -1,6 +1,8 @@
 //! The Proxmox collector: hosts, the VMs of every configured environment's scope (so a
 //! host's other tenants are known), and which VM carries which Kubernetes node, matched by
-//! SMBIOS uuid against `status.nodeInfo.systemUUID`.
+//! SMBIOS uuid against `status.nodeInfo.systemUUID`. Only this environment's VMs have their
+//! config read, a bounded number at a time; one that cannot be read is an error, never a
+//! missing VM.
 
 use std::time::Duration;
 
@@ -76,15 +78,17 @@ pub async fn collect(
     nodes: Option<&[Node]>,
 ) -> Result<ProxmoxState, String> {
     let client = client(env, access)?;
-    // Every VM, so other environments' VMs on the same hosts are known too.
+    // Every VM, so other environments' VMs on the same hosts are known too; the configs
+    // (SMBIOS uuids) only of this environment's, the ones nodes are matched against.
     let everything = proxmox::VmScope {
         tags: Vec::new(),
         name_pattern: None,
     };
-    let inventory = proxmox::collect_inventory(&client, &everything)
-        .await
-        .map_err(|err| err.to_string())?;
     let mine = scope(access);
+    let inventory =
+        proxmox::collect_inventory_reading(&client, &everything, &mine, access.concurrency)
+            .await
+            .map_err(|err| err.to_string())?;
     let scopes: Vec<(&str, proxmox::VmScope)> = config
         .environments
         .values()

@@ -1,6 +1,8 @@
-//! Objects as JSON values, grouped by kind, before they become a typed [`State`]. Both the
-//! live collector and the snapshot reader fill a [`RawState`]; one conversion then types
-//! every object, so both paths accept and reject exactly the same shapes.
+//! Objects as JSON texts, grouped by kind, before they become a typed [`State`]. The
+//! snapshot reader fills a [`RawState`] with the text of each object, borrowed from the
+//! files it read; one decode then types every object through the
+//! [registry](super::registry), as the live collector does page by page, so both paths
+//! accept and reject exactly the same shapes.
 
 use std::collections::BTreeMap;
 
@@ -9,12 +11,13 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::kinds::Kind;
+use super::registry;
 use crate::state::{Collected, Source, State};
 
-/// For each kind: its objects, or why they could not be collected.
+/// For each kind: the JSON texts of its objects, or why they could not be collected.
 #[derive(Debug, Default)]
-pub struct RawState {
-    pub lists: BTreeMap<Kind, Result<Vec<Value>, String>>,
+pub struct RawState<'a> {
+    pub lists: BTreeMap<Kind, Result<Vec<&'a str>, String>>,
     /// What a `gates snapshot` file recorded of Talos, the API endpoint and Proxmox.
     pub infra: Option<super::infra_record::InfraRecord>,
     /// What each `gates snapshot` file recorded of its origin, with the file.
@@ -23,8 +26,8 @@ pub struct RawState {
     pub incomplete: Vec<(std::path::PathBuf, String)>,
 }
 
-impl RawState {
-    pub fn push(&mut self, kind: Kind, object: Value) {
+impl<'a> RawState<'a> {
+    pub fn push(&mut self, kind: Kind, object: &'a str) {
         // A kind already known to be absent stays absent.
         if let Ok(items) = self.lists.entry(kind).or_insert_with(|| Ok(Vec::new())) {
             items.push(object);
@@ -51,28 +54,15 @@ impl RawState {
                     kind.coordinates().resource_name()
                 ))
             });
-            match kind {
-                Kind::Node => state.nodes = typed(kind, raw),
-                Kind::Pod => state.pods = typed(kind, raw),
-                Kind::Deployment => state.deployments = typed(kind, raw),
-                Kind::DaemonSet => state.daemonsets = typed(kind, raw),
-                Kind::StatefulSet => state.statefulsets = typed(kind, raw),
-                Kind::PodDisruptionBudget => state.pdbs = typed(kind, raw),
-                Kind::Service => state.services = typed(kind, raw),
-                Kind::Lease => state.leases = typed(kind, raw),
-                Kind::L2AnnouncementPolicy => state.l2_policies = typed(kind, raw),
-                Kind::LonghornNode => state.longhorn_nodes = typed(kind, raw),
-                Kind::LonghornVolume => state.longhorn_volumes = typed(kind, raw),
-                Kind::LonghornReplica => state.longhorn_replicas = typed(kind, raw),
-                Kind::LonghornSetting => state.longhorn_settings = typed(kind, raw),
-                Kind::NodeMetrics => state.node_metrics = typed(kind, raw),
-                Kind::PodMetrics => state.pod_metrics = typed(kind, raw),
-            }
+            let objects = raw.and_then(|texts| registry::decode_parallel(kind, &texts));
+            registry::store(&mut state, kind, objects);
         }
         state
     }
 }
 
+/// Type objects already held as JSON values (what `gates snapshot` writes), as the
+/// registry types texts.
 pub fn typed<T: DeserializeOwned>(
     kind: Kind,
     raw: Result<Vec<Value>, String>,

@@ -7,6 +7,7 @@
 //! together from the first documented command). Files written by `gates snapshot` say
 //! exactly which kinds were collected and why others were absent, in an annotation.
 
+use std::cell::OnceCell;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,8 +16,10 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::infra_record::INFRA_ANNOTATION;
+use super::json_spans;
 use super::kinds::Kind;
 use super::raw::RawState;
+use super::registry;
 use crate::state::{Source, State};
 
 /// Annotation on the List that `gates snapshot` writes: `kind=reason` lines for kinds the
@@ -56,10 +59,13 @@ pub struct Snapshot {
 }
 
 pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, SnapshotError> {
+    // Each file's text, and its canonical form when the fast scan refuses it; the raw state
+    // borrows every object's text from here until it is typed.
+    let texts: Vec<OnceCell<String>> = (0..files.len() * 2).map(|_| OnceCell::new()).collect();
     let mut raw = RawState::default();
     let mut notes = Vec::new();
     let mut ignored = BTreeSet::new();
-    for file in files {
+    for (index, file) in files.iter().enumerate() {
         let len = fs::metadata(file)
             .map_err(|source| SnapshotError::Read {
                 file: file.clone(),
@@ -76,8 +82,46 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
             file: file.clone(),
             source,
         })?;
-        for document in parse_documents(file, &text)? {
-            add_document(file, document, None, &mut raw, &mut ignored)?;
+        let text = as_json(file, text)?;
+        let text: &str = texts[index * 2].get_or_init(|| text);
+        let mut actions = Vec::new();
+        let walked = match walk_file(text, &mut actions) {
+            Err(Walk::Refused) => {
+                // The fast scan refused the text: parse it fully, for the same error as
+                // before or for a canonical text it reads.
+                actions.clear();
+                let value: Value =
+                    serde_json::from_str(text).map_err(|err| json_error(file, &err))?;
+                let canonical: &str = texts[index * 2 + 1]
+                    .get_or_init(|| serde_json::to_string(&value).unwrap_or_default());
+                walk_file(canonical, &mut actions)
+            }
+            other => other,
+        };
+        for action in actions {
+            match action {
+                Action::Push(kind, text) => raw.push(kind, text),
+                Action::Present(kind) => raw.mark_present(kind),
+                Action::List(list) => apply_list_annotations(file, &list, &mut raw)?,
+                Action::Ignored(api_version, kind) => {
+                    ignored.insert((api_version, kind));
+                }
+            }
+        }
+        match walked {
+            Ok(()) => {}
+            Err(Walk::Shape(message)) => {
+                return Err(SnapshotError::Shape {
+                    file: file.clone(),
+                    message,
+                });
+            }
+            Err(Walk::Refused) => {
+                return Err(SnapshotError::Shape {
+                    file: file.clone(),
+                    message: "cannot be split into objects (nested too deeply?)".to_string(),
+                });
+            }
         }
     }
     for (api_version, kind) in ignored {
@@ -146,88 +190,113 @@ fn group_family(group: &str) -> &str {
     }
 }
 
-fn parse_documents(file: &Path, text: &str) -> Result<Vec<Value>, SnapshotError> {
+/// The file's text as JSON: itself when it is JSON, its YAML documents as one JSON array
+/// otherwise.
+fn as_json(file: &Path, text: String) -> Result<String, SnapshotError> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let value: Value = serde_json::from_str(text).map_err(|err| SnapshotError::Json {
-            file: file.to_path_buf(),
-            line: err.line(),
-            column: err.column(),
-            message: err.to_string(),
-        })?;
-        return Ok(match value {
-            Value::Array(items) => items,
-            other => vec![other],
-        });
+        return Ok(text);
     }
-    super::snapshot_bounds::yaml_documents(text).map_err(|message| SnapshotError::Yaml {
+    let documents =
+        super::snapshot_bounds::yaml_documents(&text).map_err(|message| SnapshotError::Yaml {
+            file: file.to_path_buf(),
+            message,
+        })?;
+    serde_json::to_string(&Value::Array(documents)).map_err(|err| SnapshotError::Shape {
         file: file.to_path_buf(),
-        message,
+        message: err.to_string(),
     })
 }
 
-fn add_document(
-    file: &Path,
-    mut value: Value,
-    list_item_kind: Option<(&str, &str)>,
-    raw: &mut RawState,
-    ignored: &mut BTreeSet<(String, String)>,
-) -> Result<(), SnapshotError> {
-    let shape = |message: String| SnapshotError::Shape {
+fn json_error(file: &Path, err: &serde_json::Error) -> SnapshotError {
+    SnapshotError::Json {
         file: file.to_path_buf(),
-        message,
-    };
-    if !value.is_object() {
-        return Err(shape(format!(
+        line: err.line(),
+        column: err.column(),
+        message: err.to_string(),
+    }
+}
+
+/// What reading one file does to the raw state, in the file's order.
+enum Action<'t> {
+    Push(Kind, &'t str),
+    Present(Kind),
+    /// A list's own fields (its annotations say what `gates snapshot` recorded).
+    List(Value),
+    Ignored(String, String),
+}
+
+enum Walk {
+    /// The fast scan does not accept the text; it is parsed in full instead.
+    Refused,
+    Shape(String),
+}
+
+impl From<json_spans::Refused> for Walk {
+    fn from(_: json_spans::Refused) -> Walk {
+        Walk::Refused
+    }
+}
+
+/// A file's documents: a top-level array holds several, anything else is one.
+fn walk_file<'t>(text: &'t str, actions: &mut Vec<Action<'t>>) -> Result<(), Walk> {
+    if json_spans::shape(text) == json_spans::Shape::Array {
+        for document in json_spans::elements(text)? {
+            walk_document(document, None, actions)?;
+        }
+        Ok(())
+    } else {
+        walk_document(text, None, actions)
+    }
+}
+
+fn walk_document<'t>(
+    text: &'t str,
+    list_item_kind: Option<(&str, &str)>,
+    actions: &mut Vec<Action<'t>>,
+) -> Result<(), Walk> {
+    let shape = json_spans::shape(text);
+    if shape != json_spans::Shape::Object {
+        return Err(Walk::Shape(format!(
             "expected a Kubernetes object or List, found {}",
-            type_name(&value)
+            shape_name(shape)
         )));
     }
+    let members = json_spans::members(text)?;
     // Items of typed lists (NodeMetricsList from --raw) carry no kind of their own.
-    if let Some((api_version, kind)) = list_item_kind {
-        if value.get("kind").is_none() {
-            value["kind"] = Value::from(kind);
-        }
-        if value.get("apiVersion").is_none() {
-            value["apiVersion"] = Value::from(api_version);
-        }
-    }
-    let kind = value["kind"].as_str().unwrap_or_default().to_string();
-    let api_version = value["apiVersion"].as_str().unwrap_or_default().to_string();
+    let field = |key: &str, from_list: Option<&str>| match json_spans::member(&members, key) {
+        None => from_list.unwrap_or_default().to_string(),
+        Some(value) => serde_json::from_str::<String>(value).unwrap_or_default(),
+    };
+    let kind = field("kind", list_item_kind.map(|(_, k)| k));
+    let api_version = field("apiVersion", list_item_kind.map(|(v, _)| v));
     if kind.is_empty() || api_version.is_empty() {
-        return Err(shape(format!(
+        return Err(Walk::Shape(format!(
             "object {} has no kind or apiVersion; snapshots are `kubectl get ... -o json` output",
-            super::raw::object_name(&value)
+            registry::name_in(text)
         )));
     }
-    if let Some(items) = value
-        .get_mut("items")
-        .and_then(Value::as_array_mut)
-        .map(std::mem::take)
+    if let Some(items) = json_spans::member(&members, "items")
+        .filter(|items| json_spans::shape(items) == json_spans::Shape::Array)
     {
-        apply_list_annotations(file, &value, raw)?;
-        let item_kind = kind
-            .strip_suffix("List")
-            .filter(|k| !k.is_empty())
-            .map(str::to_string);
-        for item in items {
-            let hint = item_kind.as_deref().map(|k| (api_version.as_str(), k));
-            add_document(file, item, hint, raw, ignored)?;
+        let metadata = json_spans::member(&members, "metadata")
+            .and_then(|m| serde_json::from_str::<Value>(m).ok())
+            .unwrap_or(Value::Null);
+        actions.push(Action::List(serde_json::json!({ "metadata": metadata })));
+        let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
+        for item in json_spans::elements(items)? {
+            let hint = item_kind.map(|k| (api_version.as_str(), k));
+            walk_document(item, hint, actions)?;
         }
         // An explicit, empty metrics list still means the metrics API answered.
-        if let Some(k) = item_kind
-            .as_deref()
-            .and_then(|k| Kind::from_object(&api_version, k))
-        {
-            raw.mark_present(k);
+        if let Some(k) = item_kind.and_then(|k| Kind::from_object(&api_version, k)) {
+            actions.push(Action::Present(k));
         }
         return Ok(());
     }
     match Kind::from_object(&api_version, &kind) {
-        Some(k) => raw.push(k, value),
-        None => {
-            ignored.insert((api_version, kind));
-        }
+        Some(k) => actions.push(Action::Push(k, text)),
+        None => actions.push(Action::Ignored(api_version, kind)),
     }
     Ok(())
 }
@@ -289,13 +358,13 @@ fn apply_list_annotations(
     Ok(())
 }
 
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
+fn shape_name(shape: json_spans::Shape) -> &'static str {
+    match shape {
+        json_spans::Shape::Null => "null",
+        json_spans::Shape::Boolean => "a boolean",
+        json_spans::Shape::Number => "a number",
+        json_spans::Shape::String => "a string",
+        json_spans::Shape::Array => "a list",
+        json_spans::Shape::Object => "an object",
     }
 }

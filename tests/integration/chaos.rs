@@ -26,6 +26,7 @@ impl Bench {
         let lab = Lab::start(LabOptions {
             scenario: scenario.to_string(),
             generate_nodes: None,
+            pods_per_node: None,
             subnet,
             speed: SPEED,
             state_dir: dir.path().join("state"),

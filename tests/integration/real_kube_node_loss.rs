@@ -147,6 +147,7 @@ async fn lab_loaded(plane: &ControlPlane, subnet: u8, dir: &std::path::Path) -> 
     let lab = Lab::start(LabOptions {
         scenario: scenario(dir),
         generate_nodes: None,
+        pods_per_node: None,
         subnet,
         speed: 1.0,
         state_dir: dir.to_path_buf(),

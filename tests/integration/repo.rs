@@ -204,6 +204,7 @@ async fn lab(scenario: &str, subnet: u8, dir: &Path) -> Lab {
     Lab::start(LabOptions {
         scenario: scenario.to_string(),
         generate_nodes: None,
+        pods_per_node: None,
         subnet,
         speed: 1.0,
         state_dir: dir.to_path_buf(),

@@ -70,6 +70,9 @@ pub struct KubeAccess {
     /// Per-request timeout.
     #[serde(default = "default_kube_timeout")]
     pub timeout: Duration,
+    /// Objects per page of a list: fewer round trips with more, smaller answers with fewer.
+    #[serde(default = "default_page_size")]
+    pub page_size: u32,
 }
 
 impl Default for KubeAccess {
@@ -78,8 +81,13 @@ impl Default for KubeAccess {
             context: None,
             kubeconfig: None,
             timeout: default_kube_timeout(),
+            page_size: default_page_size(),
         }
     }
+}
+
+fn default_page_size() -> u32 {
+    500
 }
 
 fn default_kube_timeout() -> Duration {
@@ -251,6 +259,13 @@ pub struct ProxmoxAccess {
     pub match_by_name: bool,
     #[serde(default = "default_proxmox_timeout")]
     pub timeout: Duration,
+    /// VM configs read at once (over kept-alive connections).
+    #[serde(default = "default_proxmox_concurrency")]
+    pub concurrency: usize,
+}
+
+fn default_proxmox_concurrency() -> usize {
+    16
 }
 
 fn default_proxmox_timeout() -> Duration {

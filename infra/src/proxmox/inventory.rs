@@ -104,18 +104,34 @@ impl Inventory {
     }
 }
 
+/// VM configs read at once unless the caller says otherwise: enough to hide each call's
+/// latency, few enough that the calls share a handful of kept-alive connections.
+pub const CONFIG_CONCURRENCY: usize = 16;
+
 /// Reads nodes, the scoped VMs, their configs (concurrently) and HA resources.
 /// A VM whose config cannot be read is kept with `config_error`; failing list calls fail.
 pub async fn collect_inventory(
     client: &ProxmoxClient,
     scope: &VmScope,
 ) -> Result<Inventory, ProxmoxError> {
+    collect_inventory_reading(client, scope, scope, CONFIG_CONCURRENCY).await
+}
+
+/// As [`collect_inventory`] for the VMs `listed` selects, reading the configs (SMBIOS uuid)
+/// only of those `read` also selects, at most `concurrency` at once. The others keep
+/// `smbios_uuid: None` and no `config_error`: they were not asked about.
+pub async fn collect_inventory_reading(
+    client: &ProxmoxClient,
+    listed: &VmScope,
+    read: &VmScope,
+    concurrency: usize,
+) -> Result<Inventory, ProxmoxError> {
     let (nodes, vms, ha) =
         tokio::join!(client.nodes(), client.cluster_vms(), client.ha_resources());
     let nodes = nodes?;
     let mut vms: Vec<ClusterVm> = vms?
         .into_iter()
-        .filter(|vm| !vm.template && scope.matches(vm))
+        .filter(|vm| !vm.template && listed.matches(vm))
         .collect();
     vms.sort_by_key(|vm| vm.vmid);
     let (ha, ha_error) = match ha {
@@ -123,13 +139,22 @@ pub async fn collect_inventory(
         Err(e) => (Vec::new(), Some(e)),
     };
 
+    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
     let mut configs = JoinSet::new();
-    for (index, vm) in vms.iter().enumerate() {
-        let client = client.clone();
-        let (node, vmid) = (vm.node.clone(), vm.vmid);
-        configs.spawn(async move { (index, client.vm_config(&node, vmid).await) });
-    }
     let mut results: Vec<Option<Result<_, ProxmoxError>>> = vec![None; vms.len()];
+    for (index, vm) in vms.iter().enumerate() {
+        if !read.matches(vm) {
+            results[index] = Some(Ok(None));
+            continue;
+        }
+        let client = client.clone();
+        let permits = permits.clone();
+        let (node, vmid) = (vm.node.clone(), vm.vmid);
+        configs.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            (index, client.vm_config(&node, vmid).await.map(Some))
+        });
+    }
     while let Some(joined) = configs.join_next().await {
         if let Ok((index, result)) = joined {
             results[index] = Some(result);
@@ -141,7 +166,8 @@ pub async fn collect_inventory(
         .zip(results)
         .map(|(vm, config)| {
             let (smbios_uuid, config_error) = match config {
-                Some(Ok(c)) => (c.smbios_uuid, None),
+                Some(Ok(Some(c))) => (c.smbios_uuid, None),
+                Some(Ok(None)) => (None, None),
                 Some(Err(e)) => (None, Some(e)),
                 None => (
                     None,

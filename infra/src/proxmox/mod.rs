@@ -14,7 +14,10 @@ mod upid;
 pub use client::{ProxmoxClient, ProxmoxSettings};
 pub use error::ProxmoxError;
 pub use host::{ClusterMember, wakeonlan_mac};
-pub use inventory::{Inventory, InventoryVm, VmScope, collect_inventory, glob_match};
+pub use inventory::{
+    CONFIG_CONCURRENCY, Inventory, InventoryVm, VmScope, collect_inventory,
+    collect_inventory_reading, glob_match,
+};
 pub use mapping::{
     KubeNodeIdentity, MappingError, MappingOptions, MatchedBy, NodeMapping, NodePlacement,
     map_nodes_to_vms,

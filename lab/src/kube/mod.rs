@@ -437,52 +437,42 @@ impl KubeApi {
             },
             None => None,
         };
+        let unfiltered = labels.is_empty() && fields.is_none();
+        let wanted = |obj: &Value| {
+            (labels.is_empty() || labels.matches(&labels_of(obj)))
+                && fields.as_ref().is_none_or(|f| f.matches(obj))
+        };
         let listed = self.shared.read(|w| {
             let store = &w.envs[self.env].store;
             match read {
-                consistency::Read::Exact(at) => store.list_at(def.res, at).map(|all| (at, all)),
-                _ => Ok((store.rv(), store.list(def.res))),
+                consistency::Read::Exact(at) => store.list_at(def.res, at).map(|all| {
+                    let after = after.as_ref().map(|(k, _)| k);
+                    let rest = all
+                        .iter()
+                        .filter(|(k, _)| ns.is_none_or(|n| k.0 == n))
+                        .filter(|(k, _)| after.is_none_or(|a| k > a))
+                        .map(|(k, o)| (k, o));
+                    page(at, rest, limit, unfiltered, &wanted, None)
+                }),
+                _ => {
+                    let rest = store.range(def.res, ns, after.as_ref().map(|(k, _)| k));
+                    // Unfiltered over every namespace, what is left is the count minus
+                    // what earlier pages and this one returned; no walk to the end.
+                    let total = (ns.is_none() && unfiltered).then(|| {
+                        store
+                            .count(def.res)
+                            .saturating_sub(after.as_ref().map_or(0, |(_, n)| *n))
+                    });
+                    Ok(page(store.rv(), rest, limit, unfiltered, &wanted, total))
+                }
             }
         });
-        let Ok((rv, all)) = listed else {
+        let Ok((rv, items, last, remaining)) = listed else {
             return consistency::expired();
         };
-        let filtered = labels.is_empty() && fields.is_none();
-        let mut items = Vec::new();
-        let mut next = None;
-        let mut remaining = 0usize;
-        for (key, obj) in all.iter() {
-            if ns.is_some_and(|n| key.0 != n) {
-                continue;
-            }
-            if let Some((ans, aname)) = &after
-                && (key.0.as_str(), key.1.as_str()) <= (ans.as_str(), aname.as_str())
-            {
-                continue;
-            }
-            if !labels.is_empty() && !labels.matches(&labels_of(obj)) {
-                continue;
-            }
-            if let Some(f) = &fields
-                && !f.matches(obj)
-            {
-                continue;
-            }
-            if limit > 0 && items.len() == limit {
-                if next.is_none() {
-                    next = items
-                        .last()
-                        .map(|(k, _): &(&(String, String), &Arc<Value>)| encode_continue(rv, k));
-                }
-                remaining += 1;
-                if !filtered {
-                    break;
-                }
-                continue;
-            }
-            items.push((key, obj));
-        }
-        let objs: Vec<Arc<Value>> = items.iter().map(|(_, o)| (*o).clone()).collect();
+        let returned = after.as_ref().map_or(0, |(_, n)| *n) + items.len();
+        let next = last.map(|key| encode_continue(rv, &key, returned));
+        let objs = items;
         if table {
             return json_response(
                 200,
@@ -492,7 +482,7 @@ impl KubeApi {
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if let Some(c) = &next {
             meta["continue"] = json!(c);
-            if filtered {
+            if unfiltered {
                 meta["remainingItemCount"] = json!(remaining);
             }
         }
@@ -703,13 +693,49 @@ fn write_item(out: &mut Vec<u8>, obj: &Value, typed: bool) {
     }
 }
 
-fn encode_continue(rv: u64, key: &(String, String)) -> String {
+/// One page of a list: up to `limit` objects of `rest` that are `wanted` (all when `limit` is
+/// 0), the key of the last when more follow, and how many remain when the list is unfiltered
+/// (`total`: the objects from the page's start to the end, when known without a walk).
+fn page<'a>(
+    rv: u64,
+    rest: impl Iterator<Item = (&'a (String, String), &'a Arc<Value>)>,
+    limit: usize,
+    unfiltered: bool,
+    wanted: &dyn Fn(&Value) -> bool,
+    total: Option<usize>,
+) -> (u64, Vec<Arc<Value>>, Option<(String, String)>, usize) {
+    let mut items = Vec::new();
+    let mut last = None;
+    let mut rest = rest.filter(|(_, o)| wanted(o));
+    for (key, obj) in rest.by_ref() {
+        items.push(obj.clone());
+        last = Some(key);
+        if limit > 0 && items.len() == limit {
+            break;
+        }
+    }
+    // Whether anything follows decides the token; how much is counted only when unfiltered
+    // (kube-apiserver leaves it out otherwise), from `total` when known.
+    let following = rest.next().is_some();
+    let more = match (following, total) {
+        (false, _) => 0,
+        (true, Some(total)) if unfiltered => total.saturating_sub(items.len()).max(1),
+        (true, None) if unfiltered => 1 + rest.count(),
+        (true, _) => 1,
+    };
+    let next = following.then(|| last.cloned()).flatten();
+    (rv, items, next, more)
+}
+
+/// A continue token: the revision, the last key returned and how many objects all pages so
+/// far returned.
+fn encode_continue(rv: u64, key: &(String, String), returned: usize) -> String {
     let start = format!("{}/{}", key.0, key.1);
-    let doc = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start});
+    let doc = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start, "returned": returned});
     base64::engine::general_purpose::URL_SAFE.encode(doc.to_string())
 }
 
-fn decode_continue(c: &str) -> Option<(String, String)> {
+fn decode_continue(c: &str) -> Option<((String, String), usize)> {
     let bytes = base64::engine::general_purpose::URL_SAFE
         .decode(c)
         .or_else(|_| base64::engine::general_purpose::STANDARD.decode(c))
@@ -717,7 +743,8 @@ fn decode_continue(c: &str) -> Option<(String, String)> {
     let v: Value = serde_json::from_slice(&bytes).ok()?;
     let start = v.get("start")?.as_str()?;
     let (ns, name) = start.split_once('/')?;
-    Some((ns.to_string(), name.to_string()))
+    let returned = v.get("returned").and_then(Value::as_u64).unwrap_or(0) as usize;
+    Some(((ns.to_string(), name.to_string()), returned))
 }
 
 /// Compare secrets without an early exit on the first differing byte.

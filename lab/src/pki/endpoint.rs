@@ -169,6 +169,8 @@ where
                 _ = tokio::time::sleep(REBIND_PAUSE), if on && listener.is_none() => {}
                 accepted = accept(listener.as_ref()), if listener.is_some() => {
                     let Ok((tcp, peer)) = accepted else { continue };
+                    // Without it each small answer waits for the client's delayed ACK (40 ms).
+                    let _ = tcp.set_nodelay(true);
                     let acceptor = acceptor.clone();
                     let handler = handler.clone();
                     let rejected = rejected.clone();

@@ -174,6 +174,29 @@ impl Store {
             .unwrap_or_default()
     }
 
+    /// The objects of a resource after `after` in (namespace, name) order, within namespace
+    /// `ns` when given: a page starts where the last one ended, without walking the objects
+    /// before it.
+    pub fn range<'a>(
+        &'a self,
+        res: Res,
+        ns: Option<&'a str>,
+        after: Option<&Key>,
+    ) -> impl Iterator<Item = (&'a Key, &'a Arc<Value>)> + 'a {
+        use std::ops::Bound;
+        let start = match (after, ns) {
+            (Some(key), _) => Bound::Excluded(key.clone()),
+            (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
+            (None, None) => Bound::Unbounded,
+        };
+        self.objs
+            .get(&res)
+            .into_iter()
+            .flat_map(move |m| m.range((start.clone(), Bound::Unbounded)))
+            .take_while(move |(k, _)| ns.is_none_or(|n| k.0 == n))
+            .map(|(k, s)| (k, &s.obj))
+    }
+
     /// All objects of a resource as they were at revision `at` (a list with
     /// `resourceVersionMatch=Exact`), rebuilt from the event history. `TooOld` when the history
     /// no longer reaches back that far, as etcd answers for a compacted revision.

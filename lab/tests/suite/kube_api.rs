@@ -338,7 +338,11 @@ async fn lists_page_and_filter_like_the_real_server() {
         );
         match page["metadata"]["continue"].as_str() {
             Some(c) => {
-                assert!(page["metadata"]["remainingItemCount"].as_u64().is_some());
+                // Exact while nothing changes, as kube-apiserver's count is.
+                assert_eq!(
+                    page["metadata"]["remainingItemCount"].as_u64(),
+                    Some((total - seen.len()) as u64)
+                );
                 url = format!("{base}/api/v1/pods?limit=7&continue={c}");
             }
             None => break,
@@ -346,6 +350,40 @@ async fn lists_page_and_filter_like_the_real_server() {
     }
     let unique: std::collections::BTreeSet<_> = seen.iter().collect();
     assert_eq!((seen.len(), unique.len()), (total, total));
+    let mut sorted = seen.clone();
+    sorted.sort();
+    assert_eq!(
+        seen, sorted,
+        "pages follow one another in (namespace, name) order"
+    );
+
+    // A namespace's list pages within the namespace and ends with it.
+    let in_ns = get(format!("{base}/api/v1/namespaces/kube-system/pods")).await;
+    let in_ns_total = in_ns["items"].as_array().expect("items").len();
+    assert!(in_ns_total > 2, "{in_ns_total}");
+    let mut in_ns_seen = 0;
+    let mut url = format!("{base}/api/v1/namespaces/kube-system/pods?limit=2");
+    loop {
+        let page = get(url.clone()).await;
+        let items = page["items"].as_array().expect("items");
+        assert!(
+            items
+                .iter()
+                .all(|p| p["metadata"]["namespace"] == "kube-system")
+        );
+        in_ns_seen += items.len();
+        match page["metadata"]["continue"].as_str() {
+            Some(c) => {
+                assert_eq!(
+                    page["metadata"]["remainingItemCount"].as_u64(),
+                    Some((in_ns_total - in_ns_seen) as u64)
+                );
+                url = format!("{base}/api/v1/namespaces/kube-system/pods?limit=2&continue={c}");
+            }
+            None => break,
+        }
+    }
+    assert_eq!(in_ns_seen, in_ns_total);
 
     let sel = get(format!(
         "{base}/api/v1/pods?labelSelector=k8s-app%20in%20(kube-dns,nope),tier!%3Ddb"

@@ -66,6 +66,7 @@ async fn lab_with_history(subnet: u8, history: usize, dir: &Path) -> Lab {
     Lab::start(LabOptions {
         scenario: scenario.display().to_string(),
         generate_nodes: None,
+        pods_per_node: None,
         subnet,
         speed: 20.0,
         state_dir: dir.join("state"),

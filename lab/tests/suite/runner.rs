@@ -138,6 +138,7 @@ async fn stale_environment_files_of_an_earlier_lab_are_removed() {
     let opts = gates_lab::LabOptions {
         scenario: "staging-today".into(),
         generate_nodes: None,
+        pods_per_node: None,
         subnet: 83,
         speed: 1.0,
         state_dir: dir.path().join("state"),
@@ -223,6 +224,7 @@ async fn read_only_proxmox_token_and_busy_addresses() {
     let err = gates_lab::Lab::start(gates_lab::LabOptions {
         scenario: "adr-007".into(),
         generate_nodes: None,
+        pods_per_node: None,
         subnet: 84,
         speed: 1.0,
         state_dir: dir.path().join("state"),
@@ -246,6 +248,7 @@ async fn a_scenario_may_make_down_addresses_refuse_instead_of_stall() {
     let lab = gates_lab::Lab::start(gates_lab::LabOptions {
         scenario: scenario.display().to_string(),
         generate_nodes: None,
+        pods_per_node: None,
         subnet: 87,
         speed: 1.0,
         state_dir: dir.path().join("state"),

@@ -9,6 +9,7 @@ async fn generated_scenario_serves_paged_lists() {
     let lab = gates_lab::Lab::start(gates_lab::LabOptions {
         scenario: String::new(),
         generate_nodes: Some(2000),
+        pods_per_node: None,
         subnet: 80,
         speed: 1.0,
         state_dir: dir.path().join("state"),
@@ -48,4 +49,26 @@ async fn generated_scenario_serves_paged_lists() {
         assert_eq!(count, expected, "{path}");
     }
     lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_generator_puts_as_many_pods_per_node_as_asked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start = |pods_per_node| {
+        gates_lab::Lab::start(gates_lab::LabOptions {
+            scenario: String::new(),
+            generate_nodes: Some(23),
+            pods_per_node,
+            subnet: 171,
+            speed: 1.0,
+            state_dir: dir.path().join("state"),
+            env_dir: None,
+        })
+    };
+    for (asked, expected) in [(Some(5), 100), (None, 200)] {
+        let lab = start(asked).await.expect("generated lab starts");
+        let pods = lab.shared.read(|w| w.envs[0].pods.len());
+        assert_eq!(pods, expected, "20 workers, {asked:?} pods per node");
+        lab.stop().await;
+    }
 }

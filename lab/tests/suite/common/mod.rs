@@ -11,6 +11,7 @@ pub async fn start(scenario: &str, subnet: u8, speed: f64) -> (Lab, tempfile::Te
     let lab = Lab::start(LabOptions {
         scenario: scenario.into(),
         generate_nodes: None,
+        pods_per_node: None,
         subnet,
         speed,
         state_dir: dir.path().join("state"),

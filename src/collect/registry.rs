@@ -1,0 +1,187 @@
+//! The one table of collected resources: for each [`Kind`], the [`State`] field its objects
+//! go to and the type they are decoded into. The snapshot reader and the live collector both
+//! decode through it, straight from each object's JSON text into that type (no generic JSON
+//! tree in between), so both accept and reject exactly the same shapes; the matches below
+//! are exhaustive, so a kind added to [`Kind`] without a row here does not compile.
+
+use serde::de::DeserializeOwned;
+
+use super::kinds::Kind;
+use crate::state::{
+    Collected, L2AnnouncementPolicy, LonghornNode, LonghornReplica, LonghornSetting,
+    LonghornVolume, NodeMetrics, PodMetrics, State,
+};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+
+macro_rules! registry {
+    ($($kind:ident => $field:ident: $ty:ty,)*) => {
+        /// The typed objects of one kind.
+        #[derive(Debug)]
+        pub enum Objects {
+            $($kind(Vec<$ty>),)*
+        }
+
+        impl Objects {
+            /// No objects of `kind`.
+            pub fn empty(kind: Kind) -> Objects {
+                match kind {
+                    $(Kind::$kind => Objects::$kind(Vec::new()),)*
+                }
+            }
+
+            /// Decode the JSON texts of `kind`'s objects, in order; the first that does not
+            /// fit the kind's shape is the error, with its name.
+            pub fn decode(kind: Kind, texts: &[&str]) -> Result<Objects, String> {
+                match kind {
+                    $(Kind::$kind => decode_all::<$ty>(kind, texts).map(Objects::$kind),)*
+                }
+            }
+
+            pub fn len(&self) -> usize {
+                match self {
+                    $(Objects::$kind(items) => items.len(),)*
+                }
+            }
+
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+
+            /// Decode already parsed JSON values of `kind`, the way objects were typed before
+            /// they were decoded from their text: the reference the tests compare against.
+            #[cfg(test)]
+            pub fn from_values(kind: Kind, values: Vec<serde_json::Value>) -> Result<Objects, String> {
+                match kind {
+                    $(Kind::$kind => values
+                        .into_iter()
+                        .map(|v| serde_json::from_value::<$ty>(v).map_err(|e| e.to_string()))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map(Objects::$kind),)*
+                }
+            }
+
+            /// The objects as JSON, for comparisons.
+            #[cfg(test)]
+            pub fn to_json(&self) -> serde_json::Value {
+                match self {
+                    $(Objects::$kind(items) => serde_json::to_value(items).unwrap_or_default(),)*
+                }
+            }
+
+            /// Append `more` (of the same kind; another kind is a bug and is dropped).
+            pub fn extend(&mut self, more: Objects) {
+                match (self, more) {
+                    $((Objects::$kind(items), Objects::$kind(more)) => items.extend(more),)*
+                    _ => debug_assert!(false, "objects of two kinds mixed"),
+                }
+            }
+        }
+
+        /// The name of `kind`'s field in [`State`] (as it serializes).
+        pub fn field_name(kind: Kind) -> &'static str {
+            match kind {
+                $(Kind::$kind => stringify!($field),)*
+            }
+        }
+
+        /// Put one kind's objects, or why they are missing, into its field of `state`.
+        pub fn store(state: &mut State, kind: Kind, objects: Result<Objects, String>) {
+            match (kind, objects) {
+                $(
+                    (Kind::$kind, Ok(Objects::$kind(items))) => state.$field = Collected::Present(items),
+                    (Kind::$kind, Err(reason)) => state.$field = Collected::Absent(reason),
+                )*
+                (kind, Ok(_)) => store(state, kind, Err(format!("{} were decoded as another kind", kind.coordinates().resource_name()))),
+            }
+        }
+    };
+}
+
+registry! {
+    Node => nodes: Node,
+    Pod => pods: Pod,
+    Deployment => deployments: Deployment,
+    DaemonSet => daemonsets: DaemonSet,
+    StatefulSet => statefulsets: StatefulSet,
+    PodDisruptionBudget => pdbs: PodDisruptionBudget,
+    Service => services: Service,
+    Lease => leases: Lease,
+    L2AnnouncementPolicy => l2_policies: L2AnnouncementPolicy,
+    LonghornNode => longhorn_nodes: LonghornNode,
+    LonghornVolume => longhorn_volumes: LonghornVolume,
+    LonghornReplica => longhorn_replicas: LonghornReplica,
+    LonghornSetting => longhorn_settings: LonghornSetting,
+    NodeMetrics => node_metrics: NodeMetrics,
+    PodMetrics => pod_metrics: PodMetrics,
+}
+
+fn decode_all<T: DeserializeOwned>(kind: Kind, texts: &[&str]) -> Result<Vec<T>, String> {
+    let mut items = Vec::with_capacity(texts.len());
+    for text in texts {
+        match serde_json::from_str(text) {
+            Ok(item) => items.push(item),
+            Err(err) => return Err(unexpected_shape(kind, text, &err)),
+        }
+    }
+    Ok(items)
+}
+
+/// `Pod team/app-1 has an unexpected shape: …`, the error without the position inside the
+/// object's own text (meaningless to the reader of the file).
+pub fn unexpected_shape(kind: Kind, text: &str, err: &serde_json::Error) -> String {
+    let message = err.to_string();
+    let message = match message.rfind(" at line ") {
+        Some(at) if err.line() > 0 => message[..at].to_string(),
+        _ => message,
+    };
+    format!(
+        "{} {} has an unexpected shape: {message}",
+        kind.coordinates().kind,
+        name_in(text)
+    )
+}
+
+/// `namespace/name` or `name` of an object's JSON text, for messages.
+pub fn name_in(text: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(default)]
+        metadata: serde_json::Value,
+    }
+    let meta = serde_json::from_str::<Meta>(text)
+        .map(|m| m.metadata)
+        .unwrap_or_default();
+    super::raw::object_name(&serde_json::json!({ "metadata": meta }))
+}
+
+/// Decode `texts` on every core, in order: the objects of a large cluster are many and
+/// independent. The first error in the texts' order wins, as when decoding one by one.
+pub fn decode_parallel(kind: Kind, texts: &[&str]) -> Result<Objects, String> {
+    const SERIAL_BELOW: usize = 2048;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads < 2 || texts.len() < SERIAL_BELOW {
+        return Objects::decode(kind, texts);
+    }
+    let chunk = texts.len().div_ceil(threads);
+    let parts: Vec<Result<Objects, String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = texts
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || Objects::decode(kind, part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("decoding panicked".to_string()))
+            })
+            .collect()
+    });
+    let mut all = Objects::empty(kind);
+    for part in parts {
+        all.extend(part?);
+    }
+    Ok(all)
+}
