@@ -179,6 +179,8 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     let mut table = format_table(&rows);
     table.push(basis_text.to_string());
 
+    // The verdict is per node; a host a failed read hides is only a column, but it is said.
+    let host_warning: Vec<String> = hosts.unread(nodes.iter().map(|n| name(&n.metadata))).into_iter().collect();
     if !short.is_empty() {
         return Finding::fail(format!(
             "{} of {} nodes keep less than {margin_text} of CPU or memory free: {}",
@@ -186,11 +188,13 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             nodes.len(),
             short.join(", ")
         ))
-        .with_evidence(short_lines.into_iter().chain(unknown).chain(table));
+        .with_evidence(short_lines.into_iter().chain(unknown).chain(table))
+        .with_warnings(host_warning);
     }
     if let Some(first) = unknown.first() {
         return Finding::error(format!("cannot measure headroom of {first}"))
-            .with_evidence(unknown.iter().skip(1).cloned().chain(table));
+            .with_evidence(unknown.iter().skip(1).cloned().chain(table))
+            .with_warnings(host_warning);
     }
     if nodes.is_empty() {
         return Finding::error("no nodes to measure");
@@ -199,6 +203,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         "every node keeps at least {margin_text} of its CPU and memory free"
     ))
     .with_evidence(table)
+    .with_warnings(host_warning)
 }
 
 /// CPU and memory cells of one node, or why they cannot be computed.
@@ -378,6 +383,29 @@ mod tests {
         assert_eq!(
             f.evidence.last().unwrap(),
             "used = max(requests, measured usage)"
+        );
+    }
+
+    #[test]
+    fn an_unread_vm_config_leaves_the_per_node_verdict_and_warns_naming_the_vm() {
+        // Headroom is each node's own allocatable against its own use: the host is only a
+        // column of the table, so an unknown host changes no verdict but is said.
+        let s = good()
+            .with(|s| {
+                s.proxmox = proxmox(
+                    &[("cp-1", "pve1"), ("cp-2", "pve2")],
+                    &["VM 103 cp-3 on pve3: timed out"],
+                )
+            })
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+        assert!(
+            f.warnings
+                .iter()
+                .any(|w| w.contains("the host of node cp-3 is unknown") && w.contains("VM 103 cp-3 on pve3")),
+            "{:?}",
+            f.warnings
         );
     }
 

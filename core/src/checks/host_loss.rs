@@ -142,6 +142,23 @@ mod tests {
     }
 
     #[test]
+    fn a_node_whose_vm_config_could_not_be_read_is_an_error_naming_the_vm_not_a_failure() {
+        let s = state()
+            .nodes(target_nodes())
+            .with(|s| {
+                s.proxmox = proxmox(
+                    &[("cp-1", "pve1"), ("cp-2", "pve2")],
+                    &["VM 103 cp-3 on pve3: timed out"],
+                )
+            })
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+        assert!(f.summary.contains("the host of node cp-3 is unknown"), "{}", f.summary);
+        assert!(f.summary.contains("VM 103 cp-3 on pve3: timed out"), "{}", f.summary);
+    }
+
+    #[test]
     fn unreadable_pods_are_an_error_not_a_pass() {
         let s = state()
             .nodes(target_nodes())

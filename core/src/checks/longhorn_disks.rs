@@ -48,6 +48,8 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     }
     let hosts = Hosts::new(ctx, nodes);
     let mut problems = Vec::new();
+    // Replicas whose host a failed read hides: unknown, not misplaced.
+    let mut unread = Vec::new();
     let mut details = Vec::new();
     let mut evidence = Vec::new();
 
@@ -135,10 +137,13 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
                     .entry(host)
                     .or_default()
                     .push(format!("replica {replica} on node {node}")),
-                None => problems.push(format!(
-                    "replica {replica} of volume {volume} sits on {}, so its host is unknown",
-                    hosts.describe(node)
-                )),
+                None => match hosts.unread([*node]) {
+                    Some(why) => unread.push(format!("replica {replica} of volume {volume}: {why}")),
+                    None => problems.push(format!(
+                        "replica {replica} of volume {volume} sits on {}, so its host is unknown",
+                        hosts.describe(node)
+                    )),
+                },
             }
         }
         for (host, members) in by_host.iter().filter(|(_, m)| m.len() > 1) {
@@ -162,11 +167,22 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             .map(Vec::as_slice)
             .unwrap_or(&[]),
     );
-    match problems.first() {
-        Some(first) => Finding::fail(first.clone())
-            .with_evidence(problems.iter().skip(1).cloned().chain(details).chain(evidence))
+    match (problems.first(), unread.first()) {
+        (Some(first), _) => Finding::fail(first.clone())
+            .with_evidence(
+                problems
+                    .iter()
+                    .skip(1)
+                    .chain(&unread)
+                    .cloned()
+                    .chain(details)
+                    .chain(evidence),
+            )
             .with_warnings(warnings),
-        None => Finding::pass(format!(
+        (None, Some(first)) => Finding::error(first.clone())
+            .with_evidence(unread.iter().skip(1).cloned().chain(details).chain(evidence))
+            .with_warnings(warnings),
+        (None, None) => Finding::pass(format!(
             "Longhorn can store data on all {} nodes; {attached} attached volume(s) healthy; replicas on distinct hosts",
             nodes.len()
         ))
@@ -344,6 +360,42 @@ mod tests {
             .longhorn_replicas([longhorn_replica("pvc-e-r-1", "pvc-e", "")])
             .build();
         assert_eq!(check(&s).verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn a_replica_on_a_node_whose_vm_config_could_not_be_read_is_an_error_naming_the_vm() {
+        let s = good()
+            .with(|s| {
+                s.proxmox = proxmox(
+                    &[("cp-1", "pve1"), ("cp-2", "pve2")],
+                    &["VM 103 cp-3 on pve3: 500 Internal Server Error"],
+                )
+            })
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+        assert!(f.summary.contains("the host of node cp-3 is unknown"), "{}", f.summary);
+        assert!(f.summary.contains("VM 103 cp-3 on pve3"), "{}", f.summary);
+    }
+
+    #[test]
+    fn an_unreadable_proxmox_makes_the_replica_spread_an_error_not_a_pass_on_labels() {
+        let f = check(&good().with(|s| s.proxmox = absent("401 Unauthorized")).build());
+        assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+        assert!(f.summary.contains("Proxmox could not be read (401 Unauthorized)"), "{}", f.summary);
+    }
+
+    #[test]
+    fn two_replicas_proven_on_one_host_fail_though_a_vm_config_could_not_be_read() {
+        let s = good()
+            .with(|s| {
+                s.proxmox = proxmox(
+                    &[("cp-1", "pve1"), ("cp-2", "pve1")],
+                    &["VM 103 cp-3 on pve3: timed out"],
+                )
+            })
+            .build();
+        fails_with(&s, "volume pvc-a has 2 replicas on host pve1");
     }
 
     #[test]

@@ -200,6 +200,10 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
                         ready_hosts.iter().next().copied().unwrap_or("<none>"),
                         params.name
                     ));
+                } else if let Some(why) = hosts.unread(unknown.iter().copied()) {
+                    errors.push(format!(
+                        "cannot show the ready replicas sit on two hosts: {why}"
+                    ));
                 } else {
                     problems.push(format!(
                         "cannot show the ready replicas sit on two hosts: {} lack the host label {}",
@@ -705,6 +709,41 @@ mod tests {
             &s,
             "cannot show the ready replicas sit on two hosts: cp-2 lack the host label",
         );
+    }
+
+    #[test]
+    fn a_replica_whose_vm_config_could_not_be_read_makes_the_spread_an_error_naming_the_vm() {
+        let s = good()
+            .with(|s| s.proxmox = proxmox(&[("cp-1", "pve1")], &["VM 102 cp-2 on pve2: timed out"]))
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+        assert!(f.summary.contains("the host of node cp-2 is unknown"), "{}", f.summary);
+        assert!(f.summary.contains("VM 102 cp-2 on pve2: timed out"), "{}", f.summary);
+    }
+
+    #[test]
+    fn an_unreadable_proxmox_makes_the_spread_an_error_not_a_pass_on_labels() {
+        let s = good()
+            .with(|s| s.proxmox = absent("connection refused"))
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+        assert!(f.summary.contains("Proxmox could not be read (connection refused)"), "{}", f.summary);
+    }
+
+    #[test]
+    fn replicas_proven_on_two_hosts_pass_though_another_vm_config_could_not_be_read() {
+        let s = good()
+            .with(|s| {
+                s.proxmox = proxmox(
+                    &[("cp-1", "pve1"), ("cp-2", "pve2")],
+                    &["VM 103 cp-3 on pve3: timed out"],
+                )
+            })
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::Context;
 use crate::config::ServiceRef;
 use crate::selector::Selector;
+use crate::state::Collected;
 
 /// The marker label Talos puts on control-plane nodes.
 pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
@@ -76,13 +77,19 @@ pub fn pod_node(pod: &Pod) -> Option<&str> {
 
 /// Which physical host each node runs on. This is the one place that answers that question:
 /// Proxmox's placement (VM by SMBIOS uuid) when Proxmox was read, else the environment's host
-/// label.
+/// label. A failed read is never a label: when Proxmox could not be read, or a node matches no
+/// VM while some VM configs could not be read, that node's host is unknown and
+/// [`Hosts::unread`] says why, so a check can give `error` instead of judging a guess.
 #[derive(Debug, Clone)]
 pub struct Hosts {
     label: String,
     by_node: BTreeMap<String, Option<String>>,
     /// Node → (Proxmox host, VM description), when Proxmox was read.
     placed: Option<BTreeMap<String, (String, String)>>,
+    /// Why Proxmox could not be read at all, when it could not.
+    unreadable: Option<String>,
+    /// The VMs whose config could not be read (`VM 102 cp-2 on pve2: why`).
+    unread_vm_configs: Vec<String>,
 }
 
 impl Hosts {
@@ -110,19 +117,64 @@ impl Hosts {
                 })
                 .collect()
         });
+        let unreadable = match &ctx.state.proxmox {
+            Collected::Absent(reason) => Some(reason.clone()),
+            Collected::Present(_) | Collected::NotApplicable(_) => None,
+        };
+        let unread_vm_configs = ctx
+            .state
+            .proxmox
+            .present()
+            .map(|p| p.unread_vm_configs.clone())
+            .unwrap_or_default();
         Hosts {
             label,
             by_node,
             placed,
+            unreadable,
+            unread_vm_configs,
         }
     }
 
-    /// The host of a node, if known: Proxmox's answer when Proxmox was read, else the label.
+    /// The host of a node, if known: Proxmox's answer when Proxmox was read, else the label
+    /// (only when Proxmox is not part of the environment: an unreadable one is no label).
     pub fn of(&self, node: &str) -> Option<&str> {
-        match &self.placed {
-            Some(placed) => placed.get(node).map(|(host, _)| host.as_str()),
-            None => self.labelled(node),
+        match (&self.placed, &self.unreadable) {
+            (Some(placed), _) => placed.get(node).map(|(host, _)| host.as_str()),
+            (None, Some(_)) => None,
+            (None, None) => self.labelled(node),
         }
+    }
+
+    /// Why the hosts of some of `nodes` are unknown because a read failed (Proxmox, or a VM
+    /// config that may be theirs), naming the nodes and what could not be read; `None` when
+    /// every host is known or a host is missing for a reason a read could not change (no VM,
+    /// no label), which is a finding of its own.
+    pub fn unread<'n>(&self, nodes: impl IntoIterator<Item = &'n str>) -> Option<String> {
+        let unknown: Vec<&str> = nodes.into_iter().filter(|n| self.of(n).is_none()).collect();
+        if unknown.is_empty() {
+            return None;
+        }
+        if let Some(reason) = &self.unreadable {
+            return Some(format!(
+                "the host of node {} is unknown: Proxmox could not be read ({reason})",
+                unknown.join(", ")
+            ));
+        }
+        if self.placed.is_some() && !self.unread_vm_configs.is_empty() {
+            return Some(format!(
+                "the host of node {} is unknown: it matches no VM while {} Proxmox VM config(s) could not be read ({})",
+                unknown.join(", "),
+                self.unread_vm_configs.len(),
+                self.unread_vm_configs.join("; ")
+            ));
+        }
+        None
+    }
+
+    /// The VM configs that could not be read, for evidence.
+    pub fn unread_vm_configs(&self) -> &[String] {
+        &self.unread_vm_configs
     }
 
     /// The host the node's label claims, whatever Proxmox says.
@@ -158,6 +210,12 @@ impl Hosts {
             return format!("host {host}, {vm}");
         }
         match self.by_node.get(node) {
+            Some(_) if self.unreadable.is_some() => {
+                "host unknown: Proxmox could not be read".to_string()
+            }
+            Some(_) if self.placed.is_some() && !self.unread_vm_configs.is_empty() => {
+                "host unknown: no VM matched while some VM configs could not be read".to_string()
+            }
             Some(_) if self.placed.is_some() => "no VM in Proxmox".to_string(),
             Some(Some(host)) => format!("host {host}"),
             Some(None) => format!("no host label {}", self.label),

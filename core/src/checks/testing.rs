@@ -151,6 +151,27 @@ pub fn absent<T>(reason: &str) -> Collected<T> {
     Collected::Absent(reason.to_string())
 }
 
+/// Proxmox as read: `placed` nodes on their hosts (VM 101, 102, … named like the node), and
+/// the VM configs that could not be read (`"VM 103 cp-3 on pve3: timed out"`).
+pub fn proxmox(placed: &[(&str, &str)], unread: &[&str]) -> Collected<crate::state::ProxmoxState> {
+    Collected::Present(crate::state::ProxmoxState {
+        placements: placed
+            .iter()
+            .enumerate()
+            .map(|(i, (node, host))| crate::state::Placement {
+                node: node.to_string(),
+                vmid: 101 + i as u32,
+                vm_name: node.to_string(),
+                host: host.to_string(),
+                uuid: Some(format!("uuid-{i}")),
+                matched_by: "uuid".into(),
+            })
+            .collect(),
+        unread_vm_configs: unread.iter().map(|u| u.to_string()).collect(),
+        ..Default::default()
+    })
+}
+
 /// Evaluates a check against an environment and state.
 pub fn run<P>(
     env: &Environment,

@@ -240,6 +240,10 @@ impl<'a> Cluster<'a> {
             }
         };
 
+        let unread_vm_configs: &[String] = match (&state.proxmox, &placed) {
+            (Collected::Present(proxmox), Some(_)) => &proxmox.unread_vm_configs,
+            _ => &[],
+        };
         let mut sorted: Vec<&Node> = nodes.iter().collect();
         sorted.sort_by(|a, b| name(&a.metadata).cmp(name(&b.metadata)));
         let usage_basis = input.env.capacity.basis == CapacityBasis::Usage;
@@ -267,7 +271,14 @@ impl<'a> Cluster<'a> {
                     .filter(|h| !h.is_empty())
                     .cloned(),
             };
-            if host.is_none() {
+            if host.is_none() && !unread_vm_configs.is_empty() {
+                // Its VM may be one whose config could not be read: unknown, not lost.
+                unknown.push(format!(
+                    "the host of node {node_name} is unknown: it matches no VM while {} Proxmox VM config(s) could not be read ({})",
+                    unread_vm_configs.len(),
+                    unread_vm_configs.join("; ")
+                ));
+            } else if host.is_none() {
                 unplaced.push(match &placed {
                     Some(_) => format!(
                         "node {node_name} has no VM in Proxmox: no host's loss can be shown survivable while a node's host is unknown"

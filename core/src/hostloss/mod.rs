@@ -93,6 +93,10 @@ pub fn predict(input: Input<'_>, only: Option<&str>) -> Prediction {
     let mut prediction = Prediction::new(hosts, cluster.notes.clone(), unknown_host);
     if cluster.hosts().is_empty() {
         prediction.not_survivable = cluster.unplaced.clone();
+        if cluster.unplaced.is_empty() {
+            // No node on a known host because reads failed: nothing can be told.
+            prediction.cannot_tell.extend(cluster.unknown.iter().cloned());
+        }
     }
     prediction
 }

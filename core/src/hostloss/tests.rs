@@ -647,6 +647,43 @@ fn a_node_without_a_host_makes_every_host_loss_fatal() {
 }
 
 #[test]
+fn a_node_whose_vm_config_could_not_be_read_makes_every_outcome_unknown_not_lost() {
+    let s = state()
+        .nodes(three())
+        .with(|s| {
+            s.proxmox = crate::checks::testing::proxmox(
+                &[("cp-1", "pve1"), ("cp-2", "pve2")],
+                &["VM 103 cp-3 on pve3: timed out"],
+            )
+        })
+        .build();
+    let p = run(&s);
+    assert!(!p.hosts.is_empty());
+    for h in &p.hosts {
+        assert_eq!(h.outcome, Outcome::Unknown, "{}", reasons(&p, &h.host));
+        assert!(
+            reasons(&p, &h.host).contains("VM 103 cp-3 on pve3: timed out"),
+            "{}",
+            reasons(&p, &h.host)
+        );
+    }
+    assert_eq!(p.exit_code(), 2);
+    // With no node on a known host, nothing can be predicted, and the prediction says why.
+    let s = state()
+        .nodes(three())
+        .with(|s| {
+            s.proxmox =
+                crate::checks::testing::proxmox(&[], &["VM 101 cp-1 on pve1: timed out"])
+        })
+        .build();
+    let p = run(&s);
+    assert!(p.hosts.is_empty());
+    assert!(p.not_survivable.is_empty(), "{:?}", p.not_survivable);
+    assert!(p.cannot_tell.join("\n").contains("VM 101 cp-1 on pve1"), "{:?}", p.cannot_tell);
+    assert_eq!(p.exit_code(), 2);
+}
+
+#[test]
 fn missing_metrics_leave_capacity_to_requests_with_a_note() {
     let mut env = env();
     env.capacity.basis = crate::config::CapacityBasis::Usage;
