@@ -63,12 +63,14 @@ pub fn render(run: &Run) -> String {
         let classname = format!("{class_prefix}.gate{number}");
         let time = cases.iter().map(|c| c.duration.as_secs_f64()).sum();
         junit.start_suite(&classname, &Tally::of(&cases), time, &timestamp);
-        junit.properties(&[
-            ("environment", run.environment.as_str()),
-            ("decision", run.decision.as_str()),
-            ("gate", title.as_str()),
-            ("source", source.as_str()),
-        ]);
+        let mut properties: Vec<(&str, String)> = vec![
+            ("environment", run.environment.clone()),
+            ("decision", run.decision.clone()),
+            ("gate", title.clone()),
+            ("source", source.clone()),
+        ];
+        properties.extend(run.provenance.properties());
+        junit.properties(&properties);
         for case in &cases {
             junit.testcase(case, &classname);
         }

@@ -64,3 +64,55 @@ fn junit_with_errors_validates() {
         "the error says what to fix:\n{xml}"
     );
 }
+
+/// The value of the first `<property name="NAME" value="..."/>` of a JUnit document.
+fn property<'a>(xml: &'a str, name: &str) -> &'a str {
+    let start = xml
+        .find(&format!("<property name=\"{name}\" value=\""))
+        .unwrap_or_else(|| panic!("no property {name} in\n{xml}"));
+    let rest = &xml[start..];
+    let value = &rest[rest.find("value=\"").unwrap() + 7..];
+    &value[..value.find('"').unwrap()]
+}
+
+#[test]
+fn every_check_suite_carries_the_provenance_of_its_evidence_as_properties() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("staging.xml");
+    let (out, _reports) = check(
+        "staging",
+        STAGING_TODAY,
+        &["--junit", junit.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    validate_junit(&junit);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let suites = xml.matches("<testsuite ").count();
+    assert!(suites >= 4, "{xml}");
+    for name in [
+        "provenance.environment",
+        "provenance.collected_at",
+        "provenance.kube_system_uid",
+        "provenance.api_ca_sha256",
+        "provenance.etcd_members",
+        "provenance.topology_digest",
+        "provenance.control_planes",
+    ] {
+        assert_eq!(
+            xml.matches(&format!("<property name=\"{name}\"")).count(),
+            suites,
+            "{name} in every suite:\n{xml}"
+        );
+    }
+    assert_eq!(property(&xml, "provenance.environment"), "staging");
+    let digest = property(&xml, "provenance.topology_digest");
+    assert!(
+        digest.len() == 64 && digest.chars().all(|c| c.is_ascii_hexdigit()),
+        "{digest}"
+    );
+    // A kubectl dump proves no CA: the part is there and says it is not known.
+    assert_eq!(property(&xml, "provenance.api_ca_sha256"), "unknown");
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(property(&xml, "provenance.collected_at")).is_ok()
+    );
+}

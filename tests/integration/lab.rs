@@ -66,8 +66,31 @@ async fn every_static_gate_passes_on_the_adr_target_and_check_only_reads() {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab("adr-007", 100, dir.path()).await;
     let envs = dir.path().join("environments");
-    let (out, json) = check_json(envs.clone(), "lab", &[]).await;
+    let junit = dir.path().join("lab.xml");
+    let (out, json) = check_json(envs.clone(), "lab", &["--junit", junit.to_str().unwrap()]).await;
     assert_eq!(out.status.code(), Some(0), "{json:#}");
+    // The JUnit names the cluster its verdicts are about, every part read live.
+    validate_junit(&junit);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    for (name, part) in [
+        ("provenance.kube_system_uid", "kube_system_uid"),
+        ("provenance.api_ca_sha256", "api_ca_sha256"),
+    ] {
+        let want = json["provenance"]["cluster"][part].as_str().unwrap_or_else(|| {
+            panic!("the JSON report has {part}: {:#}", json["provenance"])
+        });
+        assert!(
+            xml.contains(&format!("<property name=\"{name}\" value=\"{want}\"/>")),
+            "{name} {want} in\n{xml}"
+        );
+    }
+    let members = json["provenance"]["cluster"]["etcd_members"].as_array().unwrap();
+    assert_eq!(members.len(), 3, "{:#}", json["provenance"]);
+    let digest = json["provenance"]["topology"]["digest"].as_str().unwrap();
+    assert!(
+        xml.contains(&format!("<property name=\"provenance.topology_digest\" value=\"{digest}\"/>")),
+        "{xml}"
+    );
     for name in [
         "gate1::lab::etcd-members",
         "gate1::lab::talos-endpoints",

@@ -103,6 +103,47 @@ impl Provenance {
         }
     }
 
+    /// Name and value of every part, for report properties (JUnit, HTML): a part that could
+    /// not be read says `unknown`, so a reader sees it was looked for.
+    pub fn properties(&self) -> Vec<(&'static str, String)> {
+        let known = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".to_string());
+        let topology = if self.topology.digest.is_empty() {
+            "unknown".to_string()
+        } else {
+            self.topology.digest.clone()
+        };
+        vec![
+            ("provenance.environment", self.environment.clone()),
+            ("provenance.collected_at", self.collected_at.to_rfc3339()),
+            (
+                "provenance.kube_system_uid",
+                known(&self.cluster.kube_system_uid),
+            ),
+            ("provenance.api_ca_sha256", known(&self.cluster.api_ca_sha256)),
+            (
+                "provenance.etcd_members",
+                known(&self.cluster.etcd_members.as_ref().map(|m| m.join(","))),
+            ),
+            ("provenance.topology_digest", topology),
+            (
+                "provenance.control_planes",
+                self.topology
+                    .control_planes
+                    .iter()
+                    .map(|n| {
+                        format!(
+                            "{} host {} vm {}",
+                            n.node,
+                            n.host.as_deref().unwrap_or("unknown"),
+                            n.vm_uuid.as_deref().unwrap_or("unknown")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+        ]
+    }
+
     /// One line for terminals and notes: environment, time and the identity parts.
     pub fn describe(&self) -> String {
         let mut parts = vec![format!(

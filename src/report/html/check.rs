@@ -42,6 +42,16 @@ pub fn render(run: &Run) -> String {
         t.errors,
         t.skipped
     );
+    b.push_str("<section class=\"provenance\"><h2>Provenance</h2><table class=\"provenance\"><tbody>");
+    for (name, value) in run.provenance.properties() {
+        let _ = write!(
+            b,
+            "<tr data-property=\"{name}\"><th>{}</th><td><code>{}</code></td></tr>",
+            escape(name.trim_start_matches("provenance.")),
+            escape(&value)
+        );
+    }
+    b.push_str("</tbody></table></section>");
     b.push_str(
         "<section><h2>Gates</h2><table class=\"gates\"><thead><tr><th class=\"num\">gate</th>\
          <th>verdict</th><th>title</th><th class=\"num\">trials</th></tr></thead><tbody>",
