@@ -186,11 +186,9 @@ pub fn env_file(
 /// Chaos settings (gate 4) for a lab running `speed` times faster than real time: the
 /// harness's defaults in simulated time, converted to real time, with one or two sample
 /// intervals of slack on the budgets so sampling granularity cannot fail them. The workloads
-/// are read through the API (one LIST of every pod per sample, with a patience of a fraction
-/// of a second that the compressed clock does not shrink): over a failover, and on a busy
-/// machine beyond it, they are unknown for longer than the API is down. The lab's workloads
-/// never lose their last replica, so their budget is the recovery timeout: wide enough that
-/// only a harness that could not see at all errors.
+/// keep the harness's default budget (none): they are read through the API, and the time
+/// they cannot be seen while the API's own probes measure it down is the API's, judged
+/// against the API budget, so a run on the VIP's host passes without widening it.
 fn chaos_section(speed: f64) -> String {
     let speed = if speed.is_finite() && speed > 0.0 {
         speed
@@ -204,12 +202,10 @@ fn chaos_section(speed: f64) -> String {
     let recovery = real_ms(900.0).max(15_000);
     let slack = 2 * interval;
     format!(
-        "chaos:\n  allowed: true\n  sample_interval: {interval}ms\n  outage: {outage}ms\n  recovery_timeout: {recovery}ms\n  budgets:\n    api: {{ longest: {}ms, total: {}ms }}\n    ingress: {{ longest: {}ms, total: {}ms }}\n    workloads: {{ longest: {}ms, total: {}ms }}\n",
+        "chaos:\n  allowed: true\n  sample_interval: {interval}ms\n  outage: {outage}ms\n  recovery_timeout: {recovery}ms\n  budgets:\n    api: {{ longest: {}ms, total: {}ms }}\n    ingress: {{ longest: {}ms, total: {}ms }}\n",
         real_ms(75.0) + slack,
         real_ms(90.0) + slack,
         real_ms(25.0) + slack,
         real_ms(40.0) + slack,
-        recovery,
-        2 * recovery,
     )
 }

@@ -346,6 +346,7 @@ fn conclude(
         reason: &ran.reason,
         interrupted,
         lease: Some(&ran.lease),
+        edge_slack: p.planned.timings.interval + p.planned.timings.timeout,
     });
     let stem = report::stem(&run.args.reports, &env.name, ran.started_at);
     let all_events = events.all();

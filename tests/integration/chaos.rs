@@ -329,6 +329,7 @@ async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
         "ingress::whoami.lab.internal",
         "ingress/lab/whoami.lab.internal",
     );
+    assert_workloads_unseen_only_while_the_api_was_down(&report);
     // The plan showed the prediction, and the report holds it beside the measurement: every
     // probe the model makes a claim about measured what it predicted.
     assert!(
@@ -404,6 +405,77 @@ async fn a_full_run_on_adr_007_passes_and_measures_what_the_lab_did() {
         .run(&bench.config(), &["check", "lab", "chaos-report"])
         .await;
     crate::support::assert_trial(&stdout(&out), "gate4::lab::chaos-report", "ok");
+    bench.lab.stop().await;
+}
+
+/// The VIP's host went down: the workloads, read through the API, could not be seen while
+/// it was down. With the default workloads budget (none), that time is the API outage's,
+/// stated in each workloads trial, never "available throughout".
+fn assert_workloads_unseen_only_while_the_api_was_down(report: &Value) {
+    let workloads: Vec<&Value> = report["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["probe"].as_str().unwrap().starts_with("workloads::"))
+        .collect();
+    assert_eq!(workloads.len(), 3, "{report:#}");
+    let mut unseen = 0;
+    for w in workloads {
+        assert_eq!(seconds(&w["budget_longest"]), 0.0, "the default budget: {w:#}");
+        assert_eq!(w["finding"]["verdict"], "pass", "{w:#}");
+        let unknown = w["unknown"].as_array().unwrap();
+        assert_eq!(
+            Some(unknown),
+            w.get("unknown_during_api_outage").and_then(Value::as_array).or(Some(&vec![])),
+            "every unknown interval lies in an API outage: {w:#}"
+        );
+        let summary = w["finding"]["summary"].as_str().unwrap();
+        if !unknown.is_empty() {
+            unseen += 1;
+            assert!(
+                summary.contains("while the API was down") && !summary.contains("available throughout"),
+                "{summary}"
+            );
+        }
+    }
+    assert!(unseen > 0, "the workloads could not be read while the API was down: {report:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chaos_on_a_host_without_the_vip_sees_the_workloads_throughout_and_passes() {
+    let bench = Bench::start("adr-007", 222).await;
+    let holder = bench
+        .lab
+        .shared
+        .read(|w| w.envs[0].vip_holder.map(|h| w.nodes[h].name.clone()))
+        .expect("the lab's VIP has a holder");
+    // talos-lab-cp-0N runs on pveN: take a host whose control plane does not hold the VIP.
+    let host = (1..=3)
+        .map(|n| (format!("pve{n}"), format!("talos-lab-cp-0{n}")))
+        .find(|(_, node)| *node != holder)
+        .map(|(host, _)| host)
+        .unwrap();
+    let out = bench
+        .run(&bench.config(), &["chaos", "lab", "--host", &host])
+        .await;
+    let (o, e) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{o}\nstderr:\n{e}");
+    let report = bench.report();
+    assert_eq!(report["host"], host.as_str());
+    assert!(
+        probe(&report, "api-vip-new-connection")["outages"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "the API stays up: {report:#}"
+    );
+    for name in ["coredns", "traefik", "cilium-operator"] {
+        let w = probe(&report, &format!("workloads::{name}"));
+        assert_eq!(w["finding"]["verdict"], "pass", "{w:#}");
+        assert_eq!(seconds(&w["budget_longest"]), 0.0, "{w:#}");
+        assert!(w.get("unknown_during_api_outage").is_none(), "no API outage to blame: {w:#}");
+    }
+    assert!(bench.all_vms_running());
     bench.lab.stop().await;
 }
 

@@ -3,13 +3,17 @@
 //! A probe that could not observe (the workloads while the API is down) proves neither up
 //! nor down. Its unknown intervals are kept apart from its outages; counting them as down,
 //! the probe may have broken its budget, and then the verdict is `error` (unknown), never
-//! a pass: proven outages over the budget still fail.
+//! a pass: proven outages over the budget still fail. Unknown time that an API probe's own
+//! measured outage holds is that outage's, judged by the API's trial (see `attribution`).
 
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::chaos::timeline::{Interval, Sample, longest_and_total, outages, unknowns, worst_case};
+use super::attribution::ApiOutages;
+use crate::chaos::timeline::{
+    Interval, Observation, Sample, longest_and_total, outages, unknowns, worst_case,
+};
 use crate::config::Budget;
 use crate::verdict::{Finding, Verdict};
 
@@ -24,6 +28,9 @@ pub struct ProbeOutcome {
     pub outages: Vec<Interval>,
     pub unknown: Vec<Interval>,
     /// The longest and total time the probe could not tell.
+    /// The unknown intervals an API outage holds: the API's downtime, judged by its probe.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown_during_api_outage: Vec<Interval>,
     #[serde(serialize_with = "crate::chaos::timeline::seconds")]
     pub unknown_longest: Duration,
     #[serde(serialize_with = "crate::chaos::timeline::seconds")]
@@ -40,12 +47,36 @@ pub struct ProbeOutcome {
 }
 
 pub fn judge(probe: &str, samples: &[Sample], budget: Budget) -> ProbeOutcome {
+    judge_within(probe, samples, budget, &ApiOutages::none())
+}
+
+/// [`judge`], with the unknown time that one of `api`'s outages holds attributed to it.
+pub fn judge_within(
+    probe: &str,
+    samples: &[Sample],
+    budget: Budget,
+    api: &ApiOutages,
+) -> ProbeOutcome {
     let found = outages(samples);
     let unknown = unknowns(samples);
     let (longest, total) = longest_and_total(&found);
     let (unknown_longest, unknown_total) = longest_and_total(&unknown);
-    // Unknown counted as down: what the probe cannot rule out.
-    let (worst_longest, worst_total) = longest_and_total(&worst_case(samples));
+    let covered: Vec<(Interval, Interval, String)> = unknown
+        .iter()
+        .filter_map(|u| api.covering(u).map(|(o, p)| (*u, *o, p.to_string())))
+        .collect();
+    let during_api: Vec<Interval> = covered.iter().map(|(u, _, _)| *u).collect();
+    // Unknown counted as down (what the probe cannot rule out), less what the API's own
+    // measured outage holds: those samples are left out, so they neither open nor close.
+    let counted: Vec<Sample> = samples
+        .iter()
+        .filter(|s| {
+            !(matches!(s.observation, Observation::Unknown(_))
+                && during_api.iter().any(|u| u.start <= s.at && s.at < u.end))
+        })
+        .cloned()
+        .collect();
+    let (worst_longest, worst_total) = longest_and_total(&worst_case(&counted));
     let budget_longest: Duration = budget.longest.into();
     let budget_total: Duration = budget.total.into();
     let over = |l: Duration, t: Duration| l > budget_longest || t > budget_total;
@@ -70,6 +101,11 @@ pub fn judge(probe: &str, samples: &[Sample], budget: Budget) -> ProbeOutcome {
         Verdict::Pass if found.is_empty() && unknown.is_empty() => {
             format!("{probe}: available throughout ({} samples)", samples.len())
         }
+        Verdict::Pass if found.is_empty() && during_api.len() == unknown.len() => format!(
+            "{probe}: no outage seen; unknown for {:.1}s (longest {:.1}s), all of it while the API was down, which the API probe judged",
+            unknown_total.as_secs_f64(),
+            unknown_longest.as_secs_f64(),
+        ),
         Verdict::Pass if found.is_empty() => format!(
             "{probe}: no outage seen; unknown for {:.1}s (longest {:.1}s), within the budget ({:.1}s, {:.1}s)",
             unknown_total.as_secs_f64(),
@@ -96,7 +132,14 @@ pub fn judge(probe: &str, samples: &[Sample], budget: Budget) -> ProbeOutcome {
         .iter()
         .map(|i| format!("down {i}{}", reason_at(samples, i)))
         .collect();
-    evidence.extend(unknown.iter().map(|i| format!("unknown {i}")));
+    evidence.extend(unknown.iter().map(|i| {
+        match covered.iter().find(|(u, _, _)| u == i) {
+            Some((_, outage, by)) => format!(
+                "unknown {i}, while the API was down ({by}: down {outage}; judged by that trial)"
+            ),
+            None => format!("unknown {i}"),
+        }
+    }));
     let finding = match verdict {
         Verdict::Pass => Finding::pass(summary),
         Verdict::Fail | Verdict::Skip => Finding::fail(summary),
@@ -113,6 +156,7 @@ pub fn judge(probe: &str, samples: &[Sample], budget: Budget) -> ProbeOutcome {
             .zip(samples.iter().map(|s| s.at).max()),
         outages: found,
         unknown,
+        unknown_during_api_outage: during_api,
         unknown_longest,
         unknown_total,
         longest,
@@ -135,10 +179,26 @@ fn reason_at(samples: &[Sample], interval: &Interval) -> String {
         .unwrap_or_default()
 }
 
+/// Samples one second apart: `+` up, `-` down, `?` unknown.
+#[cfg(test)]
+pub(crate) fn test_samples(pattern: &str) -> Vec<Sample> {
+    pattern
+        .chars()
+        .enumerate()
+        .map(|(i, c)| Sample {
+            at: Duration::from_secs(i as u64),
+            observation: match c {
+                '+' => Observation::Up,
+                '?' => Observation::Unknown("api down".into()),
+                _ => Observation::Down("refused".into()),
+            },
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chaos::timeline::Observation;
     use crate::config::Duration as Human;
 
     fn budget(longest: u64, total: u64) -> Budget {
@@ -149,18 +209,78 @@ mod tests {
     }
 
     fn samples(pattern: &str) -> Vec<Sample> {
-        pattern
-            .chars()
-            .enumerate()
-            .map(|(i, c)| Sample {
-                at: Duration::from_secs(i as u64),
-                observation: match c {
-                    '+' => Observation::Up,
-                    '?' => Observation::Unknown("api down".into()),
-                    _ => Observation::Down("refused".into()),
-                },
-            })
-            .collect()
+        test_samples(pattern)
+    }
+
+    /// The API probe saw `pattern`; edges may differ by one second.
+    fn api_down(pattern: &str) -> ApiOutages {
+        let api = samples(pattern);
+        ApiOutages::of(
+            [("api-vip-new-connection", api.as_slice())],
+            Duration::from_secs(1),
+        )
+    }
+
+    #[test]
+    fn unknown_time_inside_the_api_outage_the_api_probe_measured_is_its_and_is_said() {
+        // The VIP host goes down: the API is down [2s, 6s), the workloads unknown [2s, 6s).
+        let outcome = judge_within(
+            "workloads::coredns",
+            &samples("++????++"),
+            budget(0, 0),
+            &api_down("++----++"),
+        );
+        assert_eq!(outcome.finding.verdict, Verdict::Pass, "{:?}", outcome.finding);
+        let summary = &outcome.finding.summary;
+        assert!(!summary.contains("available throughout"), "{summary}");
+        assert!(summary.contains("unknown for 4.0s"), "{summary}");
+        assert!(summary.contains("while the API was down"), "{summary}");
+        assert_eq!(
+            outcome.finding.evidence,
+            ["unknown [2.0s, 6.0s) 4.0s, while the API was down (api-vip-new-connection: down [2.0s, 6.0s) 4.0s; judged by that trial)"]
+        );
+        assert_eq!(outcome.unknown, outcome.unknown_during_api_outage);
+    }
+
+    #[test]
+    fn unknown_time_outside_any_api_outage_stays_an_error() {
+        // Another host goes down; the API stays up, yet the workloads could not be read.
+        let outcome = judge_within(
+            "workloads::coredns",
+            &samples("++????++"),
+            budget(0, 0),
+            &api_down("++++++++"),
+        );
+        assert_eq!(outcome.finding.verdict, Verdict::Error);
+        assert!(outcome.unknown_during_api_outage.is_empty());
+    }
+
+    #[test]
+    fn unknown_time_reaching_past_the_api_outage_counts_whole() {
+        // API down [2s, 4s); workloads unknown [2s, 7s): more than one second past it.
+        let outcome = judge_within(
+            "workloads::coredns",
+            &samples("++?????++"),
+            budget(0, 0),
+            &api_down("++--+++++"),
+        );
+        assert_eq!(outcome.finding.verdict, Verdict::Error);
+        assert!(
+            outcome.finding.summary.contains("could not observe for 5.0s"),
+            "{}",
+            outcome.finding.summary
+        );
+    }
+
+    #[test]
+    fn a_workload_seen_down_after_the_api_outage_still_fails() {
+        let outcome = judge_within(
+            "workloads::coredns",
+            &samples("++??--++"),
+            budget(0, 0),
+            &api_down("++--++++"),
+        );
+        assert_eq!(outcome.finding.verdict, Verdict::Fail);
     }
 
     #[test]

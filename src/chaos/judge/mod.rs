@@ -2,6 +2,7 @@
 //! carry them (JSON, JUnit, timeline).
 
 pub mod assemble;
+pub mod attribution;
 pub mod budget;
 pub mod publish;
 pub mod report;

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use super::budget::{ProbeOutcome, judge};
+use super::attribution::{ApiOutages, reads_through_api};
+use super::budget::{ProbeOutcome, judge_within};
 use crate::chaos::act::signals::signal_name;
 use crate::chaos::observe::outage::RestoreReason;
 use crate::chaos::observe::recover::Recovery;
@@ -31,6 +32,8 @@ pub struct Measured<'a> {
     pub interrupted: Option<i32>,
     /// The run's one write outside the plan: its Lease, said in words.
     pub lease: Option<&'a str>,
+    /// How far apart two probes may see one edge: one sampling interval plus one timeout.
+    pub edge_slack: Duration,
 }
 
 pub struct Judged {
@@ -44,11 +47,22 @@ pub struct Judged {
 }
 
 pub fn judge_run(m: &Measured<'_>) -> Judged {
+    let api = ApiOutages::of(
+        m.probes
+            .iter()
+            .zip(m.samples)
+            .map(|(p, s)| (p.name.as_str(), s.as_slice())),
+        m.edge_slack,
+    );
+    let none = ApiOutages::none();
     let outcomes: Vec<ProbeOutcome> = m
         .probes
         .iter()
         .zip(m.samples)
-        .map(|(p, s)| judge(&p.name, s, p.budget))
+        .map(|(p, s)| {
+            let excuse = if reads_through_api(&p.name) { &api } else { &none };
+            judge_within(&p.name, s, p.budget, excuse)
+        })
         .collect();
     let mut trials: Vec<TrialResult> = m
         .probes
@@ -264,6 +278,7 @@ mod tests {
             reason: &RestoreReason::Deadline,
             interrupted: None,
             lease: Some("Lease kube-system/gates-chaos-lab taken before the first power action"),
+            edge_slack: Duration::from_secs(1),
         });
         let names: Vec<&str> = judged.trials.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(
@@ -325,6 +340,7 @@ mod tests {
             reason: &reason,
             interrupted,
             lease: None,
+            edge_slack: Duration::from_secs(1),
         })
     }
 
