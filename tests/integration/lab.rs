@@ -76,19 +76,23 @@ async fn every_static_gate_passes_on_the_adr_target_and_check_only_reads() {
         ("provenance.kube_system_uid", "kube_system_uid"),
         ("provenance.api_ca_sha256", "api_ca_sha256"),
     ] {
-        let want = json["provenance"]["cluster"][part].as_str().unwrap_or_else(|| {
-            panic!("the JSON report has {part}: {:#}", json["provenance"])
-        });
+        let want = json["provenance"]["cluster"][part]
+            .as_str()
+            .unwrap_or_else(|| panic!("the JSON report has {part}: {:#}", json["provenance"]));
         assert!(
             xml.contains(&format!("<property name=\"{name}\" value=\"{want}\"/>")),
             "{name} {want} in\n{xml}"
         );
     }
-    let members = json["provenance"]["cluster"]["etcd_members"].as_array().unwrap();
+    let members = json["provenance"]["cluster"]["etcd_members"]
+        .as_array()
+        .unwrap();
     assert_eq!(members.len(), 3, "{:#}", json["provenance"]);
     let digest = json["provenance"]["topology"]["digest"].as_str().unwrap();
     assert!(
-        xml.contains(&format!("<property name=\"provenance.topology_digest\" value=\"{digest}\"/>")),
+        xml.contains(&format!(
+            "<property name=\"provenance.topology_digest\" value=\"{digest}\"/>"
+        )),
         "{xml}"
     );
     for name in [

@@ -180,7 +180,10 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     table.push(basis_text.to_string());
 
     // The verdict is per node; a host a failed read hides is only a column, but it is said.
-    let host_warning: Vec<String> = hosts.unread(nodes.iter().map(|n| name(&n.metadata))).into_iter().collect();
+    let host_warning: Vec<String> = hosts
+        .unread(nodes.iter().map(|n| name(&n.metadata)))
+        .into_iter()
+        .collect();
     if !short.is_empty() {
         return Finding::fail(format!(
             "{} of {} nodes keep less than {margin_text} of CPU or memory free: {}",
@@ -403,7 +406,8 @@ mod tests {
         assert!(
             f.warnings
                 .iter()
-                .any(|w| w.contains("the host of node cp-3 is unknown") && w.contains("VM 103 cp-3 on pve3")),
+                .any(|w| w.contains("the host of node cp-3 is unknown")
+                    && w.contains("VM 103 cp-3 on pve3")),
             "{:?}",
             f.warnings
         );

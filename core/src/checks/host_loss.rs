@@ -154,8 +154,16 @@ mod tests {
             .build();
         let f = check(&s);
         assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
-        assert!(f.summary.contains("the host of node cp-3 is unknown"), "{}", f.summary);
-        assert!(f.summary.contains("VM 103 cp-3 on pve3: timed out"), "{}", f.summary);
+        assert!(
+            f.summary.contains("the host of node cp-3 is unknown"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary.contains("VM 103 cp-3 on pve3: timed out"),
+            "{}",
+            f.summary
+        );
     }
 
     #[test]

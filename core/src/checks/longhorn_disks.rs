@@ -138,7 +138,9 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
                     .or_default()
                     .push(format!("replica {replica} on node {node}")),
                 None => match hosts.unread([*node]) {
-                    Some(why) => unread.push(format!("replica {replica} of volume {volume}: {why}")),
+                    Some(why) => {
+                        unread.push(format!("replica {replica} of volume {volume}: {why}"))
+                    }
                     None => problems.push(format!(
                         "replica {replica} of volume {volume} sits on {}, so its host is unknown",
                         hosts.describe(node)
@@ -374,15 +376,28 @@ mod tests {
             .build();
         let f = check(&s);
         assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
-        assert!(f.summary.contains("the host of node cp-3 is unknown"), "{}", f.summary);
+        assert!(
+            f.summary.contains("the host of node cp-3 is unknown"),
+            "{}",
+            f.summary
+        );
         assert!(f.summary.contains("VM 103 cp-3 on pve3"), "{}", f.summary);
     }
 
     #[test]
     fn an_unreadable_proxmox_makes_the_replica_spread_an_error_not_a_pass_on_labels() {
-        let f = check(&good().with(|s| s.proxmox = absent("401 Unauthorized")).build());
+        let f = check(
+            &good()
+                .with(|s| s.proxmox = absent("401 Unauthorized"))
+                .build(),
+        );
         assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
-        assert!(f.summary.contains("Proxmox could not be read (401 Unauthorized)"), "{}", f.summary);
+        assert!(
+            f.summary
+                .contains("Proxmox could not be read (401 Unauthorized)"),
+            "{}",
+            f.summary
+        );
     }
 
     #[test]

@@ -718,8 +718,16 @@ mod tests {
             .build();
         let f = check(&s);
         assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
-        assert!(f.summary.contains("the host of node cp-2 is unknown"), "{}", f.summary);
-        assert!(f.summary.contains("VM 102 cp-2 on pve2: timed out"), "{}", f.summary);
+        assert!(
+            f.summary.contains("the host of node cp-2 is unknown"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary.contains("VM 102 cp-2 on pve2: timed out"),
+            "{}",
+            f.summary
+        );
     }
 
     #[test]
@@ -729,7 +737,12 @@ mod tests {
             .build();
         let f = check(&s);
         assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
-        assert!(f.summary.contains("Proxmox could not be read (connection refused)"), "{}", f.summary);
+        assert!(
+            f.summary
+                .contains("Proxmox could not be read (connection refused)"),
+            "{}",
+            f.summary
+        );
     }
 
     #[test]

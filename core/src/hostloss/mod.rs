@@ -95,7 +95,9 @@ pub fn predict(input: Input<'_>, only: Option<&str>) -> Prediction {
         prediction.not_survivable = cluster.unplaced.clone();
         if cluster.unplaced.is_empty() {
             // No node on a known host because reads failed: nothing can be told.
-            prediction.cannot_tell.extend(cluster.unknown.iter().cloned());
+            prediction
+                .cannot_tell
+                .extend(cluster.unknown.iter().cloned());
         }
     }
     prediction

@@ -672,14 +672,17 @@ fn a_node_whose_vm_config_could_not_be_read_makes_every_outcome_unknown_not_lost
     let s = state()
         .nodes(three())
         .with(|s| {
-            s.proxmox =
-                crate::checks::testing::proxmox(&[], &["VM 101 cp-1 on pve1: timed out"])
+            s.proxmox = crate::checks::testing::proxmox(&[], &["VM 101 cp-1 on pve1: timed out"])
         })
         .build();
     let p = run(&s);
     assert!(p.hosts.is_empty());
     assert!(p.not_survivable.is_empty(), "{:?}", p.not_survivable);
-    assert!(p.cannot_tell.join("\n").contains("VM 101 cp-1 on pve1"), "{:?}", p.cannot_tell);
+    assert!(
+        p.cannot_tell.join("\n").contains("VM 101 cp-1 on pve1"),
+        "{:?}",
+        p.cannot_tell
+    );
     assert_eq!(p.exit_code(), 2);
 }
 

@@ -119,7 +119,10 @@ impl Provenance {
                 "provenance.kube_system_uid",
                 known(&self.cluster.kube_system_uid),
             ),
-            ("provenance.api_ca_sha256", known(&self.cluster.api_ca_sha256)),
+            (
+                "provenance.api_ca_sha256",
+                known(&self.cluster.api_ca_sha256),
+            ),
             (
                 "provenance.etcd_members",
                 known(&self.cluster.etcd_members.as_ref().map(|m| m.join(","))),

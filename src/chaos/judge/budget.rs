@@ -230,14 +230,21 @@ mod tests {
             budget(0, 0),
             &api_down("++----++"),
         );
-        assert_eq!(outcome.finding.verdict, Verdict::Pass, "{:?}", outcome.finding);
+        assert_eq!(
+            outcome.finding.verdict,
+            Verdict::Pass,
+            "{:?}",
+            outcome.finding
+        );
         let summary = &outcome.finding.summary;
         assert!(!summary.contains("available throughout"), "{summary}");
         assert!(summary.contains("unknown for 4.0s"), "{summary}");
         assert!(summary.contains("while the API was down"), "{summary}");
         assert_eq!(
             outcome.finding.evidence,
-            ["unknown [2.0s, 6.0s) 4.0s, while the API was down (api-vip-new-connection: down [2.0s, 6.0s) 4.0s; judged by that trial)"]
+            [
+                "unknown [2.0s, 6.0s) 4.0s, while the API was down (api-vip-new-connection: down [2.0s, 6.0s) 4.0s; judged by that trial)"
+            ]
         );
         assert_eq!(outcome.unknown, outcome.unknown_during_api_outage);
     }
@@ -266,7 +273,10 @@ mod tests {
         );
         assert_eq!(outcome.finding.verdict, Verdict::Error);
         assert!(
-            outcome.finding.summary.contains("could not observe for 5.0s"),
+            outcome
+                .finding
+                .summary
+                .contains("could not observe for 5.0s"),
             "{}",
             outcome.finding.summary
         );

@@ -60,7 +60,11 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
         .iter()
         .zip(m.samples)
         .map(|(p, s)| {
-            let excuse = if reads_through_api(&p.name) { &api } else { &none };
+            let excuse = if reads_through_api(&p.name) {
+                &api
+            } else {
+                &none
+            };
             judge_within(&p.name, s, p.budget, excuse)
         })
         .collect();

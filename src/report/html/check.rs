@@ -42,7 +42,9 @@ pub fn render(run: &Run) -> String {
         t.errors,
         t.skipped
     );
-    b.push_str("<section class=\"provenance\"><h2>Provenance</h2><table class=\"provenance\"><tbody>");
+    b.push_str(
+        "<section class=\"provenance\"><h2>Provenance</h2><table class=\"provenance\"><tbody>",
+    );
     for (name, value) in run.provenance.properties() {
         let _ = write!(
             b,
