@@ -1,6 +1,7 @@
 //! `gates validate`: load the whole configuration (every environment and gate file, with the
 //! loader's file:line:key errors) and check what can be checked without touching any system:
-//! the files an environment names exist, the kubeconfig parses and has the named context.
+//! the files an environment names exist, the kubeconfig parses and has the named context, and
+//! the repository its `repo` section names is there and its declared state loads.
 //! Meant for a pre-commit hook or the first CI step, before credentials are even present.
 
 use std::path::Path;
@@ -81,6 +82,9 @@ pub fn environment(env: &Environment) -> Findings {
             must_exist(&mut found.problems, "ingress.urls[].ca_file", path);
         }
     }
+    let repo = crate::repo::validate::check(env);
+    found.problems.extend(repo.problems);
+    found.notes.extend(repo.notes);
     found
 }
 
@@ -103,6 +107,7 @@ pub fn run(config: &Config) -> (String, bool) {
             ("talos", env.talos.is_some()),
             ("proxmox", env.proxmox.is_some()),
             ("chaos", env.chaos.is_some()),
+            ("repo", env.repo.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, present)| present.then_some(name))

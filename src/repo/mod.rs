@@ -18,6 +18,7 @@ pub mod site;
 pub mod talos;
 pub mod terraform;
 pub mod trials;
+pub mod validate;
 pub mod yaml;
 
 pub use run::{RepoRun, list, prepare};

@@ -48,6 +48,50 @@ pub struct ChaosView {
     pub handovers: Vec<EventView>,
     #[serde(default)]
     pub timeline_file: String,
+    /// The host-loss prediction beside the measurement; absent in reports of runs the model
+    /// could not predict, and in reports written before the chaos step compared them.
+    #[serde(default)]
+    pub prediction: Option<PredictionView>,
+}
+
+/// The report's `prediction`: what the host-loss model expected for the target host, and
+/// for each probe and each moved pod what was measured and whether they agree.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PredictionView {
+    #[serde(default)]
+    pub host: String,
+    /// `survives`, `degraded`, `unknown`, `lost`.
+    #[serde(default)]
+    pub outcome: String,
+    #[serde(default)]
+    pub reasons: Vec<ReasonView>,
+    #[serde(default)]
+    pub probes: Vec<ComparedView>,
+    #[serde(default)]
+    pub pods: Vec<ComparedView>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReasonView {
+    #[serde(default)]
+    pub severity: String,
+    pub text: String,
+}
+
+/// One probe (`probe`) or one moved pod (`pod`, `controller`), predicted beside measured;
+/// `agrees` is absent where the model makes no claim.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ComparedView {
+    #[serde(default)]
+    pub probe: String,
+    #[serde(default)]
+    pub pod: String,
+    #[serde(default)]
+    pub controller: String,
+    pub predicted: String,
+    pub measured: String,
+    #[serde(default)]
+    pub agrees: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

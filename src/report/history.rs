@@ -39,17 +39,26 @@ pub struct Found {
 }
 
 /// `20261129T201500Z` after the prefix and before `.json`: the stamp alone, so `lab-production-…`
-/// is not read for `lab` and `.timeline.json` is not read as a report.
+/// is not read for `lab` and `.timeline.json` is not read as a report. A second run in the
+/// same second wrote `…Z-2` (see [`super::unique`]); its stamp keeps the sequence number.
 pub fn stamp_of<'a>(name: &'a str, prefix: &str) -> Option<&'a str> {
-    let stamp = name.strip_prefix(prefix)?.strip_suffix(".json")?;
-    let ok = stamp.len() == 16
+    let full = name.strip_prefix(prefix)?.strip_suffix(".json")?;
+    let (stamp, sequence) = super::unique::stamp_and_sequence(full);
+    let numbered_right = (sequence == 1 && stamp == full) || full == format!("{stamp}-{sequence}");
+    let ok = numbered_right
+        && stamp.len() == 16
         && stamp.ends_with('Z')
         && stamp.as_bytes()[8] == b'T'
         && stamp
             .bytes()
             .enumerate()
             .all(|(i, b)| i == 8 || i == 15 || b.is_ascii_digit());
-    ok.then_some(stamp)
+    ok.then_some(full)
+}
+
+/// The order of reports in time: the stamp, then the same-second sequence number.
+fn time_key(stamp: &str) -> (&str, u32) {
+    super::unique::stamp_and_sequence(stamp)
 }
 
 /// The reports directory could not be listed.
@@ -76,7 +85,10 @@ pub fn read(dir: &Path, environment: &str) -> Result<Found, ReportsDirUnreadable
         let key = |n: &str| {
             stamp_of(n, &format!("{environment}-"))
                 .or_else(|| stamp_of(n, &format!("chaos-{environment}-")))
-                .map(str::to_string)
+                .map(|s| {
+                    let (stamp, sequence) = time_key(s);
+                    (stamp.to_string(), sequence)
+                })
         };
         key(a).cmp(&key(b)).then(a.cmp(b))
     });
@@ -451,5 +463,18 @@ mod tests {
             None
         );
         assert_eq!(stamp_of("lab-20261129T201500Z.xml", "lab-"), None);
+    }
+
+    #[test]
+    fn a_second_report_in_the_same_second_counts_and_sorts_after_the_first() {
+        assert_eq!(
+            stamp_of("chaos-lab-20261129T201500Z-2.json", "chaos-lab-"),
+            Some("20261129T201500Z-2")
+        );
+        assert_eq!(stamp_of("lab-20261129T201500Z-1.json", "lab-"), None);
+        assert_eq!(stamp_of("lab-20261129T201500Z-x.json", "lab-"), None);
+        assert!(time_key("20261129T201500Z-10") > time_key("20261129T201500Z-2"));
+        assert!(time_key("20261129T201500Z-2") > time_key("20261129T201500Z"));
+        assert!(time_key("20261129T201501Z") > time_key("20261129T201500Z-9"));
     }
 }

@@ -1,26 +1,4 @@
-//! Generated code for our Talos API subset (`proto/`), wire-compatible with apid.
-#![allow(missing_docs, clippy::all, clippy::pedantic)]
+//! Generated code for our Talos API subset, wire-compatible with apid: built once in
+//! `gates-proto` (`proto/`) and shared with the lab.
 
-/// `google.rpc.Status`, as carried in `common.Metadata.status`.
-pub mod google {
-    pub mod rpc {
-        tonic::include_proto!("google.rpc");
-    }
-}
-
-/// Talos `common` package.
-pub mod common {
-    tonic::include_proto!("common");
-}
-
-/// Talos `machine` package: `MachineService` client and server stubs.
-pub mod machine {
-    tonic::include_proto!("machine");
-}
-
-/// COSI `cosi.resource` package: the `State` service (resource reads) and its messages.
-pub mod cosi {
-    pub mod resource {
-        tonic::include_proto!("cosi.resource");
-    }
-}
+pub use gates_proto::{common, cosi, google, machine};

@@ -1,6 +1,6 @@
-//! The page of one chaos run: verdict and outcome first, then the timeline, the probes
-//! against their budgets, the trials with their evidence, who took over what, every event,
-//! and the power actions the harness sent.
+//! The page of one chaos run: verdict and outcome first, then the timeline, the host-loss
+//! prediction beside what was measured, the probes against their budgets, the trials with
+//! their evidence, who took over what, every event, and the power actions the harness sent.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -63,6 +63,8 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
          first failed sample to the first good one; unknown means the probe could not tell \
          (for example, workloads while the API itself was down).</figcaption></figure></section>",
     );
+
+    b.push_str(&super::prediction::section(report));
 
     b.push_str(
         "<section><h2>Probes against their budgets</h2><table><thead><tr><th>probe</th>\

@@ -6,6 +6,7 @@
 
 pub mod chaos;
 pub mod check;
+pub mod prediction;
 pub mod timeline;
 
 use std::fmt::Write as _;
@@ -132,6 +133,14 @@ svg.timeline .event.nodes { fill: var(--restore); }
 svg.timeline .event.handovers { fill: #E69F00; }
 svg.timeline .event.pods { fill: var(--error); }
 svg.timeline .event.other { fill: var(--skip); }
+table.prediction caption { text-align: left; color: var(--muted); padding: .2rem 0; }
+.agree { display: inline-block; white-space: nowrap; font-weight: 700; font-size: .8rem;
+  padding: .05rem .4rem; border-radius: 3px; border: 2px solid; }
+.agree.yes { border-color: var(--pass); color: #00583f; }
+.agree.no { border-color: var(--fail); color: #8a3a00; background: #fbe9dd; }
+.agree.none { border-color: var(--skip); color: #444; border-style: dashed; }
+.outcome.survives { color: #00583f; } .outcome.degraded { color: #6b4a00; }
+.outcome.lost { color: #8a3a00; } .outcome.unknown { color: #7a2f5c; }
 footer { margin-top: 2rem; color: var(--muted); font-size: .8rem; }
 @media print {
   body { max-width: none; padding: 0; font-size: 10pt; }

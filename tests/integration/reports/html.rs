@@ -1,4 +1,4 @@
-//! The HTML report in a real headless Chromium: the lab run's page and the captured demo
+//! The HTML report in a real headless Chromium: the lab run's page and a captured lab
 //! run's page show every lane and interval, a check page every gate and trial.
 
 use super::*;
@@ -63,6 +63,7 @@ async fn a_chaos_run_on_the_lab_writes_an_html_timeline_chromium_renders_and_met
     );
     let report = read_json(&json);
     assert_timeline_rendered(&html, &report);
+    assert_prediction_rendered(&html, &report);
     let png = dir.path().join("timeline.png");
     screenshot(&html, &png, "1100,900");
 
@@ -93,9 +94,10 @@ async fn a_chaos_run_on_the_lab_writes_an_html_timeline_chromium_renders_and_met
     assert!(sample(&samples, "gates_chaos_duration_seconds", &base).is_some());
 }
 
-/// The captured demo run under fixtures/reports, rendered into `dir`.
+/// A captured lab chaos run (`gates chaos lab --host worst`, speed 40) under fixtures/reports,
+/// rendered into `dir`.
 fn fixture_chaos_html(dir: &Path) -> (PathBuf, Value) {
-    let stem_name = "chaos-lab-20261201T101743Z";
+    let stem_name = "chaos-lab-20261201T140155Z";
     for ext in ["json", "timeline.json"] {
         std::fs::copy(
             root().join(format!("fixtures/reports/{stem_name}.{ext}")),
@@ -109,15 +111,33 @@ fn fixture_chaos_html(dir: &Path) -> (PathBuf, Value) {
 }
 
 #[test]
-fn the_captured_demo_runs_timeline_renders_every_lane_and_interval_and_is_screenshotted() {
+fn the_captured_lab_runs_timeline_and_prediction_render_in_chromium_and_are_screenshotted() {
     let dir = tempfile::tempdir().unwrap();
     let (html, report) = fixture_chaos_html(dir.path());
     assert_timeline_rendered(&html, &report);
+    assert_prediction_rendered(&html, &report);
     // Kept for people to look at; the README's picture is of this page (`#timeline`).
     let out = root().join("target/report-screenshots");
     std::fs::create_dir_all(&out).unwrap();
     screenshot(&html, &out.join("chaos-page.png"), "1100,1150");
     std::fs::copy(&html, out.join("chaos-lab.html")).unwrap();
+    // The README's picture: the timeline section alone, from this page.
+    let only = dir.path().join("timeline-only.html");
+    let page = std::fs::read_to_string(&html).unwrap();
+    std::fs::write(
+        &only,
+        page.replace(
+            "</style>",
+            "header, section:not(#timeline), footer { display: none; }\n</style>",
+        ),
+    )
+    .unwrap();
+    let picture = out.join("chaos-timeline.png");
+    screenshot(&only, &picture, "1100,840");
+    if std::env::var_os("GATES_UPDATE_DOCS").is_some() {
+        // `GATES_UPDATE_DOCS=1 cargo test --test integration captured_lab` refreshes it.
+        std::fs::copy(&picture, root().join("docs/chaos-timeline.png")).unwrap();
+    }
     // Printed: Chromium's print path lays the page out for paper (the print style) as a PDF.
     let profile = tempfile::tempdir().unwrap();
     let pdf = dir.path().join("chaos.pdf");
@@ -134,7 +154,7 @@ fn the_captured_demo_runs_timeline_renders_every_lane_and_interval_and_is_screen
         bytes.len()
     );
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("<title>gates chaos lab pve1: pass</title>"));
+    assert!(page.contains("<title>gates chaos lab pve1: fail</title>"));
     assert!(
         page.contains("VIP talos-lab-cp-01 -&gt; nobody"),
         "handover labels"

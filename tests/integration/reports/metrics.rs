@@ -123,7 +123,7 @@ fn metrics_text_a_parser_rejects_is_caught_by_the_parser_used_here() {
     let text = gates::report::metrics::chaos(
         &serde_json::from_str(
             &std::fs::read_to_string(
-                root().join("fixtures/reports/chaos-lab-20261201T101743Z.json"),
+                root().join("fixtures/reports/chaos-lab-20261201T140155Z.json"),
             )
             .unwrap(),
         )
@@ -136,6 +136,6 @@ fn metrics_text_a_parser_rejects_is_caught_by_the_parser_used_here() {
     ];
     assert_eq!(
         sample(&samples, "gates_chaos_outage_budget_seconds", &probe).unwrap()["value"],
-        1.45
+        0.825
     );
 }

@@ -20,6 +20,7 @@ mod ci_examples;
 mod history;
 mod html;
 mod metrics;
+mod validate_repo;
 
 /// Debian's chromium (`GATES_TEST_CHROMIUM` overrides); the test fails with the fix if absent.
 fn chromium() -> PathBuf {
@@ -97,6 +98,10 @@ fn browser(profile: &Path) -> Command {
 /// Measures every interval, event and mark as the browser laid them out: its size, and
 /// whether a hit test across its middle finds it (it is painted, on top, in the viewport).
 const MEASURE: &str = r#"<script>
+for (const el of document.querySelectorAll('#prediction tr[data-agrees]')) {
+  const r = el.getBoundingClientRect();
+  el.setAttribute('data-rendered', r.width.toFixed(1) + 'x' + r.height.toFixed(1));
+}
 for (const el of document.querySelectorAll('rect.outage, rect.unknown, circle.event, g.mark line')) {
   const r = el.getBoundingClientRect();
   el.setAttribute('data-rendered', r.width.toFixed(1) + 'x' + r.height.toFixed(1));
@@ -216,6 +221,64 @@ fn assert_timeline_rendered(html: &Path, report: &Value) {
             report["handovers"].as_array().unwrap().len()
         );
     }
+}
+
+/// The page shows the report's prediction beside the measurement: one row per probe and per
+/// moved pod, each with the predicted and measured text in its cells and whether they agree,
+/// laid out with a size on the page.
+fn assert_prediction_rendered(html: &Path, report: &Value) {
+    let prediction = &report["prediction"];
+    assert!(
+        prediction.is_object(),
+        "the run's report holds a prediction: {}",
+        report["prediction"]
+    );
+    let dom = rendered_dom(html);
+    let section = &dom[dom
+        .find("<section id=\"prediction\">")
+        .expect("a prediction section")..];
+    let section = &section[..section.find("</section>").unwrap()];
+    let rows = |key: &str, attr_name: &str| {
+        let list = prediction[key].as_array().unwrap();
+        for row in list {
+            let name = row[key.trim_end_matches('s')].as_str().unwrap();
+            let marker = format!("{attr_name}=\"{}\"", dom_text(name));
+            let found = tags(section, "tr", &marker);
+            assert_eq!(found.len(), 1, "one row for {name}");
+            let agrees = match row["agrees"].as_bool() {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "none",
+            };
+            assert_eq!(attr(found[0], "data-agrees"), Some(agrees), "{name}");
+            assert!(
+                attr(found[0], "data-rendered").is_some_and(|s| !s.starts_with("0.0x")),
+                "laid out: {}",
+                found[0]
+            );
+            let start = section.find(found[0]).unwrap();
+            let row_html = &section[start..start + section[start..].find("</tr>").unwrap()];
+            for text in [&row["predicted"], &row["measured"]] {
+                let cell = format!("<td>{}</td>", dom_text(text.as_str().unwrap()));
+                assert!(row_html.contains(&cell), "{cell} in {row_html}");
+            }
+        }
+        list.len()
+    };
+    let probes = rows("probes", "data-prediction-probe");
+    assert_eq!(
+        probes,
+        report["probes"].as_array().unwrap().len(),
+        "every probe compared"
+    );
+    rows("pods", "data-prediction-pod");
+}
+
+/// Text as Chromium's serialised DOM shows it (quotes in text are not escaped there).
+fn dom_text(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn read_json(path: &Path) -> Value {

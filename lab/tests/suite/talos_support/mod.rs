@@ -13,25 +13,8 @@ use gates_lab::talos::memory::MemoryTalos;
 use gates_lab::talos::{NodeRole, serve};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
-#[allow(clippy::all)]
-pub mod proto {
-    pub mod common {
-        include!(concat!(env!("OUT_DIR"), "/client/common.rs"));
-    }
-    pub mod machine {
-        include!(concat!(env!("OUT_DIR"), "/client/machine.rs"));
-    }
-    pub mod google {
-        pub mod rpc {
-            include!(concat!(env!("OUT_DIR"), "/client/google.rpc.rs"));
-        }
-    }
-    pub mod cosi {
-        pub mod resource {
-            include!(concat!(env!("OUT_DIR"), "/client/cosi.resource.rs"));
-        }
-    }
-}
+/// The same generated code the lab serves; its client stubs call the lab here.
+pub use gates_proto as proto;
 
 pub use proto::cosi::resource::state_client::StateClient;
 pub use proto::machine::machine_service_client::MachineServiceClient;
