@@ -80,7 +80,7 @@ impl Res {
 }
 
 /// Who recreates a pod when its node is gone.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Owner {
     /// A ReplicaSet (normally a Deployment's): recreated elsewhere at once on eviction.
     ReplicaSet(String),
@@ -186,6 +186,8 @@ pub struct Cluster<'a> {
     /// Pod indices per node.
     pub pods_on: Vec<Vec<usize>>,
     hosts: Vec<String>,
+    /// Node indices per host, ascending.
+    by_host: HashMap<String, Vec<usize>>,
     /// Why every host's outcome is unknown (an unreadable placement, a bad quantity).
     pub unknown: Vec<String>,
     /// Nodes whose host is unknown (no host label, no VM): every host's loss is then lost,
@@ -437,6 +439,12 @@ impl<'a> Cluster<'a> {
             ));
         }
         let hosts: BTreeSet<String> = infos.iter().filter_map(|n| n.host.clone()).collect();
+        let mut by_host: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, n) in infos.iter().enumerate() {
+            if let Some(h) = &n.host {
+                by_host.entry(h.clone()).or_default().push(i);
+            }
+        }
         Ok(Cluster {
             env: input.env,
             state,
@@ -445,6 +453,7 @@ impl<'a> Cluster<'a> {
             node_index,
             pods_on,
             hosts: hosts.into_iter().collect(),
+            by_host,
             unknown,
             unplaced,
             notes,
@@ -459,9 +468,7 @@ impl<'a> Cluster<'a> {
 
     /// Indices of the nodes on `host`.
     pub fn nodes_on(&self, host: &str) -> Vec<usize> {
-        (0..self.nodes.len())
-            .filter(|&i| self.nodes[i].host.as_deref() == Some(host))
-            .collect()
+        self.by_host.get(host).cloned().unwrap_or_default()
     }
 
     /// `node cp-1 (host pve1)` for messages.
