@@ -27,6 +27,7 @@ pub mod domains;
 pub mod etcd;
 pub mod filters;
 pub mod l2;
+pub mod lineage;
 pub mod longhorn;
 pub mod outcome;
 pub mod render;

@@ -21,6 +21,7 @@ use serde::Serialize;
 use super::cluster::{Cluster, Owner, PodInfo, Res, TAINT_UNREACHABLE, name};
 use super::domains::Domains;
 use super::filters::{self, PodTerm, Rejection, Spread};
+use super::lineage::Lineage;
 use super::templates::{Templates, lost_taints};
 
 mod fast;
@@ -46,6 +47,10 @@ pub struct PodMove {
     /// `Deployment kube-system/coredns`, `StatefulSet whoami/whoami-db`, ...
     pub controller: String,
     pub from: String,
+    /// What its replacement shares with it (owner, template hash, ordinal), so a chaos run
+    /// finds the replacement by owner rather than by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lineage: Option<Lineage>,
     #[serde(flatten)]
     pub outcome: MoveOutcome,
 }
@@ -269,6 +274,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
                 pod: p.id(),
                 controller: shared.controllers.get(&i).cloned().unwrap_or_default(),
                 from: cluster.nodes[node].name.to_string(),
+                lineage: Lineage::of(p.pod),
                 outcome: MoveOutcome::NotRecreated { why: String::new() },
             };
             let why = match &p.owner {
@@ -348,6 +354,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
             pod: p.id(),
             controller,
             from,
+            lineage: Lineage::of(p.pod),
             outcome,
         });
     }
