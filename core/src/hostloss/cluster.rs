@@ -197,6 +197,9 @@ pub struct Cluster<'a> {
     pub notes: Vec<String>,
     /// Whether the measured usage is part of the capacity judgement (`capacity.basis: usage`).
     pub usage_basis: bool,
+    /// Why no node's measured usage is known, when the basis is usage and the node metrics
+    /// could not be read.
+    pub usage_unknown: Option<String>,
 }
 
 impl<'a> Cluster<'a> {
@@ -245,18 +248,25 @@ impl<'a> Cluster<'a> {
         let mut sorted: Vec<&Node> = nodes.iter().collect();
         sorted.sort_by(|a, b| name(&a.metadata).cmp(name(&b.metadata)));
         let usage_basis = input.env.capacity.basis == CapacityBasis::Usage;
+        let mut usage_unknown = None;
         let node_metrics: Option<HashMap<&str, &crate::state::NodeMetrics>> = match &state
             .node_metrics
         {
             Collected::Present(m) => Some(m.iter().map(|m| (name(&m.metadata), m)).collect()),
-            Collected::Absent(why) if usage_basis => {
-                notes.push(format!(
-                        "measured usage not judged: node metrics (metrics.k8s.io) could not be read ({why}); capacity after a loss is judged by requests"
-                    ));
+            Collected::Absent(why) | Collected::NotApplicable(why) if usage_basis => {
+                usage_unknown = Some(format!(
+                    "node metrics (metrics.k8s.io) could not be read ({why}). Install metrics-server, or set `capacity: {{basis: requests}}` in environment {} to judge by requests alone",
+                    input.env.name
+                ));
                 None
             }
             Collected::Absent(_) | Collected::NotApplicable(_) => None,
         };
+        if usage_basis && state.pod_metrics.present().is_none() {
+            notes.push(
+                "pod metrics (metrics.k8s.io) were not read: each moved pod counts at its requests on the node it moves to".to_string(),
+            );
+        }
 
         let mut infos = Vec::with_capacity(sorted.len());
         for node in sorted {
@@ -318,14 +328,7 @@ impl<'a> Cluster<'a> {
             };
             let usage = match node_metrics.as_ref().map(|m| m.get(node_name)) {
                 None => None,
-                Some(None) => {
-                    if usage_basis {
-                        notes.push(format!(
-                            "node {node_name} has no node metrics (metrics-server has not reported it); its capacity is judged by requests"
-                        ));
-                    }
-                    None
-                }
+                Some(None) => None,
                 Some(Some(m)) => match usage_res(&m.usage) {
                     Ok(u) => Some(u),
                     Err(why) => {
@@ -458,6 +461,7 @@ impl<'a> Cluster<'a> {
             unplaced,
             notes,
             usage_basis,
+            usage_unknown,
         })
     }
 
