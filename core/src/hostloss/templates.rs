@@ -89,11 +89,6 @@ impl Templates {
     pub fn of(&self, i: usize) -> Option<&Template> {
         self.of_pod.get(&i).map(|&t| &self.list[t])
     }
-
-    /// How many distinct templates there are.
-    pub fn len(&self) -> usize {
-        self.list.len()
-    }
 }
 
 /// The unreachable taint a lost node carries.
