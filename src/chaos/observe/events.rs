@@ -64,12 +64,15 @@ impl Events {
     }
 }
 
+/// A watched pod: its controller, `namespace/name on node`, and its lineage.
+type SeenPod = (String, String, Option<Lineage>);
+
 /// What the watcher saw last, to report changes only.
 #[derive(Debug, Default)]
 struct Seen {
     ready: Option<BTreeMap<String, bool>>,
     holders: Option<BTreeMap<String, String>>,
-    pods: Option<BTreeMap<String, (String, String, Option<Lineage>)>>,
+    pods: Option<BTreeMap<String, SeenPod>>,
     api_down: bool,
 }
 
@@ -202,7 +205,7 @@ fn pods_changed(
     events: &Events,
 ) {
     // uid -> (controller, namespace/name on node, lineage)
-    let now: BTreeMap<String, (String, String, Option<Lineage>)> = pods
+    let now: BTreeMap<String, SeenPod> = pods
         .iter()
         .filter_map(|p| {
             let c = controllers.iter().find(|c| selects(c, p))?;
@@ -229,14 +232,13 @@ fn pods_changed(
     if let Some(before) = &seen.pods {
         let old: BTreeSet<&String> = before.keys().collect();
         let new: BTreeSet<&String> = now.keys().collect();
-        let pod_event =
-            |kind: &str, (controller, pod, lineage): &(String, String, Option<Lineage>)| Event {
-                at,
-                kind: kind.to_string(),
-                subject: controller.clone(),
-                detail: pod.clone(),
-                lineage: lineage.clone(),
-            };
+        let pod_event = |kind: &str, (controller, pod, lineage): &SeenPod| Event {
+            at,
+            kind: kind.to_string(),
+            subject: controller.clone(),
+            detail: pod.clone(),
+            lineage: lineage.clone(),
+        };
         for uid in old.difference(&new) {
             events.push_event(pod_event("pod-removed", &before[*uid]));
         }
