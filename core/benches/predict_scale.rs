@@ -1,7 +1,7 @@
 //! How long the host-loss model takes to predict the loss of every host of a large cluster:
 //! 5,000 nodes on 500 hosts and 100,000 pods (Deployments of five replicas, a tenth with
 //! required anti-affinity per node, a tenth with a DoNotSchedule spread over hosts, a PDB per
-//! tenth). Run with `cargo bench -p gates-core --bench predict_scale` (`just bench`). Prints a table;
+//! tenth, a Deployment object per ReplicaSet). Run with `cargo bench -p gates-core --bench predict_scale` (`just bench`). Prints a table;
 //! nothing here asserts a time.
 
 use std::collections::BTreeMap;
@@ -76,6 +76,22 @@ fn main() {
         "every host: median {:.2}s of CPU time (user + system) per run",
         cpu[cpu.len() / 2]
     );
+    println!(
+        "peak resident memory: {} MiB (state and model)",
+        peak_rss_mib()
+    );
+}
+
+/// This process's peak resident set size, from /proc/self/status (Linux; 0 elsewhere).
+fn peak_rss_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib / 1024)
 }
 
 /// This process's CPU time so far, from /proc/self/stat (Linux; 0 elsewhere).
@@ -127,6 +143,7 @@ fn state(nodes: usize) -> State {
     let deployments = PODS / REPLICAS;
     let mut pods = Vec::with_capacity(PODS);
     let mut pdbs = Vec::new();
+    let mut deployment_list = Vec::with_capacity(deployments);
     for d in 0..deployments {
         let ns = format!("ns-{:03}", d % NAMESPACES);
         let app = format!("app-{d:05}");
@@ -152,6 +169,10 @@ fn state(nodes: usize) -> State {
             }
             _ => {}
         }
+        deployment_list.push(json!({
+            "metadata": {"name": app, "namespace": ns},
+            "spec": {"replicas": REPLICAS, "selector": {"matchLabels": labels}, "template": {}},
+        }));
         if d % 10 == 2 {
             pdbs.push(json!({
                 "metadata": {"name": app, "namespace": ns},
@@ -179,13 +200,15 @@ fn state(nodes: usize) -> State {
         Collected::Present(serde_json::from_value(Value::Array(node_list)).expect("nodes"));
     state.pods = Collected::Present(serde_json::from_value(Value::Array(pods)).expect("pods"));
     state.pdbs = Collected::Present(serde_json::from_value(Value::Array(pdbs)).expect("pdbs"));
+    state.deployments = Collected::Present(
+        serde_json::from_value(Value::Array(deployment_list)).expect("deployments"),
+    );
     for list in [
         &mut state.services as &mut dyn SetEmpty,
         &mut state.leases,
         &mut state.l2_policies,
         &mut state.longhorn_volumes,
         &mut state.longhorn_replicas,
-        &mut state.deployments,
         &mut state.statefulsets,
         &mut state.daemonsets,
     ] {

@@ -44,6 +44,7 @@ impl Ctx<'_> {
             kind: kind.to_string(),
             subject: subject.to_string(),
             detail: detail.into(),
+            lineage: None,
         };
         self.out.emit(RunEvent::Timeline(&event));
     }

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::budget::ProbeOutcome;
 use super::events::Event;
 use crate::config::{Config, Environment};
+use crate::hostloss::lineage::Lineage;
 use crate::hostloss::schedule::MoveOutcome;
 use crate::hostloss::{HostLoss, Outcome, Prediction, Reason};
 use crate::state::State;
@@ -112,12 +113,13 @@ pub fn compare(
             }
         })
         .collect();
-    let created: Vec<(Duration, &str, &str)> = events
+    // Pods created after the fault, with the owner that created them.
+    let created: Vec<(Duration, &str, &str, &Lineage)> = events
         .iter()
-        .filter(|e| e.kind == "pod-created")
+        .filter(|e| e.kind == "pod-created" && fault_at.is_none_or(|f| e.at >= f))
         .filter_map(|e| {
             let (pod, node) = e.detail.split_once(" on ")?;
-            Some((e.at, pod, node))
+            Some((e.at, pod, node, e.lineage.as_ref()?))
         })
         .collect();
     let mut used = vec![false; created.len()];
@@ -142,13 +144,13 @@ pub fn compare(
                 MoveOutcome::Stays { .. } => "stays on the lost node".into(),
                 MoveOutcome::NotRecreated { .. } => "not recreated".into(),
             };
-            let own = family(&m.pod);
-            let found = created
-                .iter()
-                .enumerate()
-                .find(|(i, (_, pod, _))| !used[*i] && family(pod) == own && *pod != m.pod);
+            let found = m.lineage.as_ref().and_then(|lost| {
+                created.iter().enumerate().find(|(i, (_, _, _, lineage))| {
+                    !used[*i] && lost.replaced_by(lineage)
+                })
+            });
             let (measured, agrees) = match found {
-                Some((i, (at, pod, node))) => {
+                Some((i, (at, pod, node, _))) => {
                     used[i] = true;
                     let after = fault_at.map_or(*at, |f| at.saturating_sub(f));
                     let agrees = m.placed_on().map(|n| n == *node);
@@ -238,19 +240,6 @@ fn expected_outage(h: &HostLoss, probe: &str) -> (String, Option<bool>) {
     ("no prediction".into(), None)
 }
 
-/// A pod's family: its controller-given prefix (`coredns-5d78c9869d-abcde` → `coredns-5d78c9869d`,
-/// `db-0` → `db-0`), which its replacement shares.
-fn family(pod: &str) -> &str {
-    match pod.rsplit_once('-') {
-        Some((head, tail))
-            if tail.len() == 5 && tail.chars().all(|c| c.is_ascii_alphanumeric()) =>
-        {
-            head
-        }
-        _ => pod,
-    }
-}
-
 /// `4m12s`, `45s`.
 fn minutes(d: Duration) -> String {
     let s = d.as_secs();
@@ -266,7 +255,38 @@ mod tests {
     use super::*;
     use crate::hostloss::schedule::PodMove;
 
-    fn loss() -> HostLoss {
+    fn lineage(kind: &str, owner: &str, hash: Option<&str>, ordinal: Option<&str>) -> Lineage {
+        Lineage {
+            namespace: "kube-system".into(),
+            kind: kind.into(),
+            owner: owner.into(),
+            owner_uid: Some(format!("uid-{owner}")),
+            template_hash: hash.map(str::to_string),
+            ordinal: ordinal.map(str::to_string),
+        }
+    }
+
+    fn coredns() -> Lineage {
+        lineage("ReplicaSet", "coredns-5d78c9869d", Some("5d78c9869d"), None)
+    }
+
+    fn moved(pod: &str, controller: &str, lineage: Lineage) -> PodMove {
+        PodMove {
+            index: 0,
+            pod: pod.into(),
+            controller: controller.into(),
+            from: "cp-1".into(),
+            lineage: Some(lineage),
+            outcome: MoveOutcome::Placed {
+                node: "cp-2".into(),
+                host: "pve2".into(),
+                after_seconds: 300,
+                waits_for_deletion: false,
+            },
+        }
+    }
+
+    fn loss_of(pods: Vec<PodMove>) -> HostLoss {
         HostLoss {
             host: "pve1".into(),
             outcome: Outcome::Degraded,
@@ -277,31 +297,37 @@ mod tests {
             l2: vec![],
             controllers: vec![],
             pdbs: vec![],
-            pods: vec![PodMove {
-                index: 0,
-                pod: "kube-system/coredns-5d78c9869d-abcde".into(),
-                controller: "Deployment kube-system/coredns".into(),
-                from: "cp-1".into(),
-                outcome: MoveOutcome::Placed {
-                    node: "cp-2".into(),
-                    host: "pve2".into(),
-                    after_seconds: 300,
-                    waits_for_deletion: false,
-                },
-            }],
+            pods,
             capacity: vec![],
             volumes: vec![],
         }
     }
 
-    #[test]
-    fn a_replacement_is_matched_by_its_family_and_timed_from_the_fault() {
-        let events = [Event {
-            at: Duration::from_secs(262),
+    fn loss() -> HostLoss {
+        loss_of(vec![moved(
+            "kube-system/coredns-5d78c9869d-abcde",
+            "Deployment kube-system/coredns",
+            coredns(),
+        )])
+    }
+
+    fn created(secs: u64, detail: &str, lineage: Option<Lineage>) -> Event {
+        Event {
+            at: Duration::from_secs(secs),
             kind: "pod-created".into(),
             subject: "coredns".into(),
-            detail: "kube-system/coredns-5d78c9869d-zzzzz on cp-2".into(),
-        }];
+            detail: detail.into(),
+            lineage,
+        }
+    }
+
+    #[test]
+    fn a_replacement_is_matched_by_its_owner_and_timed_from_the_fault() {
+        let events = [created(
+            262,
+            "kube-system/coredns-5d78c9869d-zzzzz on cp-2",
+            Some(coredns()),
+        )];
         let c = compare(&loss(), &[], &events, Some(Duration::from_secs(10)));
         assert_eq!(c.pods[0].predicted, "cp-2 after 300s");
         assert_eq!(
@@ -313,17 +339,86 @@ mod tests {
 
     #[test]
     fn a_replacement_on_another_node_disagrees_and_none_is_said_plainly() {
-        let events = [Event {
-            at: Duration::from_secs(20),
-            kind: "pod-created".into(),
-            subject: "coredns".into(),
-            detail: "kube-system/coredns-5d78c9869d-zzzzz on cp-3".into(),
-        }];
+        let events = [created(
+            20,
+            "kube-system/coredns-5d78c9869d-zzzzz on cp-3",
+            Some(coredns()),
+        )];
         let c = compare(&loss(), &[], &events, None);
         assert_eq!(c.pods[0].agrees, Some(false));
         let c = compare(&loss(), &[], &[], None);
         assert_eq!(c.pods[0].agrees, None);
         assert!(c.pods[0].measured.starts_with("no replacement observed"));
+    }
+
+    #[test]
+    fn a_pod_with_a_similar_name_but_another_owner_is_not_the_replacement() {
+        // Same name prefix, same random-suffix shape: a name-prefix match took it.
+        let impostor = lineage(
+            "ReplicaSet",
+            "coredns-5d78c9869d-canary",
+            Some("5d78c9869d"),
+            None,
+        );
+        let events = [
+            created(
+                30,
+                "kube-system/coredns-5d78c9869d-qqqqq on cp-3",
+                Some(impostor),
+            ),
+            created(40, "kube-system/coredns-5d78c9869d-rrrrr on cp-3", None),
+        ];
+        let c = compare(&loss(), &[], &events, Some(Duration::from_secs(10)));
+        assert_eq!(c.pods[0].agrees, None, "{}", c.pods[0].measured);
+        assert!(c.pods[0].measured.starts_with("no replacement observed"));
+    }
+
+    #[test]
+    fn a_replacement_whose_name_was_cut_short_is_still_matched_by_its_owner() {
+        // generateName truncates long names, so the replacement shares no name prefix.
+        let long = "a-controller-with-a-name-long-enough-to-be-cut-short-7c9d4b";
+        let rs = lineage("ReplicaSet", long, Some("7c9d4b"), None);
+        let h = loss_of(vec![moved(
+            &format!("kube-system/{long}-abcde"),
+            "Deployment kube-system/a-controller",
+            rs.clone(),
+        )]);
+        let events = [created(
+            320,
+            "kube-system/a-controller-with-a-name-long-enough-to-be-cut-shor-x7k2p on cp-2",
+            Some(rs),
+        )];
+        let c = compare(&h, &[], &events, Some(Duration::from_secs(10)));
+        assert_eq!(c.pods[0].agrees, Some(true), "{}", c.pods[0].measured);
+        assert!(c.pods[0].measured.starts_with("cp-2 after 5m10s"));
+    }
+
+    #[test]
+    fn a_statefulset_pod_is_matched_to_its_namesake_and_not_to_a_sibling() {
+        let db = |ordinal: &str| lineage("StatefulSet", "db", None, Some(ordinal));
+        let h = loss_of(vec![moved(
+            "kube-system/db-0",
+            "StatefulSet kube-system/db",
+            db("db-0"),
+        )]);
+        let events = [
+            created(50, "kube-system/db-1 on cp-3", Some(db("db-1"))),
+            created(60, "kube-system/db-0 on cp-2", Some(db("db-0"))),
+        ];
+        let c = compare(&h, &[], &events, Some(Duration::from_secs(10)));
+        assert_eq!(c.pods[0].measured, "cp-2 after 50s (kube-system/db-0)");
+        assert_eq!(c.pods[0].agrees, Some(true));
+    }
+
+    #[test]
+    fn a_pod_created_before_the_fault_is_no_replacement() {
+        let events = [created(
+            5,
+            "kube-system/coredns-5d78c9869d-zzzzz on cp-2",
+            Some(coredns()),
+        )];
+        let c = compare(&loss(), &[], &events, Some(Duration::from_secs(10)));
+        assert_eq!(c.pods[0].agrees, None);
     }
 
     #[test]

@@ -6,6 +6,11 @@
 //! pod brings its measured usage (its requests when it has no metrics). Memory over
 //! allocatable means evictions and OOM kills, so the loss is not survivable; CPU over
 //! allocatable, or either eating into the rebuild margin, degrades it.
+//!
+//! The ADR asks for the margin *measured*. With `capacity.basis: usage`, a receiving node
+//! whose measured usage is unknown (the metrics API is not served, or metrics-server has not
+//! reported the node) makes the outcome `unknown`, not a guess from requests: requests can
+//! still prove a loss fatal or degraded, never that it is fine.
 
 use serde::Serialize;
 
@@ -41,6 +46,33 @@ pub fn predict(cluster: &Cluster<'_>, _lost: &[usize], placement: &Placement, lo
     }
     let mut receiving: Vec<usize> = placement.added.keys().copied().collect();
     receiving.sort_unstable();
+    if cluster.usage_basis && !receiving.is_empty() {
+        if let Some(why) = &cluster.usage_unknown {
+            loss.reason(
+                Outcome::Unknown,
+                format!(
+                    "the measured load of the {} node(s) that take the moved pods is unknown: {why}",
+                    receiving.len()
+                ),
+            );
+        } else {
+            let unmeasured: Vec<&str> = receiving
+                .iter()
+                .filter(|&&n| cluster.nodes[n].usage.is_none())
+                .map(|&n| cluster.nodes[n].name)
+                .collect();
+            if !unmeasured.is_empty() {
+                loss.reason(
+                    Outcome::Unknown,
+                    format!(
+                        "the measured load of {} (taking moved pods) is unknown: metrics-server has not reported {}",
+                        unmeasured.join(", "),
+                        if unmeasured.len() == 1 { "it" } else { "them" }
+                    ),
+                );
+            }
+        }
+    }
     for n in receiving {
         let node = &cluster.nodes[n];
         let added = placement.added[&n];

@@ -80,7 +80,7 @@ impl Res {
 }
 
 /// Who recreates a pod when its node is gone.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Owner {
     /// A ReplicaSet (normally a Deployment's): recreated elsewhere at once on eviction.
     ReplicaSet(String),
@@ -186,6 +186,8 @@ pub struct Cluster<'a> {
     /// Pod indices per node.
     pub pods_on: Vec<Vec<usize>>,
     hosts: Vec<String>,
+    /// Node indices per host, ascending.
+    by_host: HashMap<String, Vec<usize>>,
     /// Why every host's outcome is unknown (an unreadable placement, a bad quantity).
     pub unknown: Vec<String>,
     /// Nodes whose host is unknown (no host label, no VM): every host's loss is then lost,
@@ -195,6 +197,9 @@ pub struct Cluster<'a> {
     pub notes: Vec<String>,
     /// Whether the measured usage is part of the capacity judgement (`capacity.basis: usage`).
     pub usage_basis: bool,
+    /// Why no node's measured usage is known, when the basis is usage and the node metrics
+    /// could not be read.
+    pub usage_unknown: Option<String>,
 }
 
 impl<'a> Cluster<'a> {
@@ -247,18 +252,25 @@ impl<'a> Cluster<'a> {
         let mut sorted: Vec<&Node> = nodes.iter().collect();
         sorted.sort_by(|a, b| name(&a.metadata).cmp(name(&b.metadata)));
         let usage_basis = input.env.capacity.basis == CapacityBasis::Usage;
+        let mut usage_unknown = None;
         let node_metrics: Option<HashMap<&str, &crate::state::NodeMetrics>> = match &state
             .node_metrics
         {
             Collected::Present(m) => Some(m.iter().map(|m| (name(&m.metadata), m)).collect()),
-            Collected::Absent(why) if usage_basis => {
-                notes.push(format!(
-                        "measured usage not judged: node metrics (metrics.k8s.io) could not be read ({why}); capacity after a loss is judged by requests"
-                    ));
+            Collected::Absent(why) | Collected::NotApplicable(why) if usage_basis => {
+                usage_unknown = Some(format!(
+                    "node metrics (metrics.k8s.io) could not be read ({why}). Install metrics-server, or set `capacity: {{basis: requests}}` in environment {} to judge by requests alone",
+                    input.env.name
+                ));
                 None
             }
             Collected::Absent(_) | Collected::NotApplicable(_) => None,
         };
+        if usage_basis && state.pod_metrics.present().is_none() {
+            notes.push(
+                "pod metrics (metrics.k8s.io) were not read: each moved pod counts at its requests on the node it moves to".to_string(),
+            );
+        }
 
         let mut infos = Vec::with_capacity(sorted.len());
         for node in sorted {
@@ -327,14 +339,7 @@ impl<'a> Cluster<'a> {
             };
             let usage = match node_metrics.as_ref().map(|m| m.get(node_name)) {
                 None => None,
-                Some(None) => {
-                    if usage_basis {
-                        notes.push(format!(
-                            "node {node_name} has no node metrics (metrics-server has not reported it); its capacity is judged by requests"
-                        ));
-                    }
-                    None
-                }
+                Some(None) => None,
                 Some(Some(m)) => match usage_res(&m.usage) {
                     Ok(u) => Some(u),
                     Err(why) => {
@@ -448,6 +453,12 @@ impl<'a> Cluster<'a> {
             ));
         }
         let hosts: BTreeSet<String> = infos.iter().filter_map(|n| n.host.clone()).collect();
+        let mut by_host: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, n) in infos.iter().enumerate() {
+            if let Some(h) = &n.host {
+                by_host.entry(h.clone()).or_default().push(i);
+            }
+        }
         Ok(Cluster {
             env: input.env,
             state,
@@ -456,10 +467,12 @@ impl<'a> Cluster<'a> {
             node_index,
             pods_on,
             hosts: hosts.into_iter().collect(),
+            by_host,
             unknown,
             unplaced,
             notes,
             usage_basis,
+            usage_unknown,
         })
     }
 
@@ -470,9 +483,7 @@ impl<'a> Cluster<'a> {
 
     /// Indices of the nodes on `host`.
     pub fn nodes_on(&self, host: &str) -> Vec<usize> {
-        (0..self.nodes.len())
-            .filter(|&i| self.nodes[i].host.as_deref() == Some(host))
-            .collect()
+        self.by_host.get(host).cloned().unwrap_or_default()
     }
 
     /// `node cp-1 (host pve1)` for messages.

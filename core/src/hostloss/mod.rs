@@ -23,15 +23,20 @@
 
 pub mod capacity;
 pub mod cluster;
+pub mod domains;
 pub mod etcd;
 pub mod filters;
 pub mod l2;
+pub mod lineage;
 pub mod longhorn;
 pub mod outcome;
 pub mod render;
 pub mod schedule;
+pub mod templates;
 pub mod workloads;
 
+#[cfg(test)]
+mod fast_matches_reference;
 #[cfg(test)]
 mod testing;
 #[cfg(test)]
@@ -67,6 +72,12 @@ pub struct Input<'a> {
 
 /// Predicts the loss of every host (or only `only`, when given).
 pub fn predict(input: Input<'_>, only: Option<&str>) -> Prediction {
+    predict_with(input, only, schedule::Mode::Fast)
+}
+
+/// [`predict`] with the pods placed as `mode` says: the reference evaluates every filter on
+/// every node and exists to hold the fast placement to the same answers.
+pub fn predict_with(input: Input<'_>, only: Option<&str>, mode: schedule::Mode) -> Prediction {
     let cluster = match cluster::Cluster::build(input) {
         Ok(cluster) => cluster,
         Err(why) => return Prediction::cannot_tell(why),
@@ -79,7 +90,7 @@ pub fn predict(input: Input<'_>, only: Option<&str>) -> Prediction {
         if only.is_some_and(|h| h != host) {
             continue;
         }
-        hosts.push(predict_host(&cluster, &shared, &workloads, host));
+        hosts.push(predict_host(&cluster, &shared, &workloads, host, mode));
     }
     if let Some(wanted) = only
         && hosts.is_empty()
@@ -108,6 +119,7 @@ fn predict_host(
     shared: &schedule::Shared,
     workloads: &workloads::Workloads,
     host: &str,
+    mode: schedule::Mode,
 ) -> HostLoss {
     let lost = cluster.nodes_on(host);
     let mut loss = HostLoss::new(host, cluster, &lost);
@@ -119,7 +131,7 @@ fn predict_host(
     }
     etcd::predict(cluster, &lost, &mut loss);
     l2::predict(cluster, &lost, &mut loss);
-    let placement = schedule::reschedule(cluster, shared, &lost);
+    let placement = schedule::reschedule(cluster, shared, &lost, mode);
     workloads::predict(cluster, workloads, &lost, &placement, &mut loss);
     capacity::predict(cluster, &lost, &placement, &mut loss);
     longhorn::predict(cluster, &lost, &mut loss);

@@ -19,7 +19,22 @@ use k8s_openapi::api::core::v1::Taint;
 use serde::Serialize;
 
 use super::cluster::{Cluster, Owner, PodInfo, Res, TAINT_UNREACHABLE, name};
+use super::domains::Domains;
 use super::filters::{self, PodTerm, Rejection, Spread};
+use super::lineage::Lineage;
+use super::templates::{Templates, lost_taints};
+
+mod fast;
+
+/// How pods are placed: `Fast` walks only the nodes a pod's template allows, with the
+/// per-template and per-domain indexes; `Reference` evaluates every filter on every node, as
+/// the filters are written. Both give the same placements (a property test holds them to
+/// it); the fast one also falls back to the reference to word why a pod fits nowhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Fast,
+    Reference,
+}
 
 /// What happens to one pod of a lost node.
 #[derive(Debug, Clone, Serialize)]
@@ -32,6 +47,10 @@ pub struct PodMove {
     /// `Deployment kube-system/coredns`, `StatefulSet whoami/whoami-db`, ...
     pub controller: String,
     pub from: String,
+    /// What its replacement shares with it (owner, template hash, ordinal), so a chaos run
+    /// finds the replacement by owner rather than by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lineage: Option<Lineage>,
     #[serde(flatten)]
     pub outcome: MoveOutcome,
 }
@@ -110,6 +129,10 @@ pub struct Shared {
     /// Terms that apply to every namespace.
     holders_everywhere: Vec<(usize, PodTerm)>,
     controllers: HashMap<usize, String>,
+    /// Every pod's required anti-affinity terms, compiled once (pods without any are absent).
+    terms_of: HashMap<usize, Vec<PodTerm>>,
+    templates: Templates,
+    domains: Domains,
 }
 
 impl Shared {
@@ -117,15 +140,21 @@ impl Shared {
         let mut by_namespace: HashMap<String, Vec<usize>> = HashMap::new();
         let mut holders_by_namespace: HashMap<String, Vec<(usize, PodTerm)>> = HashMap::new();
         let mut holders_everywhere = Vec::new();
+        let mut terms_of = HashMap::new();
         for (i, p) in cluster.pods.iter().enumerate() {
             by_namespace
                 .entry(p.namespace.to_string())
                 .or_default()
                 .push(i);
+            let terms = filters::anti_affinity_terms(p.pod, p.namespace, p.labels);
+            if terms.is_empty() {
+                continue;
+            }
+            terms_of.insert(i, terms.clone());
             if p.node.is_none() || p.terminating {
                 continue;
             }
-            for term in filters::anti_affinity_terms(p.pod, p.namespace, p.labels) {
+            for term in terms {
                 match &term.namespaces {
                     Some(list) => {
                         for ns in list.clone() {
@@ -145,14 +174,22 @@ impl Shared {
             holders_by_namespace,
             holders_everywhere,
             controllers,
+            terms_of,
+            templates: Templates::new(cluster),
+            domains: Domains::new(cluster),
         }
+    }
+
+    /// The compiled required anti-affinity terms of pod `i`.
+    fn terms(&self, i: usize) -> &[PodTerm] {
+        self.terms_of.get(&i).map_or(&[], Vec::as_slice)
     }
 }
 
 /// `Deployment ns/name` for ReplicaSet-owned pods whose Deployment is known (the ReplicaSet's
 /// name is the Deployment's plus a hash), else the owner itself.
 fn controller_names(cluster: &Cluster<'_>) -> HashMap<usize, String> {
-    let deployments: Vec<(&str, &str)> = cluster
+    let deployments: HashSet<(&str, &str)> = cluster
         .state
         .deployments
         .present()
@@ -168,13 +205,14 @@ fn controller_names(cluster: &Cluster<'_>) -> HashMap<usize, String> {
     let mut out = HashMap::new();
     for (i, p) in cluster.pods.iter().enumerate() {
         let text = match &p.owner {
-            Owner::ReplicaSet(rs) => deployments
-                .iter()
-                .filter(|(ns, d)| {
-                    *ns == p.namespace && rs.strip_prefix(d).is_some_and(|r| r.starts_with('-'))
-                })
-                .max_by_key(|(_, d)| d.len())
-                .map(|(ns, d)| format!("Deployment {ns}/{d}"))
+            // The longest Deployment name that the ReplicaSet's name continues with `-`.
+            Owner::ReplicaSet(rs) => rs
+                .char_indices()
+                .rev()
+                .filter(|&(_, c)| c == '-')
+                .map(|(at, _)| &rs[..at])
+                .find(|d| deployments.contains(&(p.namespace, *d)))
+                .map(|d| format!("Deployment {}/{d}", p.namespace))
                 .unwrap_or_else(|| format!("ReplicaSet {}/{rs}", p.namespace)),
             Owner::StatefulSet(s) => format!("StatefulSet {}/{s}", p.namespace),
             Owner::DaemonSet(d) => format!("DaemonSet {}/{d}", p.namespace),
@@ -202,28 +240,26 @@ struct Sim<'c, 'a> {
     gone: HashSet<usize>,
     requested: Vec<Res>,
     placed: Vec<(usize, usize)>,
+    /// The placed pods that have required anti-affinity terms (pod, node).
+    placed_holders: Vec<(usize, usize)>,
     lost_taints: Vec<Taint>,
 }
 
 /// Reschedules the pods of the `lost` nodes on the others.
-pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize]) -> Placement {
+pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: Mode) -> Placement {
+    let mut is_lost = vec![false; cluster.nodes.len()];
+    for &n in lost {
+        is_lost[n] = true;
+    }
     let mut sim = Sim {
         cluster,
         shared,
-        lost: (0..cluster.nodes.len())
-            .map(|i| lost.contains(&i))
-            .collect(),
+        lost: is_lost,
         gone: HashSet::new(),
         requested: cluster.nodes.iter().map(|n| n.requested).collect(),
         placed: Vec::new(),
-        lost_taints: ["NoSchedule", "NoExecute"]
-            .into_iter()
-            .map(|effect| Taint {
-                key: TAINT_UNREACHABLE.to_string(),
-                effect: effect.to_string(),
-                ..Default::default()
-            })
-            .collect(),
+        placed_holders: Vec::new(),
+        lost_taints: lost_taints(),
     };
     let mut out = Placement::default();
     let mut pending = Vec::new();
@@ -238,6 +274,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize]) -> Pla
                 pod: p.id(),
                 controller: shared.controllers.get(&i).cloned().unwrap_or_default(),
                 from: cluster.nodes[node].name.to_string(),
+                lineage: Lineage::of(p.pod),
                 outcome: MoveOutcome::NotRecreated { why: String::new() },
             };
             let why = match &p.owner {
@@ -286,10 +323,17 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize]) -> Pla
             .get(&job.pod)
             .cloned()
             .unwrap_or_default();
-        let outcome = match sim.place(p) {
+        let placed = match mode {
+            Mode::Fast => sim.place_fast(job.pod).map_or_else(|| sim.place(p), Ok),
+            Mode::Reference => sim.place(p),
+        };
+        let outcome = match placed {
             Ok(node) => {
                 sim.requested[node] = sim.requested[node].plus(p.requests);
                 sim.placed.push((job.pod, node));
+                if !shared.terms(job.pod).is_empty() {
+                    sim.placed_holders.push((job.pod, node));
+                }
                 let added = out.added.entry(node).or_default();
                 *added = added.plus(p.requests);
                 if let Some(u) = p.usage {
@@ -310,6 +354,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize]) -> Pla
             pod: p.id(),
             controller,
             from,
+            lineage: Lineage::of(p.pod),
             outcome,
         });
     }
@@ -318,7 +363,8 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize]) -> Pla
 }
 
 impl Sim<'_, '_> {
-    /// The node the pod goes to, or the scheduler's "0/N nodes are available: ..." message.
+    /// The node the pod goes to, or the scheduler's "0/N nodes are available: ..." message:
+    /// every filter on every node, in the scheduler's order (the reference).
     fn place(&self, p: &PodInfo<'_>) -> Result<usize, String> {
         let cluster = self.cluster;
         let tolerations = p.tolerations();

@@ -686,20 +686,90 @@ fn a_node_whose_vm_config_could_not_be_read_makes_every_outcome_unknown_not_lost
     assert_eq!(p.exit_code(), 2);
 }
 
-#[test]
-fn missing_metrics_leave_capacity_to_requests_with_a_note() {
+fn usage_env() -> crate::config::Environment {
     let mut env = env();
     env.capacity.basis = crate::config::CapacityBasis::Usage;
+    env
+}
+
+fn two_web_pods() -> Vec<k8s_openapi::api::core::v1::Pod> {
+    vec![
+        app_pod("web", 1, "cp-1", "500m", "1Gi"),
+        app_pod("web", 2, "cp-2", "500m", "1Gi"),
+    ]
+}
+
+#[test]
+fn unreadable_metrics_make_the_measured_capacity_unknown_and_exit_two() {
     let s = state()
         .nodes(three())
+        .pods(two_web_pods())
         .with(|s| s.node_metrics = Collected::Absent("metrics-server is not installed".into()))
         .build();
-    let p = run_with(&env, &s, &[]);
-    assert_eq!(p.exit_code(), 0);
+    let p = run_with(&usage_env(), &s, &[]);
+    assert_eq!(p.host("pve1").unwrap().outcome, Outcome::Unknown);
     assert_eq!(
-        p.notes[1],
-        "measured usage not judged: node metrics (metrics.k8s.io) could not be read (metrics-server is not installed); capacity after a loss is judged by requests"
+        reasons(&p, "pve1"),
+        "unknown: the measured load of the 1 node(s) that take the moved pods is unknown: node metrics (metrics.k8s.io) could not be read (metrics-server is not installed). Install metrics-server, or set `capacity: {basis: requests}` in environment staging to judge by requests alone"
     );
+    // A host whose loss moves nothing leaves the survivors' load as it is.
+    assert_eq!(p.host("pve3").unwrap().outcome, Outcome::Survives);
+    assert_eq!(p.exit_code(), 2);
+}
+
+#[test]
+fn unreadable_metrics_still_let_requests_prove_a_loss_fatal() {
+    let s = state()
+        .nodes(three())
+        .pods([
+            app_pod("big", 1, "cp-1", "3500m", "1Gi"),
+            app_pod("big", 2, "cp-2", "3500m", "1Gi"),
+            app_pod("big", 3, "cp-3", "3500m", "1Gi"),
+            app_pod("web", 1, "cp-1", "100m", "256Mi"),
+        ])
+        .with(|s| s.node_metrics = Collected::Absent("metrics-server is not installed".into()))
+        .build();
+    let p = run_with(&usage_env(), &s, &[]);
+    assert_eq!(p.host("pve1").unwrap().outcome, Outcome::Lost);
+    let text = reasons(&p, "pve1");
+    assert!(
+        text.contains("unknown: the measured load of the 1 node(s)"),
+        "{text}"
+    );
+    assert_eq!(
+        p.exit_code(),
+        1,
+        "not survivable is known whatever else is not"
+    );
+}
+
+#[test]
+fn a_receiving_node_that_metrics_server_has_not_reported_is_unknown_by_name() {
+    let s = state()
+        .nodes(three())
+        .pods(two_web_pods())
+        .node_metrics([
+            node_metrics("cp-1", "1", "2Gi"),
+            node_metrics("cp-2", "1", "2Gi"),
+        ])
+        .build();
+    let p = run_with(&usage_env(), &s, &[]);
+    assert_eq!(
+        reasons(&p, "pve1"),
+        "unknown: the measured load of cp-3 (taking moved pods) is unknown: metrics-server has not reported it"
+    );
+    assert_eq!(p.exit_code(), 2);
+}
+
+#[test]
+fn judged_by_requests_unreadable_metrics_do_not_matter() {
+    let s = state()
+        .nodes(three())
+        .pods(two_web_pods())
+        .with(|s| s.node_metrics = Collected::Absent("metrics-server is not installed".into()))
+        .build();
+    let p = run(&s);
+    assert_eq!(p.exit_code(), 0);
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! statement that a workload must stay available. A protected controller with no ready replica
 //! left makes the loss not survivable; so does a pod a controller recreates that fits nowhere.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
@@ -38,6 +38,8 @@ pub struct Budget {
 pub struct Workloads {
     pub protected: Vec<Protected>,
     pub budgets: Vec<Budget>,
+    /// Pods by (namespace, owner), for the replicas a moved pod's controller has elsewhere.
+    pub by_owner: HashMap<(String, Owner), Vec<usize>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -133,7 +135,20 @@ pub fn index(cluster: &Cluster<'_>, named: &[ProtectedRef]) -> Workloads {
             desired,
         });
     }
-    Workloads { protected, budgets }
+    let mut by_owner: HashMap<(String, Owner), Vec<usize>> = HashMap::new();
+    for (i, p) in cluster.pods.iter().enumerate() {
+        if p.owner.recreates() {
+            by_owner
+                .entry((p.namespace.to_string(), p.owner.clone()))
+                .or_default()
+                .push(i);
+        }
+    }
+    Workloads {
+        protected,
+        budgets,
+        by_owner,
+    }
 }
 
 pub fn predict(
@@ -240,9 +255,11 @@ pub fn predict(
             .map(|&(i, _)| (cluster.pods[i].namespace, &cluster.pods[i].owner))
             .collect();
         let mut ready_elsewhere = BTreeSet::new();
-        for (i, p) in cluster.pods.iter().enumerate() {
-            if owners.contains(&(p.namespace, &p.owner)) && ready_left(i) {
-                ready_elsewhere.insert((p.namespace, &p.owner));
+        for &(namespace, owner) in &owners {
+            let key = (namespace.to_string(), owner.clone());
+            let siblings = workloads.by_owner.get(&key).map_or(&[][..], Vec::as_slice);
+            if siblings.iter().any(|&i| ready_left(i)) {
+                ready_elsewhere.insert((namespace, owner));
             }
         }
         for (controller, (i, after)) in waiting {

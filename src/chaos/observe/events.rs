@@ -15,6 +15,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::chaos::cluster::{node_name, node_ready, selects};
 use crate::checks::replicated_controller::Params as Controller;
+use crate::hostloss::lineage::Lineage;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Event {
@@ -26,6 +27,10 @@ pub struct Event {
     pub subject: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub detail: String,
+    /// For `pod-created` and `pod-removed`: the pod's owner, template hash and ordinal, which
+    /// match it to the pod it replaces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lineage: Option<Lineage>,
 }
 
 /// The run's events, appended by the harness and by the watcher.
@@ -36,13 +41,18 @@ pub struct Events {
 
 impl Events {
     pub fn push(&self, at: Duration, kind: &str, subject: &str, detail: impl Into<String>) {
+        self.push_event(Event {
+            at,
+            kind: kind.to_string(),
+            subject: subject.to_string(),
+            detail: detail.into(),
+            lineage: None,
+        });
+    }
+
+    pub fn push_event(&self, event: Event) {
         if let Ok(mut list) = self.list.lock() {
-            list.push(Event {
-                at,
-                kind: kind.to_string(),
-                subject: subject.to_string(),
-                detail: detail.into(),
-            });
+            list.push(event);
         }
     }
 
@@ -54,12 +64,15 @@ impl Events {
     }
 }
 
+/// A watched pod: its controller, `namespace/name on node`, and its lineage.
+type SeenPod = (String, String, Option<Lineage>);
+
 /// What the watcher saw last, to report changes only.
 #[derive(Debug, Default)]
 struct Seen {
     ready: Option<BTreeMap<String, bool>>,
     holders: Option<BTreeMap<String, String>>,
-    pods: Option<BTreeMap<String, (String, String)>>,
+    pods: Option<BTreeMap<String, SeenPod>>,
     api_down: bool,
 }
 
@@ -191,8 +204,8 @@ fn pods_changed(
     at: Duration,
     events: &Events,
 ) {
-    // uid -> (controller, namespace/name on node)
-    let now: BTreeMap<String, (String, String)> = pods
+    // uid -> (controller, namespace/name on node, lineage)
+    let now: BTreeMap<String, SeenPod> = pods
         .iter()
         .filter_map(|p| {
             let c = controllers.iter().find(|c| selects(c, p))?;
@@ -211,6 +224,7 @@ fn pods_changed(
                         p.metadata.namespace.as_deref().unwrap_or_default(),
                         p.metadata.name.as_deref().unwrap_or_default()
                     ),
+                    Lineage::of(p),
                 ),
             ))
         })
@@ -218,13 +232,18 @@ fn pods_changed(
     if let Some(before) = &seen.pods {
         let old: BTreeSet<&String> = before.keys().collect();
         let new: BTreeSet<&String> = now.keys().collect();
+        let pod_event = |kind: &str, (controller, pod, lineage): &SeenPod| Event {
+            at,
+            kind: kind.to_string(),
+            subject: controller.clone(),
+            detail: pod.clone(),
+            lineage: lineage.clone(),
+        };
         for uid in old.difference(&new) {
-            let (controller, pod) = &before[*uid];
-            events.push(at, "pod-removed", controller, pod.clone());
+            events.push_event(pod_event("pod-removed", &before[*uid]));
         }
         for uid in new.difference(&old) {
-            let (controller, pod) = &now[*uid];
-            events.push(at, "pod-created", controller, pod.clone());
+            events.push_event(pod_event("pod-created", &now[*uid]));
         }
     }
     seen.pods = Some(now);

@@ -140,6 +140,7 @@ mod tests {
             kind: "vm-stop-requested".into(),
             subject: "talos-lab-cp-02".into(),
             detail: String::new(),
+            lineage: None,
         };
         out.emit(RunEvent::Timeline(&stopped));
         assert_eq!(
