@@ -120,8 +120,8 @@ fn a_yaml_snapshot_types_the_same_as_its_json() {
     let yaml = dir.path().join("staging-today.yaml");
     std::fs::write(&yaml, serde_yaml_ng::to_string(&value).expect("YAML")).expect("written");
     assert_eq!(
-        through_text(&[yaml.clone()]),
-        through_values(&[json.clone()])
+        through_text(std::slice::from_ref(&yaml)),
+        through_values(std::slice::from_ref(&json))
     );
     assert_eq!(through_text(&[yaml]), through_text(&[json]));
 }

@@ -693,6 +693,10 @@ fn write_item(out: &mut Vec<u8>, obj: &Value, typed: bool) {
     }
 }
 
+/// A page as [`page`] returns it: the revision, the objects, the key of the last one when more
+/// follow, and how many remain.
+type Page = (u64, Vec<Arc<Value>>, Option<(String, String)>, usize);
+
 /// One page of a list: up to `limit` objects of `rest` that are `wanted` (all when `limit` is
 /// 0), the key of the last when more follow, and how many remain when the list is unfiltered
 /// (`total`: the objects from the page's start to the end, when known without a walk).
@@ -703,7 +707,7 @@ fn page<'a>(
     unfiltered: bool,
     wanted: &dyn Fn(&Value) -> bool,
     total: Option<usize>,
-) -> (u64, Vec<Arc<Value>>, Option<(String, String)>, usize) {
+) -> Page {
     let mut items = Vec::new();
     let mut last = None;
     let mut rest = rest.filter(|(_, o)| wanted(o));
