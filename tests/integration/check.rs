@@ -2,7 +2,11 @@ use crate::support::*;
 
 #[test]
 fn target_topology_passes_every_static_gate_on_staging() {
-    let (out, _reports) = check("staging", &["target-staging.json"], &[]);
+    let (out, _reports) = check(
+        "staging",
+        &["target-staging.json", "target-staging-metrics.json"],
+        &[],
+    );
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}\n{}", stderr(&out));
     assert_trial(&text, "gate1::staging::control-plane-nodes", "ok");
@@ -313,7 +317,11 @@ fn kinds_gates_does_not_read_are_ignored_with_a_note() {
     .unwrap();
     let (out, _reports) = check(
         "staging",
-        &["target-staging.json", extra.to_str().unwrap()],
+        &[
+            "target-staging.json",
+            "target-staging-metrics.json",
+            extra.to_str().unwrap(),
+        ],
         &["gate1"],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));

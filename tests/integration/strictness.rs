@@ -47,7 +47,11 @@ fn a_skip_that_removes_every_trial_exits_2() {
 
 #[test]
 fn require_all_blocks_promotion_on_a_skipped_gate_and_says_which() {
-    let (out, reports) = check("staging", &["target-staging.json"], &["--require-all"]);
+    let (out, reports) = check(
+        "staging",
+        &["target-staging.json", "target-staging-metrics.json"],
+        &["--require-all"],
+    );
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
     assert!(
@@ -73,7 +77,7 @@ fn require_all_blocks_promotion_on_a_skipped_gate_and_says_which() {
 fn require_all_with_a_filter_names_the_gates_left_out() {
     let (out, _reports) = check(
         "staging",
-        &["target-staging.json"],
+        &["target-staging.json", "target-staging-metrics.json"],
         &["gate1", "--require-all"],
     );
     let text = stdout(&out);
@@ -86,7 +90,11 @@ fn require_all_with_a_filter_names_the_gates_left_out() {
 
 #[test]
 fn without_require_all_the_same_run_exits_0() {
-    let (out, _reports) = check("staging", &["target-staging.json"], &[]);
+    let (out, _reports) = check(
+        "staging",
+        &["target-staging.json", "target-staging-metrics.json"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(0));
     assert!(!stdout(&out).contains("Promotion"));
 }
@@ -130,7 +138,11 @@ fn a_snapshot_of_another_environment_is_refused_naming_both() {
 
 #[test]
 fn kubectl_output_is_accepted_with_a_note_and_the_report_records_provenance() {
-    let (out, reports) = check("staging", &["target-staging.json"], &[]);
+    let (out, reports) = check(
+        "staging",
+        &["target-staging.json", "target-staging-metrics.json"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(0));
     assert!(stderr(&out).contains("origin"), "{}", stderr(&out));
     assert!(

@@ -275,6 +275,8 @@ impl ControlPlane {
         plane.write("apiserver.pem", &leaf.cert_pem())?;
         plane.write("apiserver-key.pem", &leaf.key_pem())?;
         plane.write("sa-key.pem", &service_accounts.key_pem())?;
+        // kube-apiserver verifies tokens with public keys only; the certificate carries it.
+        plane.write("sa-pub.pem", &service_accounts.cert_pem())?;
         plane.write("tokens.csv", &token_file)?;
         for identity in [Identity::Admin, Identity::Reader, Identity::Narrow] {
             let text = plane.kubeconfig_text(identity, "real");
@@ -393,7 +395,7 @@ impl ControlPlane {
             format!("--tls-private-key-file={dir}/apiserver-key.pem"),
             "--service-cluster-ip-range=10.96.0.0/16".into(),
             "--service-account-issuer=https://kubernetes.default.svc".into(),
-            format!("--service-account-key-file={dir}/sa-key.pem"),
+            format!("--service-account-key-file={dir}/sa-pub.pem"),
             format!("--service-account-signing-key-file={dir}/sa-key.pem"),
             "--authorization-mode=RBAC".into(),
             format!("--token-auth-file={dir}/tokens.csv"),
