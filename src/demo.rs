@@ -98,12 +98,11 @@ async fn start(
 ) -> Result<Lab, AppError> {
     let options = LabOptions {
         scenario: scenario.to_string(),
-        generate_nodes: None,
-        pods_per_node: None,
         subnet,
         speed,
         state_dir: state_dir.to_path_buf(),
         env_dir: Some(env_dir.to_path_buf()),
+        ..LabOptions::default()
     };
     Lab::start(options)
         .await

@@ -25,12 +25,11 @@ impl Bench {
         let dir = tempfile::tempdir().unwrap();
         let lab = Lab::start(LabOptions {
             scenario: scenario.to_string(),
-            generate_nodes: None,
-            pods_per_node: None,
             subnet,
             speed: SPEED,
             state_dir: dir.path().join("state"),
             env_dir: Some(dir.path().join("env")),
+            ..LabOptions::default()
         })
         .await
         .expect("the lab starts");

@@ -14,12 +14,11 @@ use crate::support::*;
 async fn lab(subnet: u8, dir: &Path) -> Lab {
     Lab::start(LabOptions {
         scenario: "adr-007".to_string(),
-        generate_nodes: None,
-        pods_per_node: None,
         subnet,
         speed: 1.0,
         state_dir: dir.to_path_buf(),
         env_dir: Some(dir.join("environments")),
+        ..LabOptions::default()
     })
     .await
     .unwrap_or_else(|err| panic!("the lab starts on 127.{subnet}.x.y: {err}"))

@@ -146,12 +146,11 @@ async fn node_loss_on_a_real_control_plane_follows_the_labs_model_and_chaos_pass
 async fn lab_loaded(plane: &ControlPlane, subnet: u8, dir: &std::path::Path) -> Lab {
     let lab = Lab::start(LabOptions {
         scenario: scenario(dir),
-        generate_nodes: None,
-        pods_per_node: None,
         subnet,
         speed: 1.0,
         state_dir: dir.to_path_buf(),
         env_dir: Some(dir.join("environments")),
+        ..LabOptions::default()
     })
     .await
     .unwrap_or_else(|err| panic!("the lab starts: {err}"));

@@ -65,12 +65,11 @@ async fn lab_with_history(subnet: u8, history: usize, dir: &Path) -> Lab {
     std::fs::write(&scenario, format!("{text}\nwatch_history: {history}\n")).expect("write");
     Lab::start(LabOptions {
         scenario: scenario.display().to_string(),
-        generate_nodes: None,
-        pods_per_node: None,
         subnet,
         speed: 20.0,
         state_dir: dir.join("state"),
         env_dir: None,
+        ..LabOptions::default()
     })
     .await
     .expect("the lab starts")

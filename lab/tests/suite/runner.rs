@@ -137,12 +137,11 @@ async fn stale_environment_files_of_an_earlier_lab_are_removed() {
     std::fs::write(env_dir.join("staging.yaml"), "description: hand-written\n").expect("write");
     let opts = gates_lab::LabOptions {
         scenario: "staging-today".into(),
-        generate_nodes: None,
-        pods_per_node: None,
         subnet: 83,
         speed: 1.0,
         state_dir: dir.path().join("state"),
         env_dir: Some(env_dir.clone()),
+        ..gates_lab::LabOptions::default()
     };
     let lab = gates_lab::Lab::start(opts).await.expect("lab");
     assert!(env_dir.join("lab.yaml").exists());
@@ -223,12 +222,11 @@ async fn read_only_proxmox_token_and_busy_addresses() {
     let dir = tempfile::tempdir().expect("tempdir");
     let err = gates_lab::Lab::start(gates_lab::LabOptions {
         scenario: "adr-007".into(),
-        generate_nodes: None,
-        pods_per_node: None,
         subnet: 84,
         speed: 1.0,
         state_dir: dir.path().join("state"),
         env_dir: None,
+        ..gates_lab::LabOptions::default()
     })
     .await
     .expect_err("addresses are taken");
@@ -247,12 +245,11 @@ async fn a_scenario_may_make_down_addresses_refuse_instead_of_stall() {
     std::fs::write(&scenario, format!("{text}\nunreachable: refuse\n")).expect("write");
     let lab = gates_lab::Lab::start(gates_lab::LabOptions {
         scenario: scenario.display().to_string(),
-        generate_nodes: None,
-        pods_per_node: None,
         subnet: 87,
         speed: 1.0,
         state_dir: dir.path().join("state"),
         env_dir: None,
+        ..gates_lab::LabOptions::default()
     })
     .await
     .expect("lab");

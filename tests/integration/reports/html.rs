@@ -9,12 +9,11 @@ async fn a_chaos_run_on_the_lab_writes_an_html_timeline_chromium_renders_and_met
     let dir = tempfile::tempdir().unwrap();
     let lab = gates_lab::Lab::start(gates_lab::LabOptions {
         scenario: "adr-007".into(),
-        generate_nodes: None,
-        pods_per_node: None,
         subnet: 197,
         speed: 40.0,
         state_dir: dir.path().join("state"),
         env_dir: Some(dir.path().join("env")),
+        ..gates_lab::LabOptions::default()
     })
     .await
     .expect("the lab starts");

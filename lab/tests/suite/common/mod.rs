@@ -10,12 +10,11 @@ pub async fn start(scenario: &str, subnet: u8, speed: f64) -> (Lab, tempfile::Te
     let dir = tempfile::tempdir().expect("tempdir");
     let lab = Lab::start(LabOptions {
         scenario: scenario.into(),
-        generate_nodes: None,
-        pods_per_node: None,
         subnet,
         speed,
         state_dir: dir.path().join("state"),
         env_dir: Some(dir.path().join("env")),
+        ..LabOptions::default()
     })
     .await
     .unwrap_or_else(|e| panic!("lab {scenario} on subnet {subnet}: {e}"));
