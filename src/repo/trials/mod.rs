@@ -9,14 +9,19 @@
 //! counterpart gets one, for every environment of the repository the gate applies to, so a
 //! staging run also shows what production would get from the same repository.
 
+mod capacity;
+mod chart_requests;
 mod controllers;
 mod drift;
 mod drift_placement;
 mod ingress;
 mod nodes;
 mod storage;
+mod workload_requests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_capacity;
 #[cfg(test)]
 mod tests_coverage;
 
@@ -237,7 +242,7 @@ fn declared(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
         RepoCheck::L2Announcement => ingress::l2_announcement(ctx),
         RepoCheck::ExternalTrafficPolicy => ingress::external_traffic_policy(ctx),
         RepoCheck::LonghornDisks => storage::longhorn_disks(ctx),
-        RepoCheck::CapacityHeadroom => storage::capacity_headroom(ctx),
+        RepoCheck::CapacityHeadroom => capacity::capacity_headroom(ctx),
     }
 }
 

@@ -1,6 +1,6 @@
 //! Repository and drift trials for what the first version left out: Talos patches Terraform
-//! applies, every controller gate 2 protects, HelmRelease requests in the capacity trial, and
-//! drift of PDBs, scheduling, Longhorn's nodes and host labels.
+//! applies, every controller gate 2 protects, and drift of PDBs, scheduling, Longhorn's nodes
+//! and host labels.
 
 use std::path::Path;
 
@@ -174,7 +174,7 @@ fn a_csi_controller_with_one_replica_fails_and_one_without_a_pdb_is_unknown() {
     );
     assert!(
         attacher.contains(&format!(
-            "{release}:23: longhorn values csi.attacherReplicaCount: 1"
+            "{release}:25: longhorn values csi.attacherReplicaCount: 1"
         )),
         "{attacher}"
     );
@@ -204,36 +204,6 @@ fn coredns_disabled_in_talos_is_skipped_naming_the_patch_line() {
             .starts_with("talos/staging/common.yaml:18: cluster.coreDNS.disabled: true"),
         "{coredns:?}"
     );
-}
-
-#[test]
-fn capacity_names_helm_releases_whose_requests_are_unknown_and_never_passes_over_them() {
-    let r = run(&fixture("adr-007"), &offline());
-    let capacity = &r["gate5::production::repo::capacity-headroom"];
-    assert_eq!(capacity.verdict, Verdict::Skip, "{capacity:?}");
-    let text = capacity.details();
-    assert!(
-        text.contains(
-            "HelmRelease longhorn-system/longhorn (longhorn): requests unknown, not counted"
-        ),
-        "{text}"
-    );
-    assert!(
-        text.contains("HelmRelease traefik/traefik (2 Deployment copies): kubernetes/infrastructure/controllers/traefik/release.yaml:67: resources.requests.cpu: 100m"),
-        "{text}"
-    );
-    // Too much is too much, whatever is not counted.
-    let dir = copy("adr-007");
-    edit(
-        dir.path(),
-        "kubernetes/infrastructure/controllers/traefik/release.yaml",
-        "        cpu: 100m\n",
-        "        cpu: \"10\"\n",
-    );
-    let r = run(dir.path(), &offline());
-    let capacity = &r["gate5::production::repo::capacity-headroom"];
-    assert_eq!(capacity.verdict, Verdict::Fail, "{capacity:?}");
-    assert!(capacity.details().contains("requests unknown, not counted"));
 }
 
 #[test]

@@ -1,0 +1,276 @@
+//! What a HelmRelease requests, for the charts whose workloads gates knows. A chart's own
+//! defaults are not in the repository, so a release is counted only when its values set the
+//! request and the copies of every workload the chart runs; a workload left to the chart's
+//! defaults makes the release unknown, named with the key that would say it.
+//!
+//! The table says, per chart, which workloads it runs and which values keys set their
+//! requests and copies. Longhorn's manager also creates workloads at run time: an
+//! instance manager per node requesting `defaultSettings.guaranteedInstanceManagerCPU`
+//! percent of the node's CPU, and CSI sidecars, CSI plugin and engine image pods it creates
+//! without requests.
+
+use crate::repo::flux::HelmRelease;
+use crate::repo::yaml::Node;
+
+use super::workload_requests::{Amount, parse_quantity, show_bytes, show_cpu};
+
+/// How many pods of a workload run.
+enum Copies {
+    /// One per declared node.
+    PerNode,
+    /// Exactly one, whatever the values say.
+    One,
+    /// The values key that sets the count; unset, the chart's default decides (unknown).
+    Values(&'static [&'static str]),
+    /// Traefik: `deployment.kind` DaemonSet (one per node) or `deployment.replicas`.
+    TraefikKind,
+}
+
+/// What one pod of a workload requests.
+enum Requests {
+    /// The values key of its `resources` (`requests`, else `limits`, below it).
+    Values(&'static [&'static str]),
+    /// A percentage of each node's CPU, set by this values key.
+    NodeCpuPercent(&'static [&'static str]),
+    /// Created without requests; the words say by whom.
+    Nothing(&'static str),
+}
+
+struct Workload {
+    name: &'static str,
+    copies: Copies,
+    requests: Requests,
+}
+
+const TRAEFIK: &[Workload] = &[Workload {
+    name: "traefik",
+    copies: Copies::TraefikKind,
+    requests: Requests::Values(&["resources"]),
+}];
+
+const LONGHORN_RUNTIME: &str = "longhorn-manager creates it without requests";
+
+const LONGHORN: &[Workload] = &[
+    Workload {
+        name: "longhorn-manager",
+        copies: Copies::PerNode,
+        requests: Requests::Values(&["longhornManager", "resources"]),
+    },
+    Workload {
+        name: "longhorn-driver-deployer",
+        copies: Copies::One,
+        requests: Requests::Values(&["longhornDriver", "resources"]),
+    },
+    Workload {
+        name: "longhorn-ui",
+        copies: Copies::Values(&["longhornUI", "replicas"]),
+        requests: Requests::Values(&["longhornUI", "resources"]),
+    },
+    Workload {
+        name: "instance-manager",
+        copies: Copies::PerNode,
+        requests: Requests::NodeCpuPercent(&["defaultSettings", "guaranteedInstanceManagerCPU"]),
+    },
+    Workload {
+        name: "csi-attacher",
+        copies: Copies::One,
+        requests: Requests::Nothing(LONGHORN_RUNTIME),
+    },
+    Workload {
+        name: "csi-provisioner",
+        copies: Copies::One,
+        requests: Requests::Nothing(LONGHORN_RUNTIME),
+    },
+    Workload {
+        name: "csi-resizer",
+        copies: Copies::One,
+        requests: Requests::Nothing(LONGHORN_RUNTIME),
+    },
+    Workload {
+        name: "csi-snapshotter",
+        copies: Copies::One,
+        requests: Requests::Nothing(LONGHORN_RUNTIME),
+    },
+    Workload {
+        name: "longhorn-csi-plugin",
+        copies: Copies::PerNode,
+        requests: Requests::Nothing(LONGHORN_RUNTIME),
+    },
+    Workload {
+        name: "engine-image",
+        copies: Copies::PerNode,
+        requests: Requests::Nothing(LONGHORN_RUNTIME),
+    },
+];
+
+fn workloads(chart: &str) -> Option<&'static [Workload]> {
+    match chart {
+        "traefik" => Some(TRAEFIK),
+        "longhorn" => Some(LONGHORN),
+        _ => None,
+    }
+}
+
+/// What a HelmRelease requests when its values say it all.
+pub struct ChartRequests {
+    pub amount: Amount,
+    /// One line per workload, with the lines of the values that set it.
+    pub evidence: Vec<String>,
+}
+
+/// Why a release is not counted: its requests are not known (the chart's defaults decide),
+/// or a value it sets is malformed (an error at its file and line).
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotCounted {
+    Unknown(String),
+    Malformed(String),
+}
+
+impl From<String> for NotCounted {
+    fn from(why: String) -> NotCounted {
+        NotCounted::Unknown(why)
+    }
+}
+
+/// The requests of a release on the declared nodes whose CPUs (millicores) are `node_cpu`.
+pub fn chart_requests(hr: &HelmRelease, node_cpu: &[i128]) -> Result<ChartRequests, NotCounted> {
+    let values = hr
+        .values
+        .as_ref()
+        .map_err(|err| NotCounted::Malformed(format!("its values cannot be known: {err}")))?;
+    let chart = hr.chart.as_deref().unwrap_or_default();
+    let table = workloads(chart).ok_or_else(|| {
+        NotCounted::Unknown(
+            "gates does not know the chart's workloads, and their default requests are not in the repository"
+                .to_string(),
+        )
+    })?;
+    let mut out = ChartRequests {
+        amount: Amount::default(),
+        evidence: Vec::new(),
+    };
+    let nodes = node_cpu.len() as i128;
+    for w in table {
+        let (copies, from) = match w.copies {
+            Copies::PerNode => (nodes, format!("one per declared node, {nodes}")),
+            Copies::One => (1, "1".to_string()),
+            Copies::Values(path) => count(values, path)?,
+            Copies::TraefikKind => match values.get_str(&["deployment", "kind"]) {
+                Some("DaemonSet") => (nodes, format!("DaemonSet, one per declared node, {nodes}")),
+                _ => count(values, &["deployment", "replicas"])?,
+            },
+        };
+        match w.requests {
+            Requests::Nothing(why) => {
+                out.evidence.push(format!("{}: requests nothing: {why}", w.name));
+            }
+            Requests::Values(path) => {
+                let (pod, lines) = resources(values, path)?;
+                out.amount.add(pod.times(copies));
+                out.evidence.push(format!(
+                    "{}: {} CPU, {} memory per pod × {from}: {}",
+                    w.name,
+                    show_cpu(pod.cpu),
+                    show_bytes(pod.memory),
+                    lines.join(", ")
+                ));
+            }
+            Requests::NodeCpuPercent(path) => {
+                let (percent, line) = percent(values, path)?;
+                let cpu: i128 = node_cpu.iter().map(|c| c * percent / 100).sum();
+                out.amount.add(Amount { cpu, memory: 0 });
+                out.evidence.push(format!(
+                    "{}: {percent}% of each node's CPU, {} in all (of the VM's cores; the kubelet's share of allocatable is smaller): {line}",
+                    w.name,
+                    show_cpu(cpu)
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn count(values: &Node, path: &[&str]) -> Result<(i128, String), NotCounted> {
+    let key = path.join(".");
+    let node = values
+        .get(path)
+        .ok_or_else(|| format!("{key} is not set (the chart's default decides)"))?;
+    match node.as_i64() {
+        Some(n) if n >= 0 => Ok((n.into(), format!("{}: {key}: {n}", node.site))),
+        _ => Err(NotCounted::Malformed(format!(
+            "{}: {key}: {} is not a count",
+            node.site,
+            node.show()
+        ))),
+    }
+}
+
+/// The requests under a values `resources` key: `requests`, else `limits` (the API server
+/// defaults one to the other). Both unset: the chart's default decides.
+fn resources(values: &Node, path: &[&str]) -> Result<(Amount, Vec<String>), NotCounted> {
+    let key = path.join(".");
+    let mut amount = Amount::default();
+    let mut lines = Vec::new();
+    for resource in ["cpu", "memory"] {
+        let (node, which) = match (
+            values.get(&[path, &["requests", resource]].concat()),
+            values.get(&[path, &["limits", resource]].concat()),
+        ) {
+            (Some(n), _) => (n, "requests"),
+            (None, Some(n)) => (n, "limits"),
+            (None, None) => {
+                return Err(NotCounted::Unknown(format!(
+                    "{key}.requests.{resource} is not set (the chart's default decides)"
+                )));
+            }
+        };
+        let full = format!("{key}.{which}.{resource}");
+        let value = parse_quantity(node, &full, resource).map_err(NotCounted::Malformed)?;
+        lines.push(format!("{}: {full}: {}", node.site, node.show()));
+        match resource {
+            "cpu" => amount.cpu = value,
+            _ => amount.memory = value,
+        }
+    }
+    Ok((amount, lines))
+}
+
+/// A percentage setting: a number, or Longhorn's per-data-engine form `{"v1":"12","v2":"12"}`
+/// of which the v1 engine's share counts (the v2 engine's instance managers run only when
+/// `defaultSettings.v2DataEngine` is true, which is then unknown).
+fn percent(values: &Node, path: &[&str]) -> Result<(i128, String), NotCounted> {
+    let key = path.join(".");
+    let node = values
+        .get(path)
+        .ok_or_else(|| format!("{key} is not set (the chart's default decides)"))?;
+    if values
+        .get(&["defaultSettings", "v2DataEngine"])
+        .and_then(Node::as_bool)
+        == Some(true)
+    {
+        return Err(NotCounted::Unknown(format!(
+            "defaultSettings.v2DataEngine is true, and gates does not count the v2 engine's instance managers ({key} at {})",
+            node.site
+        )));
+    }
+    let text = node.as_str().unwrap_or_default().trim();
+    let number = if text.starts_with('{') {
+        serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| match v.get("v1") {
+                Some(serde_json::Value::String(s)) => s.parse::<i128>().ok(),
+                Some(serde_json::Value::Number(n)) => n.as_i64().map(i128::from),
+                _ => None,
+            })
+    } else {
+        text.parse::<i128>().ok()
+    };
+    match number {
+        Some(p) if (0..=100).contains(&p) => Ok((p, format!("{}: {key}: {}", node.site, node.show()))),
+        _ => Err(NotCounted::Malformed(format!(
+            "{}: {key}: {} is not a percentage (a number from 0 to 100, or {{\"v1\":\"12\"}})",
+            node.site,
+            node.show()
+        ))),
+    }
+}
