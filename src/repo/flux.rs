@@ -1,12 +1,14 @@
 //! An environment's manifests as Flux applies them: from the environment's entry directory
 //! (`clusters/staging`), every Flux `Kustomization` whose source is this repository is
-//! followed to its `spec.path`, rendered, patched with its `spec.patches` and placed in its
-//! `targetNamespace`. HelmReleases get their effective values: `valuesFrom` ConfigMaps and
+//! followed to its `spec.path`, rendered, patched with its `spec.patches`, placed in its
+//! `targetNamespace` and given its `commonMetadata` labels and annotations (on each object's
+//! metadata, with the line that set them). HelmReleases get their effective values: `valuesFrom` ConfigMaps and
 //! Secrets that live in the repository, in order, then `spec.values`, each value with the
 //! file and line that set it last.
 //!
-//! A source in another repository is skipped with the reason; `postBuild` substitutions and
-//! `components` are errors naming the file (their result cannot be read without Flux).
+//! A source in another repository is skipped with the reason; `postBuild` substitutions,
+//! `components` and name prefixes or suffixes are errors naming the file (their result
+//! cannot be read without Flux); `images` is noted, since no trial reads image tags.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -116,7 +118,7 @@ fn follow(
         ));
         return Ok(None);
     }
-    for refused in ["postBuild", "components"] {
+    for refused in ["postBuild", "components", "namePrefix", "nameSuffix"] {
         if let Some(node) = ks.get(&["spec", refused]) {
             return Err(RepoError::new(
                 node.site.clone(),
@@ -151,13 +153,62 @@ fn follow(
         }
     }
     if let Some(ns) = ks.get(&["spec", "targetNamespace"]) {
-        kustomize::set_namespace(
-            &mut rendered.objects,
-            ns.as_str().unwrap_or_default(),
-            &ns.site,
-        );
+        let Some(namespace) = ns.as_str().filter(|n| !n.is_empty()) else {
+            return Err(RepoError::new(
+                ns.site.clone(),
+                format!(
+                    "Flux Kustomization {name}: `spec.targetNamespace` must be a namespace name"
+                ),
+            ));
+        };
+        kustomize::set_namespace(&mut rendered.objects, namespace, &ns.site);
+    }
+    if let Some(meta) = ks.get(&["spec", "commonMetadata"]) {
+        common_metadata(meta, name, &mut rendered.objects)?;
+    }
+    if let Some(images) = ks.get(&["spec", "images"]) {
+        notes.push(format!(
+            "{}: Flux Kustomization {name}: `spec.images` skipped: image names and tags are not read by any trial",
+            images.site
+        ));
     }
     Ok(Some(rendered))
+}
+
+/// Flux `spec.commonMetadata`: labels and annotations set on every object's metadata,
+/// replacing a value the object had, each with the line of the Kustomization that set it.
+fn common_metadata(meta: &Node, name: &str, objects: &mut [Node]) -> Result<(), RepoError> {
+    let Some(entries) = meta.as_map() else {
+        return Err(RepoError::new(
+            meta.site.clone(),
+            format!(
+                "Flux Kustomization {name}: `spec.commonMetadata` must be a mapping of `labels` and `annotations`"
+            ),
+        ));
+    };
+    for (key, value) in entries {
+        let what = format!("spec.commonMetadata.{key}");
+        match key.as_str() {
+            "labels" => kustomize::labels::Labels::metadata_only(value, &what)?.apply(objects),
+            "annotations" => {
+                let pairs = kustomize::labels::pairs(value, &what)?;
+                for object in objects.iter_mut() {
+                    for (k, v) in &pairs {
+                        kustomize::set_path(object, &["metadata", "annotations", k], v.clone());
+                    }
+                }
+            }
+            other => {
+                return Err(RepoError::new(
+                    value.site.clone(),
+                    format!(
+                        "Flux Kustomization {name}: `spec.commonMetadata.{other}` is not `labels` or `annotations`"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn helm_release(hr: &Node, objects: &[Node]) -> HelmRelease {
@@ -400,6 +451,107 @@ mod tests {
             err.to_string().starts_with("clusters/env/infra.yaml:7"),
             "{err}"
         );
+    }
+
+    const APP: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels: {tier: web}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n";
+
+    fn with_spec(extra: &str) -> String {
+        format!("{SYNC}{extra}")
+    }
+
+    #[test]
+    fn common_metadata_labels_reach_object_metadata_with_the_flux_line_but_not_pods_or_selectors() {
+        let sync = with_spec(
+            "  commonMetadata:\n    labels:\n      tier: edge\n      team: platform\n    annotations:\n      owner: ops\n",
+        );
+        let dir = repo(&[("clusters/env/infra.yaml", &sync), ("infra/web.yaml", APP)]);
+        let m = render(dir.path(), "clusters/env").unwrap();
+        let web = m
+            .objects
+            .iter()
+            .find(|o| o.get_str(&["kind"]) == Some("Deployment"))
+            .unwrap();
+        let tier = web.get(&["metadata", "labels", "tier"]).unwrap();
+        assert_eq!(
+            (tier.as_str(), tier.site.to_string()),
+            (Some("edge"), "clusters/env/infra.yaml:9".to_string())
+        );
+        assert_eq!(
+            web.get(&["metadata", "annotations", "owner"])
+                .map(|o| o.site.to_string()),
+            Some("clusters/env/infra.yaml:12".to_string())
+        );
+        assert_eq!(
+            web.get(&["spec", "template", "metadata", "labels", "team"]),
+            None
+        );
+        assert_eq!(web.get(&["spec", "selector", "matchLabels", "team"]), None);
+    }
+
+    #[test]
+    fn target_namespace_and_flux_patches_set_values_with_the_flux_lines() {
+        let sync = with_spec(
+            "  targetNamespace: apps\n  patches:\n    - target: {kind: Deployment, name: web}\n      patch: |\n        - op: replace\n          path: /spec/replicas\n          value: 3\n",
+        );
+        let dir = repo(&[("clusters/env/infra.yaml", &sync), ("infra/web.yaml", APP)]);
+        let m = render(dir.path(), "clusters/env").unwrap();
+        let web = m
+            .objects
+            .iter()
+            .find(|o| o.get_str(&["kind"]) == Some("Deployment"))
+            .unwrap();
+        let ns = web.get(&["metadata", "namespace"]).unwrap();
+        assert_eq!(
+            (ns.as_str(), ns.site.to_string()),
+            (Some("apps"), "clusters/env/infra.yaml:7".to_string())
+        );
+        let replicas = web.get(&["spec", "replicas"]).unwrap();
+        assert_eq!(replicas.as_i64(), Some(3));
+        assert!(
+            replicas
+                .site
+                .to_string()
+                .starts_with("clusters/env/infra.yaml:"),
+            "{}",
+            replicas.site
+        );
+    }
+
+    #[test]
+    fn malformed_common_metadata_and_name_prefixes_are_errors_at_their_line() {
+        for (extra, line, words) in [
+            (
+                "  commonMetadata:\n    labels: [a, b]\n",
+                "clusters/env/infra.yaml:8",
+                "must be a map of labels",
+            ),
+            (
+                "  commonMetadata:\n    finalizers: {a: b}\n",
+                "clusters/env/infra.yaml:8",
+                "is not `labels` or `annotations`",
+            ),
+            (
+                "  commonMetadata:\n    labels:\n      tier: {nested: map}\n",
+                "clusters/env/infra.yaml:9",
+                "spec.commonMetadata.labels.tier must be a string",
+            ),
+            (
+                "  namePrefix: prod-\n",
+                "clusters/env/infra.yaml:7",
+                "`spec.namePrefix`",
+            ),
+            (
+                "  targetNamespace: \"\"\n",
+                "clusters/env/infra.yaml:7",
+                "must be a namespace name",
+            ),
+        ] {
+            let sync = with_spec(extra);
+            let dir = repo(&[("clusters/env/infra.yaml", &sync), ("infra/web.yaml", APP)]);
+            let err = render(dir.path(), "clusters/env").unwrap_err();
+            assert!(err.to_string().starts_with(line), "{extra}: {err}");
+            assert!(err.message.contains(words), "{extra}: {err}");
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::path::Path;
 use super::label_query;
 use super::patch;
 
-mod labels;
+pub mod labels;
 use super::site::{RepoError, Site};
 use super::yaml::{self, Node, Value};
 
@@ -554,7 +554,8 @@ fn list<'a>(value: &'a Node, file: &str, key: &str) -> Result<&'a [Node], RepoEr
     })
 }
 
-fn set_path(object: &mut Node, path: &[&str], value: Node) {
+/// Set the value at `path`, creating the maps on the way and replacing what is there.
+pub fn set_path(object: &mut Node, path: &[&str], value: Node) {
     let mut node = object;
     for (i, key) in path.iter().enumerate() {
         if !matches!(node.value, Value::Map(_)) {

@@ -24,6 +24,16 @@ impl Labels {
         })
     }
 
+    /// Flux `spec.commonMetadata.labels`: object metadata only, never selectors or pod
+    /// templates (the kustomize-controller labels the objects it applies, not their pods).
+    pub fn metadata_only(value: &Node, what: &str) -> Result<Labels, RepoError> {
+        Ok(Labels {
+            pairs: pairs(value, what)?,
+            selectors: false,
+            templates: false,
+        })
+    }
+
     /// One entry of `labels:` (`pairs`, `includeSelectors`, `includeTemplates`).
     pub fn entry(item: &Node) -> Result<Labels, RepoError> {
         let mut out = Labels {
@@ -121,7 +131,7 @@ impl Labels {
     }
 }
 
-fn pairs(value: &Node, what: &str) -> Result<Vec<(String, Node)>, RepoError> {
+pub fn pairs(value: &Node, what: &str) -> Result<Vec<(String, Node)>, RepoError> {
     let entries = value.as_map().ok_or_else(|| {
         RepoError::new(
             value.site.clone(),

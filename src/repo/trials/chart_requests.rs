@@ -162,7 +162,8 @@ pub fn chart_requests(hr: &HelmRelease, node_cpu: &[i128]) -> Result<ChartReques
         };
         match w.requests {
             Requests::Nothing(why) => {
-                out.evidence.push(format!("{}: requests nothing: {why}", w.name));
+                out.evidence
+                    .push(format!("{}: requests nothing: {why}", w.name));
             }
             Requests::Values(path) => {
                 let (pod, lines) = resources(values, path)?;
@@ -266,7 +267,9 @@ fn percent(values: &Node, path: &[&str]) -> Result<(i128, String), NotCounted> {
         text.parse::<i128>().ok()
     };
     match number {
-        Some(p) if (0..=100).contains(&p) => Ok((p, format!("{}: {key}: {}", node.site, node.show()))),
+        Some(p) if (0..=100).contains(&p) => {
+            Ok((p, format!("{}: {key}: {}", node.site, node.show())))
+        }
         _ => Err(NotCounted::Malformed(format!(
             "{}: {key}: {} is not a percentage (a number from 0 to 100, or {{\"v1\":\"12\"}})",
             node.site,

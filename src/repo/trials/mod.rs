@@ -17,13 +17,13 @@ mod drift_placement;
 mod ingress;
 mod nodes;
 mod storage;
-mod workload_requests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_capacity;
 #[cfg(test)]
 mod tests_coverage;
+mod workload_requests;
 
 use crate::checks::CheckSpec;
 use crate::config::{Config, Environment};

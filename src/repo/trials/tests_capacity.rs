@@ -106,9 +106,9 @@ fn a_malformed_request_in_a_charts_values_is_an_error_at_its_line() {
     let capacity = &r[TRIAL];
     assert_eq!(capacity.verdict, Verdict::Error, "{capacity:?}");
     assert!(
-        capacity
-            .summary
-            .contains(&format!("{LONGHORN}:34: longhornManager.resources.requests.cpu")),
+        capacity.summary.contains(&format!(
+            "{LONGHORN}:34: longhornManager.resources.requests.cpu"
+        )),
         "{capacity:?}"
     );
 }
@@ -125,7 +125,10 @@ fn a_pod_requests_the_larger_of_its_containers_sum_and_its_largest_init_containe
             memory: 3 * 320 * 1024 * 1024
         }
     );
-    assert!(tally.unknown.is_empty() && tally.zero.is_empty(), "{tally:?}");
+    assert!(
+        tally.unknown.is_empty() && tally.zero.is_empty(),
+        "{tally:?}"
+    );
 }
 
 #[test]
@@ -198,7 +201,10 @@ spec: {}
 fn malformed_replicas_or_quantities_in_a_manifest_are_errors_at_their_line() {
     let bad_replicas = WEB.replace("replicas: 3", "replicas: three");
     let err = tally_manifests(&docs(&bad_replicas), 3).unwrap_err();
-    assert_eq!(err, "apps/workloads.yaml:5: spec.replicas: three is not a count");
+    assert_eq!(
+        err,
+        "apps/workloads.yaml:5: spec.replicas: three is not a count"
+    );
     let bad_cpu = WEB.replace("cpu: 500m", "cpu: half");
     let err = tally_manifests(&docs(&bad_cpu), 3).unwrap_err();
     assert!(
@@ -218,7 +224,10 @@ longhornUI: {replicas: 0, resources: {requests: {cpu: 0, memory: 0}}}
 ";
     let counted = chart_requests(&release("longhorn", values), &[4000, 8000]).unwrap();
     assert_eq!(counted.amount.cpu, 800 + 1600);
-    let v2 = values.replace("defaultSettings:\n", "defaultSettings:\n  v2DataEngine: true\n");
+    let v2 = values.replace(
+        "defaultSettings:\n",
+        "defaultSettings:\n  v2DataEngine: true\n",
+    );
     match chart_requests(&release("longhorn", &v2), &[4000]) {
         Err(NotCounted::Unknown(why)) => assert!(why.contains("v2DataEngine is true"), "{why}"),
         other => panic!("{:?}", other.map(|c| c.evidence)),
@@ -229,7 +238,10 @@ longhornUI: {replicas: 0, resources: {requests: {cpu: 0, memory: 0}}}
 fn a_chart_gates_does_not_know_is_unknown_never_zero() {
     match chart_requests(&release("cert-manager", "replicaCount: 2\n"), &[4000]) {
         Err(NotCounted::Unknown(why)) => {
-            assert!(why.contains("gates does not know the chart's workloads"), "{why}")
+            assert!(
+                why.contains("gates does not know the chart's workloads"),
+                "{why}"
+            )
         }
         other => panic!("{:?}", other.map(|c| c.evidence)),
     }

@@ -104,18 +104,17 @@ fn container_requests(
 }
 
 /// What one pod of a template requests.
-fn pod_requests(
-    spec: &Node,
-    workload: &str,
-    zero: &mut Vec<String>,
-) -> Result<Amount, Malformed> {
+fn pod_requests(spec: &Node, workload: &str, zero: &mut Vec<String>) -> Result<Amount, Malformed> {
     let mut sum = Amount::default();
     for c in spec
         .get(&["containers"])
         .and_then(Node::as_seq)
         .unwrap_or_default()
     {
-        let what = format!("{workload} container {}", c.get_str(&["name"]).unwrap_or("?"));
+        let what = format!(
+            "{workload} container {}",
+            c.get_str(&["name"]).unwrap_or("?")
+        );
         sum.add(container_requests(c, &what, zero)?);
     }
     let mut init = Amount::default();
