@@ -1,7 +1,8 @@
 //! Drift: where the cluster (live or a snapshot) and the repository disagree about what a
 //! gate reads, one trial per gate check: the control-plane count, a controller's replicas,
 //! the L2 policies' node selectors and Traefik's traffic policy here; PDBs, scheduling on
-//! control planes, Longhorn's nodes and host labels in `drift_placement`. A disagreement fails with
+//! control planes, Longhorn's nodes and host labels in `drift_placement`; the VIP and the
+//! talosconfig endpoints in `drift_addresses`. A disagreement fails with
 //! both sides named; a side that could not be read is an error, an undeclared one a skip.
 
 use std::collections::BTreeMap;
@@ -14,7 +15,7 @@ use crate::verdict::Finding;
 
 use super::controllers::declared_replicas;
 use super::ingress::{TRAEFIK_ETP, traefik};
-use super::{RepoCheck, RepoContext, declared_nodes, drift_placement, manifests};
+use super::{RepoCheck, RepoContext, declared_nodes, drift_addresses, drift_placement, manifests};
 
 pub fn evaluate(check: &RepoCheck, ctx: &RepoContext<'_>) -> Finding {
     match check {
@@ -26,9 +27,9 @@ pub fn evaluate(check: &RepoCheck, ctx: &RepoContext<'_>) -> Finding {
         RepoCheck::SchedulableControlPlane => drift_placement::schedulable_control_plane(ctx),
         RepoCheck::LonghornDisks => drift_placement::longhorn_nodes(ctx),
         RepoCheck::DistinctHosts => drift_placement::host_labels(ctx),
-        RepoCheck::TalosEndpoints | RepoCheck::ApiVip | RepoCheck::CapacityHeadroom => {
-            Finding::skip("no drift trial for this check")
-        }
+        RepoCheck::TalosEndpoints => drift_addresses::talos_endpoints(ctx),
+        RepoCheck::ApiVip => drift_addresses::vip(ctx),
+        RepoCheck::CapacityHeadroom => Finding::skip("no drift trial for this check"),
     }
 }
 

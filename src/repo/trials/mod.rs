@@ -13,6 +13,7 @@ mod capacity;
 mod chart_requests;
 mod controllers;
 mod drift;
+mod drift_addresses;
 mod drift_placement;
 mod ingress;
 mod nodes;
@@ -23,6 +24,8 @@ mod tests;
 mod tests_capacity;
 #[cfg(test)]
 mod tests_coverage;
+#[cfg(test)]
+mod tests_drift_addresses;
 mod workload_requests;
 
 use crate::checks::CheckSpec;
@@ -85,8 +88,10 @@ impl RepoCheck {
             (RepoCheck::DistinctHosts, true) => "drift::host-labels",
             (RepoCheck::SchedulableControlPlane, false) => "repo::schedulable-control-plane",
             (RepoCheck::SchedulableControlPlane, true) => "drift::schedulable-control-plane",
-            (RepoCheck::TalosEndpoints, _) => "repo::talos-endpoints",
-            (RepoCheck::ApiVip, _) => "repo::vip",
+            (RepoCheck::TalosEndpoints, false) => "repo::talos-endpoints",
+            (RepoCheck::TalosEndpoints, true) => "drift::talos-endpoints",
+            (RepoCheck::ApiVip, false) => "repo::vip",
+            (RepoCheck::ApiVip, true) => "drift::vip",
             (RepoCheck::ReplicatedController(_), false) => "repo::replicated-controller",
             (RepoCheck::ReplicatedController(_), true) => "drift::replicated-controller",
             (RepoCheck::ControllerPdb(_), _) => "drift::pdb",
@@ -108,17 +113,16 @@ impl RepoCheck {
             | RepoCheck::SchedulableControlPlane
             | RepoCheck::L2Announcement
             | RepoCheck::ExternalTrafficPolicy
-            | RepoCheck::LonghornDisks => vec![self.clone()],
+            | RepoCheck::LonghornDisks
+            | RepoCheck::TalosEndpoints
+            | RepoCheck::ApiVip => vec![self.clone()],
             RepoCheck::ReplicatedController(p) => vec![
                 RepoCheck::ReplicatedController(p.clone()),
                 RepoCheck::ControllerPdb(p.clone()),
             ],
-            // The talosconfig and the VIP are not in the collected state; declared and live
-            // capacity are different quantities (VM size against allocatable).
-            RepoCheck::TalosEndpoints
-            | RepoCheck::ApiVip
-            | RepoCheck::CapacityHeadroom
-            | RepoCheck::ControllerPdb(_) => Vec::new(),
+            // Declared and live capacity are different quantities (VM size against
+            // allocatable).
+            RepoCheck::CapacityHeadroom | RepoCheck::ControllerPdb(_) => Vec::new(),
         }
     }
 

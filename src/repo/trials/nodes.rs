@@ -300,8 +300,8 @@ pub fn talos_endpoints(ctx: &RepoContext<'_>) -> Finding {
         .iter()
         .filter(|e| {
             e.as_str().is_some_and(|e| {
-                vips.iter()
-                    .any(|v| e.trim_start_matches("https://").starts_with(v.as_str()))
+                let host = super::drift_addresses::endpoint_host(e);
+                vips.iter().any(|v| v.trim() == host)
             })
         })
         .map(|e| {
