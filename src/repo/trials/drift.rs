@@ -15,6 +15,7 @@ use crate::verdict::Finding;
 
 use super::controllers::declared_replicas;
 use super::ingress::{TRAEFIK_ETP, traefik};
+use super::live_workloads::live_workloads;
 use super::{RepoCheck, RepoContext, declared_nodes, drift_addresses, drift_placement, manifests};
 
 pub fn evaluate(check: &RepoCheck, ctx: &RepoContext<'_>) -> Finding {
@@ -33,8 +34,9 @@ pub fn evaluate(check: &RepoCheck, ctx: &RepoContext<'_>) -> Finding {
     }
 }
 
-fn both(live: String, declared: String) -> [String; 2] {
-    [format!("live: {live}"), format!("declared: {declared}")]
+/// The two sides of a drift, as evidence lines.
+pub(super) fn both(live: String, declared: String) -> Vec<String> {
+    vec![format!("live: {live}"), format!("declared: {declared}")]
 }
 
 fn control_planes(ctx: &RepoContext<'_>) -> Finding {
@@ -87,54 +89,13 @@ fn replicas(
         }
         Err(finding) => return finding,
     };
-    let deployments = match ctx.live.deployments.get("deployments") {
-        Ok(d) => d,
+    let live: Vec<(String, i32)> = match live_workloads(ctx, params) {
+        Ok(workloads) => workloads
+            .into_iter()
+            .map(|w| (w.name, w.replicas))
+            .collect(),
         Err(finding) => return finding,
     };
-    let statefulsets = match ctx.live.statefulsets.get("statefulsets") {
-        Ok(s) => s,
-        Err(finding) => return finding,
-    };
-    let want = Selector::from_labels(&params.selector);
-    let in_ns = |ns: Option<&str>| {
-        params
-            .namespace
-            .as_deref()
-            .is_none_or(|want| ns == Some(want))
-    };
-    let mut live: Vec<(String, i32)> = Vec::new();
-    for d in deployments
-        .iter()
-        .filter(|d| in_ns(d.metadata.namespace.as_deref()))
-    {
-        let spec = d.spec.as_ref();
-        let labels = spec
-            .and_then(|s| s.template.metadata.as_ref())
-            .and_then(|m| m.labels.clone())
-            .unwrap_or_default();
-        if want.matches(&labels) {
-            live.push((
-                support::ns_name(&d.metadata),
-                spec.and_then(|s| s.replicas).unwrap_or(1),
-            ));
-        }
-    }
-    for s in statefulsets
-        .iter()
-        .filter(|s| in_ns(s.metadata.namespace.as_deref()))
-    {
-        let spec = s.spec.as_ref();
-        let labels = spec
-            .and_then(|s| s.template.metadata.as_ref())
-            .and_then(|m| m.labels.clone())
-            .unwrap_or_default();
-        if want.matches(&labels) {
-            live.push((
-                support::ns_name(&s.metadata),
-                spec.and_then(|s| s.replicas).unwrap_or(1),
-            ));
-        }
-    }
     if live.is_empty() {
         return Finding::fail(format!(
             "the cluster runs no workload labelled like {}, which the repository declares",

@@ -10,6 +10,7 @@ use std::net::IpAddr;
 
 use crate::verdict::Finding;
 
+use super::drift::both;
 use super::{RepoContext, at, declared_nodes, talos_patches};
 
 /// The host of an endpoint as talosconfigs and Terraform write it: `10.0.60.11`,
@@ -26,10 +27,6 @@ pub fn endpoint_host(text: &str) -> &str {
         Some((host, _)) if !host.contains(':') => host,
         _ => rest,
     }
-}
-
-fn both(live: String, declared: String) -> Vec<String> {
-    vec![format!("live: {live}"), format!("declared: {declared}")]
 }
 
 fn list<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {

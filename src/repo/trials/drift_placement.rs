@@ -13,13 +13,11 @@ use crate::selector::{Selector, WhenNil};
 use crate::verdict::Finding;
 
 use super::controllers::declared_pdb;
+use super::drift::both;
+use super::live_workloads::{in_namespace, live_workloads};
 use super::{RepoContext, at, declared_nodes, talos_patches};
 use crate::repo::declared::DeclaredNode;
 use crate::repo::yaml::Node;
-
-fn both(live: String, declared: String) -> Vec<String> {
-    vec![format!("live: {live}"), format!("declared: {declared}")]
-}
 
 fn agree(same: bool, what: &str, evidence: Vec<String>) -> Finding {
     if same {
@@ -45,33 +43,10 @@ pub fn pdb(ctx: &RepoContext<'_>, params: &Params) -> Finding {
         Ok(p) => p,
         Err(finding) => return finding,
     };
-    let deployments = match ctx.live.deployments.get("deployments") {
-        Ok(d) => d,
+    let templates: Vec<BTreeMap<String, String>> = match live_workloads(ctx, params) {
+        Ok(workloads) => workloads.into_iter().map(|w| w.template).collect(),
         Err(finding) => return finding,
     };
-    let statefulsets = match ctx.live.statefulsets.get("statefulsets") {
-        Ok(s) => s,
-        Err(finding) => return finding,
-    };
-    let want = Selector::from_labels(&params.selector);
-    let in_ns = |ns: Option<&str>| {
-        params
-            .namespace
-            .as_deref()
-            .is_none_or(|want| ns == Some(want))
-    };
-    let templates: Vec<BTreeMap<String, String>> = deployments
-        .iter()
-        .filter(|d| in_ns(d.metadata.namespace.as_deref()))
-        .filter_map(|d| d.spec.as_ref()?.template.metadata.as_ref()?.labels.clone())
-        .chain(
-            statefulsets
-                .iter()
-                .filter(|s| in_ns(s.metadata.namespace.as_deref()))
-                .filter_map(|s| s.spec.as_ref()?.template.metadata.as_ref()?.labels.clone()),
-        )
-        .filter(|labels| want.matches(labels))
-        .collect();
     let pods = if templates.is_empty() {
         vec![params.selector.clone()]
     } else {
@@ -79,7 +54,7 @@ pub fn pdb(ctx: &RepoContext<'_>, params: &Params) -> Finding {
     };
     let live: Vec<String> = pdbs
         .iter()
-        .filter(|p| in_ns(p.metadata.namespace.as_deref()))
+        .filter(|p| in_namespace(params, p.metadata.namespace.as_deref()))
         .filter(|p| {
             let selector = p.spec.as_ref().and_then(|s| s.selector.as_ref());
             Selector::compile(selector, WhenNil::MatchesNothing)

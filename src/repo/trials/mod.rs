@@ -16,6 +16,7 @@ mod drift;
 mod drift_addresses;
 mod drift_placement;
 mod ingress;
+mod live_workloads;
 mod nodes;
 mod storage;
 #[cfg(test)]

@@ -334,3 +334,79 @@ fn drift_of_longhorn_nodes_names_the_node_the_repository_allows_and_the_cluster_
         Verdict::Error
     );
 }
+
+/// A live Deployment whose pod template carries the labels its selector selects, as the
+/// API server requires.
+fn labelled(
+    namespace: &str,
+    name: &str,
+    labels: &[(&str, &str)],
+    replicas: i32,
+) -> k8s_openapi::api::apps::v1::Deployment {
+    let mut d = deployment(namespace, name, labels)
+        .replicas(replicas)
+        .build();
+    if let Some(spec) = d.spec.as_mut() {
+        spec.template.metadata = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            labels: spec.selector.match_labels.clone(),
+            ..Default::default()
+        });
+    }
+    d
+}
+
+#[test]
+fn replica_drift_sums_the_live_workloads_the_selector_matches_and_errors_when_unread() {
+    let traefik = |replicas| {
+        labelled(
+            "traefik",
+            "traefik",
+            &[("app.kubernetes.io/name", "traefik")],
+            replicas,
+        )
+    };
+    let other = labelled("apps", "whoami", &[("app.kubernetes.io/name", "whoami")], 5);
+    let live = state()
+        .deployments([traefik(3), other.clone()])
+        .statefulsets([])
+        .pdbs([])
+        .build();
+    let r = run(&fixture("adr-007"), &live);
+    let drift = &r["gate2::staging::drift::replicated-controller::traefik"];
+    assert_eq!(drift.verdict, Verdict::Fail, "{drift:?}");
+    assert_eq!(drift.summary, "live 3 replicas, declared 2");
+    assert!(
+        drift.details().contains("live: traefik/traefik 3 replicas"),
+        "{drift:?}"
+    );
+    let live = state()
+        .deployments([traefik(2), other])
+        .statefulsets([])
+        .pdbs([])
+        .build();
+    let r = run(&fixture("adr-007"), &live);
+    assert_eq!(
+        verdict(&r, "gate2::staging::drift::replicated-controller::traefik"),
+        Verdict::Pass
+    );
+    // Deployments read, StatefulSets not: the controller's replicas are not known.
+    let live = state()
+        .deployments([traefik(2)])
+        .with(|s| s.statefulsets = crate::state::Collected::Absent("forbidden".into()))
+        .pdbs([])
+        .build();
+    let r = run(&fixture("adr-007"), &live);
+    for name in [
+        "gate2::staging::drift::replicated-controller::traefik",
+        "gate2::staging::drift::pdb::traefik",
+    ] {
+        assert_eq!(r[name].verdict, Verdict::Error, "{:?}", r[name]);
+        assert!(
+            r[name]
+                .summary
+                .contains("statefulsets unavailable: forbidden"),
+            "{:?}",
+            r[name]
+        );
+    }
+}
