@@ -96,15 +96,12 @@ fn the_adr_007_repository_passes_every_repository_trial() {
         "gate3::production::repo::external-traffic-policy",
         "gate5::production::repo::longhorn-disks",
         "gate2::staging::repo::replicated-controller::longhorn-csi-attacher",
+        // Every workload counted: manifests, Traefik's and Longhorn's values, and Longhorn's
+        // instance managers.
+        "gate5::production::repo::capacity-headroom",
     ] {
         assert_trial(&text, name, "ok");
     }
-    // Longhorn's requests are its chart's defaults, which the repository does not hold.
-    let capacity = trial_line(&text, "gate5::production::repo::capacity-headroom").unwrap();
-    assert!(
-        capacity.contains("ignored") && capacity.contains("unknown, not counted"),
-        "{capacity}"
-    );
 }
 
 /// `gates check staging --repo staging-today --snapshot FILES... --format json`, parsed.
@@ -258,6 +255,21 @@ async fn the_lab_on_the_adr_target_drifts_from_the_staging_today_repository() {
     assert_eq!(
         trial("gate3::lab::drift::external-traffic-policy")["verdict"],
         "pass"
+    );
+    // The lab lives on 127.0.0.0/8, not at the repository's addresses: both address drift
+    // trials say so, naming the live and the declared side.
+    let vip = trial("gate1::lab::drift::vip");
+    assert_eq!(
+        vip["summary"],
+        "the API endpoint stands for 127.117.2.1, the repository declares the VIP 10.0.50.10"
+    );
+    let endpoints = trial("gate1::lab::drift::talos-endpoints");
+    assert_eq!(endpoints["verdict"], "fail", "{endpoints:#}");
+    assert!(
+        endpoints
+            .to_string()
+            .contains("declared: terraform/environments/staging.tfvars:10: talos_client_configuration.endpoints: [10.0.50.11]"),
+        "{endpoints:#}"
     );
     assert_eq!(out.status.code(), Some(1));
 }
