@@ -13,7 +13,7 @@ use crate::verdict::Finding;
 
 use super::chart_requests::{NotCounted, chart_requests};
 use super::workload_requests::{Amount, show_bytes, show_cpu, tally_manifests};
-use super::{RepoContext, declared_nodes, manifests};
+use super::{RepoContext, declared_nodes, manifests, node_labels, talos_patches};
 
 pub fn capacity_headroom(ctx: &RepoContext<'_>) -> Finding {
     let nodes = match declared_nodes(ctx.env) {
@@ -43,7 +43,12 @@ pub fn capacity_headroom(ctx: &RepoContext<'_>) -> Finding {
             memory: i128::from(mem) * 1024 * 1024,
         });
     }
-    let mut tally = match tally_manifests(&m.objects, nodes.len()) {
+    let patches = match talos_patches(ctx.env) {
+        Ok(p) => p,
+        Err(finding) => return finding,
+    };
+    let labels: Vec<_> = nodes.iter().map(|n| node_labels(n, patches)).collect();
+    let mut tally = match tally_manifests(&m.objects, &labels) {
         Ok(tally) => tally,
         Err(malformed) => return Finding::error(malformed),
     };

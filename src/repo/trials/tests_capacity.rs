@@ -8,13 +8,20 @@ use crate::verdict::Verdict;
 
 use super::chart_requests::{NotCounted, chart_requests};
 use super::tests::{copy, fixture, offline, run};
-use super::workload_requests::{Amount, tally_manifests};
+use super::workload_requests::{Amount, NodeLabels, tally_manifests};
 
 const TRIAL: &str = "gate5::production::repo::capacity-headroom";
 const LONGHORN: &str = "kubernetes/infrastructure/controllers/longhorn/release.yaml";
 
 fn docs(text: &str) -> Vec<Node> {
     parse("apps/workloads.yaml", text).unwrap()
+}
+
+/// `n` declared nodes with only their hostname label.
+fn nodes(n: usize) -> Vec<NodeLabels> {
+    (1..=n)
+        .map(|i| NodeLabels::from([("kubernetes.io/hostname".to_string(), format!("cp-{i}"))]))
+        .collect()
 }
 
 fn release(chart: &str, values: &str) -> HelmRelease {
@@ -115,7 +122,7 @@ fn a_malformed_request_in_a_charts_values_is_an_error_at_its_line() {
 
 #[test]
 fn a_pod_requests_the_larger_of_its_containers_sum_and_its_largest_init_container() {
-    let tally = tally_manifests(&docs(WEB), 3).unwrap();
+    let tally = tally_manifests(&docs(WEB), &nodes(3)).unwrap();
     // Containers: 500m + 100m (the proxy's limit stands in) = 600m < the init's 2 CPU;
     // memory: 256Mi + 64Mi = 320Mi > the init's 64Mi.
     assert_eq!(
@@ -142,7 +149,7 @@ spec:
       containers:
         - name: agent
 ";
-    let tally = tally_manifests(&docs(text), 3).unwrap();
+    let tally = tally_manifests(&docs(text), &nodes(3)).unwrap();
     assert_eq!(tally.total, Amount::default());
     assert_eq!(tally.counted.len(), 1, "{tally:?}");
     assert!(
@@ -165,7 +172,7 @@ spec:
       containers:
         - name: agent
 ";
-    let tally = tally_manifests(&docs(text), 3).unwrap();
+    let tally = tally_manifests(&docs(text), &nodes(3)).unwrap();
     assert!(tally.counted.is_empty(), "{tally:?}");
     assert!(
         tally.unknown[0].contains("Deployment ops/agent: requests unknown, not counted")
@@ -175,7 +182,7 @@ spec:
 }
 
 #[test]
-fn a_daemon_set_counts_once_per_declared_node_and_a_job_is_named_not_counted() {
+fn a_daemon_set_counts_once_per_declared_node_its_selector_admits_and_a_job_is_named_not_counted() {
     let text = "\
 kind: DaemonSet
 metadata: {name: agent}
@@ -189,8 +196,21 @@ kind: Job
 metadata: {name: once}
 spec: {}
 ";
-    let tally = tally_manifests(&docs(text), 4).unwrap();
+    let tally = tally_manifests(&docs(text), &nodes(4)).unwrap();
     assert_eq!(tally.total.cpu, 400);
+    // A nodeSelector admits only the nodes that carry its labels.
+    let selective = text.replace(
+        "    spec:\n      containers:",
+        "    spec:\n      nodeSelector: {disk: ssd}\n      containers:",
+    );
+    let mut four = nodes(4);
+    four[1].insert("disk".into(), "ssd".into());
+    let tally = tally_manifests(&docs(&selective), &four).unwrap();
+    assert_eq!(tally.total.cpu, 100, "{tally:?}");
+    assert!(
+        tally.counted[0].contains("one per declared node its nodeSelector admits, 1 of 4 (apps/workloads.yaml:6: nodeSelector: {disk: ssd})"),
+        "{tally:?}"
+    );
     assert!(
         tally.transient[0].contains("Job once: runs to completion, not counted"),
         "{tally:?}"
@@ -200,13 +220,13 @@ spec: {}
 #[test]
 fn malformed_replicas_or_quantities_in_a_manifest_are_errors_at_their_line() {
     let bad_replicas = WEB.replace("replicas: 3", "replicas: three");
-    let err = tally_manifests(&docs(&bad_replicas), 3).unwrap_err();
+    let err = tally_manifests(&docs(&bad_replicas), &nodes(3)).unwrap_err();
     assert_eq!(
         err,
         "apps/workloads.yaml:5: spec.replicas: three is not a count"
     );
     let bad_cpu = WEB.replace("cpu: 500m", "cpu: half");
-    let err = tally_manifests(&docs(&bad_cpu), 3).unwrap_err();
+    let err = tally_manifests(&docs(&bad_cpu), &nodes(3)).unwrap_err();
     assert!(
         err.starts_with("apps/workloads.yaml:13: resources.requests.cpu:"),
         "{err}"

@@ -1,15 +1,18 @@
 //! What the workload manifests of a repository request, added up the way the scheduler adds
 //! them: per pod the larger of the sum of its containers and its largest init container, a
 //! container's limit standing in for a request it leaves out, times the pods the workload
-//! keeps (`spec.replicas`, one per declared node for a DaemonSet).
+//! keeps (`spec.replicas`; for a DaemonSet, one per declared node its `nodeSelector` admits).
 //!
 //! A container that declares neither is counted as requesting nothing, as the scheduler
 //! counts it, and named; unless a LimitRange of the repository gives its namespace default
 //! requests, which gates does not evaluate: then the workload is unknown, never a guess.
 
+use std::collections::BTreeMap;
+
 use crate::quantity;
 use crate::repo::site::Site;
 use crate::repo::yaml::Node;
+use crate::selector::Selector;
 
 /// CPU in millicores and memory in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -132,10 +135,39 @@ fn pod_requests(spec: &Node, workload: &str, zero: &mut Vec<String>) -> Result<A
     Ok(sum.max(init))
 }
 
-/// How many pods a workload keeps, and the words that say where that came from.
-fn copies(object: &Node, kind: &str, nodes: usize) -> Result<(i128, String), Malformed> {
+/// The labels each declared node will carry.
+pub type NodeLabels = BTreeMap<String, String>;
+
+/// How many pods a workload keeps, and the words that say where that came from. A
+/// DaemonSet runs on the declared nodes its `nodeSelector` admits (taints and node affinity
+/// are not read: every admitted node is counted).
+fn copies(object: &Node, kind: &str, nodes: &[NodeLabels]) -> Result<(i128, String), Malformed> {
     match kind {
-        "DaemonSet" => Ok((nodes as i128, format!("one per declared node, {nodes}"))),
+        "DaemonSet" => match object.get(&["spec", "template", "spec", "nodeSelector"]) {
+            None => Ok((
+                nodes.len() as i128,
+                format!("one per declared node, {}", nodes.len()),
+            )),
+            Some(selector) => {
+                let Some(labels) = selector.string_map() else {
+                    return Err(format!(
+                        "{}: spec.template.spec.nodeSelector: {} is not a map of labels",
+                        selector.site,
+                        selector.show()
+                    ));
+                };
+                let admits = Selector::from_labels(&labels);
+                let n = nodes.iter().filter(|l| admits.matches(l)).count();
+                Ok((
+                    n as i128,
+                    format!(
+                        "one per declared node its nodeSelector admits, {n} of {} ({})",
+                        nodes.len(),
+                        at(&selector.site, "nodeSelector", selector.show())
+                    ),
+                ))
+            }
+        },
         "Pod" => Ok((1, "1 pod".to_string())),
         _ => match object.get(&["spec", "replicas"]) {
             None => Ok((1, "replicas not set, 1 (the API's default)".to_string())),
@@ -156,7 +188,7 @@ fn at(site: &Site, key: &str, value: impl std::fmt::Display) -> String {
 }
 
 /// Add up the requests of every workload manifest in `objects`.
-pub fn tally_manifests(objects: &[Node], nodes: usize) -> Result<Tally, Malformed> {
+pub fn tally_manifests(objects: &[Node], nodes: &[NodeLabels]) -> Result<Tally, Malformed> {
     let mut tally = Tally::default();
     let defaulted: Vec<(&str, &Site)> = objects
         .iter()
