@@ -3,8 +3,9 @@
 //! request and the copies of every workload the chart runs; a workload left to the chart's
 //! defaults makes the release unknown, named with the key that would say it.
 //!
-//! The table says, per chart, which workloads it runs and which values keys set their
-//! requests and copies. Longhorn's manager also creates workloads at run time: an
+//! The table says, per chart (Traefik, Longhorn, cert-manager, External Secrets), which
+//! workloads it runs, which values keys set their requests and copies, and which key turns
+//! an optional one off. Longhorn's manager also creates workloads at run time: an
 //! instance manager per node requesting `defaultSettings.guaranteedInstanceManagerCPU`
 //! percent of the node's CPU, and CSI sidecars, CSI plugin and engine image pods it creates
 //! without requests.
@@ -12,6 +13,7 @@
 use crate::repo::flux::HelmRelease;
 use crate::repo::yaml::Node;
 
+use super::at;
 use super::workload_requests::{Amount, parse_quantity, show_bytes, show_cpu};
 
 /// How many pods of a workload run.
@@ -38,75 +40,146 @@ enum Requests {
 
 struct Workload {
     name: &'static str,
+    /// The values key that turns the workload off when `false` (on when unset).
+    enabled: Option<&'static [&'static str]>,
     copies: Copies,
     requests: Requests,
 }
 
-const TRAEFIK: &[Workload] = &[Workload {
-    name: "traefik",
-    copies: Copies::TraefikKind,
-    requests: Requests::Values(&["resources"]),
-}];
+/// A workload that is always there.
+const fn always(name: &'static str, copies: Copies, requests: Requests) -> Workload {
+    Workload {
+        name,
+        enabled: None,
+        copies,
+        requests,
+    }
+}
+
+/// A workload the values may turn off (on unless the key says `false`).
+const fn unless_off(
+    name: &'static str,
+    enabled: &'static [&'static str],
+    copies: Copies,
+    requests: Requests,
+) -> Workload {
+    Workload {
+        name,
+        enabled: Some(enabled),
+        copies,
+        requests,
+    }
+}
+
+const TRAEFIK: &[Workload] = &[always(
+    "traefik",
+    Copies::TraefikKind,
+    Requests::Values(&["resources"]),
+)];
 
 const LONGHORN_RUNTIME: &str = "longhorn-manager creates it without requests";
 
 const LONGHORN: &[Workload] = &[
-    Workload {
-        name: "longhorn-manager",
-        copies: Copies::PerNode,
-        requests: Requests::Values(&["longhornManager", "resources"]),
-    },
-    Workload {
-        name: "longhorn-driver-deployer",
-        copies: Copies::One,
-        requests: Requests::Values(&["longhornDriver", "resources"]),
-    },
-    Workload {
-        name: "longhorn-ui",
-        copies: Copies::Values(&["longhornUI", "replicas"]),
-        requests: Requests::Values(&["longhornUI", "resources"]),
-    },
-    Workload {
-        name: "instance-manager",
-        copies: Copies::PerNode,
-        requests: Requests::NodeCpuPercent(&["defaultSettings", "guaranteedInstanceManagerCPU"]),
-    },
-    Workload {
-        name: "csi-attacher",
-        copies: Copies::One,
-        requests: Requests::Nothing(LONGHORN_RUNTIME),
-    },
-    Workload {
-        name: "csi-provisioner",
-        copies: Copies::One,
-        requests: Requests::Nothing(LONGHORN_RUNTIME),
-    },
-    Workload {
-        name: "csi-resizer",
-        copies: Copies::One,
-        requests: Requests::Nothing(LONGHORN_RUNTIME),
-    },
-    Workload {
-        name: "csi-snapshotter",
-        copies: Copies::One,
-        requests: Requests::Nothing(LONGHORN_RUNTIME),
-    },
-    Workload {
-        name: "longhorn-csi-plugin",
-        copies: Copies::PerNode,
-        requests: Requests::Nothing(LONGHORN_RUNTIME),
-    },
-    Workload {
-        name: "engine-image",
-        copies: Copies::PerNode,
-        requests: Requests::Nothing(LONGHORN_RUNTIME),
-    },
+    always(
+        "longhorn-manager",
+        Copies::PerNode,
+        Requests::Values(&["longhornManager", "resources"]),
+    ),
+    always(
+        "longhorn-driver-deployer",
+        Copies::One,
+        Requests::Values(&["longhornDriver", "resources"]),
+    ),
+    always(
+        "longhorn-ui",
+        Copies::Values(&["longhornUI", "replicas"]),
+        Requests::Values(&["longhornUI", "resources"]),
+    ),
+    always(
+        "instance-manager",
+        Copies::PerNode,
+        Requests::NodeCpuPercent(&["defaultSettings", "guaranteedInstanceManagerCPU"]),
+    ),
+    always(
+        "csi-attacher",
+        Copies::One,
+        Requests::Nothing(LONGHORN_RUNTIME),
+    ),
+    always(
+        "csi-provisioner",
+        Copies::One,
+        Requests::Nothing(LONGHORN_RUNTIME),
+    ),
+    always(
+        "csi-resizer",
+        Copies::One,
+        Requests::Nothing(LONGHORN_RUNTIME),
+    ),
+    always(
+        "csi-snapshotter",
+        Copies::One,
+        Requests::Nothing(LONGHORN_RUNTIME),
+    ),
+    always(
+        "longhorn-csi-plugin",
+        Copies::PerNode,
+        Requests::Nothing(LONGHORN_RUNTIME),
+    ),
+    always(
+        "engine-image",
+        Copies::PerNode,
+        Requests::Nothing(LONGHORN_RUNTIME),
+    ),
+];
+
+/// Jetstack's chart: the controller, the webhook and the CA injector (its startupapicheck
+/// Job runs to completion and is not counted).
+const CERT_MANAGER: &[Workload] = &[
+    always(
+        "cert-manager",
+        Copies::Values(&["replicaCount"]),
+        Requests::Values(&["resources"]),
+    ),
+    always(
+        "cert-manager-webhook",
+        Copies::Values(&["webhook", "replicaCount"]),
+        Requests::Values(&["webhook", "resources"]),
+    ),
+    unless_off(
+        "cert-manager-cainjector",
+        &["cainjector", "enabled"],
+        Copies::Values(&["cainjector", "replicaCount"]),
+        Requests::Values(&["cainjector", "resources"]),
+    ),
+];
+
+/// The External Secrets Operator's chart: the controller, its webhook and cert controller.
+const EXTERNAL_SECRETS: &[Workload] = &[
+    always(
+        "external-secrets",
+        Copies::Values(&["replicaCount"]),
+        Requests::Values(&["resources"]),
+    ),
+    unless_off(
+        "external-secrets-webhook",
+        &["webhook", "create"],
+        Copies::Values(&["webhook", "replicaCount"]),
+        Requests::Values(&["webhook", "resources"]),
+    ),
+    unless_off(
+        "external-secrets-cert-controller",
+        &["certController", "create"],
+        Copies::Values(&["certController", "replicaCount"]),
+        Requests::Values(&["certController", "resources"]),
+    ),
 ];
 
 fn workloads(chart: &str) -> Option<&'static [Workload]> {
     match chart {
         "traefik" => Some(TRAEFIK),
         "longhorn" => Some(LONGHORN),
+        "cert-manager" => Some(CERT_MANAGER),
+        "external-secrets" => Some(EXTERNAL_SECRETS),
         _ => None,
     }
 }
@@ -151,6 +224,29 @@ pub fn chart_requests(hr: &HelmRelease, node_cpu: &[i128]) -> Result<ChartReques
     };
     let nodes = node_cpu.len() as i128;
     for w in table {
+        if let Some(path) = w.enabled
+            && let Some(flag) = values.get(path)
+        {
+            match flag.as_bool() {
+                Some(true) => {}
+                Some(false) => {
+                    out.evidence.push(format!(
+                        "{}: not deployed: {}",
+                        w.name,
+                        at(&flag.site, &path.join("."), flag.show())
+                    ));
+                    continue;
+                }
+                None => {
+                    return Err(NotCounted::Malformed(format!(
+                        "{}: {}: {} is not true or false",
+                        flag.site,
+                        path.join("."),
+                        flag.show()
+                    )));
+                }
+            }
+        }
         let (copies, from) = match w.copies {
             Copies::PerNode => (nodes, format!("one per declared node, {nodes}")),
             Copies::One => (1, "1".to_string()),

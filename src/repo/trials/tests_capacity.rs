@@ -255,8 +255,48 @@ longhornUI: {replicas: 0, resources: {requests: {cpu: 0, memory: 0}}}
 }
 
 #[test]
+fn cert_manager_counts_each_workload_its_values_size_and_skips_one_they_turn_off() {
+    let values = "\
+replicaCount: 2
+resources: {requests: {cpu: 10m, memory: 32Mi}}
+webhook:
+  replicaCount: 3
+  resources: {requests: {cpu: 10m, memory: 16Mi}}
+cainjector:
+  enabled: false
+";
+    let counted = chart_requests(&release("cert-manager", values), &[4000]).unwrap();
+    assert_eq!(
+        counted.amount,
+        Amount {
+            cpu: 2 * 10 + 3 * 10,
+            memory: (2 * 32 + 3 * 16) * 1024 * 1024
+        }
+    );
+    assert!(
+        counted.evidence.contains(
+            &"cert-manager-cainjector: not deployed: release.yaml:7: cainjector.enabled: false"
+                .to_string()
+        ),
+        "{:?}",
+        counted.evidence
+    );
+    // Left on, the CA injector's requests are the chart's defaults: unknown.
+    let on = values.replace("enabled: false", "enabled: true");
+    match chart_requests(&release("cert-manager", &on), &[4000]) {
+        Err(NotCounted::Unknown(why)) => {
+            assert_eq!(
+                why,
+                "cainjector.replicaCount is not set (the chart's default decides)"
+            )
+        }
+        other => panic!("{:?}", other.map(|c| c.evidence)),
+    }
+}
+
+#[test]
 fn a_chart_gates_does_not_know_is_unknown_never_zero() {
-    match chart_requests(&release("cert-manager", "replicaCount: 2\n"), &[4000]) {
+    match chart_requests(&release("cilium", "operator: {replicas: 2}\n"), &[4000]) {
         Err(NotCounted::Unknown(why)) => {
             assert!(
                 why.contains("gates does not know the chart's workloads"),
