@@ -11,7 +11,7 @@
 use crate::repo::yaml::Node;
 use crate::verdict::Finding;
 
-use super::chart_requests::{NotCounted, chart_requests};
+use super::chart_requests::{NodeSize, NotCounted, chart_requests};
 use super::workload_requests::{Amount, show_bytes, show_cpu, tally_manifests};
 use super::{RepoContext, declared_nodes, manifests, node_labels, talos_patches};
 
@@ -24,8 +24,12 @@ pub fn capacity_headroom(ctx: &RepoContext<'_>) -> Finding {
         Ok(m) => m,
         Err(finding) => return finding,
     };
+    let patches = match talos_patches(ctx.env) {
+        Ok(p) => p,
+        Err(finding) => return finding,
+    };
     let mut size = Amount::default();
-    let mut node_cpu = Vec::new();
+    let mut sizes = Vec::new();
     for node in &nodes {
         let (Some(cores), Some(mem)) = (
             node.vm.cores.as_ref().and_then(Node::as_i64),
@@ -37,17 +41,16 @@ pub fn capacity_headroom(ctx: &RepoContext<'_>) -> Finding {
                 node.name()
             ));
         };
-        node_cpu.push(i128::from(cores) * 1000);
+        sizes.push(NodeSize {
+            cpu: i128::from(cores) * 1000,
+            labels: node_labels(node, patches),
+        });
         size.add(Amount {
             cpu: i128::from(cores) * 1000,
             memory: i128::from(mem) * 1024 * 1024,
         });
     }
-    let patches = match talos_patches(ctx.env) {
-        Ok(p) => p,
-        Err(finding) => return finding,
-    };
-    let labels: Vec<_> = nodes.iter().map(|n| node_labels(n, patches)).collect();
+    let labels: Vec<_> = sizes.iter().map(|n| n.labels.clone()).collect();
     let mut tally = match tally_manifests(&m.objects, &labels) {
         Ok(tally) => tally,
         Err(malformed) => return Finding::error(malformed),
@@ -62,7 +65,7 @@ pub fn capacity_headroom(ctx: &RepoContext<'_>) -> Finding {
             hr.name,
             hr.chart.as_deref().unwrap_or("chart not named")
         );
-        match chart_requests(hr, &node_cpu) {
+        match chart_requests(hr, &sizes) {
             Ok(requests) => {
                 charted += 1;
                 tally.total.add(requests.amount);

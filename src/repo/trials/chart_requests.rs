@@ -13,13 +13,15 @@
 use crate::repo::flux::HelmRelease;
 use crate::repo::yaml::Node;
 
+use crate::selector::Selector;
+
 use super::at;
-use super::workload_requests::{Amount, parse_quantity, show_bytes, show_cpu};
+use super::workload_requests::{Amount, NodeLabels, parse_quantity, show_bytes, show_cpu};
 
 /// How many pods of a workload run.
 enum Copies {
-    /// One per declared node.
-    PerNode,
+    /// One per declared node the values key's node selector admits (all, when unset).
+    PerNode(&'static [&'static str]),
     /// Exactly one, whatever the values say.
     One,
     /// The values key that sets the count; unset, the chart's default decides (unknown).
@@ -32,7 +34,8 @@ enum Copies {
 enum Requests {
     /// The values key of its `resources` (`requests`, else `limits`, below it).
     Values(&'static [&'static str]),
-    /// A percentage of each node's CPU, set by this values key.
+    /// A percentage of the CPU of each node the workload's `PerNode` selector admits, set
+    /// by this values key.
     NodeCpuPercent(&'static [&'static str]),
     /// Created without requests; the words say by whom.
     Nothing(&'static str),
@@ -79,10 +82,17 @@ const TRAEFIK: &[Workload] = &[always(
 
 const LONGHORN_RUNTIME: &str = "longhorn-manager creates it without requests";
 
+/// Longhorn's manager, and the instance manager it starts beside itself, run where this
+/// selects.
+const LONGHORN_NODES: &[&str] = &["longhornManager", "nodeSelector"];
+
+/// Where the runtime components run (they request nothing, so it does not matter which).
+const LONGHORN_SYSTEM: &[&str] = &["defaultSettings", "systemManagedComponentsNodeSelector"];
+
 const LONGHORN: &[Workload] = &[
     always(
         "longhorn-manager",
-        Copies::PerNode,
+        Copies::PerNode(LONGHORN_NODES),
         Requests::Values(&["longhornManager", "resources"]),
     ),
     always(
@@ -97,7 +107,7 @@ const LONGHORN: &[Workload] = &[
     ),
     always(
         "instance-manager",
-        Copies::PerNode,
+        Copies::PerNode(LONGHORN_NODES),
         Requests::NodeCpuPercent(&["defaultSettings", "guaranteedInstanceManagerCPU"]),
     ),
     always(
@@ -122,12 +132,12 @@ const LONGHORN: &[Workload] = &[
     ),
     always(
         "longhorn-csi-plugin",
-        Copies::PerNode,
+        Copies::PerNode(LONGHORN_SYSTEM),
         Requests::Nothing(LONGHORN_RUNTIME),
     ),
     always(
         "engine-image",
-        Copies::PerNode,
+        Copies::PerNode(LONGHORN_SYSTEM),
         Requests::Nothing(LONGHORN_RUNTIME),
     ),
 ];
@@ -205,8 +215,64 @@ impl From<String> for NotCounted {
     }
 }
 
-/// The requests of a release on the declared nodes whose CPUs (millicores) are `node_cpu`.
-pub fn chart_requests(hr: &HelmRelease, node_cpu: &[i128]) -> Result<ChartRequests, NotCounted> {
+/// A declared node as the chart table sees it: its CPU (millicores) and its labels.
+pub struct NodeSize {
+    pub cpu: i128,
+    pub labels: NodeLabels,
+}
+
+/// The declared nodes a values node selector admits, and the words that say so.
+fn admitted<'a>(
+    values: &Node,
+    path: &[&str],
+    nodes: &'a [NodeSize],
+) -> Result<(Vec<&'a NodeSize>, String), NotCounted> {
+    let Some(selector) = values.get(path) else {
+        return Ok((
+            nodes.iter().collect(),
+            format!("one per declared node, {}", nodes.len()),
+        ));
+    };
+    let key = path.join(".");
+    // A map of labels, or Longhorn's setting form `key:value;key:value`.
+    let labels = match (selector.string_map(), selector.as_str()) {
+        (Some(map), _) => map,
+        (None, Some(text)) => text
+            .split(';')
+            .filter(|pair| !pair.trim().is_empty())
+            .map(|pair| {
+                pair.split_once(':')
+                    .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                    .ok_or_else(|| {
+                        NotCounted::Malformed(format!(
+                            "{}: {key}: {} is not key:value pairs",
+                            selector.site,
+                            selector.show()
+                        ))
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+        (None, None) => {
+            return Err(NotCounted::Malformed(format!(
+                "{}: {key}: {} is not a map of labels",
+                selector.site,
+                selector.show()
+            )));
+        }
+    };
+    let admits = Selector::from_labels(&labels);
+    let on: Vec<&NodeSize> = nodes.iter().filter(|n| admits.matches(&n.labels)).collect();
+    let words = format!(
+        "one per declared node {} admits, {} of {}",
+        at(&selector.site, &key, selector.show()),
+        on.len(),
+        nodes.len()
+    );
+    Ok((on, words))
+}
+
+/// The requests of a release on the declared nodes.
+pub fn chart_requests(hr: &HelmRelease, nodes: &[NodeSize]) -> Result<ChartRequests, NotCounted> {
     let values = hr
         .values
         .as_ref()
@@ -222,7 +288,6 @@ pub fn chart_requests(hr: &HelmRelease, node_cpu: &[i128]) -> Result<ChartReques
         amount: Amount::default(),
         evidence: Vec::new(),
     };
-    let nodes = node_cpu.len() as i128;
     for w in table {
         if let Some(path) = w.enabled
             && let Some(flag) = values.get(path)
@@ -247,12 +312,21 @@ pub fn chart_requests(hr: &HelmRelease, node_cpu: &[i128]) -> Result<ChartReques
                 }
             }
         }
+        let mut on: Vec<&NodeSize> = nodes.iter().collect();
         let (copies, from) = match w.copies {
-            Copies::PerNode => (nodes, format!("one per declared node, {nodes}")),
+            Copies::PerNode(selector) => {
+                let (admitted, words) = admitted(values, selector, nodes)?;
+                on = admitted;
+                (on.len() as i128, words)
+            }
             Copies::One => (1, "1".to_string()),
             Copies::Values(path) => count(values, path)?,
             Copies::TraefikKind => match values.get_str(&["deployment", "kind"]) {
-                Some("DaemonSet") => (nodes, format!("DaemonSet, one per declared node, {nodes}")),
+                Some("DaemonSet") => {
+                    let (admitted, words) = admitted(values, &["nodeSelector"], nodes)?;
+                    on = admitted;
+                    (on.len() as i128, format!("DaemonSet, {words}"))
+                }
                 _ => count(values, &["deployment", "replicas"])?,
             },
         };
@@ -274,10 +348,10 @@ pub fn chart_requests(hr: &HelmRelease, node_cpu: &[i128]) -> Result<ChartReques
             }
             Requests::NodeCpuPercent(path) => {
                 let (percent, line) = percent(values, path)?;
-                let cpu: i128 = node_cpu.iter().map(|c| c * percent / 100).sum();
+                let cpu: i128 = on.iter().map(|n| n.cpu * percent / 100).sum();
                 out.amount.add(Amount { cpu, memory: 0 });
                 out.evidence.push(format!(
-                    "{}: {percent}% of each node's CPU, {} in all (of the VM's cores; the kubelet's share of allocatable is smaller): {line}",
+                    "{}: {percent}% of the CPU of each node, {from}: {} in all (of the VM's cores; the kubelet's share of allocatable is smaller): {line}",
                     w.name,
                     show_cpu(cpu)
                 ));

@@ -6,7 +6,7 @@ use crate::repo::site::Site;
 use crate::repo::yaml::{Node, parse};
 use crate::verdict::Verdict;
 
-use super::chart_requests::{NotCounted, chart_requests};
+use super::chart_requests::{NodeSize, NotCounted, chart_requests};
 use super::tests::{copy, fixture, offline, run};
 use super::workload_requests::{Amount, NodeLabels, tally_manifests};
 
@@ -21,6 +21,21 @@ fn docs(text: &str) -> Vec<Node> {
 fn nodes(n: usize) -> Vec<NodeLabels> {
     (1..=n)
         .map(|i| NodeLabels::from([("kubernetes.io/hostname".to_string(), format!("cp-{i}"))]))
+        .collect()
+}
+
+/// Declared nodes of these CPUs (millicores), labelled `disk=ssd` on the first only.
+fn sizes(cpus: &[i128]) -> Vec<NodeSize> {
+    cpus.iter()
+        .enumerate()
+        .map(|(i, &cpu)| NodeSize {
+            cpu,
+            labels: if i == 0 {
+                NodeLabels::from([("disk".to_string(), "ssd".to_string())])
+            } else {
+                NodeLabels::new()
+            },
+        })
         .collect()
 }
 
@@ -67,7 +82,7 @@ fn the_adr_007_repository_counts_every_workload_and_its_capacity_passes() {
     let text = capacity.details();
     for line in [
         "Deployment whoami/whoami: 10m CPU, 16Mi memory per pod × kubernetes/apps/production/kustomization.yaml:12: spec.replicas: 2",
-        "instance-manager: 12% of each node's CPU, 2.88 in all",
+        "instance-manager: 12% of the CPU of each node, one per declared node, 3: 2.88 in all",
         "kubernetes/infrastructure/controllers/longhorn/release.yaml:20: defaultSettings.guaranteedInstanceManagerCPU: 12",
         "longhorn-manager: 100m CPU, 256Mi memory per pod × one per declared node, 3",
         "csi-attacher: requests nothing: longhorn-manager creates it without requests",
@@ -242,13 +257,13 @@ longhornManager: {resources: {requests: {cpu: 0, memory: 0}}}
 longhornDriver: {resources: {requests: {cpu: 0, memory: 0}}}
 longhornUI: {replicas: 0, resources: {requests: {cpu: 0, memory: 0}}}
 ";
-    let counted = chart_requests(&release("longhorn", values), &[4000, 8000]).unwrap();
+    let counted = chart_requests(&release("longhorn", values), &sizes(&[4000, 8000])).unwrap();
     assert_eq!(counted.amount.cpu, 800 + 1600);
     let v2 = values.replace(
         "defaultSettings:\n",
         "defaultSettings:\n  v2DataEngine: true\n",
     );
-    match chart_requests(&release("longhorn", &v2), &[4000]) {
+    match chart_requests(&release("longhorn", &v2), &sizes(&[4000])) {
         Err(NotCounted::Unknown(why)) => assert!(why.contains("v2DataEngine is true"), "{why}"),
         other => panic!("{:?}", other.map(|c| c.evidence)),
     }
@@ -265,7 +280,7 @@ webhook:
 cainjector:
   enabled: false
 ";
-    let counted = chart_requests(&release("cert-manager", values), &[4000]).unwrap();
+    let counted = chart_requests(&release("cert-manager", values), &sizes(&[4000])).unwrap();
     assert_eq!(
         counted.amount,
         Amount {
@@ -283,7 +298,7 @@ cainjector:
     );
     // Left on, the CA injector's requests are the chart's defaults: unknown.
     let on = values.replace("enabled: false", "enabled: true");
-    match chart_requests(&release("cert-manager", &on), &[4000]) {
+    match chart_requests(&release("cert-manager", &on), &sizes(&[4000])) {
         Err(NotCounted::Unknown(why)) => {
             assert_eq!(
                 why,
@@ -295,8 +310,34 @@ cainjector:
 }
 
 #[test]
+fn longhorns_manager_and_instance_managers_count_on_the_nodes_its_selector_admits() {
+    let values = "\
+defaultSettings:
+  guaranteedInstanceManagerCPU: 10
+longhornManager:
+  nodeSelector: {disk: ssd}
+  resources: {requests: {cpu: 100m, memory: 0}}
+longhornDriver: {resources: {requests: {cpu: 0, memory: 0}}}
+longhornUI: {replicas: 0, resources: {requests: {cpu: 0, memory: 0}}}
+";
+    let counted = chart_requests(&release("longhorn", values), &sizes(&[4000, 8000])).unwrap();
+    // One manager (100m) and one instance manager (10% of 4 CPUs) on the ssd node only.
+    assert_eq!(counted.amount.cpu, 100 + 400, "{:?}", counted.evidence);
+    assert!(
+        counted.evidence.iter().any(|l| l.contains(
+            "one per declared node release.yaml:4: longhornManager.nodeSelector: {disk: ssd} admits, 1 of 2"
+        )),
+        "{:?}",
+        counted.evidence
+    );
+}
+
+#[test]
 fn a_chart_gates_does_not_know_is_unknown_never_zero() {
-    match chart_requests(&release("cilium", "operator: {replicas: 2}\n"), &[4000]) {
+    match chart_requests(
+        &release("cilium", "operator: {replicas: 2}\n"),
+        &sizes(&[4000]),
+    ) {
         Err(NotCounted::Unknown(why)) => {
             assert!(
                 why.contains("gates does not know the chart's workloads"),
