@@ -10,8 +10,8 @@ use crate::config::Environment;
 
 pub struct Clients {
     pub access: ClusterAccess,
-    /// None when no client could be built (the run then stops before the fault).
-    pub kube: Option<kube::Client>,
+    /// Why no client could be built, if so (the run then stops before the fault).
+    pub kube: Result<kube::Client, collect::kube::KubeError>,
     /// When the environment has a talos section.
     pub talos: Option<TalosPool>,
 }
@@ -20,7 +20,7 @@ impl Clients {
     /// `timeout` bounds one Talos call of a probe.
     pub async fn build(env: &Environment, timeout: std::time::Duration) -> Result<Clients, String> {
         let access = collect::api::cluster_access(env)?;
-        let kube = collect::kube::client(env).await.ok();
+        let kube = collect::kube::client(env).await;
         let talos = probes::talos_client(env, timeout)
             .transpose()?
             .map(TalosPool::new);

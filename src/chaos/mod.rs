@@ -12,6 +12,7 @@ pub mod clients;
 pub mod clock;
 pub mod cluster;
 pub mod context;
+pub mod error;
 pub mod judge;
 pub mod observe;
 pub mod plan;
@@ -33,29 +34,8 @@ use std::path::{Path, PathBuf};
 use crate::cli::RecoverArgs;
 use crate::config::{Config, Environment};
 
+pub use error::{ChaosError, ChaosErrorKind, JournalStep};
 pub use run::run;
-
-/// Why a chaos run or a recovery stopped before it could report verdicts.
-#[derive(Debug, thiserror::Error)]
-pub enum ChaosError {
-    /// Nothing was touched: not allowed, preflight refused, no such host, ...
-    #[error("{0}")]
-    Refused(String),
-    /// The run could not go on (a client could not be built, the journal is unwritable).
-    #[error("{0}")]
-    Failed(String),
-    /// VMs the run stopped may still be stopped.
-    #[error("{0}")]
-    RestoreFailed(String),
-}
-
-impl ChaosError {
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            ChaosError::Refused(_) | ChaosError::Failed(_) | ChaosError::RestoreFailed(_) => 2,
-        }
-    }
-}
 
 /// `reports/chaos-ENV.journal` unless `--journal` says otherwise.
 pub fn journal_path(explicit: Option<&Path>, reports: &Path, env: &str) -> PathBuf {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::ChaosError;
 use super::budget::ProbeOutcome;
 use super::events::Event;
 use crate::config::{Config, Environment};
@@ -43,14 +44,11 @@ pub fn plan_section(predicted: Option<&HostLoss>) -> String {
 
 /// Why the run is refused: the model says the loss is not survivable and the operator did not
 /// say `--expect-failure`.
-pub fn refusal(predicted: Option<&HostLoss>, expect_failure: bool) -> Option<String> {
+pub fn refusal(predicted: Option<&HostLoss>, expect_failure: bool) -> Option<ChaosError> {
     let h = predicted?;
-    (h.outcome == Outcome::Lost && !expect_failure).then(|| {
-        format!(
-            "the prediction says losing {} is not survivable: {}; fix it first, or pass --expect-failure to run anyway and measure it",
-            h.host,
-            h.first_reason().unwrap_or_default()
-        )
+    (h.outcome == Outcome::Lost && !expect_failure).then(|| ChaosError::PredictedLoss {
+        host: h.host.clone(),
+        reason: h.first_reason().unwrap_or_default().to_string(),
     })
 }
 
@@ -430,10 +428,10 @@ mod tests {
             text: "etcd loses quorum".into(),
         });
         assert_eq!(
-            refusal(Some(&h), false).unwrap(),
+            refusal(Some(&h), false).unwrap().to_string(),
             "the prediction says losing pve1 is not survivable: etcd loses quorum; fix it first, or pass --expect-failure to run anyway and measure it"
         );
-        assert_eq!(refusal(Some(&h), true), None);
-        assert_eq!(refusal(Some(&loss()), false), None);
+        assert!(refusal(Some(&h), true).is_none());
+        assert!(refusal(Some(&loss()), false).is_none());
     }
 }

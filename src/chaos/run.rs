@@ -33,7 +33,7 @@ use super::report::{self, Moments};
 use super::reporters::plain::PlainText;
 use super::reporters::{Reporters, RunEvent};
 use super::vip::VipWatch;
-use super::{ChaosError, cluster, journal_path, recovery};
+use super::{ChaosError, JournalStep, cluster, journal_path, recovery};
 use crate::cli::ChaosArgs;
 use crate::collect;
 use crate::config::{ChaosSpec, Config, Environment, ProxmoxAccess};
@@ -52,9 +52,9 @@ async fn run_with(
     let (spec, access) = admit(env, &args)?;
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
     // One run per environment on this machine, whatever the journal path; then the journal.
-    let _env_lock = EnvLock::acquire(env).map_err(ChaosError::Refused)?;
-    let _lock =
-        RunLock::acquire(&path, &env.name).map_err(|e| ChaosError::Refused(e.to_string()))?;
+    let _env_lock = EnvLock::acquire(env)?;
+    let _lock = RunLock::acquire(&path, &env.name)
+        .map_err(ChaosError::journal(&env.name, JournalStep::Lock))?;
     nothing_owed(&path, env)?;
     let plain: Arc<PlainText> = Arc::new(PlainText {
         format: args.format,
@@ -110,12 +110,23 @@ async fn prepare(run: &Run<'_>, plain: Arc<PlainText>) -> Result<Option<Prepared
     };
     let clients = Clients::build(env, Timings::of(spec, false).timeout)
         .await
-        .map_err(|e| quiet(ChaosError::Failed(e)))?;
+        .map_err(|reason| {
+            quiet(ChaosError::Setup {
+                env: env.name.clone(),
+                what: "clients",
+                reason,
+            })
+        })?;
     // A run elsewhere holds the cluster's Lease: say so before anything else.
-    if let Some(kube) = &clients.kube {
+    if let Ok(kube) = &clients.kube {
         lease::check(kube.clone(), &env.name, &spec.lease_namespace, clock.utc())
             .await
-            .map_err(|e| quiet(ChaosError::Refused(e)))?;
+            .map_err(|reason| {
+                quiet(ChaosError::LeaseHeld {
+                    env: env.name.clone(),
+                    reason,
+                })
+            })?;
     }
     let pre = planning::preflight(run.config, env).await;
     let today = clock.utc().date_naive();
@@ -141,17 +152,26 @@ async fn prepare(run: &Run<'_>, plain: Arc<PlainText>) -> Result<Option<Prepared
     if !pre.refusals.is_empty() {
         return Err(planning::refused(env, &pre.refusals, None));
     }
-    if let Some(why) = prediction::refusal(predicted.as_ref(), run.args.expect_failure) {
-        return Err(ChaosError::Refused(why));
+    if let Some(refused) = prediction::refusal(predicted.as_ref(), run.args.expect_failure) {
+        return Err(refused);
     }
     if run.args.dry_run {
         out.emit(RunEvent::Plan("Dry run: nothing was touched.\n"));
         return Ok(None);
     }
-    let Some(kube) = clients.kube.clone() else {
-        return Err(ChaosError::Failed(
-            "no Kubernetes client for the event watcher".into(),
-        ));
+    let Clients {
+        access,
+        kube,
+        talos,
+    } = clients;
+    let kube = kube.map_err(|source| ChaosError::NoKubeClient {
+        env: env.name.clone(),
+        source,
+    })?;
+    let clients = Clients {
+        access,
+        kube: Ok(kube.clone()),
+        talos,
     };
     Ok(Some(Prepared {
         clients,
@@ -173,7 +193,7 @@ async fn execute(
     p: Prepared,
 ) -> Result<u8, ChaosError> {
     let (env, clock, timings) = (run.env, run.clock, p.planned.timings);
-    let mut signals = Signals::install().map_err(ChaosError::Failed)?;
+    let mut signals = Signals::install()?;
     let claim = Claim::new(p.restore_by, clock.utc());
     let until =
         p.restore_by + chrono::Duration::from_std(timings.recovery_timeout).unwrap_or_default();
@@ -186,7 +206,10 @@ async fn execute(
         until,
     )
     .await
-    .map_err(ChaosError::Refused)?;
+    .map_err(|reason| ChaosError::LeaseNotTaken {
+        env: env.name.clone(),
+        reason,
+    })?;
     // Which cluster this run acts on: recorded in the journal and in the report.
     let provenance = Provenance::of(env, &p.pre.state, p.pre.state.collected_at);
     let power = match open_journal(
@@ -233,12 +256,12 @@ async fn execute(
             return Ok(signal_code(sig));
         }
         Baseline::Unsteady(why) => {
-            let why = why.join("; ");
-            let outcome = format!("aborted before the fault: {why}");
+            let outcome = format!("aborted before the fault: {}", why.join("; "));
             finish_untouched(&ctx, observers, &power, run_lease, &outcome).await;
-            return Err(ChaosError::Refused(format!(
-                "steady state not met, nothing was touched: {why}"
-            )));
+            return Err(ChaosError::Unsteady {
+                env: env.name.clone(),
+                why,
+            });
         }
     }
     let target = &p.planned.target;
@@ -386,11 +409,10 @@ fn conclude(
     publish::print(run.args.format, &chaos_report);
     publish::write(&chaos_report, &timeline, &stem, run.args.junit.as_deref());
     if !ran.restored.start_errors.is_empty() {
-        return Err(ChaosError::RestoreFailed(format!(
-            "VMs may still be stopped: {}; run `gates recover {}`",
-            ran.restored.start_errors.join("; "),
-            env.name
-        )));
+        return Err(ChaosError::NotStarted {
+            env: env.name.clone(),
+            errors: ran.restored.start_errors.clone(),
+        });
     }
     Ok(match interrupted {
         Some(sig) => signal_code(sig),
@@ -410,18 +432,24 @@ fn open_journal(
 ) -> Result<Power, ChaosError> {
     let mut fault = planned.target.fault(&env.name, restore_by);
     fault.provenance = Some(Box::new(provenance.clone()));
-    let mut journal =
-        Journal::create(path, &fault).map_err(|e| ChaosError::Refused(e.to_string()))?;
+    let mut journal = Journal::create(path, &fault)
+        .map_err(ChaosError::journal(&env.name, JournalStep::Create))?;
     journal
         .append(Entry::LeaseTaken {
             namespace: run_lease.namespace.clone(),
             name: run_lease.name.clone(),
             holder: run_lease.holder.clone(),
         })
-        .map_err(|e| ChaosError::Failed(e.to_string()))?;
+        .map_err(ChaosError::journal(&env.name, JournalStep::Append))?;
     let pve = match planned.wake_client.clone() {
         Some(client) => client,
-        None => collect::proxmox::client(env, access).map_err(ChaosError::Failed)?,
+        None => {
+            collect::proxmox::client(env, access).map_err(|source| ChaosError::ProxmoxClient {
+                env: env.name.clone(),
+                url: access.url.clone(),
+                source,
+            })?
+        }
     };
     Ok(Power::new(pve, planned.timings.power_poll(), journal))
 }

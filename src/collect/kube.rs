@@ -16,12 +16,13 @@ use serde_json::Value;
 
 use super::json_spans;
 use super::kinds::Kind;
+pub use super::kube_error::{KubeError, ListError};
 use super::registry::{self, Objects};
 use crate::config::Environment;
 use crate::state::{Source, State};
 
 /// Build a client for the environment's kubeconfig and context.
-pub async fn client(env: &Environment) -> Result<Client, String> {
+pub async fn client(env: &Environment) -> Result<Client, KubeError> {
     let options = KubeConfigOptions {
         context: env.kube.context.clone(),
         cluster: None,
@@ -30,31 +31,31 @@ pub async fn client(env: &Environment) -> Result<Client, String> {
     let kubeconfig = match &env.kube.kubeconfig {
         Some(path) => {
             let path = resolve(&env.file, path);
-            Kubeconfig::read_from(&path)
-                .map_err(|err| format!("cannot read kubeconfig {}: {err}", path.display()))?
+            Kubeconfig::read_from(&path).map_err(|source| KubeError::Kubeconfig { path, source })?
         }
-        None => Kubeconfig::read().map_err(|err| {
-            format!("cannot read the kubeconfig ($KUBECONFIG or ~/.kube/config): {err}; set kube.kubeconfig in {}", env.file.display())
+        None => Kubeconfig::read().map_err(|source| KubeError::DefaultKubeconfig {
+            env_file: env.file.clone(),
+            source,
         })?,
     };
     let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
-        .map_err(|err| match &env.kube.context {
-            Some(context) => format!("kubeconfig context `{context}`: {err}"),
-            None => format!("kubeconfig: {err}"),
+        .map_err(|source| KubeError::Context {
+            context: env.kube.context.clone(),
+            source,
         })?;
     let timeout: std::time::Duration = env.kube.timeout.into();
     config.connect_timeout = Some(timeout);
     config.read_timeout = Some(timeout);
-    Client::try_from(config).map_err(|err| format!("cannot build a Kubernetes client: {err}"))
+    Client::try_from(config).map_err(|source| KubeError::Client { source })
 }
 
 /// Every kind's objects from the environment's cluster, listed concurrently, as JSON values
 /// with apiVersion and kind set (what `gates snapshot` writes); an error only when no client
-/// can be built at all.
+/// can be built at all. A kind that could not be listed carries the reason it is absent.
 pub async fn collect_raw(
     env: &Environment,
-) -> Result<Vec<(Kind, Result<Vec<Value>, String>)>, String> {
+) -> Result<Vec<(Kind, Result<Vec<Value>, String>)>, KubeError> {
     let client = client(env).await?;
     Ok(each_kind(env, move |kind| {
         let client = client.clone();
@@ -65,7 +66,10 @@ pub async fn collect_raw(
             list_pages(client, kind, page_size, |texts| {
                 for text in texts {
                     let mut value: Value =
-                        serde_json::from_str(text).map_err(|err| err.to_string())?;
+                        serde_json::from_str(text).map_err(|err| ListError::Decode {
+                            resource: c.resource_name(),
+                            reason: err.to_string(),
+                        })?;
                     value["apiVersion"] = Value::from(c.api_version());
                     value["kind"] = Value::from(c.kind);
                     items.push(value);
@@ -76,15 +80,18 @@ pub async fn collect_raw(
             .map(|()| items)
         }
     })
-    .await)
+    .await
+    .into_iter()
+    .map(|(kind, listed)| (kind, listed.map_err(|err| err.to_string())))
+    .collect())
 }
 
 /// List every kind at once under one deadline for the whole phase: kinds listed in time
 /// keep their objects.
-async fn each_kind<T, F, Fut>(env: &Environment, list: F) -> Vec<(Kind, Result<T, String>)>
+async fn each_kind<T, F, Fut>(env: &Environment, list: F) -> Vec<(Kind, Result<T, KubeError>)>
 where
     F: Fn(Kind) -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>>,
+    Fut: std::future::Future<Output = Result<T, KubeError>>,
 {
     let deadline = tokio::time::Instant::now() + super::deadline::of(env);
     join_all(Kind::ALL.into_iter().map(|kind| {
@@ -93,10 +100,10 @@ where
             let listed = tokio::time::timeout_at(deadline, listing)
                 .await
                 .unwrap_or_else(|_| {
-                    Err(super::deadline::message(
+                    Err(KubeError::Deadline(super::deadline::message(
                         env,
                         &format!("listing {}", kind.coordinates().resource_name()),
-                    ))
+                    )))
                 });
             (kind, listed)
         }
@@ -119,10 +126,11 @@ pub async fn collect(env: &Environment) -> State {
             })
             .await;
             for (kind, objects) in listed {
-                registry::store(&mut state, kind, objects);
+                registry::store(&mut state, kind, objects.map_err(|err| err.to_string()));
             }
         }
-        Err(reason) => {
+        Err(err) => {
+            let reason = err.to_string();
             for kind in Kind::ALL {
                 registry::store(&mut state, kind, Err(reason.clone()));
             }
@@ -133,10 +141,15 @@ pub async fn collect(env: &Environment) -> State {
 }
 
 /// Every object of one kind, typed page by page.
-pub async fn list_typed(client: Client, kind: Kind, page_size: u32) -> Result<Objects, String> {
+pub async fn list_typed(client: Client, kind: Kind, page_size: u32) -> Result<Objects, KubeError> {
     let mut all = Objects::empty(kind);
     list_pages(client, kind, page_size, |texts| {
-        all.extend(Objects::decode(kind, texts)?);
+        all.extend(
+            Objects::decode(kind, texts).map_err(|reason| ListError::Decode {
+                resource: kind.coordinates().resource_name(),
+                reason,
+            })?,
+        );
         Ok(())
     })
     .await?;
@@ -150,8 +163,8 @@ pub async fn list_pages(
     client: Client,
     kind: Kind,
     page_size: u32,
-    mut each: impl FnMut(&[&str]) -> Result<(), String>,
-) -> Result<(), String> {
+    mut each: impl FnMut(&[&str]) -> Result<(), ListError>,
+) -> Result<(), KubeError> {
     let c = kind.coordinates();
     let resource = ApiResource {
         group: c.group.to_string(),
@@ -174,7 +187,10 @@ pub async fn list_pages(
             }
             let request = kube::core::Request::new(path)
                 .list(&params)
-                .map_err(|err| format!("listing {}: {err}", kind.coordinates().resource_name()))?;
+                .map_err(|err| ListError::Request {
+                    resource: kind.coordinates().resource_name(),
+                    reason: err.to_string(),
+                })?;
             client
                 .request_text(request)
                 .await
@@ -187,16 +203,23 @@ pub async fn list_pages(
         let text = match fetching.await {
             Ok(Ok(text)) => text,
             Ok(Err(why)) if listed > 0 => {
-                return Err(format!("{why} (a later page, after {listed} objects)"));
+                return Err(KubeError::LaterPage {
+                    listed,
+                    source: Box::new(why.into()),
+                });
             }
-            Ok(Err(why)) => return Err(why),
-            Err(err) => return Err(format!("listing {}: {err}", c.resource_name())),
+            Ok(Err(why)) => return Err(why.into()),
+            Err(err) => {
+                return Err(ListError::Request {
+                    resource: c.resource_name(),
+                    reason: err.to_string(),
+                }
+                .into());
+            }
         };
-        let page = Page::split(&text).map_err(|err| {
-            format!(
-                "listing {}: the answer is not a list: {err}",
-                c.resource_name()
-            )
+        let page = Page::split(&text).map_err(|reason| ListError::NotAList {
+            resource: c.resource_name(),
+            reason,
         })?;
         // Ask for the next page before decoding this one.
         pending = page.next.clone().map(|token| fetch(Some(token)));
@@ -283,33 +306,28 @@ impl<'t> Page<'t> {
     }
 }
 
-fn describe(kind: Kind, err: &kube::Error) -> String {
-    let name = kind.coordinates().resource_name();
+fn describe(kind: Kind, err: &kube::Error) -> ListError {
+    let resource = kind.coordinates().resource_name();
     match err {
-        kube::Error::Api(status) if status.code == 404 => {
-            format!(
-                "{} {name} ({})",
-                super::completeness::NOT_SERVED,
-                kind.absent_hint()
-            )
-        }
-        kube::Error::Api(status) if status.code == 401 => {
-            format!("listing {name}: unauthorized: the kubeconfig credentials were rejected")
-        }
-        kube::Error::Api(status) if status.code == 403 => {
-            format!(
-                "listing {name}: forbidden: {} ({})",
-                status.message,
-                kind.absent_hint()
-            )
-        }
-        kube::Error::Api(status) => {
-            format!("listing {name}: HTTP {}: {}", status.code, status.message)
-        }
-        other => format!(
-            "cannot reach the Kubernetes API while listing {name}: {}",
-            chain(other)
-        ),
+        kube::Error::Api(status) if status.code == 404 => ListError::NotServed {
+            resource,
+            hint: kind.absent_hint(),
+        },
+        kube::Error::Api(status) if status.code == 401 => ListError::Unauthorized { resource },
+        kube::Error::Api(status) if status.code == 403 => ListError::Forbidden {
+            resource,
+            message: status.message.clone(),
+            hint: kind.absent_hint(),
+        },
+        kube::Error::Api(status) => ListError::Http {
+            resource,
+            code: status.code,
+            message: status.message.clone(),
+        },
+        other => ListError::Unreachable {
+            resource,
+            causes: chain(other),
+        },
     }
 }
 

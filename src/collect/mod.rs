@@ -9,6 +9,7 @@ pub mod infra_record;
 pub mod json_spans;
 pub mod kinds;
 pub mod kube;
+pub mod kube_error;
 pub mod origin;
 pub mod proxmox;
 pub mod raw;

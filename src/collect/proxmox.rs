@@ -4,6 +4,7 @@
 //! config read, a bounded number at a time; one that cannot be read is an error, never a
 //! missing VM.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use gates_infra::proxmox::{
@@ -16,8 +17,31 @@ use super::kube::resolve;
 use crate::config::{Config, Environment, ProxmoxAccess};
 use crate::state::{Placement, ProxmoxHost, ProxmoxState, ProxmoxVm};
 
+/// Why no Proxmox client could be built from the environment file's `proxmox` section.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxmoxAccessError {
+    #[error("{}: proxmox needs token_secret_env or token_secret_file", env_file.display())]
+    NoTokenSecret { env_file: PathBuf },
+    #[error(
+        "{}: proxmox needs ca_file, fingerprint, or an explicit insecure_tls: true",
+        env_file.display()
+    )]
+    NoTlsTrust { env_file: PathBuf },
+    /// The token, the CA or the fingerprint is unusable, or the client cannot be built
+    /// (the infra error names which and why).
+    #[error("{source}")]
+    Settings {
+        env_file: PathBuf,
+        #[source]
+        source: proxmox::ProxmoxError,
+    },
+}
+
 /// A client for the environment's Proxmox API. Warns on every run with `insecure_tls`.
-pub fn client(env: &Environment, access: &ProxmoxAccess) -> Result<ProxmoxClient, String> {
+pub fn client(
+    env: &Environment,
+    access: &ProxmoxAccess,
+) -> Result<ProxmoxClient, ProxmoxAccessError> {
     client_at(env, access, &access.url)
 }
 
@@ -26,19 +50,22 @@ pub fn client_at(
     env: &Environment,
     access: &ProxmoxAccess,
     url: &str,
-) -> Result<ProxmoxClient, String> {
+) -> Result<ProxmoxClient, ProxmoxAccessError> {
+    let unusable = |source| ProxmoxAccessError::Settings {
+        env_file: env.file.clone(),
+        source,
+    };
     let secret = match (&access.token_secret_env, &access.token_secret_file) {
         (Some(var), _) => TokenSecret::from_env(var),
         (None, Some(file)) => TokenSecret::from_file(&resolve(&env.file, file)),
         (None, None) => {
-            return Err(format!(
-                "{}: proxmox needs token_secret_env or token_secret_file",
-                env.file.display()
-            ));
+            return Err(ProxmoxAccessError::NoTokenSecret {
+                env_file: env.file.clone(),
+            });
         }
     }
-    .map_err(|err| err.to_string())?;
-    let token = ApiToken::new(&access.token_id, secret).map_err(|err| err.to_string())?;
+    .map_err(unusable)?;
+    let token = ApiToken::new(&access.token_id, secret).map_err(unusable)?;
     let trust = match (&access.ca_file, &access.fingerprint, access.insecure_tls) {
         (Some(file), _, _) => TlsTrust::ca_file(&resolve(&env.file, file)),
         (None, Some(fingerprint), _) => TlsTrust::fingerprint(fingerprint),
@@ -50,18 +77,17 @@ pub fn client_at(
             Ok(TlsTrust::Insecure)
         }
         (None, None, false) => {
-            return Err(format!(
-                "{}: proxmox needs ca_file, fingerprint, or an explicit insecure_tls: true",
-                env.file.display()
-            ));
+            return Err(ProxmoxAccessError::NoTlsTrust {
+                env_file: env.file.clone(),
+            });
         }
     }
-    .map_err(|err| err.to_string())?;
+    .map_err(unusable)?;
     let mut settings = ProxmoxSettings::new(url.to_string(), token, trust);
     let timeout: Duration = access.timeout.into();
     settings.request_timeout = timeout;
     settings.connect_timeout = timeout.min(Duration::from_secs(5));
-    ProxmoxClient::new(settings).map_err(|err| err.to_string())
+    ProxmoxClient::new(settings).map_err(unusable)
 }
 
 fn scope(access: &ProxmoxAccess) -> proxmox::VmScope {
@@ -77,7 +103,7 @@ pub async fn collect(
     access: &ProxmoxAccess,
     nodes: Option<&[Node]>,
 ) -> Result<ProxmoxState, String> {
-    let client = client(env, access)?;
+    let client = client(env, access).map_err(|err| err.to_string())?;
     // Every VM, so other environments' VMs on the same hosts are known too; the configs
     // (SMBIOS uuids) only of this environment's, the ones nodes are matched against.
     let everything = proxmox::VmScope {

@@ -16,8 +16,8 @@ use crate::state::Collected;
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotWriteError {
     /// No Kubernetes client could be built (kubeconfig, context, TLS material).
-    #[error("{0}")]
-    NoClient(String),
+    #[error(transparent)]
+    NoClient(super::kube::KubeError),
     #[error(
         "the snapshot of {env} would be incomplete, so nothing was written; could not read:\n  {}\n  hint: fix the cause and retry, or pass --allow-incomplete to write it anyway (the missing parts are recorded and give error verdicts)",
         missing.join("\n  ")

@@ -138,6 +138,11 @@ pub enum JournalError {
     },
     #[error("{path}: no plan in the journal; nothing to recover")]
     NoPlan { path: PathBuf },
+    /// A power action panicked while it held the journal.
+    #[error(
+        "the journal is unusable after a power action panicked; check by hand which VMs of the plan are stopped and start them"
+    )]
+    Poisoned,
     #[error(
         "a chaos run on {environment} is in progress ({holder}); it restores on its own: interrupt it (Ctrl-C or SIGTERM) instead"
     )]

@@ -61,12 +61,41 @@ pub fn lock_name(env: &Environment) -> String {
     }
 }
 
+/// Why the environment's lock on this machine could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvLockError {
+    #[error(
+        "a chaos run on {env} is in progress ({holder}) on this machine, whatever its --reports or --journal (lock {}); it restores on its own: interrupt it (Ctrl-C or SIGTERM) instead",
+        lock.display()
+    )]
+    Busy {
+        env: String,
+        holder: String,
+        lock: PathBuf,
+    },
+    #[error(
+        "{}: {source}; the lock directory must be writable (set GATES_LOCK_DIR to move it)",
+        path.display()
+    )]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 impl EnvLock {
-    pub fn acquire(env: &Environment) -> Result<EnvLock, String> {
+    pub fn acquire(env: &Environment) -> Result<EnvLock, EnvLockError> {
         let dir = lock_dir();
         let path = dir.join(lock_name(env));
-        let io = |err: std::io::Error| format!("{}: {err}", path.display());
-        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let io = |source: std::io::Error| EnvLockError::Io {
+            path: path.clone(),
+            source,
+        };
+        fs::create_dir_all(&dir).map_err(|source| EnvLockError::Io {
+            path: dir.clone(),
+            source,
+        })?;
         #[cfg(unix)]
         {
             // Shared by every user of the machine, like /tmp itself.
@@ -84,15 +113,14 @@ impl EnvLock {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
                 let holder = fs::read_to_string(&path).unwrap_or_default();
-                return Err(format!(
-                    "a chaos run on {} is in progress ({}) on this machine, whatever its --reports or --journal (lock {}); it restores on its own: interrupt it (Ctrl-C or SIGTERM) instead",
-                    env.name,
-                    match holder.trim() {
+                return Err(EnvLockError::Busy {
+                    env: env.name.clone(),
+                    holder: match holder.trim() {
                         "" => "another process".to_string(),
                         pid => format!("pid {pid}"),
                     },
-                    path.display()
-                ));
+                    lock: path.clone(),
+                });
             }
             Err(fs::TryLockError::Error(err)) => return Err(io(err)),
         }

@@ -10,7 +10,7 @@ use futures::future::join_all;
 use gates_infra::proxmox::{PowerOptions, ProxmoxClient};
 use serde::Serialize;
 
-use crate::chaos::journal::{Entry, Journal, PlannedVm};
+use crate::chaos::journal::{Entry, Journal, JournalError, PlannedVm};
 
 /// One power request the harness sent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -51,12 +51,9 @@ impl Power {
     }
 
     /// Append to the journal; a journal that cannot be written is reported, not ignored.
-    pub fn note(&self, entry: Entry) -> Result<(), String> {
-        let mut journal = self
-            .journal
-            .lock()
-            .map_err(|_| "the journal lock is poisoned".to_string())?;
-        journal.append(entry).map_err(|e| e.to_string())
+    pub fn note(&self, entry: Entry) -> Result<(), JournalError> {
+        let mut journal = self.journal.lock().map_err(|_| JournalError::Poisoned)?;
+        journal.append(entry)
     }
 
     /// Stop every VM at once (as a host losing power does); each stop is journaled before

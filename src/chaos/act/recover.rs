@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::journal::{self, Entry, Journal, PlannedVm, RunLock};
 use super::power::Power;
-use crate::chaos::ChaosError;
+use crate::chaos::{ChaosError, JournalStep};
 use crate::config::{Environment, ProxmoxAccess};
 
 /// What a journal still owes: VMs whose stop was asked for and whose start was not seen, and
@@ -45,17 +45,14 @@ pub fn trusted_url<'a>(
         .chain(&access.fallback_urls)
         .find(|known| same(known, url))
         .map(String::as_str)
-        .ok_or_else(|| {
-            ChaosError::Refused(format!(
-                "{} names {url} as the Proxmox API to act through, but {} lists only {} (proxmox.url, proxmox.fallback_urls): the token is sent only there; add the URL to the environment file if it is yours, or power the host on by hand",
-                journal.display(),
-                env.file.display(),
-                std::iter::once(&access.url)
-                    .chain(&access.fallback_urls)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
+        .ok_or_else(|| ChaosError::UntrustedUrl {
+            journal: journal.to_path_buf(),
+            url: url.to_string(),
+            env_file: env.file.clone(),
+            known: std::iter::once(&access.url)
+                .chain(&access.fallback_urls)
+                .cloned()
+                .collect(),
         })
 }
 
@@ -80,25 +77,23 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
         );
         return Ok(0);
     }
-    let _env_lock = super::lease::EnvLock::acquire(env).map_err(ChaosError::Refused)?;
-    let _lock =
-        RunLock::acquire(path, &env.name).map_err(|e| ChaosError::Refused(e.to_string()))?;
-    let records = journal::read(path).map_err(|e| ChaosError::Failed(e.to_string()))?;
+    let _env_lock = super::lease::EnvLock::acquire(env)?;
+    let _lock = RunLock::acquire(path, &env.name)
+        .map_err(ChaosError::journal(&env.name, JournalStep::Lock))?;
+    let records = journal::read(path).map_err(ChaosError::journal(&env.name, JournalStep::Read))?;
     let Some(plan) = journal::plan(&records).cloned() else {
-        return Err(ChaosError::Failed(
+        return Err(ChaosError::journal(&env.name, JournalStep::Read)(
             journal::JournalError::NoPlan {
                 path: path.to_path_buf(),
-            }
-            .to_string(),
+            },
         ));
     };
     if plan.environment != env.name {
-        return Err(ChaosError::Refused(format!(
-            "{} is the journal of {}, not of {}",
-            path.display(),
-            plan.environment,
-            env.name
-        )));
+        return Err(ChaosError::ForeignJournal {
+            env: env.name.clone(),
+            owner: plan.environment,
+            journal: path.to_path_buf(),
+        });
     }
     let owed = Owed::of(&records);
     if owed.is_empty() {
@@ -109,8 +104,9 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
         );
         return Ok(0);
     }
-    let access = env.proxmox.as_ref().ok_or_else(|| {
-        ChaosError::Failed(format!("{} has no proxmox section", env.file.display()))
+    let access = env.proxmox.as_ref().ok_or_else(|| ChaosError::NoProxmox {
+        env: env.name.clone(),
+        env_file: env.file.clone(),
     })?;
     // A whole-host run acted through another host's API; so does its recovery, since the
     // host behind `url` may be the one that is off. That API must be one the file names.
@@ -118,9 +114,15 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
         Some(how) => trusted_url(env, access, &how.wake_via_url, path)?,
         None => access.url.as_str(),
     };
-    let client =
-        crate::collect::proxmox::client_at(env, access, url).map_err(ChaosError::Failed)?;
-    let journal = Journal::open(path).map_err(|e| ChaosError::Failed(e.to_string()))?;
+    let client = crate::collect::proxmox::client_at(env, access, url).map_err(|source| {
+        ChaosError::ProxmoxClient {
+            env: env.name.clone(),
+            url: url.to_string(),
+            source,
+        }
+    })?;
+    let journal = Journal::open(path).map_err(ChaosError::journal(&env.name, JournalStep::Open))?;
+    let append = || ChaosError::journal(&env.name, JournalStep::Append);
     let power = Power::new(client.clone(), std::time::Duration::from_secs(1), journal);
     if let (Some(host), Some(how)) = (&owed.host, &plan.host_power) {
         wake_owed_host(env, &power, &client, host, how, url, path, out).await?;
@@ -134,7 +136,7 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
                     vmid: vm.vmid,
                     host: vm.host.clone(),
                 })
-                .map_err(ChaosError::Failed)?,
+                .map_err(append())?,
             Ok(found) => {
                 say!(
                     out,
@@ -146,23 +148,23 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
                 );
                 to_start.push(vm.clone());
             }
-            Err(err) => {
-                return Err(ChaosError::RestoreFailed(format!(
-                    "cannot find VM {} {}: {err}; the journal {} still owes it",
-                    vm.vmid,
-                    vm.name,
-                    path.display()
-                )));
+            Err(source) => {
+                return Err(ChaosError::VmNotFound {
+                    env: env.name.clone(),
+                    vmid: vm.vmid,
+                    name: vm.name.clone(),
+                    journal: path.to_path_buf(),
+                    source,
+                });
             }
         }
     }
     let errors = power.start_all(&to_start).await;
     if !errors.is_empty() {
-        return Err(ChaosError::RestoreFailed(format!(
-            "could not start every VM: {}; run `gates recover {}` again or start them by hand",
-            errors.join("; "),
-            env.name
-        )));
+        return Err(ChaosError::NotStarted {
+            env: env.name.clone(),
+            errors,
+        });
     }
     power
         .note(Entry::Restored)
@@ -171,7 +173,7 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
                 outcome: "recovered by gates recover".into(),
             })
         })
-        .map_err(ChaosError::Failed)?;
+        .map_err(append())?;
     release_lease(env, &records, &power, out).await;
     for vm in &owed.vms {
         say!(
@@ -218,7 +220,7 @@ async fn release_lease(
             super::lease::release_if_held(client, &namespace, &name, &holder, chrono::Utc::now())
                 .await
         }
-        Err(err) => Err(err),
+        Err(err) => Err(err.to_string()),
     };
     match released {
         Ok(true) => {
@@ -249,11 +251,12 @@ async fn wake_owed_host(
     let online = client
         .cluster_members()
         .await
-        .map_err(|err| {
-            ChaosError::RestoreFailed(format!(
-                "cannot read the cluster status through {url}: {err}; the journal {} still owes host {host}",
-                path.display()
-            ))
+        .map_err(|source| ChaosError::HostStatusUnreadable {
+            env: env.name.clone(),
+            host: host.to_string(),
+            url: url.to_string(),
+            journal: path.to_path_buf(),
+            source,
         })?
         .iter()
         .any(|m| m.name == host && m.online);
@@ -262,7 +265,7 @@ async fn wake_owed_host(
             .note(Entry::HostOnline {
                 host: host.to_string(),
             })
-            .map_err(ChaosError::Failed)?;
+            .map_err(ChaosError::journal(&env.name, JournalStep::Append))?;
         say!(out, "host {host} is online");
         return Ok(());
     }
@@ -275,11 +278,10 @@ async fn wake_owed_host(
     power
         .wake_host(host, &how.wake_via_host, patience.into())
         .await
-        .map_err(|err| {
-            ChaosError::RestoreFailed(format!(
-                "{err}; run `gates recover {}` again or power {host} on by hand",
-                env.name
-            ))
+        .map_err(|reason| ChaosError::HostNotWoken {
+            env: env.name.clone(),
+            host: host.to_string(),
+            reason,
         })?;
     say!(out, "host {host} is online again");
     Ok(())
@@ -411,6 +413,53 @@ mod tests {
             .await
             .expect_err("stopped");
         assert!(err.to_string().contains("chaos-lab.journal:2"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_vm_the_journal_owes_that_cannot_be_found_is_a_failed_restore_naming_it_and_the_fix()
+    {
+        let (url, _hits) = tripwire().await;
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_at(&url, dir.path());
+        let path = dir.path().join("chaos-lab.journal");
+        let mut journal = Journal::create(&path, &planned_fault("lab")).unwrap();
+        journal
+            .append(Entry::StopRequested {
+                vmid: 201,
+                host: "pve2".into(),
+            })
+            .unwrap();
+        let err = recover(&env, &path, &mut Vec::new())
+            .await
+            .expect_err("the API answers nothing");
+        assert_eq!(err.kind(), crate::chaos::ChaosErrorKind::RestoreFailed);
+        let text = err.to_string();
+        for want in [
+            "cannot find VM 201",
+            "chaos-lab.journal still owes it",
+            "run `gates recover lab` again or start it by hand",
+        ] {
+            assert!(text.contains(want), "{want:?} missing from {text}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_journal_of_another_environment_is_refused_naming_both_and_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_at("https://127.0.0.1:1", dir.path());
+        let path = dir.path().join("chaos-lab.journal");
+        Journal::create(&path, &planned_fault("staging")).unwrap();
+        let err = recover(&env, &path, &mut Vec::new())
+            .await
+            .expect_err("refused");
+        assert_eq!(err.kind(), crate::chaos::ChaosErrorKind::Refused);
+        let text = err.to_string();
+        assert!(
+            text.contains("is the journal of staging, not of lab")
+                && text.contains("--journal")
+                && text.contains("`gates recover staging`"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -24,13 +24,26 @@ pub struct Signals {
     _tx: Option<watch::Sender<Option<i32>>>,
 }
 
+/// A signal the run must answer (by restoring first) cannot be caught.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot catch {signal}: {source}; without it an interrupted run could leave VMs stopped")]
+pub struct SignalError {
+    pub signal: &'static str,
+    #[source]
+    pub source: std::io::Error,
+}
+
 impl Signals {
-    pub fn install() -> Result<Signals, String> {
+    pub fn install() -> Result<Signals, SignalError> {
         use tokio::signal::unix::{SignalKind, signal};
-        let mut interrupt =
-            signal(SignalKind::interrupt()).map_err(|e| format!("cannot catch SIGINT: {e}"))?;
-        let mut terminate =
-            signal(SignalKind::terminate()).map_err(|e| format!("cannot catch SIGTERM: {e}"))?;
+        let catch = |kind: SignalKind, name: &'static str| {
+            signal(kind).map_err(|source| SignalError {
+                signal: name,
+                source,
+            })
+        };
+        let mut interrupt = catch(SignalKind::interrupt(), "SIGINT")?;
+        let mut terminate = catch(SignalKind::terminate(), "SIGTERM")?;
         let (tx, rx) = watch::channel(None);
         tokio::spawn(async move {
             loop {

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use crate::chaos::ChaosError;
 use crate::chaos::journal;
+use crate::chaos::{ChaosError, JournalStep};
 use crate::cli::ChaosArgs;
 use crate::config::{ChaosSpec, Environment, ProxmoxAccess};
 
@@ -17,24 +17,20 @@ pub fn admit<'e>(
     let spec = match &env.chaos {
         Some(spec) if spec.allowed => spec.clone(),
         _ => {
-            return Err(ChaosError::Refused(format!(
-                "chaos is not allowed on {}: its file {} must say `chaos: {{allowed: true}}`",
-                env.name,
-                env.file.display()
-            )));
+            return Err(ChaosError::NotAllowed {
+                env: env.name.clone(),
+                env_file: env.file.clone(),
+            });
         }
     };
     if env.gate_name() == "production" && !args.yes {
-        return Err(ChaosError::Refused(format!(
-            "{} is a production environment: the chaos step needs --yes",
-            env.name
-        )));
+        return Err(ChaosError::ProductionNeedsYes {
+            env: env.name.clone(),
+        });
     }
-    let access = env.proxmox.as_ref().ok_or_else(|| {
-        ChaosError::Refused(format!(
-            "{} has no proxmox section: the chaos step powers VMs off through Proxmox",
-            env.file.display()
-        ))
+    let access = env.proxmox.as_ref().ok_or_else(|| ChaosError::NoProxmox {
+        env: env.name.clone(),
+        env_file: env.file.clone(),
     })?;
     Ok((spec, access))
 }
@@ -44,13 +40,13 @@ pub fn nothing_owed(path: &Path, env: &Environment) -> Result<(), ChaosError> {
     if !path.exists() {
         return Ok(());
     }
-    let records = journal::read(path).map_err(|e| ChaosError::Failed(e.to_string()))?;
+    let records = journal::read(path).map_err(ChaosError::journal(&env.name, JournalStep::Read))?;
     match journal::owed_text(&records) {
-        Some(owed) => Err(ChaosError::Refused(format!(
-            "{}: an earlier chaos run has not restored what it stopped ({owed}); run `gates recover {}` first",
-            path.display(),
-            env.name
-        ))),
+        Some(owed) => Err(ChaosError::RestoreOwed {
+            env: env.name.clone(),
+            journal: path.to_path_buf(),
+            owed,
+        }),
         None => Ok(()),
     }
 }
@@ -65,7 +61,14 @@ mod tests {
     fn chaos_is_refused_unless_the_environment_file_allows_it() {
         let env = environment("lab", "allowed: false");
         let err = admit(&env, &args()).expect_err("refused");
-        assert!(err.to_string().contains("chaos: {allowed: true}"), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("chaos is not allowed on lab")
+                && text.contains("environments/lab.yaml")
+                && text.contains("chaos: {allowed: true}"),
+            "{text}"
+        );
+        assert_eq!(err.kind(), crate::chaos::ChaosErrorKind::Refused);
     }
 
     #[test]

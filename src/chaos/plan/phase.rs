@@ -48,13 +48,12 @@ pub async fn preflight(config: &Config, env: &Environment) -> Preflight {
 
 /// Refused with every preflight reason and `why`, if any.
 pub fn refused(env: &Environment, refusals: &[String], why: Option<String>) -> ChaosError {
-    let mut all = refusals.to_vec();
-    all.extend(why);
-    ChaosError::Refused(format!(
-        "preflight refused the run on {}:\n  - {}",
-        env.name,
-        all.join("\n  - ")
-    ))
+    let mut reasons = refusals.to_vec();
+    reasons.extend(why);
+    ChaosError::PreflightRefused {
+        env: env.name.clone(),
+        reasons,
+    }
 }
 
 /// The host, its VMs and (whole-host mode) the client that wakes it again.
@@ -117,7 +116,7 @@ pub fn probes(
     probes::build(ProbeInputs {
         env,
         access: &clients.access,
-        kube: clients.kube.clone(),
+        kube: clients.kube.as_ref().ok().cloned(),
         controllers: cluster::protected_controllers(config),
         talos: clients.talos.clone(),
         surviving_talos: surviving,
@@ -126,7 +125,11 @@ pub fn probes(
         timeout: planned.timings.timeout,
         leaders: leaders.clone(),
     })
-    .map_err(ChaosError::Failed)
+    .map_err(|reason| ChaosError::Setup {
+        env: env.name.clone(),
+        what: "probes",
+        reason,
+    })
 }
 
 /// The plan, as printed before anything is touched.
@@ -253,7 +256,8 @@ mod tests {
         let err = refused(&env, &["gate 1 fails".into()], Some("no host".into()));
         assert_eq!(
             err.to_string(),
-            "preflight refused the run on lab:\n  - gate 1 fails\n  - no host"
+            "preflight refused the run on lab:\n  - gate 1 fails\n  - no host\nnothing was touched; fix each reason, then run `gates chaos lab` again (`--dry-run` shows the plan)"
         );
+        assert_eq!(err.kind(), crate::chaos::ChaosErrorKind::Refused);
     }
 }
