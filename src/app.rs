@@ -37,7 +37,7 @@ pub enum AppError {
     SnapshotWrite(#[from] collect::snapshot_writer::SnapshotWriteError),
     /// The environment's repository section could not be prepared.
     #[error("{0}")]
-    Repository(String),
+    Repository(#[from] crate::repo::RepoError),
     #[error(transparent)]
     Reports(#[from] report::history::ReportsDirUnreadable),
     #[error(transparent)]
@@ -313,8 +313,7 @@ pub async fn check_env(
     let env = config.environment(&args.env)?;
     let specs = runner::trials(config, env);
     let largs = libtest_args(&args);
-    let repo =
-        crate::repo::prepare(config, env, args.repo.as_deref()).map_err(AppError::Repository)?;
+    let repo = crate::repo::prepare(config, env, args.repo.as_deref())?;
     // A filter that leaves nothing is an error, counting the repository trials too.
     let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
     names.extend(

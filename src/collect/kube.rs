@@ -360,3 +360,43 @@ pub fn resolve(env_file: &Path, path: &Path) -> PathBuf {
         .parent()
         .map_or_else(|| path.to_path_buf(), |dir| dir.join(path))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_kubeconfig_that_is_not_there_is_named_with_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut env = crate::checks::testing::env();
+        env.file = dir.path().join("staging.yaml");
+        env.kube.kubeconfig = Some(PathBuf::from("missing-kubeconfig"));
+        let err = client(&env).await.err().expect("no kubeconfig");
+        assert!(matches!(err, KubeError::Kubeconfig { .. }), "{err:?}");
+        let want = dir.path().join("missing-kubeconfig");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("cannot read kubeconfig {}: ", want.display())),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_later_page_that_fails_says_how_many_objects_came_before() {
+        let err = KubeError::LaterPage {
+            listed: 500,
+            source: Box::new(
+                ListError::Forbidden {
+                    resource: "pods/v1".into(),
+                    message: "pods is forbidden".into(),
+                    hint: "grant list on pods",
+                }
+                .into(),
+            ),
+        };
+        assert_eq!(
+            err.to_string(),
+            "listing pods/v1: forbidden: pods is forbidden (grant list on pods) (a later page, after 500 objects)"
+        );
+    }
+}

@@ -21,4 +21,4 @@ pub mod trials;
 pub mod validate;
 pub mod yaml;
 
-pub use run::{RepoRun, list, prepare};
+pub use run::{RepoError, RepoRun, list, prepare};

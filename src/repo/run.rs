@@ -22,12 +22,29 @@ pub struct RepoRun {
     pub repo_env: String,
 }
 
+/// Why the repository named for a run cannot be read as evidence.
+#[derive(Debug, thiserror::Error)]
+pub enum RepoError {
+    /// `from` says who named it: `--repo`, or `repo.path in FILE`.
+    #[error(
+        "repository {} not found (from {from}); check the path, or remove it to check without the repository",
+        root.display()
+    )]
+    NotFound { root: PathBuf, from: String },
+    #[error(
+        "repository {}: no environments found: it has no clusters/ENV directories and {} names no repo.kubernetes entries",
+        root.display(),
+        env_file.display()
+    )]
+    NoEnvironments { root: PathBuf, env_file: PathBuf },
+}
+
 /// The repository of `env`, read; `None` when neither the environment nor `--repo` names one.
 pub fn prepare(
     config: &Config,
     env: &Environment,
     given: Option<&Path>,
-) -> Result<Option<RepoRun>, String> {
+) -> Result<Option<RepoRun>, RepoError> {
     let spec = env.repo.clone().unwrap_or_default();
     let root = match (given, &spec.path) {
         (Some(path), _) => path.to_path_buf(),
@@ -39,23 +56,19 @@ pub fn prepare(
         (None, None) => return Ok(None),
     };
     if !root.is_dir() {
-        return Err(format!(
-            "repository {} not found (from {})",
-            root.display(),
-            if given.is_some() {
-                "--repo".to_string()
-            } else {
-                format!("repo.path in {}", env.file.display())
-            }
-        ));
+        let from = if given.is_some() {
+            "--repo".to_string()
+        } else {
+            format!("repo.path in {}", env.file.display())
+        };
+        return Err(RepoError::NotFound { root, from });
     }
     let layout = Layout::resolve(&root, &spec);
     if layout.kubernetes.is_empty() {
-        return Err(format!(
-            "repository {}: no environments found: it has no clusters/ENV directories and {} names no repo.kubernetes entries",
-            root.display(),
-            env.file.display()
-        ));
+        return Err(RepoError::NoEnvironments {
+            root,
+            env_file: env.file.clone(),
+        });
     }
     let repo_env = repo_env_name(env, &spec);
     let declared = declared::load(&root, &layout);
@@ -160,4 +173,48 @@ pub fn list(args: &Arguments, specs: &[TrialSpec], repo: &[RepoTrial]) {
         .map(|name| Trial::test(name, || Ok(())))
         .collect();
     let _conclusion = libtest_mimic::run(args, trials);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> Config {
+        Config::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("gates"), &[])
+            .expect("the shipped configuration loads")
+    }
+
+    #[test]
+    fn a_repository_that_is_not_there_names_the_path_and_who_named_it() {
+        let config = config();
+        let env = config.environment("staging").unwrap();
+        let err = prepare(&config, env, Some(Path::new("no-such-repo")))
+            .err()
+            .expect("refused");
+        assert!(matches!(err, RepoError::NotFound { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains("repository no-such-repo not found (from --repo)")
+                && text.contains("check the path"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_repository_without_environments_names_it_and_the_environment_file() {
+        let config = config();
+        let env = config.environment("staging").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let err = prepare(&config, env, Some(dir.path()))
+            .err()
+            .expect("refused");
+        assert!(matches!(err, RepoError::NoEnvironments { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&dir.path().display().to_string())
+                && text.contains("environments/staging.yaml")
+                && text.contains("repo.kubernetes"),
+            "{text}"
+        );
+    }
 }
