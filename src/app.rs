@@ -16,6 +16,7 @@ use crate::collect;
 use crate::config::{Config, ConfigErrors, Environment, EnvironmentSet};
 use crate::report::{self, Run};
 use crate::runner::{self, Tally};
+use crate::streams::Streams;
 
 /// Errors that stop a command before it can report verdicts: one variant per boundary, each
 /// keeping its cause as the source. [`AppError::exit_code`] is the one place they become exit
@@ -113,10 +114,11 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let mut streams = Streams::std();
+    match runtime.block_on(run(cli, &mut streams)) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {err}");
+            streams.say(format_args!("error: {err}"));
             ExitCode::from(err.exit_code())
         }
     }
@@ -134,11 +136,12 @@ fn init_logging() {
         .try_init();
 }
 
-async fn run(cli: Cli) -> Result<u8, AppError> {
+/// The command `cli` asks for, writing to `streams`.
+pub async fn run(cli: Cli, streams: &mut Streams) -> Result<u8, AppError> {
     // The lab and the demo write the environment files they use; load the rest afterwards.
     let cli = match cli.command {
         Command::Lab(args) => return crate::demo::lab(args).await,
-        Command::Demo(args) => return crate::demo::demo(&cli.config, args).await,
+        Command::Demo(args) => return crate::demo::demo(&cli.config, args, streams).await,
         Command::Completions(args) => return Ok(print_completions(args.shell)),
         Command::Man => return print_man(),
         command => Cli { command, ..cli },
@@ -147,32 +150,39 @@ async fn run(cli: Cli) -> Result<u8, AppError> {
     override_kube(&mut config, &cli)?;
     match cli.command {
         Command::List => {
-            print!("{}", list(&config));
+            streams.print(&list(&config));
             Ok(0)
         }
-        Command::Check(args) => check_env(&config, &cli.config, args).await,
-        Command::Snapshot(args) => snapshot(&config, args).await,
-        Command::Predict(args) => crate::predict::run(&config, args).await,
+        Command::Check(args) => check_env(&config, &cli.config, args, streams).await,
+        Command::Snapshot(args) => snapshot(&config, args, streams).await,
+        Command::Predict(args) => crate::predict::run(&config, args, streams).await,
         Command::Chaos(args) => {
             let env = config.environment(&args.env)?;
             let (metrics, reports, since) =
                 (args.metrics.clone(), args.reports.clone(), Utc::now());
-            let result = crate::chaos::run(&config, env, args).await;
-            let emitted = report::outputs::after_chaos(&metrics, &reports, &env.name, since).await;
+            let result = crate::chaos::run(&config, env, args, streams).await;
+            let emitted = report::outputs::after_chaos(
+                &mut *streams.err,
+                &metrics,
+                &reports,
+                &env.name,
+                since,
+            )
+            .await;
             let code = result?;
             emitted?;
             Ok(code)
         }
-        Command::History(args) => history(args),
-        Command::Adr(args) => crate::adr::run(&config, args),
+        Command::History(args) => history(args, streams),
+        Command::Adr(args) => crate::adr::run(&config, args, streams),
         Command::Validate => {
             let (text, ok) = crate::validate::run(&config);
-            print!("{text}");
+            streams.print(&text);
             Ok(if ok { 0 } else { 2 })
         }
         Command::Recover(args) => {
             let env = config.environment(&args.env)?;
-            Ok(crate::chaos::recover(&config, env, args).await?)
+            Ok(crate::chaos::recover(&config, env, args, &mut *streams.out).await?)
         }
         Command::Lab(_) | Command::Demo(_) | Command::Completions(_) | Command::Man => {
             unreachable!("handled before loading the configuration")
@@ -224,15 +234,15 @@ fn print_man() -> Result<u8, AppError> {
 }
 
 /// `gates history ENV`: the last results per gate and per chaos host, with trends.
-fn history(args: crate::cli::HistoryArgs) -> Result<u8, AppError> {
+fn history(args: crate::cli::HistoryArgs, streams: &mut Streams) -> Result<u8, AppError> {
     let found = report::history::read(&args.reports, &args.env)?;
     for err in &found.unreadable {
-        eprintln!("error: {err}");
+        streams.say(format_args!("error: {err}"));
     }
     let history = report::history::History::of(&args.env, &found, args.last.max(1));
     match args.format {
-        Format::Json => println!("{}", history.render_json()),
-        Format::Pretty | Format::Terse => print!("{}", history.render_text()),
+        Format::Json => streams.println(history.render_json()),
+        Format::Pretty | Format::Terse => streams.print(&history.render_text()),
     }
     Ok(if found.unreadable.is_empty() { 0 } else { 2 })
 }
@@ -309,6 +319,7 @@ pub async fn check_env(
     config: &Config,
     config_dir: &Path,
     args: CheckArgs,
+    streams: &mut Streams,
 ) -> Result<u8, AppError> {
     let env = config.environment(&args.env)?;
     let specs = runner::trials(config, env);
@@ -344,7 +355,7 @@ pub async fn check_env(
         .map(|r| r.selected(&largs))
         .unwrap_or_default();
     for note in repo.iter().flat_map(|r| r.notes()) {
-        eprintln!("note: {note}");
+        streams.say(format_args!("note: {note}"));
     }
     let started_at = Utc::now();
     let collect_started = Instant::now();
@@ -365,7 +376,7 @@ pub async fn check_env(
                 &snapshot.provenance,
             )?;
             for note in snapshot.notes.iter().chain(&origin) {
-                eprintln!("note: {note}");
+                streams.say(format_args!("note: {note}"));
             }
             snapshot.state
         };
@@ -409,15 +420,19 @@ pub async fn check_env(
     };
 
     match args.format {
-        Format::Json => println!("{}", report::json::render(&run)),
+        Format::Json => streams.println(report::json::render(&run)),
         Format::Pretty | Format::Terse => {
+            // libtest writes the trial lines to the process's stdout itself.
+            streams.flush();
             runner::print(&largs, &run.trials);
-            print!("{}", run.closing_lines_in(colour(args.color)));
+            let _ = std::io::stdout().flush();
+            streams.print(&run.closing_lines_in(colour(args.color)));
         }
     }
-    let _ = std::io::stdout().flush();
-    write_reports(&run, &args)?;
+    streams.flush();
+    write_reports(&run, &args, streams)?;
     report::outputs::emit(
+        &mut *streams.err,
         &args.metrics,
         "check",
         &run.environment,
@@ -439,7 +454,7 @@ fn decision_name(config: &Config, config_dir: &Path) -> String {
         .unwrap_or_else(|| "gates".to_string())
 }
 
-fn write_reports(run: &Run, args: &CheckArgs) -> Result<(), AppError> {
+fn write_reports(run: &Run, args: &CheckArgs, streams: &mut Streams) -> Result<(), AppError> {
     let junit = report::junit::render(run);
     let json = report::json::render(run);
     let stem = run.default_stem(&args.reports);
@@ -460,7 +475,7 @@ fn write_reports(run: &Run, args: &CheckArgs) -> Result<(), AppError> {
         written.push(path.clone());
     }
     for path in written {
-        eprintln!("report: {}", path.display());
+        streams.say(format_args!("report: {}", path.display()));
     }
     Ok(())
 }
@@ -472,10 +487,18 @@ fn write_file(path: &Path, text: &str) -> Result<(), AppError> {
     fs::write(path, text).map_err(AppError::file(path, "write"))
 }
 
-async fn snapshot(config: &Config, args: SnapshotArgs) -> Result<u8, AppError> {
+async fn snapshot(
+    config: &Config,
+    args: SnapshotArgs,
+    streams: &mut Streams,
+) -> Result<u8, AppError> {
     let env: &Environment = config.environment(&args.env)?;
     let text = collect::snapshot_writer::write_live(config, env, args.allow_incomplete).await?;
     write_file(&args.output, &text)?;
-    eprintln!("snapshot: {}", args.output.display());
+    streams.say(format_args!("snapshot: {}", args.output.display()));
     Ok(0)
 }
+
+#[cfg(test)]
+#[path = "app_tests.rs"]
+mod tests;

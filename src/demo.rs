@@ -10,6 +10,7 @@ use gates_lab::{Lab, LabOptions};
 use crate::app::{AppError, check_env};
 use crate::cli::{ChaosArgs, CheckArgs, Color, DemoArgs, Format, LabArgs};
 use crate::config::Config;
+use crate::streams::Streams;
 
 /// `gates lab`: run until Ctrl-C.
 pub async fn lab(args: LabArgs) -> Result<u8, AppError> {
@@ -17,25 +18,29 @@ pub async fn lab(args: LabArgs) -> Result<u8, AppError> {
 }
 
 /// `gates demo`: lab, check both environments, chaos on the staging-like one, reports.
-pub async fn demo(config_dir: &Path, args: DemoArgs) -> Result<u8, AppError> {
+pub async fn demo(
+    config_dir: &Path,
+    args: DemoArgs,
+    streams: &mut Streams,
+) -> Result<u8, AppError> {
     let work = tempfile::tempdir().map_err(AppError::file(
         &std::env::temp_dir(),
         "create a temporary directory in",
     ))?;
     let env_dir = work.path().join("environments");
-    eprintln!(
+    streams.say(format_args!(
         "gates demo: starting the lab (scenario adr-007, speed {}, 127.{}.x.y)",
         args.speed, args.subnet
-    );
+    ));
     let lab = start("adr-007", args.speed, args.subnet, work.path(), &env_dir).await?;
-    let result = run_demo(config_dir, &env_dir, &args).await;
+    let result = run_demo(config_dir, &env_dir, &args, streams).await;
     let _ = lab.save_ground_truth();
     lab.stop().await;
     let (codes, reports) = result?;
-    eprintln!();
-    eprintln!("gates demo: reports written:");
+    streams.say("");
+    streams.say("gates demo: reports written:");
     for path in &reports {
-        eprintln!("  {}", path.display());
+        streams.say(format_args!("  {}", path.display()));
     }
     Ok(codes.into_iter().max().unwrap_or(0))
 }
@@ -44,12 +49,16 @@ async fn run_demo(
     config_dir: &Path,
     env_dir: &Path,
     args: &DemoArgs,
+    streams: &mut Streams,
 ) -> Result<(Vec<u8>, Vec<PathBuf>), AppError> {
     let config = Config::load(config_dir, &[env_dir.to_path_buf()])?;
     let mut codes = Vec::new();
     for env_name in ["lab", "lab-production"] {
         let env = config.environment(env_name)?;
-        println!("\n== gates check {env_name} ({})", env.description);
+        streams.println(format_args!(
+            "\n== gates check {env_name} ({})",
+            env.description
+        ));
         let check = CheckArgs {
             env: env_name.to_string(),
             filter: None,
@@ -66,11 +75,11 @@ async fn run_demo(
             metrics: Default::default(),
             require_all: false,
         };
-        codes.push(check_env(&config, config_dir, check).await?);
+        codes.push(check_env(&config, config_dir, check, streams).await?);
     }
     if !args.no_chaos {
         let env = config.environment("lab")?;
-        println!("\n== gates chaos lab --host worst");
+        streams.println("\n== gates chaos lab --host worst");
         let chaos = ChaosArgs {
             env: "lab".to_string(),
             host: "worst".to_string(),
@@ -84,7 +93,7 @@ async fn run_demo(
             format: Format::Pretty,
             metrics: Default::default(),
         };
-        codes.push(crate::chaos::run(&config, env, chaos).await?);
+        codes.push(crate::chaos::run(&config, env, chaos, streams).await?);
     }
     Ok((codes, report_files(&args.reports)))
 }
@@ -132,4 +141,47 @@ fn report_files(dir: &Path) -> Vec<PathBuf> {
         newest.insert(format!("{stem}{suffix}"), file);
     }
     newest.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn demo_writes_each_environments_heading_to_out_and_the_reports_it_wrote_to_err() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = DemoArgs {
+            speed: 20.0,
+            subnet: 163,
+            reports: dir.path().to_path_buf(),
+            no_chaos: true,
+        };
+        let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("gates");
+        let (mut streams, said) = Streams::captured();
+        demo(&config, args, &mut streams)
+            .await
+            .expect("the demo runs");
+        let out = said.out();
+        let lab = out.find("\n== gates check lab (").expect(&out);
+        let production = out.find("\n== gates check lab-production (").expect(&out);
+        assert!(lab < production, "{out}");
+        assert!(!out.contains("== gates chaos"), "--no-chaos: {out}");
+        let err = said.err();
+        assert!(
+            err.starts_with(
+                "gates demo: starting the lab (scenario adr-007, speed 20, 127.163.x.y)\n"
+            ),
+            "{err}"
+        );
+        let listed = err
+            .split("gates demo: reports written:\n")
+            .nth(1)
+            .expect(&err);
+        let reports = dir.path().display().to_string();
+        assert!(
+            listed.lines().count() >= 6
+                && listed.lines().all(|l| l.trim_start().starts_with(&reports)),
+            "{listed}"
+        );
+    }
 }

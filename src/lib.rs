@@ -15,6 +15,7 @@ pub mod repo;
 pub mod report;
 pub mod runner;
 pub mod selection;
+pub mod streams;
 pub mod validate;
 pub mod version;
 

@@ -11,6 +11,7 @@ use crate::collect;
 use crate::config::{Config, Environment};
 use crate::hostloss::{self, Input, Prediction, ProtectedRef};
 use crate::state::State;
+use crate::streams::Streams;
 
 /// The controllers the gates protect by name, as the host-loss model takes them.
 pub fn protected(config: &Config) -> Vec<ProtectedRef> {
@@ -43,14 +44,18 @@ struct Document<'a> {
     prediction: &'a Prediction,
 }
 
-pub async fn run(config: &Config, args: PredictArgs) -> Result<u8, AppError> {
+pub async fn run(
+    config: &Config,
+    args: PredictArgs,
+    streams: &mut Streams,
+) -> Result<u8, AppError> {
     let env = config.environment(&args.env)?;
     let state = if args.snapshot.is_empty() {
         collect::live(config, env).await
     } else {
         let snapshot = collect::snapshot::read(&args.snapshot, Utc::now())?;
         for note in &snapshot.notes {
-            eprintln!("note: {note}");
+            streams.say(format_args!("note: {note}"));
         }
         snapshot.state
     };
@@ -65,10 +70,10 @@ pub async fn run(config: &Config, args: PredictArgs) -> Result<u8, AppError> {
                 what: "the prediction",
                 source,
             })?;
-            println!("{text}");
+            streams.println(text);
         }
         Format::Pretty | Format::Terse => {
-            print!("{}", hostloss::render::text(&prediction, &env.name))
+            streams.print(&hostloss::render::text(&prediction, &env.name))
         }
     }
     Ok(prediction.exit_code())

@@ -14,6 +14,7 @@ use crate::app::AppError;
 use crate::cli::AdrArgs;
 use crate::config::{Config, EnvironmentSet, Gate};
 use crate::report::history;
+use crate::streams::Streams;
 use document::{Document, unified_diff};
 
 /// Whether a gate is done, with the reason, for one gate.
@@ -98,13 +99,13 @@ fn is_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
-pub fn run(config: &Config, args: AdrArgs) -> Result<u8, AppError> {
+pub fn run(config: &Config, args: AdrArgs, streams: &mut Streams) -> Result<u8, AppError> {
     let mut newest = Vec::new();
     for name in &args.envs {
         config.environment(name)?;
         let found = history::read(&args.reports, name)?;
         for err in &found.unreadable {
-            eprintln!("warning: {err}");
+            streams.say(format_args!("warning: {err}"));
         }
         newest.push((name.clone(), found.checks.last().map(|(_, c)| c.clone())));
     }
@@ -125,16 +126,16 @@ pub fn run(config: &Config, args: AdrArgs) -> Result<u8, AppError> {
             Some(false) => "open",
             None => "kept",
         };
-        eprintln!("gate {} {word}: {}", d.gate, d.why);
+        streams.say(format_args!("gate {} {word}: {}", d.gate, d.why));
     }
     let wanted: Vec<Option<bool>> = decisions.iter().map(|d| d.done).collect();
     let (updated, changes) = doc.update(&wanted);
-    print!("{}", unified_diff(&display(file), &changes));
+    streams.print(&unified_diff(&display(file), &changes));
     let dry = args.dry_run || (is_ci() && !args.write);
     if changes.is_empty() {
-        eprintln!("{}: already up to date", file.display());
+        streams.say(format_args!("{}: already up to date", file.display()));
     } else if dry {
-        eprintln!(
+        streams.say(format_args!(
             "{}: dry run, not written{}",
             file.display(),
             if args.dry_run {
@@ -142,10 +143,10 @@ pub fn run(config: &Config, args: AdrArgs) -> Result<u8, AppError> {
             } else {
                 " (CI is set; pass --write to write)"
             }
-        );
+        ));
     } else {
         std::fs::write(file, updated).map_err(AppError::file(file, "write"))?;
-        eprintln!("{}: updated", file.display());
+        streams.say(format_args!("{}: updated", file.display()));
     }
     Ok(0)
 }

@@ -146,7 +146,7 @@ pub enum ChaosError {
     NoKubeClient {
         env: String,
         #[source]
-        source: crate::collect::kube::KubeError,
+        source: Box<crate::collect::kube::KubeError>,
     },
 
     #[error(transparent)]
@@ -157,7 +157,7 @@ pub enum ChaosError {
         env: String,
         url: String,
         #[source]
-        source: ProxmoxAccessError,
+        source: Box<ProxmoxAccessError>,
     },
 
     /// Some VMs did not start again (or the host did not come back): they may be off.
@@ -177,7 +177,7 @@ pub enum ChaosError {
         name: String,
         journal: PathBuf,
         #[source]
-        source: gates_infra::proxmox::ProxmoxError,
+        source: Box<gates_infra::proxmox::ProxmoxError>,
     },
 
     #[error(
@@ -190,7 +190,7 @@ pub enum ChaosError {
         url: String,
         journal: PathBuf,
         #[source]
-        source: gates_infra::proxmox::ProxmoxError,
+        source: Box<gates_infra::proxmox::ProxmoxError>,
     },
 
     #[error("{reason}; run `gates recover {env}` again or power {host} on by hand")]

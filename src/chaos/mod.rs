@@ -51,7 +51,8 @@ pub async fn recover(
     _config: &Config,
     env: &Environment,
     args: RecoverArgs,
+    out: act::recover::Out<'_>,
 ) -> Result<u8, ChaosError> {
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
-    act::recover::recover(env, &path, &mut std::io::stdout()).await
+    act::recover::recover(env, &path, out).await
 }

@@ -37,10 +37,16 @@ use super::{ChaosError, JournalStep, cluster, journal_path, recovery};
 use crate::cli::ChaosArgs;
 use crate::collect;
 use crate::config::{ChaosSpec, Config, Environment, ProxmoxAccess};
+use crate::streams::Streams;
 use chrono::{DateTime, Utc};
 
-pub async fn run(config: &Config, env: &Environment, args: ChaosArgs) -> Result<u8, ChaosError> {
-    run_with(config, env, args, &RealClock).await
+pub async fn run(
+    config: &Config,
+    env: &Environment,
+    args: ChaosArgs,
+    streams: &mut Streams,
+) -> Result<u8, ChaosError> {
+    run_with(config, env, args, &RealClock, streams).await
 }
 
 async fn run_with(
@@ -48,6 +54,7 @@ async fn run_with(
     env: &Environment,
     args: ChaosArgs,
     clock: &dyn Clock,
+    streams: &mut Streams,
 ) -> Result<u8, ChaosError> {
     let (spec, access) = admit(env, &args)?;
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
@@ -68,7 +75,7 @@ async fn run_with(
         access,
     };
     match prepare(&run, plain.clone()).await? {
-        Some(prepared) => execute(&run, &path, plain, prepared).await,
+        Some(prepared) => execute(&run, &path, plain, prepared, streams).await,
         None => Ok(0),
     }
 }
@@ -166,7 +173,7 @@ async fn prepare(run: &Run<'_>, plain: Arc<PlainText>) -> Result<Option<Prepared
     } = clients;
     let kube = kube.map_err(|source| ChaosError::NoKubeClient {
         env: env.name.clone(),
-        source,
+        source: Box::new(source),
     })?;
     let clients = Clients {
         access,
@@ -191,6 +198,7 @@ async fn execute(
     path: &std::path::Path,
     plain: Arc<PlainText>,
     p: Prepared,
+    streams: &mut Streams,
 ) -> Result<u8, ChaosError> {
     let (env, clock, timings) = (run.env, run.clock, p.planned.timings);
     let mut signals = Signals::install()?;
@@ -252,7 +260,7 @@ async fn execute(
         Baseline::Interrupted(sig) => {
             let outcome = format!("interrupted by {} before the fault", signal_name(sig));
             finish_untouched(&ctx, observers, &power, run_lease, &outcome).await;
-            eprintln!("{outcome}; nothing was touched");
+            streams.say(format_args!("{outcome}; nothing was touched"));
             return Ok(signal_code(sig));
         }
         Baseline::Unsteady(why) => {
@@ -323,7 +331,7 @@ async fn execute(
             run_lease.namespace, run_lease.name
         ),
     };
-    let code = conclude(run, &ctx, &p, &power, &events, ran);
+    let code = conclude(run, &ctx, &p, &power, &events, ran, streams);
     release(&ctx, &power, run_lease).await;
     code
 }
@@ -348,6 +356,7 @@ fn conclude(
     power: &Power,
     events: &Events,
     ran: Ran,
+    streams: &mut Streams,
 ) -> Result<u8, ChaosError> {
     let env = run.env;
     let target = &p.planned.target;
@@ -406,8 +415,14 @@ fn conclude(
         judged.outcome,
         judged.verdict.as_str()
     )));
-    publish::print(run.args.format, &chaos_report);
-    publish::write(&chaos_report, &timeline, &stem, run.args.junit.as_deref());
+    publish::print(run.args.format, &chaos_report, streams);
+    publish::write(
+        &chaos_report,
+        &timeline,
+        &stem,
+        run.args.junit.as_deref(),
+        streams,
+    );
     if !ran.restored.start_errors.is_empty() {
         return Err(ChaosError::NotStarted {
             env: env.name.clone(),
@@ -447,7 +462,7 @@ fn open_journal(
             collect::proxmox::client(env, access).map_err(|source| ChaosError::ProxmoxClient {
                 env: env.name.clone(),
                 url: access.url.clone(),
-                source,
+                source: Box::new(source),
             })?
         }
     };

@@ -30,6 +30,7 @@ pub enum OutputError {
 
 /// Write and push `text` as `--metrics`/`--pushgateway` ask; says on stderr what it did.
 pub async fn emit(
+    said: &mut (dyn std::io::Write + Send),
     args: &MetricsArgs,
     command: &str,
     environment: &str,
@@ -37,7 +38,7 @@ pub async fn emit(
 ) -> Result<(), OutputError> {
     if let Some(path) = &args.metrics {
         write_atomically(path, text)?;
-        eprintln!("metrics: {}", path.display());
+        let _ = writeln!(said, "metrics: {}", path.display());
     }
     if let Some(url) = &args.pushgateway {
         super::pushgateway::push(
@@ -50,7 +51,7 @@ pub async fn emit(
             text.to_string(),
         )
         .await?;
-        eprintln!("metrics pushed: {url}");
+        let _ = writeln!(said, "metrics pushed: {url}");
     }
     Ok(())
 }
@@ -92,6 +93,7 @@ pub fn chaos_report_since(dir: &Path, environment: &str, since: DateTime<Utc>) -
 /// Metrics of the chaos run that wrote its report since `since`; none when it wrote none
 /// (a dry run, or refused before the plan).
 pub async fn after_chaos(
+    said: &mut (dyn std::io::Write + Send),
     args: &MetricsArgs,
     reports: &Path,
     environment: &str,
@@ -101,9 +103,16 @@ pub async fn after_chaos(
         return Ok(());
     }
     let Some(stem) = chaos_report_since(reports, environment, since) else {
-        eprintln!("metrics: none, the run wrote no chaos report");
+        let _ = writeln!(said, "metrics: none, the run wrote no chaos report");
         return Ok(());
     };
     let (report, _) = chaos_view::read(&stem).map_err(OutputError::ChaosReport)?;
-    emit(args, "chaos", environment, &super::metrics::chaos(&report)).await
+    emit(
+        said,
+        args,
+        "chaos",
+        environment,
+        &super::metrics::chaos(&report),
+    )
+    .await
 }

@@ -118,7 +118,7 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
         ChaosError::ProxmoxClient {
             env: env.name.clone(),
             url: url.to_string(),
-            source,
+            source: Box::new(source),
         }
     })?;
     let journal = Journal::open(path).map_err(ChaosError::journal(&env.name, JournalStep::Open))?;
@@ -154,7 +154,7 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
                     vmid: vm.vmid,
                     name: vm.name.clone(),
                     journal: path.to_path_buf(),
-                    source,
+                    source: Box::new(source),
                 });
             }
         }
@@ -256,7 +256,7 @@ async fn wake_owed_host(
             host: host.to_string(),
             url: url.to_string(),
             journal: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?
         .iter()
         .any(|m| m.name == host && m.online);

@@ -10,32 +10,41 @@ use libtest_mimic::{Arguments, ColorSetting, FormatSetting};
 use super::report::{self, ChaosReport, Timeline};
 use crate::cli::Format;
 use crate::runner;
+use crate::streams::Streams;
 use crate::verdict::Verdict;
 
-/// The results on stdout.
-pub fn print(format: Format, report: &ChaosReport) {
+/// The results, on the streams' `out` (libtest's trial lines on the process's stdout).
+pub fn print(format: Format, report: &ChaosReport, streams: &mut Streams) {
     match format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(report).unwrap_or_default()
-        ),
+        Format::Json => {
+            streams.println(serde_json::to_string_pretty(report).unwrap_or_default());
+        }
         Format::Pretty | Format::Terse => {
+            streams.flush();
             runner::print(&libtest_args(format), &report.trials);
-            print!("{}", closing_text(report));
+            let _ = std::io::stdout().flush();
+            streams.print(&closing_text(report));
         }
     }
-    let _ = std::io::stdout().flush();
+    streams.flush();
 }
 
-/// The report files, each named on stderr; a failure to write is said, not fatal.
-pub fn write(report: &ChaosReport, timeline: &Timeline, stem: &Path, junit: Option<&Path>) {
+/// The report files, each named on the streams' `err`; a failure to write is said, not
+/// fatal.
+pub fn write(
+    report: &ChaosReport,
+    timeline: &Timeline,
+    stem: &Path,
+    junit: Option<&Path>,
+    streams: &mut Streams,
+) {
     match report::write(report, timeline, stem, junit) {
         Ok(paths) => {
             for path in paths {
-                eprintln!("report: {}", path.display());
+                streams.say(format_args!("report: {}", path.display()));
             }
         }
-        Err(err) => eprintln!("error: cannot write the reports: {err}"),
+        Err(err) => streams.say(format_args!("error: cannot write the reports: {err}")),
     }
 }
 
@@ -136,4 +145,60 @@ pub fn closing_text(report: &ChaosReport) -> String {
     };
     let _ = writeln!(out, "  gate 4 {word}  {}", report.gate_title);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chaos::report::Moments;
+
+    fn lab_report() -> ChaosReport {
+        crate::chaos::report::tests::report(None)
+    }
+
+    fn empty_timeline(report: &ChaosReport) -> Timeline {
+        Timeline {
+            environment: report.environment.clone(),
+            host: report.host.clone(),
+            started_at: report.started_at.clone(),
+            moments: Moments::default(),
+            probes: Default::default(),
+            unknown: Default::default(),
+            events: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_json_report_goes_to_out_and_the_files_written_to_err() {
+        let report = lab_report();
+        let (mut streams, said) = Streams::captured();
+        print(Format::Json, &report, &mut streams);
+        let json: serde_json::Value = serde_json::from_str(&said.out()).expect("out is JSON");
+        assert_eq!(json["environment"], "lab");
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("chaos-lab-20261201T140155Z");
+        write(&report, &empty_timeline(&report), &stem, None, &mut streams);
+        let err = said.err();
+        for ext in ["xml", "json", "timeline.json"] {
+            let want = format!("report: {}\n", stem.with_extension(ext).display());
+            assert!(err.contains(&want), "{want:?} missing from {err}");
+        }
+    }
+
+    #[test]
+    fn reports_that_cannot_be_written_are_said_on_err() {
+        let report = lab_report();
+        let (mut streams, said) = Streams::captured();
+        let dir = tempfile::tempdir().unwrap();
+        let blocked = dir.path().join("file");
+        std::fs::write(&blocked, "").unwrap();
+        let stem = blocked.join("chaos-lab");
+        write(&report, &empty_timeline(&report), &stem, None, &mut streams);
+        assert!(
+            said.err().starts_with("error: cannot write the reports: "),
+            "{}",
+            said.err()
+        );
+        assert_eq!(said.out(), "");
+    }
 }

@@ -287,7 +287,7 @@ fn is_stamp(text: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::verdict::Finding;
     use serde_json::Value;
@@ -304,7 +304,7 @@ mod tests {
     }
 
     /// A 12.9 s run whose three trials measured 11.5 s, 6.2 s and nothing.
-    fn report(interrupted: Option<&str>) -> ChaosReport {
+    pub(crate) fn report(interrupted: Option<&str>) -> ChaosReport {
         let trials = vec![
             trial("api", Finding::pass("api: available throughout"), 11.5),
             trial("recovery", Finding::pass("everything is back"), 6.2),
