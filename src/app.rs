@@ -104,17 +104,17 @@ impl AppError {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
+    let mut streams = Streams::std();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("error: cannot start the async runtime: {err}");
+            streams.say(format_args!("error: cannot start the async runtime: {err}"));
             return ExitCode::from(2);
         }
     };
-    let mut streams = Streams::std();
     match runtime.block_on(run(cli, &mut streams)) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {

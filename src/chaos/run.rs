@@ -135,7 +135,7 @@ async fn prepare(run: &Run<'_>, plain: Arc<PlainText>) -> Result<Option<Prepared
                 })
             })?;
     }
-    let pre = planning::preflight(run.config, env).await;
+    let pre = planning::preflight(run.config, env, &clients).await;
     let today = clock.utc().date_naive();
     let planned = planning::plan(env, run.access, spec, run.args, &pre, today)
         .await
@@ -307,7 +307,7 @@ async fn execute(
         &timings,
         restored.start_errors.is_empty(),
         || async {
-            let fresh = collect::live(run.config, env).await;
+            let fresh = collect::live_with(run.config, env, &p.clients.kube).await;
             recovery::outstanding(env, &fresh, &controller_checks)
         },
     )

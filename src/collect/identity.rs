@@ -19,11 +19,12 @@ pub fn offline(env: &Environment) -> ClusterIdentity {
     }
 }
 
-/// The CA digest and the `kube-system` UID.
-pub async fn live(env: &Environment) -> ClusterIdentity {
+/// The CA digest and the `kube-system` UID, through the run's Kubernetes client if it has
+/// one.
+pub async fn live(env: &Environment, client: Option<&kube::Client>) -> ClusterIdentity {
     let mut identity = offline(env);
-    if let Ok(client) = super::kube::client(env).await {
-        let namespaces: Api<Namespace> = Api::all(client);
+    if let Some(client) = client {
+        let namespaces: Api<Namespace> = Api::all(client.clone());
         identity.kube_system_uid = namespaces
             .get("kube-system")
             .await

@@ -51,13 +51,13 @@ pub async fn client(env: &Environment) -> Result<Client, KubeError> {
 }
 
 /// Every kind's objects from the environment's cluster, listed concurrently, as JSON values
-/// with apiVersion and kind set (what `gates snapshot` writes); an error only when no client
-/// can be built at all. A kind that could not be listed carries the reason it is absent.
+/// with apiVersion and kind set (what `gates snapshot` writes). A kind that could not be
+/// listed carries the reason it is absent.
 pub async fn collect_raw(
     env: &Environment,
-) -> Result<Vec<(Kind, Result<Vec<Value>, String>)>, KubeError> {
-    let client = client(env).await?;
-    Ok(each_kind(env, move |kind| {
+    client: Client,
+) -> Vec<(Kind, Result<Vec<Value>, String>)> {
+    each_kind(env, move |kind| {
         let client = client.clone();
         let page_size = env.kube.page_size;
         async move {
@@ -83,7 +83,7 @@ pub async fn collect_raw(
     .await
     .into_iter()
     .map(|(kind, listed)| (kind, listed.map_err(|err| err.to_string())))
-    .collect())
+    .collect()
 }
 
 /// List every kind at once under one deadline for the whole phase: kinds listed in time
@@ -111,15 +111,16 @@ where
     .await
 }
 
-/// Collect the state of an environment from its cluster.
-pub async fn collect(env: &Environment) -> State {
+/// Collect the state of an environment from its cluster through `client` (or record for
+/// every kind why there is none).
+pub async fn collect(env: &Environment, client: &Result<Client, KubeError>) -> State {
     let context = env
         .kube
         .context
         .clone()
         .unwrap_or_else(|| "(current context)".to_string());
     let mut state = State::empty(Source::Live { context }, Utc::now());
-    match client(env).await {
+    match client {
         Ok(client) => {
             let listed = each_kind(env, |kind| {
                 list_typed(client.clone(), kind, env.kube.page_size)

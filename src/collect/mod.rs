@@ -28,14 +28,26 @@ use crate::state::{Collected, State};
 /// Talos API, the API endpoint and Proxmox, all at once (Proxmox waits for the node list
 /// it maps VMs onto).
 pub async fn live(config: &Config, env: &Environment) -> State {
+    live_with(config, env, &kube::client(env).await).await
+}
+
+/// [`live`] through a Kubernetes client the caller built once (the chaos step reads the
+/// cluster again and again while it waits for recovery). The Talos, API endpoint and
+/// Proxmox readers keep their own clients: their retries and timeouts are those of a
+/// collection, not of the chaos step's samples.
+pub async fn live_with(
+    config: &Config,
+    env: &Environment,
+    kube: &Result<::kube::Client, kube::KubeError>,
+) -> State {
     let (mut state, talos, api, identity) = tokio::join!(
-        kube::collect(env),
+        kube::collect(env, kube),
         talos_part(env),
         api_part(env),
         deadline::within(
             env,
             "reading the cluster identity",
-            identity::live(env),
+            identity::live(env, kube.as_ref().ok()),
             |_| { identity::offline(env) }
         )
     );
@@ -102,4 +114,33 @@ pub fn chaos_report(state: &mut State, env: &Environment, reports: &std::path::P
         )),
         Err(err) => Collected::Absent(format!("the newest chaos report: {err}")),
     };
+}
+
+#[cfg(test)]
+mod live_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_collector_reads_through_the_client_it_is_given_and_builds_none_of_its_own() {
+        let config = Config::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("gates"),
+            &[],
+        )
+        .unwrap();
+        let mut env = crate::checks::testing::env();
+        // A kubeconfig the collector would fail on differently, were it to build a client.
+        env.kube.kubeconfig = Some("/nonexistent/kubeconfig".into());
+        let given = Err(kube::KubeError::Deadline("the run's client: none".into()));
+        let state = live_with(&config, &env, &given).await;
+        assert!(
+            matches!(&state.nodes, Collected::Absent(why) if why == "the run's client: none"),
+            "{:?}",
+            state.nodes
+        );
+        assert!(
+            matches!(&state.pods, Collected::Absent(why) if why == "the run's client: none"),
+            "{:?}",
+            state.pods
+        );
+    }
 }

@@ -37,18 +37,20 @@ pub async fn write_live(
     allow_incomplete: bool,
 ) -> Result<String, SnapshotWriteError> {
     let collected_at = chrono::Utc::now();
+    let client = kube::client(env)
+        .await
+        .map_err(SnapshotWriteError::NoClient)?;
     let (results, talos, api, identity) = tokio::join!(
-        kube::collect_raw(env),
+        kube::collect_raw(env, client.clone()),
         talos_part(env),
         api_part(env),
         super::deadline::within(
             env,
             "reading the cluster identity",
-            super::identity::live(env),
+            super::identity::live(env, Some(&client)),
             |_| super::identity::offline(env)
         )
     );
-    let results = results.map_err(SnapshotWriteError::NoClient)?;
     // Proxmox maps VMs onto the node list just read, typed as `check` types it.
     let nodes: Collected<Vec<k8s_openapi::api::core::v1::Node>> = results
         .iter()

@@ -24,8 +24,8 @@ pub struct Preflight {
     pub refusals: Vec<String>,
 }
 
-pub async fn preflight(config: &Config, env: &Environment) -> Preflight {
-    let state = collect::live(config, env).await;
+pub async fn preflight(config: &Config, env: &Environment, clients: &Clients) -> Preflight {
+    let state = collect::live_with(config, env, &clients.kube).await;
     let specs = runner::trials(config, env);
     // The gates whose files declare `chaos-preflight`. The host-loss check judges every host;
     // the run holds only its target to the prediction, so `--expect-failure` can measure a
