@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use super::act::lease::EnvLockError;
+use super::act::lease::{EnvLockError, LeaseError};
 use super::act::signals::SignalError;
 use super::journal::JournalError;
 use crate::collect::proxmox::ProxmoxAccessError;
@@ -107,13 +107,17 @@ pub enum ChaosError {
         known: Vec<String>,
     },
 
-    /// The cluster Lease says a run elsewhere is live (the reason names the Lease and fix).
-    #[error("{reason}")]
-    LeaseHeld { env: String, reason: String },
+    /// The cluster Lease says a run elsewhere is live (the source names the Lease and fix).
+    #[error(transparent)]
+    LeaseHeld(Box<LeaseError>),
 
     /// The Lease could not be taken before the first power action.
-    #[error("{reason}; nothing was touched")]
-    LeaseNotTaken { env: String, reason: String },
+    #[error("{source}; nothing was touched on {env}")]
+    LeaseNotTaken {
+        env: String,
+        #[source]
+        source: Box<LeaseError>,
+    },
 
     /// Gates 1 to 3, the steady state or the target refused the run; every reason at once.
     #[error(
@@ -212,7 +216,7 @@ impl ChaosError {
             | ChaosError::Locked(_)
             | ChaosError::ForeignJournal { .. }
             | ChaosError::UntrustedUrl { .. }
-            | ChaosError::LeaseHeld { .. }
+            | ChaosError::LeaseHeld(_)
             | ChaosError::LeaseNotTaken { .. }
             | ChaosError::PreflightRefused { .. }
             | ChaosError::PredictedLoss { .. }
@@ -342,6 +346,23 @@ mod tests {
         let appended = ChaosError::journal("lab", JournalStep::Append)(io());
         says(&appended, &["cannot write to the chaos journal of lab"]);
         assert_eq!(appended.kind(), ChaosErrorKind::Failed);
+    }
+
+    #[test]
+    fn a_lease_taken_at_the_same_moment_names_it_and_says_nothing_was_touched() {
+        let err = ChaosError::LeaseNotTaken {
+            env: "lab".into(),
+            source: Box::new(LeaseError::Raced {
+                env: "lab".into(),
+                namespace: "kube-system".into(),
+                name: "gates-chaos-lab".into(),
+            }),
+        };
+        assert_eq!(
+            err.to_string(),
+            "another chaos run on lab took the Lease kube-system/gates-chaos-lab at the same moment; nothing was touched on lab"
+        );
+        assert_eq!(err.kind(), ChaosErrorKind::Refused);
     }
 
     #[test]

@@ -128,12 +128,7 @@ async fn prepare(run: &Run<'_>, plain: Arc<PlainText>) -> Result<Option<Prepared
     if let Ok(kube) = &clients.kube {
         lease::check(kube.clone(), &env.name, &spec.lease_namespace, clock.utc())
             .await
-            .map_err(|reason| {
-                quiet(ChaosError::LeaseHeld {
-                    env: env.name.clone(),
-                    reason,
-                })
-            })?;
+            .map_err(|err| quiet(ChaosError::LeaseHeld(Box::new(err))))?;
     }
     let pre = planning::preflight(run.config, env, &clients).await;
     let today = clock.utc().date_naive();
@@ -214,9 +209,9 @@ async fn execute(
         until,
     )
     .await
-    .map_err(|reason| ChaosError::LeaseNotTaken {
+    .map_err(|source| ChaosError::LeaseNotTaken {
         env: env.name.clone(),
-        reason,
+        source: Box::new(source),
     })?;
     // Which cluster this run acts on: recorded in the journal and in the report.
     let provenance = Provenance::of(env, &p.pre.state, p.pre.state.collected_at);

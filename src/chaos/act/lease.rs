@@ -241,6 +241,80 @@ pub struct RunLease {
     held: Lease,
 }
 
+/// The Lease call that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseStep {
+    Read,
+    Create,
+    Take,
+    Release,
+}
+
+/// Why the environment's Lease on the cluster stops a run, or could not be given up.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    /// A live run elsewhere holds it (`why` says by whom and until when).
+    #[error(
+        "a chaos run on {env} is in progress elsewhere: the Lease {namespace}/{name} is {why}; wait for it, or if that run died, run `gates recover {env}` where it ran, or let the lease expire"
+    )]
+    Held {
+        env: String,
+        namespace: String,
+        name: String,
+        why: String,
+    },
+    #[error(
+        "another chaos run on {env} took the Lease {namespace}/{name} at the same moment"
+    )]
+    Raced {
+        env: String,
+        namespace: String,
+        name: String,
+    },
+    #[error("cannot {} the Lease {namespace}/{name}: {source}; {}", step.doing(), step.fix(namespace))]
+    Api {
+        step: LeaseStep,
+        namespace: String,
+        name: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+}
+
+impl LeaseStep {
+    fn doing(self) -> &'static str {
+        match self {
+            LeaseStep::Read => "read",
+            LeaseStep::Create => "create",
+            LeaseStep::Take => "take",
+            LeaseStep::Release => "release",
+        }
+    }
+
+    fn fix(self, namespace: &str) -> String {
+        match self {
+            LeaseStep::Read | LeaseStep::Create | LeaseStep::Take => format!(
+                "the run needs create and update on leases.coordination.k8s.io in {namespace} (chaos.lease_namespace)"
+            ),
+            LeaseStep::Release => "it expires on its own".to_string(),
+        }
+    }
+}
+
+fn api_error(
+    step: LeaseStep,
+    namespace: &str,
+    name: &str,
+) -> impl FnOnce(kube::Error) -> LeaseError {
+    let (namespace, name) = (namespace.to_string(), name.to_string());
+    move |source| LeaseError::Api {
+        step,
+        namespace,
+        name,
+        source: Box::new(source),
+    }
+}
+
 /// Refused when a live run elsewhere holds the environment's Lease. Only reads; a Lease
 /// that cannot be read is left to [`RunLease::acquire`] to report.
 pub async fn check(
@@ -248,7 +322,7 @@ pub async fn check(
     env: &str,
     namespace: &str,
     now: DateTime<Utc>,
-) -> Result<(), String> {
+) -> Result<(), LeaseError> {
     let api: Api<Lease> = Api::namespaced(client, namespace);
     let name = lease_name(env);
     match api.get_opt(&name).await {
@@ -260,10 +334,21 @@ pub async fn check(
     }
 }
 
-fn busy(env: &str, namespace: &str, name: &str, why: &str) -> String {
-    format!(
-        "a chaos run on {env} is in progress elsewhere: the Lease {namespace}/{name} is {why}; wait for it, or if that run died, run `gates recover {env}` where it ran, or let the lease expire"
-    )
+fn busy(env: &str, namespace: &str, name: &str, why: &str) -> LeaseError {
+    LeaseError::Held {
+        env: env.to_string(),
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        why: why.to_string(),
+    }
+}
+
+fn raced(env: &str, namespace: &str, name: &str) -> LeaseError {
+    LeaseError::Raced {
+        env: env.to_string(),
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+    }
 }
 
 /// Give up the Lease `namespace/name` if `holder` still holds it (for `gates recover`).
@@ -273,12 +358,12 @@ pub async fn release_if_held(
     name: &str,
     holder: &str,
     now: DateTime<Utc>,
-) -> Result<bool, String> {
+) -> Result<bool, LeaseError> {
     let api: Api<Lease> = Api::namespaced(client, namespace);
-    let Some(mut lease) = api
-        .get_opt(name)
-        .await
-        .map_err(|err| format!("cannot read the Lease {namespace}/{name}: {err}"))?
+    let Some(mut lease) =
+        api.get_opt(name)
+            .await
+            .map_err(api_error(LeaseStep::Read, namespace, name))?
     else {
         return Ok(false);
     };
@@ -294,7 +379,7 @@ pub async fn release_if_held(
     api.replace(name, &PostParams::default(), &lease)
         .await
         .map(|_| true)
-        .map_err(|err| format!("cannot release the Lease {namespace}/{name}: {err}"))
+        .map_err(api_error(LeaseStep::Release, namespace, name))
 }
 
 impl RunLease {
@@ -306,25 +391,23 @@ impl RunLease {
         claim: &Claim,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-    ) -> Result<RunLease, String> {
+    ) -> Result<RunLease, LeaseError> {
         let api: Api<Lease> = Api::namespaced(client, namespace);
         let name = lease_name(env);
         let mut wanted = lease_for(env, claim, now, until);
-        let where_ = format!("Lease {namespace}/{name}");
-        let fix = format!(
-            "; the run needs create and update on leases.coordination.k8s.io in {namespace} (chaos.lease_namespace)"
-        );
+        let failed = |step: LeaseStep| {
+            let name = name.clone();
+            move |err: kube::Error| match &err {
+                kube::Error::Api(e) if e.code == 409 => raced(env, namespace, &name),
+                _ => api_error(step, namespace, &name)(err),
+            }
+        };
         let held = match api.get_opt(&name).await {
-            Err(err) => return Err(format!("cannot read the {where_}: {err}{fix}")),
+            Err(err) => return Err(api_error(LeaseStep::Read, namespace, &name)(err)),
             Ok(None) => api
                 .create(&PostParams::default(), &wanted)
                 .await
-                .map_err(|err| match &err {
-                    kube::Error::Api(e) if e.code == 409 => format!(
-                        "another chaos run on {env} took the {where_} at the same moment; nothing was touched"
-                    ),
-                    _ => format!("cannot create the {where_}: {err}{fix}"),
-                })?,
+                .map_err(failed(LeaseStep::Create))?,
             Ok(Some(existing)) => {
                 if let Some(why) = blocker(&existing, now) {
                     return Err(busy(env, namespace, &name, &why));
@@ -332,12 +415,7 @@ impl RunLease {
                 wanted.metadata.resource_version = existing.metadata.resource_version.clone();
                 api.replace(&name, &PostParams::default(), &wanted)
                     .await
-                    .map_err(|err| match &err {
-                        kube::Error::Api(e) if e.code == 409 => format!(
-                            "another chaos run on {env} took the {where_} at the same moment; nothing was touched"
-                        ),
-                        _ => format!("cannot take the {where_}: {err}{fix}"),
-                    })?
+                    .map_err(failed(LeaseStep::Take))?
             }
         };
         Ok(RunLease {
@@ -350,7 +428,7 @@ impl RunLease {
     }
 
     /// Give the Lease up at the end of the run (holder cleared, the run's annotations kept).
-    pub async fn release(self, now: DateTime<Utc>) -> Result<(), String> {
+    pub async fn release(self, now: DateTime<Utc>) -> Result<(), LeaseError> {
         let mut lease = self.held;
         if let Some(spec) = lease.spec.as_mut() {
             spec.holder_identity = None;
@@ -361,12 +439,7 @@ impl RunLease {
             .replace(&self.name, &PostParams::default(), &lease)
             .await
             .map(|_| ())
-            .map_err(|err| {
-                format!(
-                    "cannot release the Lease {}/{}: {err}; it expires on its own",
-                    self.namespace, self.name
-                )
-            })
+            .map_err(api_error(LeaseStep::Release, &self.namespace, &self.name))
     }
 }
 

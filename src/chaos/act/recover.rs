@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::journal::{self, Entry, Journal, PlannedVm, RunLock};
+use super::lease::{LeaseError, LeaseStep};
 use super::power::Power;
 use crate::chaos::{ChaosError, JournalStep};
 use crate::config::{Environment, ProxmoxAccess};
@@ -219,8 +220,16 @@ async fn release_lease(
         Ok(client) => {
             super::lease::release_if_held(client, &namespace, &name, &holder, chrono::Utc::now())
                 .await
+                .map_err(|err| match err {
+                    // Says already that the Lease expires on its own.
+                    LeaseError::Api {
+                        step: LeaseStep::Release,
+                        ..
+                    } => err.to_string(),
+                    other => format!("{other}; the Lease expires on its own"),
+                })
         }
-        Err(err) => Err(err.to_string()),
+        Err(err) => Err(format!("{err}; the Lease expires on its own")),
     };
     match released {
         Ok(true) => {
@@ -232,7 +241,7 @@ async fn release_lease(
         }
         Ok(false) => {}
         Err(err) => {
-            say!(out, "warning: {err}; the Lease expires on its own");
+            say!(out, "warning: {err}");
         }
     }
 }
