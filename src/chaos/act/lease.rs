@@ -263,9 +263,7 @@ pub enum LeaseError {
         name: String,
         why: String,
     },
-    #[error(
-        "another chaos run on {env} took the Lease {namespace}/{name} at the same moment"
-    )]
+    #[error("another chaos run on {env} took the Lease {namespace}/{name} at the same moment")]
     Raced {
         env: String,
         namespace: String,
