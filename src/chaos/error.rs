@@ -166,7 +166,7 @@ pub enum ChaosError {
 
     /// Some VMs did not start again (or the host did not come back): they may be off.
     #[error(
-        "VMs of {env} may still be stopped: {}; run `gates recover {env}` again or start them by hand",
+        "VMs of {env} may still be stopped: {}; run `gates recover {env}`, or start them by hand",
         errors.join("; ")
     )]
     NotStarted { env: String, errors: Vec<String> },
@@ -304,7 +304,7 @@ mod tests {
             &[
                 "VMs of lab may still be stopped",
                 "VM 201 on pve2: HTTP 500; VM 202 on pve2: timeout",
-                "run `gates recover lab` again or start them by hand",
+                "run `gates recover lab`, or start them by hand",
             ],
         );
         assert_eq!(err.kind(), ChaosErrorKind::RestoreFailed);
