@@ -43,6 +43,7 @@ mod testing;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use serde::{Deserialize, Serialize};
 
@@ -84,14 +85,16 @@ pub fn predict_with(input: Input<'_>, only: Option<&str>, mode: schedule::Mode) 
     };
     let shared = schedule::Shared::new(&cluster);
     let workloads = workloads::index(&cluster, input.protected);
-    let mut hosts = Vec::new();
     let mut unknown_host = None;
-    for host in cluster.hosts() {
-        if only.is_some_and(|h| h != host) {
-            continue;
-        }
-        hosts.push(predict_host(&cluster, &shared, &workloads, host, mode));
-    }
+    let chosen: Vec<&str> = cluster
+        .hosts()
+        .iter()
+        .map(String::as_str)
+        .filter(|host| only.is_none_or(|h| h == *host))
+        .collect();
+    let hosts = each_host(&chosen, |host| {
+        predict_host(&cluster, &shared, &workloads, host, mode)
+    });
     if let Some(wanted) = only
         && hosts.is_empty()
     {
@@ -112,6 +115,44 @@ pub fn predict_with(input: Input<'_>, only: Option<&str>, mode: schedule::Mode) 
         }
     }
     prediction
+}
+
+/// `predict` for every host in `hosts`, on every core the process may use: one host's loss
+/// reads the shared model and nothing of another's, so they run side by side. The results
+/// keep the order of `hosts`.
+fn each_host<T: Send>(hosts: &[&str], predict: impl Fn(&str) -> T + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(hosts.len());
+    if threads <= 1 {
+        return hosts.iter().map(|h| predict(h)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, AtomicOrdering::Relaxed);
+                        let Some(host) = hosts.get(i) else {
+                            return mine;
+                        };
+                        mine.push((i, predict(host)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    done.sort_unstable_by_key(|&(i, _)| i);
+    done.into_iter().map(|(_, t)| t).collect()
 }
 
 fn predict_host(

@@ -25,6 +25,9 @@ use super::lineage::Lineage;
 use super::templates::{Templates, lost_taints};
 
 mod fast;
+mod score;
+
+use score::{Score, Shapes};
 
 /// How pods are placed: `Fast` walks only the nodes a pod's template allows, with the
 /// per-template and per-domain indexes; `Reference` evaluates every filter on every node, as
@@ -133,6 +136,8 @@ pub struct Shared {
     terms_of: HashMap<usize, Vec<PodTerm>>,
     templates: Templates,
     domains: Domains,
+    /// The nodes by shape, ranked by what they carry before any loss.
+    shapes: Shapes,
 }
 
 impl Shared {
@@ -177,6 +182,18 @@ impl Shared {
             terms_of,
             templates: Templates::new(cluster),
             domains: Domains::new(cluster),
+            shapes: Shapes::new(
+                &cluster
+                    .nodes
+                    .iter()
+                    .map(|n| n.allocatable)
+                    .collect::<Vec<_>>(),
+                &cluster
+                    .nodes
+                    .iter()
+                    .map(|n| n.requested)
+                    .collect::<Vec<_>>(),
+            ),
         }
     }
 
@@ -236,9 +253,11 @@ struct Sim<'c, 'a> {
     cluster: &'c Cluster<'a>,
     shared: &'c Shared,
     lost: Vec<bool>,
-    /// Pods that have left (evicted from lost nodes).
-    gone: HashSet<usize>,
+    /// Per pod, whether it has left (evicted from a lost node).
+    gone: Vec<bool>,
     requested: Vec<Res>,
+    /// The nodes by shape, ranked by what they carry now.
+    shapes: Shapes,
     placed: Vec<(usize, usize)>,
     /// The placed pods that have required anti-affinity terms (pod, node).
     placed_holders: Vec<(usize, usize)>,
@@ -255,8 +274,9 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
         cluster,
         shared,
         lost: is_lost,
-        gone: HashSet::new(),
+        gone: vec![false; cluster.pods.len()],
         requested: cluster.nodes.iter().map(|n| n.requested).collect(),
+        shapes: shared.shapes.clone(),
         placed: Vec::new(),
         placed_holders: Vec::new(),
         lost_taints: lost_taints(),
@@ -286,7 +306,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
                 Owner::ReplicaSet(_) | Owner::StatefulSet(_) => None,
             };
             if let Some(why) = why {
-                sim.gone.insert(i);
+                sim.gone[i] = true;
                 out.moves.push(PodMove {
                     outcome: MoveOutcome::NotRecreated { why },
                     ..base
@@ -303,7 +323,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
                     ..base
                 }),
                 Some(after) => {
-                    sim.gone.insert(i);
+                    sim.gone[i] = true;
                     pending.push(Pending { pod: i, after });
                 }
             }
@@ -329,7 +349,9 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
         };
         let outcome = match placed {
             Ok(node) => {
-                sim.requested[node] = sim.requested[node].plus(p.requests);
+                let before = sim.requested[node];
+                sim.requested[node] = before.plus(p.requests);
+                sim.shapes.carry(node, before, sim.requested[node]);
                 sim.placed.push((job.pod, node));
                 if !shared.terms(job.pod).is_empty() {
                     sim.placed_holders.push((job.pod, node));
@@ -376,7 +398,7 @@ impl Sim<'_, '_> {
         let spread_counts: Vec<SpreadCounts<'_>> =
             spreads.iter().map(|s| self.spread_counts(p, s)).collect();
 
-        let mut best: Option<(f64, usize)> = None;
+        let mut best: Option<(Score, usize)> = None;
         let mut reasons: BTreeMap<Rejection, usize> = BTreeMap::new();
         for (n, node) in cluster.nodes.iter().enumerate() {
             let lost_taints: &[Taint] = if self.lost[n] { &self.lost_taints } else { &[] };
@@ -433,9 +455,8 @@ impl Sim<'_, '_> {
                     }
                 }
                 None => {
-                    let score =
-                        least_allocated(node.allocatable, self.requested[n].plus(p.requests));
-                    if best.is_none_or(|(b, _)| score > b) {
+                    let score = Score::of(node.allocatable, self.requested[n].plus(p.requests));
+                    if best.is_none_or(|(b, _)| score.beats(b)) {
                         best = Some((score, n));
                     }
                 }
@@ -459,7 +480,7 @@ impl Sim<'_, '_> {
 
     /// Whether pod `i` still counts where it runs: not evicted, not terminating.
     fn present(&self, i: usize) -> bool {
-        !self.gone.contains(&i) && !self.cluster.pods[i].terminating
+        !self.gone[i] && !self.cluster.pods[i].terminating
     }
 
     /// The pods (index, node) a term may count: in its namespaces, including placed ones.
@@ -589,16 +610,4 @@ impl Sim<'_, '_> {
 struct SpreadCounts<'a> {
     by_domain: HashMap<&'a str, i64>,
     min: i64,
-}
-
-/// The scheduler's default score: the mean share of CPU and memory left after placing.
-fn least_allocated(allocatable: Res, after: Res) -> f64 {
-    let share = |alloc: i64, used: i64| {
-        if alloc <= 0 {
-            0.0
-        } else {
-            (alloc - used) as f64 / alloc as f64
-        }
-    };
-    (share(allocatable.cpu_m, after.cpu_m) + share(allocatable.mem, after.mem)) / 2.0
 }

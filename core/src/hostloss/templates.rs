@@ -44,6 +44,8 @@ pub struct Template {
     /// Nodes that pass every static filter, ascending (the scheduler's node order matters
     /// for ties).
     pub feasible: Vec<usize>,
+    /// The same nodes as a set.
+    pub feasible_set: NodeSet,
     /// Nodes whose own taints the pod tolerates (a spread's `nodeTaintsPolicy: Honor`).
     pub taints_ok: NodeSet,
     /// Nodes the pod's node selector and required node affinity accept (a spread's
@@ -126,6 +128,7 @@ fn evaluate(cluster: &Cluster<'_>, p: &PodInfo<'_>, lost_taints: &[Taint]) -> Te
     let count = cluster.nodes.len();
     let mut template = Template {
         feasible: Vec::new(),
+        feasible_set: NodeSet::new(count),
         taints_ok: NodeSet::new(count),
         affinity_ok: NodeSet::new(count),
         tolerates_lost: filters::untolerated_taint(lost_taints, tolerations).is_none(),
@@ -144,6 +147,7 @@ fn evaluate(cluster: &Cluster<'_>, p: &PodInfo<'_>, lost_taints: &[Taint]) -> Te
             && filters::node_unschedulable(node.unschedulable, tolerations).is_none()
         {
             template.feasible.push(n);
+            template.feasible_set.insert(n);
         }
     }
     template

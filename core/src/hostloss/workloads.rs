@@ -40,6 +40,12 @@ pub struct Workloads {
     pub budgets: Vec<Budget>,
     /// Pods by (namespace, owner), for the replicas a moved pod's controller has elsewhere.
     pub by_owner: HashMap<(String, Owner), Vec<usize>>,
+    /// Per pod, the protected controllers it belongs to (indices into `protected`).
+    pub protected_of: HashMap<usize, Vec<usize>>,
+    /// Per pod, the budgets that select it (indices into `budgets`).
+    pub budgets_of: HashMap<usize, Vec<usize>>,
+    /// Per protected controller, whether a pod of it is ready on a ready node now.
+    pub ready_now: Vec<bool>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -144,10 +150,34 @@ pub fn index(cluster: &Cluster<'_>, named: &[ProtectedRef]) -> Workloads {
                 .push(i);
         }
     }
+    let mut protected_of: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (c, controller) in protected.iter().enumerate() {
+        for &i in &controller.pods {
+            protected_of.entry(i).or_default().push(c);
+        }
+    }
+    let mut budgets_of: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (b, budget) in budgets.iter().enumerate() {
+        for &i in &budget.pods {
+            budgets_of.entry(i).or_default().push(b);
+        }
+    }
+    let ready_now = protected
+        .iter()
+        .map(|c| {
+            c.pods.iter().any(|&i| {
+                let p = &cluster.pods[i];
+                p.ready && p.node.is_some_and(|n| cluster.nodes[n].ready)
+            })
+        })
+        .collect();
     Workloads {
         protected,
         budgets,
         by_owner,
+        protected_of,
+        budgets_of,
+        ready_now,
     }
 }
 
@@ -158,7 +188,21 @@ pub fn predict(
     placement: &Placement,
     loss: &mut HostLoss,
 ) {
-    let on_lost = |i: usize| cluster.pods[i].node.is_some_and(|n| lost.contains(&n));
+    let mut is_lost = vec![false; cluster.nodes.len()];
+    for &n in lost {
+        is_lost[n] = true;
+    }
+    let on_lost = |i: usize| cluster.pods[i].node.is_some_and(|n| is_lost[n]);
+    // Only the controllers and budgets with a pod on a lost node can change; the others are
+    // read as they are now.
+    let mut hit_protected: BTreeSet<usize> = BTreeSet::new();
+    let mut hit_budgets: BTreeSet<usize> = BTreeSet::new();
+    for &n in lost {
+        for i in &cluster.pods_on[n] {
+            hit_protected.extend(workloads.protected_of.get(i).into_iter().flatten().copied());
+            hit_budgets.extend(workloads.budgets_of.get(i).into_iter().flatten().copied());
+        }
+    }
     let ready_left = |i: usize| {
         let p = &cluster.pods[i];
         p.ready && !on_lost(i) && p.node.is_some_and(|n| cluster.nodes[n].ready)
@@ -170,9 +214,10 @@ pub fn predict(
         .filter(|&i| !matches!(cluster.pods[i].owner, Owner::StatefulSet(_)))
         .collect();
 
-    let mut protected_pods = BTreeSet::new();
-    for c in &workloads.protected {
-        protected_pods.extend(c.pods.iter().copied());
+    for (index, c) in workloads.protected.iter().enumerate() {
+        if !hit_protected.contains(&index) && workloads.ready_now[index] {
+            continue;
+        }
         let left = c.pods.iter().filter(|&&i| ready_left(i)).count();
         let after = left + c.pods.iter().filter(|i| moved_back.contains(i)).count();
         let here: Vec<&str> = c
@@ -225,7 +270,7 @@ pub fn predict(
                 format!("pod {} on {} is lost: {why}", m.pod, m.from),
             ),
             MoveOutcome::Placed { after_seconds, .. } => {
-                if !protected_pods.contains(&m.index) {
+                if !workloads.protected_of.contains_key(&m.index) {
                     waiting
                         .entry(&m.controller)
                         .or_insert((m.index, *after_seconds));
@@ -275,10 +320,8 @@ pub fn predict(
         }
     }
 
-    for budget in &workloads.budgets {
-        if !budget.pods.iter().any(|&i| on_lost(i)) {
-            continue;
-        }
+    for &index in &hit_budgets {
+        let budget = &workloads.budgets[index];
         let left = budget.pods.iter().filter(|&&i| ready_left(i)).count();
         let after = left
             + budget

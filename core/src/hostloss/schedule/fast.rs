@@ -1,12 +1,16 @@
 //! Placing one pod fast: the same filters and score as [`Sim::place`], over the nodes the
-//! pod's template allows (its static filters evaluated once per template), with anti-affinity
-//! and spread judged by domain number instead of label lookups. It only finds the node; when
+//! pod's template allows (its static filters evaluated once per template), each shape's nodes
+//! walked best first so the walk stops at the first that passes (see [`super::score`]), with
+//! anti-affinity and spread judged by domain number instead of label lookups. It only finds the node; when
 //! none fits, the reference words the scheduler's message, so the two cannot disagree on why.
+
+use std::cmp::Ordering;
 
 use super::super::domains::{NONE, Topology};
 use super::super::filters::{self, PodTerm};
 use super::super::templates::Template;
-use super::{Sim, least_allocated};
+use super::Sim;
+use super::score::Score;
 
 /// One spread constraint's counts: matching pods per domain (`None`: no eligible node has
 /// the domain), the least count and how many domains are eligible.
@@ -44,41 +48,74 @@ impl Sim<'_, '_> {
             spreads.push(self.spread_counts_fast(i, template, spread, topology));
         }
 
-        let mut best: Option<(f64, usize)> = None;
-        'nodes: for &n in &template.feasible {
+        let want = p.requests;
+        let passes = |n: usize| -> bool {
             if self.lost[n] && !template.tolerates_lost {
-                continue;
+                return false;
             }
-            let node = &cluster.nodes[n];
-            let (alloc, requested, want) = (node.allocatable, self.requested[n], p.requests);
+            let (alloc, requested) = (cluster.nodes[n].allocatable, self.requested[n]);
             if (want.cpu_m > 0 && want.cpu_m > alloc.cpu_m - requested.cpu_m)
                 || (want.mem > 0 && want.mem > alloc.mem - requested.mem)
                 || requested.pods + 1 > alloc.pods
             {
-                continue;
+                return false;
             }
             for (topology, blocked) in &blocked {
                 let d = topology.of_node[n];
                 if d != NONE && blocked[d as usize] {
-                    continue 'nodes;
+                    return false;
                 }
             }
             if forbidden.iter().any(|(t, d)| t.of_node[n] == *d) {
-                continue;
+                return false;
             }
-            for c in &spreads {
+            spreads.iter().all(|c| {
                 let d = c.topology.of_node[n];
-                if d == NONE {
-                    continue 'nodes;
-                }
-                let here = c.by_domain[d as usize].unwrap_or(0);
-                if !filters::spread_allows(&c.spread, here, c.self_matches, c.min, c.domains) {
-                    continue 'nodes;
+                d != NONE
+                    && filters::spread_allows(
+                        &c.spread,
+                        c.by_domain[d as usize].unwrap_or(0),
+                        c.self_matches,
+                        c.min,
+                        c.domains,
+                    )
+            })
+        };
+        // The best score wins; among equal scores the lower node index, as in the reference.
+        let mut best: Option<(Score, usize)> = None;
+        let mut consider = |n: usize| {
+            let score = Score::of(cluster.nodes[n].allocatable, self.requested[n].plus(want));
+            let better = best.is_none_or(|(b, m)| match score.cmp(b) {
+                Ordering::Greater => true,
+                Ordering::Equal => n < m,
+                Ordering::Less => false,
+            });
+            if better {
+                best = Some((score, n));
+            }
+        };
+        if template.feasible.len() * 4 < cluster.nodes.len() {
+            // A template that allows few nodes: walking them is cheaper than the shapes.
+            template
+                .feasible
+                .iter()
+                .copied()
+                .filter(|&n| passes(n))
+                .for_each(&mut consider);
+        } else {
+            // Each shape's best node that passes, then the best of those.
+            for group in &self.shapes.groups {
+                if let Some(&(_, n)) = group
+                    .iter()
+                    .find(|&&(_, n)| template.feasible_set.contains(n) && passes(n))
+                {
+                    consider(n);
                 }
             }
-            let score = least_allocated(alloc, requested.plus(want));
-            if best.is_none_or(|(b, _)| score > b) {
-                best = Some((score, n));
+            for &n in &self.shapes.loose {
+                if template.feasible_set.contains(n) && passes(n) {
+                    consider(n);
+                }
             }
         }
         best.map(|(_, n)| n)
