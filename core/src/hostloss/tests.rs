@@ -782,3 +782,16 @@ fn unreadable_pods_mean_nothing_can_be_predicted() {
     assert_eq!(p.cannot_tell, ["pods could not be read: forbidden"]);
     assert_eq!(p.exit_code(), 2);
 }
+
+#[test]
+fn hosts_predicted_side_by_side_come_back_in_the_order_asked() {
+    let hosts: Vec<String> = (0..64).map(|i| format!("pve{i}")).collect();
+    let asked: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let answered = super::each_host(&asked, |host| {
+        // Uneven work, so the workers finish out of order.
+        let spin = host.len() * 1000 + (host.as_bytes()[host.len() - 1] as usize % 7) * 20_000;
+        (0..spin).fold(0u64, |a, b| a.wrapping_add(b as u64));
+        host.to_string()
+    });
+    assert_eq!(answered, hosts);
+}
