@@ -711,46 +711,9 @@ impl World {
                 ..Default::default()
             },
         ];
-        if w.spec.tolerate_control_plane {
-            tolerations.push(core::Toleration {
-                key: Some("node-role.kubernetes.io/control-plane".into()),
-                operator: Some("Exists".into()),
-                effect: Some("NoSchedule".into()),
-                ..Default::default()
-            });
-        }
-        let affinity = match w.spec.anti_affinity {
-            crate::scenario::AntiAffinity::None => None,
-            aa => {
-                let term = core::PodAffinityTerm {
-                    label_selector: Some(LabelSelector {
-                        match_labels: Some(w.spec.labels.clone()),
-                        match_expressions: None,
-                    }),
-                    topology_key: "kubernetes.io/hostname".into(),
-                    ..Default::default()
-                };
-                Some(core::Affinity {
-                    pod_anti_affinity: Some(if aa == crate::scenario::AntiAffinity::Required {
-                        core::PodAntiAffinity {
-                            required_during_scheduling_ignored_during_execution: Some(vec![term]),
-                            ..Default::default()
-                        }
-                    } else {
-                        core::PodAntiAffinity {
-                            preferred_during_scheduling_ignored_during_execution: Some(vec![
-                                core::WeightedPodAffinityTerm {
-                                    pod_affinity_term: term,
-                                    weight: 100,
-                                },
-                            ]),
-                            ..Default::default()
-                        }
-                    }),
-                    ..Default::default()
-                })
-            }
-        };
+        // Added to pods, not templates: by the DaemonSet controller or, for the others, the
+        // DefaultTolerationSeconds admission plugin.
+        tolerations.extend(template_tolerations(w));
         let phase = if p.node.is_none() {
             "Pending"
         } else if p.started_at.is_some() || p.running {
@@ -826,13 +789,6 @@ impl World {
                 ..Default::default()
             });
         }
-        let requests = BTreeMap::from([
-            ("cpu".to_string(), q(quantity::cpu_string(w.cpu_milli))),
-            (
-                "memory".to_string(),
-                q(quantity::mem_string(w.memory_bytes)),
-            ),
-        ]);
         let obj = core::Pod {
             metadata: ObjectMeta {
                 name: Some(p.name.clone()),
@@ -851,29 +807,10 @@ impl World {
                 ..Default::default()
             },
             spec: Some(core::PodSpec {
-                containers: vec![core::Container {
-                    name: w.spec.name.clone(),
-                    image: Some(image),
-                    resources: Some(core::ResourceRequirements {
-                        requests: Some(requests),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }],
                 node_name: node_name.clone(),
                 hostname: extra,
-                node_selector: if w.spec.node_selector.is_empty() {
-                    None
-                } else {
-                    Some(w.spec.node_selector.clone())
-                },
                 tolerations: Some(tolerations),
-                affinity,
-                restart_policy: Some("Always".into()),
-                scheduler_name: Some("default-scheduler".into()),
-                service_account_name: Some(w.spec.name.clone()),
-                termination_grace_period_seconds: Some(30),
-                ..Default::default()
+                ..self.pod_spec(w)
             }),
             status: Some(core::PodStatus {
                 phase: Some(phase.into()),
@@ -891,6 +828,79 @@ impl World {
             }),
         };
         to_value(&obj)
+    }
+
+    /// The pod spec a workload's template holds, which the real controllers create pods
+    /// from (the DaemonSet controller also judges which nodes are eligible by it): the
+    /// container with its requests, node selector, control-plane toleration, anti-affinity.
+    fn pod_spec(&self, w: &Workload) -> core::PodSpec {
+        let image = w
+            .spec
+            .image
+            .clone()
+            .unwrap_or_else(|| format!("registry.lab.internal/{}:v1", w.spec.name));
+        let affinity = match w.spec.anti_affinity {
+            crate::scenario::AntiAffinity::None => None,
+            aa => {
+                let term = core::PodAffinityTerm {
+                    label_selector: Some(LabelSelector {
+                        match_labels: Some(w.spec.labels.clone()),
+                        match_expressions: None,
+                    }),
+                    topology_key: "kubernetes.io/hostname".into(),
+                    ..Default::default()
+                };
+                Some(core::Affinity {
+                    pod_anti_affinity: Some(if aa == crate::scenario::AntiAffinity::Required {
+                        core::PodAntiAffinity {
+                            required_during_scheduling_ignored_during_execution: Some(vec![term]),
+                            ..Default::default()
+                        }
+                    } else {
+                        core::PodAntiAffinity {
+                            preferred_during_scheduling_ignored_during_execution: Some(vec![
+                                core::WeightedPodAffinityTerm {
+                                    pod_affinity_term: term,
+                                    weight: 100,
+                                },
+                            ]),
+                            ..Default::default()
+                        }
+                    }),
+                    ..Default::default()
+                })
+            }
+        };
+        let requests = BTreeMap::from([
+            ("cpu".to_string(), q(quantity::cpu_string(w.cpu_milli))),
+            (
+                "memory".to_string(),
+                q(quantity::mem_string(w.memory_bytes)),
+            ),
+        ]);
+        core::PodSpec {
+            containers: vec![core::Container {
+                name: w.spec.name.clone(),
+                image: Some(image),
+                resources: Some(core::ResourceRequirements {
+                    requests: Some(requests),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            node_selector: if w.spec.node_selector.is_empty() {
+                None
+            } else {
+                Some(w.spec.node_selector.clone())
+            },
+            tolerations: Some(template_tolerations(w)),
+            affinity,
+            restart_policy: Some("Always".into()),
+            scheduler_name: Some("default-scheduler".into()),
+            service_account_name: Some(w.spec.name.clone()),
+            termination_grace_period_seconds: Some(30),
+            ..Default::default()
+        }
     }
 
     /// Pod metrics of the given pods (all pods when `keys` is None): present while running.
@@ -969,16 +979,7 @@ impl World {
                     labels: Some(self.pod_labels(w)),
                     ..Default::default()
                 }),
-                spec: Some(core::PodSpec {
-                    containers: vec![core::Container {
-                        name: w.spec.name.clone(),
-                        image: Some(w.spec.image.clone().unwrap_or_else(|| {
-                            format!("registry.lab.internal/{}:v1", w.spec.name)
-                        })),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }),
+                spec: Some(self.pod_spec(w)),
             };
             match w.spec.kind {
                 WorkloadKind::Deployment => {
@@ -1557,5 +1558,19 @@ fn scaled(v: &IntOrString, total: i32) -> i32 {
             let pct: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
             ((pct * i64::from(total) + 99) / 100) as i32
         }
+    }
+}
+
+/// What a workload's template tolerates beyond what every pod gets added.
+fn template_tolerations(w: &Workload) -> Vec<core::Toleration> {
+    if w.spec.tolerate_control_plane {
+        vec![core::Toleration {
+            key: Some("node-role.kubernetes.io/control-plane".into()),
+            operator: Some("Exists".into()),
+            effect: Some("NoSchedule".into()),
+            ..Default::default()
+        }]
+    } else {
+        Vec::new()
     }
 }

@@ -22,6 +22,9 @@ const KCM_PORT: u16 = 10257;
 const SCHEDULER_PORT: u16 = 10259;
 const KWOK_PORT: u16 = 10247;
 
+/// The Stage objects kwok plays, relative to the repository.
+const STAGES: &str = "tools/k8s/kwok-stages.yaml";
+
 /// The annotation kwok manages nodes by: a node without it has no kubelet (its VM is off).
 pub const KWOK_MANAGED: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
 
@@ -147,6 +150,8 @@ fn kwok_args(
 ) -> Vec<String> {
     vec![
         format!("--kubeconfig={}", admin.display()),
+        // What kwok does for a kubelet: the project's Stage objects (kwok has none built in).
+        format!("--config={}", root().join(STAGES).display()),
         manage.to_string(),
         // Always an address on the plane's loopback IP: without one, kwok listens on all.
         format!("--server-address={ip}:{port}"),
