@@ -187,6 +187,7 @@ async fn a_powered_off_vm_is_marked_not_ready_evicted_and_replaced_by_the_real_c
         .collect();
     assert!(!on_victim.is_empty(), "{victim} runs evictable pods");
     let healthy_before: i32 = before.iter().filter(|p| running_ready(p)).count() as i32;
+    let mut last_difference: Vec<String> = Vec::new();
 
     let off = Instant::now();
     lab.shared.stop_vm(vmid).expect("the VM stops");
@@ -209,20 +210,20 @@ async fn a_powered_off_vm_is_marked_not_ready_evicted_and_replaced_by_the_real_c
         if t.evicted.is_none() && evicted {
             t.evicted = Some(since());
         }
-        let elsewhere = now
-            .iter()
-            .filter(|p| running_ready(p))
-            .filter(|p| {
-                p.spec.as_ref().and_then(|s| s.node_name.as_deref()) != Some(victim.as_str())
-            })
-            .filter(|p| !owned_by_daemon_set(p))
-            .count();
-        let needed = before
-            .iter()
-            .filter(|p| running_ready(p) && !owned_by_daemon_set(p))
-            .count();
-        if t.evicted.is_some() && t.replaced.is_none() && elsewhere >= needed {
-            t.replaced = Some(since());
+        // Replaced: every workload as ready as the lab's model has it now, once both evicted
+        // (a StatefulSet's pod stays Terminating on the lost node in both, a Deployment's
+        // replacement may find no node its anti-affinity allows).
+        let lab_evicted = lab
+            .shared
+            .read(|w| w.truth.events.iter().any(|e| e.kind == "pod-evicted"));
+        if t.evicted.is_some() && lab_evicted && t.replaced.is_none() {
+            let expected = lab
+                .shared
+                .read(|w| load::expected_ready(&gates_lab::export::manifests(w, 0)));
+            last_difference = load::unsettled_workloads(plane, &expected).await.unwrap();
+            if last_difference.is_empty() {
+                t.replaced = Some(since());
+            }
         }
         if t.not_ready.is_some() && t.pdbs_recomputed.is_none() {
             let list = pdbs.list(&Default::default()).await.unwrap().items;
@@ -270,7 +271,11 @@ async fn a_powered_off_vm_is_marked_not_ready_evicted_and_replaced_by_the_real_c
     let evicted = t
         .evicted
         .unwrap_or_else(|| panic!("never evicted: {report}"));
-    assert!(t.replaced.is_some(), "never replaced: {report}");
+    assert!(
+        t.replaced.is_some(),
+        "never as ready as the lab's model: {report}\n{}",
+        last_difference.join("\n")
+    );
     assert!(
         t.pdbs_recomputed.is_some(),
         "PDBs never recomputed: {report}"

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiResource, Scope};
 use serde_json::Value;
@@ -127,7 +127,15 @@ pub async fn load_manifests(plane: &ControlPlane, objects: Vec<Value>) -> Result
             kind.as_str(),
             "Service" | "CiliumL2AnnouncementPolicy" | "Volume" | "Replica" | "Setting"
         ) || (kind == "Node" && object["apiVersion"] == "longhorn.io/v1beta2");
+        let stateful_set = kind == "StatefulSet";
+        let strategy = object["spec"]["updateStrategy"].clone();
+        if stateful_set {
+            object["spec"]["updateStrategy"] = serde_json::json!({"type": "OnDelete"});
+        }
         let made = create(&client, object).await?;
+        if stateful_set {
+            adopt_as_current(&client, &made, strategy).await?;
+        }
         created += 1;
         if core_node && plane.kubelets == Kubelets::PerNode {
             plane.node_kubelets.start(&node_name)?;
@@ -137,6 +145,69 @@ pub async fn load_manifests(plane: &ControlPlane, objects: Vec<Value>) -> Result
         }
     }
     Ok(created)
+}
+
+/// Make the lab's pods of a StatefulSet (created just before it, with the lab's revision
+/// label) count as its current revision, so the real controller keeps them where the lab
+/// put them instead of rolling them onto nodes of the scheduler's choosing: the set is
+/// created `OnDelete`, its pods get the revision the controller computed, and then the set
+/// gets back the lab's update strategy.
+async fn adopt_as_current(
+    client: &kube::Client,
+    made: &DynamicObject,
+    strategy: Value,
+) -> Result<(), String> {
+    let name = made.metadata.name.clone().unwrap_or_default();
+    let namespace = made.metadata.namespace.clone().unwrap_or_default();
+    let (resource, _) = api_resource(client, "apps/v1", "StatefulSet").await?;
+    let sets: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let revision = loop {
+        let set = sets
+            .get(&name)
+            .await
+            .map_err(|e| format!("StatefulSet {namespace}/{name}: {e}"))?;
+        if let Some(r) = set.data["status"]["updateRevision"].as_str() {
+            break r.to_string();
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "StatefulSet {namespace}/{name} has no updateRevision after 30 s"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let selector = made.data["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), &namespace);
+    let list = pods
+        .list(&kube::api::ListParams::default().labels(&selector))
+        .await
+        .map_err(|e| format!("pods of StatefulSet {namespace}/{name}: {e}"))?;
+    let label = serde_json::json!({"metadata": {"labels": {"controller-revision-hash": revision}}});
+    for pod in list.items {
+        let pod_name = pod.metadata.name.unwrap_or_default();
+        pods.patch(&pod_name, &PatchParams::default(), &Patch::Merge(&label))
+            .await
+            .map_err(|e| format!("labelling pod {namespace}/{pod_name}: {e}"))?;
+    }
+    let strategy = if strategy.is_null() {
+        serde_json::json!({"type": "RollingUpdate"})
+    } else {
+        strategy
+    };
+    let back = serde_json::json!({"spec": {"updateStrategy": strategy}});
+    sets.patch(&name, &PatchParams::default(), &Patch::Merge(&back))
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("update strategy of StatefulSet {namespace}/{name}: {e}"))
 }
 
 /// What a real cluster makes itself, so creating it would collide: the API server's
@@ -254,30 +325,9 @@ pub async fn wait_settled(
     expected: &[Settled],
     limit: Duration,
 ) -> Result<(), String> {
-    let client = plane.client(Identity::Admin).await?;
     let start = Instant::now();
     loop {
-        let mut differences = Vec::new();
-        for (api_version, kind) in [
-            ("apps/v1", "Deployment"),
-            ("apps/v1", "DaemonSet"),
-            ("apps/v1", "StatefulSet"),
-            ("policy/v1", "PodDisruptionBudget"),
-        ] {
-            let (resource, _) = api_resource(&client, api_version, kind).await?;
-            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-            let list = api
-                .list(&Default::default())
-                .await
-                .map_err(|e| format!("listing {kind}: {e}"))?;
-            for object in list.items {
-                let value = serde_json::to_value(&object).map_err(|e| e.to_string())?;
-                let name = gates::collect::raw::object_name(&value);
-                if let Some(why) = unsettled(kind, &value, expected, &name) {
-                    differences.push(format!("{kind} {name}: {why}"));
-                }
-            }
-        }
+        let differences = unsettled_workloads(plane, expected).await?;
         if differences.is_empty() {
             return Ok(());
         }
@@ -289,6 +339,37 @@ pub async fn wait_settled(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// The workloads and PDBs of the real plane that differ from what the lab says now (empty
+/// when they agree), each named with how.
+pub async fn unsettled_workloads(
+    plane: &ControlPlane,
+    expected: &[Settled],
+) -> Result<Vec<String>, String> {
+    let client = plane.client(Identity::Admin).await?;
+    let mut differences = Vec::new();
+    for (api_version, kind) in [
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "DaemonSet"),
+        ("apps/v1", "StatefulSet"),
+        ("policy/v1", "PodDisruptionBudget"),
+    ] {
+        let (resource, _) = api_resource(&client, api_version, kind).await?;
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let list = api
+            .list(&Default::default())
+            .await
+            .map_err(|e| format!("listing {kind}: {e}"))?;
+        for object in list.items {
+            let value = serde_json::to_value(&object).map_err(|e| e.to_string())?;
+            let name = gates::collect::raw::object_name(&value);
+            if let Some(why) = unsettled(kind, &value, expected, &name) {
+                differences.push(format!("{kind} {name}: {why}"));
+            }
+        }
+    }
+    Ok(differences)
 }
 
 fn unsettled(kind: &str, o: &Value, expected: &[Settled], name: &str) -> Option<String> {
