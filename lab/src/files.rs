@@ -197,7 +197,7 @@ fn chaos_section(speed: f64) -> String {
     };
     let real_ms = |sim_secs: f64| ((sim_secs * 1000.0) / speed).round().max(1.0) as u64;
     let interval = real_ms(0.5).clamp(100, 500);
-    // Host down for six simulated minutes: past the 5m40s pod eviction of a dead node.
+    // Host down for six simulated minutes: past the 5m50s pod eviction of a dead node.
     let outage = real_ms(360.0).max(2000);
     let recovery = real_ms(900.0).max(15_000);
     let slack = 2 * interval;

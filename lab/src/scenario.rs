@@ -87,7 +87,8 @@ pub struct Scenario {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Timings {
-    /// kube-controller-manager node-monitor-grace-period (40s up to 1.31).
+    /// kube-controller-manager node-monitor-grace-period: 50 s since 1.32 (40 s before), the
+    /// default of the release the lab says it runs and of the real control plane of the tests.
     #[serde(with = "humantime_serde_compat")]
     pub node_monitor_grace: Duration,
     /// Default not-ready/unreachable toleration of pods (DefaultTolerationSeconds).
@@ -133,7 +134,7 @@ pub struct Timings {
 impl Default for Timings {
     fn default() -> Self {
         Timings {
-            node_monitor_grace: Duration::from_secs(40),
+            node_monitor_grace: Duration::from_secs(50),
             toleration: Duration::from_secs(300),
             lease_duration: Duration::from_secs(15),
             lease_renew: Duration::from_secs(5),

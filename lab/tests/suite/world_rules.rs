@@ -129,10 +129,10 @@ async fn losing_a_host_follows_the_real_timeline() {
         "Cluster: a live Traefik pod elsewhere takes the traffic"
     );
 
-    advance(30).await;
+    advance(40).await;
     assert_eq!(
         first_at(&w, "node-not-ready") - t0,
-        40.0,
+        50.0,
         "node-monitor grace"
     );
     // The dead kubelet's heartbeat Lease stopped renewing; the live ones did not.
@@ -181,7 +181,7 @@ async fn losing_a_host_follows_the_real_timeline() {
     advance(300).await;
     let evicted = events(&w, "pod-evicted");
     assert!(!evicted.is_empty());
-    assert!(evicted.iter().all(|e| e.sim_seconds - t0 == 340.0));
+    assert!(evicted.iter().all(|e| e.sim_seconds - t0 == 350.0));
     let created: Vec<TruthEvent> = events(&w, "pod-created");
     assert!(
         created
@@ -339,7 +339,8 @@ async fn a_stopped_vm_comes_back_before_eviction_keeps_its_pods() {
             .collect()
     });
     w.stop_vm(102).expect("stop");
-    advance(50).await;
+    // Past the node-monitor grace (50 s).
+    advance(55).await;
     assert_eq!(node_ready(&w, 0, "talos-lab-cp-02"), "Unknown");
     w.start_vm(102).expect("start");
     advance(60).await;
@@ -400,7 +401,8 @@ async fn replacements_wait_pending_when_the_survivors_are_full() {
     );
 
     w.power_loss_host("pve3").expect("power loss");
-    advance(350).await;
+    // Past the grace (50 s) and the toleration (300 s): evicted, replacements placed.
+    advance(360).await;
     let pending: Vec<String> = w.read(|w| {
         w.envs[0]
             .pods

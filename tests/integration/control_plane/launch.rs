@@ -43,7 +43,7 @@ impl Default for Timing {
     /// The releases' defaults, as the lab models them.
     fn default() -> Self {
         Timing {
-            node_monitor_grace: Duration::from_secs(40),
+            node_monitor_grace: Duration::from_secs(50),
             toleration: Duration::from_secs(300),
             node_lease: Duration::from_secs(40),
         }
