@@ -54,8 +54,8 @@ pub fn binaries() -> Option<PathBuf> {
         return Some(dir);
     }
     let dir = root().join("target/k8s-bin").join(release());
-    // Built binaries alone do not turn the tests on: they have not yet passed once, so they
-    // run only when asked for (GATES_K8S_BIN or GATES_REQUIRE_K8S).
+    // Built binaries alone do not turn the tests on: they add minutes to a run, so they run
+    // only when asked for (GATES_K8S_BIN or GATES_REQUIRE_K8S).
     if required && complete(&dir) {
         return Some(dir);
     }
