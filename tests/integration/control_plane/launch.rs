@@ -56,8 +56,8 @@ pub enum Kubelets {
     /// One kwok for every node carrying [`KWOK_MANAGED`].
     Shared,
     /// One kwok per node (`--manage-single-node`), started when the loader creates the node
-    /// and killed when its VM goes off: kwok does not notice a node losing its annotation, so
-    /// a heartbeat stops only with the process that sends it, as with a real kubelet.
+    /// and killed when its VM goes off: the heartbeat stops with the process that sends it,
+    /// as a real kubelet's does, and the node carries nothing of the tests' own.
     PerNode,
 }
 
