@@ -39,6 +39,16 @@ fn text(path: &Path) -> String {
     path.display().to_string()
 }
 
+/// `gates check ENV --format json --reports REPORTS --snapshot F...` over fixture snapshots.
+async fn check_json(env: &str, snapshots: &[&str], reports: &str) -> (u8, Captured) {
+    let files: Vec<String> = snapshots.iter().map(|name| snapshot(name)).collect();
+    let mut args = vec!["check", env, "--format", "json", "--reports", reports];
+    for file in &files {
+        args.extend(["--snapshot", file.as_str()]);
+    }
+    gates(&args).await
+}
+
 #[tokio::test]
 async fn list_writes_the_gates_the_environments_and_the_check_kinds_to_its_stream() {
     let (code, said) = gates(&["list"]).await;
@@ -73,22 +83,11 @@ async fn validate_writes_what_it_loaded_to_its_stream() {
 async fn check_writes_its_json_report_to_out_and_names_each_report_file_on_err() {
     let dir = tempfile::tempdir().unwrap();
     let reports = text(dir.path());
-    let (today, crds) = (
-        snapshot("staging-today.json"),
-        snapshot("staging-today-crds.json"),
-    );
-    let (code, said) = gates(&[
-        "check",
+    let (code, said) = check_json(
         "staging",
-        "--format",
-        "json",
-        "--reports",
+        &["staging-today.json", "staging-today-crds.json"],
         &reports,
-        "--snapshot",
-        &today,
-        "--snapshot",
-        &crds,
-    ])
+    )
     .await;
     assert_eq!(code, 1, "ADR 007's open items fail today");
     let json: serde_json::Value = serde_json::from_str(&said.out()).expect("out is the JSON");
@@ -143,39 +142,17 @@ async fn history_writes_the_runs_of_the_environment_to_out() {
 async fn adr_writes_the_diff_to_out_and_each_gates_decision_to_err() {
     let dir = tempfile::tempdir().unwrap();
     let reports = text(dir.path());
-    let (today, crds) = (
-        snapshot("staging-today.json"),
-        snapshot("staging-today-crds.json"),
-    );
-    gates(&[
-        "check",
+    check_json(
         "staging",
-        "--format",
-        "json",
-        "--reports",
+        &["staging-today.json", "staging-today-crds.json"],
         &reports,
-        "--snapshot",
-        &today,
-        "--snapshot",
-        &crds,
-    ])
+    )
     .await;
-    let (target, metrics) = (
-        snapshot("target-production.json"),
-        snapshot("target-production-metrics.json"),
-    );
-    gates(&[
-        "check",
+    check_json(
         "production",
-        "--format",
-        "json",
-        "--reports",
+        &["target-production.json", "target-production-metrics.json"],
         &reports,
-        "--snapshot",
-        &target,
-        "--snapshot",
-        &metrics,
-    ])
+    )
     .await;
     let adr = dir.path().join("adr-007.txt");
     std::fs::copy(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::journal::{PlannedFault, PlannedVm};
+use super::journal::{Entry, Journal, PlannedFault, PlannedVm};
 use super::probes::Probe;
 use super::timeline::Observation;
 use crate::cli::{ChaosArgs, Format};
@@ -57,6 +57,18 @@ pub fn planned_fault(environment: &str) -> PlannedFault {
         host_power: None,
         provenance: None,
     }
+}
+
+/// A journal at `path` for `planned_fault("lab")` that has asked Proxmox to stop VM 201 on
+/// pve2 and recorded nothing after: it owes that VM's start.
+pub fn journal_owing_a_start(path: &std::path::Path) {
+    Journal::create(path, &planned_fault("lab"))
+        .unwrap()
+        .append(Entry::StopRequested {
+            vmid: 201,
+            host: "pve2".into(),
+        })
+        .unwrap();
 }
 
 pub fn budget(longest: u64, total: u64) -> Budget {

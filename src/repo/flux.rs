@@ -459,18 +459,22 @@ mod tests {
         format!("{SYNC}{extra}")
     }
 
-    #[test]
-    fn common_metadata_labels_reach_object_metadata_with_the_flux_line_but_not_pods_or_selectors() {
-        let sync = with_spec(
-            "  commonMetadata:\n    labels:\n      tier: edge\n      team: platform\n    annotations:\n      owner: ops\n",
-        );
+    /// The Deployment of `APP` as the Flux Kustomization with `extra` in its spec renders it.
+    fn web_with(extra: &str) -> Node {
+        let sync = with_spec(extra);
         let dir = repo(&[("clusters/env/infra.yaml", &sync), ("infra/web.yaml", APP)]);
         let m = render(dir.path(), "clusters/env").unwrap();
-        let web = m
-            .objects
-            .iter()
+        m.objects
+            .into_iter()
             .find(|o| o.get_str(&["kind"]) == Some("Deployment"))
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn common_metadata_labels_reach_object_metadata_with_the_flux_line_but_not_pods_or_selectors() {
+        let web = web_with(
+            "  commonMetadata:\n    labels:\n      tier: edge\n      team: platform\n    annotations:\n      owner: ops\n",
+        );
         let tier = web.get(&["metadata", "labels", "tier"]).unwrap();
         assert_eq!(
             (tier.as_str(), tier.site.to_string()),
@@ -490,16 +494,9 @@ mod tests {
 
     #[test]
     fn target_namespace_and_flux_patches_set_values_with_the_flux_lines() {
-        let sync = with_spec(
+        let web = web_with(
             "  targetNamespace: apps\n  patches:\n    - target: {kind: Deployment, name: web}\n      patch: |\n        - op: replace\n          path: /spec/replicas\n          value: 3\n",
         );
-        let dir = repo(&[("clusters/env/infra.yaml", &sync), ("infra/web.yaml", APP)]);
-        let m = render(dir.path(), "clusters/env").unwrap();
-        let web = m
-            .objects
-            .iter()
-            .find(|o| o.get_str(&["kind"]) == Some("Deployment"))
-            .unwrap();
         let ns = web.get(&["metadata", "namespace"]).unwrap();
         assert_eq!(
             (ns.as_str(), ns.site.to_string()),

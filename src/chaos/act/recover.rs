@@ -300,7 +300,7 @@ async fn wake_owed_host(
 mod tests {
     use super::*;
     use crate::chaos::journal::HostPower;
-    use crate::chaos::test_support::{environment, planned_fault};
+    use crate::chaos::test_support::{environment, journal_owing_a_start, planned_fault};
 
     fn started(journal: &mut Journal, vmid: u32) {
         for entry in [
@@ -408,13 +408,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let env = env_at("https://127.0.0.1:1", dir.path());
         let path = dir.path().join("chaos-lab.journal");
-        let mut journal = Journal::create(&path, &planned_fault("lab")).unwrap();
-        journal
-            .append(Entry::StopRequested {
-                vmid: 201,
-                host: "pve2".into(),
-            })
-            .unwrap();
+        journal_owing_a_start(&path);
         let mut text = std::fs::read_to_string(&path).unwrap();
         text = text.replacen("\n", "\n{\"event\":\"stop-req\n", 1);
         std::fs::write(&path, text).unwrap();
@@ -431,13 +425,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let env = env_at(&url, dir.path());
         let path = dir.path().join("chaos-lab.journal");
-        let mut journal = Journal::create(&path, &planned_fault("lab")).unwrap();
-        journal
-            .append(Entry::StopRequested {
-                vmid: 201,
-                host: "pve2".into(),
-            })
-            .unwrap();
+        journal_owing_a_start(&path);
         let err = recover(&env, &path, &mut Vec::new())
             .await
             .expect_err("the API answers nothing");

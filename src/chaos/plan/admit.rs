@@ -54,8 +54,7 @@ pub fn nothing_owed(path: &Path, env: &Environment) -> Result<(), ChaosError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chaos::journal::{Entry, Journal};
-    use crate::chaos::test_support::{args, environment, planned_fault};
+    use crate::chaos::test_support::{args, environment, journal_owing_a_start};
 
     #[test]
     fn chaos_is_refused_unless_the_environment_file_allows_it() {
@@ -90,13 +89,7 @@ mod tests {
             nothing_owed(&path, &env).is_ok(),
             "no journal, nothing owed"
         );
-        let mut journal = Journal::create(&path, &planned_fault("lab")).unwrap();
-        journal
-            .append(Entry::StopRequested {
-                vmid: 201,
-                host: "pve2".into(),
-            })
-            .unwrap();
+        journal_owing_a_start(&path);
         let err = nothing_owed(&path, &env).expect_err("refused");
         assert!(err.to_string().contains("gates recover lab"), "{err}");
     }

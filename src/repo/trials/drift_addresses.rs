@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use crate::verdict::Finding;
 
 use super::drift::both;
-use super::{RepoContext, at, declared_nodes, talos_patches};
+use super::{RepoContext, at, nodes_and_patches};
 
 /// The host of an endpoint as talosconfigs and Terraform write it: `10.0.60.11`,
 /// `10.0.60.11:50000`, `https://cp.example:6443`, `[fd00::1]:50000`.
@@ -40,18 +40,13 @@ fn list<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
 
 /// The live API VIP is the declared one.
 pub fn vip(ctx: &RepoContext<'_>) -> Finding {
-    let nodes = match declared_nodes(ctx.env) {
-        Ok(nodes) => nodes,
-        Err(finding) => return finding,
-    };
-    let patches = match talos_patches(ctx.env) {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            return Finding::skip(format!(
-                "the repository has no Talos patches for {}, so no VIP is declared",
-                ctx.env.name
-            ));
-        }
+    let (nodes, patches) = match nodes_and_patches(ctx.env, || {
+        format!(
+            "the repository has no Talos patches for {}, so no VIP is declared",
+            ctx.env.name
+        )
+    }) {
+        Ok(found) => found,
         Err(finding) => return finding,
     };
     // Declared: every VIP a control plane's patches configure, with the lines that set it.

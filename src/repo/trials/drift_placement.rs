@@ -15,7 +15,7 @@ use crate::verdict::Finding;
 use super::controllers::declared_pdb;
 use super::drift::both;
 use super::live_workloads::{in_namespace, live_workloads};
-use super::{RepoContext, at, declared_nodes, talos_patches};
+use super::{RepoContext, at, declared_nodes, nodes_and_patches};
 use crate::repo::declared::DeclaredNode;
 use crate::repo::yaml::Node;
 
@@ -89,18 +89,10 @@ fn tainted_off(node: &KubeNode) -> Option<String> {
 
 /// Workloads may run on the control planes live exactly when the Talos patches allow it.
 pub fn schedulable_control_plane(ctx: &RepoContext<'_>) -> Finding {
-    let nodes = match declared_nodes(ctx.env) {
-        Ok(nodes) => nodes,
-        Err(finding) => return finding,
-    };
-    let patches = match talos_patches(ctx.env) {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            return Finding::skip(format!(
-                "the repository has no Talos patches for {}",
-                ctx.env.name
-            ));
-        }
+    let (nodes, patches) = match nodes_and_patches(ctx.env, || {
+        format!("the repository has no Talos patches for {}", ctx.env.name)
+    }) {
+        Ok(found) => found,
         Err(finding) => return finding,
     };
     let live_nodes = match ctx.live.nodes.get("nodes") {

@@ -285,6 +285,20 @@ pub fn talos_patches(env: &DeclaredEnv) -> Result<Option<&super::talos::Patches>
     }
 }
 
+/// The declared nodes and the Talos patches that configure them, for a trial that needs
+/// both; when the repository has no Talos patches for the environment, a skip whose reason
+/// is `unpatched` (the sentence that says what stays unknown without them).
+pub fn nodes_and_patches<'a>(
+    env: &'a DeclaredEnv,
+    unpatched: impl FnOnce() -> String,
+) -> Result<(Vec<DeclaredNode<'a>>, &'a super::talos::Patches), Finding> {
+    let nodes = declared_nodes(env)?;
+    match talos_patches(env)? {
+        Some(patches) => Ok((nodes, patches)),
+        None => Err(Finding::skip(unpatched())),
+    }
+}
+
 /// The labels a declared node will carry: its Talos `nodeLabels`, the hostname and the
 /// control-plane role label Talos sets.
 pub fn node_labels(

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::verdict::Finding;
 
-use super::{RepoContext, at, declared_nodes, talos_patches};
+use super::{RepoContext, at, declared_nodes, nodes_and_patches, talos_patches};
 use crate::repo::declared::DeclaredNode;
 
 fn describe(node: &DeclaredNode<'_>) -> String {
@@ -146,18 +146,10 @@ pub fn distinct_hosts(ctx: &RepoContext<'_>) -> Finding {
 }
 
 pub fn schedulable_control_plane(ctx: &RepoContext<'_>) -> Finding {
-    let nodes = match declared_nodes(ctx.env) {
-        Ok(nodes) => nodes,
-        Err(finding) => return finding,
-    };
-    let patches = match talos_patches(ctx.env) {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            return Finding::skip(format!(
-                "the repository has no Talos patches for {}",
-                ctx.env.name
-            ));
-        }
+    let (nodes, patches) = match nodes_and_patches(ctx.env, || {
+        format!("the repository has no Talos patches for {}", ctx.env.name)
+    }) {
+        Ok(found) => found,
         Err(finding) => return finding,
     };
     let mut problems = Vec::new();
@@ -213,18 +205,10 @@ pub fn schedulable_control_plane(ctx: &RepoContext<'_>) -> Finding {
 }
 
 pub fn vip(ctx: &RepoContext<'_>) -> Finding {
-    let nodes = match declared_nodes(ctx.env) {
-        Ok(nodes) => nodes,
-        Err(finding) => return finding,
-    };
-    let patches = match talos_patches(ctx.env) {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            return Finding::skip(format!(
-                "the repository has no Talos patches for {}",
-                ctx.env.name
-            ));
-        }
+    let (nodes, patches) = match nodes_and_patches(ctx.env, || {
+        format!("the repository has no Talos patches for {}", ctx.env.name)
+    }) {
+        Ok(found) => found,
         Err(finding) => return finding,
     };
     let mut problems = Vec::new();

@@ -153,18 +153,16 @@ fn a_pod_requests_the_larger_of_its_containers_sum_and_its_largest_init_containe
     );
 }
 
+/// A workload `ops/agent` of `kind` whose one container asks for nothing.
+fn requestless_agent(kind: &str) -> String {
+    format!(
+        "kind: {kind}\nmetadata: {{name: agent, namespace: ops}}\nspec:\n  template:\n    spec:\n      containers:\n        - name: agent\n"
+    )
+}
+
 #[test]
 fn a_container_without_requests_is_counted_as_zero_and_named() {
-    let text = "\
-kind: DaemonSet
-metadata: {name: agent, namespace: ops}
-spec:
-  template:
-    spec:
-      containers:
-        - name: agent
-";
-    let tally = tally_manifests(&docs(text), &nodes(3)).unwrap();
+    let tally = tally_manifests(&docs(&requestless_agent("DaemonSet")), &nodes(3)).unwrap();
     assert_eq!(tally.total, Amount::default());
     assert_eq!(tally.counted.len(), 1, "{tally:?}");
     assert!(
@@ -175,19 +173,11 @@ spec:
 
 #[test]
 fn a_limit_range_in_the_namespace_makes_a_container_without_requests_unknown() {
-    let text = "\
-kind: LimitRange
-metadata: {name: defaults, namespace: ops}
----
-kind: Deployment
-metadata: {name: agent, namespace: ops}
-spec:
-  template:
-    spec:
-      containers:
-        - name: agent
-";
-    let tally = tally_manifests(&docs(text), &nodes(3)).unwrap();
+    let text = format!(
+        "kind: LimitRange\nmetadata: {{name: defaults, namespace: ops}}\n---\n{}",
+        requestless_agent("Deployment")
+    );
+    let tally = tally_manifests(&docs(&text), &nodes(3)).unwrap();
     assert!(tally.counted.is_empty(), "{tally:?}");
     assert!(
         tally.unknown[0].contains("Deployment ops/agent: requests unknown, not counted")
