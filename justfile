@@ -36,15 +36,18 @@ bench-k8s: k8s
     cargo build --release
     cargo bench --bench real_kube_scale
 
-# Fuzz one parser (snapshot, environment, gate, journal, chaos_report) with cargo-fuzz on the
-# stable toolchain (RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its -Z flags); found crashes land in
-# fuzz/artifacts/TARGET, which `cargo test` replays; new corpus entries stay in fuzz/target.
-# Needs `cargo install cargo-fuzz`.
+# Fuzz one parser (snapshot, environment, gate, journal, chaos_report) with cargo-fuzz's
+# libFuzzer on the stable toolchain (RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its -Z flags), for
+# SECONDS. The target is built once and its binary run directly, so a run never rebuilds with
+# other flags. Crashes and hangs land in fuzz/artifacts/TARGET, which `cargo test` replays; the
+# growing corpus stays in fuzz/target/corpus/TARGET (`just fuzz-keep TARGET` adds
+# those that reach new code to fuzz/corpus/TARGET). Needs `cargo install cargo-fuzz`.
 fuzz target="snapshot" seconds="60":
-    mkdir -p fuzz/target/corpus/{{target}}
-    cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none {{target}} target/corpus/{{target}} corpus/{{target}} -- -max_total_time={{seconds}} -timeout=10 -rss_limit_mb=2048
+    cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build --sanitizer none {{target}}
+    mkdir -p fuzz/target/corpus/{{target}} fuzz/artifacts/{{target}}
+    cd fuzz && target/x86_64-unknown-linux-gnu/release/{{target}} target/corpus/{{target}} corpus/{{target}} -max_total_time={{seconds}} -timeout=60 -rss_limit_mb=2048 -artifact_prefix=artifacts/{{target}}/ -print_final_stats=1
 
-# Build the real Kubernetes control plane of the conformance tests (etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubectl, kwok) into target/k8s-bin/; only what is missing.
-k8s:
-    tools/k8s/build.sh
+# Add to fuzz/corpus/TARGET (replayed by every `cargo test`) only those inputs of
+# fuzz/target/corpus/TARGET that reach code the kept ones do not.
+fuzz-keep target="snapshot":
+    cd fuzz && target/x86_64-unknown-linux-gnu/release/{{target}} -merge=1 -use_counters=0 -use_value_profile=0 -use_cmp=0 -timeout=120 -rss_limit_mb=2048 corpus/{{target}} target/corpus/{{target}}
