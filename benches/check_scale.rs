@@ -222,7 +222,13 @@ fn timed(program: &str, args: &[String]) -> Result<Measured, String> {
         ));
     }
     let text = std::fs::read_to_string(out.path()).map_err(|e| e.to_string())?;
-    let mut fields = text.split_whitespace();
+    // GNU time puts "Command exited with non-zero status 1" on a line of its own before the
+    // format's line when the program fails, as `gates check` does on a failed trial.
+    let mut fields = text
+        .lines()
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .split_whitespace();
     let wall: f64 = fields
         .next()
         .and_then(|f| f.parse().ok())
@@ -339,7 +345,7 @@ fn kubectl_script(kubectl: &Path, access: &Access) -> Result<Measured, String> {
         &["get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes"],
         &["get", "--raw", "/apis/metrics.k8s.io/v1beta1/pods"],
     ];
-    for args in commands {
+    for (i, args) in commands.into_iter().enumerate() {
         let status = Command::new(kubectl)
             .arg("--kubeconfig")
             .arg(&access.kubeconfig)
@@ -350,7 +356,9 @@ fn kubectl_script(kubectl: &Path, access: &Access) -> Result<Measured, String> {
             .stderr(std::process::Stdio::null())
             .status()
             .map_err(|e| e.to_string())?;
-        if !status.success() {
+        // The generator's clusters run no Longhorn, so kubectl refuses `nodes.longhorn.io`;
+        // the script goes on, as an operator's would (gates reads the same 404s).
+        if !status.success() && i != 1 {
             return Err(format!("kubectl {} failed", args.join(" ")));
         }
     }
