@@ -51,3 +51,8 @@ fuzz target="snapshot" seconds="60":
 # fuzz/target/corpus/TARGET that reach code the kept ones do not.
 fuzz-keep target="snapshot":
     cd fuzz && target/x86_64-unknown-linux-gnu/release/{{target}} -merge=1 -use_counters=0 -use_value_profile=0 -use_cmp=0 -timeout=120 -rss_limit_mb=2048 corpus/{{target}} target/corpus/{{target}}
+
+# Build the real Kubernetes control plane of the conformance tests (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubectl, kwok) into target/k8s-bin/; only what is missing.
+k8s:
+    tools/k8s/build.sh
