@@ -38,95 +38,162 @@ pub fn shape(text: &str) -> Shape {
     }
 }
 
-/// The whole text is one JSON value with only whitespace around it.
-pub fn validate(text: &str) -> Result<(), Refused> {
+/// An object as the snapshot reader dispatches on it, found in one pass over its text: the
+/// texts of its `kind`, `apiVersion` and `metadata` members (the last of a repeated key, as
+/// a parsed object keeps it) and, when its `items` member is an array, that array's
+/// documents in turn. A value that is not an object is a document with no members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Document<'t> {
+    pub text: &'t str,
+    pub kind: Option<&'t str>,
+    pub api_version: Option<&'t str>,
+    pub metadata: Option<&'t str>,
+    pub items: Option<Vec<Document<'t>>>,
+}
+
+/// The document `text` holds (with nothing but whitespace around it). Every byte is read
+/// once: a list's items are split while the list is, and each item's members while the
+/// item is, rather than finding each level's end and then scanning it again.
+pub fn document(text: &str) -> Result<Document<'_>, Refused> {
     let b = text.as_bytes();
-    let start = ws(b, 0);
-    let end = value_end(b, start, 0)?;
+    let (doc, end) = document_at(text, ws(b, 0), 0)?;
     if ws(b, end) == b.len() {
-        Ok(())
+        Ok(doc)
     } else {
         Err(Refused)
     }
 }
 
-/// The members of the object `text` (with nothing but whitespace around it): each raw key (the text
-/// between the quotes, escapes left as written) with its value's text.
-pub fn members(text: &str) -> Result<Vec<(&str, &str)>, Refused> {
+/// The documents of the array `text` holds (with nothing but whitespace around it): the
+/// YAML documents of a file, read as one array.
+pub fn documents(text: &str) -> Result<Vec<Document<'_>>, Refused> {
     let b = text.as_bytes();
-    let mut i = ws(b, 0);
-    if b.get(i) != Some(&b'{') {
+    let start = ws(b, 0);
+    if b.get(start) != Some(&b'[') {
         return Err(Refused);
     }
-    i = ws(b, i + 1);
-    let mut out = Vec::new();
-    if b.get(i) == Some(&b'}') {
-        return if ws(b, i + 1) == b.len() {
-            Ok(out)
-        } else {
-            Err(Refused)
-        };
+    let (docs, end) = documents_at(text, start, 0)?;
+    if ws(b, end) == b.len() {
+        Ok(docs)
+    } else {
+        Err(Refused)
+    }
+}
+
+/// The members a [`Document`] keeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kept {
+    Kind,
+    ApiVersion,
+    Metadata,
+    Items,
+}
+
+fn kept(raw_key: &str) -> Option<Kept> {
+    let known = |key: &str| match key {
+        "kind" => Some(Kept::Kind),
+        "apiVersion" => Some(Kept::ApiVersion),
+        "metadata" => Some(Kept::Metadata),
+        "items" => Some(Kept::Items),
+        _ => None,
+    };
+    known(raw_key).or_else(|| {
+        // A key written with escapes compares as decoded, as a parsed object's key does.
+        raw_key
+            .contains('\\')
+            .then(|| serde_json::from_str::<String>(&format!("\"{raw_key}\"")).ok())
+            .flatten()
+            .and_then(|decoded| known(&decoded))
+    })
+}
+
+/// The document whose value starts at `i`, `depth` containers deep, and the index just
+/// past it.
+fn document_at(text: &str, i: usize, depth: usize) -> Result<(Document<'_>, usize), Refused> {
+    let b = text.as_bytes();
+    let mut doc = Document {
+        text: "",
+        kind: None,
+        api_version: None,
+        metadata: None,
+        items: None,
+    };
+    if b.get(i) != Some(&b'{') {
+        let end = value_end(b, i, depth)?;
+        doc.text = &text[i..end];
+        return Ok((doc, end));
+    }
+    if depth + 1 > MAX_DEPTH {
+        return Err(Refused);
+    }
+    let mut j = ws(b, i + 1);
+    if b.get(j) == Some(&b'}') {
+        doc.text = &text[i..=j];
+        return Ok((doc, j + 1));
     }
     loop {
-        if b.get(i) != Some(&b'"') {
+        if b.get(j) != Some(&b'"') {
             return Err(Refused);
         }
-        let key_end = string_end(b, i)?;
-        let key = &text[i + 1..key_end - 1];
-        i = ws(b, key_end);
-        if b.get(i) != Some(&b':') {
+        let key_end = string_end(b, j)?;
+        let key = kept(&text[j + 1..key_end - 1]);
+        j = ws(b, key_end);
+        if b.get(j) != Some(&b':') {
             return Err(Refused);
         }
-        i = ws(b, i + 1);
-        let end = value_end(b, i, 1)?;
-        out.push((key, &text[i..end]));
-        i = ws(b, end);
-        match b.get(i) {
-            Some(b',') => i = ws(b, i + 1),
-            Some(b'}') if ws(b, i + 1) == b.len() => return Ok(out),
+        j = ws(b, j + 1);
+        let end = if key == Some(Kept::Items) && b.get(j) == Some(&b'[') {
+            let (items, end) = documents_at(text, j, depth + 1)?;
+            doc.items = Some(items);
+            end
+        } else {
+            let end = value_end(b, j, depth + 1)?;
+            let value = &text[j..end];
+            match key {
+                Some(Kept::Kind) => doc.kind = Some(value),
+                Some(Kept::ApiVersion) => doc.api_version = Some(value),
+                Some(Kept::Metadata) => doc.metadata = Some(value),
+                // A later `items` that is not an array replaces an earlier one.
+                Some(Kept::Items) => doc.items = None,
+                None => {}
+            }
+            end
+        };
+        j = ws(b, end);
+        match b.get(j) {
+            Some(b',') => j = ws(b, j + 1),
+            Some(b'}') => {
+                doc.text = &text[i..=j];
+                return Ok((doc, j + 1));
+            }
             _ => return Err(Refused),
         }
     }
 }
 
-/// The value of `key` in the object `text`, the last one when a key repeats (as a parsed
-/// object keeps it). Keys written with escapes are compared as decoded.
-pub fn member<'a>(members: &[(&str, &'a str)], key: &str) -> Option<&'a str> {
-    members
-        .iter()
-        .rev()
-        .find(|(k, _)| {
-            *k == key
-                || (k.contains('\\')
-                    && serde_json::from_str::<String>(&format!("\"{k}\"")).is_ok_and(|d| d == key))
-        })
-        .map(|(_, v)| *v)
-}
-
-/// The elements of the array `text` (with nothing but whitespace around it), each as its
-/// text.
-pub fn elements(text: &str) -> Result<Vec<&str>, Refused> {
+/// The documents of the array that starts at `open`, `depth` containers deep, and the
+/// index just past it.
+fn documents_at(
+    text: &str,
+    open: usize,
+    depth: usize,
+) -> Result<(Vec<Document<'_>>, usize), Refused> {
     let b = text.as_bytes();
-    let mut i = ws(b, 0);
-    if b.get(i) != Some(&b'[') {
+    if depth + 1 > MAX_DEPTH {
         return Err(Refused);
     }
-    i = ws(b, i + 1);
     let mut out = Vec::new();
+    let mut i = ws(b, open + 1);
     if b.get(i) == Some(&b']') {
-        return if ws(b, i + 1) == b.len() {
-            Ok(out)
-        } else {
-            Err(Refused)
-        };
+        return Ok((out, i + 1));
     }
     loop {
-        let end = value_end(b, i, 1)?;
-        out.push(&text[i..end]);
+        let (doc, end) = document_at(text, i, depth + 1)?;
+        out.push(doc);
         i = ws(b, end);
         match b.get(i) {
             Some(b',') => i = ws(b, i + 1),
-            Some(b']') if ws(b, i + 1) == b.len() => return Ok(out),
+            Some(b']') => return Ok((out, i + 1)),
             _ => return Err(Refused),
         }
     }
@@ -310,20 +377,72 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_list_splits_into_its_members_and_elements() {
-        let text = r#" {"kind": "List", "items": [ {"a": [1, 2.5e3, -0]}, "x\"y", null ], "k\u0065y": true } "#;
-        validate(text).unwrap();
-        let m = members(text).unwrap();
-        assert_eq!(member(&m, "kind"), Some(r#""List""#));
-        assert_eq!(member(&m, "key"), Some("true"));
-        let items = elements(member(&m, "items").unwrap()).unwrap();
-        assert_eq!(items, vec![r#"{"a": [1, 2.5e3, -0]}"#, r#""x\"y""#, "null"]);
+    fn every_kind_of_value_is_scanned_to_its_end() {
+        let text = r#" {"kind": "List", "items": [ {"a": [1, 2.5e3, -0]}, "x\"y", null, true, false, {} ] } "#;
+        let items: Vec<&str> = document(text)
+            .unwrap()
+            .items
+            .unwrap()
+            .iter()
+            .map(|d| d.text)
+            .collect();
+        assert_eq!(
+            items,
+            vec![
+                r#"{"a": [1, 2.5e3, -0]}"#,
+                r#""x\"y""#,
+                "null",
+                "true",
+                "false",
+                "{}"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_list_splits_into_its_documents_in_one_pass() {
+        let text = r#" {"kind": "PodList", "apiVersion": "v1", "metadata": {"a": 1},
+            "items": [ {"kind": "Pod", "spec": {"items": 1}, "k\u0069nd": "Node"},
+                       {"kind": "List", "items": [ {"apiVersion": "x"} ]}, 7 ] } "#;
+        let doc = document(text).unwrap();
+        assert_eq!(doc.text, text.trim());
+        assert_eq!(doc.kind, Some(r#""PodList""#));
+        assert_eq!(doc.api_version, Some(r#""v1""#));
+        assert_eq!(doc.metadata, Some(r#"{"a": 1}"#));
+        let items = doc.items.unwrap();
+        assert_eq!(items.len(), 3);
+        // The last of a repeated key, compared as decoded; an `items` deeper down is not
+        // the object's own.
+        assert_eq!(items[0].kind, Some(r#""Node""#));
+        assert_eq!(items[0].items, None);
+        assert_eq!(
+            items[1].items.as_ref().unwrap()[0].api_version,
+            Some(r#""x""#)
+        );
+        assert_eq!(items[2].text, "7");
+        assert_eq!(items[2].kind, None);
+    }
+
+    #[test]
+    fn an_items_member_that_is_not_a_list_leaves_the_document_without_items() {
+        assert_eq!(document(r#"{"items": 1}"#).unwrap().items, None);
+        assert_eq!(
+            document(r#"{"items": [], "items": {}}"#).unwrap().items,
+            None
+        );
+        assert_eq!(
+            document(r#"{"items": {}, "items": []}"#).unwrap().items,
+            Some(vec![])
+        );
+        let docs = documents(r#"[{"kind": "A"}, []]"#).unwrap();
+        assert_eq!(docs[0].kind, Some(r#""A""#));
+        assert_eq!(docs[1].text, "[]");
     }
 
     #[test]
     fn a_repeated_key_reads_as_its_last_value() {
-        let m = members(r#"{"kind": "A", "kind": "B"}"#).unwrap();
-        assert_eq!(member(&m, "kind"), Some(r#""B""#));
+        let doc = document(r#"{"kind": "A", "kind": "B"}"#).unwrap();
+        assert_eq!(doc.kind, Some(r#""B""#));
     }
 
     #[test]
@@ -347,13 +466,10 @@ mod tests {
                 serde_json::from_str::<serde::de::IgnoredAny>(bad).is_err(),
                 "{bad}"
             );
-            assert_eq!(validate(bad), Err(Refused), "{bad}");
-            if bad.starts_with('{') {
-                assert_eq!(members(bad), Err(Refused), "{bad}");
-            }
             if bad.starts_with('[') {
-                assert_eq!(elements(bad), Err(Refused), "{bad}");
+                assert_eq!(documents(bad), Err(Refused), "{bad}");
             }
+            assert_eq!(document(bad), Err(Refused), "{bad}");
         }
     }
 
@@ -385,6 +501,8 @@ mod tests {
     fn nesting_as_deep_as_serde_json_allows_still_scans() {
         let deep = format!("{}{}", "[".repeat(127), "]".repeat(127));
         assert!(serde_json::from_str::<serde_json::Value>(&deep).is_ok());
-        assert_eq!(validate(&deep), Ok(()));
+        assert!(document(&deep).is_ok());
+        let deeper = format!("{}{}", "[".repeat(128), "]".repeat(128));
+        assert_eq!(document(&deeper), Err(Refused));
     }
 }

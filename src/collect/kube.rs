@@ -246,19 +246,15 @@ impl<'t> Page<'t> {
             #[serde(default, rename = "continue")]
             next: Option<String>,
         }
-        let (items, metadata) = match json_spans::members(text) {
-            Ok(members) => (
-                json_spans::member(&members, "items"),
-                json_spans::member(&members, "metadata"),
-            ),
-            Err(_) => return Page::canonical(text),
+        // One pass splits the page and its items (an `items` that is not a list holds none).
+        let Ok(page) = json_spans::document(text) else {
+            return Page::canonical(text);
         };
-        let items = match items.map(json_spans::elements) {
-            Some(Ok(items)) => items,
-            Some(Err(_)) => return Page::canonical(text),
-            None => Vec::new(),
-        };
-        let next = match metadata {
+        let items = page
+            .items
+            .map(|items| items.iter().map(|item| item.text).collect())
+            .unwrap_or_default();
+        let next = match page.metadata {
             Some(m) => {
                 serde_json::from_str::<ListMeta>(m)
                     .map_err(|err| err.to_string())?

@@ -241,20 +241,21 @@ impl From<json_spans::Refused> for Walk {
 /// A file's documents: a top-level array holds several, anything else is one.
 fn walk_file<'t>(text: &'t str, actions: &mut Vec<Action<'t>>) -> Result<(), Walk> {
     if json_spans::shape(text) == json_spans::Shape::Array {
-        for document in json_spans::elements(text)? {
-            walk_document(document, None, actions)?;
+        for document in json_spans::documents(text)? {
+            walk_document(&document, None, actions)?;
         }
         Ok(())
     } else {
-        walk_document(text, None, actions)
+        walk_document(&json_spans::document(text)?, None, actions)
     }
 }
 
 fn walk_document<'t>(
-    text: &'t str,
+    document: &json_spans::Document<'t>,
     list_item_kind: Option<(&str, &str)>,
     actions: &mut Vec<Action<'t>>,
 ) -> Result<(), Walk> {
+    let text = document.text;
     let shape = json_spans::shape(text);
     if shape != json_spans::Shape::Object {
         return Err(Walk::Shape(format!(
@@ -262,29 +263,27 @@ fn walk_document<'t>(
             shape_name(shape)
         )));
     }
-    let members = json_spans::members(text)?;
     // Items of typed lists (NodeMetricsList from --raw) carry no kind of their own.
-    let field = |key: &str, from_list: Option<&str>| match json_spans::member(&members, key) {
+    let field = |value: Option<&str>, from_list: Option<&str>| match value {
         None => from_list.unwrap_or_default().to_string(),
         Some(value) => serde_json::from_str::<String>(value).unwrap_or_default(),
     };
-    let kind = field("kind", list_item_kind.map(|(_, k)| k));
-    let api_version = field("apiVersion", list_item_kind.map(|(v, _)| v));
+    let kind = field(document.kind, list_item_kind.map(|(_, k)| k));
+    let api_version = field(document.api_version, list_item_kind.map(|(v, _)| v));
     if kind.is_empty() || api_version.is_empty() {
         return Err(Walk::Shape(format!(
             "object {} has no kind or apiVersion; snapshots are `kubectl get ... -o json` output",
             registry::name_in(text)
         )));
     }
-    if let Some(items) = json_spans::member(&members, "items")
-        .filter(|items| json_spans::shape(items) == json_spans::Shape::Array)
-    {
-        let metadata = json_spans::member(&members, "metadata")
+    if let Some(items) = &document.items {
+        let metadata = document
+            .metadata
             .and_then(|m| serde_json::from_str::<Value>(m).ok())
             .unwrap_or(Value::Null);
         actions.push(Action::List(serde_json::json!({ "metadata": metadata })));
         let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
-        for item in json_spans::elements(items)? {
+        for item in items {
             let hint = item_kind.map(|k| (api_version.as_str(), k));
             walk_document(item, hint, actions)?;
         }

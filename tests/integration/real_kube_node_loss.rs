@@ -129,6 +129,7 @@ async fn node_loss_on_a_real_control_plane_follows_the_labs_model_and_chaos_pass
         node_monitor_grace: GRACE,
         toleration: TOLERATION,
         node_lease: Duration::from_secs(4),
+        ..Timing::default()
     };
     let plane = ControlPlane::start(&bin, PLANE_SUBNET, timing, Kubelets::PerNode)
         .await

@@ -37,6 +37,9 @@ pub struct Timing {
     pub toleration: Duration,
     /// kwok `--node-lease-duration-seconds`.
     pub node_lease: Duration,
+    /// How often a Ready node's conditions get a fresh heartbeat (the `node-reports` stage;
+    /// 10 s, with up to 11 s of jitter, in `tools/k8s/kwok-stages.yaml`).
+    pub node_heartbeat: Duration,
 }
 
 impl Default for Timing {
@@ -46,8 +49,39 @@ impl Default for Timing {
             node_monitor_grace: Duration::from_secs(50),
             toleration: Duration::from_secs(300),
             node_lease: Duration::from_secs(40),
+            node_heartbeat: HEARTBEAT_IN_STAGES,
         }
     }
+}
+
+/// The `node-reports` delay as `tools/k8s/kwok-stages.yaml` writes it.
+const HEARTBEAT_IN_STAGES: Duration = Duration::from_secs(10);
+const HEARTBEAT_DELAY_IN_STAGES: &str =
+    "durationMilliseconds: 10000\n    jitterDurationMilliseconds: 11000";
+
+/// The Stage file kwok plays: the project's own, or (for a slower heartbeat) a copy in
+/// `dir` whose `node-reports` delay is `heartbeat`, with as much jitter again.
+fn stages_file(dir: &Path, heartbeat: Duration) -> Result<PathBuf, String> {
+    let stages = root().join(STAGES);
+    if heartbeat == HEARTBEAT_IN_STAGES {
+        return Ok(stages);
+    }
+    let text =
+        std::fs::read_to_string(&stages).map_err(|e| format!("{}: {e}", stages.display()))?;
+    if !text.contains(HEARTBEAT_DELAY_IN_STAGES) {
+        return Err(format!(
+            "{}: the node-reports stage no longer has the delay the launcher replaces ({HEARTBEAT_DELAY_IN_STAGES:?})",
+            stages.display()
+        ));
+    }
+    let ms = heartbeat.as_millis();
+    let text = text.replace(
+        HEARTBEAT_DELAY_IN_STAGES,
+        &format!("durationMilliseconds: {ms}\n    jitterDurationMilliseconds: {ms}"),
+    );
+    let copy = dir.join("kwok-stages.yaml");
+    std::fs::write(&copy, text).map_err(|e| format!("{}: {e}", copy.display()))?;
+    Ok(copy)
 }
 
 /// How nodes get their simulated kubelet.
@@ -72,6 +106,7 @@ struct NodeKubeletsInner {
     dir: PathBuf,
     ip: Ipv4Addr,
     node_lease: Duration,
+    stages: PathBuf,
     running: std::collections::BTreeMap<String, Process>,
     ports: std::collections::BTreeMap<String, u16>,
 }
@@ -98,6 +133,7 @@ impl NodeKubelets {
         let child = Command::new(inner.bin.join("kwok"))
             .args(kwok_args(
                 &admin,
+                &inner.stages,
                 inner.ip,
                 port,
                 inner.node_lease,
@@ -143,6 +179,7 @@ impl NodeKubelets {
 
 fn kwok_args(
     admin: &Path,
+    stages: &Path,
     ip: Ipv4Addr,
     port: u16,
     node_lease: Duration,
@@ -151,7 +188,7 @@ fn kwok_args(
     vec![
         format!("--kubeconfig={}", admin.display()),
         // What kwok does for a kubelet: the project's Stage objects (kwok has none built in).
-        format!("--config={}", root().join(STAGES).display()),
+        format!("--config={}", stages.display()),
         manage.to_string(),
         // Always an address on the plane's loopback IP: without one, kwok listens on all.
         format!("--server-address={ip}:{port}"),
@@ -248,6 +285,7 @@ impl ControlPlane {
             (Identity::Reader, secret()?),
             (Identity::Narrow, secret()?),
         ];
+        let stages = stages_file(&dir, timing.node_heartbeat)?;
         let mut plane = ControlPlane {
             ip,
             dir: dir.clone(),
@@ -263,6 +301,7 @@ impl ControlPlane {
                     dir: dir.clone(),
                     ip,
                     node_lease: timing.node_lease,
+                    stages: stages.clone(),
                     running: Default::default(),
                     ports: Default::default(),
                 })),
@@ -471,6 +510,7 @@ impl ControlPlane {
             "kwok",
             kwok_args(
                 &admin,
+                &stages_file(&self.dir, timing.node_heartbeat)?,
                 ip,
                 KWOK_PORT,
                 timing.node_lease,
@@ -606,4 +646,31 @@ fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+#[cfg(test)]
+mod stages_tests {
+    #[test]
+    fn the_default_heartbeat_plays_the_projects_own_stages() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = super::stages_file(dir.path(), super::Timing::default().node_heartbeat).unwrap();
+        assert_eq!(file, super::root().join(super::STAGES));
+    }
+
+    #[test]
+    fn a_slower_heartbeat_plays_a_copy_with_that_delay_and_nothing_else_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = super::stages_file(dir.path(), std::time::Duration::from_secs(1800)).unwrap();
+        assert_eq!(file, dir.path().join("kwok-stages.yaml"));
+        let copy = std::fs::read_to_string(&file).unwrap();
+        let original = std::fs::read_to_string(super::root().join(super::STAGES)).unwrap();
+        assert!(
+            copy.contains("durationMilliseconds: 1800000\n    jitterDurationMilliseconds: 1800000")
+        );
+        assert!(!copy.contains("durationMilliseconds: 10000"));
+        assert_eq!(
+            copy.replace("1800000", "X"),
+            original.replace("10000", "X").replace("11000", "X")
+        );
+    }
 }
