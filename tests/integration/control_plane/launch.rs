@@ -506,11 +506,19 @@ impl ControlPlane {
             ],
         )?;
         let admin = self.kubeconfig(Identity::Admin);
+        // The stages `start` chose (and wrote, for a slower heartbeat) for every kwok.
+        let stages = self
+            .node_kubelets
+            .inner
+            .lock()
+            .expect("kubelets lock")
+            .stages
+            .clone();
         self.spawn(
             "kwok",
             kwok_args(
                 &admin,
-                &stages_file(&self.dir, timing.node_heartbeat)?,
+                &stages,
                 ip,
                 KWOK_PORT,
                 timing.node_lease,
