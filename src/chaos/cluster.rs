@@ -4,7 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use gates_core::state::Pod;
+use k8s_openapi::api::core::v1::Node;
 
 use crate::checks::CheckSpec;
 use crate::checks::replicated_controller::Params as Controller;

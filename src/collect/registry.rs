@@ -9,11 +9,11 @@ use serde::de::DeserializeOwned;
 use super::kinds::Kind;
 use crate::state::{
     Collected, L2AnnouncementPolicy, LonghornNode, LonghornReplica, LonghornSetting,
-    LonghornVolume, NodeMetrics, PodMetrics, State,
+    LonghornVolume, NodeMetrics, Pod, PodMetrics, State,
 };
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 macro_rules! registry {

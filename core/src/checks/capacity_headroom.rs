@@ -7,7 +7,9 @@
 //! follows the scheduler: its pod-level request if set, else max(app containers + sidecars,
 //! the largest init step), plus the pod overhead. Quantities are summed exactly.
 
-use k8s_openapi::api::core::v1::{Container, Node, Pod};
+use k8s_openapi::api::core::v1::Node;
+
+use crate::state::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Node, Service};
+
+use crate::state::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::Context;

@@ -7,8 +7,7 @@ use chrono::{TimeZone, Utc};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, PodSpec, PodStatus,
-    ResourceRequirements, Service, ServiceSpec, Taint,
+    Node, NodeCondition, NodeSpec, NodeStatus, ResourceRequirements, Service, ServiceSpec, Taint,
 };
 use k8s_openapi::api::policy::v1::{
     PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
@@ -22,9 +21,10 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::Context;
 use crate::config::Environment;
 use crate::state::{
-    Collected, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornDisk, LonghornNode,
-    LonghornNodeSpec, LonghornReplica, LonghornReplicaSpec, LonghornSetting, LonghornVolume,
-    LonghornVolumeSpec, LonghornVolumeStatus, NodeMetrics, ResourceUsage, Source, State,
+    Collected, Container, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornDisk,
+    LonghornNode, LonghornNodeSpec, LonghornReplica, LonghornReplicaSpec, LonghornSetting,
+    LonghornVolume, LonghornVolumeSpec, LonghornVolumeStatus, NodeMetrics, Pod, PodCondition,
+    PodSpec, PodStatus, ResourceUsage, Source, State,
 };
 use crate::verdict::Finding;
 
@@ -316,9 +316,7 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
                 conditions: Some(vec![PodCondition {
                     type_: "Ready".into(),
                     status: "True".into(),
-                    ..Default::default()
                 }]),
-                ..Default::default()
             }),
         },
     }
@@ -340,7 +338,6 @@ impl PodBuilder {
             status.conditions = Some(vec![PodCondition {
                 type_: "Ready".into(),
                 status: "False".into(),
-                ..Default::default()
             }]);
         }
         self
@@ -392,7 +389,6 @@ impl PodBuilder {
                 requests: Some(quantities(cpu, memory)),
                 ..Default::default()
             }),
-            ..Default::default()
         });
         self
     }

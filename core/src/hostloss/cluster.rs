@@ -10,14 +10,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::LazyLock;
 
-use k8s_openapi::api::core::v1::{Container, Node, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::Input;
 use crate::config::{CapacityBasis, Environment};
 use crate::quantity::Quantity;
-use crate::state::{Collected, State};
+use crate::state::{Collected, Container, Pod, State};
 
 pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";

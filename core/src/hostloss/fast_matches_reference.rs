@@ -4,7 +4,9 @@
 //! node selectors, node affinity, tolerations, anti-affinity, spread and priorities. Every
 //! host's whole prediction must be the same, to the last word.
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
+
+use crate::state::Pod;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::schedule::{Mode, MoveOutcome};

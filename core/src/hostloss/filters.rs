@@ -13,12 +13,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{
-    NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinityTerm, Taint, Toleration,
+    NodeSelectorRequirement, NodeSelectorTerm, PodAffinityTerm, Taint, Toleration,
     TopologySpreadConstraint,
 };
 
 use super::cluster::{Res, TAINT_UNSCHEDULABLE};
 use crate::selector::{Requirement, Selector};
+use crate::state::Pod;
 
 /// Why a node cannot take a pod, as the scheduler words it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

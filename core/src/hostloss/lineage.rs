@@ -4,7 +4,7 @@
 //! whose name merely starts the same (`web-7d9f8-abcde` and `web-admin-7d9f8-fghij` are
 //! different workloads; `coredns-5d78c9869d-xk2lp` replaces `coredns-5d78c9869d-abcde`).
 
-use k8s_openapi::api::core::v1::Pod;
+use crate::state::Pod;
 use serde::{Deserialize, Serialize};
 
 /// What a pod shares with its replacement.

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
     PodAffinityTerm, PodAntiAffinity, Toleration, TopologySpreadConstraint,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
@@ -15,7 +15,7 @@ pub use crate::checks::testing::{
 };
 use crate::config::{CapacityBasis, Environment};
 use crate::hostloss::{Input, Prediction, ProtectedRef, predict};
-use crate::state::State;
+use crate::state::{Pod, State};
 
 /// The checks' default environment, judged by requests (no metrics needed), with no ingress
 /// Services to announce.
@@ -74,7 +74,7 @@ pub trait PodExt {
     fn anti_affinity(self, pairs: &[(&str, &str)], topology_key: &str) -> Pod;
     /// A DoNotSchedule spread constraint over pods with these labels.
     fn spread(self, max_skew: i32, topology_key: &str, pairs: &[(&str, &str)]) -> Pod;
-    fn spec_mut(&mut self) -> &mut k8s_openapi::api::core::v1::PodSpec;
+    fn spec_mut(&mut self) -> &mut crate::state::PodSpec;
 }
 
 impl PodExt for Pod {
@@ -173,7 +173,7 @@ impl PodExt for Pod {
         self
     }
 
-    fn spec_mut(&mut self) -> &mut k8s_openapi::api::core::v1::PodSpec {
+    fn spec_mut(&mut self) -> &mut crate::state::PodSpec {
         self.spec.get_or_insert_with(Default::default)
     }
 }

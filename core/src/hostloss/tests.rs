@@ -692,7 +692,7 @@ fn usage_env() -> crate::config::Environment {
     env
 }
 
-fn two_web_pods() -> Vec<k8s_openapi::api::core::v1::Pod> {
+fn two_web_pods() -> Vec<crate::state::Pod> {
     vec![
         app_pod("web", 1, "cp-1", "500m", "1Gi"),
         app_pod("web", 2, "cp-2", "500m", "1Gi"),

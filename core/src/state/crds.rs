@@ -139,7 +139,7 @@ pub struct LonghornSetting {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeMetrics {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::meta::identity")]
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub timestamp: Option<String>,
@@ -153,7 +153,7 @@ pub struct NodeMetrics {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodMetrics {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::meta::identity")]
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub timestamp: Option<String>,

@@ -8,6 +8,8 @@
 mod chaos_summary;
 mod crds;
 mod infra;
+mod meta;
+mod pod;
 pub mod provenance;
 
 pub use chaos_summary::{Summary, SummaryTrial};
@@ -19,6 +21,8 @@ pub use crds::{
     ResourceUsage,
 };
 
+pub use pod::{Container, Pod, PodCondition, PodSpec, PodStatus};
+
 pub use infra::{
     ApiState, EtcdMemberView, EtcdView, Placement, ProxmoxHost, ProxmoxState, ProxmoxVm,
     TalosEndpoint, TalosState,
@@ -27,7 +31,7 @@ pub use infra::{
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde::Serialize;
 

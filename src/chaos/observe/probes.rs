@@ -9,9 +9,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use gates_core::state::Pod;
 use gates_infra::RetryPolicy;
 use gates_infra::talos::{TalosClient, TalosOptions};
-use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
 use crate::chaos::cluster::controllers_without_ready_replica;
