@@ -101,19 +101,73 @@ pub async fn write_live(
     if collected.is_empty() {
         return Err(SnapshotWriteError::NothingCollected { absent });
     }
-    let list = json!({
-        "apiVersion": "v1",
-        "kind": "List",
-        "metadata": {
-            "annotations": {
-                COLLECTED_ANNOTATION: collected.join(","),
-                ABSENT_ANNOTATION: absent.join("\n"),
-                INFRA_ANNOTATION: infra,
-                super::snapshot::PROVENANCE_ANNOTATION: provenance,
-                super::completeness::INCOMPLETE_ANNOTATION: missing.join("\n"),
-            }
-        },
-        "items": Value::Array(items),
+    let metadata = json!({
+        "annotations": {
+            COLLECTED_ANNOTATION: collected.join(","),
+            ABSENT_ANNOTATION: absent.join("\n"),
+            INFRA_ANNOTATION: infra,
+            super::snapshot::PROVENANCE_ANNOTATION: provenance,
+            super::completeness::INCOMPLETE_ANNOTATION: missing.join("\n"),
+        }
     });
-    Ok(serde_json::to_string_pretty(&list)?)
+    Ok(list_text(&metadata, &items)?)
+}
+
+/// A `v1` `List` with its metadata indented and each item compact on a line of its own.
+///
+/// Pretty-printing a hundred thousand pods made the file two-thirds whitespace (403 MiB
+/// against 243 MiB at 5,000 nodes), and a reader holds the whole text while it types the
+/// objects. One object per line keeps the file readable with `grep`, `jq` and a diff
+/// per object.
+pub fn list_text(metadata: &Value, items: &[Value]) -> Result<String, serde_json::Error> {
+    let mut out = Vec::with_capacity(1024 + items.len() * 1024);
+    out.extend_from_slice(b"{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"metadata\": ");
+    serde_json::to_writer_pretty(&mut out, metadata)?;
+    out.extend_from_slice(b",\n  \"items\": [");
+    for (i, item) in items.iter().enumerate() {
+        out.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
+        serde_json::to_writer(&mut out, item)?;
+    }
+    out.extend_from_slice(if items.is_empty() {
+        b"]\n}\n"
+    } else {
+        b"\n  ]\n}\n"
+    });
+    // serde_json writes UTF-8 only.
+    Ok(String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_has_one_object_per_line_and_reads_back_as_the_same_json() {
+        let metadata = json!({"annotations": {"gates.adr/collected": "nodes/v1"}});
+        let items = vec![
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cp-1", "labels": {"a": "b"}}}),
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cp-2"}}),
+        ];
+        let text = list_text(&metadata, &items).expect("written");
+        let lines: Vec<&str> = text.lines().collect();
+        let object_lines: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.starts_with("{\"apiVersion\":\"v1\",\"kind\":\"Node\""))
+            .collect();
+        assert_eq!(object_lines.len(), 2, "{text}");
+        assert!(object_lines[0].contains("\"name\":\"cp-1\""), "{text}");
+        let read: Value = serde_json::from_str(&text).expect("valid JSON");
+        assert_eq!(
+            read,
+            json!({"apiVersion": "v1", "kind": "List", "metadata": metadata, "items": items})
+        );
+    }
+
+    #[test]
+    fn an_empty_list_is_valid_json() {
+        let text = list_text(&json!({}), &[]).expect("written");
+        let read: Value = serde_json::from_str(&text).expect("valid JSON");
+        assert_eq!(read["items"], json!([]));
+    }
 }
