@@ -12,6 +12,8 @@
 //! reported the node) makes the outcome `unknown`, not a guess from requests: requests can
 //! still prove a loss fatal or degraded, never that it is fine.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use super::cluster::{Cluster, Res};
@@ -73,21 +75,25 @@ pub fn predict(cluster: &Cluster<'_>, _lost: &[usize], placement: &Placement, lo
             }
         }
     }
+    // A moved pod without metrics is assumed to use what it requests: their requests per
+    // receiving node, summed in one pass over the placements.
+    let mut unmeasured: HashMap<usize, Res> = HashMap::new();
+    for &(i, n) in placement
+        .placed
+        .iter()
+        .filter(|&&(i, _)| cluster.pods[i].usage.is_none())
+    {
+        let sum = unmeasured.entry(n).or_default();
+        *sum = sum.plus(cluster.pods[i].requests);
+    }
     for n in receiving {
         let node = &cluster.nodes[n];
         let added = placement.added[&n];
         let requests = node.requested.plus(added);
-        // A moved pod without metrics is assumed to use what it requests.
         let usage = node.usage.filter(|_| cluster.usage_basis).map(|u| {
             let measured = placement.added_usage.get(&n).copied().unwrap_or_default();
-            let unmeasured: Res = placement
-                .placed
-                .iter()
-                .filter(|&&(i, m)| m == n && cluster.pods[i].usage.is_none())
-                .fold(Res::default(), |sum, &(i, _)| {
-                    sum.plus(cluster.pods[i].requests)
-                });
-            u.plus(measured).plus(unmeasured)
+            u.plus(measured)
+                .plus(unmeasured.get(&n).copied().unwrap_or_default())
         });
         let used = |req: i64, use_: Option<i64>| use_.map_or(req, |u| u.max(req));
         let cpu_used = used(requests.cpu_m, usage.map(|u| u.cpu_m));

@@ -281,6 +281,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
         placed_holders: Vec::new(),
         lost_taints: lost_taints(),
     };
+    sim.shapes.set_apart(lost, &sim.requested);
     let mut out = Placement::default();
     let mut pending = Vec::new();
     for &node in lost {

@@ -104,7 +104,13 @@ impl Sim<'_, '_> {
                 .for_each(&mut consider);
         } else {
             // Each shape's best node that passes, then the best of those.
-            for group in &self.shapes.groups {
+            let shapes = &self.shapes;
+            for (group, _) in shapes
+                .groups
+                .iter()
+                .zip(&shapes.lost)
+                .filter(|&(_, &lost)| !lost || template.tolerates_lost)
+            {
                 if let Some(&(_, n)) = group
                     .iter()
                     .find(|&&(_, n)| template.feasible_set.contains(n) && passes(n))
