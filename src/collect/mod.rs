@@ -40,7 +40,9 @@ pub async fn live_with(
     env: &Environment,
     kube: &Result<::kube::Client, kube::KubeError>,
 ) -> State {
-    let (mut state, talos, api, identity) = tokio::join!(
+    // Proxmox is read beside the Kubernetes lists; only matching its VMs to the nodes waits
+    // for them.
+    let (mut state, talos, api, identity, proxmox) = tokio::join!(
         kube::collect(env, kube),
         talos_part(env),
         api_part(env),
@@ -49,16 +51,16 @@ pub async fn live_with(
             "reading the cluster identity",
             identity::live(env, kube.as_ref().ok()),
             |_| { identity::offline(env) }
-        )
+        ),
+        proxmox_read(config, env)
     );
     state.talos = talos;
     state.api = api;
     state.cluster_identity = identity;
-    state.proxmox = proxmox_part(config, env, state.nodes.present().map(Vec::as_slice)).await;
+    state.proxmox = proxmox_place(proxmox, state.nodes.present().map(Vec::as_slice));
     state
 }
 
-/// The Talos API of each control plane, when the environment has a `talos` section.
 pub async fn talos_part(env: &Environment) -> Collected<crate::state::TalosState> {
     match &env.talos {
         Some(access) => deadline::within(env, "the Talos API", talos::collect(env, access), Err)
@@ -90,20 +92,32 @@ pub async fn proxmox_part(
     env: &Environment,
     nodes: Option<&[k8s_openapi::api::core::v1::Node]>,
 ) -> Collected<crate::state::ProxmoxState> {
+    proxmox_place(proxmox_read(config, env).await, nodes)
+}
+
+/// What Proxmox answers, within the environment's deadline; its VMs are not yet matched to
+/// the nodes ([`proxmox_place`]).
+pub async fn proxmox_read(config: &Config, env: &Environment) -> Collected<proxmox::Read> {
     match &env.proxmox {
-        Some(access) => deadline::within(
-            env,
-            "Proxmox",
-            proxmox::collect(config, env, access, nodes),
-            Err,
-        )
-        .await
-        .map_or_else(Collected::Absent, Collected::Present),
+        Some(access) => deadline::within(env, "Proxmox", proxmox::read(config, env, access), Err)
+            .await
+            .map_or_else(Collected::Absent, Collected::Present),
         None => Collected::NotApplicable(format!("no `proxmox` section in {}", env.file.display())),
     }
 }
 
-/// Gate 4's evidence: the newest chaos report of the environment under `reports`.
+/// The Proxmox state, with the VMs matched to `nodes`.
+pub fn proxmox_place(
+    read: Collected<proxmox::Read>,
+    nodes: Option<&[k8s_openapi::api::core::v1::Node]>,
+) -> Collected<crate::state::ProxmoxState> {
+    match read {
+        Collected::Present(read) => Collected::Present(proxmox::place(read, nodes)),
+        Collected::Absent(why) => Collected::Absent(why),
+        Collected::NotApplicable(why) => Collected::NotApplicable(why),
+    }
+}
+
 pub fn chaos_report(state: &mut State, env: &Environment, reports: &std::path::Path) {
     state.chaos_report = match crate::chaos::report::newest(reports, &env.name) {
         Ok(Some(summary)) => Collected::Present(summary),

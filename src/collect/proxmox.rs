@@ -97,12 +97,23 @@ fn scope(access: &ProxmoxAccess) -> proxmox::VmScope {
     }
 }
 
-pub async fn collect(
+/// What Proxmox answered, before its VMs are matched to the Kubernetes nodes. Reading it
+/// does not need the nodes, so a live run reads it beside the Kubernetes lists.
+pub struct Read {
+    inventory: proxmox::Inventory,
+    /// This environment's VM scope.
+    mine: proxmox::VmScope,
+    /// Every environment on the same Proxmox cluster, with its scope.
+    scopes: Vec<(String, proxmox::VmScope)>,
+    match_by_name: bool,
+}
+
+/// The hosts, every VM, and the configs of this environment's VMs.
+pub async fn read(
     config: &Config,
     env: &Environment,
     access: &ProxmoxAccess,
-    nodes: Option<&[Node]>,
-) -> Result<ProxmoxState, String> {
+) -> Result<Read, String> {
     let client = client(env, access).map_err(|err| err.to_string())?;
     // Every VM, so other environments' VMs on the same hosts are known too; the configs
     // (SMBIOS uuids) only of this environment's, the ones nodes are matched against.
@@ -115,16 +126,32 @@ pub async fn collect(
         proxmox::collect_inventory_reading(&client, &everything, &mine, access.concurrency)
             .await
             .map_err(|err| err.to_string())?;
-    let scopes: Vec<(&str, proxmox::VmScope)> = config
+    let scopes = config
         .environments
         .values()
         .filter_map(|e| {
             e.proxmox
                 .as_ref()
                 .filter(|p| p.url == access.url)
-                .map(|p| (e.name.as_str(), scope(p)))
+                .map(|p| (e.name.clone(), scope(p)))
         })
         .collect();
+    Ok(Read {
+        inventory,
+        mine,
+        scopes,
+        match_by_name: access.match_by_name,
+    })
+}
+
+/// The Proxmox picture of the environment: what was read, with its VMs matched to `nodes`.
+pub fn place(read: Read, nodes: Option<&[Node]>) -> ProxmoxState {
+    let Read {
+        inventory,
+        mine,
+        scopes,
+        match_by_name,
+    } = read;
     let vms = inventory
         .vms
         .iter()
@@ -138,7 +165,7 @@ pub async fn collect(
             environments: scopes
                 .iter()
                 .filter(|(_, s)| s.matches(&vm.vm))
-                .map(|(n, _)| n.to_string())
+                .map(|(n, _)| n.clone())
                 .collect(),
         })
         .collect();
@@ -165,7 +192,7 @@ pub async fn collect(
         &identities,
         &in_scope,
         MappingOptions {
-            allow_name_fallback: access.match_by_name,
+            allow_name_fallback: match_by_name,
         },
     ) {
         Ok(mapping) => (
@@ -202,7 +229,7 @@ pub async fn collect(
             })
         })
         .collect();
-    Ok(ProxmoxState {
+    ProxmoxState {
         unread_vm_configs,
         hosts: inventory
             .nodes
@@ -216,5 +243,5 @@ pub async fn collect(
         placements,
         unmatched_nodes,
         mapping_error,
-    })
+    }
 }

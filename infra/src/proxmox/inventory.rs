@@ -161,6 +161,13 @@ pub async fn collect_inventory_reading(
         }
     }
 
+    // The first HA resource of each guest, as a search from the front would find it.
+    let mut ha_by_vmid = std::collections::HashMap::new();
+    for r in &ha {
+        if let Some(vmid) = r.vmid {
+            ha_by_vmid.entry(vmid).or_insert(r);
+        }
+    }
     let vms = vms
         .into_iter()
         .zip(results)
@@ -177,10 +184,7 @@ pub async fn collect_inventory_reading(
                     }),
                 ),
             };
-            let ha = ha
-                .iter()
-                .find(|r| r.vmid == Some(vm.vmid))
-                .map(|r| r.state.clone());
+            let ha = ha_by_vmid.get(&vm.vmid).map(|r| r.state.clone());
             InventoryVm {
                 vm,
                 smbios_uuid,

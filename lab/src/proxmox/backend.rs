@@ -16,6 +16,14 @@ pub trait ProxmoxBackend: Send + Sync + 'static {
     /// (which is stale or `Unknown` for guests of a dead host, as the model decides).
     fn vms(&self) -> Vec<VmInfo>;
 
+    /// Guest `vmid` as [`ProxmoxBackend::vms`] shows it; `None` if no such guest exists.
+    /// Requests about one guest (its config, its status, a power action) ask this instead of
+    /// listing every guest: at 5,000 guests, building the whole list per request made reading
+    /// every guest's config quadratic.
+    fn vm(&self, vmid: u32) -> Option<VmInfo> {
+        self.vms().into_iter().find(|vm| vm.vmid == vmid)
+    }
+
     /// The configuration of guest `vmid` wherever it lives; `None` if no such guest exists.
     fn vm_config(&self, vmid: u32) -> Option<VmConfig>;
 

@@ -457,11 +457,7 @@ impl Ctx<'_> {
     }
 
     fn vm_on(&self, node: &str, vmid: u32) -> Option<VmInfo> {
-        self.api
-            .backend
-            .vms()
-            .into_iter()
-            .find(|vm| vm.vmid == vmid && vm.node == node)
+        self.api.backend.vm(vmid).filter(|vm| vm.node == node)
     }
 
     fn qemu_list(&self, node: &str) -> Resp {
@@ -562,12 +558,7 @@ impl Ctx<'_> {
     }
 
     fn vm_action(&self, node: &str, vmid: u32, action: VmAction) -> Resp {
-        let ha_vm = self
-            .api
-            .backend
-            .vms()
-            .into_iter()
-            .find(|vm| vm.vmid == vmid && vm.ha_managed());
+        let ha_vm = self.api.backend.vm(vmid).filter(|vm| vm.ha_managed());
         if action == VmAction::Start && !self.quorate() {
             return response::error(500, "cluster not ready - no quorum?");
         }
@@ -863,11 +854,7 @@ fn run_vm_action(
             .ha_request(vmid, state)
             .map_err(|e| e.to_string());
     }
-    let on_node = api
-        .backend
-        .vms()
-        .iter()
-        .any(|vm| vm.vmid == vmid && vm.node == node);
+    let on_node = api.backend.vm(vmid).is_some_and(|vm| vm.node == node);
     if !on_node {
         return Err(match action {
             VmAction::Start => Ctx::missing_config(node, vmid),

@@ -86,57 +86,13 @@ impl ProxmoxBackend for LabBackend {
     }
 
     fn vms(&self) -> Vec<VmInfo> {
-        self.shared.read(|w| {
-            let now = w.clock.now();
-            w.nodes
-                .iter()
-                .map(|n| {
-                    let online = w.hosts[n.host].online;
-                    let status = if !online {
-                        VmStatus::Unknown
-                    } else if n.vm_running {
-                        VmStatus::Running
-                    } else {
-                        VmStatus::Stopped
-                    };
-                    VmInfo {
-                        vmid: n.vmid,
-                        name: n.name.clone(),
-                        node: w.hosts[n.host].name.clone(),
-                        status,
-                        tags: n.tags.clone(),
-                        ha: n.ha.then(|| HaInfo {
-                            requested: if n.vm_running {
-                                HaState::Started
-                            } else {
-                                HaState::Stopped
-                            },
-                            crm_state: if !online {
-                                "fence".into()
-                            } else if n.vm_running {
-                                "started".into()
-                            } else {
-                                "stopped".into()
-                            },
-                        }),
-                        uptime: if n.vm_running && online {
-                            now.saturating_sub(n.vm_started_at).as_secs()
-                        } else {
-                            0
-                        },
-                        maxcpu: (n.cpu_milli / 1000).max(1) as u32,
-                        cpu: if n.booted { 0.12 } else { 0.0 },
-                        maxmem: n.memory_bytes.max(0) as u64,
-                        mem: if n.vm_running {
-                            (n.memory_bytes / 2).max(0) as u64
-                        } else {
-                            0
-                        },
-                        maxdisk: 64 << 30,
-                    }
-                })
-                .collect()
-        })
+        self.shared
+            .read(|w| (0..w.nodes.len()).map(|n| vm_info(w, n)).collect())
+    }
+
+    fn vm(&self, vmid: u32) -> Option<VmInfo> {
+        self.shared
+            .read(|w| w.node_by_vmid(vmid).map(|n| vm_info(w, n)))
     }
 
     fn vm_config(&self, vmid: u32) -> Option<VmConfig> {
@@ -418,3 +374,52 @@ impl TalosBackend for LabBackend {
 }
 
 use std::net::IpAddr;
+
+/// Guest `n` of the world as Proxmox shows it: its state follows its host's and its own power.
+fn vm_info(w: &World, n: usize) -> VmInfo {
+    let now = w.clock.now();
+    let n = &w.nodes[n];
+    let online = w.hosts[n.host].online;
+    let status = if !online {
+        VmStatus::Unknown
+    } else if n.vm_running {
+        VmStatus::Running
+    } else {
+        VmStatus::Stopped
+    };
+    VmInfo {
+        vmid: n.vmid,
+        name: n.name.clone(),
+        node: w.hosts[n.host].name.clone(),
+        status,
+        tags: n.tags.clone(),
+        ha: n.ha.then(|| HaInfo {
+            requested: if n.vm_running {
+                HaState::Started
+            } else {
+                HaState::Stopped
+            },
+            crm_state: if !online {
+                "fence".into()
+            } else if n.vm_running {
+                "started".into()
+            } else {
+                "stopped".into()
+            },
+        }),
+        uptime: if n.vm_running && online {
+            now.saturating_sub(n.vm_started_at).as_secs()
+        } else {
+            0
+        },
+        maxcpu: (n.cpu_milli / 1000).max(1) as u32,
+        cpu: if n.booted { 0.12 } else { 0.0 },
+        maxmem: n.memory_bytes.max(0) as u64,
+        mem: if n.vm_running {
+            (n.memory_bytes / 2).max(0) as u64
+        } else {
+            0
+        },
+        maxdisk: 64 << 30,
+    }
+}

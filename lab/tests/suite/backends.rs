@@ -18,6 +18,23 @@ fn backend(name: &str) -> LabBackend {
 }
 
 #[tokio::test(start_paused = true)]
+async fn one_guest_looked_up_by_vmid_is_the_guest_the_list_shows_before_and_after_its_host_dies() {
+    let b = backend("adr-007");
+    let same_as_list = |b: &LabBackend| {
+        for listed in b.vms() {
+            assert_eq!(b.vm(listed.vmid), Some(listed.clone()), "VM {}", listed.vmid);
+        }
+    };
+    same_as_list(&b);
+    assert_eq!(b.vm(999), None);
+    let host = b.vm(101).expect("101").node;
+    b.host_power(&host, HostCommand::Shutdown).expect("host shutdown");
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert_eq!(b.vm(101).map(|v| v.status), Some(VmStatus::Unknown));
+    same_as_list(&b);
+}
+
+#[tokio::test(start_paused = true)]
 async fn proxmox_sees_hosts_vms_and_powers_them() {
     let b = backend("adr-007");
     let hosts = b.hosts();
