@@ -22,13 +22,19 @@ async fn one_guest_looked_up_by_vmid_is_the_guest_the_list_shows_before_and_afte
     let b = backend("adr-007");
     let same_as_list = |b: &LabBackend| {
         for listed in b.vms() {
-            assert_eq!(b.vm(listed.vmid), Some(listed.clone()), "VM {}", listed.vmid);
+            assert_eq!(
+                b.vm(listed.vmid),
+                Some(listed.clone()),
+                "VM {}",
+                listed.vmid
+            );
         }
     };
     same_as_list(&b);
     assert_eq!(b.vm(999), None);
     let host = b.vm(101).expect("101").node;
-    b.host_power(&host, HostCommand::Shutdown).expect("host shutdown");
+    b.host_power(&host, HostCommand::Shutdown)
+        .expect("host shutdown");
     tokio::time::sleep(Duration::from_secs(120)).await;
     assert_eq!(b.vm(101).map(|v| v.status), Some(VmStatus::Unknown));
     same_as_list(&b);
