@@ -25,8 +25,8 @@ use crate::config::{Config, Environment};
 use crate::state::{Collected, State};
 
 /// Everything live: the Kubernetes lists and, when the environment configures them, the
-/// Talos API, the API endpoint and Proxmox, all at once (Proxmox waits for the node list
-/// it maps VMs onto).
+/// Talos API, the API endpoint and Proxmox, all at once (only matching Proxmox VMs to nodes
+/// waits for the node list).
 pub async fn live(config: &Config, env: &Environment) -> State {
     live_with(config, env, &kube::client(env).await).await
 }
@@ -61,6 +61,7 @@ pub async fn live_with(
     state
 }
 
+/// The Talos API of each control plane, when the environment has a `talos` section.
 pub async fn talos_part(env: &Environment) -> Collected<crate::state::TalosState> {
     match &env.talos {
         Some(access) => deadline::within(env, "the Talos API", talos::collect(env, access), Err)
@@ -118,6 +119,7 @@ pub fn proxmox_place(
     }
 }
 
+/// Gate 4's evidence: the newest chaos report of the environment under `reports`.
 pub fn chaos_report(state: &mut State, env: &Environment, reports: &std::path::Path) {
     state.chaos_report = match crate::chaos::report::newest(reports, &env.name) {
         Ok(Some(summary)) => Collected::Present(summary),
