@@ -11,6 +11,8 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Refused;
 
+mod parallel;
+
 /// Below serde_json's own nesting limit (it refuses 128 levels): deeper texts are refused
 /// here and left to it.
 const MAX_DEPTH: usize = 127;
@@ -172,16 +174,31 @@ fn document_at(text: &str, i: usize, depth: usize) -> Result<(Document<'_>, usiz
 }
 
 /// The documents of the array that starts at `open`, `depth` containers deep, and the
-/// index just past it.
+/// index just past it. A large top-level list is split on several threads.
 fn documents_at(
     text: &str,
     open: usize,
     depth: usize,
 ) -> Result<(Vec<Document<'_>>, usize), Refused> {
-    let b = text.as_bytes();
     if depth + 1 > MAX_DEPTH {
         return Err(Refused);
     }
+    if depth == 1 && text.len() - open >= parallel::AT_LEAST {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if threads > 1 {
+            return parallel::documents_at(text, open, depth, threads);
+        }
+    }
+    documents_in_turn(text, open, depth)
+}
+
+/// [`documents_at`] on this thread alone.
+fn documents_in_turn(
+    text: &str,
+    open: usize,
+    depth: usize,
+) -> Result<(Vec<Document<'_>>, usize), Refused> {
+    let b = text.as_bytes();
     let mut out = Vec::new();
     let mut i = ws(b, open + 1);
     if b.get(i) == Some(&b']') {
