@@ -4,6 +4,7 @@
 pub mod api;
 pub mod completeness;
 pub mod deadline;
+mod file_text;
 pub mod identity;
 pub mod infra_record;
 pub mod json_spans;

@@ -78,7 +78,7 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
                 message,
             },
         )?;
-        let text = fs::read_to_string(file).map_err(|source| SnapshotError::Read {
+        let text = super::file_text::read(file, len).map_err(|source| SnapshotError::Read {
             file: file.clone(),
             source,
         })?;
