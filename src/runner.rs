@@ -2,6 +2,7 @@
 //! collected once, every selected trial is evaluated against it, and libtest-mimic prints
 //! the results so that libtest filters, `--list` and `--exact` behave as users expect.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
@@ -68,23 +69,56 @@ pub fn selected<'a>(args: &Arguments, specs: &'a [TrialSpec]) -> Vec<&'a TrialSp
 }
 
 /// Evaluate the selected trials against one state. Pure apart from measuring time.
+///
+/// Checks only read the state, so they run side by side on every core the process may use
+/// (on a large cluster the host-loss prediction alone takes as long as all the others
+/// together); the results keep the order of `specs`.
 pub fn evaluate(specs: &[&TrialSpec], env: &Environment, state: &State) -> Vec<TrialResult> {
     let ctx = Context { env, state };
-    specs
-        .iter()
-        .map(|spec| {
-            let started = Instant::now();
-            let finding = spec.check.evaluate(ctx);
-            TrialResult {
-                name: spec.name.clone(),
-                gate: spec.gate,
-                kind: spec.check.kind(),
-                instance: spec.check.instance().map(str::to_string),
-                finding,
-                duration: started.elapsed(),
-            }
-        })
-        .collect()
+    let one = |spec: &TrialSpec| {
+        let started = Instant::now();
+        let finding = spec.check.evaluate(ctx);
+        TrialResult {
+            name: spec.name.clone(),
+            gate: spec.gate,
+            kind: spec.check.kind(),
+            instance: spec.check.instance().map(str::to_string),
+            finding,
+            duration: started.elapsed(),
+        }
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(specs.len());
+    if threads <= 1 {
+        return specs.iter().map(|spec| one(spec)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, TrialResult)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(spec) = specs.get(i) else {
+                            return mine;
+                        };
+                        mine.push((i, one(spec)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    done.sort_unstable_by_key(|&(i, _)| i);
+    done.into_iter().map(|(_, result)| result).collect()
 }
 
 /// Print the results libtest-style; the trials replay what was already evaluated.
@@ -204,5 +238,45 @@ fn severity(verdict: Verdict) -> u8 {
         Verdict::Pass => 1,
         Verdict::Fail => 2,
         Verdict::Error => 3,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn results_keep_the_order_of_the_trials_whichever_thread_evaluated_them() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let config = Config::load(&root.join("gates"), &[]).expect("the project's config");
+        let env = config.environment("staging").expect("staging");
+        let snapshot = crate::collect::snapshot::read(
+            &[root.join("fixtures/snapshots/target-staging.json")],
+            chrono::Utc::now(),
+        )
+        .expect("a fixture");
+        let specs = trials(&config, env);
+        assert!(specs.len() > 4, "{} trials", specs.len());
+        let selected: Vec<&TrialSpec> = specs.iter().collect();
+        let results = evaluate(&selected, env, &snapshot.state);
+        let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
+        let wanted: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, wanted);
+        // Each result is its own trial's finding, as evaluating that trial alone gives.
+        for (spec, result) in specs.iter().zip(&results) {
+            let alone = evaluate(&[spec], env, &snapshot.state);
+            assert_eq!(
+                alone[0].finding.verdict, result.finding.verdict,
+                "{}",
+                spec.name
+            );
+            assert_eq!(
+                alone[0].finding.summary, result.finding.summary,
+                "{}",
+                spec.name
+            );
+        }
     }
 }
