@@ -142,6 +142,25 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(cluster: &Cluster<'_>) -> Shared {
+        // The templates and controller names are the larger part on a large cluster and
+        // need nothing of the rest: they are built on a second thread.
+        let ((templates, controllers), mut shared) = std::thread::scope(|scope| {
+            let second = scope.spawn(|| (Templates::new(cluster), controller_names(cluster)));
+            let shared = Shared::indexed(cluster);
+            (
+                second
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                shared,
+            )
+        });
+        shared.templates = templates;
+        shared.controllers = controllers;
+        shared
+    }
+
+    /// Everything but the templates and controller names.
+    fn indexed(cluster: &Cluster<'_>) -> Shared {
         let mut by_namespace: HashMap<String, Vec<usize>> = HashMap::new();
         let mut holders_by_namespace: HashMap<String, Vec<(usize, PodTerm)>> = HashMap::new();
         let mut holders_everywhere = Vec::new();
@@ -173,14 +192,13 @@ impl Shared {
                 }
             }
         }
-        let controllers = controller_names(cluster);
         Shared {
             by_namespace,
             holders_by_namespace,
             holders_everywhere,
-            controllers,
+            controllers: HashMap::new(),
             terms_of,
-            templates: Templates::new(cluster),
+            templates: Templates::default(),
             domains: Domains::new(cluster),
             shapes: Shapes::new(
                 &cluster
@@ -290,7 +308,9 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
             if p.terminating {
                 continue;
             }
-            let base = PodMove {
+            // Built only for the pods that stay or are not recreated: the others are
+            // described once placed.
+            let base = || PodMove {
                 index: i,
                 pod: p.id(),
                 controller: shared.controllers.get(&i).cloned().unwrap_or_default(),
@@ -310,7 +330,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
                 sim.gone[i] = true;
                 out.moves.push(PodMove {
                     outcome: MoveOutcome::NotRecreated { why },
-                    ..base
+                    ..base()
                 });
                 continue;
             }
@@ -321,7 +341,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
                             "tolerates {TAINT_UNREACHABLE} without tolerationSeconds, so it is never evicted and never replaced"
                         ),
                     },
-                    ..base
+                    ..base()
                 }),
                 Some(after) => {
                     sim.gone[i] = true;
