@@ -88,15 +88,6 @@ pub async fn api_part(env: &Environment) -> Collected<crate::state::ApiState> {
     }
 }
 
-/// Proxmox, mapped onto `nodes`, when the environment has a `proxmox` section.
-pub async fn proxmox_part(
-    config: &Config,
-    env: &Environment,
-    nodes: Option<&[k8s_openapi::api::core::v1::Node]>,
-) -> Collected<crate::state::ProxmoxState> {
-    proxmox_place(proxmox_read(config, env).await, nodes)
-}
-
 /// What Proxmox answers, within the environment's deadline; its VMs are not yet matched to
 /// the nodes ([`proxmox_place`]).
 pub async fn proxmox_read(config: &Config, env: &Environment) -> Collected<proxmox::Read> {

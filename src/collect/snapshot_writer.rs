@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::infra_record::{INFRA_ANNOTATION, InfraRecord};
 use super::kinds::Kind;
 use super::snapshot::{ABSENT_ANNOTATION, COLLECTED_ANNOTATION};
-use super::{api_part, kube, proxmox_part, talos_part};
+use super::{api_part, kube, proxmox_place, proxmox_read, talos_part};
 use crate::config::{Config, Environment};
 use crate::state::Collected;
 
@@ -40,7 +40,9 @@ pub async fn write_live(
     let client = kube::client(env)
         .await
         .map_err(SnapshotWriteError::NoClient)?;
-    let (results, talos, api, identity) = tokio::join!(
+    // Proxmox is read beside the Kubernetes lists, as `check` reads it; only matching its
+    // VMs to the nodes waits for the node list.
+    let (results, talos, api, identity, proxmox) = tokio::join!(
         kube::collect_raw(env, client.clone()),
         talos_part(env),
         api_part(env),
@@ -49,9 +51,10 @@ pub async fn write_live(
             "reading the cluster identity",
             super::identity::live(env, Some(&client)),
             |_| super::identity::offline(env)
-        )
+        ),
+        proxmox_read(config, env)
     );
-    // Proxmox maps VMs onto the node list just read, typed as `check` types it.
+    // The VMs are matched to the node list just read, typed as `check` types it.
     let nodes: Collected<Vec<k8s_openapi::api::core::v1::Node>> = results
         .iter()
         .find(|(kind, _)| *kind == Kind::Node)
@@ -59,7 +62,7 @@ pub async fn write_live(
             || Collected::Absent("nodes were not listed".into()),
             |(kind, r)| super::raw::typed(*kind, r.clone()),
         );
-    let proxmox = proxmox_part(config, env, nodes.present().map(Vec::as_slice)).await;
+    let proxmox = proxmox_place(proxmox, nodes.present().map(Vec::as_slice));
     let missing = super::completeness::missing_parts(&results, &talos, &api, &proxmox);
     if !missing.is_empty() && !allow_incomplete {
         return Err(SnapshotWriteError::Incomplete {
