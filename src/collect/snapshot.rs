@@ -7,6 +7,7 @@
 //! together from the first documented command). Files written by `gates snapshot` say
 //! exactly which kinds were collected and why others were absent, in an annotation.
 
+use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::BTreeSet;
 use std::fs;
@@ -263,11 +264,6 @@ fn walk_document<'t>(
             shape_name(shape)
         )));
     }
-    // Items of typed lists (NodeMetricsList from --raw) carry no kind of their own.
-    let field = |value: Option<&str>, from_list: Option<&str>| match value {
-        None => from_list.unwrap_or_default().to_string(),
-        Some(value) => serde_json::from_str::<String>(value).unwrap_or_default(),
-    };
     let kind = field(document.kind, list_item_kind.map(|(_, k)| k));
     let api_version = field(document.api_version, list_item_kind.map(|(v, _)| v));
     if kind.is_empty() || api_version.is_empty() {
@@ -284,7 +280,7 @@ fn walk_document<'t>(
         actions.push(Action::List(serde_json::json!({ "metadata": metadata })));
         let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
         for item in items {
-            let hint = item_kind.map(|k| (api_version.as_str(), k));
+            let hint = item_kind.map(|k| (api_version.as_ref(), k));
             walk_document(item, hint, actions)?;
         }
         // An explicit, empty metrics list still means the metrics API answered.
@@ -295,9 +291,22 @@ fn walk_document<'t>(
     }
     match Kind::from_object(&api_version, &kind) {
         Some(k) => actions.push(Action::Push(k, text)),
-        None => actions.push(Action::Ignored(api_version, kind)),
+        None => actions.push(Action::Ignored(api_version.into_owned(), kind.into_owned())),
     }
     Ok(())
+}
+
+/// The text of a `kind` or `apiVersion` member; items of typed lists (NodeMetricsList from
+/// `--raw`) carry none and take their list's. A string without escapes (every one in
+/// practice: hundreds of thousands per large snapshot) is its own text between the quotes.
+fn field<'v>(value: Option<&'v str>, from_list: Option<&'v str>) -> Cow<'v, str> {
+    match value {
+        None => Cow::Borrowed(from_list.unwrap_or_default()),
+        Some(value) => match value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+            Some(plain) if !plain.contains('\\') => Cow::Borrowed(plain),
+            _ => Cow::Owned(serde_json::from_str::<String>(value).unwrap_or_default()),
+        },
+    }
 }
 
 /// Honour what `gates snapshot` recorded about collected and absent kinds and about Talos,
@@ -365,5 +374,25 @@ fn shape_name(shape: json_spans::Shape) -> &'static str {
         json_spans::Shape::String => "a string",
         json_spans::Shape::Array => "a list",
         json_spans::Shape::Object => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kind_reads_the_same_whether_written_plain_or_with_escapes() {
+        assert!(matches!(
+            field(Some(r#""Pod""#), None),
+            Cow::Borrowed("Pod")
+        ));
+        assert_eq!(field(Some(r#""P\u006fd""#), None), "Pod");
+        assert_eq!(field(Some(r#""a\"b""#), None), "a\"b");
+        // Not a string: no kind, which the reader refuses with the object's name.
+        assert_eq!(field(Some("5"), None), "");
+        assert_eq!(field(Some(r#""""#), None), "");
+        assert_eq!(field(None, Some("NodeMetrics")), "NodeMetrics");
+        assert_eq!(field(None, None), "");
     }
 }
