@@ -2,7 +2,6 @@
 //! collected once, every selected trial is evaluated against it, and libtest-mimic prints
 //! the results so that libtest filters, `--list` and `--exact` behave as users expect.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
@@ -87,38 +86,7 @@ pub fn evaluate(specs: &[&TrialSpec], env: &Environment, state: &State) -> Vec<T
             duration: started.elapsed(),
         }
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(specs.len());
-    if threads <= 1 {
-        return specs.iter().map(|spec| one(spec)).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, TrialResult)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(spec) = specs.get(i) else {
-                            return mine;
-                        };
-                        mine.push((i, one(spec)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    done.sort_unstable_by_key(|&(i, _)| i);
-    done.into_iter().map(|(_, result)| result).collect()
+    gates_core::side_by_side::map(specs, |spec| one(spec))
 }
 
 /// Print the results libtest-style; the trials replay what was already evaluated.

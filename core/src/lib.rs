@@ -11,6 +11,7 @@ pub mod config;
 pub mod hostloss;
 pub mod quantity;
 pub mod selector;
+pub mod side_by_side;
 pub mod state;
 pub mod verdict;
 pub mod words;

@@ -43,7 +43,6 @@ mod testing;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use serde::{Deserialize, Serialize};
 
@@ -121,38 +120,7 @@ pub fn predict_with(input: Input<'_>, only: Option<&str>, mode: schedule::Mode) 
 /// reads the shared model and nothing of another's, so they run side by side. The results
 /// keep the order of `hosts`.
 fn each_host<T: Send>(hosts: &[&str], predict: impl Fn(&str) -> T + Sync) -> Vec<T> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(hosts.len());
-    if threads <= 1 {
-        return hosts.iter().map(|h| predict(h)).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, AtomicOrdering::Relaxed);
-                        let Some(host) = hosts.get(i) else {
-                            return mine;
-                        };
-                        mine.push((i, predict(host)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    done.sort_unstable_by_key(|&(i, _)| i);
-    done.into_iter().map(|(_, t)| t).collect()
+    crate::side_by_side::map(hosts, |host| predict(host))
 }
 
 fn predict_host(
