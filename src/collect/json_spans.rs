@@ -207,12 +207,28 @@ fn documents_in_turn(
     loop {
         let (doc, end) = document_at(text, i, depth + 1)?;
         out.push(doc);
-        i = ws(b, end);
-        match b.get(i) {
-            Some(b',') => i = ws(b, i + 1),
-            Some(b']') => return Ok((out, i + 1)),
-            _ => return Err(Refused),
+        match after_item(b, end)? {
+            AfterItem::Next(next) => i = next,
+            AfterItem::Closed(end) => return Ok((out, end)),
         }
+    }
+}
+
+/// What follows an array's item.
+enum AfterItem {
+    /// Another item, starting here.
+    Next(usize),
+    /// The array's end; the index just past it.
+    Closed(usize),
+}
+
+/// What follows the array item that ends just before `end`.
+fn after_item(b: &[u8], end: usize) -> Result<AfterItem, Refused> {
+    let i = ws(b, end);
+    match b.get(i) {
+        Some(b',') => Ok(AfterItem::Next(ws(b, i + 1))),
+        Some(b']') => Ok(AfterItem::Closed(i + 1)),
+        _ => Err(Refused),
     }
 }
 

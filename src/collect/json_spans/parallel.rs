@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::ScopedJoinHandle;
 
-use super::{Document, Refused, document_at, documents_in_turn, ws};
+use super::{AfterItem, Document, Refused, after_item, document_at, documents_in_turn, ws};
 
 /// Lists shorter than this are scanned in turn: a thread costs more than it saves.
 pub(super) const AT_LEAST: usize = 4 << 20;
@@ -163,11 +163,9 @@ fn scan_joining<'t>(
         }
         let (doc, end) = document_at(text, i, depth + 1)?;
         out.push(doc);
-        i = ws(b, end);
-        match b.get(i) {
-            Some(b',') => i = ws(b, i + 1),
-            Some(b']') => return Ok((out, i + 1)),
-            _ => return Err(Refused),
+        match after_item(b, end)? {
+            AfterItem::Next(next) => i = next,
+            AfterItem::Closed(end) => return Ok((out, end)),
         }
     }
 }
@@ -191,11 +189,9 @@ fn scan<'t>(
         }
         let (doc, end) = document_at(text, i, depth + 1)?;
         out.push(doc);
-        i = ws(b, end);
-        match b.get(i) {
-            Some(b',') => i = ws(b, i + 1),
-            Some(b']') => return Ok((out, Stop::Closed(i + 1))),
-            _ => return Err(Refused),
+        match after_item(b, end)? {
+            AfterItem::Next(next) => i = next,
+            AfterItem::Closed(end) => return Ok((out, Stop::Closed(end))),
         }
         while next < guesses.len() && guesses[next] < i {
             next += 1;
