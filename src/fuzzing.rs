@@ -2,8 +2,9 @@
 //! corpus (`tests/integration/fuzz_corpus.rs`). Each takes arbitrary bytes and runs one
 //! parser exactly as the CLI reaches it (through a file, since that is how input arrives):
 //! the snapshot reader, the environment and gate file loader, the chaos journal reader and
-//! the chaos report reader. The only property asserted is the one users rely on: bad input
-//! gives an error, never a panic or a hang.
+//! the chaos report reader. The property asserted is the one users rely on: bad input
+//! gives an error, never a panic or a hang. The snapshot target also holds the parallel
+//! split of a large list to the scan in turn, on every input.
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +39,10 @@ pub fn snapshot(data: &[u8]) {
     let dir = scratch();
     let file = put(dir.path(), "snapshot", data);
     let _ = crate::collect::snapshot::read(&[file], chrono::Utc::now());
+    // Only lists of megabytes are split in parallel: small inputs are split here.
+    if let Ok(text) = std::str::from_utf8(data) {
+        crate::collect::json_spans::assert_guessed_split_agrees(text);
+    }
 }
 
 const GATE: &str =

@@ -82,6 +82,13 @@ pub fn documents(text: &str) -> Result<Vec<Document<'_>>, Refused> {
     }
 }
 
+/// For the snapshot fuzz target: panics when splitting the first array of `text` from
+/// guessed item starts finds other documents than a scan in turn.
+#[doc(hidden)]
+pub fn assert_guessed_split_agrees(text: &str) {
+    parallel::assert_split_agrees(text);
+}
+
 /// The members a [`Document`] keeps.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kept {

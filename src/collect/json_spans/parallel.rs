@@ -202,6 +202,33 @@ fn scan<'t>(
     }
 }
 
+/// The fuzz target's check: the array at the first `[` of `text`, split from guesses (the
+/// ones [`guesses`] makes and `{` bytes after the first item, right or wrong), gives what a
+/// scan in turn gives, documents or refusal.
+pub(super) fn assert_split_agrees(text: &str) {
+    let Some(open) = text.find('[') else {
+        return;
+    };
+    let mut starts = guesses(text.as_bytes(), open, 4);
+    starts.extend(
+        text.match_indices('{')
+            .map(|(i, _)| i)
+            .filter(|&i| i > open)
+            .skip(1)
+            .take(6),
+    );
+    starts.sort_unstable();
+    starts.dedup();
+    if starts.is_empty() {
+        return;
+    }
+    assert_eq!(
+        documents_from_guesses(text, open, 1, &starts),
+        documents_in_turn(text, open, 1),
+        "guesses {starts:?}"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
