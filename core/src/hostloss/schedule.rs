@@ -144,23 +144,22 @@ impl Shared {
     pub fn new(cluster: &Cluster<'_>) -> Shared {
         // The templates and controller names are the larger part on a large cluster and
         // need nothing of the rest: they are built on a second thread.
-        let ((templates, controllers), mut shared) = std::thread::scope(|scope| {
+        std::thread::scope(|scope| {
             let second = scope.spawn(|| (Templates::new(cluster), controller_names(cluster)));
-            let shared = Shared::indexed(cluster);
-            (
+            Shared::indexed(cluster, || {
                 second
                     .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                shared,
-            )
-        });
-        shared.templates = templates;
-        shared.controllers = controllers;
-        shared
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+        })
     }
 
-    /// Everything but the templates and controller names.
-    fn indexed(cluster: &Cluster<'_>) -> Shared {
+    /// The indexes, with the templates and controller names `rest` gives once the others
+    /// are built.
+    fn indexed(
+        cluster: &Cluster<'_>,
+        rest: impl FnOnce() -> (Templates, HashMap<usize, String>),
+    ) -> Shared {
         let mut by_namespace: HashMap<String, Vec<usize>> = HashMap::new();
         let mut holders_by_namespace: HashMap<String, Vec<(usize, PodTerm)>> = HashMap::new();
         let mut holders_everywhere = Vec::new();
@@ -192,13 +191,14 @@ impl Shared {
                 }
             }
         }
+        let (templates, controllers) = rest();
         Shared {
             by_namespace,
             holders_by_namespace,
             holders_everywhere,
-            controllers: HashMap::new(),
+            controllers,
             terms_of,
-            templates: Templates::default(),
+            templates,
             domains: Domains::new(cluster),
             shapes: Shapes::new(
                 &cluster
