@@ -63,7 +63,7 @@ pub async fn collect_raw(
         async move {
             let c = kind.coordinates();
             let mut items = Vec::new();
-            list_pages(client, kind, page_size, |texts| {
+            list_pages(client, kind, page_size, |texts, _| {
                 for text in texts {
                     let mut value: Value =
                         serde_json::from_str(text).map_err(|err| ListError::Decode {
@@ -143,28 +143,36 @@ pub async fn collect(env: &Environment, client: &Result<Client, KubeError>) -> S
 
 /// Every object of one kind, typed page by page.
 pub async fn list_typed(client: Client, kind: Kind, page_size: u32) -> Result<Objects, KubeError> {
-    let mut all = Objects::empty(kind);
-    list_pages(client, kind, page_size, |texts| {
-        all.extend(
-            Objects::decode(kind, texts).map_err(|reason| ListError::Decode {
-                resource: kind.coordinates().resource_name(),
-                reason,
-            })?,
-        );
+    let mut all: Option<Objects> = None;
+    list_pages(client, kind, page_size, |texts, expected| {
+        let decode_error = |reason| ListError::Decode {
+            resource: kind.coordinates().resource_name(),
+            reason,
+        };
+        match &mut all {
+            // The first page makes room for the whole list, so that later pages are
+            // appended without moving what came before.
+            None => {
+                all = Some(Objects::decode_with_room(kind, texts, expected).map_err(decode_error)?)
+            }
+            Some(all) => all.extend(Objects::decode(kind, texts).map_err(decode_error)?),
+        }
         Ok(())
     })
     .await?;
-    Ok(all)
+    Ok(all.unwrap_or_else(|| Objects::empty(kind)))
 }
 
 /// Every page of one kind, following `continue` tokens; `each` gets the texts of a page's
-/// objects while the next page is fetched. A page that fails after the first leaves a
-/// partial list, so the whole kind is unread.
+/// objects, and how many objects the list is expected to hold from this page on (this
+/// page's plus the server's `remainingItemCount`, at most [`ROOM_AT_MOST`]: a hint for room,
+/// never a count anything is judged by), while the next page is fetched. A page that fails
+/// after the first leaves a partial list, so the whole kind is unread.
 pub async fn list_pages(
     client: Client,
     kind: Kind,
     page_size: u32,
-    mut each: impl FnMut(&[&str]) -> Result<(), ListError>,
+    mut each: impl FnMut(&[&str], usize) -> Result<(), ListError>,
 ) -> Result<(), KubeError> {
     let c = kind.coordinates();
     let resource = ApiResource {
@@ -226,7 +234,8 @@ pub async fn list_pages(
         pending = page.next.clone().map(|token| fetch(Some(token)));
         let items = page.items();
         listed += items.len();
-        each(&items)?;
+        let expected = items.len().saturating_add(page.remaining.min(ROOM_AT_MOST));
+        each(&items, expected)?;
     }
     Ok(())
 }
@@ -237,7 +246,20 @@ struct Page<'t> {
     /// Set only when the fast scan refused the text and it was rewritten.
     canonical: Option<Box<(String, Vec<std::ops::Range<usize>>)>>,
     next: Option<String>,
+    /// The server's `remainingItemCount` (0 when it gives none).
+    remaining: usize,
 }
+
+/// `remainingItemCount` as a count of objects, when it is one.
+fn count_hint(remaining: Option<&Value>) -> usize {
+    remaining
+        .and_then(Value::as_u64)
+        .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// The most objects a server's `remainingItemCount` makes room for ahead: a count that is
+/// wrong, or hostile, costs at most this much unused room.
+pub const ROOM_AT_MOST: usize = 1 << 20;
 
 impl<'t> Page<'t> {
     fn split(text: &'t str) -> Result<Page<'t>, String> {
@@ -245,6 +267,9 @@ impl<'t> Page<'t> {
         struct ListMeta {
             #[serde(default, rename = "continue")]
             next: Option<String>,
+            /// A hint only: a value that is not a count is no hint, never an error.
+            #[serde(default, rename = "remainingItemCount")]
+            remaining: Option<Value>,
         }
         // One pass splits the page and its items (an `items` that is not a list holds none).
         let Ok(page) = json_spans::document(text) else {
@@ -254,19 +279,15 @@ impl<'t> Page<'t> {
             .items
             .map(|items| items.iter().map(|item| item.text).collect())
             .unwrap_or_default();
-        let next = match page.metadata {
-            Some(m) => {
-                serde_json::from_str::<ListMeta>(m)
-                    .map_err(|err| err.to_string())?
-                    .next
-            }
-            None => None,
-        }
-        .filter(|n| !n.is_empty());
+        let meta = match page.metadata {
+            Some(m) => serde_json::from_str::<ListMeta>(m).map_err(|err| err.to_string())?,
+            None => ListMeta::default(),
+        };
         Ok(Page {
             items,
             canonical: None,
-            next,
+            next: meta.next.filter(|n| !n.is_empty()),
+            remaining: count_hint(meta.remaining.as_ref()),
         })
     }
 
@@ -277,6 +298,7 @@ impl<'t> Page<'t> {
             .as_str()
             .filter(|n| !n.is_empty())
             .map(str::to_string);
+        let remaining = count_hint(value["metadata"].get("remainingItemCount"));
         let mut joined = String::new();
         let mut ranges = Vec::new();
         for item in value["items"]
@@ -292,6 +314,7 @@ impl<'t> Page<'t> {
             items: Vec::new(),
             canonical: Some(Box::new((joined, ranges))),
             next,
+            remaining,
         })
     }
 
@@ -376,6 +399,49 @@ mod tests {
                 .starts_with(&format!("cannot read kubeconfig {}: ", want.display())),
             "{err}"
         );
+    }
+
+    /// A page of a pod list, its metadata written as `meta`.
+    fn page_text(meta: &str) -> String {
+        format!(
+            r#"{{"kind":"PodList","apiVersion":"v1","metadata":{meta},"items":[{{"metadata":{{"name":"a"}}}},{{"metadata":{{"name":"b"}}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn a_page_reads_its_items_its_next_token_and_how_many_objects_remain() {
+        let text = page_text(r#"{"continue":"abc","remainingItemCount":98}"#);
+        let page = Page::split(&text).unwrap();
+        assert_eq!(page.items().len(), 2);
+        assert_eq!(page.next.as_deref(), Some("abc"));
+        assert_eq!(page.remaining, 98);
+        // A page the fast scan refuses (a surrogate pair, left to the full parse) reads the
+        // same.
+        let text =
+            page_text(r#"{"selfLink":"\ud83d\ude00","continue":"abc","remainingItemCount":98}"#);
+        assert!(json_spans::document(&text).is_err());
+        let page = Page::split(&text).unwrap();
+        assert!(page.canonical.is_some());
+        assert_eq!(page.items().len(), 2);
+        assert_eq!(page.next.as_deref(), Some("abc"));
+        assert_eq!(page.remaining, 98);
+    }
+
+    #[test]
+    fn a_remaining_count_that_is_not_a_count_is_no_hint_and_no_error() {
+        for meta in [
+            r#"{"remainingItemCount":-5}"#,
+            r#"{"remainingItemCount":"many"}"#,
+            r#"{"remainingItemCount":1.5}"#,
+            r#"{"remainingItemCount":null}"#,
+            r#"{}"#,
+        ] {
+            let text = page_text(meta);
+            let page = Page::split(&text).unwrap_or_else(|e| panic!("{meta}: {e}"));
+            assert_eq!(page.remaining, 0, "{meta}");
+            assert_eq!(page.items().len(), 2, "{meta}");
+            assert_eq!(page.next, None, "{meta}");
+        }
     }
 
     #[test]
