@@ -12,6 +12,16 @@ pub trait ProxmoxBackend: Send + Sync + 'static {
     /// Every cluster host in node-id order (pve1 first), powered on or not.
     fn hosts(&self) -> Vec<HostInfo>;
 
+    /// Whether host `name` is online; `None` if no such host exists. Every proxied call asks
+    /// this (reading every guest's config asks it once per guest), so a model answers it
+    /// without the load figures [`ProxmoxBackend::hosts`] sums over the guests.
+    fn host_online(&self, name: &str) -> Option<bool> {
+        self.hosts()
+            .into_iter()
+            .find(|h| h.name == name)
+            .map(|h| h.online)
+    }
+
     /// Every QEMU guest of the cluster, on any host, with the state `/cluster/resources` shows
     /// (which is stale or `Unknown` for guests of a dead host, as the model decides).
     fn vms(&self) -> Vec<VmInfo>;

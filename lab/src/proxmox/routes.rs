@@ -266,8 +266,7 @@ impl Ctx<'_> {
             );
             return Err(response::param_errors(e));
         }
-        let hosts = self.hosts();
-        let Some(target) = hosts.iter().find(|h| h.name == name) else {
+        let Some(online) = self.api.backend.host_online(name) else {
             return Err(response::error(
                 500,
                 &format!(
@@ -275,11 +274,11 @@ impl Ctx<'_> {
                 ),
             ));
         };
-        if target.name != self.host && !target.online {
+        if name != self.host && !online {
             tokio::time::sleep(self.api.options.unreachable_delay).await;
             return Err(response::empty(595, "No route to host"));
         }
-        Ok(target.name.clone())
+        Ok(name.to_string())
     }
 
     fn version(&self) -> Resp {

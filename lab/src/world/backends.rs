@@ -49,17 +49,20 @@ impl ProxmoxBackend for LabBackend {
     fn hosts(&self) -> Vec<HostInfo> {
         self.shared.read(|w| {
             let now = w.clock.now();
+            // The running guests' memory and CPU per host, in one pass over the guests.
+            let mut load = vec![(0i64, 0i64); w.hosts.len()];
+            for n in w.nodes.iter().filter(|n| n.vm_running) {
+                if let Some((mem, cpu)) = load.get_mut(n.host) {
+                    *mem += n.memory_bytes;
+                    *cpu += n.cpu_milli / 4;
+                }
+            }
             w.hosts
                 .iter()
                 .enumerate()
                 .map(|(i, h)| {
-                    let vms: Vec<&Node> = w
-                        .nodes
-                        .iter()
-                        .filter(|n| n.host == i && n.vm_running)
-                        .collect();
-                    let mem: i64 = vms.iter().map(|n| n.memory_bytes).sum::<i64>() + (2 << 30);
-                    let cpu: i64 = vms.iter().map(|n| n.cpu_milli / 4).sum();
+                    let (mem, cpu) = load[i];
+                    let mem = mem + (2 << 30);
                     HostInfo {
                         name: h.name.clone(),
                         ip: IpAddr::V4(w.plan.host_ip(i)),
@@ -83,6 +86,11 @@ impl ProxmoxBackend for LabBackend {
                 })
                 .collect()
         })
+    }
+
+    fn host_online(&self, name: &str) -> Option<bool> {
+        self.shared
+            .read(|w| w.host_by_name(name).map(|i| w.hosts[i].online))
     }
 
     fn vms(&self) -> Vec<VmInfo> {
@@ -421,5 +429,53 @@ fn vm_info(w: &World, n: usize) -> VmInfo {
             0
         },
         maxdisk: 64 << 30,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Plan;
+    use crate::clock::SimClock;
+    use crate::scenario::Scenario;
+
+    fn backend() -> LabBackend {
+        let scenario = Scenario::load("adr-007").expect("built-in scenario");
+        let world =
+            World::build(&scenario, Plan::new(90), SimClock::new(1.0)).expect("world builds");
+        LabBackend {
+            shared: Shared::new(world),
+        }
+    }
+
+    #[test]
+    fn a_host_is_online_as_the_host_list_says_and_an_unknown_host_is_not_there() {
+        let lab = backend();
+        lab.shared.change(|w, _| w.hosts[1].online = false);
+        let hosts = lab.hosts();
+        assert!(hosts.iter().any(|h| !h.online) && hosts.iter().any(|h| h.online));
+        for h in &hosts {
+            assert_eq!(lab.host_online(&h.name), Some(h.online), "{}", h.name);
+        }
+        assert_eq!(lab.host_online("pve9"), None);
+    }
+
+    #[test]
+    fn each_host_carries_the_memory_and_cpu_of_its_running_guests() {
+        let lab = backend();
+        let stopped = lab.shared.read(|w| w.nodes[0].vmid);
+        lab.shared.stop_vm(stopped).expect("a guest stops");
+        let hosts = lab.hosts();
+        lab.shared.read(|w| {
+            for (i, h) in hosts.iter().enumerate().filter(|(_, h)| h.online) {
+                let running = || w.nodes.iter().filter(|n| n.host == i && n.vm_running);
+                let mem = running().map(|n| n.memory_bytes).sum::<i64>() + (2 << 30);
+                let cpu = running().map(|n| n.cpu_milli / 4).sum::<i64>();
+                assert_eq!(h.mem, mem as u64, "{}", h.name);
+                let want = (cpu as f64 / (f64::from(h.maxcpu) * 1000.0)).clamp(0.0, 1.0);
+                assert!((h.cpu - want).abs() < 1e-12, "{}", h.name);
+            }
+            assert!(!w.nodes[0].vm_running);
+        });
     }
 }
