@@ -237,23 +237,35 @@ fn controller_names(cluster: &Cluster<'_>) -> HashMap<usize, String> {
             )
         })
         .collect();
-    let mut out = HashMap::new();
+    let mut out = HashMap::with_capacity(cluster.pods.len());
+    // A controller's pods come one after another in a list: the name found for the pod
+    // before is reused while the namespace and owner stay the same.
+    let mut before: Option<(&str, &Owner, String)> = None;
     for (i, p) in cluster.pods.iter().enumerate() {
-        let text = match &p.owner {
-            // The longest Deployment name that the ReplicaSet's name continues with `-`.
-            Owner::ReplicaSet(rs) => rs
-                .char_indices()
-                .rev()
-                .filter(|&(_, c)| c == '-')
-                .map(|(at, _)| &rs[..at])
-                .find(|d| deployments.contains(&(p.namespace, *d)))
-                .map(|d| format!("Deployment {}/{d}", p.namespace))
-                .unwrap_or_else(|| format!("ReplicaSet {}/{rs}", p.namespace)),
-            Owner::StatefulSet(s) => format!("StatefulSet {}/{s}", p.namespace),
-            Owner::DaemonSet(d) => format!("DaemonSet {}/{d}", p.namespace),
-            Owner::Static => "static pod".to_string(),
-            Owner::Other(o) => o.clone(),
-            Owner::Bare => "no controller".to_string(),
+        let text = match &before {
+            Some((namespace, owner, text)) if *namespace == p.namespace && **owner == p.owner => {
+                text.clone()
+            }
+            _ => {
+                let text = match &p.owner {
+                    // The longest Deployment name that the ReplicaSet's name continues with `-`.
+                    Owner::ReplicaSet(rs) => rs
+                        .char_indices()
+                        .rev()
+                        .filter(|&(_, c)| c == '-')
+                        .map(|(at, _)| &rs[..at])
+                        .find(|d| deployments.contains(&(p.namespace, *d)))
+                        .map(|d| format!("Deployment {}/{d}", p.namespace))
+                        .unwrap_or_else(|| format!("ReplicaSet {}/{rs}", p.namespace)),
+                    Owner::StatefulSet(s) => format!("StatefulSet {}/{s}", p.namespace),
+                    Owner::DaemonSet(d) => format!("DaemonSet {}/{d}", p.namespace),
+                    Owner::Static => "static pod".to_string(),
+                    Owner::Other(o) => o.clone(),
+                    Owner::Bare => "no controller".to_string(),
+                };
+                before = Some((p.namespace, &p.owner, text.clone()));
+                text
+            }
         };
         out.insert(i, text);
     }

@@ -60,7 +60,8 @@ pub struct Template {
 #[derive(Debug, Default)]
 pub struct Templates {
     list: Vec<Template>,
-    of_pod: HashMap<usize, usize>,
+    /// Per pod, the index of its template in `list`.
+    of_pod: Vec<Option<usize>>,
 }
 
 impl Templates {
@@ -68,28 +69,48 @@ impl Templates {
     pub fn new(cluster: &Cluster<'_>) -> Templates {
         let lost_taints = lost_taints();
         let mut by_key: HashMap<String, usize> = HashMap::new();
-        let mut out = Templates::default();
+        let mut out = Templates {
+            list: Vec::new(),
+            of_pod: vec![None; cluster.pods.len()],
+        };
+        // A controller's pods come one after another in a list, with equal inputs: a pod
+        // whose inputs equal the one before it shares its template without its key being
+        // written out. Equal inputs write equal keys, so this only saves the writing.
+        let mut before: Option<(Inputs<'_>, usize)> = None;
         for (i, p) in cluster.pods.iter().enumerate() {
             if p.node.is_none() || p.terminating || !p.owner.recreates() {
                 continue;
             }
-            let text = key(p);
-            let t = match by_key.get(&text) {
-                Some(&t) => t,
-                None => {
-                    out.list.push(evaluate(cluster, p, &lost_taints));
-                    by_key.insert(text, out.list.len() - 1);
-                    out.list.len() - 1
+            let inputs = inputs(p);
+            let t = match &before {
+                Some((seen, t)) if *seen == inputs => *t,
+                _ => {
+                    let text = key(&inputs);
+                    match by_key.get(&text) {
+                        Some(&t) => t,
+                        None => {
+                            out.list.push(evaluate(cluster, p, &lost_taints));
+                            by_key.insert(text, out.list.len() - 1);
+                            out.list.len() - 1
+                        }
+                    }
                 }
             };
-            out.of_pod.insert(i, t);
+            before = Some((inputs, t));
+            out.of_pod[i] = Some(t);
         }
         out
     }
 
     /// The template of pod `i`, when it is one that may move.
     pub fn of(&self, i: usize) -> Option<&Template> {
-        self.of_pod.get(&i).map(|&t| &self.list[t])
+        self.of_pod.get(i).copied().flatten().map(|t| &self.list[t])
+    }
+
+    /// How many distinct templates there are.
+    #[cfg(test)]
+    pub fn count(&self) -> usize {
+        self.list.len()
     }
 }
 
@@ -105,8 +126,15 @@ pub fn lost_taints() -> Vec<Taint> {
         .collect()
 }
 
-/// What the static filters read of a pod, as text (the API types are not `Hash`).
-fn key(p: &PodInfo<'_>) -> String {
+/// What the static filters read of a pod: its node selector, its required node affinity and
+/// its tolerations.
+type Inputs<'p> = (
+    Option<&'p std::collections::BTreeMap<String, String>>,
+    Option<&'p k8s_openapi::api::core::v1::NodeSelector>,
+    &'p [k8s_openapi::api::core::v1::Toleration],
+);
+
+fn inputs<'p>(p: &PodInfo<'p>) -> Inputs<'p> {
     let spec = p.pod.spec.as_ref();
     let required = spec
         .and_then(|s| s.affinity.as_ref())
@@ -115,12 +143,17 @@ fn key(p: &PodInfo<'_>) -> String {
             a.required_during_scheduling_ignored_during_execution
                 .as_ref()
         });
-    serde_json::to_string(&(
+    (
         spec.and_then(|s| s.node_selector.as_ref()),
         required,
-        p.tolerations(),
-    ))
-    .unwrap_or_default()
+        spec.and_then(|s| s.tolerations.as_deref()).unwrap_or(&[]),
+    )
+}
+
+/// The inputs as text, to find equal ones anywhere in the list (the API types are not
+/// `Hash`).
+fn key(inputs: &Inputs<'_>) -> String {
+    serde_json::to_string(inputs).unwrap_or_default()
 }
 
 fn evaluate(cluster: &Cluster<'_>, p: &PodInfo<'_>, lost_taints: &[Taint]) -> Template {
@@ -151,4 +184,66 @@ fn evaluate(cluster: &Cluster<'_>, p: &PodInfo<'_>, lost_taints: &[Taint]) -> Te
         }
     }
     template
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hostloss::Input;
+    use crate::hostloss::testing::{PodExt, app_pod, env, node, state};
+    use crate::state::Pod;
+
+    fn on_ssd(app: &str, i: usize) -> Pod {
+        app_pod(app, i, "n1", "100m", "64Mi").node_selector(&[("disk", "ssd")])
+    }
+
+    fn anywhere(app: &str, i: usize) -> Pod {
+        app_pod(app, i, "n2", "100m", "64Mi")
+    }
+
+    #[test]
+    fn pods_with_equal_inputs_share_a_template_whether_or_not_they_come_one_after_another() {
+        let nodes = [("n1", "ssd"), ("n2", "hdd"), ("n3", "ssd")].map(|(name, disk)| {
+            node(name)
+                .label("disk", disk)
+                .host(&format!("pve-{name}"))
+                .ready()
+                .allocatable("4", "8Gi")
+                .build()
+        });
+        let pods = vec![
+            on_ssd("a", 0),
+            on_ssd("a", 1),
+            anywhere("b", 0),
+            on_ssd("a", 2),
+            anywhere("b", 1),
+            anywhere("b", 2),
+            anywhere("c", 0).tolerating("node.kubernetes.io/unreachable", "", None),
+            on_ssd("a", 3),
+        ];
+        let state = state().nodes(nodes).pods(pods).build();
+        let env = env();
+        let cluster = Cluster::build(Input {
+            env: &env,
+            state: &state,
+            protected: &[],
+        })
+        .expect("a cluster");
+        let templates = Templates::new(&cluster);
+        assert_eq!(templates.count(), 3);
+        let lost = lost_taints();
+        for (i, p) in cluster.pods.iter().enumerate() {
+            let own = evaluate(&cluster, p, &lost);
+            let shared = templates.of(i).expect("a template");
+            assert_eq!(shared.feasible, own.feasible, "{}", p.name);
+            assert_eq!(shared.tolerates_lost, own.tolerates_lost, "{}", p.name);
+        }
+        let feasible = |i: usize| templates.of(i).map(|t| t.feasible.clone());
+        assert_eq!(feasible(0), Some(vec![0, 2]));
+        assert_eq!(feasible(3), feasible(0));
+        assert_eq!(feasible(7), feasible(0));
+        assert_eq!(feasible(2), Some(vec![0, 1, 2]));
+        assert!(!templates.of(2).unwrap().tolerates_lost);
+        assert!(templates.of(6).unwrap().tolerates_lost);
+    }
 }
