@@ -71,6 +71,9 @@ pub struct KubeAccess {
     #[serde(default = "default_kube_timeout")]
     pub timeout: Duration,
     /// Objects per page of a list: fewer round trips with more, smaller answers with fewer.
+    /// The default, 2,000, reads 100,000 pods in 50 round trips instead of kubectl's 200 (each
+    /// one a read of etcd, and with it the chance that the list's continue token expires
+    /// before the last page), while one answer stays a few tens of megabytes.
     #[serde(default = "default_page_size")]
     pub page_size: u32,
 }
@@ -87,7 +90,7 @@ impl Default for KubeAccess {
 }
 
 fn default_page_size() -> u32 {
-    500
+    2000
 }
 
 fn default_kube_timeout() -> Duration {
