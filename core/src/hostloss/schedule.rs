@@ -131,7 +131,7 @@ pub struct Shared {
     holders_by_namespace: HashMap<String, Vec<(usize, PodTerm)>>,
     /// Terms that apply to every namespace.
     holders_everywhere: Vec<(usize, PodTerm)>,
-    controllers: HashMap<usize, String>,
+    controllers: Vec<String>,
     /// Every pod's required anti-affinity terms, compiled once (pods without any are absent).
     terms_of: HashMap<usize, Vec<PodTerm>>,
     templates: Templates,
@@ -156,19 +156,18 @@ impl Shared {
 
     /// The indexes, with the templates and controller names `rest` gives once the others
     /// are built.
-    fn indexed(
-        cluster: &Cluster<'_>,
-        rest: impl FnOnce() -> (Templates, HashMap<usize, String>),
-    ) -> Shared {
+    fn indexed(cluster: &Cluster<'_>, rest: impl FnOnce() -> (Templates, Vec<String>)) -> Shared {
         let mut by_namespace: HashMap<String, Vec<usize>> = HashMap::new();
         let mut holders_by_namespace: HashMap<String, Vec<(usize, PodTerm)>> = HashMap::new();
         let mut holders_everywhere = Vec::new();
         let mut terms_of = HashMap::new();
         for (i, p) in cluster.pods.iter().enumerate() {
-            by_namespace
-                .entry(p.namespace.to_string())
-                .or_default()
-                .push(i);
+            match by_namespace.get_mut(p.namespace) {
+                Some(pods) => pods.push(i),
+                None => {
+                    by_namespace.insert(p.namespace.to_string(), vec![i]);
+                }
+            }
             let terms = filters::anti_affinity_terms(p.pod, p.namespace, p.labels);
             if terms.is_empty() {
                 continue;
@@ -222,8 +221,8 @@ impl Shared {
 }
 
 /// `Deployment ns/name` for ReplicaSet-owned pods whose Deployment is known (the ReplicaSet's
-/// name is the Deployment's plus a hash), else the owner itself.
-fn controller_names(cluster: &Cluster<'_>) -> HashMap<usize, String> {
+/// name is the Deployment's plus a hash), else the owner itself; one per pod, in order.
+fn controller_names(cluster: &Cluster<'_>) -> Vec<String> {
     let deployments: HashSet<(&str, &str)> = cluster
         .state
         .deployments
@@ -237,11 +236,11 @@ fn controller_names(cluster: &Cluster<'_>) -> HashMap<usize, String> {
             )
         })
         .collect();
-    let mut out = HashMap::with_capacity(cluster.pods.len());
+    let mut out = Vec::with_capacity(cluster.pods.len());
     // A controller's pods come one after another in a list: the name found for the pod
     // before is reused while the namespace and owner stay the same.
     let mut before: Option<(&str, &Owner, String)> = None;
-    for (i, p) in cluster.pods.iter().enumerate() {
+    for p in &cluster.pods {
         let text = match &before {
             Some((namespace, owner, text)) if *namespace == p.namespace && **owner == p.owner => {
                 text.clone()
@@ -267,7 +266,7 @@ fn controller_names(cluster: &Cluster<'_>) -> HashMap<usize, String> {
                 text
             }
         };
-        out.insert(i, text);
+        out.push(text);
     }
     out
 }
@@ -325,7 +324,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
             let base = || PodMove {
                 index: i,
                 pod: p.id(),
-                controller: shared.controllers.get(&i).cloned().unwrap_or_default(),
+                controller: shared.controllers.get(i).cloned().unwrap_or_default(),
                 from: cluster.nodes[node].name.to_string(),
                 lineage: Lineage::of(p.pod),
                 outcome: MoveOutcome::NotRecreated { why: String::new() },
@@ -371,11 +370,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
     for job in pending {
         let p = &cluster.pods[job.pod];
         let from = cluster.nodes[p.node.unwrap_or_default()].name.to_string();
-        let controller = shared
-            .controllers
-            .get(&job.pod)
-            .cloned()
-            .unwrap_or_default();
+        let controller = shared.controllers.get(job.pod).cloned().unwrap_or_default();
         let placed = match mode {
             Mode::Fast => sim.place_fast(job.pod).map_or_else(|| sim.place(p), Ok),
             Mode::Reference => sim.place(p),
