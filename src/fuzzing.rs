@@ -1,8 +1,9 @@
 //! Entry points shared by the fuzz targets in `fuzz/` and by the test that replays their
 //! corpus (`tests/integration/fuzz_corpus.rs`). Each takes arbitrary bytes and runs one
 //! parser exactly as the CLI reaches it (through a file, since that is how input arrives):
-//! the snapshot reader, the environment and gate file loader, the chaos journal reader and
-//! the chaos report reader. The property asserted is the one users rely on: bad input
+//! the snapshot reader, the environment and gate file loader, the chaos journal reader, the
+//! chaos report reader, and the splitter of a live list's pages (which reads an answer's
+//! text, not a file). The property asserted is the one users rely on: bad input
 //! gives an error, never a panic or a hang. The snapshot target also holds the parallel
 //! split of a large list to the scan in turn, on every input.
 
@@ -18,6 +19,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("gate", gate),
     ("journal", journal),
     ("chaos_report", chaos_report),
+    ("list_page", list_page),
 ];
 
 /// A fresh scratch directory for one input.
@@ -32,6 +34,14 @@ fn put(dir: &Path, rel: &str, data: &[u8]) -> PathBuf {
     }
     std::fs::write(&path, data).expect("a scratch file");
     path
+}
+
+/// A page of a live list as the API server answers it: split into its objects, its
+/// continue token and its remaining count, the same by the one-pass scan and the full parse.
+pub fn list_page(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        crate::collect::kube::assert_page_paths_agree(text);
+    }
 }
 
 /// `gates check ENV --snapshot FILE`'s reader.

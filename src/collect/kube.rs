@@ -250,6 +250,37 @@ struct Page<'t> {
     remaining: usize,
 }
 
+/// For the page fuzz target: splitting a page never panics, and when both the one-pass scan
+/// and the full parse read it, they find the same objects, next token and remaining count.
+#[doc(hidden)]
+pub fn assert_page_paths_agree(text: &str) {
+    let Ok(fast) = Page::split(text) else {
+        return;
+    };
+    if fast.canonical.is_some() {
+        return;
+    }
+    let Ok(full) = Page::canonical(text) else {
+        return;
+    };
+    let parsed = |items: Vec<&str>| -> Vec<Value> {
+        items
+            .into_iter()
+            .map(|item| serde_json::from_str(item).expect("an item the page parse accepted"))
+            .collect()
+    };
+    assert_eq!(
+        parsed(fast.items()),
+        parsed(full.items()),
+        "items of {text:?}"
+    );
+    assert_eq!(fast.next, full.next, "next token of {text:?}");
+    assert_eq!(
+        fast.remaining, full.remaining,
+        "remaining count of {text:?}"
+    );
+}
+
 /// `remainingItemCount` as a count of objects, when it is one.
 fn count_hint(remaining: Option<&Value>) -> usize {
     remaining
