@@ -234,8 +234,7 @@ pub async fn list_pages(
         pending = page.next.clone().map(|token| fetch(Some(token)));
         let items = page.items();
         listed += items.len();
-        let expected = items.len().saturating_add(page.remaining.min(ROOM_AT_MOST));
-        each(&items, expected)?;
+        each(&items, room(items.len(), page.remaining))?;
     }
     Ok(())
 }
@@ -288,9 +287,15 @@ fn count_hint(remaining: Option<&Value>) -> usize {
         .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-/// The most objects a server's `remainingItemCount` makes room for ahead: a count that is
-/// wrong, or hostile, costs at most this much unused room.
-pub const ROOM_AT_MOST: usize = 1 << 20;
+/// The most objects a server's `remainingItemCount` makes room for ahead (262,144: a
+/// cluster's pods fit; a larger list grows once more): a count that is wrong, or hostile,
+/// costs at most this much unused room, reserved and never touched.
+pub const ROOM_AT_MOST: usize = 1 << 18;
+
+/// Room for a list whose page holds `items` objects with `remaining` to follow.
+fn room(items: usize, remaining: usize) -> usize {
+    items.saturating_add(remaining.min(ROOM_AT_MOST))
+}
 
 impl<'t> Page<'t> {
     fn split(text: &'t str) -> Result<Page<'t>, String> {
@@ -456,6 +461,14 @@ mod tests {
         assert_eq!(page.items().len(), 2);
         assert_eq!(page.next.as_deref(), Some("abc"));
         assert_eq!(page.remaining, 98);
+    }
+
+    #[test]
+    fn the_room_made_ahead_is_the_page_and_what_remains_up_to_a_bound() {
+        assert_eq!(room(2000, 98_000), 100_000);
+        assert_eq!(room(7, 0), 7);
+        assert_eq!(room(2000, usize::MAX), 2000 + ROOM_AT_MOST);
+        assert_eq!(room(usize::MAX, usize::MAX), usize::MAX);
     }
 
     #[test]
