@@ -31,6 +31,7 @@ pub mod lineage;
 pub mod longhorn;
 pub mod outcome;
 pub mod render;
+mod runs;
 pub mod schedule;
 pub mod templates;
 pub mod workloads;

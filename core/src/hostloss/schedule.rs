@@ -236,39 +236,32 @@ fn controller_names(cluster: &Cluster<'_>) -> Vec<String> {
             )
         })
         .collect();
-    let mut out = Vec::with_capacity(cluster.pods.len());
-    // A controller's pods come one after another in a list: the name found for the pod
-    // before is reused while the namespace and owner stay the same.
-    let mut before: Option<(&str, &Owner, String)> = None;
-    for p in &cluster.pods {
-        let text = match &before {
-            Some((namespace, owner, text)) if *namespace == p.namespace && **owner == p.owner => {
-                text.clone()
-            }
-            _ => {
-                let text = match &p.owner {
-                    // The longest Deployment name that the ReplicaSet's name continues with `-`.
-                    Owner::ReplicaSet(rs) => rs
-                        .char_indices()
-                        .rev()
-                        .filter(|&(_, c)| c == '-')
-                        .map(|(at, _)| &rs[..at])
-                        .find(|d| deployments.contains(&(p.namespace, *d)))
-                        .map(|d| format!("Deployment {}/{d}", p.namespace))
-                        .unwrap_or_else(|| format!("ReplicaSet {}/{rs}", p.namespace)),
-                    Owner::StatefulSet(s) => format!("StatefulSet {}/{s}", p.namespace),
-                    Owner::DaemonSet(d) => format!("DaemonSet {}/{d}", p.namespace),
-                    Owner::Static => "static pod".to_string(),
-                    Owner::Other(o) => o.clone(),
-                    Owner::Bare => "no controller".to_string(),
-                };
-                before = Some((p.namespace, &p.owner, text.clone()));
-                text
-            }
-        };
-        out.push(text);
+    let mut runs = super::runs::Runs::new();
+    cluster
+        .pods
+        .iter()
+        .map(|p| runs.get((p.namespace, &p.owner), || name_of(p, &deployments)))
+        .collect()
+}
+
+/// The name of pod `p`'s controller, with the Deployments that exist.
+fn name_of(p: &PodInfo<'_>, deployments: &HashSet<(&str, &str)>) -> String {
+    match &p.owner {
+        // The longest Deployment name that the ReplicaSet's name continues with `-`.
+        Owner::ReplicaSet(rs) => rs
+            .char_indices()
+            .rev()
+            .filter(|&(_, c)| c == '-')
+            .map(|(at, _)| &rs[..at])
+            .find(|d| deployments.contains(&(p.namespace, *d)))
+            .map(|d| format!("Deployment {}/{d}", p.namespace))
+            .unwrap_or_else(|| format!("ReplicaSet {}/{rs}", p.namespace)),
+        Owner::StatefulSet(s) => format!("StatefulSet {}/{s}", p.namespace),
+        Owner::DaemonSet(d) => format!("DaemonSet {}/{d}", p.namespace),
+        Owner::Static => "static pod".to_string(),
+        Owner::Other(o) => o.clone(),
+        Owner::Bare => "no controller".to_string(),
     }
-    out
 }
 
 /// A pod waiting to be placed.

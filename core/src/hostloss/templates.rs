@@ -73,30 +73,21 @@ impl Templates {
             list: Vec::new(),
             of_pod: vec![None; cluster.pods.len()],
         };
-        // A controller's pods come one after another in a list, with equal inputs: a pod
-        // whose inputs equal the one before it shares its template without its key being
-        // written out. Equal inputs write equal keys, so this only saves the writing.
-        let mut before: Option<(Inputs<'_>, usize)> = None;
+        // A pod whose inputs equal the pod's before it (a controller's pods come one after
+        // another) shares its template without its key being written out. Equal inputs
+        // write equal keys, so this only saves the writing.
+        let mut runs = super::runs::Runs::new();
         for (i, p) in cluster.pods.iter().enumerate() {
             if p.node.is_none() || p.terminating || !p.owner.recreates() {
                 continue;
             }
-            let inputs = inputs(p);
-            let t = match &before {
-                Some((seen, t)) if *seen == inputs => *t,
-                _ => {
-                    let text = key(&inputs);
-                    match by_key.get(&text) {
-                        Some(&t) => t,
-                        None => {
-                            out.list.push(evaluate(cluster, p, &lost_taints));
-                            by_key.insert(text, out.list.len() - 1);
-                            out.list.len() - 1
-                        }
-                    }
-                }
-            };
-            before = Some((inputs, t));
+            let t = runs.get(inputs(p), || {
+                let text = key(&inputs(p));
+                *by_key.entry(text).or_insert_with(|| {
+                    out.list.push(evaluate(cluster, p, &lost_taints));
+                    out.list.len() - 1
+                })
+            });
             out.of_pod[i] = Some(t);
         }
         out
