@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::Context;
 use super::support::{Hosts, labels, name, ns_name};
-use crate::state::LonghornSetting;
+use crate::state::{LonghornSetting, longhorn_condition_false};
 use crate::verdict::Finding;
 
 /// No parameters.
@@ -24,6 +24,51 @@ pub struct Params {}
 impl super::Check for Params {
     fn evaluate(&self, ctx: Context<'_>) -> Finding {
         evaluate(ctx, self)
+    }
+}
+
+/// Why Longhorn's replica scheduler skips this node, from its own conditions: it places
+/// replicas only where `Ready` and `Schedulable` are true (longhorn-manager
+/// `scheduler/replica_scheduler.go`). A condition not reported is not judged.
+fn node_condition_false(node: &crate::state::LonghornNode) -> Option<String> {
+    let conditions = node
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or(&[]);
+    ["Ready", "Schedulable"].iter().find_map(|kind| {
+        longhorn_condition_false(conditions, kind).map(|c| {
+            format!(
+                "is not {kind} for Longhorn (condition {kind} False{})",
+                reason(c)
+            )
+        })
+    })
+}
+
+/// Why Longhorn will not place a replica on this disk: scheduling off, eviction requested, or
+/// its own `Schedulable` condition false (a full disk reports `DiskPressure`).
+fn disk_refusal(
+    node: &crate::state::LonghornNode,
+    disk: &str,
+    spec: &crate::state::LonghornDisk,
+) -> Option<String> {
+    if !spec.allow_scheduling {
+        return Some("allowScheduling false".to_string());
+    }
+    if spec.eviction_requested {
+        return Some("eviction requested".to_string());
+    }
+    let status = node.status.as_ref()?.disk_status.get(disk)?;
+    longhorn_condition_false(&status.conditions, "Schedulable")
+        .map(|c| format!("condition Schedulable False{}", reason(c)))
+}
+
+fn reason(c: &crate::state::LonghornCondition) -> String {
+    if c.reason.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", c.reason)
     }
 }
 
@@ -61,14 +106,28 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         let reason = match lh_nodes.iter().find(|l| name(&l.metadata) == node_name) {
             None => Some("has no Longhorn node object (longhorn-manager does not run there)".to_string()),
             Some(l) if !l.spec.allow_scheduling => Some("has Longhorn scheduling disabled (spec.allowScheduling false)".to_string()),
+            Some(l) if l.spec.eviction_requested => {
+                Some("has a Longhorn eviction requested (spec.evictionRequested), so no replica is placed there".to_string())
+            }
+            Some(l) if node_condition_false(l).is_some() => node_condition_false(l),
             Some(l) if l.spec.disks.is_empty() => Some(
                 "has no Longhorn disk (with create-default-disk-labeled-nodes, only labelled nodes get one)".to_string(),
             ),
             Some(l) => {
                 let usable: Vec<&str> =
-                    l.spec.disks.iter().filter(|(_, d)| d.allow_scheduling).map(|(n, _)| n.as_str()).collect();
+                    l.spec.disks.iter().filter(|(n, d)| disk_refusal(l, n, d).is_none()).map(|(n, _)| n.as_str()).collect();
                 if usable.is_empty() {
-                    Some(format!("has {} Longhorn disk(s), none of which allows scheduling", l.spec.disks.len()))
+                    let why: Vec<String> = l
+                        .spec
+                        .disks
+                        .iter()
+                        .filter_map(|(n, d)| disk_refusal(l, n, d).map(|r| format!("{n}: {r}")))
+                        .collect();
+                    Some(format!(
+                        "has {} Longhorn disk(s), none of which Longhorn's replica scheduler may use ({})",
+                        l.spec.disks.len(),
+                        why.join("; ")
+                    ))
                 } else {
                     evidence.push(format!("{who}: {} schedulable Longhorn disk(s) ({})", usable.len(), usable.join(", ")));
                     None
@@ -305,8 +364,66 @@ mod tests {
         assert!(t.contains("node cp-1 (host pve1) has no Longhorn node object"));
         assert!(t.contains("node cp-2 (host pve2) has Longhorn scheduling disabled"));
         assert!(t.contains(
-            "node cp-3 (host pve3) has 1 Longhorn disk(s), none of which allows scheduling"
+            "node cp-3 (host pve3) has 1 Longhorn disk(s), none of which Longhorn's replica scheduler may use (d: allowScheduling false)"
         ));
+    }
+
+    #[test]
+    fn a_full_disk_that_still_allows_scheduling_cannot_hold_data() {
+        // longhorn-manager sets the disk's Schedulable condition False under DiskPressure;
+        // allowScheduling stays true, which passed before.
+        let s = good()
+            .with(lh_nodes(vec![
+                longhorn_node("cp-1").disk("d", true).build(),
+                longhorn_node("cp-2").disk("d", true).build(),
+                longhorn_node("cp-3")
+                    .disk("d", true)
+                    .disk_condition("d", "Schedulable", "False", "DiskPressure")
+                    .build(),
+            ]))
+            .build();
+        let f = fails_with(&s, "Longhorn cannot store data on 1 of 3 nodes: cp-3");
+        assert!(text(&f).contains("d: condition Schedulable False, DiskPressure"));
+    }
+
+    #[test]
+    fn a_node_longhorn_reports_unschedulable_or_evicting_cannot_hold_data() {
+        let s = good()
+            .with(lh_nodes(vec![
+                longhorn_node("cp-1").disk("d", true).build(),
+                longhorn_node("cp-2")
+                    .disk("d", true)
+                    .node_condition("Ready", "True", "")
+                    .node_condition("Schedulable", "False", "KubernetesNodeCordoned")
+                    .build(),
+                longhorn_node("cp-3")
+                    .disk("d", true)
+                    .eviction_requested()
+                    .build(),
+            ]))
+            .build();
+        let f = fails_with(&s, "Longhorn cannot store data on 2 of 3 nodes: cp-2, cp-3");
+        let t = text(&f);
+        assert!(t.contains("node cp-2 (host pve2) is not Schedulable for Longhorn (condition Schedulable False, KubernetesNodeCordoned)"));
+        assert!(t.contains("node cp-3 (host pve3) has a Longhorn eviction requested"));
+    }
+
+    #[test]
+    fn conditions_read_from_a_v1beta2_node_object() {
+        let node: crate::state::LonghornNode = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "cp-1"},
+            "spec": {"allowScheduling": true, "disks": {"d": {"path": "/var/lib/longhorn", "allowScheduling": true}}},
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "diskStatus": {"d": {"conditions": [{"type": "Schedulable", "status": "False", "reason": "DiskPressure"}]}}
+            }
+        }))
+        .unwrap();
+        let status = node.status.as_ref().unwrap();
+        assert!(longhorn_condition_false(&status.conditions, "Ready").is_none());
+        assert!(
+            longhorn_condition_false(&status.disk_status["d"].conditions, "Schedulable").is_some()
+        );
     }
 
     #[test]

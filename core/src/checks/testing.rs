@@ -21,10 +21,10 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::Context;
 use crate::config::Environment;
 use crate::state::{
-    Collected, Container, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornDisk,
-    LonghornNode, LonghornNodeSpec, LonghornReplica, LonghornReplicaSpec, LonghornSetting,
-    LonghornVolume, LonghornVolumeSpec, LonghornVolumeStatus, NodeMetrics, Pod, PodCondition,
-    PodSpec, PodStatus, ResourceUsage, Source, State,
+    Collected, Container, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornCondition,
+    LonghornDisk, LonghornNode, LonghornNodeSpec, LonghornReplica, LonghornReplicaSpec,
+    LonghornSetting, LonghornVolume, LonghornVolumeSpec, LonghornVolumeStatus, NodeMetrics, Pod,
+    PodCondition, PodSpec, PodStatus, ResourceUsage, Source, State,
 };
 use crate::verdict::Finding;
 
@@ -730,6 +730,7 @@ pub fn longhorn_node(name: &str) -> LonghornNodeBuilder {
             metadata: meta(Some("longhorn-system"), name),
             spec: LonghornNodeSpec {
                 allow_scheduling: true,
+                eviction_requested: false,
                 disks: BTreeMap::new(),
             },
             status: None,
@@ -744,8 +745,48 @@ impl LonghornNodeBuilder {
             LonghornDisk {
                 path: format!("/var/lib/longhorn/{name}"),
                 allow_scheduling,
+                eviction_requested: false,
             },
         );
+        self
+    }
+
+    /// longhorn-manager reports the node's condition `kind` (`Ready`, `Schedulable`) as
+    /// `status`, with `reason`.
+    pub fn node_condition(mut self, kind: &str, status: &str, reason: &str) -> Self {
+        let conditions = &mut self
+            .node
+            .status
+            .get_or_insert_with(Default::default)
+            .conditions;
+        conditions.push(LonghornCondition {
+            type_: kind.into(),
+            status: status.into(),
+            reason: reason.into(),
+        });
+        self
+    }
+
+    /// longhorn-manager reports disk `disk`'s condition `kind` as `status`, with `reason`
+    /// (a full disk: `Schedulable` `False`, `DiskPressure`).
+    pub fn disk_condition(mut self, disk: &str, kind: &str, status: &str, reason: &str) -> Self {
+        let status_of = self.node.status.get_or_insert_with(Default::default);
+        status_of
+            .disk_status
+            .entry(disk.into())
+            .or_default()
+            .conditions
+            .push(LonghornCondition {
+                type_: kind.into(),
+                status: status.into(),
+                reason: reason.into(),
+            });
+        self
+    }
+
+    /// Eviction requested for the whole node (`spec.evictionRequested`).
+    pub fn eviction_requested(mut self) -> Self {
+        self.node.spec.eviction_requested = true;
         self
     }
 

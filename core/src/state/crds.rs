@@ -52,6 +52,9 @@ pub struct LonghornNode {
 pub struct LonghornNodeSpec {
     #[serde(default = "default_true")]
     pub allow_scheduling: bool,
+    /// Longhorn moves replicas off a node whose eviction is requested and places none there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub eviction_requested: bool,
     #[serde(default)]
     pub disks: BTreeMap<String, LonghornDisk>,
 }
@@ -63,6 +66,8 @@ pub struct LonghornDisk {
     pub path: String,
     #[serde(default = "default_true")]
     pub allow_scheduling: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub eviction_requested: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -72,6 +77,63 @@ pub struct LonghornNodeStatus {
     pub zone: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+    /// `longhorn.io/v1beta2` writes conditions as a list (`Ready`, `Schedulable`, ...).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_default"
+    )]
+    pub conditions: Vec<LonghornCondition>,
+    /// Per disk name, what longhorn-manager observed (its own `Schedulable` condition is false
+    /// under DiskPressure, whatever `allowScheduling` says).
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "null_as_default"
+    )]
+    pub disk_status: BTreeMap<String, LonghornDiskStatus>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornDiskStatus {
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_default"
+    )]
+    pub conditions: Vec<LonghornCondition>,
+}
+
+/// One condition of a Longhorn node or disk.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornCondition {
+    #[serde(default, rename = "type")]
+    pub type_: String,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// The condition `kind` reported `False` in `conditions`, with its reason: Longhorn's replica
+/// scheduler skips a node or disk then. An absent condition is not judged.
+pub fn longhorn_condition_false<'a>(
+    conditions: &'a [LonghornCondition],
+    kind: &str,
+) -> Option<&'a LonghornCondition> {
+    conditions
+        .iter()
+        .find(|c| c.type_ == kind && c.status.eq_ignore_ascii_case("false"))
+}
+
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// `volumes.longhorn.io/v1beta2`.

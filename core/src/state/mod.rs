@@ -15,10 +15,10 @@ pub mod provenance;
 pub use chaos_summary::{Summary, SummaryTrial};
 
 pub use crds::{
-    ContainerMetrics, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornDisk, LonghornNode,
-    LonghornNodeSpec, LonghornNodeStatus, LonghornReplica, LonghornReplicaSpec, LonghornSetting,
-    LonghornVolume, LonghornVolumeSpec, LonghornVolumeStatus, NodeMetrics, PodMetrics,
-    ResourceUsage,
+    ContainerMetrics, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornCondition,
+    LonghornDisk, LonghornDiskStatus, LonghornNode, LonghornNodeSpec, LonghornNodeStatus,
+    LonghornReplica, LonghornReplicaSpec, LonghornSetting, LonghornVolume, LonghornVolumeSpec,
+    LonghornVolumeStatus, NodeMetrics, PodMetrics, ResourceUsage, longhorn_condition_false,
 };
 
 pub use pod::{Container, Pod, PodCondition, PodSpec, PodStatus};
