@@ -830,6 +830,7 @@ pub fn longhorn_replica(name: &str, volume: &str, node: &str) -> LonghornReplica
         spec: LonghornReplicaSpec {
             node_id: node.into(),
             volume_name: volume.into(),
+            failed_at: String::new(),
         },
     }
 }

@@ -1,6 +1,8 @@
-//! Longhorn after a host loss: each volume's replicas left on Ready nodes that are not lost.
-//! A volume that loses its last replica loses its data; one that keeps some runs degraded until
-//! Longhorn rebuilds the missing replicas elsewhere.
+//! Longhorn after a host loss: each volume's healthy replicas left on Ready nodes that are not
+//! lost. A replica with `spec.failedAt` set is no copy: Longhorn keeps a failed replica's
+//! `nodeID`, so counting it would call a volume whose only healthy replica goes with the host
+//! degraded instead of lost. A volume that loses its last healthy replica loses its data; one
+//! that keeps some runs degraded until Longhorn rebuilds the missing replicas elsewhere.
 
 use std::collections::HashMap;
 
@@ -37,7 +39,7 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
         }
     };
     let mut by_volume: HashMap<&str, Vec<&str>> = HashMap::new();
-    for r in replicas {
+    for r in replicas.iter().filter(|r| r.spec.failed_at.is_empty()) {
         let volume = if r.spec.volume_name.is_empty() {
             labels(&r.metadata)
                 .get("longhornvolume")

@@ -499,6 +499,31 @@ fn a_volume_whose_last_replica_is_on_the_host_loses_it_and_others_run_degraded()
     assert_eq!(p.host("pve2").unwrap().outcome, Outcome::Degraded);
 }
 
+#[test]
+fn failed_replicas_are_no_copies_so_a_volume_whose_only_healthy_replica_goes_is_lost() {
+    let failed = |name: &str, node: &str| {
+        let mut r = longhorn_replica(name, "pvc-data", node);
+        r.spec.failed_at = "2026-12-01T10:00:00Z".into();
+        r
+    };
+    let s = state()
+        .nodes(three())
+        .longhorn_volumes([longhorn_volume("pvc-data", "attached", "degraded", "cp-1")])
+        .longhorn_replicas([
+            longhorn_replica("pvc-data-r1", "pvc-data", "cp-1"),
+            failed("pvc-data-r2", "cp-2"),
+            failed("pvc-data-r3", "cp-3"),
+        ])
+        .build();
+    let p = run(&s);
+    assert_eq!(
+        reasons(&p, "pve1"),
+        "lost: Longhorn volume pvc-data loses its last replica (on cp-1)"
+    );
+    // Losing a host that holds only a failed replica costs the volume nothing.
+    assert!(!reasons(&p, "pve2").contains("pvc-data"));
+}
+
 // ------------------------------------------------------------------ protected controllers, PDBs
 
 #[test]

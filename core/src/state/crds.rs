@@ -185,6 +185,10 @@ pub struct LonghornReplicaSpec {
     pub node_id: String,
     #[serde(default)]
     pub volume_name: String,
+    /// Set when the replica failed (longhorn-manager keeps its `nodeID`): it is no healthy
+    /// copy of the data, wherever it sits.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub failed_at: String,
 }
 
 /// `settings.longhorn.io/v1beta2`: a string value at the top level (not under spec).
