@@ -113,18 +113,29 @@ pub fn untolerated_taint(taints: &[Taint], tolerations: &[Toleration]) -> Option
 }
 
 /// How long a pod stays bound to a node that became unreachable: `Some(0)` evicted at once,
-/// `Some(s)` after its toleration's seconds, `None` never (it tolerates the taint forever).
+/// `Some(s)` after `s` seconds, `None` never (it tolerates the taint forever).
+///
+/// As the taint-eviction controller's `getMinTolerationTime` (kubernetes
+/// `pkg/controller/tainteviction`): of the tolerations that match the taint, the *minimum*
+/// `tolerationSeconds` counts (one at or below 0 evicts at once); only when none of them has
+/// seconds does the pod stay forever. No matching toleration evicts at once.
 pub fn eviction_delay(tolerations: &[Toleration], taint_key: &str) -> Option<i64> {
     let taint = Taint {
         key: taint_key.to_string(),
         effect: "NoExecute".to_string(),
         ..Default::default()
     };
-    // The taint manager uses the first toleration that tolerates the taint.
-    match tolerations.iter().find(|t| tolerates(t, &taint)) {
-        None => Some(0),
-        Some(t) => t.toleration_seconds.map(|s| s.max(0)),
+    let mut matching = tolerations
+        .iter()
+        .filter(|t| tolerates(t, &taint))
+        .peekable();
+    if matching.peek().is_none() {
+        return Some(0);
     }
+    matching
+        .filter_map(|t| t.toleration_seconds)
+        .min()
+        .map(|s| s.max(0))
 }
 
 // ------------------------------------------------------------------ node selector, affinity
@@ -458,6 +469,32 @@ mod tests {
                 )]
             ),
             None
+        );
+    }
+
+    #[test]
+    fn eviction_waits_for_the_minimum_seconds_of_the_matching_tolerations() {
+        let with = |seconds: Option<i64>, key: &str| {
+            let mut t = toleration(key, "Exists", "", "NoExecute");
+            t.toleration_seconds = seconds;
+            t
+        };
+        let key = "node.kubernetes.io/unreachable";
+        // The first match says 300 s, a later one 30 s: the taint manager takes 30 s.
+        assert_eq!(
+            eviction_delay(&[with(Some(300), key), with(Some(30), key)], key),
+            Some(30)
+        );
+        // A match without seconds does not outlast one with seconds.
+        assert_eq!(
+            eviction_delay(&[with(None, key), with(Some(60), key)], key),
+            Some(60)
+        );
+        // Seconds at or below zero evict at once; a toleration of another taint does not count.
+        assert_eq!(eviction_delay(&[with(Some(-5), key)], key), Some(0));
+        assert_eq!(
+            eviction_delay(&[with(Some(10), "other"), with(Some(120), key)], key),
+            Some(120)
         );
     }
 
