@@ -541,6 +541,13 @@ fn budget_blocks(pdb: &PodDisruptionBudget, replicas: i64) -> Result<Option<Stri
                 crate::words::count(replicas, "replica")
             )));
         }
+    } else {
+        // policy/v1 defaults neither field: the disruption controller counts 0 expected pods
+        // and allows 0 disruptions, whatever runs (a chart's PDB enabled with no values).
+        return Ok(Some(
+            "sets neither minAvailable nor maxUnavailable, so the disruption controller allows no disruption; set maxUnavailable: 1"
+                .to_string(),
+        ));
     }
     Ok(None)
 }
@@ -941,6 +948,20 @@ mod tests {
             pdb("kube-system", "coredns", DNS).min_available_str("50%"),
         ));
         assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+    }
+
+    #[test]
+    fn a_pdb_with_neither_field_blocks_every_drain() {
+        // Traefik's chart renders this with podDisruptionBudget.enabled and no values.
+        // The status is one a controller has not written yet (as in a repository or a fresh
+        // object): the spec alone must say it blocks.
+        let mut neither = pdb("kube-system", "coredns", DNS).build();
+        neither.spec.as_mut().unwrap().max_unavailable = None;
+        let s = good()
+            .with(|s| s.pdbs = crate::state::Collected::Present(vec![]))
+            .pdbs([neither])
+            .build();
+        fails_with(&s, "sets neither minAvailable nor maxUnavailable");
     }
 
     #[test]

@@ -554,6 +554,29 @@ fn a_protected_controller_with_every_replica_on_the_host_is_not_survivable() {
 }
 
 #[test]
+fn a_pdb_with_neither_field_requires_every_pod_it_selects() {
+    // policy/v1 defaults neither minAvailable nor maxUnavailable; the disruption controller
+    // then allows no disruption, so three healthy of three is already the floor.
+    let mut neither = pdb("apps", "web", &[("app", "web")]).build();
+    let spec = neither.spec.as_mut().unwrap();
+    spec.min_available = None;
+    spec.max_unavailable = None;
+    let s = state()
+        .nodes(three())
+        .pods((1..=3).map(|i| app_pod("web", i, &format!("cp-{i}"), "10m", "10Mi")))
+        .pdbs([neither])
+        .build();
+    let p = run(&s);
+    assert!(
+        reasons(&p, "pve1").contains(
+            "PDB apps/web allows no eviction while the host is down (2 healthy, 3 required)"
+        ),
+        "{}",
+        reasons(&p, "pve1")
+    );
+}
+
+#[test]
 fn a_pdb_protects_its_controller_and_names_the_evictions_it_would_block() {
     let s = state()
         .nodes(three())

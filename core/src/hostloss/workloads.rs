@@ -127,7 +127,10 @@ pub fn index(cluster: &Cluster<'_>, named: &[ProtectedRef]) -> Workloads {
         ) {
             (Some(min), _) => scaled(min, expected),
             (None, Some(max)) => expected.saturating_sub(scaled(max, expected)),
-            (None, None) => expected.saturating_sub(1),
+            // policy/v1 does not default either field; the disruption controller then
+            // expects no pods and allows no disruption (kubernetes
+            // `pkg/controller/disruption`), so the budget keeps every pod it selects.
+            (None, None) => expected,
         };
         if !covered.contains(&pods) {
             protected.push(Protected {
