@@ -8,8 +8,10 @@
 //! `loadBalancerClass` other than `io.cilium/l2-announcer` is never announced. The current
 //! announcer is the holder of Lease `cilium-l2announce-<namespace>-<name>` (normally in
 //! kube-system); a holder that stopped renewing (older than the lease duration at collection
-//! time, plus skew) is a warning. `node.kubernetes.io/exclude-from-external-load-balancers` on a selected node
-//! is only a warning: whether the L2 announcer honours it is not established.
+//! time, plus skew) is a warning. `node.kubernetes.io/exclude-from-external-load-balancers` on a
+//! selected node is only a warning: Cilium's L2 announcer does not read that label
+//! (`pkg/l2announcer`), so it changes nothing here, but the cloud service controller and other
+//! load balancers do, and Talos puts it on every control plane since 1.8.
 
 use std::collections::BTreeMap;
 
@@ -220,7 +222,7 @@ fn check_service(
             selected.push(node_name);
             if node_labels.contains_key(EXCLUDE_LABEL) {
                 warnings.push(format!(
-                    "{} carries {EXCLUDE_LABEL}; Cilium's L2 announcer may not honour it, but other load balancers do (remove it with machine.nodeLabels)",
+                    "{} carries {EXCLUDE_LABEL}; Cilium's L2 announcer does not read it, so the node still announces, but other load balancers honour it (Talos sets it on control planes since 1.8; remove it with a machine-config patch `$patch: delete` on machine.nodeLabels)",
                     hosts.describe(node_name)
                 ));
             }
@@ -531,6 +533,11 @@ mod tests {
         assert!(f.warnings[0].starts_with(
             "node cp-1 (host pve1) carries node.kubernetes.io/exclude-from-external-load-balancers"
         ));
+        assert!(
+            f.warnings[0].contains("Cilium's L2 announcer does not read it"),
+            "{}",
+            f.warnings[0]
+        );
     }
 
     #[test]
