@@ -56,3 +56,10 @@ fuzz-keep target="snapshot":
 # kube-controller-manager, kube-scheduler, kubectl, kwok) into target/k8s-bin/; only what is missing.
 k8s:
     tools/k8s/build.sh
+
+# Repository trials on the public corpus of tools/corpus/repos.tsv, checked out under DIR as
+# owner+name (outside this project; `tools/corpus/run DIR --clone` clones them): per repository
+# the trials by verdict, the wrong ones against tools/corpus/EXPECTED.md, time and peak RSS.
+corpus dir:
+    cargo build --release
+    tools/corpus/run {{dir}}
