@@ -15,6 +15,10 @@ use crate::config::RepoSpec;
 /// Where each part of each environment lives in the repository.
 #[derive(Debug, Clone, Default)]
 pub struct Layout {
+    /// The repository's environments: those with a Flux entry directory, and the one a
+    /// `repo` section names with Terraform or Talos but no manifests (a Terraform-only
+    /// repository).
+    pub names: Vec<String>,
     /// Environment name → Flux entry directory.
     pub kubernetes: BTreeMap<String, String>,
     pub terraform: Option<String>,
@@ -37,9 +41,21 @@ impl Layout {
                 .is_dir()
                 .then(|| "terraform".to_string())
         });
+        let mut names: Vec<String> = kubernetes.keys().cloned().collect();
+        let declared_elsewhere = spec.tfvars.keys().chain(spec.talos.keys()).cloned();
+        let own = spec
+            .environment
+            .clone()
+            .filter(|_| terraform.is_some() || !spec.talos.is_empty());
+        for name in declared_elsewhere.chain(own) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names.sort();
         let mut tfvars = BTreeMap::new();
         let mut talos = BTreeMap::new();
-        for env in kubernetes.keys() {
+        for env in &names {
             let given = spec.tfvars.get(env).cloned().or_else(|| {
                 let tf = terraform.as_deref()?;
                 [
@@ -58,6 +74,7 @@ impl Layout {
             talos.extend(patches.map(|d| (env.clone(), d)));
         }
         Layout {
+            names,
             kubernetes,
             terraform,
             tfvars,
@@ -91,7 +108,8 @@ pub struct Declared {
 #[derive(Debug, Clone)]
 pub struct DeclaredEnv {
     pub name: String,
-    pub manifests: Result<Manifests, RepoError>,
+    /// `None`: the repository has no Flux entry directory for this environment.
+    pub manifests: Option<Result<Manifests, RepoError>>,
     pub terraform: Option<Result<Terraform, RepoError>>,
     pub talos: Option<Result<Patches, RepoError>>,
 }
@@ -219,9 +237,9 @@ fn with_terraform_patches(
 /// Read every environment of the repository at `root`.
 pub fn load(root: &Path, layout: &Layout) -> Declared {
     let environments = layout
-        .kubernetes
+        .names
         .iter()
-        .map(|(name, entry)| {
+        .map(|name| {
             let terraform = layout
                 .terraform
                 .as_deref()
@@ -237,7 +255,10 @@ pub fn load(root: &Path, layout: &Layout) -> Declared {
             let talos = with_terraform_patches(talos, terraform.as_ref(), &nodes);
             let env = DeclaredEnv {
                 name: name.clone(),
-                manifests: flux::render(root, entry),
+                manifests: layout
+                    .kubernetes
+                    .get(name)
+                    .map(|entry| flux::render(root, entry)),
                 terraform,
                 talos,
             };

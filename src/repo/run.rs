@@ -37,6 +37,20 @@ pub enum RepoError {
         env_file.display()
     )]
     NoEnvironments { root: PathBuf, env_file: PathBuf },
+    /// The environment checked has no counterpart in the repository: evaluating another in
+    /// its place would be a verdict about the wrong cluster.
+    #[error(
+        "repository {}: it declares the environments {}, and `{wanted}` is not one of them; set repo.environment in {} to the repository's name for this cluster (gates evaluates no other in its place)",
+        root.display(),
+        found.join(", "),
+        env_file.display()
+    )]
+    EnvironmentNotDeclared {
+        root: PathBuf,
+        wanted: String,
+        found: Vec<String>,
+        env_file: PathBuf,
+    },
 }
 
 /// The repository of `env`, read; `None` when neither the environment nor `--repo` names one.
@@ -64,13 +78,21 @@ pub fn prepare(
         return Err(RepoError::NotFound { root, from });
     }
     let layout = Layout::resolve(&root, &spec);
-    if layout.kubernetes.is_empty() {
+    if layout.names.is_empty() {
         return Err(RepoError::NoEnvironments {
             root,
             env_file: env.file.clone(),
         });
     }
     let repo_env = repo_env_name(env, &spec);
+    if !layout.names.contains(&repo_env) {
+        return Err(RepoError::EnvironmentNotDeclared {
+            root,
+            wanted: repo_env,
+            found: layout.names.clone(),
+            env_file: env.file.clone(),
+        });
+    }
     let declared = declared::load(&root, &layout);
     let names: Vec<String> = declared.environments.keys().cloned().collect();
     let trials = trials::trials(config, env, &names, &repo_env);
@@ -82,10 +104,10 @@ pub fn prepare(
     }))
 }
 
+/// The environment's name in the repository: `repo.environment`, else its own name (not the
+/// one it is checked `like:`, which is another cluster).
 fn repo_env_name(env: &Environment, spec: &RepoSpec) -> String {
-    spec.environment
-        .clone()
-        .unwrap_or_else(|| env.gate_name().to_string())
+    spec.environment.clone().unwrap_or_else(|| env.name.clone())
 }
 
 impl RepoRun {
@@ -95,7 +117,11 @@ impl RepoRun {
             .environments
             .values()
             .flat_map(|env| {
-                let manifests = env.manifests.iter().flat_map(|m| m.notes.iter().cloned());
+                let manifests = env
+                    .manifests
+                    .iter()
+                    .flatten()
+                    .flat_map(|m| m.notes.iter().cloned());
                 let talos = env
                     .talos
                     .iter()
@@ -154,14 +180,14 @@ impl RepoRun {
     }
 }
 
-/// The configuration of a repository environment: the environment file of that name, else
-/// one checked like it, else the environment being checked.
+/// The configuration of a repository environment: the environment being checked when it is
+/// that environment's counterpart (`repo.environment`), else the environment file of that
+/// name, else one whose `repo.environment` or `like:` names it, else the one being checked.
 fn settings_for<'a>(config: &'a Config, env: &'a Environment, name: &str) -> &'a Environment {
-    config
-        .environments
-        .get(name)
-        .or_else(|| config.environments.values().find(|e| e.gate_name() == name))
-        .unwrap_or(env)
+    if repo_env_name(env, &env.repo.clone().unwrap_or_default()) == name {
+        return env;
+    }
+    trials::configured(config, name).unwrap_or(env)
 }
 
 /// `--list` over the live and repository trials together.
@@ -197,6 +223,117 @@ mod tests {
             text.contains("repository no-such-repo not found (from --repo)")
                 && text.contains("check the path"),
             "{text}"
+        );
+    }
+
+    /// A repository whose environments have other names than the configuration's, with one
+    /// per directory under `clusters/`.
+    fn repo_with(names: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for name in names {
+            let entry = dir.path().join("clusters").join(name);
+            std::fs::create_dir_all(&entry).unwrap();
+            std::fs::write(entry.join("kustomization.yaml"), "resources: []\n").unwrap();
+        }
+        dir
+    }
+
+    fn trial_names(run: &RepoRun) -> Vec<&str> {
+        run.trials.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    #[test]
+    fn an_environment_named_by_repo_environment_takes_every_gate_of_the_environment_checked() {
+        let config = config();
+        let mut env = config.environment("staging").unwrap().clone();
+        env.repo = Some(RepoSpec {
+            environment: Some("main".into()),
+            ..RepoSpec::default()
+        });
+        let repo = repo_with(&["main"]);
+        let run = prepare(&config, &env, Some(repo.path())).unwrap().unwrap();
+        let names = trial_names(&run);
+        for expected in [
+            "gate1::main::repo::control-plane-nodes",
+            "gate2::main::repo::replicated-controller::traefik",
+            "gate3::main::repo::l2-announcement",
+            "gate1::staging::drift::control-plane-nodes",
+        ] {
+            assert!(names.contains(&expected), "{expected} missing: {names:?}");
+        }
+        assert_eq!(run.repo_env, "main");
+    }
+
+    #[test]
+    fn an_environment_checked_like_another_gets_the_repository_trials_of_the_gates_it_takes() {
+        let config = config();
+        let mut env = config.environment("staging").unwrap().clone();
+        env.name = "canary".into();
+        env.like = Some("staging".into());
+        let repo = repo_with(&["canary", "staging"]);
+        let run = prepare(&config, &env, Some(repo.path())).unwrap().unwrap();
+        let names = trial_names(&run);
+        assert_eq!(run.repo_env, "canary", "its own directory, not staging's");
+        assert!(
+            names.contains(&"gate1::canary::repo::control-plane-nodes")
+                && names.contains(&"gate2::canary::repo::replicated-controller::traefik"),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn a_repository_without_the_environment_checked_is_refused_naming_what_it_declares() {
+        let config = config();
+        let env = config.environment("staging").unwrap();
+        let repo = repo_with(&["main", "test"]);
+        let err = prepare(&config, env, Some(repo.path()))
+            .err()
+            .expect("refused, not another environment evaluated in its place");
+        let text = err.to_string();
+        assert!(
+            text.contains("declares the environments main, test")
+                && text.contains("`staging` is not one of them")
+                && text.contains("set repo.environment"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_terraform_only_repository_is_an_environment_whose_manifest_trials_skip() {
+        let config = config();
+        let mut env = config.environment("staging").unwrap().clone();
+        env.repo = Some(RepoSpec {
+            environment: Some("main".into()),
+            terraform: Some(".".into()),
+            ..RepoSpec::default()
+        });
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::write(repo.path().join("main.tf"), "locals {}\n").unwrap();
+        let run = prepare(&config, &env, Some(repo.path())).unwrap().unwrap();
+        let trial = run
+            .trials
+            .iter()
+            .find(|t| t.name == "gate3::main::repo::l2-announcement")
+            .expect("the gate-3 trial exists");
+        let declared = &run.declared.environments["main"];
+        assert!(declared.manifests.is_none());
+        let live = State::empty(
+            crate::state::Source::Snapshot { files: vec![] },
+            chrono::Utc::now(),
+        );
+        let ctx = trials::RepoContext {
+            declared: &run.declared,
+            env: declared,
+            settings: &env,
+            live: &live,
+        };
+        let finding = trials::evaluate(trial, &ctx);
+        assert!(
+            finding.verdict == crate::verdict::Verdict::Skip
+                && finding
+                    .summary
+                    .contains("declares no Kubernetes manifests for main"),
+            "{finding:?}"
         );
     }
 

@@ -60,7 +60,7 @@ pub fn check(env: &Environment) -> RepoFindings {
         return found;
     }
     let layout = Layout::resolve(&root, spec);
-    if layout.kubernetes.is_empty() {
+    if layout.names.is_empty() {
         found.problems.push(format!(
             "{}: repo: no environments found: {} has no clusters/ENV directories and repo.kubernetes names none",
             at.of(&["repo"]),
@@ -68,12 +68,9 @@ pub fn check(env: &Environment) -> RepoFindings {
         ));
         return found;
     }
-    let known: Vec<&str> = layout.kubernetes.keys().map(String::as_str).collect();
-    let own = spec
-        .environment
-        .clone()
-        .unwrap_or_else(|| env.gate_name().to_string());
-    if !layout.kubernetes.contains_key(&own) {
+    let known: Vec<&str> = layout.names.iter().map(String::as_str).collect();
+    let own = spec.environment.clone().unwrap_or_else(|| env.name.clone());
+    if !layout.names.contains(&own) {
         let key = if spec.environment.is_some() {
             "repo.environment"
         } else {
@@ -86,7 +83,7 @@ pub fn check(env: &Environment) -> RepoFindings {
         ));
     }
     for (section, map) in [("tfvars", &spec.tfvars), ("talos", &spec.talos)] {
-        for name in map.keys().filter(|n| !layout.kubernetes.contains_key(*n)) {
+        for name in map.keys().filter(|n| !layout.names.contains(*n)) {
             found.problems.push(format!(
                 "{}: repo.{section}.{name}: `{name}` is not an environment of the repository (it has: {})",
                 at.of(&["repo", section, name]),
@@ -100,7 +97,7 @@ pub fn check(env: &Environment) -> RepoFindings {
     let mut errors: BTreeSet<String> = BTreeSet::new();
     for env in declared.environments.values() {
         let failed = [
-            env.manifests.as_ref().err(),
+            env.manifests.as_ref().and_then(|m| m.as_ref().err()),
             env.terraform.as_ref().and_then(|t| t.as_ref().err()),
             env.talos.as_ref().and_then(|t| t.as_ref().err()),
         ];

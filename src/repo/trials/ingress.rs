@@ -167,15 +167,18 @@ fn inheritors(ctx: &RepoContext<'_>, site: &crate::repo::site::Site) -> Vec<Stri
         .environments
         .values()
         .filter(|env| {
-            env.manifests.as_ref().is_ok_and(|m| {
-                traefik(&m.helm_releases).any(|hr| {
-                    hr.values
-                        .as_ref()
-                        .ok()
-                        .and_then(|v| v.get(&TRAEFIK_ETP))
-                        .is_some_and(|v| v.site == *site)
+            env.manifests
+                .as_ref()
+                .and_then(|m| m.as_ref().ok())
+                .is_some_and(|m| {
+                    traefik(&m.helm_releases).any(|hr| {
+                        hr.values
+                            .as_ref()
+                            .ok()
+                            .and_then(|v| v.get(&TRAEFIK_ETP))
+                            .is_some_and(|v| v.site == *site)
+                    })
                 })
-            })
         })
         .map(|env| env.name.clone())
         .collect()
@@ -191,7 +194,9 @@ fn shared_local(ctx: &RepoContext<'_>, hr: &HelmRelease) -> Vec<String> {
         .values()
         .filter(|e| e.name != ctx.env.name)
     {
-        let Ok(m) = &env.manifests else { continue };
+        let Some(Ok(m)) = &env.manifests else {
+            continue;
+        };
         for other in traefik(&m.helm_releases).filter(|o| o.site == hr.site) {
             if let Some(v) = other.values.as_ref().ok().and_then(|v| v.get(&TRAEFIK_ETP))
                 && v.as_str() != Some("Cluster")

@@ -167,7 +167,15 @@ pub fn trials(
 ) -> Vec<RepoTrial> {
     let mut out = Vec::new();
     for gate in &config.gates {
-        for name in declared.iter().filter(|n| gate.applies_to(n)) {
+        let applies = |name: &str| {
+            let gate_name = if name == repo_env {
+                env.gate_name()
+            } else {
+                configured(config, name).map_or(name, Environment::gate_name)
+            };
+            gate.applies_to(gate_name)
+        };
+        for name in declared.iter().filter(|n| applies(n)) {
             for check in gate.checks.iter().filter_map(RepoCheck::of) {
                 out.push(trial(gate.number, name, name, check, false));
             }
@@ -184,6 +192,28 @@ pub fn trials(
         }
     }
     out
+}
+
+/// The configured environment a repository environment stands for: the one of that name,
+/// else one whose `repo.environment` names it, else one checked `like:` it.
+pub fn configured<'a>(config: &'a Config, repo_name: &str) -> Option<&'a Environment> {
+    config
+        .environments
+        .get(repo_name)
+        .or_else(|| {
+            config.environments.values().find(|e| {
+                e.repo
+                    .as_ref()
+                    .and_then(|r| r.environment.as_deref())
+                    .is_some_and(|n| n == repo_name)
+            })
+        })
+        .or_else(|| {
+            config
+                .environments
+                .values()
+                .find(|e| e.gate_name() == repo_name)
+        })
 }
 
 fn trial(gate: u32, shown: &str, repo_env: &str, check: RepoCheck, drift: bool) -> RepoTrial {
@@ -264,14 +294,20 @@ pub fn declared_nodes<'a>(env: &'a DeclaredEnv) -> Result<Vec<DeclaredNode<'a>>,
     })
 }
 
-/// The manifests, or an error finding naming the file that could not be read.
+/// The manifests, or an error finding naming the file that could not be read, or a skip when
+/// the repository has no Kubernetes manifests for the environment.
 pub fn manifests(env: &DeclaredEnv) -> Result<&super::flux::Manifests, Finding> {
-    env.manifests.as_ref().map_err(|err| {
-        Finding::error(format!(
+    match &env.manifests {
+        None => Err(Finding::skip(format!(
+            "the repository declares no Kubernetes manifests for {} (no clusters/{} directory or repo.kubernetes entry)",
+            env.name, env.name
+        ))),
+        Some(Err(err)) => Err(Finding::error(format!(
             "the manifests of {} cannot be read: {err}",
             env.name
-        ))
-    })
+        ))),
+        Some(Ok(m)) => Ok(m),
+    }
 }
 
 /// The Talos patches; `None` when the repository has none for the environment.
