@@ -6,9 +6,11 @@
 //! Secrets that live in the repository, in order, then `spec.values`, each value with the
 //! file and line that set it last.
 //!
-//! A source in another repository is skipped with the reason; `postBuild` substitutions,
-//! `components` and name prefixes or suffixes are errors naming the file (their result
-//! cannot be read without Flux); `images` is noted, since no trial reads image tags.
+//! `postBuild` substitutions are applied (see [`super::substitute`]). A source in another
+//! repository is skipped with the reason; `spec.components` and name prefixes or suffixes
+//! are errors naming the file; `images` is noted, since no trial reads image tags. A Flux
+//! Kustomization that cannot be read is set aside with the kinds it may hold
+//! ([`super::unread`]), so only the trials that read those kinds become errors.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -18,6 +20,8 @@ use base64::Engine;
 use super::kustomize::{self, Rendered};
 use super::patch;
 use super::site::{RepoError, Site};
+use super::substitute::Vars;
+use super::unread::{self, Unread};
 use super::yaml::{self, Node, Value};
 
 /// What the repository declares for one environment's cluster.
@@ -27,6 +31,9 @@ pub struct Manifests {
     pub helm_releases: Vec<HelmRelease>,
     /// Constructs skipped on purpose, with the reason.
     pub notes: Vec<String>,
+    /// Flux Kustomizations (or objects) that could not be read, and the kinds they may hold:
+    /// a trial that reads one of those kinds is an error; the others are not affected.
+    pub unread: Vec<Unread>,
 }
 
 impl Manifests {
@@ -68,13 +75,25 @@ pub fn render(repo: &Path, entry: &str) -> Result<Manifests, RepoError> {
     seen.insert(entry.clone());
     let first = kustomize::autodetect(repo, &entry)?;
     let mut queue = vec![first];
+    let mut index: Option<Vec<Node>> = None;
     while let Some(rendered) = queue.pop() {
         out.notes.extend(rendered.notes);
+        out.unread.extend(rendered.unread);
         for object in rendered.objects {
-            if is_flux_kustomization(&object)
-                && let Some(next) = follow(repo, &object, &mut seen, &mut out.notes)?
-            {
-                queue.push(next);
+            if is_flux_kustomization(&object) {
+                let sources = Sources {
+                    repo,
+                    rendered: &out.objects,
+                    index: &mut index,
+                };
+                match follow(repo, &object, &mut seen, &mut out.notes, sources) {
+                    Ok(Some(next)) => queue.push(next),
+                    Ok(None) => {}
+                    Err(error) => out.unread.push(Unread {
+                        error,
+                        kinds: unread::kinds_under(repo, &flux_path(&object)),
+                    }),
+                }
             }
             out.objects.push(object);
         }
@@ -92,11 +111,87 @@ pub fn render(repo: &Path, entry: &str) -> Result<Manifests, RepoError> {
     Ok(out)
 }
 
+/// A Flux Kustomization's `spec.path`, repository-relative (`.` when left out).
+fn flux_path(ks: &Node) -> String {
+    let path = ks.get_str(&["spec", "path"]).unwrap_or(".");
+    kustomize::resolve("", path, &ks.site).unwrap_or_else(|_| path.to_string())
+}
+
 fn is_flux_kustomization(object: &Node) -> bool {
     object.get_str(&["kind"]) == Some("Kustomization")
         && object
             .get_str(&["apiVersion"])
             .is_some_and(|a| a.starts_with(FLUX_KUSTOMIZATION))
+}
+
+/// Where `postBuild.substituteFrom` objects are found: among the objects rendered so far,
+/// else among every ConfigMap and Secret file of the repository (read once, when first
+/// needed), since Flux reads them from the cluster whichever Kustomization applied them.
+struct Sources<'a> {
+    repo: &'a Path,
+    rendered: &'a [Node],
+    index: &'a mut Option<Vec<Node>>,
+}
+
+impl Sources<'_> {
+    fn find(&mut self, kind: &str, name: &str, namespace: &str) -> Option<Node> {
+        let matches = |o: &&Node| {
+            o.get_str(&["kind"]) == Some(kind)
+                && o.get_str(&["metadata", "name"]) == Some(name)
+                && o.get_str(&["metadata", "namespace"])
+                    .is_none_or(|n| n == namespace)
+        };
+        if let Some(found) = self.rendered.iter().find(matches) {
+            return Some(found.clone());
+        }
+        let repo = self.repo;
+        let index = self.index.get_or_insert_with(|| config_objects(repo));
+        let mut candidates = index.iter().filter(matches);
+        let first = candidates.next()?;
+        // Two different files defining it: which one Flux applied is not known here.
+        candidates.next().is_none().then(|| first.clone())
+    }
+}
+
+/// Every ConfigMap and Secret document of the repository's YAML files.
+fn config_objects(repo: &Path) -> Vec<Node> {
+    let mut out = Vec::new();
+    let mut stack = vec![repo.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !name.starts_with('.') && name != "node_modules" {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if !(name.ends_with(".yaml") || name.ends_with(".yml")) {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            if !(text.contains("kind: ConfigMap") || text.contains("kind: Secret")) {
+                continue;
+            }
+            let rel = path
+                .strip_prefix(repo)
+                .map(|p| p.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default();
+            if let Ok(docs) = yaml::parse(&rel, &text) {
+                out.extend(
+                    docs.into_iter()
+                        .filter(|d| matches!(d.get_str(&["kind"]), Some("ConfigMap" | "Secret"))),
+                );
+            }
+        }
+    }
+    out
 }
 
 /// Render the path of one Flux Kustomization, or note why it is not followed.
@@ -105,6 +200,7 @@ fn follow(
     ks: &Node,
     seen: &mut BTreeSet<String>,
     notes: &mut Vec<String>,
+    mut sources: Sources<'_>,
 ) -> Result<Option<Rendered>, RepoError> {
     let name = ks.get_str(&["metadata", "name"]).unwrap_or("?");
     let source_kind = ks
@@ -118,7 +214,7 @@ fn follow(
         ));
         return Ok(None);
     }
-    for refused in ["postBuild", "components", "namePrefix", "nameSuffix"] {
+    for refused in ["components", "namePrefix", "nameSuffix"] {
         if let Some(node) = ks.get(&["spec", refused]) {
             return Err(RepoError::new(
                 node.site.clone(),
@@ -165,6 +261,32 @@ fn follow(
     }
     if let Some(meta) = ks.get(&["spec", "commonMetadata"]) {
         common_metadata(meta, name, &mut rendered.objects)?;
+    }
+    let namespace = ks
+        .get_str(&["metadata", "namespace"])
+        .unwrap_or("flux-system");
+    let found: Vec<(String, String, Node)> = ks
+        .get(&["spec", "postBuild", "substituteFrom"])
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|s| {
+            let kind = s.get_str(&["kind"])?.to_string();
+            let name = s.get_str(&["name"])?.to_string();
+            let object = sources.find(&kind, &name, namespace)?;
+            Some((kind, name, object))
+        })
+        .collect();
+    let lookup = |kind: &str, name: &str| {
+        found
+            .iter()
+            .find(|(k, n, _)| k == kind && n == name)
+            .map(|(_, _, o)| o)
+    };
+    if let Some(vars) = Vars::read(ks, namespace, lookup) {
+        let (objects, unread) = vars.apply(std::mem::take(&mut rendered.objects));
+        rendered.objects = objects;
+        rendered.unread.extend(unread);
     }
     if let Some(images) = ks.get(&["spec", "images"]) {
         notes.push(format!(
@@ -429,7 +551,7 @@ mod tests {
     }
 
     #[test]
-    fn other_sources_are_skipped_with_the_reason_and_post_build_is_refused() {
+    fn other_sources_are_skipped_with_the_reason_and_post_build_substitutes_from_the_repository() {
         let other = SYNC.replace("name: flux-system}", "name: vendor}");
         let dir = repo(&[("clusters/env/infra.yaml", &other)]);
         let m = render(dir.path(), "clusters/env").unwrap();
@@ -438,19 +560,51 @@ mod tests {
             "{:?}",
             m.notes
         );
-        let post = format!("{SYNC}  postBuild:\n    substitute: {{a: b}}\n");
+        let post = format!(
+            "{SYNC}  postBuild:\n    substitute: {{ZONE: a}}\n    substituteFrom:\n      - {{kind: ConfigMap, name: cluster-settings}}\n"
+        );
         let dir = repo(&[
             ("clusters/env/infra.yaml", &post),
             (
                 "infra/a.yaml",
-                "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
+                "apiVersion: v1\nkind: Namespace\nmetadata: {name: '${ZONE}-${COUNT}'}\n",
+            ),
+            (
+                "elsewhere/settings.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-settings, namespace: flux-system}\ndata: {COUNT: '3', ZONE: b}\n",
             ),
         ]);
-        let err = render(dir.path(), "clusters/env").unwrap_err();
-        assert!(
-            err.to_string().starts_with("clusters/env/infra.yaml:7"),
-            "{err}"
+        let m = render(dir.path(), "clusters/env").unwrap();
+        let ns = m.of_kind("Namespace").next().expect("rendered");
+        assert_eq!(
+            ns.get_str(&["metadata", "name"]),
+            Some("a-3"),
+            "substitute wins over substituteFrom, found in any file of the repository"
         );
+        assert!(m.unread.is_empty(), "{:?}", m.unread);
+    }
+
+    #[test]
+    fn a_flux_kustomization_gates_cannot_read_is_set_aside_with_the_kinds_it_may_hold() {
+        let bad = with_spec("  namePrefix: prod-\n");
+        let good = SYNC
+            .replace("name: infra,", "name: apps,")
+            .replace("./infra", "./apps");
+        let dir = repo(&[
+            ("clusters/env/infra.yaml", &bad),
+            ("clusters/env/apps.yaml", &good),
+            ("infra/web.yaml", APP),
+            (
+                "apps/svc.yaml",
+                "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
+            ),
+        ]);
+        let m = render(dir.path(), "clusters/env").expect("the readable part renders");
+        assert!(m.of_kind("Service").next().is_some());
+        assert_eq!(m.unread.len(), 1, "{:?}", m.unread);
+        assert!(m.unread[0].kinds.may_hold(&["Deployment"]));
+        assert!(!m.unread[0].kinds.may_hold(&["Service", "HelmRelease"]));
+        assert!(m.unread[0].error.to_string().contains("`spec.namePrefix`"));
     }
 
     const APP: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels: {tier: web}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n";
@@ -545,7 +699,8 @@ mod tests {
         ] {
             let sync = with_spec(extra);
             let dir = repo(&[("clusters/env/infra.yaml", &sync), ("infra/web.yaml", APP)]);
-            let err = render(dir.path(), "clusters/env").unwrap_err();
+            let m = render(dir.path(), "clusters/env").unwrap();
+            let err = &m.unread.first().expect("set aside as unread").error;
             assert!(err.to_string().starts_with(line), "{extra}: {err}");
             assert!(err.message.contains(words), "{extra}: {err}");
         }

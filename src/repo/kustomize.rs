@@ -24,6 +24,9 @@ pub struct Rendered {
     pub objects: Vec<Node>,
     /// Constructs skipped because no trial reads what they change, with the reason.
     pub notes: Vec<String>,
+    /// Subdirectories of a plain directory that could not be rendered, with the kinds they
+    /// may hold (see [`super::unread`]).
+    pub unread: Vec<super::unread::Unread>,
 }
 
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -524,9 +527,19 @@ pub fn autodetect(repo: &Path, dir: &str) -> Result<Rendered, RepoError> {
             .unwrap_or_default();
         let rel = join(dir, &name);
         if path.is_dir() {
-            let child = autodetect(repo, &rel)?;
-            out.objects.extend(child.objects);
-            out.notes.extend(child.notes);
+            // Each directory below a plain one is a Kustomization of its own to Flux's
+            // generated kustomization; one gates cannot read leaves the others readable.
+            match autodetect(repo, &rel) {
+                Ok(child) => {
+                    out.objects.extend(child.objects);
+                    out.notes.extend(child.notes);
+                    out.unread.extend(child.unread);
+                }
+                Err(error) => out.unread.push(super::unread::Unread {
+                    error,
+                    kinds: super::unread::kinds_under(repo, &rel),
+                }),
+            }
         } else if name.ends_with(".yaml") || name.ends_with(".yml") {
             let text = read(repo, &rel)?;
             for doc in yaml::parse(&rel, &text)? {

@@ -15,9 +15,11 @@ pub mod label_query;
 pub mod patch;
 mod run;
 pub mod site;
+pub mod substitute;
 pub mod talos;
 pub mod terraform;
 pub mod trials;
+pub mod unread;
 pub mod validate;
 pub mod yaml;
 

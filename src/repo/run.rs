@@ -117,11 +117,10 @@ impl RepoRun {
             .environments
             .values()
             .flat_map(|env| {
-                let manifests = env
-                    .manifests
-                    .iter()
-                    .flatten()
-                    .flat_map(|m| m.notes.iter().cloned());
+                let manifests = env.manifests.iter().flatten().flat_map(|m| {
+                    let unread = m.unread.iter().map(|u| format!("not read: {}", u.error));
+                    m.notes.iter().cloned().chain(unread).collect::<Vec<_>>()
+                });
                 let talos = env
                     .talos
                     .iter()

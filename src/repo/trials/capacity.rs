@@ -13,14 +13,14 @@ use crate::verdict::Finding;
 
 use super::chart_requests::{NodeSize, NotCounted, chart_requests};
 use super::workload_requests::{Amount, show_bytes, show_cpu, tally_manifests};
-use super::{RepoContext, declared_nodes, manifests, node_labels, talos_patches};
+use super::{RepoContext, declared_nodes, manifests, node_labels, reads, talos_patches};
 
 pub fn capacity_headroom(ctx: &RepoContext<'_>) -> Finding {
     let nodes = match declared_nodes(ctx.env) {
         Ok(nodes) => nodes,
         Err(finding) => return finding,
     };
-    let m = match manifests(ctx.env) {
+    let m = match manifests(ctx.env, reads::WORKLOADS) {
         Ok(m) => m,
         Err(finding) => return finding,
     };

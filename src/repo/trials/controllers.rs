@@ -12,7 +12,7 @@ use crate::checks::replicated_controller::Params;
 use crate::selector::{Selector, WhenNil};
 use crate::verdict::Finding;
 
-use super::{RepoContext, at, manifests, talos_patches};
+use super::{RepoContext, at, manifests, reads, talos_patches};
 use crate::repo::yaml::Node;
 
 /// Where a chart takes a controller's replicas, PDB switch and spread. `pdb: None`: the chart
@@ -108,7 +108,7 @@ pub fn declared_replicas(
     ctx: &RepoContext<'_>,
     params: &Params,
 ) -> Result<Option<(i64, String)>, Finding> {
-    let m = manifests(ctx.env)?;
+    let m = manifests(ctx.env, reads::CONTROLLERS)?;
     if let Some(workload) = workloads(&m.objects, params).into_iter().next() {
         let replicas = workload.get(&["spec", "replicas"]);
         let count = replicas.and_then(Node::as_i64).unwrap_or(1);
@@ -151,7 +151,7 @@ fn helm<'a>(
     ctx: &RepoContext<'a>,
     params: &Params,
 ) -> Result<Vec<(&'a Node, &'static ChartKeys)>, Finding> {
-    let m = manifests(ctx.env)?;
+    let m = manifests(ctx.env, reads::CONTROLLERS)?;
     let mut out = Vec::new();
     for hr in &m.helm_releases {
         let Some(keys) = CHARTS.iter().find(|k| {
@@ -181,7 +181,7 @@ fn helm<'a>(
 }
 
 pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
-    let m = match manifests(ctx.env) {
+    let m = match manifests(ctx.env, reads::CONTROLLERS) {
         Ok(m) => m,
         Err(finding) => return finding,
     };
@@ -464,7 +464,7 @@ pub fn declared_pdb(
     ctx: &RepoContext<'_>,
     params: &Params,
 ) -> Result<Option<(bool, String)>, Finding> {
-    let m = manifests(ctx.env)?;
+    let m = manifests(ctx.env, reads::CONTROLLERS)?;
     let pods: Vec<BTreeMap<String, String>> = workloads(&m.objects, params)
         .iter()
         .filter_map(|w| {

@@ -16,7 +16,9 @@ use crate::verdict::Finding;
 use super::controllers::declared_replicas;
 use super::ingress::{TRAEFIK_ETP, traefik};
 use super::live_workloads::live_workloads;
-use super::{RepoCheck, RepoContext, declared_nodes, drift_addresses, drift_placement, manifests};
+use super::{
+    RepoCheck, RepoContext, declared_nodes, drift_addresses, drift_placement, manifests, reads,
+};
 
 pub fn evaluate(check: &RepoCheck, ctx: &RepoContext<'_>) -> Finding {
     match check {
@@ -138,7 +140,7 @@ fn ingress_services<'a>(ctx: &RepoContext<'a>) -> Result<Vec<&'a Service>, Findi
 }
 
 fn traffic_policy(ctx: &RepoContext<'_>) -> Finding {
-    let m = match manifests(ctx.env) {
+    let m = match manifests(ctx.env, reads::TRAFFIC_POLICY) {
         Ok(m) => m,
         Err(finding) => return finding,
     };
@@ -224,7 +226,7 @@ fn traffic_policy(ctx: &RepoContext<'_>) -> Finding {
 }
 
 fn l2_policies(ctx: &RepoContext<'_>) -> Finding {
-    let m = match manifests(ctx.env) {
+    let m = match manifests(ctx.env, reads::L2) {
         Ok(m) => m,
         Err(finding) => return finding,
     };

@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use crate::selector::{Selector, WhenNil};
 use crate::verdict::Finding;
 
-use super::{RepoContext, at, declared_nodes, manifests, node_labels, talos_patches};
+use super::{RepoContext, at, declared_nodes, manifests, node_labels, reads, talos_patches};
 use crate::repo::flux::HelmRelease;
 use crate::repo::yaml::Node;
 
@@ -16,7 +16,7 @@ use crate::repo::yaml::Node;
 pub const TRAEFIK_ETP: [&str; 3] = ["service", "spec", "externalTrafficPolicy"];
 
 pub fn l2_announcement(ctx: &RepoContext<'_>) -> Finding {
-    let m = match manifests(ctx.env) {
+    let m = match manifests(ctx.env, reads::L2) {
         Ok(m) => m,
         Err(finding) => return finding,
     };
@@ -99,7 +99,7 @@ pub fn traefik(releases: &[HelmRelease]) -> impl Iterator<Item = &HelmRelease> {
 }
 
 pub fn external_traffic_policy(ctx: &RepoContext<'_>) -> Finding {
-    let m = match manifests(ctx.env) {
+    let m = match manifests(ctx.env, reads::TRAFFIC_POLICY) {
         Ok(m) => m,
         Err(finding) => return finding,
     };

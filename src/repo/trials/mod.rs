@@ -295,19 +295,79 @@ pub fn declared_nodes<'a>(env: &'a DeclaredEnv) -> Result<Vec<DeclaredNode<'a>>,
 }
 
 /// The manifests, or an error finding naming the file that could not be read, or a skip when
-/// the repository has no Kubernetes manifests for the environment.
-pub fn manifests(env: &DeclaredEnv) -> Result<&super::flux::Manifests, Finding> {
-    match &env.manifests {
-        None => Err(Finding::skip(format!(
-            "the repository declares no Kubernetes manifests for {} (no clusters/{} directory or repo.kubernetes entry)",
-            env.name, env.name
+/// the repository has no Kubernetes manifests for the environment. `reads`: the kinds the
+/// trial reads; a part of the manifests that could not be read and may hold one of them makes
+/// the trial an error naming every such part, and parts that cannot hold them do not count.
+pub fn manifests<'a>(
+    env: &'a DeclaredEnv,
+    reads: &[&str],
+) -> Result<&'a super::flux::Manifests, Finding> {
+    let m = match &env.manifests {
+        None => {
+            return Err(Finding::skip(format!(
+                "the repository declares no Kubernetes manifests for {} (no clusters/{} directory or repo.kubernetes entry)",
+                env.name, env.name
+            )));
+        }
+        Some(Err(err)) => {
+            return Err(Finding::error(format!(
+                "the manifests of {} cannot be read: {err}",
+                env.name
+            )));
+        }
+        Some(Ok(m)) => m,
+    };
+    let blocking: Vec<String> = m
+        .unread
+        .iter()
+        .filter(|u| u.kinds.may_hold(reads))
+        .map(|u| u.error.to_string())
+        .collect();
+    match blocking.as_slice() {
+        [] => Ok(m),
+        [one] => Err(Finding::error(format!(
+            "part of the manifests of {} cannot be read and may hold a {}: {one}",
+            env.name,
+            reads.join(" or ")
         ))),
-        Some(Err(err)) => Err(Finding::error(format!(
-            "the manifests of {} cannot be read: {err}",
-            env.name
-        ))),
-        Some(Ok(m)) => Ok(m),
+        [first, ..] => Err(Finding::error(format!(
+            "{} parts of the manifests of {} cannot be read and may hold a {}; the first: {first}",
+            blocking.len(),
+            env.name,
+            reads.join(" or ")
+        ))
+        .with_evidence(blocking.clone())),
     }
+}
+
+/// What each kind of trial reads of the manifests.
+pub mod reads {
+    /// The objects that make pods, and what sizes them.
+    pub const WORKLOADS: &[&str] = &[
+        "Deployment",
+        "StatefulSet",
+        "DaemonSet",
+        "ReplicaSet",
+        "Pod",
+        "Job",
+        "CronJob",
+        "HelmRelease",
+        "LimitRange",
+    ];
+    /// A controller, its copies, its PodDisruptionBudget and the release that makes it.
+    pub const CONTROLLERS: &[&str] = &[
+        "Deployment",
+        "StatefulSet",
+        "DaemonSet",
+        "HelmRelease",
+        "PodDisruptionBudget",
+    ];
+    /// L2 announcements and the Services they announce.
+    pub const L2: &[&str] = &["CiliumL2AnnouncementPolicy", "Service", "HelmRelease"];
+    /// Traefik's Service, as a manifest or from its release.
+    pub const TRAFFIC_POLICY: &[&str] = &["Service", "HelmRelease"];
+    /// Longhorn's placement: its release and its node settings.
+    pub const LONGHORN: &[&str] = &["HelmRelease", "ConfigMap", "DaemonSet"];
 }
 
 /// The Talos patches; `None` when the repository has none for the environment.

@@ -5,7 +5,7 @@
 use crate::selector::Selector;
 use crate::verdict::Finding;
 
-use super::{RepoContext, at, declared_nodes, manifests, node_labels, talos_patches};
+use super::{RepoContext, at, declared_nodes, manifests, node_labels, reads, talos_patches};
 use crate::repo::declared::DeclaredNode;
 use crate::repo::yaml::Node;
 
@@ -66,7 +66,7 @@ pub fn longhorn_disks(ctx: &RepoContext<'_>) -> Finding {
         }
     }
     // The Longhorn chart's node selectors, where the repository sets them.
-    let m = match manifests(ctx.env) {
+    let m = match manifests(ctx.env, reads::LONGHORN) {
         Ok(m) => m,
         Err(finding) => return finding,
     };
