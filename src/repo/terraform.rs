@@ -20,6 +20,7 @@ use super::kustomize::{join, read, resolve};
 use super::site::{RepoError, Site};
 use super::yaml::{Node, Value};
 
+mod hcl_eval;
 mod talos_patches;
 pub use talos_patches::TfPatch;
 
@@ -144,8 +145,62 @@ fn parse_text(rel: &str, text: String) -> Result<File, RepoError> {
 #[derive(Default, Clone)]
 struct Scope {
     vars: BTreeMap<String, Result<Node, RepoError>>,
+    /// The module's locals that could be evaluated, and why the others could not.
+    locals: Vec<(String, hcl::Value)>,
+    local_errors: BTreeMap<String, String>,
     each: Option<(Node, Node)>,
     index: Option<Node>,
+}
+
+impl Scope {
+    fn names(&self) -> hcl_eval::Names {
+        hcl_eval::Names {
+            var: self
+                .vars
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), hcl_eval::to_hcl(v.as_ref().ok()?))))
+                .collect(),
+            local: self.locals.clone(),
+            each: self
+                .each
+                .as_ref()
+                .map(|(k, v)| (hcl_eval::to_hcl(k), hcl_eval::to_hcl(v))),
+            count: self.index.as_ref().map(hcl_eval::to_hcl),
+        }
+    }
+
+    /// Evaluate the `locals` blocks of a module, each local once the ones it uses are known.
+    fn with_locals(mut self, files: &[File]) -> Scope {
+        let mut pending: Vec<(&File, &hcl_edit::structure::Attribute)> = files
+            .iter()
+            .flat_map(|f| {
+                blocks(&f.body, "locals")
+                    .flat_map(move |b| b.body.attributes().map(move |a| (f, a)))
+            })
+            .collect();
+        loop {
+            let before = pending.len();
+            let mut rest = Vec::new();
+            for (file, attr) in pending {
+                let key = attr.key.as_str().to_string();
+                match eval(&attr.value, file, &self) {
+                    Ok(value) => {
+                        self.local_errors.remove(&key);
+                        self.locals.push((key, hcl_eval::to_hcl(&value)));
+                    }
+                    Err(err) => {
+                        self.local_errors.insert(key, err.to_string());
+                        rest.push((file, attr));
+                    }
+                }
+            }
+            pending = rest;
+            if pending.is_empty() || pending.len() == before {
+                break;
+            }
+        }
+        self
+    }
 }
 
 /// Read the Terraform of `dir`, with the environment's tfvars file when there is one.
@@ -216,6 +271,7 @@ fn module(
             });
         }
     }
+    let scope = scope.with_locals(files);
     for file in files {
         for block in blocks(&file.body, "module") {
             let call = label(block, 0);
@@ -489,7 +545,7 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
                 ("count", Some(TraversalOperator::GetAttr(part))) if part.as_str() == "index" => {
                     scope.index.clone().ok_or_else(|| unknown(expr, file))?
                 }
-                _ => return Err(unknown(expr, file)),
+                _ => return computed(expr, file, scope),
             };
             for op in ops {
                 let next = match op {
@@ -508,7 +564,7 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
                         .as_seq()
                         .and_then(|items| items.get(*i.value() as usize).cloned()),
                     TraversalOperator::AttrSplat(_) | TraversalOperator::FullSplat(_) => {
-                        return Err(unknown(expr, file));
+                        return computed(expr, file, scope);
                     }
                 };
                 current = next.ok_or_else(|| {
@@ -530,7 +586,32 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
         | Expression::FuncCall(_)
         | Expression::UnaryOp(_)
         | Expression::BinaryOp(_)
-        | Expression::ForExpr(_) => return Err(unknown(expr, file)),
+        | Expression::ForExpr(_) => return computed(expr, file, scope),
+    })
+}
+
+/// An expression only an evaluator computes, at the expression's line (see [`hcl_eval`]).
+/// A variable gates could not evaluate is that variable's error, never a default.
+fn computed(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError> {
+    let site = file.site(expr.span());
+    let text = source(expr, file);
+    for (name, value) in &scope.vars {
+        if let Err(err) = value
+            && text.contains(&format!("var.{name}"))
+        {
+            return Err(err.clone());
+        }
+    }
+    hcl_eval::evaluate(expr, &scope.names(), &site).map_err(|why| {
+        let local = scope
+            .local_errors
+            .iter()
+            .find(|(name, _)| text.contains(&format!("local.{name}")));
+        let why = match local {
+            Some((name, err)) => format!("local.{name} cannot be evaluated: {err}"),
+            None => why,
+        };
+        RepoError::new(site, format!("`{text}` cannot be evaluated: {why}"))
     })
 }
 
@@ -654,17 +735,64 @@ resource "proxmox_virtual_environment_vm" "node" {
     }
 
     #[test]
-    fn functions_in_a_read_attribute_are_errors_naming_the_line() {
+    fn a_value_known_only_after_apply_in_a_read_attribute_is_an_error_naming_the_line() {
         let dir = repo(&[(
             "tf/vm.tf",
-            "resource \"proxmox_vm_qemu\" \"cp\" {\n  name        = \"cp\"\n  target_node = lookup(var.hosts, \"cp\")\n}\n",
+            "resource \"proxmox_vm_qemu\" \"cp\" {\n  name        = \"cp\"\n  target_node = lookup(data.proxmox_nodes.all.names, \"cp\")\n}\n",
         )]);
         let err = load(dir.path(), "tf", None).unwrap_err();
+        let text = err.to_string();
         assert!(
-            err.to_string()
-                .starts_with("tf/vm.tf:3: `lookup(var.hosts, \"cp\")` is not evaluated"),
-            "{err}"
+            text.starts_with(
+                "tf/vm.tf:3: `lookup(data.proxmox_nodes.all.names, \"cp\")` cannot be evaluated"
+            ) && text.contains("`data`"),
+            "{text}"
         );
+    }
+
+    #[test]
+    fn templates_locals_conditionals_and_functions_in_vms_evaluate_at_their_lines() {
+        let dir = repo(&[(
+            "tf/vm.tf",
+            r#"variable "cluster" { default = "prod" }
+variable "ha" { default = true }
+locals {
+  count = var.ha ? 3 : 1
+  hosts = ["pve1", "pve2", "pve3"]
+  nodes = { for i in range(local.count) : format("%s-cp-%02d", var.cluster, i + 1) => element(local.hosts, i) }
+}
+resource "proxmox_virtual_environment_vm" "cp" {
+  for_each  = local.nodes
+  name      = each.key
+  node_name = each.value
+  tags      = [var.ha ? "controlplane" : "single", "talos"]
+  cpu { cores = 2 * 2 }
+}
+"#,
+        )]);
+        let tf = load(dir.path(), "tf", None).unwrap();
+        let names: Vec<(&str, &str)> = tf
+            .vms
+            .iter()
+            .map(|vm| {
+                (
+                    vm.name(),
+                    vm.host.as_ref().and_then(Node::as_str).unwrap_or("?"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("prod-cp-01", "pve1"),
+                ("prod-cp-02", "pve2"),
+                ("prod-cp-03", "pve3")
+            ]
+        );
+        let vm = &tf.vms[0];
+        assert!(vm.has_tag("controlplane"), "{:?}", vm.tags);
+        let cores = vm.cores.as_ref().unwrap();
+        assert_eq!((cores.as_i64(), cores.site.line), (Some(4), 13));
     }
 
     #[test]
@@ -722,7 +850,7 @@ resource "proxmox_virtual_environment_vm" "node" {
     fn a_module_input_gates_cannot_evaluate_is_an_error_not_the_module_default() {
         let root = ROOT.replace(
             "longhorn_roles = var.longhorn_node_roles",
-            "longhorn_roles = var.longhorn_node_roles\n  nodes_extra    = merge(var.nodes, {})",
+            "longhorn_roles = var.longhorn_node_roles\n  nodes_extra    = merge(var.nodes, data.extra.nodes)",
         );
         let module = MODULE.replace("for_each  = var.nodes", "for_each  = var.nodes_extra")
             + "variable \"nodes_extra\" {\n  default = {}\n}\n";
@@ -733,8 +861,9 @@ resource "proxmox_virtual_environment_vm" "node" {
         ]);
         let err = load(dir.path(), "tf", Some("tf/env/staging.tfvars")).unwrap_err();
         assert!(
-            err.to_string()
-                .starts_with("tf/main.tf:14: `merge(var.nodes, {})` is not evaluated"),
+            err.to_string().starts_with(
+                "tf/main.tf:14: `merge(var.nodes, data.extra.nodes)` cannot be evaluated"
+            ),
             "{err}"
         );
     }

@@ -142,7 +142,7 @@ fn a_template_with_a_value_gates_cannot_resolve_is_skipped_naming_the_file_and_l
 resource "talos_machine_configuration_apply" "cp" {
   for_each = var.nodes
   config_patches = [
-    templatefile("${path.module}/patches/vip.yaml.tftpl", { vip = local.vip }),
+    templatefile("${path.module}/patches/vip.yaml.tftpl", { vip = data.net.vip }),
     templatefile("${path.module}/patches/vip.yaml.tftpl", { address = "10.0.50.10" }),
     local.extra_patch,
   ]
@@ -161,7 +161,7 @@ resource "talos_machine_configuration_apply" "cp" {
     let skipped = tf.talos_skipped.join("\n");
     assert_eq!(tf.talos_skipped.len(), 3, "{skipped}");
     assert!(
-        skipped.contains("variables gates cannot evaluate: tf/main.tf:17: `local.vip`"),
+        skipped.contains("variables gates cannot evaluate: tf/main.tf:17: `data.net.vip`"),
         "{skipped}"
     );
     assert!(

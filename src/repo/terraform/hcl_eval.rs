@@ -1,0 +1,660 @@
+//! Terraform expressions the site-keeping reader does not evaluate itself (string templates,
+//! conditionals, operators, `for` expressions, splats, `local.*` and function calls) are
+//! evaluated by hcl-rs's evaluator with Terraform's functions declared in [`functions`]. The
+//! value then carries the line of the expression that computed it.
+//!
+//! What only `terraform apply` knows (a resource's or data source's attributes, a registry
+//! module's outputs) is an undefined variable to the evaluator: an error naming the expression
+//! and what it refers to, never a guess.
+
+use hcl::Value as Hcl;
+use hcl::eval::{Context, Evaluate, FuncArgs, FuncDef, ParamType};
+use hcl_edit::expr::Expression;
+
+use crate::repo::site::Site;
+use crate::repo::yaml::{Node, Value};
+
+/// The names an expression may refer to, as hcl-rs values.
+#[derive(Debug, Clone, Default)]
+pub struct Names {
+    pub var: Vec<(String, Hcl)>,
+    pub local: Vec<(String, Hcl)>,
+    pub each: Option<(Hcl, Hcl)>,
+    pub count: Option<Hcl>,
+}
+
+/// Evaluate `expr`; the error says what could not be known.
+pub fn evaluate(expr: &Expression, names: &Names, site: &Site) -> Result<Node, String> {
+    let expr: hcl::Expression = expr.clone().into();
+    let mut ctx = Context::new();
+    ctx.declare_var("var", object(&names.var));
+    ctx.declare_var("local", object(&names.local));
+    if let Some((key, value)) = &names.each {
+        ctx.declare_var(
+            "each",
+            object(&[("key".into(), key.clone()), ("value".into(), value.clone())]),
+        );
+    }
+    if let Some(index) = &names.count {
+        ctx.declare_var("count", object(&[("index".into(), index.clone())]));
+    }
+    for (name, def) in functions() {
+        ctx.declare_func(name, def);
+    }
+    let value = expr.evaluate(&ctx).map_err(|e| match e.kind() {
+        hcl::eval::ErrorKind::UndefinedVar(name) => format!(
+            "it refers to `{name}`, which is known only after `terraform apply` or outside the repository"
+        ),
+        hcl::eval::ErrorKind::NoSuchKey(key) => {
+            format!("it refers to `{key}`, which is not declared (or known only after apply)")
+        }
+        _ => e.to_string(),
+    })?;
+    Ok(to_node(&value, site))
+}
+
+fn object(entries: &[(String, Hcl)]) -> Hcl {
+    Hcl::Object(entries.iter().cloned().collect())
+}
+
+/// A value read with sites, as hcl-rs sees it: a plain scalar that reads as a number or a
+/// bool is one, as Terraform converts it where a number or bool is expected.
+pub fn to_hcl(node: &Node) -> Hcl {
+    match &node.value {
+        Value::Null => Hcl::Null,
+        Value::Scalar(text, plain) => {
+            if *plain {
+                if let Ok(b) = text.parse::<bool>() {
+                    return Hcl::Bool(b);
+                }
+                if let Ok(i) = text.parse::<i64>() {
+                    return Hcl::from(i);
+                }
+                if let Some(n) = text.parse::<f64>().ok().and_then(hcl::Number::from_f64) {
+                    return Hcl::Number(n);
+                }
+            }
+            Hcl::String(text.clone())
+        }
+        Value::Seq(items) => Hcl::Array(items.iter().map(to_hcl).collect()),
+        Value::Map(entries) => Hcl::Object(
+            entries
+                .iter()
+                .map(|(k, v)| (k.clone(), to_hcl(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// An evaluated value, every part at the expression's site.
+pub fn to_node(value: &Hcl, site: &Site) -> Node {
+    let v = match value {
+        Hcl::Null => Value::Null,
+        Hcl::Bool(b) => Value::Scalar(b.to_string(), true),
+        Hcl::Number(n) => Value::Scalar(n.to_string(), true),
+        Hcl::String(s) => Value::Scalar(s.clone(), false),
+        Hcl::Array(items) => Value::Seq(items.iter().map(|i| to_node(i, site)).collect()),
+        Hcl::Object(entries) => Value::Map(
+            entries
+                .iter()
+                .map(|(k, v)| (k.clone(), to_node(v, site)))
+                .collect(),
+        ),
+    };
+    Node::new(v, site.clone())
+}
+
+/// Terraform's functions that configuration like the corpus's uses where a trial reads a
+/// value. Each follows Terraform's documented behaviour for the types it accepts; anything
+/// else is an error from the call, not a guess.
+pub fn functions() -> Vec<(&'static str, FuncDef)> {
+    use ParamType::{Any, Number, String as Str};
+    let variadic = |p: ParamType, f| FuncDef::builder().variadic_param(p).build(f);
+    vec![
+        (
+            "lower",
+            FuncDef::builder()
+                .param(Str)
+                .build(|a| Ok(Hcl::String(s(&a, 0).to_lowercase()))),
+        ),
+        (
+            "upper",
+            FuncDef::builder()
+                .param(Str)
+                .build(|a| Ok(Hcl::String(s(&a, 0).to_uppercase()))),
+        ),
+        (
+            "trimspace",
+            FuncDef::builder()
+                .param(Str)
+                .build(|a| Ok(Hcl::String(s(&a, 0).trim().to_string()))),
+        ),
+        (
+            "tostring",
+            FuncDef::builder()
+                .param(Any)
+                .build(|a| Ok(Hcl::String(plain(&a[0])?))),
+        ),
+        ("tonumber", FuncDef::builder().param(Any).build(tonumber)),
+        (
+            "tolist",
+            FuncDef::builder()
+                .param(Any)
+                .build(|a| Ok(Hcl::Array(items(&a[0])?))),
+        ),
+        (
+            "toset",
+            FuncDef::builder()
+                .param(Any)
+                .build(|a| Ok(Hcl::Array(dedupe(items(&a[0])?)))),
+        ),
+        (
+            "tomap",
+            FuncDef::builder()
+                .param(ParamType::object_of(Any))
+                .build(|a| Ok(a[0].clone())),
+        ),
+        ("length", FuncDef::builder().param(Any).build(length)),
+        (
+            "join",
+            FuncDef::builder()
+                .param(Str)
+                .variadic_param(ParamType::array_of(Any))
+                .build(join),
+        ),
+        (
+            "split",
+            FuncDef::builder().params([Str, Str]).build(|a| {
+                Ok(Hcl::Array(
+                    s(&a, 1)
+                        .split(s(&a, 0).as_str())
+                        .map(|p| Hcl::String(p.into()))
+                        .collect(),
+                ))
+            }),
+        ),
+        (
+            "replace",
+            FuncDef::builder().params([Str, Str, Str]).build(replace),
+        ),
+        (
+            "substr",
+            FuncDef::builder()
+                .params([Str, Number, Number])
+                .build(substr),
+        ),
+        (
+            "concat",
+            variadic(ParamType::array_of(Any), |a| {
+                Ok(Hcl::Array(
+                    a.iter()
+                        .flat_map(|v| items(v).unwrap_or_default())
+                        .collect(),
+                ))
+            }),
+        ),
+        (
+            "merge",
+            variadic(ParamType::nullable(ParamType::object_of(Any)), merge),
+        ),
+        (
+            "keys",
+            FuncDef::builder()
+                .param(ParamType::object_of(Any))
+                .build(|a| match &a[0] {
+                    Hcl::Object(o) => Ok(Hcl::Array(
+                        o.keys().map(|k| Hcl::String(k.clone())).collect(),
+                    )),
+                    _ => Err("keys: not an object".into()),
+                }),
+        ),
+        (
+            "values",
+            FuncDef::builder()
+                .param(ParamType::object_of(Any))
+                .build(|a| match &a[0] {
+                    Hcl::Object(o) => Ok(Hcl::Array(o.values().cloned().collect())),
+                    _ => Err("values: not an object".into()),
+                }),
+        ),
+        (
+            "lookup",
+            FuncDef::builder()
+                .params([ParamType::object_of(Any), Str])
+                .variadic_param(Any)
+                .build(lookup),
+        ),
+        (
+            "element",
+            FuncDef::builder()
+                .params([ParamType::array_of(Any), Number])
+                .build(element),
+        ),
+        (
+            "contains",
+            FuncDef::builder()
+                .params([ParamType::array_of(Any), Any])
+                .build(|a| Ok(Hcl::Bool(items(&a[0])?.contains(&a[1])))),
+        ),
+        (
+            "distinct",
+            FuncDef::builder()
+                .param(ParamType::array_of(Any))
+                .build(|a| Ok(Hcl::Array(dedupe(items(&a[0])?)))),
+        ),
+        (
+            "flatten",
+            FuncDef::builder()
+                .param(ParamType::array_of(Any))
+                .build(|a| Ok(Hcl::Array(flatten(&a[0])))),
+        ),
+        (
+            "zipmap",
+            FuncDef::builder()
+                .params([ParamType::array_of(Str), ParamType::array_of(Any)])
+                .build(zipmap),
+        ),
+        ("range", variadic(Number, range)),
+        (
+            "coalesce",
+            variadic(Any, |a| {
+                a.iter()
+                    .find(|v| !matches!(v, Hcl::Null) && **v != Hcl::String(String::new()))
+                    .cloned()
+                    .ok_or_else(|| "coalesce: no non-null, non-empty argument".to_string())
+            }),
+        ),
+        ("max", variadic(Number, |a| fold(&a, f64::max))),
+        ("min", variadic(Number, |a| fold(&a, f64::min))),
+        (
+            "abs",
+            FuncDef::builder()
+                .param(Number)
+                .build(|a| num(f(&a[0])?.abs())),
+        ),
+        (
+            "ceil",
+            FuncDef::builder()
+                .param(Number)
+                .build(|a| num(f(&a[0])?.ceil())),
+        ),
+        (
+            "floor",
+            FuncDef::builder()
+                .param(Number)
+                .build(|a| num(f(&a[0])?.floor())),
+        ),
+        (
+            "format",
+            FuncDef::builder()
+                .param(Str)
+                .variadic_param(Any)
+                .build(format),
+        ),
+        (
+            "cidrhost",
+            FuncDef::builder().params([Str, Number]).build(cidrhost),
+        ),
+        (
+            "jsonencode",
+            FuncDef::builder().param(Any).build(|a| {
+                serde_json::to_string(&a[0])
+                    .map(Hcl::String)
+                    .map_err(|e| e.to_string())
+            }),
+        ),
+    ]
+}
+
+fn s(args: &FuncArgs, i: usize) -> String {
+    args[i].as_str().unwrap_or_default().to_string()
+}
+
+fn f(v: &Hcl) -> Result<f64, String> {
+    match v {
+        Hcl::Number(n) => n.as_f64().ok_or_else(|| "not a finite number".to_string()),
+        Hcl::String(t) => t.parse().map_err(|_| format!("`{t}` is not a number")),
+        other => Err(format!("{other} is not a number")),
+    }
+}
+
+fn num(x: f64) -> Result<Hcl, String> {
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        return Ok(Hcl::from(x as i64));
+    }
+    hcl::Number::from_f64(x)
+        .map(Hcl::Number)
+        .ok_or_else(|| "not a finite number".into())
+}
+
+/// A primitive as Terraform converts it to a string.
+fn plain(v: &Hcl) -> Result<String, String> {
+    match v {
+        Hcl::String(t) => Ok(t.clone()),
+        Hcl::Number(n) => Ok(n.to_string()),
+        Hcl::Bool(b) => Ok(b.to_string()),
+        other => Err(format!("{other} is not a primitive value")),
+    }
+}
+
+fn items(v: &Hcl) -> Result<Vec<Hcl>, String> {
+    match v {
+        Hcl::Array(a) => Ok(a.clone()),
+        Hcl::Null => Ok(Vec::new()),
+        other => Err(format!("{other} is not a list or set")),
+    }
+}
+
+fn dedupe(list: Vec<Hcl>) -> Vec<Hcl> {
+    let mut out: Vec<Hcl> = Vec::new();
+    for item in list {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+fn flatten(v: &Hcl) -> Vec<Hcl> {
+    match v {
+        Hcl::Array(a) => a.iter().flat_map(flatten).collect(),
+        other => vec![other.clone()],
+    }
+}
+
+fn tonumber(a: FuncArgs) -> Result<Hcl, String> {
+    match &a[0] {
+        Hcl::Null => Ok(Hcl::Null),
+        v => num(f(v)?),
+    }
+}
+
+fn length(a: FuncArgs) -> Result<Hcl, String> {
+    let n = match &a[0] {
+        Hcl::Array(x) => x.len(),
+        Hcl::Object(o) => o.len(),
+        Hcl::String(t) => t.chars().count(),
+        other => return Err(format!("length: {other} has no length")),
+    };
+    Ok(Hcl::from(n as i64))
+}
+
+fn join(a: FuncArgs) -> Result<Hcl, String> {
+    let sep = s(&a, 0);
+    let mut parts = Vec::new();
+    for list in a.iter().skip(1) {
+        for item in items(list)? {
+            parts.push(plain(&item)?);
+        }
+    }
+    Ok(Hcl::String(parts.join(&sep)))
+}
+
+fn replace(a: FuncArgs) -> Result<Hcl, String> {
+    let (text, from, to) = (s(&a, 0), s(&a, 1), s(&a, 2));
+    if from.len() > 1 && from.starts_with('/') && from.ends_with('/') {
+        return Err("replace with a regular expression is not evaluated by gates".into());
+    }
+    Ok(Hcl::String(text.replace(&from, &to)))
+}
+
+fn substr(a: FuncArgs) -> Result<Hcl, String> {
+    let chars: Vec<char> = s(&a, 0).chars().collect();
+    let offset = f(&a[1])? as i64;
+    let length = f(&a[2])? as i64;
+    let start = if offset < 0 {
+        chars.len() as i64 + offset
+    } else {
+        offset
+    }
+    .clamp(0, chars.len() as i64) as usize;
+    let end = if length < 0 {
+        chars.len()
+    } else {
+        (start + length as usize).min(chars.len())
+    };
+    Ok(Hcl::String(chars[start..end].iter().collect()))
+}
+
+fn merge(a: FuncArgs) -> Result<Hcl, String> {
+    let mut out = hcl::Map::new();
+    for v in a.iter() {
+        match v {
+            Hcl::Object(o) => out.extend(o.iter().map(|(k, v)| (k.clone(), v.clone()))),
+            Hcl::Null => {}
+            other => return Err(format!("merge: {other} is not an object")),
+        }
+    }
+    Ok(Hcl::Object(out))
+}
+
+fn lookup(a: FuncArgs) -> Result<Hcl, String> {
+    let key = s(&a, 1);
+    match (&a[0], a.get(2)) {
+        (Hcl::Object(o), default) => o
+            .get(&key)
+            .cloned()
+            .or_else(|| default.cloned())
+            .ok_or_else(|| format!("lookup: no key `{key}` and no default")),
+        (other, _) => Err(format!("lookup: {other} is not a map")),
+    }
+}
+
+fn element(a: FuncArgs) -> Result<Hcl, String> {
+    let list = items(&a[0])?;
+    if list.is_empty() {
+        return Err("element: the list is empty".into());
+    }
+    let i = f(&a[1])? as i64;
+    if i < 0 {
+        return Err("element: a negative index".into());
+    }
+    Ok(list[i as usize % list.len()].clone())
+}
+
+fn zipmap(a: FuncArgs) -> Result<Hcl, String> {
+    let keys = items(&a[0])?;
+    let values = items(&a[1])?;
+    if keys.len() != values.len() {
+        return Err("zipmap: the lists differ in length".into());
+    }
+    Ok(Hcl::Object(
+        keys.iter()
+            .zip(values)
+            .map(|(k, v)| Ok((plain(k)?, v)))
+            .collect::<Result<_, String>>()?,
+    ))
+}
+
+fn range(a: FuncArgs) -> Result<Hcl, String> {
+    let n: Vec<f64> = a.iter().map(f).collect::<Result<_, _>>()?;
+    let (start, end, step) = match n.as_slice() {
+        [end] => (0.0, *end, 1.0),
+        [start, end] => (*start, *end, if end >= start { 1.0 } else { -1.0 }),
+        [start, end, step] => (*start, *end, *step),
+        _ => return Err("range takes one to three numbers".into()),
+    };
+    if step == 0.0 {
+        return Err("range: step 0".into());
+    }
+    let mut out = Vec::new();
+    let mut x = start;
+    while (step > 0.0 && x < end) || (step < 0.0 && x > end) {
+        out.push(num(x)?);
+        x += step;
+        if out.len() > 1024 {
+            return Err("range: more than 1024 elements".into());
+        }
+    }
+    Ok(Hcl::Array(out))
+}
+
+fn fold(a: &FuncArgs, op: fn(f64, f64) -> f64) -> Result<Hcl, String> {
+    let mut values = a.iter().map(f);
+    let first = values.next().ok_or("needs at least one number")??;
+    num(values.try_fold(first, |acc, v| v.map(|v| op(acc, v)))?)
+}
+
+/// `format` with the verbs configuration uses: `%s`, `%d`, `%v`, `%%`, and widths like `%02d`.
+fn format(a: FuncArgs) -> Result<Hcl, String> {
+    let spec = s(&a, 0);
+    let mut args = a.iter().skip(1);
+    let mut out = String::new();
+    let mut chars = spec.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut flags = String::new();
+        while let Some(d) = chars
+            .peek()
+            .copied()
+            .filter(|d| d.is_ascii_digit() || *d == '-')
+        {
+            flags.push(d);
+            chars.next();
+        }
+        let verb = chars.next().ok_or("format: a trailing %")?;
+        if verb == '%' {
+            out.push('%');
+            continue;
+        }
+        let arg = args.next().ok_or("format: too few arguments")?;
+        let text = match verb {
+            's' | 'v' => plain(arg)?,
+            'd' => (f(arg)? as i64).to_string(),
+            other => {
+                return Err(format!(
+                    "format: the verb %{other} is not evaluated by gates"
+                ));
+            }
+        };
+        let zero = flags.starts_with('0');
+        let left = flags.starts_with('-');
+        let width: usize = flags.trim_start_matches(['0', '-']).parse().unwrap_or(0);
+        let pad = width.saturating_sub(text.chars().count());
+        match (left, zero) {
+            (true, _) => {
+                out.push_str(&text);
+                out.push_str(&" ".repeat(pad));
+            }
+            (false, true) => {
+                out.push_str(&"0".repeat(pad));
+                out.push_str(&text);
+            }
+            (false, false) => {
+                out.push_str(&" ".repeat(pad));
+                out.push_str(&text);
+            }
+        }
+    }
+    Ok(Hcl::String(out))
+}
+
+/// `cidrhost` for IPv4 prefixes; a negative host number counts from the end.
+fn cidrhost(a: FuncArgs) -> Result<Hcl, String> {
+    let prefix = s(&a, 0);
+    let (addr, bits) = prefix
+        .split_once('/')
+        .ok_or("cidrhost: not a CIDR prefix")?;
+    let addr: std::net::Ipv4Addr = addr
+        .parse()
+        .map_err(|_| "cidrhost: only IPv4 prefixes are evaluated by gates")?;
+    let bits: u32 = bits.parse().map_err(|_| "cidrhost: a bad prefix length")?;
+    if bits > 32 {
+        return Err("cidrhost: a bad prefix length".into());
+    }
+    let size: i64 = 1i64 << (32 - bits);
+    let host = f(&a[1])? as i64;
+    let host = if host < 0 { size + host } else { host };
+    if !(0..size).contains(&host) {
+        return Err(format!("cidrhost: host number {host} is outside {prefix}"));
+    }
+    let base = u32::from(addr) & (u32::MAX.checked_shl(32 - bits).unwrap_or(0));
+    Ok(Hcl::String(
+        std::net::Ipv4Addr::from(base + host as u32).to_string(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eval(text: &str, names: &Names) -> Result<Node, String> {
+        let expr: Expression = text.parse().unwrap();
+        evaluate(&expr, names, &Site::new("main.tf", 3))
+    }
+
+    fn names() -> Names {
+        Names {
+            var: vec![
+                ("cluster".into(), Hcl::String("prod".into())),
+                ("cps".into(), Hcl::from(3)),
+            ],
+            local: vec![(
+                "nodes".into(),
+                hcl::value!({ cp1 = { host = "pve1", role = "controlplane" }, w1 = { host = "pve2", role = "worker" } }),
+            )],
+            each: Some((Hcl::String("cp1".into()), hcl::value!({ host = "pve1" }))),
+            count: Some(Hcl::from(1)),
+        }
+    }
+
+    #[test]
+    fn templates_conditionals_locals_and_for_expressions_evaluate_at_the_expression_line() {
+        let n = names();
+        let name = eval(r#""${var.cluster}-cp-${count.index + 1}""#, &n).unwrap();
+        assert_eq!((name.as_str(), name.site.line), (Some("prod-cp-2"), 3));
+        assert_eq!(
+            eval(r#"var.cps > 1 ? "ha" : "single""#, &n)
+                .unwrap()
+                .as_str(),
+            Some("ha")
+        );
+        assert_eq!(eval("each.value.host", &n).unwrap().as_str(), Some("pve1"));
+        let cps = eval(
+            r#"{ for k, v in local.nodes : k => v if v.role == "controlplane" }"#,
+            &n,
+        )
+        .unwrap();
+        assert_eq!(cps.as_map().map(|m| m.len()), Some(1));
+    }
+
+    #[test]
+    fn terraform_functions_compute_as_documented() {
+        let n = names();
+        for (expr, want) in [
+            (r#"format("talos-%02d", 7)"#, "talos-07"),
+            (r#"join(",", ["a", "b"])"#, "a,b"),
+            (r#"lower(upper("Ab"))"#, "ab"),
+            (r#"cidrhost("10.0.0.0/24", 11)"#, "10.0.0.11"),
+            (r#"cidrhost("10.0.0.0/24", -2)"#, "10.0.0.254"),
+            (r#"element(["a", "b"], 3)"#, "b"),
+            (r#"lookup({a = "x"}, "b", "d")"#, "d"),
+            (r#"coalesce("", "y")"#, "y"),
+            (r#"replace("a-b", "-", "_")"#, "a_b"),
+            (r#"tostring(length(concat([1], [2, 3])))"#, "3"),
+        ] {
+            assert_eq!(eval(expr, &n).unwrap().as_str(), Some(want), "{expr}");
+        }
+        let keys = eval("keys(merge(local.nodes, {x = 1}))", &n).unwrap();
+        assert_eq!(keys.as_seq().map(<[Node]>::len), Some(3));
+        assert_eq!(
+            eval("range(3)", &n).unwrap().as_seq().map(<[Node]>::len),
+            Some(3)
+        );
+    }
+
+    #[test]
+    fn a_value_known_only_after_apply_is_an_error_saying_so() {
+        let err = eval("proxmox_virtual_environment_vm.cp.ipv4_addresses", &names()).unwrap_err();
+        assert!(
+            err.contains("proxmox_virtual_environment_vm")
+                && err.contains("after `terraform apply`"),
+            "{err}"
+        );
+        let err = eval(r#"regex("a", "b")"#, &names()).unwrap_err();
+        assert!(err.contains("regex"), "{err}");
+    }
+}
