@@ -148,6 +148,8 @@ struct Scope {
     /// The module's locals that could be evaluated, and why the others could not.
     locals: Vec<(String, hcl::Value)>,
     local_errors: BTreeMap<String, String>,
+    /// Variables declared without a default and not given a value.
+    unset: Vec<String>,
     each: Option<(Node, Node)>,
     index: Option<Node>,
 }
@@ -207,7 +209,13 @@ impl Scope {
 pub fn load(repo: &Path, dir: &str, tfvars: Option<&str>) -> Result<Terraform, RepoError> {
     let files = parse_dir(repo, dir)?;
     let mut given = BTreeMap::new();
-    if let Some(tfvars) = tfvars {
+    // Terraform reads terraform.tfvars, then *.auto.tfvars in lexical order, then the files
+    // given on the command line (here, the environment's), each overriding the ones before.
+    let mut files_in_order: Vec<String> = auto_tfvars(repo, dir);
+    if let Some(given) = tfvars.filter(|t| !files_in_order.iter().any(|f| f == t)) {
+        files_in_order.push(given.to_string());
+    }
+    for tfvars in &files_in_order {
         let file = parse_file(repo, tfvars)?;
         for structure in file.body.iter() {
             match structure {
@@ -232,6 +240,26 @@ pub fn load(repo: &Path, dir: &str, tfvars: Option<&str>) -> Result<Terraform, R
     Ok(out)
 }
 
+/// The root module's `terraform.tfvars` and `*.auto.tfvars`, in the order Terraform reads them.
+fn auto_tfvars(repo: &Path, dir: &str) -> Vec<String> {
+    let mut auto: Vec<String> = std::fs::read_dir(repo.join(dir))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".auto.tfvars"))
+                .collect()
+        })
+        .unwrap_or_default();
+    auto.sort();
+    let mut out = Vec::new();
+    if repo.join(dir).join("terraform.tfvars").is_file() {
+        out.push(join(dir, "terraform.tfvars"));
+    }
+    out.extend(auto.iter().map(|n| join(dir, n)));
+    out
+}
+
 fn module(
     repo: &Path,
     dir: &str,
@@ -252,8 +280,11 @@ fn module(
                 Some(attr) => Some(eval(&attr.value, file, &Scope::default())?),
                 None => None,
             };
-            if let Some(value) = given.get(&var).cloned().or_else(|| default.clone().map(Ok)) {
-                scope.vars.insert(var.clone(), value);
+            match given.get(&var).cloned().or_else(|| default.clone().map(Ok)) {
+                Some(value) => {
+                    scope.vars.insert(var.clone(), value);
+                }
+                None => scope.unset.push(var.clone()),
             }
             if let Some(Ok(value)) = given.get(&var) {
                 let qualified = if name.is_empty() {
@@ -288,34 +319,40 @@ fn module(
             }
             let child_dir = resolve(dir, source, &site)?;
             let child_files = parse_dir(repo, &child_dir)?;
-            let mut inputs = BTreeMap::new();
-            for attr in block.body.attributes() {
-                let key = attr.key.as_str();
-                if [
-                    "source",
-                    "version",
-                    "providers",
-                    "depends_on",
-                    "count",
-                    "for_each",
-                ]
-                .contains(&key)
-                {
-                    continue;
+            for (key, scope) in instances(block, file, &scope, &format!("module {call}"))? {
+                let mut inputs = BTreeMap::new();
+                for attr in block.body.attributes() {
+                    let key = attr.key.as_str();
+                    if [
+                        "source",
+                        "version",
+                        "providers",
+                        "depends_on",
+                        "count",
+                        "for_each",
+                    ]
+                    .contains(&key)
+                    {
+                        continue;
+                    }
+                    // An input gates cannot evaluate is an error where the module uses it,
+                    // never the module's default in its place.
+                    inputs.insert(key.to_string(), eval(&attr.value, file, &scope));
                 }
-                // An input gates cannot evaluate is an error where the module uses it,
-                // never the module's default in its place.
-                inputs.insert(key.to_string(), eval(&attr.value, file, &scope));
+                let call = match key {
+                    Some(key) => format!("{call}[{key}]"),
+                    None => call.clone(),
+                };
+                module(
+                    repo,
+                    &child_dir,
+                    &qualify(name, &call),
+                    &child_files,
+                    inputs,
+                    out,
+                    depth + 1,
+                )?;
             }
-            module(
-                repo,
-                &child_dir,
-                &qualify(name, &call),
-                &child_files,
-                inputs,
-                out,
-                depth + 1,
-            )?;
         }
         for block in blocks(&file.body, "resource") {
             let kind = label(block, 0);
@@ -377,53 +414,83 @@ fn label(block: &Block, index: usize) -> String {
         .unwrap_or_default()
 }
 
-/// Expand one VM resource over its `for_each` or `count`.
-fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result<(), RepoError> {
-    let resource = format!("{}.{}", label(block, 0), label(block, 1));
-    let instances: Vec<Scope> = if let Some(attr) = block.body.get_attribute("for_each") {
+/// The instances of a resource or module block: one per `for_each` element (with its key)
+/// or `count` index, or the block itself.
+fn instances(
+    block: &Block,
+    file: &File,
+    scope: &Scope,
+    what: &str,
+) -> Result<Vec<(Option<String>, Scope)>, RepoError> {
+    if let Some(attr) = block.body.get_attribute("for_each") {
         let items = eval(&attr.value, file, scope)?;
-        match &items.value {
-            Value::Map(entries) => entries
+        return match &items.value {
+            Value::Map(entries) => Ok(entries
                 .iter()
-                .map(|(k, v)| Scope {
-                    each: Some((Node::str(k, v.site.clone()), v.clone())),
-                    ..scope.clone()
+                .map(|(k, v)| {
+                    let each = Some((Node::str(k, v.site.clone()), v.clone()));
+                    (
+                        Some(k.clone()),
+                        Scope {
+                            each,
+                            ..scope.clone()
+                        },
+                    )
                 })
-                .collect(),
-            Value::Seq(items) => items
+                .collect()),
+            Value::Seq(items) => Ok(items
                 .iter()
-                .map(|v| Scope {
-                    each: Some((v.clone(), v.clone())),
-                    ..scope.clone()
+                .map(|v| {
+                    let key = v.as_str().map(str::to_string);
+                    (
+                        key,
+                        Scope {
+                            each: Some((v.clone(), v.clone())),
+                            ..scope.clone()
+                        },
+                    )
                 })
-                .collect(),
-            Value::Null | Value::Scalar(..) => {
-                return Err(RepoError::new(
-                    file.site(attr.value.span()),
-                    format!("{resource}: for_each is not a map or a set"),
-                ));
-            }
-        }
-    } else if let Some(attr) = block.body.get_attribute("count") {
+                .collect()),
+            Value::Null | Value::Scalar(..) => Err(RepoError::new(
+                file.site(attr.value.span()),
+                format!("{what}: for_each is not a map or a set"),
+            )),
+        };
+    }
+    if let Some(attr) = block.body.get_attribute("count") {
         let count = eval(&attr.value, file, scope)?;
         let n = count.as_i64().filter(|n| *n >= 0).ok_or_else(|| {
             RepoError::new(
                 file.site(attr.value.span()),
-                format!("{resource}: count is not a number"),
+                format!("{what}: count is not a number"),
             )
         })?;
-        (0..n)
-            .map(|i| Scope {
-                index: Some(Node::new(
+        return Ok((0..n)
+            .map(|i| {
+                let index = Some(Node::new(
                     Value::Scalar(i.to_string(), true),
                     count.site.clone(),
-                )),
-                ..scope.clone()
+                ));
+                (
+                    Some(i.to_string()),
+                    Scope {
+                        index,
+                        ..scope.clone()
+                    },
+                )
             })
-            .collect()
-    } else {
-        vec![scope.clone()]
-    };
+            .collect());
+    }
+    Ok(vec![(None, scope.clone())])
+}
+
+/// Expand one VM resource over its `for_each` or `count`.
+fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result<(), RepoError> {
+    let resource = format!("{}.{}", label(block, 0), label(block, 1));
+    let instances: Vec<Scope> = instances(block, file, scope, &resource)?
+        .into_iter()
+        .map(|(_, scope)| scope)
+        .collect();
     let telmate = label(block, 0) == TELMATE_VM;
     for instance in instances {
         let attr = |path: &[&str]| -> Result<Option<Node>, RepoError> {
@@ -590,6 +657,16 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
     })
 }
 
+/// Whether `text` refers to `name` as a whole (`var.a` is not `var.ab`).
+fn refers(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(at, _)| {
+        !text[at + name.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    })
+}
+
 /// An expression only an evaluator computes, at the expression's line (see [`hcl_eval`]).
 /// A variable gates could not evaluate is that variable's error, never a default.
 fn computed(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError> {
@@ -601,6 +678,16 @@ fn computed(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoE
         {
             return Err(err.clone());
         }
+    }
+    if let Some(name) = scope
+        .unset
+        .iter()
+        .find(|n| refers(&text, &format!("var.{n}")))
+    {
+        return Err(RepoError::new(
+            site,
+            format!("var.{name} has no value: no default and not set in tfvars"),
+        ));
     }
     hcl_eval::evaluate(expr, &scope.names(), &site).map_err(|why| {
         let local = scope
@@ -748,6 +835,38 @@ resource "proxmox_virtual_environment_vm" "node" {
             ) && text.contains("`data`"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn auto_tfvars_and_module_instances_are_read_as_terraform_reads_them() {
+        let dir = repo(&[
+            (
+                "tf/main.tf",
+                "variable \"nodes\" {}\nvariable \"size\" { default = 1 }\nmodule \"vm\" {\n  source   = \"./vm\"\n  for_each = var.nodes\n  name     = each.key\n  host     = each.value\n  cores    = var.size\n}\n",
+            ),
+            ("tf/terraform.tfvars", "size = 2\nnodes = { a = \"pve1\" }\n"),
+            ("tf/b.auto.tfvars", "nodes = { cp-1 = \"pve1\", cp-2 = \"pve2\" }\n"),
+            ("tf/a.auto.tfvars", "size = 4\n"),
+            (
+                "tf/vm/main.tf",
+                "variable \"name\" {}\nvariable \"host\" {}\nvariable \"cores\" {}\nresource \"proxmox_virtual_environment_vm\" \"this\" {\n  name      = var.name\n  node_name = var.host\n  cpu { cores = var.cores }\n}\n",
+            ),
+        ]);
+        let tf = load(dir.path(), "tf", None).unwrap();
+        let vms: Vec<(&str, &str, Option<i64>)> = tf
+            .vms
+            .iter()
+            .map(|vm| {
+                let host = vm.host.as_ref().and_then(Node::as_str).unwrap_or("?");
+                (vm.name(), host, vm.cores.as_ref().and_then(Node::as_i64))
+            })
+            .collect();
+        assert_eq!(
+            vms,
+            [("cp-1", "pve1", Some(4)), ("cp-2", "pve2", Some(4))],
+            "b.auto.tfvars overrides terraform.tfvars; a.auto.tfvars sets size"
+        );
+        assert_eq!(tf.vms[0].host.as_ref().unwrap().site.file, "tf/b.auto.tfvars");
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub struct Names {
 
 /// Evaluate `expr`; the error says what could not be known.
 pub fn evaluate(expr: &Expression, names: &Names, site: &Site) -> Result<Node, String> {
-    let expr: hcl::Expression = expr.clone().into();
+    let mut expr: hcl::Expression = expr.clone().into();
+    rewrite_try(&mut expr);
     let mut ctx = Context::new();
     ctx.declare_var("var", object(&names.var));
     ctx.declare_var("local", object(&names.local));
@@ -51,6 +52,100 @@ pub fn evaluate(expr: &Expression, names: &Names, site: &Site) -> Result<Node, S
         _ => e.to_string(),
     })?;
     Ok(to_node(&value, site))
+}
+
+/// Terraform's `try` evaluates its arguments lazily, which a function of hcl-rs cannot; the
+/// form configuration uses, `try(a.b[c], fallback...)` (a lookup that may be missing), is
+/// rewritten to `__try_path(a, ["b", c], fallback...)`, which walks the path and falls back
+/// where a key or index is missing. A `try` of anything else evaluates its first argument
+/// eagerly: an error there stays an error, never the fallback guessed in its place.
+fn rewrite_try(expr: &mut hcl::Expression) {
+    use hcl::expr::{Expression as E, TraversalOperator as Op};
+    match expr {
+        E::Array(items) => items.iter_mut().for_each(rewrite_try),
+        E::Object(object) => object.values_mut().for_each(rewrite_try),
+        E::Parenthesis(inner) => rewrite_try(inner),
+        E::Conditional(c) => {
+            rewrite_try(&mut c.cond_expr);
+            rewrite_try(&mut c.true_expr);
+            rewrite_try(&mut c.false_expr);
+        }
+        E::Operation(op) => match op.as_mut() {
+            hcl::expr::Operation::Unary(u) => rewrite_try(&mut u.expr),
+            hcl::expr::Operation::Binary(b) => {
+                rewrite_try(&mut b.lhs_expr);
+                rewrite_try(&mut b.rhs_expr);
+            }
+        },
+        E::ForExpr(f) => {
+            rewrite_try(&mut f.collection_expr);
+            f.key_expr.iter_mut().for_each(rewrite_try);
+            rewrite_try(&mut f.value_expr);
+            f.cond_expr.iter_mut().for_each(rewrite_try);
+        }
+        E::Traversal(t) => {
+            rewrite_try(&mut t.expr);
+            for op in &mut t.operators {
+                if let Op::Index(i) = op {
+                    rewrite_try(i);
+                }
+            }
+        }
+        E::FuncCall(call) => {
+            call.args.iter_mut().for_each(rewrite_try);
+            let is_try = call.name.namespace.is_empty() && call.name.name.as_str() == "try";
+            if let (true, Some(E::Traversal(first))) =
+                (is_try && call.args.len() >= 2, call.args.first())
+            {
+                let keys: Option<Vec<E>> = first
+                    .operators
+                    .iter()
+                    .map(|op| match op {
+                        Op::GetAttr(name) => Some(E::String(name.to_string())),
+                        Op::Index(i) => Some(i.clone()),
+                        Op::LegacyIndex(i) => Some(E::Number((*i).into())),
+                        Op::AttrSplat | Op::FullSplat => None,
+                    })
+                    .collect();
+                if let Some(keys) = keys {
+                    let mut args = vec![first.expr.clone(), E::Array(keys)];
+                    args.extend(call.args.iter().skip(1).cloned());
+                    call.name = hcl::expr::FuncName::new("__try_path");
+                    call.args = args;
+                }
+            }
+        }
+        E::Null
+        | E::Bool(_)
+        | E::Number(_)
+        | E::String(_)
+        | E::TemplateExpr(_)
+        | E::Variable(_) => {}
+        _ => {}
+    }
+}
+
+/// The value at `path` below `root`, or the first fallback that is not null when a step is
+/// missing.
+fn try_path(a: FuncArgs) -> Result<Hcl, String> {
+    let mut current = Some(a[0].clone());
+    for key in items(&a[1])? {
+        current = match (current, &key) {
+            (Some(Hcl::Object(o)), k) => o.get(&plain(k)?).cloned(),
+            (Some(Hcl::Array(list)), Hcl::Number(n)) => {
+                n.as_u64().and_then(|i| list.get(i as usize).cloned())
+            }
+            _ => None,
+        };
+    }
+    match current {
+        Some(v) => Ok(v),
+        None => a
+            .iter()
+            .nth(2)
+            .cloned()
+            .ok_or_else(|| "try: no fallback".to_string()),
+    }
 }
 
 fn object(entries: &[(String, Hcl)]) -> Hcl {
@@ -294,6 +389,37 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
         (
             "cidrhost",
             FuncDef::builder().params([Str, Number]).build(cidrhost),
+        ),
+        (
+            "cidrsubnet",
+            FuncDef::builder()
+                .params([Str, Number, Number])
+                .build(cidrsubnet),
+        ),
+        (
+            "sum",
+            FuncDef::builder()
+                .param(ParamType::array_of(Number))
+                .build(|a| num(items(&a[0])?.iter().map(f).sum::<Result<f64, String>>()?)),
+        ),
+        (
+            "index",
+            FuncDef::builder()
+                .params([ParamType::array_of(Any), Any])
+                .build(|a| {
+                    items(&a[0])?
+                        .iter()
+                        .position(|v| *v == a[1])
+                        .map(|i| Hcl::from(i as i64))
+                        .ok_or_else(|| "index: the value is not in the list".to_string())
+                }),
+        ),
+        (
+            "__try_path",
+            FuncDef::builder()
+                .params([Any, ParamType::array_of(Any)])
+                .variadic_param(Any)
+                .build(try_path),
         ),
         (
             "jsonencode",
@@ -577,6 +703,34 @@ fn cidrhost(a: FuncArgs) -> Result<Hcl, String> {
     ))
 }
 
+/// `cidrsubnet` for IPv4 prefixes.
+fn cidrsubnet(a: FuncArgs) -> Result<Hcl, String> {
+    let prefix = s(&a, 0);
+    let (addr, bits) = prefix
+        .split_once('/')
+        .ok_or("cidrsubnet: not a CIDR prefix")?;
+    let addr: std::net::Ipv4Addr = addr
+        .parse()
+        .map_err(|_| "cidrsubnet: only IPv4 prefixes are evaluated by gates")?;
+    let bits: u32 = bits
+        .parse()
+        .map_err(|_| "cidrsubnet: a bad prefix length")?;
+    let new = f(&a[1])? as u32;
+    let net = f(&a[2])? as i64;
+    let total = bits + new;
+    if bits > 32 || total > 32 || net < 0 || net >= (1i64 << new) {
+        return Err(format!(
+            "cidrsubnet: {new} new bits and network {net} do not fit {prefix}"
+        ));
+    }
+    let base = u32::from(addr) & u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+    let subnet = base | ((net as u32).checked_shl(32 - total).unwrap_or(0));
+    Ok(Hcl::String(format!(
+        "{}/{total}",
+        std::net::Ipv4Addr::from(subnet)
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -635,6 +789,10 @@ mod tests {
             (r#"coalesce("", "y")"#, "y"),
             (r#"replace("a-b", "-", "_")"#, "a_b"),
             (r#"tostring(length(concat([1], [2, 3])))"#, "3"),
+            (r#"cidrsubnet("10.0.0.0/16", 8, 2)"#, "10.0.2.0/24"),
+            (r#"tostring(sum([1, 2]) + index(["a", "b"], "b"))"#, "4"),
+            (r#"try(local.nodes.missing.host, "fallback")"#, "fallback"),
+            (r#"try(local.nodes["cp1"].host, "fallback")"#, "pve1"),
         ] {
             assert_eq!(eval(expr, &n).unwrap().as_str(), Some(want), "{expr}");
         }
