@@ -149,6 +149,11 @@ impl DeclaredEnv {
                     "the repository has no Terraform directory, so no VMs are declared".to_string(),
                 ));
             }
+            Some(Err(err)) if err.undeclared => {
+                return Err(NodesUnknown::NotDeclared(format!(
+                    "the repository does not declare the VMs' inputs: {err} (name the tfvars file in repo.tfvars)"
+                )));
+            }
             Some(Err(err)) => {
                 return Err(NodesUnknown::Unreadable(format!(
                     "the Terraform cannot be read: {err}"

@@ -554,7 +554,12 @@ pub fn autodetect(repo: &Path, dir: &str) -> Result<Rendered, RepoError> {
     Ok(out)
 }
 
+/// A list entry of a kustomization; one left empty (`patches:` with every item commented
+/// out) is null, which Kustomize's Go decoding reads as no items.
 fn list<'a>(value: &'a Node, file: &str, key: &str) -> Result<&'a [Node], RepoError> {
+    if matches!(value.value, Value::Null) {
+        return Ok(&[]);
+    }
     value.as_seq().ok_or_else(|| {
         RepoError::new(
             if value.site.file.is_empty() {
@@ -656,6 +661,23 @@ mod tests {
     }
 
     const RELEASE: &str = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: traefik\nspec:\n  values:\n    service:\n      spec:\n        externalTrafficPolicy: Local\n";
+
+    #[test]
+    fn a_list_left_empty_is_no_items_as_kustomize_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("kustomization.yaml"),
+            "resources:\n  - a.yaml\npatches:\n  # - path: off.yaml\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("a.yaml"),
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
+        )
+        .unwrap();
+        let out = render(dir.path(), "").unwrap();
+        assert_eq!(out.objects.len(), 1);
+    }
 
     #[test]
     fn an_overlay_patch_sets_a_value_last_and_the_base_keeps_its_own_lines() {

@@ -337,6 +337,47 @@ mod tests {
     }
 
     #[test]
+    fn a_module_whose_inputs_the_repository_does_not_set_skips_its_vm_trials_saying_so() {
+        let config = config();
+        let mut env = config.environment("staging").unwrap().clone();
+        env.repo = Some(RepoSpec {
+            environment: Some("main".into()),
+            terraform: Some(".".into()),
+            ..RepoSpec::default()
+        });
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::write(
+            repo.path().join("main.tf"),
+            "variable \"cluster\" {}\nresource \"proxmox_virtual_environment_vm\" \"cp\" {\n  name = \"${var.cluster}-cp\"\n}\n",
+        )
+        .unwrap();
+        let run = prepare(&config, &env, Some(repo.path())).unwrap().unwrap();
+        let live = State::empty(
+            crate::state::Source::Snapshot { files: vec![] },
+            chrono::Utc::now(),
+        );
+        let declared = &run.declared.environments["main"];
+        let ctx = trials::RepoContext {
+            declared: &run.declared,
+            env: declared,
+            settings: &env,
+            live: &live,
+        };
+        let trial = run
+            .trials
+            .iter()
+            .find(|t| t.name == "gate1::main::repo::control-plane-nodes")
+            .unwrap();
+        let finding = trials::evaluate(trial, &ctx);
+        assert!(
+            finding.verdict == crate::verdict::Verdict::Skip
+                && finding.summary.contains("does not declare")
+                && finding.summary.contains("var.cluster has no value"),
+            "{finding:?}"
+        );
+    }
+
+    #[test]
     fn a_repository_without_environments_names_it_and_the_environment_file() {
         let config = config();
         let env = config.environment("staging").unwrap();

@@ -46,6 +46,10 @@ impl fmt::Display for Site {
 pub struct RepoError {
     pub site: Site,
     pub message: String,
+    /// The repository does not declare the value at all (a Terraform variable with no default
+    /// and no tfvars line, as in a module meant to be called from elsewhere): the trials that
+    /// need it skip saying so, rather than erring on a repository that was read completely.
+    pub undeclared: bool,
 }
 
 impl RepoError {
@@ -53,6 +57,15 @@ impl RepoError {
         RepoError {
             site,
             message: message.into(),
+            undeclared: false,
+        }
+    }
+
+    /// A value the repository does not declare (see [`RepoError::undeclared`]).
+    pub fn undeclared(site: Site, message: impl Into<String>) -> RepoError {
+        RepoError {
+            undeclared: true,
+            ..RepoError::new(site, message)
         }
     }
 

@@ -592,7 +592,7 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
                         // An input gates could not evaluate: its error, not a default.
                         Some(Err(err)) => return Err(err.clone()),
                         None => {
-                            return Err(RepoError::new(
+                            return Err(RepoError::undeclared(
                                 site.clone(),
                                 format!(
                                     "var.{} has no value: no default and not set in tfvars",
@@ -684,7 +684,7 @@ fn computed(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoE
         .iter()
         .find(|n| refers(&text, &format!("var.{n}")))
     {
-        return Err(RepoError::new(
+        return Err(RepoError::undeclared(
             site,
             format!("var.{name} has no value: no default and not set in tfvars"),
         ));
@@ -844,8 +844,14 @@ resource "proxmox_virtual_environment_vm" "node" {
                 "tf/main.tf",
                 "variable \"nodes\" {}\nvariable \"size\" { default = 1 }\nmodule \"vm\" {\n  source   = \"./vm\"\n  for_each = var.nodes\n  name     = each.key\n  host     = each.value\n  cores    = var.size\n}\n",
             ),
-            ("tf/terraform.tfvars", "size = 2\nnodes = { a = \"pve1\" }\n"),
-            ("tf/b.auto.tfvars", "nodes = { cp-1 = \"pve1\", cp-2 = \"pve2\" }\n"),
+            (
+                "tf/terraform.tfvars",
+                "size = 2\nnodes = { a = \"pve1\" }\n",
+            ),
+            (
+                "tf/b.auto.tfvars",
+                "nodes = { cp-1 = \"pve1\", cp-2 = \"pve2\" }\n",
+            ),
             ("tf/a.auto.tfvars", "size = 4\n"),
             (
                 "tf/vm/main.tf",
@@ -866,7 +872,10 @@ resource "proxmox_virtual_environment_vm" "node" {
             [("cp-1", "pve1", Some(4)), ("cp-2", "pve2", Some(4))],
             "b.auto.tfvars overrides terraform.tfvars; a.auto.tfvars sets size"
         );
-        assert_eq!(tf.vms[0].host.as_ref().unwrap().site.file, "tf/b.auto.tfvars");
+        assert_eq!(
+            tf.vms[0].host.as_ref().unwrap().site.file,
+            "tf/b.auto.tfvars"
+        );
     }
 
     #[test]

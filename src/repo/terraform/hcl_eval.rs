@@ -650,6 +650,8 @@ fn format(a: FuncArgs) -> Result<Hcl, String> {
         let text = match verb {
             's' | 'v' => plain(arg)?,
             'd' => (f(arg)? as i64).to_string(),
+            'x' => format!("{:x}", f(arg)? as i64),
+            'X' => format!("{:X}", f(arg)? as i64),
             other => {
                 return Err(format!(
                     "format: the verb %{other} is not evaluated by gates"
@@ -780,6 +782,7 @@ mod tests {
         let n = names();
         for (expr, want) in [
             (r#"format("talos-%02d", 7)"#, "talos-07"),
+            (r#"format("aa:%02X", 11)"#, "aa:0B"),
             (r#"join(",", ["a", "b"])"#, "a,b"),
             (r#"lower(upper("Ab"))"#, "ab"),
             (r#"cidrhost("10.0.0.0/24", 11)"#, "10.0.0.11"),

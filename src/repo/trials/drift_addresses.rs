@@ -145,7 +145,7 @@ fn holders(ctx: &RepoContext<'_>, vips: &BTreeSet<IpAddr>) -> Vec<String> {
 pub fn talos_endpoints(ctx: &RepoContext<'_>) -> Finding {
     let tf = match &ctx.env.terraform {
         Some(Ok(tf)) => tf,
-        Some(Err(err)) => return Finding::error(format!("the Terraform cannot be read: {err}")),
+        Some(Err(err)) => return super::unreadable("the Terraform cannot be read", err),
         None => {
             return Finding::skip(
                 "the repository has no Terraform, so no talosconfig endpoints are declared",
@@ -159,7 +159,7 @@ pub fn talos_endpoints(ctx: &RepoContext<'_>) -> Finding {
             );
         }
         Some(Err(err)) => {
-            return Finding::error(format!("the talosconfig endpoints cannot be read: {err}"));
+            return super::unreadable("the talosconfig endpoints cannot be read", err);
         }
         Some(Ok(endpoints)) => endpoints,
     };

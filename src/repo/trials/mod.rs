@@ -286,6 +286,18 @@ pub fn at(site: &Site, key: &str, value: impl std::fmt::Display) -> String {
     format!("{site}: {key}: {value}")
 }
 
+/// The finding for a part that could not be read: a skip when the repository simply does
+/// not declare the value (see [`super::site::RepoError::undeclared`]), else an error.
+pub fn unreadable(what: &str, err: &super::site::RepoError) -> Finding {
+    if err.undeclared {
+        Finding::skip(format!(
+            "{what}: the repository does not declare it: {err} (name the tfvars file in repo.tfvars)"
+        ))
+    } else {
+        Finding::error(format!("{what}: {err}"))
+    }
+}
+
 /// The declared nodes, or the finding that says why they are unknown.
 pub fn declared_nodes<'a>(env: &'a DeclaredEnv) -> Result<Vec<DeclaredNode<'a>>, Finding> {
     env.nodes().map_err(|why| match why {

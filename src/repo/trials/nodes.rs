@@ -247,7 +247,7 @@ pub fn vip(ctx: &RepoContext<'_>) -> Finding {
 pub fn talos_endpoints(ctx: &RepoContext<'_>) -> Finding {
     let Some(Ok(tf)) = &ctx.env.terraform else {
         return match &ctx.env.terraform {
-            Some(Err(err)) => Finding::error(format!("the Terraform cannot be read: {err}")),
+            Some(Err(err)) => super::unreadable("the Terraform cannot be read", err),
             _ => Finding::skip(
                 "the repository has no Terraform, so no talosconfig endpoints are declared",
             ),
@@ -260,7 +260,7 @@ pub fn talos_endpoints(ctx: &RepoContext<'_>) -> Finding {
             );
         }
         Some(Err(err)) => {
-            return Finding::error(format!("the talosconfig endpoints cannot be read: {err}"));
+            return super::unreadable("the talosconfig endpoints cannot be read", err);
         }
         Some(Ok(endpoints)) => endpoints,
     };
