@@ -147,7 +147,7 @@ struct Scope {
     vars: BTreeMap<String, Result<Node, RepoError>>,
     /// The module's locals that could be evaluated, and why the others could not.
     locals: Vec<(String, hcl::Value)>,
-    local_errors: BTreeMap<String, String>,
+    local_errors: BTreeMap<String, RepoError>,
     /// Variables declared without a default and not given a value.
     unset: Vec<String>,
     each: Option<(Node, Node)>,
@@ -191,7 +191,7 @@ impl Scope {
                         self.locals.push((key, hcl_eval::to_hcl(&value)));
                     }
                     Err(err) => {
-                        self.local_errors.insert(key, err.to_string());
+                        self.local_errors.insert(key, err);
                         rest.push((file, attr));
                     }
                 }
@@ -280,7 +280,10 @@ fn module(
                 Some(attr) => Some(eval(&attr.value, file, &Scope::default())?),
                 None => None,
             };
-            match given.get(&var).cloned().or_else(|| default.clone().map(Ok)) {
+            let typed = block.body.get_attribute("type").map(|t| &t.value);
+            let value = given.get(&var).cloned().or_else(|| default.clone().map(Ok));
+            let value = value.map(|v| v.map(|v| with_optional(v, typed, file)));
+            match value {
                 Some(value) => {
                     scope.vars.insert(var.clone(), value);
                 }
@@ -657,6 +660,64 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
     })
 }
 
+/// A value with the `optional(type, default)` attributes of its object type constraint that
+/// it leaves out filled in, as Terraform converts a variable's value: the default, or null;
+/// through `map(...)`, `list(...)` and `set(...)` of objects too.
+fn with_optional(mut value: Node, typed: Option<&Expression>, file: &File) -> Node {
+    let Some(Expression::FuncCall(call)) = typed else {
+        return value;
+    };
+    let args: Vec<&Expression> = call.args.iter().collect();
+    match (call.name.name.as_str(), &mut value.value, args.first()) {
+        ("object", Value::Map(entries), Some(Expression::Object(attrs))) => {
+            for (key, attr) in attrs.iter() {
+                let name = match key {
+                    ObjectKey::Ident(i) => i.as_str().to_string(),
+                    ObjectKey::Expression(e) => match e.as_str() {
+                        Some(s) => s.to_string(),
+                        None => continue,
+                    },
+                };
+                let attr_type = attr.expr();
+                let (inner, default) = match attr_type {
+                    Expression::FuncCall(opt) if opt.name.name.as_str() == "optional" => {
+                        let mut a = opt.args.iter();
+                        (a.next(), Some(a.next()))
+                    }
+                    other => (Some(other), None),
+                };
+                match entries.iter_mut().find(|(k, _)| *k == name) {
+                    Some((_, present)) => {
+                        let filled = with_optional(present.clone(), inner, file);
+                        *present = filled;
+                    }
+                    None => {
+                        let Some(default) = default else { continue };
+                        let site = file.site(attr_type.span());
+                        let filled = match default.map(|d| eval(d, file, &Scope::default())) {
+                            Some(Ok(v)) => with_optional(v, inner, file),
+                            Some(Err(_)) | None => Node::new(Value::Null, site),
+                        };
+                        entries.push((name, filled));
+                    }
+                }
+            }
+        }
+        ("map", Value::Map(entries), Some(inner)) => {
+            for (_, v) in entries.iter_mut() {
+                *v = with_optional(v.clone(), Some(inner), file);
+            }
+        }
+        ("list" | "set", Value::Seq(items), Some(inner)) => {
+            for v in items.iter_mut() {
+                *v = with_optional(v.clone(), Some(inner), file);
+            }
+        }
+        _ => {}
+    }
+    value
+}
+
 /// Whether `text` refers to `name` as a whole (`var.a` is not `var.ab`).
 fn refers(text: &str, name: &str) -> bool {
     text.match_indices(name).any(|(at, _)| {
@@ -694,11 +755,15 @@ fn computed(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoE
             .local_errors
             .iter()
             .find(|(name, _)| text.contains(&format!("local.{name}")));
-        let why = match local {
-            Some((name, err)) => format!("local.{name} cannot be evaluated: {err}"),
-            None => why,
-        };
-        RepoError::new(site, format!("`{text}` cannot be evaluated: {why}"))
+        match local {
+            // What the repository does not declare stays undeclared through the locals.
+            Some((_, err)) if err.undeclared => err.clone(),
+            Some((name, err)) => RepoError::new(
+                site,
+                format!("`{text}` cannot be evaluated: local.{name} cannot be evaluated: {err}"),
+            ),
+            None => RepoError::new(site, format!("`{text}` cannot be evaluated: {why}")),
+        }
     })
 }
 
@@ -835,6 +900,31 @@ resource "proxmox_virtual_environment_vm" "node" {
             ) && text.contains("`data`"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn optional_object_attributes_a_value_leaves_out_take_their_type_defaults() {
+        let dir = repo(&[(
+            "tf/main.tf",
+            r#"variable "cluster" {
+  type = object({
+    name  = string
+    cores = optional(number, 4)
+    vlan  = optional(number)
+  })
+  default = { name = "prod" }
+}
+resource "proxmox_virtual_environment_vm" "cp" {
+  name        = "${var.cluster.name}-cp"
+  description = var.cluster.vlan == null ? "untagged" : "tagged"
+  cpu { cores = var.cluster.cores }
+}
+"#,
+        )]);
+        let tf = load(dir.path(), "tf", None).unwrap();
+        let cores = tf.vms[0].cores.as_ref().unwrap();
+        assert_eq!((cores.as_i64(), cores.site.line), (Some(4), 4));
+        assert_eq!(tf.vms[0].name(), "prod-cp");
     }
 
     #[test]

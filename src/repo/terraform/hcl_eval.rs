@@ -414,6 +414,16 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
                         .ok_or_else(|| "index: the value is not in the list".to_string())
                 }),
         ),
+        // Any other `try`: its arguments were all evaluated, so the first one is its value.
+        (
+            "try",
+            FuncDef::builder().variadic_param(Any).build(|a| {
+                a.iter()
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| "try: no arguments".to_string())
+            }),
+        ),
         (
             "__try_path",
             FuncDef::builder()
@@ -796,6 +806,11 @@ mod tests {
             (r#"tostring(sum([1, 2]) + index(["a", "b"], "b"))"#, "4"),
             (r#"try(local.nodes.missing.host, "fallback")"#, "fallback"),
             (r#"try(local.nodes["cp1"].host, "fallback")"#, "pve1"),
+            (r#"try(lower("A"), "fallback")"#, "a"),
+            (
+                r#"{ for i, n in ["w9"] : n => { t = coalesce(try(local.nodes[n].host, null), "d") } }["w9"].t"#,
+                "d",
+            ),
         ] {
             assert_eq!(eval(expr, &n).unwrap().as_str(), Some(want), "{expr}");
         }
