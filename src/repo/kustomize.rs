@@ -1,20 +1,31 @@
 //! Kustomize, as far as the gates need it, with positions: `resources` (files and local
-//! directories), `patches`, `patchesStrategicMerge`, `patchesJson6902` (targets by kind and
-//! name or by label and annotation selector), `commonLabels`, `labels`, `replicas` and
-//! `namespace`. Every value of the output keeps the file and line that set it last.
+//! directories), `components` (local `kind: Component` directories), `configMapGenerator`,
+//! `secretGenerator` and `generatorOptions` (with Kustomize's content-hash name suffix and the
+//! pod-template references to the generated names), `patches`, `patchesStrategicMerge`,
+//! `patchesJson6902` (targets by kind and name or by label and annotation selector),
+//! `commonLabels`, `labels`, `replicas` and `namespace`. Every value of the output keeps the
+//! file and line that set it last.
+//!
+//! A kustomization is built as Kustomize's `accumulateTarget` builds it: its resources, then
+//! its generators, then each component in order (which adds its own resources and generated
+//! objects to the same list and runs its own transformers over everything accumulated so
+//! far), then its own transformers. Names get their hash suffix once, at the end of the
+//! build, and references to them are rewritten then.
 //!
 //! `kubectl kustomize` renders faithfully but forgets where values came from, so evidence
 //! could only guess the line; this renderer keeps lines and refuses what it does not
-//! implement. Constructs that would change what the trials read (generators, components,
-//! remote bases, name prefixes, transformers) are errors naming the file and
-//! line; constructs that cannot (`images`, `commonAnnotations`) are recorded as notes.
+//! implement. Constructs that would change what the trials read (`helmCharts`, remote bases,
+//! name prefixes, transformers, `configurations`) are errors naming the file and line;
+//! constructs that cannot (`images`, `commonAnnotations`) are recorded as notes.
 
 use std::path::Path;
 
 use super::label_query;
 use super::patch;
 
+pub mod generators;
 pub mod labels;
+pub mod names;
 use super::site::{RepoError, Site};
 use super::yaml::{self, Node, Value};
 
@@ -30,6 +41,29 @@ pub struct Rendered {
 }
 
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// The `apiVersion` Kustomize requires of each kind (`types.Kustomization.EnforceFields`).
+const KUSTOMIZATION_VERSION: &str = "kustomize.config.k8s.io/v1beta1";
+const COMPONENT_VERSION: &str = "kustomize.config.k8s.io/v1alpha1";
+
+/// Keys gates evaluates.
+const EVALUATED: [&str; 15] = [
+    "apiVersion",
+    "kind",
+    "resources",
+    "bases",
+    "components",
+    "configMapGenerator",
+    "secretGenerator",
+    "generatorOptions",
+    "patches",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "replicas",
+    "commonLabels",
+    "labels",
+    "namespace",
+];
 
 /// Keys that cannot change anything a trial reads.
 const NOTED: [(&str, &str); 4] = [
@@ -63,164 +97,334 @@ pub fn kustomization_file(repo: &Path, dir: &str) -> Option<String> {
         .find(|rel| repo.join(rel).is_file())
 }
 
-/// Render the Kustomization in `dir` (repository-relative).
+/// Render the Kustomization in `dir` (repository-relative). A Component renders on its own,
+/// as `kustomize build` renders one.
 pub fn render(repo: &Path, dir: &str) -> Result<Rendered, RepoError> {
-    render_depth(repo, dir, 0)
+    let k = Kustomization::load(repo, dir, 0, "is rendered")?;
+    let mut out = Rendered::default();
+    accumulate(repo, &k, &mut out, 0)?;
+    names::add_hashes(&mut out.objects)?;
+    Ok(out)
 }
 
-fn render_depth(repo: &Path, dir: &str, depth: usize) -> Result<Rendered, RepoError> {
-    if depth > 32 {
-        return Err(RepoError::file(
-            dir,
-            "Kustomizations nest more than 32 deep (a cycle?)",
-        ));
-    }
-    let Some(file) = kustomization_file(repo, dir) else {
-        return Err(RepoError::file(
-            dir,
-            "no kustomization.yaml in this directory, which a Kustomization lists as a resource",
-        ));
-    };
-    let text = read(repo, &file)?;
-    let mut docs = yaml::parse(&file, &text)?;
-    if docs.len() != 1 || docs[0].as_map().is_none() {
-        return Err(RepoError::file(
-            &file,
-            "a kustomization must be one YAML mapping",
-        ));
-    }
-    let k = docs.remove(0);
-    let mut out = Rendered::default();
-    let mut namespace = None;
-    let entries = k.as_map().unwrap_or_default();
-    for (key, value) in entries {
-        match key.as_str() {
-            "apiVersion" | "kind" => {}
-            "resources" | "bases" => {
-                for item in list(value, &file, key)? {
-                    let Some(path) = item.as_str() else {
-                        return Err(RepoError::new(
-                            item.site.clone(),
-                            "a resource must be a path",
-                        ));
-                    };
-                    if is_remote(path) {
-                        return Err(RepoError::new(
-                            item.site.clone(),
-                            format!(
-                                "remote base `{path}`: gates reads only the repository itself; vendor it or check it where it lives"
-                            ),
-                        ));
-                    }
-                    let rel = resolve(dir, path, &item.site)?;
-                    let full = repo.join(&rel);
-                    if full.is_dir() {
-                        let child = render_depth(repo, &rel, depth + 1)?;
-                        out.objects.extend(child.objects);
-                        out.notes.extend(child.notes);
-                    } else if full.is_file() {
-                        let text = read(repo, &rel)?;
-                        for doc in yaml::parse(&rel, &text)? {
-                            out.objects.extend(objects(doc)?);
-                        }
-                    } else {
-                        return Err(RepoError::new(
-                            item.site.clone(),
-                            format!("resource `{path}` does not exist ({rel})"),
-                        ));
-                    }
-                }
-            }
-            "patches"
-            | "patchesStrategicMerge"
-            | "patchesJson6902"
-            | "replicas"
-            | "commonLabels"
-            | "labels" => {}
-            "namespace" => namespace = value.as_str().map(str::to_string),
+/// One kustomization file, read and checked: a `Kustomization`, or a `Component` (which only
+/// `components` may list).
+struct Kustomization {
+    dir: String,
+    file: String,
+    node: Node,
+    component: bool,
+}
+
+impl Kustomization {
+    fn load(
+        repo: &Path,
+        dir: &str,
+        depth: usize,
+        listed: &str,
+    ) -> Result<Kustomization, RepoError> {
+        if depth > 32 {
+            return Err(RepoError::file(
+                dir,
+                "Kustomizations nest more than 32 deep (a cycle?)",
+            ));
+        }
+        let Some(file) = kustomization_file(repo, dir) else {
+            return Err(RepoError::file(
+                dir,
+                format!("no kustomization.yaml in this directory, which {listed}"),
+            ));
+        };
+        let text = read(repo, &file)?;
+        let mut docs = yaml::parse(&file, &text)?;
+        if docs.len() != 1 || docs[0].as_map().is_none() {
+            return Err(RepoError::file(
+                &file,
+                "a kustomization must be one YAML mapping",
+            ));
+        }
+        let node = docs.remove(0);
+        let component = match node.get_str(&["kind"]).unwrap_or("Kustomization") {
+            "Kustomization" => false,
+            "Component" => true,
             other => {
-                if let Some((_, why)) = NOTED.iter().find(|(k, _)| *k == other) {
-                    out.notes
-                        .push(format!("{}: `{other}` skipped: {why}", value.site));
-                } else {
+                return Err(RepoError::new(
+                    node.entry("kind")
+                        .map(|k| k.site.clone())
+                        .unwrap_or_default(),
+                    format!("kind `{other}`: a kustomization is a Kustomization or a Component"),
+                ));
+            }
+        };
+        let (kind, want) = if component {
+            ("Component", COMPONENT_VERSION)
+        } else {
+            ("Kustomization", KUSTOMIZATION_VERSION)
+        };
+        if let Some(api) = node.entry("apiVersion")
+            && api.as_str() != Some(want)
+        {
+            return Err(RepoError::new(
+                api.site.clone(),
+                format!(
+                    "apiVersion `{}`: Kustomize reads a {kind} only as {want}",
+                    api.show()
+                ),
+            ));
+        }
+        Ok(Kustomization {
+            dir: dir.to_string(),
+            file,
+            node,
+            component,
+        })
+    }
+
+    /// The list under `key`, empty when the key is absent.
+    fn list(&self, key: &str) -> Result<&[Node], RepoError> {
+        match self.node.entry(key) {
+            Some(value) => list(value, &self.file, key),
+            None => Ok(&[]),
+        }
+    }
+
+    /// Refuse what gates does not evaluate; note what no trial reads.
+    fn check_keys(&self, notes: &mut Vec<String>) -> Result<(), RepoError> {
+        for (key, value) in self.node.as_map().unwrap_or_default() {
+            if EVALUATED.contains(&key.as_str()) {
+                continue;
+            }
+            if let Some((_, why)) = NOTED.iter().find(|(k, _)| k == key) {
+                notes.push(format!("{}: `{key}` skipped: {why}", value.site));
+                continue;
+            }
+            return Err(RepoError::new(
+                value.site.clone(),
+                format!(
+                    "Kustomize `{key}` is not evaluated by gates; the trials would read objects it changes or creates, so it is refused rather than guessed"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Kustomize's `accumulateTarget`: resources, generators, components, then this
+/// kustomization's transformers over everything in `out`. A Component adds to the list it is
+/// given; a Kustomization listed as a resource starts from an empty one.
+fn accumulate(
+    repo: &Path,
+    k: &Kustomization,
+    out: &mut Rendered,
+    depth: usize,
+) -> Result<(), RepoError> {
+    k.check_keys(&mut out.notes)?;
+    accumulate_resources(repo, k, out, depth)?;
+    generators::run(repo, &k.dir, &k.file, &k.node, &mut out.objects)?;
+    accumulate_components(repo, k, out, depth)?;
+    transform(repo, k, out)
+}
+
+fn accumulate_resources(
+    repo: &Path,
+    k: &Kustomization,
+    out: &mut Rendered,
+    depth: usize,
+) -> Result<(), RepoError> {
+    for key in ["resources", "bases"] {
+        for item in k.list(key)? {
+            let (path, rel) = local_path(&k.dir, item, "a resource")?;
+            let full = repo.join(&rel);
+            if full.is_dir() {
+                let child = Kustomization::load(
+                    repo,
+                    &rel,
+                    depth + 1,
+                    "a Kustomization lists as a resource",
+                )?;
+                if child.component {
                     return Err(RepoError::new(
-                        value.site.clone(),
+                        item.site.clone(),
                         format!(
-                            "Kustomize `{other}` is not evaluated by gates; the trials would read objects it changes or creates, so it is refused rather than guessed"
+                            "`{path}` is a Component (kind: Component in {}); list it under `components`, not `{key}` (Kustomize refuses it there)",
+                            child.file
                         ),
                     ));
                 }
-            }
-        }
-    }
-    // Patches apply to the accumulated resources, in the order Kustomize applies them.
-    if let Some(value) = k.entry("patchesStrategicMerge") {
-        for item in list(value, &file, "patchesStrategicMerge")? {
-            for patch_doc in patch_docs(repo, dir, item)? {
-                apply_strategic(&mut out.objects, &patch_doc, None)?;
-            }
-        }
-    }
-    if let Some(value) = k.entry("patchesJson6902") {
-        for item in list(value, &file, "patchesJson6902")? {
-            let target = Target::read(item.entry("target"), &item.site)?;
-            let ops = patch_source(repo, dir, item)?;
-            for doc in ops {
-                apply_json(&mut out.objects, &doc, &target)?;
-            }
-        }
-    }
-    if let Some(value) = k.entry("patches") {
-        for item in list(value, &file, "patches")? {
-            apply_patch_entry(repo, dir, item, &mut out.objects)?;
-        }
-    }
-    // Labels after the patches, as Kustomize's transformers run.
-    if let Some(value) = k.entry("commonLabels") {
-        labels::Labels::common(value)?.apply(&mut out.objects);
-    }
-    if let Some(value) = k.entry("labels") {
-        for item in list(value, &file, "labels")? {
-            labels::Labels::entry(item)?.apply(&mut out.objects);
-        }
-    }
-    if let Some(value) = k.entry("replicas") {
-        for item in list(value, &file, "replicas")? {
-            let (Some(name), Some(count)) = (item.get(&["name"]), item.get(&["count"])) else {
+                let mut sub = Rendered::default();
+                accumulate(repo, &child, &mut sub, depth + 1)?;
+                out.objects.extend(sub.objects);
+                out.notes.extend(sub.notes);
+            } else if full.is_file() {
+                let text = read(repo, &rel)?;
+                for doc in yaml::parse(&rel, &text)? {
+                    out.objects.extend(objects(doc)?);
+                }
+            } else {
                 return Err(RepoError::new(
                     item.site.clone(),
-                    "a replicas entry needs `name` and `count`",
-                ));
-            };
-            let mut found = false;
-            for object in &mut out.objects {
-                let kind = object.get_str(&["kind"]).unwrap_or_default();
-                if ["Deployment", "StatefulSet", "ReplicaSet"].contains(&kind)
-                    && object.get_str(&["metadata", "name"]) == name.as_str()
-                {
-                    set_path(object, &["spec", "replicas"], count.clone());
-                    found = true;
-                }
-            }
-            if !found {
-                return Err(RepoError::new(
-                    name.site.clone(),
-                    format!(
-                        "replicas: no Deployment or StatefulSet named `{}`",
-                        name.show()
-                    ),
+                    format!("resource `{path}` does not exist ({rel})"),
                 ));
             }
         }
     }
-    if let Some(ns) = namespace {
-        let site = k
-            .entry("namespace")
-            .map(|n| n.site.clone())
-            .unwrap_or_default();
-        set_namespace(&mut out.objects, &ns, &site);
+    Ok(())
+}
+
+/// Each component in order, over the objects accumulated so far.
+fn accumulate_components(
+    repo: &Path,
+    k: &Kustomization,
+    out: &mut Rendered,
+    depth: usize,
+) -> Result<(), RepoError> {
+    for item in k.list("components")? {
+        let (path, rel) = local_path(&k.dir, item, "a component")?;
+        if !repo.join(&rel).is_dir() {
+            return Err(RepoError::new(
+                item.site.clone(),
+                format!(
+                    "component `{path}` is not a directory ({rel}); a component is a directory with a kind: Component kustomization"
+                ),
+            ));
+        }
+        let component = Kustomization::load(
+            repo,
+            &rel,
+            depth + 1,
+            "a Kustomization lists as a component",
+        )?;
+        if !component.component {
+            return Err(RepoError::new(
+                item.site.clone(),
+                format!(
+                    "`{path}` is a Kustomization, not a Component: {} needs `kind: Component` (apiVersion {COMPONENT_VERSION}) to be listed under `components` (Kustomize refuses it)",
+                    component.file
+                ),
+            ));
+        }
+        accumulate(repo, &component, out, depth + 1)?;
     }
-    Ok(out)
+    Ok(())
+}
+
+/// A `resources` or `components` entry: the path as written and repository-relative.
+fn local_path<'a>(dir: &str, item: &'a Node, what: &str) -> Result<(&'a str, String), RepoError> {
+    let Some(path) = item.as_str() else {
+        return Err(RepoError::new(
+            item.site.clone(),
+            format!("{what} must be a path"),
+        ));
+    };
+    if is_remote(path) {
+        return Err(RepoError::new(
+            item.site.clone(),
+            format!(
+                "remote base `{path}`: gates reads only the repository itself; vendor it or check it where it lives"
+            ),
+        ));
+    }
+    Ok((path, resolve(dir, path, &item.site)?))
+}
+
+/// This kustomization's transformers over `out.objects`, in the order Kustomize runs its
+/// builtin transformers (`kusttarget_configplugin.go`): strategic-merge patches, `patches`,
+/// `namespace`, `labels` then `commonLabels`, JSON 6902 patches, `replicas`.
+fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), RepoError> {
+    let misses = if k.component {
+        Misses::Noted
+    } else {
+        Misses::Refused
+    };
+    for item in k.list("patchesStrategicMerge")? {
+        for patch_doc in patch_docs(repo, &k.dir, item)? {
+            apply_strategic(&mut out.objects, &patch_doc, None)?;
+        }
+    }
+    for item in k.list("patches")? {
+        let missed = patch_entry(repo, &k.dir, item, &mut out.objects)?;
+        misses.judge(missed, &mut out.notes)?;
+    }
+    if let Some(ns) = k.node.entry("namespace")
+        && let Some(name) = ns.as_str()
+    {
+        set_namespace(&mut out.objects, name, &ns.site);
+    }
+    for item in k.list("labels")? {
+        labels::Labels::entry(item)?.apply(&mut out.objects);
+    }
+    if let Some(value) = k.node.entry("commonLabels") {
+        labels::Labels::common(value)?.apply(&mut out.objects);
+    }
+    for item in k.list("patchesJson6902")? {
+        let target = Target::read(item.entry("target"), &item.site)?;
+        for doc in patch_source(repo, &k.dir, item)? {
+            let missed = apply_json(&mut out.objects, &doc, &target)?;
+            misses.judge(missed, &mut out.notes)?;
+        }
+    }
+    for item in k.list("replicas")? {
+        set_replicas(&mut out.objects, item)?;
+    }
+    Ok(())
+}
+
+fn set_replicas(objects: &mut [Node], item: &Node) -> Result<(), RepoError> {
+    let (Some(name), Some(count)) = (item.get(&["name"]), item.get(&["count"])) else {
+        return Err(RepoError::new(
+            item.site.clone(),
+            "a replicas entry needs `name` and `count`",
+        ));
+    };
+    let mut found = false;
+    for object in objects {
+        let kind = object.get_str(&["kind"]).unwrap_or_default();
+        if ["Deployment", "StatefulSet", "ReplicaSet"].contains(&kind)
+            && object.get_str(&["metadata", "name"]) == name.as_str()
+        {
+            set_path(object, &["spec", "replicas"], count.clone());
+            found = true;
+        }
+    }
+    if !found {
+        return Err(RepoError::new(
+            name.site.clone(),
+            format!(
+                "replicas: no Deployment or StatefulSet named `{}`",
+                name.show()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What a patch with a `target` that selects nothing is. Kustomize applies it to nothing. In
+/// a Kustomization gates refuses it (it is almost always a misspelt target, and the trials
+/// would read values the author thinks are patched); a Component is written to be included
+/// where some of its targets are absent, so there it is a note.
+#[derive(Clone, Copy)]
+enum Misses {
+    Refused,
+    Noted,
+}
+
+impl Misses {
+    fn judge(self, missed: Option<Target>, notes: &mut Vec<String>) -> Result<(), RepoError> {
+        let Some(target) = missed else {
+            return Ok(());
+        };
+        match self {
+            Misses::Refused => Err(target.not_found()),
+            Misses::Noted => {
+                notes.push(format!(
+                    "{}: the component's patch targets {}, which none of the resources is; Kustomize applies it to nothing",
+                    target.site,
+                    target.describe()
+                ));
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Give namespaced objects the namespace, as `namespace:` and Flux `targetNamespace` do.
@@ -238,19 +442,34 @@ pub fn set_namespace(objects: &mut [Node], namespace: &str, site: &Site) {
 }
 
 /// Apply one entry of `patches` (Kustomize) or Flux `spec.patches`: `path` or inline `patch`,
-/// with an optional `target`. A list is JSON 6902, a mapping a strategic merge.
+/// with an optional `target`. A list is JSON 6902, a mapping a strategic merge. A target that
+/// selects nothing is an error.
 pub fn apply_patch_entry(
     repo: &Path,
     dir: &str,
     item: &Node,
     objects: &mut [Node],
 ) -> Result<(), RepoError> {
+    match patch_entry(repo, dir, item, objects)? {
+        Some(target) => Err(target.not_found()),
+        None => Ok(()),
+    }
+}
+
+/// Like [`apply_patch_entry`]; a `target` that selected nothing is returned.
+fn patch_entry(
+    repo: &Path,
+    dir: &str,
+    item: &Node,
+    objects: &mut [Node],
+) -> Result<Option<Target>, RepoError> {
     let target = match item.entry("target") {
         Some(t) => Some(Target::read(Some(t), &item.site)?),
         None => None,
     };
+    let mut missed = None;
     for doc in patch_source(repo, dir, item)? {
-        match (&doc.value, &target) {
+        let miss = match (&doc.value, &target) {
             (Value::Seq(_), Some(target)) => apply_json(objects, &doc, target)?,
             (Value::Seq(_), None) => {
                 return Err(RepoError::new(
@@ -265,9 +484,10 @@ pub fn apply_patch_entry(
                     "a patch must be a mapping or a list of operations",
                 ));
             }
-        }
+        };
+        missed = missed.or(miss);
     }
-    Ok(())
+    Ok(missed)
 }
 
 fn patch_source(repo: &Path, dir: &str, item: &Node) -> Result<Vec<Node>, RepoError> {
@@ -409,6 +629,16 @@ impl Target {
                 .is_none_or(|s| s.matches(&meta("annotations")))
     }
 
+    fn not_found(&self) -> RepoError {
+        RepoError::new(
+            self.site.clone(),
+            format!(
+                "the patch targets {}, which is not among the resources",
+                self.describe()
+            ),
+        )
+    }
+
     fn describe(&self) -> String {
         let mut out = format!(
             "{}/{}",
@@ -422,13 +652,15 @@ impl Target {
     }
 }
 
+/// A strategic-merge patch. Without a `target` it patches the object it names, which must
+/// exist (Kustomize's `GetById`); with one, a target that selected nothing is returned.
 fn apply_strategic(
     objects: &mut [Node],
     doc: &Node,
     target: Option<&Target>,
-) -> Result<(), RepoError> {
+) -> Result<Option<Target>, RepoError> {
     let own;
-    let target = match target {
+    let selector = match target {
         Some(t) => t,
         None => {
             own = Target {
@@ -441,7 +673,7 @@ fn apply_strategic(
         }
     };
     let mut hit = false;
-    for object in objects.iter_mut().filter(|o| target.selects(o)) {
+    for object in objects.iter_mut().filter(|o| selector.selects(o)) {
         hit = true;
         let mut body = doc.clone();
         if let Value::Map(entries) = &mut body.value {
@@ -454,34 +686,32 @@ fn apply_strategic(
         }
         patch::strategic(object, &body)?;
     }
-    if !hit {
-        return Err(RepoError::new(
+    match (hit, target) {
+        (true, _) => Ok(None),
+        (false, Some(target)) => Ok(Some(target.clone())),
+        (false, None) => Err(RepoError::new(
             doc.site.clone(),
             format!(
                 "the patch targets {}, which is not among the resources",
-                target.describe()
+                selector.describe()
             ),
-        ));
+        )),
     }
-    Ok(())
 }
 
-fn apply_json(objects: &mut [Node], ops: &Node, target: &Target) -> Result<(), RepoError> {
+/// A JSON 6902 patch on every object the target selects; a target that selected nothing is
+/// returned.
+fn apply_json(
+    objects: &mut [Node],
+    ops: &Node,
+    target: &Target,
+) -> Result<Option<Target>, RepoError> {
     let mut hit = false;
     for object in objects.iter_mut().filter(|o| target.selects(o)) {
         hit = true;
         patch::json6902(object, ops)?;
     }
-    if !hit {
-        return Err(RepoError::new(
-            target.site.clone(),
-            format!(
-                "the patch targets {}, which is not among the resources",
-                target.describe()
-            ),
-        ));
-    }
-    Ok(())
+    Ok((!hit).then(|| target.clone()))
 }
 
 /// The documents of a manifest file as objects (a `List` is unpacked).
@@ -730,17 +960,17 @@ mod tests {
     }
 
     #[test]
-    fn generators_and_remote_bases_are_errors_naming_the_file_and_line() {
+    fn helm_charts_and_remote_bases_are_errors_naming_the_file_and_line() {
         let dir = repo(&[(
             "env/kustomization.yaml",
-            "resources: []\nconfigMapGenerator:\n  - name: x\n",
+            "resources: []\nhelmCharts:\n  - name: x\n",
         )]);
         let err = render(dir.path(), "env").unwrap_err();
         assert!(
             err.to_string().starts_with("env/kustomization.yaml:2"),
             "{err}"
         );
-        assert!(err.message.contains("configMapGenerator"), "{err}");
+        assert!(err.message.contains("helmCharts"), "{err}");
         let dir = repo(&[(
             "env/kustomization.yaml",
             "resources:\n  - https://github.com/example/fleet//base?ref=v1\n",
@@ -829,5 +1059,293 @@ mod tests {
         let out = render(dir.path(), "env").unwrap();
         let replicas = out.objects[0].get(&["spec", "replicas"]).unwrap();
         assert_eq!((replicas.as_i64(), replicas.site.line), (Some(2), 4));
+    }
+
+    const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  template:\n    spec:\n      containers:\n        - name: web\n          envFrom:\n            - configMapRef:\n                name: web-env\n      volumes:\n        - name: conf\n          configMap:\n            name: web-conf\n        - name: token\n          secret:\n            secretName: web-token\n";
+
+    fn find<'a>(objects: &'a [Node], kind: &str, prefix: &str) -> &'a Node {
+        objects
+            .iter()
+            .find(|o| {
+                o.get_str(&["kind"]) == Some(kind)
+                    && o.get_str(&["metadata", "name"])
+                        .is_some_and(|n| n.starts_with(prefix))
+            })
+            .unwrap_or_else(|| panic!("no {kind} {prefix}* in {objects:?}"))
+    }
+
+    const COMPONENT: &str = "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n";
+
+    #[test]
+    fn a_component_adds_its_resources_and_patches_the_including_kustomizations_objects() {
+        let dir = repo(&[
+            (
+                "app/kustomization.yaml",
+                "namespace: media\nresources: [d.yaml]\ncomponents:\n  - ../common\n",
+            ),
+            ("app/d.yaml", DEPLOYMENT),
+            (
+                "common/kustomization.yaml",
+                &format!(
+                    "{COMPONENT}resources: [np.yaml]\npatches:\n  - target: {{kind: Deployment}}\n    patch: |\n      - op: replace\n        path: /spec/replicas\n        value: 3\n"
+                ),
+            ),
+            (
+                "common/np.yaml",
+                "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: deny}\nspec: {podSelector: {}}\n",
+            ),
+        ]);
+        let out = render(dir.path(), "app").unwrap();
+        let replicas = find(&out.objects, "Deployment", "web")
+            .get(&["spec", "replicas"])
+            .unwrap();
+        assert_eq!(
+            (replicas.as_i64(), replicas.site.to_string().as_str()),
+            (Some(3), "common/kustomization.yaml:9")
+        );
+        // The parent's namespace runs after the component, over the component's objects too.
+        let np = find(&out.objects, "NetworkPolicy", "deny");
+        assert_eq!(np.get_str(&["metadata", "namespace"]), Some("media"));
+    }
+
+    #[test]
+    fn nested_components_run_before_the_component_that_lists_them_and_the_parent_runs_last() {
+        let patch = |value: u32| {
+            format!(
+                "patches:\n  - target: {{kind: Deployment, name: web}}\n    patch: |\n      - op: replace\n        path: /spec/replicas\n        value: {value}\n"
+            )
+        };
+        let dir = repo(&[
+            (
+                "app/kustomization.yaml",
+                &format!("resources: [d.yaml]\ncomponents: [../outer]\n{}", patch(4)),
+            ),
+            ("app/d.yaml", DEPLOYMENT),
+            (
+                "outer/kustomization.yaml",
+                &format!("{COMPONENT}components: [../inner]\n{}", patch(3)),
+            ),
+            (
+                "inner/kustomization.yaml",
+                &format!("{COMPONENT}{}", patch(2)),
+            ),
+        ]);
+        let out = render(dir.path(), "app").unwrap();
+        let replicas = out.objects[0].get(&["spec", "replicas"]).unwrap();
+        assert_eq!(
+            (replicas.as_i64(), replicas.site.to_string().as_str()),
+            (Some(4), "app/kustomization.yaml:8")
+        );
+        let out = render(dir.path(), "outer").unwrap();
+        assert!(out.objects.is_empty());
+        assert_eq!(out.notes.len(), 2, "{:?}", out.notes);
+        assert!(
+            out.notes[0].contains("which none of the resources is"),
+            "{:?}",
+            out.notes
+        );
+    }
+
+    #[test]
+    fn a_component_under_resources_or_a_kustomization_under_components_is_refused_as_kustomize_refuses_it()
+     {
+        let dir = repo(&[
+            ("app/kustomization.yaml", "resources:\n  - ../common\n"),
+            ("common/kustomization.yaml", COMPONENT),
+        ]);
+        let err = render(dir.path(), "app").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("app/kustomization.yaml:2: `../common` is a Component"),
+            "{err}"
+        );
+        let dir = repo(&[
+            ("app/kustomization.yaml", "components:\n  - ../base\n"),
+            ("base/kustomization.yaml", "resources: []\n"),
+        ]);
+        let err = render(dir.path(), "app").unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "app/kustomization.yaml:2: `../base` is a Kustomization, not a Component"
+            ),
+            "{err}"
+        );
+        let dir = repo(&[
+            ("app/kustomization.yaml", "components: [../c]\n"),
+            (
+                "c/kustomization.yaml",
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Component\n",
+            ),
+        ]);
+        let err = render(dir.path(), "app").unwrap_err();
+        assert!(
+            err.to_string().starts_with("c/kustomization.yaml:1"),
+            "{err}"
+        );
+        assert!(err.message.contains("v1alpha1"), "{err}");
+    }
+
+    #[test]
+    fn a_config_map_generator_keeps_the_line_of_each_literal_env_line_and_file() {
+        let dir = repo(&[
+            (
+                "app/kustomization.yaml",
+                "configMapGenerator:\n  - name: web-conf\n    envs: [app.env]\n    literals:\n      - TZ=\"Europe/Berlin\"\n    files:\n      - values.yaml=helm/values.yaml\n    options:\n      disableNameSuffixHash: true\n",
+            ),
+            ("app/app.env", "# comment\n\nLOG=debug\nFLAG\n"),
+            ("app/helm/values.yaml", "replicas: 2\n"),
+        ]);
+        let out = render(dir.path(), "app").unwrap();
+        let cm = find(&out.objects, "ConfigMap", "web-conf");
+        let at = |key: &str| {
+            let node = cm.get(&["data", key]).unwrap();
+            (node.as_str().unwrap().to_string(), node.site.to_string())
+        };
+        assert_eq!(cm.get_str(&["metadata", "name"]), Some("web-conf"));
+        assert_eq!(
+            cm.get(&["metadata", "name"]).unwrap().site.to_string(),
+            "app/kustomization.yaml:2"
+        );
+        assert_eq!(
+            at("TZ"),
+            ("Europe/Berlin".into(), "app/kustomization.yaml:5".into())
+        );
+        assert_eq!(at("LOG"), ("debug".into(), "app/app.env:3".into()));
+        assert_eq!(at("FLAG"), (String::new(), "app/app.env:4".into()));
+        // A file's content is the file's: Helm values read from it keep their own lines.
+        assert_eq!(
+            at("values.yaml"),
+            ("replicas: 2\n".into(), "app/helm/values.yaml".into())
+        );
+        assert!(cm.get(&["metadata", "annotations"]).is_none(), "{cm:?}");
+    }
+
+    #[test]
+    fn generated_names_get_kustomizes_content_hash_unless_an_option_disables_it() {
+        // The suffixes kubectl kustomize (Kustomize v5.5) prints for these generators.
+        let dir = repo(&[(
+            "app/kustomization.yaml",
+            "configMapGenerator:\n  - name: a\n    literals: [k=v]\n  - name: empty\nsecretGenerator:\n  - name: a\n    literals: [k=v]\n",
+        )]);
+        let out = render(dir.path(), "app").unwrap();
+        let names: Vec<&str> = out
+            .objects
+            .iter()
+            .filter_map(|o| o.get_str(&["metadata", "name"]))
+            .collect();
+        assert_eq!(names, ["a-bdg947hgcc", "empty-6ct58987ht", "a-ftgtgc4t9f"]);
+        let secret = find(&out.objects, "Secret", "a-");
+        assert_eq!(secret.get_str(&["data", "k"]), Some("dg=="));
+        assert_eq!(secret.get_str(&["type"]), Some("Opaque"));
+        let dir = repo(&[(
+            "app/kustomization.yaml",
+            "generatorOptions:\n  disableNameSuffixHash: true\n  labels: {team: media}\nconfigMapGenerator:\n  - name: a\n    literals: [k=v]\n    options:\n      labels: {team: tools}\n",
+        )]);
+        let out = render(dir.path(), "app").unwrap();
+        assert_eq!(out.objects[0].get_str(&["metadata", "name"]), Some("a"));
+        assert_eq!(
+            out.objects[0].get_str(&["metadata", "labels", "team"]),
+            Some("tools")
+        );
+    }
+
+    #[test]
+    fn pod_template_references_to_a_generated_name_follow_its_hash_in_the_same_namespace() {
+        let cronjob = "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly, namespace: other}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers:\n            - name: job\n              env:\n                - name: A\n                  valueFrom:\n                    configMapKeyRef: {name: web-env, key: A}\n";
+        let dir = repo(&[
+            (
+                "app/kustomization.yaml",
+                "resources: [d.yaml, c.yaml]\nconfigMapGenerator:\n  - name: web-env\n    literals: [A=1]\n  - name: web-conf\n    literals: [B=2]\n    options: {disableNameSuffixHash: true}\nsecretGenerator:\n  - name: web-token\n    literals: [t=x]\n",
+            ),
+            ("app/d.yaml", DEPLOYMENT),
+            ("app/c.yaml", cronjob),
+        ]);
+        let out = render(dir.path(), "app").unwrap();
+        let env = find(&out.objects, "ConfigMap", "web-env-");
+        let env_name = env.get_str(&["metadata", "name"]).unwrap();
+        let token = find(&out.objects, "Secret", "web-token-");
+        let web = find(&out.objects, "Deployment", "web");
+        let spec = web.get(&["spec", "template", "spec"]).unwrap();
+        let refs = &spec.get(&["containers"]).unwrap().as_seq().unwrap()[0];
+        let from = &refs.get(&["envFrom"]).unwrap().as_seq().unwrap()[0];
+        assert_eq!(from.get_str(&["configMapRef", "name"]), Some(env_name));
+        assert_eq!(
+            from.get(&["configMapRef", "name"])
+                .unwrap()
+                .site
+                .to_string(),
+            "app/d.yaml:13"
+        );
+        let volumes = spec.get(&["volumes"]).unwrap().as_seq().unwrap();
+        assert_eq!(volumes[0].get_str(&["configMap", "name"]), Some("web-conf"));
+        assert_eq!(
+            volumes[1].get_str(&["secret", "secretName"]),
+            token.get_str(&["metadata", "name"])
+        );
+        // The CronJob is in another namespace: its reference is not to this ConfigMap.
+        let nightly = find(&out.objects, "CronJob", "nightly")
+            .to_json()
+            .to_string();
+        assert!(nightly.contains("\"name\":\"web-env\""), "{nightly}");
+    }
+
+    #[test]
+    fn behavior_merge_adds_to_the_bases_data_and_replace_drops_it() {
+        let dir = repo(&[
+            (
+                "base/kustomization.yaml",
+                "configMapGenerator:\n  - name: conf\n    literals: [A=1, B=2]\n    options:\n      labels: {from: base}\nsecretGenerator:\n  - name: tok\n    literals: [old=x]\n",
+            ),
+            (
+                "env/kustomization.yaml",
+                "resources: [../base]\nconfigMapGenerator:\n  - name: conf\n    behavior: merge\n    literals: [B=3]\nsecretGenerator:\n  - name: tok\n    behavior: replace\n    literals: [new=y]\n",
+            ),
+        ]);
+        let out = render(dir.path(), "env").unwrap();
+        let conf = find(&out.objects, "ConfigMap", "conf-");
+        assert_eq!(conf.get_str(&["data", "A"]), Some("1"));
+        let b = conf.get(&["data", "B"]).unwrap();
+        assert_eq!((b.as_str(), b.site.line), (Some("3"), 5));
+        assert_eq!(conf.get_str(&["metadata", "labels", "from"]), Some("base"));
+        let tok = find(&out.objects, "Secret", "tok-");
+        assert!(tok.get(&["data", "old"]).is_none(), "{tok:?}");
+        assert_eq!(tok.get_str(&["data", "new"]), Some("eQ=="));
+        let dir = repo(&[(
+            "env/kustomization.yaml",
+            "configMapGenerator:\n  - name: conf\n    behavior: merge\n",
+        )]);
+        let err = render(dir.path(), "env").unwrap_err();
+        assert!(
+            err.to_string().starts_with("env/kustomization.yaml:2"),
+            "{err}"
+        );
+        let dir = repo(&[(
+            "env/kustomization.yaml",
+            "configMapGenerator:\n  - name: conf\n  - name: conf\n",
+        )]);
+        let err = render(dir.path(), "env").unwrap_err();
+        assert!(err.message.contains("already among the resources"), "{err}");
+    }
+
+    #[test]
+    fn generator_files_outside_the_kustomization_and_unknown_fields_are_refused() {
+        let dir = repo(&[
+            (
+                "app/kustomization.yaml",
+                "configMapGenerator:\n  - name: a\n    files: [../shared/x.conf]\n",
+            ),
+            ("shared/x.conf", "x"),
+        ]);
+        let err = render(dir.path(), "app").unwrap_err();
+        assert!(err.message.contains("outside the kustomization"), "{err}");
+        let dir = repo(&[(
+            "app/kustomization.yaml",
+            "configMapGenerator:\n  - name: a\n    kv: [x]\n",
+        )]);
+        let err = render(dir.path(), "app").unwrap_err();
+        assert!(
+            err.to_string().starts_with("app/kustomization.yaml:3"),
+            "{err}"
+        );
     }
 }

@@ -326,7 +326,7 @@ fn the_positional_kustomize_renders_the_fixtures_as_kubectl_kustomize_does() {
         return;
     }
     let mut dirs = Vec::new();
-    for name in ["staging-today", "adr-007"] {
+    for name in ["staging-today", "adr-007", "kustomize-constructs"] {
         kustomization_dirs(&root().join("fixtures/repo").join(name), &mut dirs);
     }
     assert!(dirs.len() >= 20, "{dirs:?}");

@@ -230,13 +230,13 @@ fn an_unset_traffic_policy_is_skipped_because_the_chart_default_decides() {
 }
 
 #[test]
-fn a_kustomize_generator_is_an_error_naming_the_kustomization() {
+fn a_kustomize_helm_chart_is_an_error_naming_the_kustomization() {
     let dir = copy("adr-007");
     let file = dir
         .path()
         .join("kubernetes/infrastructure/staging/kustomization.yaml");
     let mut text = std::fs::read_to_string(&file).unwrap();
-    text.push_str("configMapGenerator:\n  - name: extra\n    literals: [a=b]\n");
+    text.push_str("helmCharts:\n  - name: extra\n    repo: https://charts.example.org\n");
     std::fs::write(&file, text).unwrap();
     let r = run(dir.path(), &offline());
     let l2 = &r["gate3::staging::repo::l2-announcement"];
