@@ -6,9 +6,9 @@
 //! Secrets that live in the repository, in order, then `spec.values`, each value with the
 //! file and line that set it last.
 //!
-//! `postBuild` substitutions are applied (see [`super::substitute`]). A source in another
-//! repository is skipped with the reason; `spec.components` and name prefixes or suffixes
-//! are errors naming the file; `images` is noted, since no trial reads image tags. A Flux
+//! `postBuild` substitutions are applied (see [`super::substitute`]) and `spec.components`
+//! added to the path's kustomization. A source in another repository is skipped with the
+//! reason; name prefixes or suffixes are errors naming the file; `images` is noted, since no trial reads image tags. A Flux
 //! Kustomization that cannot be read is set aside with the kinds it may hold
 //! ([`super::unread`]), so only the trials that read those kinds become errors.
 
@@ -214,7 +214,7 @@ fn follow(
         ));
         return Ok(None);
     }
-    for refused in ["components", "namePrefix", "nameSuffix"] {
+    for refused in ["namePrefix", "nameSuffix"] {
         if let Some(node) = ks.get(&["spec", refused]) {
             return Err(RepoError::new(
                 node.site.clone(),
@@ -242,7 +242,10 @@ fn follow(
             format!("Flux Kustomization {name}: path `{dir}` does not exist"),
         ));
     }
-    let mut rendered = kustomize::autodetect(repo, &dir)?;
+    let mut rendered = match ks.get(&["spec", "components"]) {
+        Some(components) => kustomize::render_with_components(repo, &dir, components)?,
+        None => kustomize::autodetect(repo, &dir)?,
+    };
     if let Some(patches) = ks.get(&["spec", "patches"]).and_then(Node::as_seq) {
         for item in patches {
             kustomize::apply_patch_entry(repo, &ks.site.file_dir(), item, &mut rendered.objects)?;
@@ -582,6 +585,28 @@ mod tests {
             "substitute wins over substituteFrom, found in any file of the repository"
         );
         assert!(m.unread.is_empty(), "{:?}", m.unread);
+    }
+
+    #[test]
+    fn flux_spec_components_apply_to_the_path_with_or_without_its_own_kustomization() {
+        const COMPONENT: &str = "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n  - target: {kind: Deployment}\n    patch: |\n      - op: replace\n        path: /spec/replicas\n        value: 2\n";
+        for own in [false, true] {
+            let sync = with_spec("  components:\n    - ../components/two\n");
+            let mut files = vec![
+                ("clusters/env/infra.yaml", sync.as_str()),
+                ("infra/web.yaml", APP),
+                ("components/two/kustomization.yaml", COMPONENT),
+            ];
+            if own {
+                files.push(("infra/kustomization.yaml", "resources: [web.yaml]\n"));
+            }
+            let dir = repo(&files);
+            let m = render(dir.path(), "clusters/env").unwrap();
+            assert!(m.unread.is_empty(), "{:?}", m.unread);
+            let web = m.of_kind("Deployment").next().expect("rendered");
+            let replicas = web.get(&["spec", "replicas"]).unwrap();
+            assert_eq!(replicas.as_i64(), Some(2), "own kustomization: {own}");
+        }
     }
 
     #[test]

@@ -107,6 +107,56 @@ pub fn render(repo: &Path, dir: &str) -> Result<Rendered, RepoError> {
     Ok(out)
 }
 
+/// The path of a Flux Kustomization with its `spec.components` (paths relative to that path,
+/// per Flux's documentation): added after the components of the directory's own
+/// kustomization, or applied to the objects of a plain directory, as to the kustomization
+/// Flux generates for it.
+pub fn render_with_components(
+    repo: &Path,
+    dir: &str,
+    components: &Node,
+) -> Result<Rendered, RepoError> {
+    let Some(extra) = components.as_seq() else {
+        return Err(RepoError::new(
+            components.site.clone(),
+            "`spec.components` must be a list of paths",
+        ));
+    };
+    if kustomization_file(repo, dir).is_some() {
+        let mut k = Kustomization::load(repo, dir, 0, "is rendered")?;
+        if let Value::Map(entries) = &mut k.node.value {
+            match entries.iter_mut().find(|(key, _)| key == "components") {
+                Some((
+                    _,
+                    Node {
+                        value: Value::Seq(items),
+                        ..
+                    },
+                )) => items.extend(extra.iter().cloned()),
+                Some((_, other)) => *other = components.clone(),
+                None => entries.push(("components".to_string(), components.clone())),
+            }
+        }
+        let mut out = Rendered::default();
+        accumulate(repo, &k, &mut out, 0)?;
+        names::add_hashes(&mut out.objects)?;
+        return Ok(out);
+    }
+    let mut out = autodetect(repo, dir)?;
+    let k = Kustomization {
+        dir: dir.to_string(),
+        file: components.site.file.clone(),
+        node: Node::new(
+            Value::Map(vec![("components".to_string(), components.clone())]),
+            components.site.clone(),
+        ),
+        component: false,
+    };
+    accumulate_components(repo, &k, &mut out, 0)?;
+    names::add_hashes(&mut out.objects)?;
+    Ok(out)
+}
+
 /// One kustomization file, read and checked: a `Kustomization`, or a `Component` (which only
 /// `components` may list).
 struct Kustomization {
