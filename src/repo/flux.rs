@@ -343,9 +343,7 @@ fn helm_release(hr: &Node, objects: &[Node]) -> HelmRelease {
         .to_string();
     let name = hr.get_str(&["metadata", "name"]).unwrap_or("?").to_string();
     HelmRelease {
-        chart: hr
-            .get_str(&["spec", "chart", "spec", "chart"])
-            .map(str::to_string),
+        chart: chart_name(hr, &namespace, objects),
         site: hr
             .get(&["metadata", "name"])
             .map(|n| n.site.clone())
@@ -353,6 +351,38 @@ fn helm_release(hr: &Node, objects: &[Node]) -> HelmRelease {
         values: values(hr, &namespace, objects),
         namespace,
         name,
+    }
+}
+
+/// The chart a HelmRelease installs: `spec.chart.spec.chart`, or through `spec.chartRef` the
+/// chart of a HelmChart or the last path segment of an OCIRepository's `oci://` URL (the
+/// chart's name in the registry), found in the release's namespace unless the reference
+/// names another.
+fn chart_name(hr: &Node, namespace: &str, objects: &[Node]) -> Option<String> {
+    if let Some(chart) = hr.get_str(&["spec", "chart", "spec", "chart"]) {
+        return Some(chart.to_string());
+    }
+    let kind = hr.get_str(&["spec", "chartRef", "kind"])?;
+    let name = hr.get_str(&["spec", "chartRef", "name"])?;
+    let ns = hr
+        .get_str(&["spec", "chartRef", "namespace"])
+        .unwrap_or(namespace);
+    let source = objects.iter().find(|o| {
+        o.get_str(&["kind"]) == Some(kind)
+            && o.get_str(&["metadata", "name"]) == Some(name)
+            && o.get_str(&["metadata", "namespace"]).unwrap_or("default") == ns
+            && o.get_str(&["apiVersion"])
+                .is_some_and(|a| a.starts_with("source.toolkit.fluxcd.io/"))
+    })?;
+    match kind {
+        "HelmChart" => source.get_str(&["spec", "chart"]).map(str::to_string),
+        "OCIRepository" => source
+            .get_str(&["spec", "url"])
+            .and_then(|url| url.strip_prefix("oci://"))
+            .and_then(|path| path.trim_end_matches('/').rsplit('/').next())
+            .filter(|chart| !chart.is_empty())
+            .map(str::to_string),
+        _ => None,
     }
 }
 
@@ -585,6 +615,28 @@ mod tests {
             "substitute wins over substituteFrom, found in any file of the repository"
         );
         assert!(m.unread.is_empty(), "{:?}", m.unread);
+    }
+
+    #[test]
+    fn a_chart_ref_names_the_chart_of_its_oci_repository_or_helm_chart() {
+        let dir = repo(&[
+            ("clusters/env/infra.yaml", SYNC),
+            (
+                "infra/kustomization.yaml",
+                "namespace: kube-system\nresources: [release.yaml]\n",
+            ),
+            (
+                "infra/release.yaml",
+                "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: cni}\nspec:\n  chartRef: {kind: OCIRepository, name: cni}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata: {name: cni}\nspec:\n  url: oci://registry.example/charts/cilium\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: lb}\nspec:\n  chartRef: {kind: HelmChart, name: lb, namespace: kube-system}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmChart\nmetadata: {name: lb}\nspec: {chart: traefik}\n",
+            ),
+        ]);
+        let m = render(dir.path(), "clusters/env").unwrap();
+        let charts: Vec<(&str, Option<&str>)> = m
+            .helm_releases
+            .iter()
+            .map(|hr| (hr.name.as_str(), hr.chart.as_deref()))
+            .collect();
+        assert_eq!(charts, [("cni", Some("cilium")), ("lb", Some("traefik"))]);
     }
 
     #[test]
