@@ -248,7 +248,13 @@ fn follow(
     };
     if let Some(patches) = ks.get(&["spec", "patches"]).and_then(Node::as_seq) {
         for item in patches {
-            kustomize::apply_patch_entry(repo, &ks.site.file_dir(), item, &mut rendered.objects)?;
+            kustomize::apply_patch_entry(
+                repo,
+                &ks.site.file_dir(),
+                item,
+                &mut rendered.objects,
+                notes,
+            )?;
         }
     }
     if let Some(ns) = ks.get(&["spec", "targetNamespace"]) {

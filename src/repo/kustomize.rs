@@ -381,11 +381,6 @@ fn local_path<'a>(dir: &str, item: &'a Node, what: &str) -> Result<(&'a str, Str
 /// builtin transformers (`kusttarget_configplugin.go`): strategic-merge patches, `patches`,
 /// `namespace`, `labels` then `commonLabels`, JSON 6902 patches, `replicas`.
 fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), RepoError> {
-    let misses = if k.component {
-        Misses::Noted
-    } else {
-        Misses::Refused
-    };
     for item in k.list("patchesStrategicMerge")? {
         for patch_doc in patch_docs(repo, &k.dir, item)? {
             apply_strategic(&mut out.objects, &patch_doc, None)?;
@@ -393,7 +388,7 @@ fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), R
     }
     for item in k.list("patches")? {
         let missed = patch_entry(repo, &k.dir, item, &mut out.objects)?;
-        misses.judge(missed, &mut out.notes)?;
+        note_miss(missed, &mut out.notes);
     }
     if let Some(ns) = k.node.entry("namespace")
         && let Some(name) = ns.as_str()
@@ -410,7 +405,7 @@ fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), R
         let target = Target::read(item.entry("target"), &item.site)?;
         for doc in patch_source(repo, &k.dir, item)? {
             let missed = apply_json(&mut out.objects, &doc, &target)?;
-            misses.judge(missed, &mut out.notes)?;
+            note_miss(missed, &mut out.notes);
         }
     }
     for item in k.list("replicas")? {
@@ -452,28 +447,17 @@ fn set_replicas(objects: &mut [Node], item: &Node) -> Result<(), RepoError> {
 /// a Kustomization gates refuses it (it is almost always a misspelt target, and the trials
 /// would read values the author thinks are patched); a Component is written to be included
 /// where some of its targets are absent, so there it is a note.
-#[derive(Clone, Copy)]
-enum Misses {
-    Refused,
-    Noted,
-}
-
-impl Misses {
-    fn judge(self, missed: Option<Target>, notes: &mut Vec<String>) -> Result<(), RepoError> {
-        let Some(target) = missed else {
-            return Ok(());
-        };
-        match self {
-            Misses::Refused => Err(target.not_found()),
-            Misses::Noted => {
-                notes.push(format!(
-                    "{}: the component's patch targets {}, which none of the resources is; Kustomize applies it to nothing",
-                    target.site,
-                    target.describe()
-                ));
-                Ok(())
-            }
-        }
+/// A targeted patch that selects nothing: Kustomize (v5.5, checked with `kubectl kustomize`)
+/// applies it to nothing without an error, so it is noted, not refused. Flux relies on this
+/// when a parent patches every child Kustomization with a patch for HelmReleases some
+/// children do not have.
+fn note_miss(missed: Option<Target>, notes: &mut Vec<String>) {
+    if let Some(target) = missed {
+        notes.push(format!(
+            "{}: the patch targets {}, which none of the resources is; Kustomize applies it to nothing",
+            target.site,
+            target.describe()
+        ));
     }
 }
 
@@ -493,17 +477,16 @@ pub fn set_namespace(objects: &mut [Node], namespace: &str, site: &Site) {
 
 /// Apply one entry of `patches` (Kustomize) or Flux `spec.patches`: `path` or inline `patch`,
 /// with an optional `target`. A list is JSON 6902, a mapping a strategic merge. A target that
-/// selects nothing is an error.
+/// selects nothing is noted (see [`note_miss`]).
 pub fn apply_patch_entry(
     repo: &Path,
     dir: &str,
     item: &Node,
     objects: &mut [Node],
+    notes: &mut Vec<String>,
 ) -> Result<(), RepoError> {
-    match patch_entry(repo, dir, item, objects)? {
-        Some(target) => Err(target.not_found()),
-        None => Ok(()),
-    }
+    note_miss(patch_entry(repo, dir, item, objects)?, notes);
+    Ok(())
 }
 
 /// Like [`apply_patch_entry`]; a `target` that selected nothing is returned.
@@ -677,16 +660,6 @@ impl Target {
                 .annotations
                 .as_ref()
                 .is_none_or(|s| s.matches(&meta("annotations")))
-    }
-
-    fn not_found(&self) -> RepoError {
-        RepoError::new(
-            self.site.clone(),
-            format!(
-                "the patch targets {}, which is not among the resources",
-                self.describe()
-            ),
-        )
     }
 
     fn describe(&self) -> String {
