@@ -259,9 +259,38 @@ pub fn evaluate(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
     );
     match &ctx.env.talos {
         Some(Ok(patches)) if reads_talos && !patches.skipped.is_empty() => {
-            finding.with_warnings(patches.skipped.iter().map(|s| format!("not read: {s}")))
+            unread_patches(finding, &patches.skipped)
         }
         _ => finding,
+    }
+}
+
+/// A pass or fail reached without some of the Talos patches is no verdict: a patch that was
+/// not read may set exactly what the trial judged (a template setting
+/// `allowSchedulingOnControlPlanes`, say). It becomes an error naming the patches, with the
+/// verdict it would have been; an error or skip keeps its own reason, with the patches noted.
+fn unread_patches(finding: Finding, skipped: &[String]) -> Finding {
+    let lines = skipped.iter().map(|s| format!("not read: {s}"));
+    match finding.verdict {
+        crate::verdict::Verdict::Pass | crate::verdict::Verdict::Fail => {
+            let would = format!(
+                "without them it would {}: {}",
+                if finding.verdict == crate::verdict::Verdict::Pass {
+                    "pass"
+                } else {
+                    "fail"
+                },
+                finding.summary
+            );
+            Finding::error(format!(
+                "{} Talos patch(es) of the repository could not be read and may set what this trial reads; {would}",
+                skipped.len()
+            ))
+            .with_evidence(lines.chain(finding.evidence))
+        }
+        crate::verdict::Verdict::Error | crate::verdict::Verdict::Skip => {
+            finding.with_warnings(lines)
+        }
     }
 }
 

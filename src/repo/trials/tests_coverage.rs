@@ -50,28 +50,34 @@ fn the_host_label_terraform_writes_into_the_machine_configuration_counts_for_gat
 }
 
 #[test]
-fn a_terraform_talos_patch_gates_cannot_read_is_a_warning_on_the_trials_that_read_talos() {
+fn a_terraform_talos_patch_gates_cannot_read_makes_the_talos_trials_errors_not_verdicts() {
     let dir = copy("adr-007");
     edit(
         dir.path(),
         MODULE,
         "mount = var.longhorn_mount",
-        "mount = local.longhorn_mount",
+        "mount = data.disks.longhorn_mount",
     );
     let r = run(dir.path(), &offline());
     let vip = &r["gate1::staging::repo::vip"];
-    assert_eq!(vip.verdict, Verdict::Pass, "{vip:?}");
+    // The unread patch may set a VIP as well: the pass it would be is no pass.
+    assert_eq!(vip.verdict, Verdict::Error, "{vip:?}");
     assert!(
-        vip.warnings.iter().any(|w| w.contains(
-            "longhorn-disk.yaml.tftpl is rendered with variables gates cannot evaluate: terraform/modules/talos_vms/main.tf:93: `local.longhorn_mount`"
+        vip.summary.contains("could not be read")
+            && vip.summary.contains("without them it would pass"),
+        "{vip:?}"
+    );
+    assert!(
+        vip.evidence.iter().any(|w| w.contains(
+            "longhorn-disk.yaml.tftpl is rendered with variables gates cannot evaluate: terraform/modules/talos_vms/main.tf:93: `data.disks.longhorn_mount`"
         )),
         "{vip:?}"
     );
-    // Trials that read no Talos patch carry no such warning.
+    // Trials that read no Talos patch are not affected.
+    let etp = &r["gate3::staging::repo::external-traffic-policy"];
     assert!(
-        r["gate3::staging::repo::external-traffic-policy"]
-            .warnings
-            .is_empty()
+        etp.warnings.is_empty() && etp.verdict != Verdict::Error,
+        "{etp:?}"
     );
 }
 
