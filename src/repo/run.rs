@@ -20,6 +20,9 @@ pub struct RepoRun {
     pub trials: Vec<RepoTrial>,
     /// The environment's own name in the repository.
     pub repo_env: String,
+    /// The name of the environment checked, when no `repo.environment` names its
+    /// counterpart (otherwise `repo_env`).
+    checked: String,
 }
 
 /// Why the repository named for a run cannot be read as evidence.
@@ -84,7 +87,7 @@ pub fn prepare(
             env_file: env.file.clone(),
         });
     }
-    let repo_env = repo_env_name(env, &spec);
+    let repo_env = repo_env_name(env, &spec, &layout.names);
     if !layout.names.contains(&repo_env) {
         return Err(RepoError::EnvironmentNotDeclared {
             root,
@@ -96,23 +99,47 @@ pub fn prepare(
     let declared = declared::load(&root, &layout);
     let names: Vec<String> = declared.environments.keys().cloned().collect();
     let trials = trials::trials(config, env, &names, &repo_env);
+    let checked = match &spec.environment {
+        Some(_) => repo_env.clone(),
+        None => env.name.clone(),
+    };
     Ok(Some(RepoRun {
         root,
         declared,
         trials,
         repo_env,
+        checked,
     }))
 }
 
-/// The environment's name in the repository: `repo.environment`, else its own name (not the
-/// one it is checked `like:`, which is another cluster).
-fn repo_env_name(env: &Environment, spec: &RepoSpec) -> String {
-    spec.environment.clone().unwrap_or_else(|| env.name.clone())
+/// The environment's name in the repository: `repo.environment`; else its own name when the
+/// repository declares it; else, for an environment checked `like:` another, that one's when
+/// the repository declares it (a lab or a copy of staging, evaluated against staging's
+/// directory; the run says so on stderr). Otherwise its own name, which `prepare` refuses.
+pub(super) fn repo_env_name(env: &Environment, spec: &RepoSpec, declared: &[String]) -> String {
+    if let Some(name) = &spec.environment {
+        return name.clone();
+    }
+    let own = env.name.clone();
+    match &env.like {
+        Some(like) if !declared.contains(&own) && declared.contains(like) => like.clone(),
+        _ => own,
+    }
 }
 
 impl RepoRun {
     /// Things read and deliberately left out, for stderr.
     pub fn notes(&self) -> Vec<String> {
+        let chosen = (self.repo_env != self.checked).then(|| {
+            format!(
+                "the repository has no environment `{}`; evaluating its `{}` for it (set repo.environment to choose another)",
+                self.checked, self.repo_env
+            )
+        });
+        chosen.into_iter().chain(self.declared_notes()).collect()
+    }
+
+    fn declared_notes(&self) -> Vec<String> {
         self.declared
             .environments
             .values()
@@ -156,7 +183,7 @@ impl RepoRun {
                 let settings = if trial.drift {
                     env
                 } else {
-                    settings_for(config, env, &trial.repo_env)
+                    settings_for(config, env, &self.repo_env, &trial.repo_env)
                 };
                 let started = Instant::now();
                 let ctx = RepoContext {
@@ -182,8 +209,13 @@ impl RepoRun {
 /// The configuration of a repository environment: the environment being checked when it is
 /// that environment's counterpart (`repo.environment`), else the environment file of that
 /// name, else one whose `repo.environment` or `like:` names it, else the one being checked.
-fn settings_for<'a>(config: &'a Config, env: &'a Environment, name: &str) -> &'a Environment {
-    if repo_env_name(env, &env.repo.clone().unwrap_or_default()) == name {
+fn settings_for<'a>(
+    config: &'a Config,
+    env: &'a Environment,
+    repo_env: &str,
+    name: &str,
+) -> &'a Environment {
+    if repo_env == name {
         return env;
     }
     trials::configured(config, name).unwrap_or(env)
@@ -277,6 +309,17 @@ mod tests {
             names.contains(&"gate1::canary::repo::control-plane-nodes")
                 && names.contains(&"gate2::canary::repo::replicated-controller::traefik"),
             "{names:?}"
+        );
+        // Without a directory of its own, the one it is checked like, said on stderr.
+        let repo = repo_with(&["staging"]);
+        let run = prepare(&config, &env, Some(repo.path())).unwrap().unwrap();
+        assert_eq!(run.repo_env, "staging");
+        assert!(
+            run.notes()
+                .iter()
+                .any(|n| n.contains("no environment `canary`; evaluating its `staging`")),
+            "{:?}",
+            run.notes()
         );
     }
 

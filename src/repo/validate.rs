@@ -102,6 +102,10 @@ pub fn check(env: &Environment) -> RepoFindings {
             env.talos.as_ref().and_then(|t| t.as_ref().err()),
         ];
         errors.extend(failed.into_iter().flatten().map(|e| in_repo(&root, e)));
+        // Parts the trials set aside are problems of the repository all the same.
+        if let Some(Ok(m)) = &env.manifests {
+            errors.extend(m.unread.iter().map(|u| in_repo(&root, &u.error)));
+        }
         if let Some(Ok(tf)) = &env.terraform {
             errors.extend(
                 tf.unread_modules
