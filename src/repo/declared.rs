@@ -24,6 +24,8 @@ pub struct Layout {
     pub terraform: Option<String>,
     pub tfvars: BTreeMap<String, String>,
     pub talos: BTreeMap<String, String>,
+    /// The Flux GitRepository names that are this repository.
+    pub sources: Vec<String>,
 }
 
 impl Layout {
@@ -73,7 +75,10 @@ impl Layout {
             });
             talos.extend(patches.map(|d| (env.clone(), d)));
         }
+        let mut sources = vec!["flux-system".to_string()];
+        sources.extend(spec.sources.iter().cloned());
         Layout {
+            sources,
             names,
             kubernetes,
             terraform,
@@ -263,7 +268,7 @@ pub fn load(root: &Path, layout: &Layout) -> Declared {
                 manifests: layout
                     .kubernetes
                     .get(name)
-                    .map(|entry| flux::render(root, entry)),
+                    .map(|entry| flux::render_from(root, entry, &layout.sources)),
                 terraform,
                 talos,
             };

@@ -61,8 +61,17 @@ pub struct HelmRelease {
 const FLUX_KUSTOMIZATION: &str = "kustomize.toolkit.fluxcd.io/";
 const HELM_RELEASE: &str = "helm.toolkit.fluxcd.io/";
 
-/// Render an environment from its entry directory.
+/// Render an environment from its entry directory, following the Flux Kustomizations whose
+/// source is `flux-system`.
 pub fn render(repo: &Path, entry: &str) -> Result<Manifests, RepoError> {
+    render_from(repo, entry, &["flux-system".to_string()])
+}
+
+/// Render an environment from its entry directory. `sources`: the GitRepository names that
+/// are this repository; a GitRepository declared in the repository whose URL is the
+/// checkout's `origin` remote counts too.
+pub fn render_from(repo: &Path, entry: &str, sources: &[String]) -> Result<Manifests, RepoError> {
+    let origin = origin_url(repo);
     let mut out = Manifests::default();
     let mut seen = BTreeSet::new();
     let entry = kustomize::resolve("", entry, &Site::new(entry, 0))?;
@@ -81,12 +90,18 @@ pub fn render(repo: &Path, entry: &str) -> Result<Manifests, RepoError> {
         out.unread.extend(rendered.unread);
         for object in rendered.objects {
             if is_flux_kustomization(&object) {
+                let sources_names = sources;
                 let sources = Sources {
                     repo,
                     rendered: &out.objects,
                     index: &mut index,
                 };
-                match follow(repo, &object, &mut seen, &mut out.notes, sources) {
+                let ours = Ours {
+                    names: sources_names,
+                    origin: origin.as_deref(),
+                    objects: &out.objects,
+                };
+                match follow(repo, &object, &mut seen, &mut out.notes, sources, &ours) {
                     Ok(Some(next)) => queue.push(next),
                     Ok(None) => {}
                     Err(error) => out.unread.push(Unread {
@@ -109,6 +124,51 @@ pub fn render(repo: &Path, entry: &str) -> Result<Manifests, RepoError> {
         .map(|o| helm_release(o, &out.objects))
         .collect();
     Ok(out)
+}
+
+/// Which GitRepository names are this repository.
+struct Ours<'a> {
+    names: &'a [String],
+    origin: Option<&'a str>,
+    objects: &'a [Node],
+}
+
+impl Ours<'_> {
+    fn is(&self, name: &str) -> bool {
+        if self.names.iter().any(|n| n == name) {
+            return true;
+        }
+        let Some(origin) = self.origin else {
+            return false;
+        };
+        self.objects.iter().any(|o| {
+            o.get_str(&["kind"]) == Some("GitRepository")
+                && o.get_str(&["metadata", "name"]) == Some(name)
+                && o.get_str(&["spec", "url"]).map(normal_url).as_deref() == Some(origin)
+        })
+    }
+}
+
+/// The checkout's `origin` URL from `.git/config`, normalized.
+fn origin_url(repo: &Path) -> Option<String> {
+    let config = std::fs::read_to_string(repo.join(".git/config")).ok()?;
+    let mut in_origin = false;
+    for line in config.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_origin = line == "[remote \"origin\"]";
+        } else if in_origin && let Some(url) = line.strip_prefix("url") {
+            return Some(normal_url(url.trim_start().trim_start_matches('=').trim()));
+        }
+    }
+    None
+}
+
+/// `host/owner/name` of a Git URL, whether written `https://`, `ssh://git@` or `git@host:`.
+fn normal_url(url: &str) -> String {
+    let url = url.trim().trim_end_matches('/').trim_end_matches(".git");
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    rest.replacen(':', "/", 1).to_lowercase()
 }
 
 /// A Flux Kustomization's `spec.path`, repository-relative (`.` when left out).
@@ -201,15 +261,16 @@ fn follow(
     seen: &mut BTreeSet<String>,
     notes: &mut Vec<String>,
     mut sources: Sources<'_>,
+    ours: &Ours<'_>,
 ) -> Result<Option<Rendered>, RepoError> {
     let name = ks.get_str(&["metadata", "name"]).unwrap_or("?");
     let source_kind = ks
         .get_str(&["spec", "sourceRef", "kind"])
         .unwrap_or("GitRepository");
     let source_name = ks.get_str(&["spec", "sourceRef", "name"]).unwrap_or("?");
-    if source_kind != "GitRepository" || source_name != "flux-system" {
+    if source_kind != "GitRepository" || !ours.is(source_name) {
         notes.push(format!(
-            "{}: Flux Kustomization {name} skipped: its source {source_kind}/{source_name} is not this repository (flux-system)",
+            "{}: Flux Kustomization {name} skipped: its source {source_kind}/{source_name} is not this repository (flux-system, repo.sources, or a GitRepository at the checkout's origin URL)",
             ks.site
         ));
         return Ok(None);

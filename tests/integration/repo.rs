@@ -326,17 +326,20 @@ fn the_positional_kustomize_renders_the_fixtures_as_kubectl_kustomize_does() {
         return;
     }
     let mut dirs = Vec::new();
-    for name in ["staging-today", "adr-007", "kustomize-constructs"] {
-        kustomization_dirs(&root().join("fixtures/repo").join(name), &mut dirs);
+    for name in [
+        "staging-today",
+        "adr-007",
+        "kustomize-constructs",
+        "home-ops-style",
+    ] {
+        let repo_root = root().join("fixtures/repo").join(name);
+        let mut found = Vec::new();
+        kustomization_dirs(&repo_root, &mut found);
+        dirs.extend(found.into_iter().map(|d| (repo_root.clone(), d)));
     }
     assert!(dirs.len() >= 20, "{dirs:?}");
     let mut compared = 0;
-    for dir in dirs {
-        let repo_root = dir
-            .ancestors()
-            .find(|d| d.join("clusters").is_dir())
-            .unwrap()
-            .to_path_buf();
+    for (repo_root, dir) in dirs {
         let rel = dir.strip_prefix(&repo_root).unwrap().display().to_string();
         let out = std::process::Command::new("kubectl")
             .arg("kustomize")

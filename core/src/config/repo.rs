@@ -29,4 +29,8 @@ pub struct RepoSpec {
     /// Per environment, its directory of Talos machine-config patches (default: `talos/ENV`).
     #[serde(default)]
     pub talos: BTreeMap<String, String>,
+    /// The Flux GitRepository names that are this repository, beside `flux-system` (and any
+    /// GitRepository whose URL is the checkout's own `origin`).
+    #[serde(default)]
+    pub sources: Vec<String>,
 }

@@ -24,7 +24,32 @@ struct ChartKeys {
     replicas: &'static [&'static str],
     pdb: Option<&'static [&'static str]>,
     spread: &'static [&'static [&'static str]],
+    /// What the chart does where the repository sets nothing (docs/reality.md has the
+    /// source of each): the replicas, whether it renders a PDB, and whether its default
+    /// affinity spreads the pods over hosts. `None`: gates does not model it.
+    defaults: Defaults,
 }
+
+#[derive(Clone, Copy)]
+struct Defaults {
+    replicas: Option<i64>,
+    pdb: Option<bool>,
+    spread: Option<bool>,
+}
+
+/// One replica, no PDB, no affinity: the defaults of the Traefik, cert-manager and External
+/// Secrets charts for the controllers the ADR lists.
+const SINGLE: Defaults = Defaults {
+    replicas: Some(1),
+    pdb: Some(false),
+    spread: Some(false),
+};
+
+const UNMODELLED: Defaults = Defaults {
+    replicas: None,
+    pdb: None,
+    spread: None,
+};
 
 /// Longhorn's CSI controllers are created by its driver deployer with the replica counts and
 /// the anti-affinity preset of the chart's `csi` values; the chart makes no PDB for them.
@@ -35,6 +60,7 @@ const CHARTS: [ChartKeys; 9] = [
         replicas: &["deployment", "replicas"],
         pdb: Some(&["podDisruptionBudget", "enabled"]),
         spread: &[&["affinity"], &["topologySpreadConstraints"]],
+        defaults: SINGLE,
     },
     ChartKeys {
         chart: "cert-manager",
@@ -45,6 +71,7 @@ const CHARTS: [ChartKeys; 9] = [
             &["webhook", "affinity"],
             &["webhook", "topologySpreadConstraints"],
         ],
+        defaults: SINGLE,
     },
     ChartKeys {
         chart: "external-secrets",
@@ -52,6 +79,7 @@ const CHARTS: [ChartKeys; 9] = [
         replicas: &["replicaCount"],
         pdb: Some(&["podDisruptionBudget", "enabled"]),
         spread: &[&["affinity"], &["topologySpreadConstraints"]],
+        defaults: SINGLE,
     },
     ChartKeys {
         chart: "external-secrets",
@@ -62,6 +90,7 @@ const CHARTS: [ChartKeys; 9] = [
             &["webhook", "affinity"],
             &["webhook", "topologySpreadConstraints"],
         ],
+        defaults: SINGLE,
     },
     ChartKeys {
         chart: "cilium",
@@ -72,6 +101,11 @@ const CHARTS: [ChartKeys; 9] = [
             &["operator", "affinity"],
             &["operator", "topologySpreadConstraints"],
         ],
+        defaults: Defaults {
+            replicas: Some(2),
+            pdb: Some(false),
+            spread: Some(true),
+        },
     },
     ChartKeys {
         chart: "longhorn",
@@ -79,6 +113,7 @@ const CHARTS: [ChartKeys; 9] = [
         replicas: &["csi", "attacherReplicaCount"],
         pdb: None,
         spread: &[&["csi", "podAntiAffinityPreset"]],
+        defaults: UNMODELLED,
     },
     ChartKeys {
         chart: "longhorn",
@@ -86,6 +121,7 @@ const CHARTS: [ChartKeys; 9] = [
         replicas: &["csi", "provisionerReplicaCount"],
         pdb: None,
         spread: &[&["csi", "podAntiAffinityPreset"]],
+        defaults: UNMODELLED,
     },
     ChartKeys {
         chart: "longhorn",
@@ -93,6 +129,7 @@ const CHARTS: [ChartKeys; 9] = [
         replicas: &["csi", "resizerReplicaCount"],
         pdb: None,
         spread: &[&["csi", "podAntiAffinityPreset"]],
+        defaults: UNMODELLED,
     },
     ChartKeys {
         chart: "longhorn",
@@ -100,6 +137,7 @@ const CHARTS: [ChartKeys; 9] = [
         replicas: &["csi", "snapshotterReplicaCount"],
         pdb: None,
         spread: &[&["csi", "podAntiAffinityPreset"]],
+        defaults: UNMODELLED,
     },
 ];
 
@@ -243,6 +281,24 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
         Err(finding) => return finding,
     };
     for (values, keys) in &charts {
+        let default = |path: &[&str]| -> Option<Node> {
+            let site = values.site.clone();
+            if path == keys.replicas {
+                let n = keys.defaults.replicas?;
+                return Some(Node::new(
+                    crate::repo::yaml::Value::Scalar(n.to_string(), true),
+                    site,
+                ));
+            }
+            if keys.pdb == Some(path) {
+                let on = keys.defaults.pdb?;
+                return Some(Node::new(
+                    crate::repo::yaml::Value::Scalar(on.to_string(), true),
+                    site,
+                ));
+            }
+            None
+        };
         let check = |path: &[&str],
                      ok: &dyn Fn(&Node) -> bool,
                      problems: &mut Vec<String>,
@@ -252,7 +308,24 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
             match values.get(path) {
                 Some(v) if ok(v) => evidence.push(at(&v.site, &key, v.show())),
                 Some(v) => problems.push(at(&v.site, &key, v.show())),
-                None => unknown.push(key),
+                None => match default(path) {
+                    Some(d) => {
+                        let line = at(
+                            &values.site,
+                            &key,
+                            format!(
+                                "{} (the chart's default; the repository does not set it)",
+                                d.show()
+                            ),
+                        );
+                        if ok(&d) {
+                            evidence.push(line);
+                        } else {
+                            problems.push(line);
+                        }
+                    }
+                    None => unknown.push(key),
+                },
             }
         };
         check(
@@ -301,15 +374,30 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
                 &format!("{} values spread", keys.chart),
                 v.show(),
             )),
-            None => unknown.push(format!(
-                "{} values {}",
-                keys.chart,
-                keys.spread
-                    .iter()
-                    .map(|p| p.join("."))
-                    .collect::<Vec<_>>()
-                    .join(" or ")
-            )),
+            None => {
+                let key = format!(
+                    "{} values {}",
+                    keys.chart,
+                    keys.spread
+                        .iter()
+                        .map(|p| p.join("."))
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                );
+                match keys.defaults.spread {
+                    Some(true) => evidence.push(at(
+                        &values.site,
+                        &key,
+                        "not set: the chart's default requires one pod per node",
+                    )),
+                    Some(false) => problems.push(at(
+                        &values.site,
+                        &key,
+                        "not set: the chart's default sets no affinity or spread, so copies may share a host",
+                    )),
+                    None => unknown.push(key),
+                }
+            }
         }
     }
     if found.is_empty() && charts.is_empty() {

@@ -27,6 +27,8 @@ mod tests_capacity;
 mod tests_coverage;
 #[cfg(test)]
 mod tests_drift_addresses;
+#[cfg(test)]
+mod tests_home_ops;
 mod workload_requests;
 
 use crate::checks::CheckSpec;

@@ -13,7 +13,7 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn config() -> Config {
+pub(super) fn config() -> Config {
     Config::load(&root().join("gates"), &[]).expect("the shipped configuration loads")
 }
 
