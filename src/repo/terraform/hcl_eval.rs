@@ -141,8 +141,7 @@ fn try_path(a: FuncArgs) -> Result<Hcl, String> {
     match current {
         Some(v) => Ok(v),
         None => a
-            .iter()
-            .nth(2)
+            .get(2)
             .cloned()
             .ok_or_else(|| "try: no fallback".to_string()),
     }

@@ -261,7 +261,14 @@ pub fn evaluate(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
     );
     match &ctx.env.talos {
         Some(Ok(patches)) if reads_talos && !patches.skipped.is_empty() => {
-            unread_patches(finding, &patches.skipped)
+            let settled = finding.verdict == crate::verdict::Verdict::Fail
+                && matches!(trial.check, RepoCheck::DistinctHosts)
+                && nodes::hosts_settle_a_fail(ctx);
+            if settled {
+                finding.with_warnings(patches.skipped.iter().map(|s| format!("not read: {s}")))
+            } else {
+                unread_patches(finding, &patches.skipped)
+            }
         }
         _ => finding,
     }

@@ -64,20 +64,9 @@ pub fn control_plane_nodes(ctx: &RepoContext<'_>) -> Finding {
     }
 }
 
-pub fn distinct_hosts(ctx: &RepoContext<'_>) -> Finding {
-    let nodes = match declared_nodes(ctx.env) {
-        Ok(nodes) => nodes,
-        Err(finding) => return finding,
-    };
-    if let Some(finding) = unknown_roles(&nodes) {
-        return finding;
-    }
-    let patches = match talos_patches(ctx.env) {
-        Ok(p) => p,
-        Err(finding) => return finding,
-    };
-    let want = ctx.settings.nodes.control_planes;
-    let label = &ctx.settings.nodes.host_label;
+/// What the VMs' own placement says against the ADR (a shared host, too few hosts, a VM
+/// without one): settled by Terraform alone, whatever the Talos patches say.
+fn host_problems(nodes: &[crate::repo::declared::DeclaredNode<'_>], want: usize) -> Vec<String> {
     let mut problems = Vec::new();
     let mut hosts: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for node in nodes.iter().filter(|n| n.control_plane == Some(true)) {
@@ -102,6 +91,30 @@ pub fn distinct_hosts(ctx: &RepoContext<'_>) -> Finding {
             hosts.len()
         ));
     }
+    problems
+}
+
+/// Whether the VMs alone already fail distinct-hosts, so no unread Talos patch can change it.
+pub fn hosts_settle_a_fail(ctx: &RepoContext<'_>) -> bool {
+    declared_nodes(ctx.env)
+        .is_ok_and(|nodes| !host_problems(&nodes, ctx.settings.nodes.control_planes).is_empty())
+}
+
+pub fn distinct_hosts(ctx: &RepoContext<'_>) -> Finding {
+    let nodes = match declared_nodes(ctx.env) {
+        Ok(nodes) => nodes,
+        Err(finding) => return finding,
+    };
+    if let Some(finding) = unknown_roles(&nodes) {
+        return finding;
+    }
+    let patches = match talos_patches(ctx.env) {
+        Ok(p) => p,
+        Err(finding) => return finding,
+    };
+    let want = ctx.settings.nodes.control_planes;
+    let label = &ctx.settings.nodes.host_label;
+    let mut problems = host_problems(&nodes, want);
     let mut warnings = Vec::new();
     match patches {
         Some(patches) => {
@@ -131,7 +144,10 @@ pub fn distinct_hosts(ctx: &RepoContext<'_>) -> Finding {
     if problems.is_empty() {
         Finding::pass(format!(
             "{want} control planes declared on {} distinct hosts, each labelled with its host",
-            hosts.len()
+            nodes
+                .iter()
+                .filter(|n| n.control_plane == Some(true))
+                .count()
         ))
         .with_evidence(evidence)
         .with_warnings(warnings)

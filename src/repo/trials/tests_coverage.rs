@@ -73,6 +73,22 @@ fn a_terraform_talos_patch_gates_cannot_read_makes_the_talos_trials_errors_not_v
         )),
         "{vip:?}"
     );
+    // The VMs' own placement settles a fail no patch could undo: two control planes on one
+    // host stay a fail, with the unread patch named.
+    edit(
+        dir.path(),
+        "terraform/environments/staging.tfvars",
+        "talos-test-cp-02 = { host = \"pve2\"",
+        "talos-test-cp-02 = { host = \"pve1\"",
+    );
+    let r2 = run(dir.path(), &offline());
+    let hosts = &r2["gate1::staging::repo::distinct-hosts"];
+    assert_eq!(hosts.verdict, Verdict::Fail, "{hosts:?}");
+    assert!(
+        hosts.details().contains("share host pve1")
+            && hosts.warnings.iter().any(|w| w.contains("not read:")),
+        "{hosts:?}"
+    );
     // Trials that read no Talos patch are not affected.
     let etp = &r["gate3::staging::repo::external-traffic-policy"];
     assert!(
