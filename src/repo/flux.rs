@@ -587,15 +587,7 @@ fn relocate(node: &mut Node, site: &Site) {
 mod tests {
     use super::*;
 
-    fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let full = dir.path().join(path);
-            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-            std::fs::write(full, text).unwrap();
-        }
-        dir
-    }
+    use crate::repo::testing::repo;
 
     const SYNC: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: infra, namespace: flux-system}\nspec:\n  path: ./infra\n  sourceRef: {kind: GitRepository, name: flux-system}\n";
 

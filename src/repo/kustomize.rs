@@ -903,15 +903,7 @@ pub fn read(repo: &Path, rel: &str) -> Result<String, RepoError> {
 mod tests {
     use super::*;
 
-    fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let full = dir.path().join(path);
-            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-            std::fs::write(full, text).unwrap();
-        }
-        dir
-    }
+    use crate::repo::testing::repo;
 
     const RELEASE: &str = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: traefik\nspec:\n  values:\n    service:\n      spec:\n        externalTrafficPolicy: Local\n";
 

@@ -18,6 +18,8 @@ pub mod site;
 pub mod substitute;
 pub mod talos;
 pub mod terraform;
+#[cfg(test)]
+pub mod testing;
 pub mod trials;
 pub mod unread;
 pub mod validate;

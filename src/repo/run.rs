@@ -340,8 +340,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_terraform_only_repository_is_an_environment_whose_manifest_trials_skip() {
+    /// A Terraform-only repository with `main_tf` as its root module, mapped to `main`: the
+    /// finding of its trial `name`, evaluated offline.
+    fn terraform_only(main_tf: &str, name: &str) -> (RepoRun, crate::verdict::Finding) {
         let config = config();
         let mut env = config.environment("staging").unwrap().clone();
         env.repo = Some(RepoSpec {
@@ -350,26 +351,26 @@ mod tests {
             ..RepoSpec::default()
         });
         let repo = tempfile::tempdir().unwrap();
-        std::fs::write(repo.path().join("main.tf"), "locals {}\n").unwrap();
+        std::fs::write(repo.path().join("main.tf"), main_tf).unwrap();
         let run = prepare(&config, &env, Some(repo.path())).unwrap().unwrap();
         let trial = run
             .trials
             .iter()
-            .find(|t| t.name == "gate3::main::repo::l2-announcement")
-            .expect("the gate-3 trial exists");
-        let declared = &run.declared.environments["main"];
-        assert!(declared.manifests.is_none());
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("no trial {name}"));
         let live = State::empty(
             crate::state::Source::Snapshot { files: vec![] },
             chrono::Utc::now(),
         );
-        let ctx = trials::RepoContext {
-            declared: &run.declared,
-            env: declared,
-            settings: &env,
-            live: &live,
-        };
-        let finding = trials::evaluate(trial, &ctx);
+        let mut results = run.evaluate(&[trial], &config, &env, &live);
+        let finding = results.remove(0).finding;
+        (run, finding)
+    }
+
+    #[test]
+    fn a_terraform_only_repository_is_an_environment_whose_manifest_trials_skip() {
+        let (run, finding) = terraform_only("locals {}\n", "gate3::main::repo::l2-announcement");
+        assert!(run.declared.environments["main"].manifests.is_none());
         assert!(
             finding.verdict == crate::verdict::Verdict::Skip
                 && finding
@@ -381,37 +382,10 @@ mod tests {
 
     #[test]
     fn a_module_whose_inputs_the_repository_does_not_set_skips_its_vm_trials_saying_so() {
-        let config = config();
-        let mut env = config.environment("staging").unwrap().clone();
-        env.repo = Some(RepoSpec {
-            environment: Some("main".into()),
-            terraform: Some(".".into()),
-            ..RepoSpec::default()
-        });
-        let repo = tempfile::tempdir().unwrap();
-        std::fs::write(
-            repo.path().join("main.tf"),
+        let (_, finding) = terraform_only(
             "variable \"cluster\" {}\nresource \"proxmox_virtual_environment_vm\" \"cp\" {\n  name = \"${var.cluster}-cp\"\n}\n",
-        )
-        .unwrap();
-        let run = prepare(&config, &env, Some(repo.path())).unwrap().unwrap();
-        let live = State::empty(
-            crate::state::Source::Snapshot { files: vec![] },
-            chrono::Utc::now(),
+            "gate1::main::repo::control-plane-nodes",
         );
-        let declared = &run.declared.environments["main"];
-        let ctx = trials::RepoContext {
-            declared: &run.declared,
-            env: declared,
-            settings: &env,
-            live: &live,
-        };
-        let trial = run
-            .trials
-            .iter()
-            .find(|t| t.name == "gate1::main::repo::control-plane-nodes")
-            .unwrap();
-        let finding = trials::evaluate(trial, &ctx);
         assert!(
             finding.verdict == crate::verdict::Verdict::Skip
                 && finding.summary.contains("does not declare")

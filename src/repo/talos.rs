@@ -164,15 +164,7 @@ fn walk(repo: &Path, dir: &str, nodes: &[String], out: &mut Patches) -> Result<(
 mod tests {
     use super::*;
 
-    fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let full = dir.path().join(path);
-            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-            std::fs::write(full, text).unwrap();
-        }
-        dir
-    }
+    use crate::repo::testing::repo;
 
     #[test]
     fn patches_apply_by_role_and_node_and_the_last_one_wins() {

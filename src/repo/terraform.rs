@@ -788,15 +788,7 @@ fn unknown(expr: &Expression, file: &File) -> RepoError {
 mod tests {
     use super::*;
 
-    fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let full = dir.path().join(path);
-            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-            std::fs::write(full, text).unwrap();
-        }
-        dir
-    }
+    use crate::repo::testing::repo;
 
     const ROOT: &str = r#"variable "nodes" {
   type = map(object({ host = string, role = string }))

@@ -47,14 +47,17 @@ impl Kinds {
 
 /// The kinds the Flux Kustomization path `dir` may render, read raw.
 pub fn kinds_under(repo: &Path, dir: &str) -> Kinds {
-    let mut kinds = BTreeSet::new();
     if !repo.join(dir).exists() {
         // Flux fails such a Kustomization and applies nothing of it.
-        return Kinds::Only(kinds);
+        return Kinds::Only(BTreeSet::new());
     }
-    let mut seen = BTreeSet::new();
-    match walk(repo, dir, &mut kinds, &mut seen, 0) {
-        Ok(()) => Kinds::Only(kinds),
+    let mut walk = Walk {
+        repo,
+        kinds: BTreeSet::new(),
+        seen: BTreeSet::new(),
+    };
+    match walk.dir(dir, 0) {
+        Ok(()) => Kinds::Only(walk.kinds),
         Err(()) => Kinds::Any,
     }
 }
@@ -62,114 +65,97 @@ pub fn kinds_under(repo: &Path, dir: &str) -> Kinds {
 /// Constructs that create objects gates cannot list without running them.
 const CREATES_ANY: [&str; 2] = ["helmCharts", "helmChartInflationGenerator"];
 
-fn walk(
-    repo: &Path,
-    dir: &str,
-    kinds: &mut BTreeSet<String>,
-    seen: &mut BTreeSet<String>,
-    depth: usize,
-) -> Result<(), ()> {
-    if depth > 32 || !seen.insert(dir.to_string()) {
-        return Ok(());
-    }
-    let Some(file) = kustomize::kustomization_file(repo, dir) else {
-        // Flux generates a kustomization of every YAML file below a plain directory.
-        return yaml_files(repo, dir, kinds, seen, depth);
-    };
-    let k = parse(repo, &file)?;
-    let k = k.first().ok_or(())?;
-    if CREATES_ANY.iter().any(|key| k.entry(key).is_some()) {
-        return Err(());
-    }
-    for key in ["configMapGenerator", "secretGenerator"] {
-        if k.entry(key).is_some() {
-            kinds.insert(
-                if key.starts_with("config") {
-                    "ConfigMap"
-                } else {
-                    "Secret"
-                }
-                .into(),
-            );
-        }
-    }
-    for key in ["resources", "bases", "components"] {
-        for item in k.entry(key).and_then(Node::as_seq).unwrap_or_default() {
-            let path = item.as_str().ok_or(())?;
-            if path.contains("://") || path.starts_with("github.com/") {
-                return Err(());
-            }
-            let rel = kustomize::resolve(dir, path, &item.site).map_err(|_| ())?;
-            let full = repo.join(&rel);
-            if full.is_dir() {
-                walk(repo, &rel, kinds, seen, depth + 1)?;
-            } else {
-                documents(repo, &rel, kinds, seen, depth)?;
-            }
-        }
-    }
-    Ok(())
+/// A raw walk of a part's files; `Err(())`: it may hold any kind.
+struct Walk<'a> {
+    repo: &'a Path,
+    kinds: BTreeSet<String>,
+    seen: BTreeSet<String>,
 }
 
-fn yaml_files(
-    repo: &Path,
-    dir: &str,
-    kinds: &mut BTreeSet<String>,
-    seen: &mut BTreeSet<String>,
-    depth: usize,
-) -> Result<(), ()> {
-    let mut entries: Vec<_> = std::fs::read_dir(repo.join(dir))
-        .map_err(|_| ())?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let Some(name) = name else { continue };
-        let rel = if dir.is_empty() || dir == "." {
-            name.clone()
-        } else {
-            format!("{dir}/{name}")
-        };
-        if path.is_dir() {
-            walk(repo, &rel, kinds, seen, depth + 1)?;
-        } else if name.ends_with(".yaml") || name.ends_with(".yml") {
-            documents(repo, &rel, kinds, seen, depth)?;
+impl Walk<'_> {
+    fn dir(&mut self, dir: &str, depth: usize) -> Result<(), ()> {
+        if depth > 32 || !self.seen.insert(dir.to_string()) {
+            return Ok(());
         }
-    }
-    Ok(())
-}
-
-/// The kinds of a file's documents; a Flux Kustomization among them adds its path's.
-fn documents(
-    repo: &Path,
-    rel: &str,
-    kinds: &mut BTreeSet<String>,
-    seen: &mut BTreeSet<String>,
-    depth: usize,
-) -> Result<(), ()> {
-    for doc in parse(repo, rel)? {
-        let Some(kind) = doc.get_str(&["kind"]) else {
-            continue;
+        let Some(file) = kustomize::kustomization_file(self.repo, dir) else {
+            // Flux generates a kustomization of every YAML file below a plain directory.
+            return self.yaml_files(dir, depth);
         };
-        kinds.insert(kind.to_string());
-        if kind == "List" {
+        let k = parse(self.repo, &file)?;
+        let k = k.first().ok_or(())?;
+        if CREATES_ANY.iter().any(|key| k.entry(key).is_some()) {
             return Err(());
         }
-        let flux = doc
-            .get_str(&["apiVersion"])
-            .is_some_and(|a| a.starts_with("kustomize.toolkit.fluxcd.io/"));
-        if kind == "Kustomization" && flux {
-            let path = doc.get_str(&["spec", "path"]).unwrap_or(".");
-            let site = Site::new(rel, 0);
-            let dir = kustomize::resolve("", path, &site).map_err(|_| ())?;
-            if repo.join(&dir).is_dir() {
-                walk(repo, &dir, kinds, seen, depth + 1)?;
+        for (key, kind) in [
+            ("configMapGenerator", "ConfigMap"),
+            ("secretGenerator", "Secret"),
+        ] {
+            if k.entry(key).is_some() {
+                self.kinds.insert(kind.into());
             }
         }
+        for key in ["resources", "bases", "components"] {
+            for item in k.entry(key).and_then(Node::as_seq).unwrap_or_default() {
+                let path = item.as_str().ok_or(())?;
+                if path.contains("://") || path.starts_with("github.com/") {
+                    return Err(());
+                }
+                let rel = kustomize::resolve(dir, path, &item.site).map_err(|_| ())?;
+                self.entry(&rel, depth)?;
+            }
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// A directory is walked, a file read.
+    fn entry(&mut self, rel: &str, depth: usize) -> Result<(), ()> {
+        if self.repo.join(rel).is_dir() {
+            self.dir(rel, depth + 1)
+        } else {
+            self.documents(rel, depth)
+        }
+    }
+
+    fn yaml_files(&mut self, dir: &str, depth: usize) -> Result<(), ()> {
+        let mut names: Vec<String> = std::fs::read_dir(self.repo.join(dir))
+            .map_err(|_| ())?
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for name in names {
+            let rel = kustomize::join(dir, &name);
+            let yaml = name.ends_with(".yaml") || name.ends_with(".yml");
+            if yaml || self.repo.join(&rel).is_dir() {
+                self.entry(&rel, depth)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The kinds of a file's documents; a Flux Kustomization among them adds its path's.
+    fn documents(&mut self, rel: &str, depth: usize) -> Result<(), ()> {
+        for doc in parse(self.repo, rel)? {
+            let Some(kind) = doc.get_str(&["kind"]) else {
+                continue;
+            };
+            self.kinds.insert(kind.to_string());
+            if kind == "List" {
+                return Err(());
+            }
+            let flux = doc
+                .get_str(&["apiVersion"])
+                .is_some_and(|a| a.starts_with("kustomize.toolkit.fluxcd.io/"));
+            if kind == "Kustomization" && flux {
+                let path = doc.get_str(&["spec", "path"]).unwrap_or(".");
+                let dir = kustomize::resolve("", path, &Site::new(rel, 0)).map_err(|_| ())?;
+                if self.repo.join(&dir).is_dir() {
+                    self.dir(&dir, depth + 1)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 fn parse(repo: &Path, rel: &str) -> Result<Vec<Node>, ()> {
@@ -181,15 +167,7 @@ fn parse(repo: &Path, rel: &str) -> Result<Vec<Node>, ()> {
 mod tests {
     use super::*;
 
-    fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let full = dir.path().join(path);
-            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-            std::fs::write(full, text).unwrap();
-        }
-        dir
-    }
+    use crate::repo::testing::repo;
 
     #[test]
     fn the_kinds_of_a_part_are_those_of_its_files_its_generators_and_its_flux_children() {

@@ -155,15 +155,7 @@ mod tests {
     use crate::repo::kustomize::render;
     use crate::repo::yaml::Node;
 
-    fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let full = dir.path().join(path);
-            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-            std::fs::write(full, text).unwrap();
-        }
-        dir
-    }
+    use crate::repo::testing::repo;
 
     const WORKLOADS: &str = "apiVersion: apps/v1
 kind: Deployment
