@@ -26,6 +26,8 @@ pub struct Layout {
     pub talos: BTreeMap<String, String>,
     /// The Flux GitRepository names that are this repository.
     pub sources: Vec<String>,
+    /// The VM tags that name each role.
+    pub roles: crate::config::RoleTags,
 }
 
 impl Layout {
@@ -78,6 +80,7 @@ impl Layout {
         let mut sources = vec!["flux-system".to_string()];
         sources.extend(spec.sources.iter().cloned());
         Layout {
+            roles: spec.roles.clone().unwrap_or_default(),
             sources,
             names,
             kubernetes,
@@ -117,6 +120,7 @@ pub struct DeclaredEnv {
     pub manifests: Option<Result<Manifests, RepoError>>,
     pub terraform: Option<Result<Terraform, RepoError>>,
     pub talos: Option<Result<Patches, RepoError>>,
+    pub roles: crate::config::RoleTags,
 }
 
 /// A node the repository declares: a VM and its role.
@@ -184,15 +188,19 @@ impl DeclaredEnv {
             .iter()
             .map(|vm| DeclaredNode {
                 vm,
-                control_plane: if vm.has_tag("control-plane") || vm.has_tag("controlplane") {
-                    Some(true)
-                } else if vm.has_tag("worker") {
-                    Some(false)
-                } else {
-                    None
-                },
+                control_plane: role(vm, &self.roles),
             })
             .collect())
+    }
+}
+
+/// A VM's role from its tags; `None` when they name neither role, or both.
+fn role(vm: &Vm, roles: &crate::config::RoleTags) -> Option<bool> {
+    let any = |words: &[String]| words.iter().any(|w| vm.has_tag(w));
+    match (any(&roles.control_plane), any(&roles.worker)) {
+        (true, false) => Some(true),
+        (false, true) => Some(false),
+        (true, true) | (false, false) => None,
     }
 }
 
@@ -271,6 +279,7 @@ pub fn load(root: &Path, layout: &Layout) -> Declared {
                     .map(|entry| flux::render_from(root, entry, &layout.sources)),
                 terraform,
                 talos,
+                roles: layout.roles.clone(),
             };
             (name.clone(), env)
         })

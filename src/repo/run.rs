@@ -381,6 +381,34 @@ mod tests {
     }
 
     #[test]
+    fn vms_tagged_ctrl_are_control_planes_and_a_vm_with_both_roles_has_none() {
+        let vm = |name: &str, host: &str, tags: &str| {
+            format!(
+                "resource \"proxmox_virtual_environment_vm\" \"{name}\" {{\n  name = \"{name}\"\n  node_name = \"{host}\"\n  tags = [{tags}]\n}}\n"
+            )
+        };
+        let three = [
+            vm("c1", "pve1", "\"ctrl\""),
+            vm("c2", "pve2", "\"talos\", \"ctrl\""),
+            vm("c3", "pve3", "\"controller\""),
+        ]
+        .concat();
+        let (_, finding) = terraform_only(&three, "gate1::main::repo::control-plane-nodes");
+        assert_eq!(
+            finding.verdict,
+            crate::verdict::Verdict::Pass,
+            "{finding:?}"
+        );
+        let both = three + &vm("w1", "pve1", "\"worker\", \"master\"");
+        let (_, finding) = terraform_only(&both, "gate1::main::repo::control-plane-nodes");
+        assert!(
+            finding.verdict == crate::verdict::Verdict::Error
+                && finding.summary.contains("repo.roles"),
+            "{finding:?}"
+        );
+    }
+
+    #[test]
     fn a_module_whose_inputs_the_repository_does_not_set_skips_its_vm_trials_saying_so() {
         let (_, finding) = terraform_only(
             "variable \"cluster\" {}\nresource \"proxmox_virtual_environment_vm\" \"cp\" {\n  name = \"${var.cluster}-cp\"\n}\n",

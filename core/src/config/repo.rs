@@ -33,4 +33,33 @@ pub struct RepoSpec {
     /// GitRepository whose URL is the checkout's own `origin`).
     #[serde(default)]
     pub sources: Vec<String>,
+    /// The VM tags that name a role, replacing the defaults (control planes: `control-plane`,
+    /// `controlplane`, `ctrl`, `controller`, `master`; workers: `worker`).
+    #[serde(default)]
+    pub roles: Option<RoleTags>,
+}
+
+/// The tag words of each role.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleTags {
+    pub control_plane: Vec<String>,
+    pub worker: Vec<String>,
+}
+
+impl Default for RoleTags {
+    fn default() -> Self {
+        RoleTags {
+            control_plane: [
+                "control-plane",
+                "controlplane",
+                "ctrl",
+                "controller",
+                "master",
+            ]
+            .map(String::from)
+            .to_vec(),
+            worker: vec!["worker".to_string()],
+        }
+    }
 }

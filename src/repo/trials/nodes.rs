@@ -30,7 +30,9 @@ fn unknown_roles(nodes: &[DeclaredNode<'_>]) -> Option<Finding> {
         .map(describe)
         .collect();
     (!unknown.is_empty()).then(|| {
-        Finding::error("the role of some VMs is not declared: tag each VM control-plane or worker")
+        Finding::error(
+            "the role of some VMs is not declared: tag each VM with one role (control-plane, controlplane, ctrl, controller or master; worker), or name your tags in repo.roles",
+        )
             .with_evidence(unknown)
     })
 }
