@@ -1347,9 +1347,9 @@ mod tests {
         let dir = repo(&[
             (
                 "app/kustomization.yaml",
-                "configMapGenerator:\n  - name: a\n    files: [../shared/x.conf]\n",
+                "configMapGenerator:\n  - name: a\n    files: [../common/x.conf]\n",
             ),
-            ("shared/x.conf", "x"),
+            ("common/x.conf", "x"),
         ]);
         let err = render(dir.path(), "app").unwrap_err();
         assert!(err.message.contains("outside the kustomization"), "{err}");

@@ -689,26 +689,33 @@ fn format(a: FuncArgs) -> Result<Hcl, String> {
     Ok(Hcl::String(out))
 }
 
+/// An IPv4 prefix `a.b.c.d/n` as its network address and length, for the `cidr*` functions.
+fn ipv4_prefix(prefix: &str, func: &str) -> Result<(u32, u32), String> {
+    let (addr, bits) = prefix
+        .split_once('/')
+        .ok_or(format!("{func}: not a CIDR prefix"))?;
+    let addr: std::net::Ipv4Addr = addr
+        .parse()
+        .map_err(|_| format!("{func}: only IPv4 prefixes are evaluated by gates"))?;
+    let bits: u32 = bits
+        .parse()
+        .ok()
+        .filter(|b| *b <= 32)
+        .ok_or(format!("{func}: a bad prefix length"))?;
+    let base = u32::from(addr) & u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+    Ok((base, bits))
+}
+
 /// `cidrhost` for IPv4 prefixes; a negative host number counts from the end.
 fn cidrhost(a: FuncArgs) -> Result<Hcl, String> {
     let prefix = s(&a, 0);
-    let (addr, bits) = prefix
-        .split_once('/')
-        .ok_or("cidrhost: not a CIDR prefix")?;
-    let addr: std::net::Ipv4Addr = addr
-        .parse()
-        .map_err(|_| "cidrhost: only IPv4 prefixes are evaluated by gates")?;
-    let bits: u32 = bits.parse().map_err(|_| "cidrhost: a bad prefix length")?;
-    if bits > 32 {
-        return Err("cidrhost: a bad prefix length".into());
-    }
+    let (base, bits) = ipv4_prefix(&prefix, "cidrhost")?;
     let size: i64 = 1i64 << (32 - bits);
     let host = f(&a[1])? as i64;
     let host = if host < 0 { size + host } else { host };
     if !(0..size).contains(&host) {
         return Err(format!("cidrhost: host number {host} is outside {prefix}"));
     }
-    let base = u32::from(addr) & (u32::MAX.checked_shl(32 - bits).unwrap_or(0));
     Ok(Hcl::String(
         std::net::Ipv4Addr::from(base + host as u32).to_string(),
     ))
@@ -717,24 +724,15 @@ fn cidrhost(a: FuncArgs) -> Result<Hcl, String> {
 /// `cidrsubnet` for IPv4 prefixes.
 fn cidrsubnet(a: FuncArgs) -> Result<Hcl, String> {
     let prefix = s(&a, 0);
-    let (addr, bits) = prefix
-        .split_once('/')
-        .ok_or("cidrsubnet: not a CIDR prefix")?;
-    let addr: std::net::Ipv4Addr = addr
-        .parse()
-        .map_err(|_| "cidrsubnet: only IPv4 prefixes are evaluated by gates")?;
-    let bits: u32 = bits
-        .parse()
-        .map_err(|_| "cidrsubnet: a bad prefix length")?;
+    let (base, bits) = ipv4_prefix(&prefix, "cidrsubnet")?;
     let new = f(&a[1])? as u32;
     let net = f(&a[2])? as i64;
     let total = bits + new;
-    if bits > 32 || total > 32 || net < 0 || net >= (1i64 << new) {
+    if total > 32 || net < 0 || net >= (1i64 << new) {
         return Err(format!(
             "cidrsubnet: {new} new bits and network {net} do not fit {prefix}"
         ));
     }
-    let base = u32::from(addr) & u32::MAX.checked_shl(32 - bits).unwrap_or(0);
     let subnet = base | ((net as u32).checked_shl(32 - total).unwrap_or(0));
     Ok(Hcl::String(format!(
         "{}/{total}",

@@ -3,15 +3,7 @@
 use crate::repo::talos::Applies;
 use crate::repo::terraform::{Terraform, load};
 
-fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (path, text) in files {
-        let full = dir.path().join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, text).unwrap();
-    }
-    dir
-}
+use crate::repo::testing::repo;
 
 const TFVARS: &str = r#"nodes = {
   cp-01 = { host = "pve1", role = "control-plane" }
