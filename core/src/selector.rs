@@ -228,6 +228,44 @@ impl Selector {
     }
 }
 
+/// What a selector says of a label set known only in part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judged {
+    Selected,
+    /// A requirement on a known key fails: each such requirement as text.
+    Excluded(Vec<String>),
+    /// No known requirement fails, but these requirements are on keys whose presence or value
+    /// is not known.
+    Unknown(Vec<String>),
+}
+
+impl Selector {
+    /// Like [`Selector::matches`] over labels of which only some keys are known: `known(key)`
+    /// says whether a key absent from `labels` is known to be absent (present keys are known
+    /// when `known` says so too; a present key with an unknown value is left out of `labels`
+    /// and reported unknown). One failing known requirement excludes, whatever the unknown
+    /// ones would say, since all requirements must hold.
+    pub fn judge(&self, labels: &BTreeMap<String, String>, known: &dyn Fn(&str) -> bool) -> Judged {
+        let Some(requirements) = &self.requirements else {
+            return Judged::Excluded(vec!["a nil selector matches nothing".to_string()]);
+        };
+        let (decided, open): (Vec<&Requirement>, Vec<&Requirement>) =
+            requirements.iter().partition(|r| known(r.key()));
+        let failing: Vec<String> = decided
+            .iter()
+            .filter(|r| !r.matches(labels))
+            .map(|r| r.to_string())
+            .collect();
+        if !failing.is_empty() {
+            Judged::Excluded(failing)
+        } else if !open.is_empty() {
+            Judged::Unknown(open.iter().map(|r| r.to_string()).collect())
+        } else {
+            Judged::Selected
+        }
+    }
+}
+
 /// The requirements joined with commas; `<everything>` and `<nothing>` for the edge cases.
 impl fmt::Display for Selector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -418,5 +456,53 @@ mod tests {
         assert!(s.matches(&labels(&[("k8s-app", "kube-dns")])));
         assert!(!s.matches(&labels(&[("k8s-app", "other")])));
         assert_eq!(s.to_string(), "k8s-app=kube-dns");
+    }
+
+    #[test]
+    fn a_selector_on_a_key_nobody_knows_is_unknown_not_excluded() {
+        let s = Selector::from_label_selector(&LabelSelector {
+            match_labels: Some(
+                [
+                    ("kubernetes.io/os".to_string(), "linux".to_string()),
+                    ("gpu".to_string(), "yes".to_string()),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        })
+        .unwrap();
+        let os = labels(&[("kubernetes.io/os", "linux")]);
+        let known = |k: &str| k == "kubernetes.io/os";
+        assert_eq!(
+            s.judge(&os, &known),
+            Judged::Unknown(vec!["gpu=yes".to_string()])
+        );
+        let everything_known = |_: &str| true;
+        assert_eq!(
+            s.judge(&os, &everything_known),
+            Judged::Excluded(vec!["gpu=yes".to_string()])
+        );
+    }
+
+    #[test]
+    fn one_failing_known_requirement_excludes_whatever_the_unknown_ones_say() {
+        let s = Selector::from_label_selector(&LabelSelector {
+            match_labels: Some(
+                [
+                    ("kubernetes.io/os".to_string(), "windows".to_string()),
+                    ("gpu".to_string(), "yes".to_string()),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        })
+        .unwrap();
+        let os = labels(&[("kubernetes.io/os", "linux")]);
+        let known = |k: &str| k == "kubernetes.io/os";
+        assert_eq!(
+            s.judge(&os, &known),
+            Judged::Excluded(vec!["kubernetes.io/os=windows".to_string()])
+        );
+        assert_eq!(Selector::everything().judge(&os, &known), Judged::Selected);
     }
 }

@@ -67,7 +67,18 @@ impl Patches {
 
     /// A node's labels, each with the line that set it last.
     pub fn labels(&self, name: &str, control_plane: bool) -> Vec<(String, Node)> {
-        let mut labels: Vec<(String, Node)> = Vec::new();
+        self.label_edits(name, control_plane)
+            .into_iter()
+            .filter_map(|(key, value)| value.map(|v| (key, v)))
+            .collect()
+    }
+
+    /// Every label key a node's patches decide, with the value set last, or `None` where the
+    /// last patch deletes it (`key: {$patch: delete}`, Talos's strategic-merge delete, the way
+    /// Talos's documentation removes a default label such as
+    /// `node.kubernetes.io/exclude-from-external-load-balancers`).
+    pub fn label_edits(&self, name: &str, control_plane: bool) -> Vec<(String, Option<Node>)> {
+        let mut labels: Vec<(String, Option<Node>)> = Vec::new();
         for patch in self.for_node(name, control_plane) {
             for (key, value) in patch
                 .doc
@@ -76,10 +87,26 @@ impl Patches {
                 .unwrap_or_default()
             {
                 labels.retain(|(k, _)| k != key);
-                labels.push((key.clone(), value.clone()));
+                let deleted = value.get_str(&["$patch"]) == Some("delete");
+                labels.push((key.clone(), (!deleted).then(|| value.clone())));
             }
         }
         labels
+    }
+
+    /// Every label key any patch sets or deletes on any node: the keys the repository manages.
+    pub fn managed_label_keys(&self) -> std::collections::BTreeSet<String> {
+        self.patches
+            .iter()
+            .flat_map(|p| {
+                p.doc
+                    .get(&["machine", "nodeLabels"])
+                    .and_then(Node::as_map)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|(k, _)| k.clone())
+            })
+            .collect()
     }
 
     /// Every VIP a node's patches configure.

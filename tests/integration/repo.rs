@@ -48,7 +48,7 @@ fn staging_today_fails_gates_1_3_and_5_in_the_repository_naming_the_lines_the_ad
     assert_trial(&text, "gate3::staging::repo::external-traffic-policy", "ok");
     for cited in [
         "kubernetes/infrastructure/controllers/traefik/release.yaml:78: traefik/traefik spec.values.service.spec.externalTrafficPolicy: Local (set here; in effect for production)",
-        "kubernetes/infrastructure/staging/network/ingress-address.yaml:19: ingress-address spec.nodeSelector: {matchLabels: {kubernetes.io/hostname: talos-test-worker-01}} leaves out talos-test-cp-01",
+        "leave out talos-test-cp-01 (policy ingress-address (kubernetes/infrastructure/staging/network/ingress-address.yaml:19: spec.nodeSelector) requires kubernetes.io/hostname=talos-test-worker-01)",
         "terraform/variables_talos.tf:56: var.longhorn_node_roles default: [worker] leaves out talos-prod-cp-01, talos-prod-cp-02, talos-prod-cp-03",
         "terraform/modules/talos_vms/variables.tf:134: module.talos_vms.var.longhorn_roles default: [worker] leaves out",
     ] {

@@ -12,8 +12,9 @@ use crate::repo::yaml::Node;
 use crate::verdict::Finding;
 
 use super::chart_requests::{NodeSize, NotCounted, chart_requests};
+use super::l2::node_labels;
 use super::workload_requests::{Amount, show_bytes, show_cpu, tally_manifests};
-use super::{RepoContext, declared_nodes, manifests, node_labels, reads, talos_patches};
+use super::{RepoContext, declared_nodes, manifests, reads, talos_patches};
 
 pub fn capacity_headroom(ctx: &RepoContext<'_>) -> Finding {
     let nodes = match declared_nodes(ctx.env) {
@@ -43,7 +44,7 @@ pub fn capacity_headroom(ctx: &RepoContext<'_>) -> Finding {
         };
         sizes.push(NodeSize {
             cpu: i128::from(cores) * 1000,
-            labels: node_labels(node, patches),
+            labels: node_labels(node, patches).labels,
         });
         size.add(Amount {
             cpu: i128::from(cores) * 1000,

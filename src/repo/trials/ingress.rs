@@ -1,95 +1,14 @@
-//! Gate 3 on the repository: every Cilium L2 announcement policy selects every declared
-//! node, and every Traefik HelmRelease's effective values give `externalTrafficPolicy:
-//! Cluster`. A `Local` names the file and line that set it and the environments that
+//! Gate 3 on the repository, Traefik's half (the L2 announcements are in [`super::l2`]):
+//! every Traefik HelmRelease's effective values give `externalTrafficPolicy: Cluster`. A `Local` names the file and line that set it and the environments that
 //! inherit it from there.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-
-use crate::selector::{Selector, WhenNil};
 use crate::verdict::Finding;
 
-use super::{RepoContext, at, declared_nodes, manifests, node_labels, reads, talos_patches};
+use super::{RepoContext, at, manifests, reads};
 use crate::repo::flux::HelmRelease;
-use crate::repo::yaml::Node;
 
 /// Where Traefik's chart takes the Service's traffic policy.
 pub const TRAEFIK_ETP: [&str; 3] = ["service", "spec", "externalTrafficPolicy"];
-
-pub fn l2_announcement(ctx: &RepoContext<'_>) -> Finding {
-    let m = match manifests(ctx.env, reads::L2) {
-        Ok(m) => m,
-        Err(finding) => return finding,
-    };
-    let nodes = match declared_nodes(ctx.env) {
-        Ok(nodes) => nodes,
-        Err(finding) => return finding,
-    };
-    let patches = match talos_patches(ctx.env) {
-        Ok(p) => p,
-        Err(finding) => return finding,
-    };
-    let policies: Vec<&Node> = m.of_kind("CiliumL2AnnouncementPolicy").collect();
-    if policies.is_empty() {
-        return Finding::fail(format!(
-            "no CiliumL2AnnouncementPolicy is declared for {}",
-            ctx.env.name
-        ));
-    }
-    let mut problems = Vec::new();
-    let mut evidence = Vec::new();
-    for policy in &policies {
-        let name = policy.get_str(&["metadata", "name"]).unwrap_or("?");
-        let node_selector = policy.get(&["spec", "nodeSelector"]);
-        let selector = match node_selector {
-            Some(node) => match serde_json::from_value::<LabelSelector>(node.to_json())
-                .map_err(|e| e.to_string())
-                .and_then(|s| {
-                    Selector::compile(Some(&s), WhenNil::MatchesAll).map_err(|e| e.to_string())
-                }) {
-                Ok(selector) => selector,
-                Err(err) => {
-                    return Finding::error(format!(
-                        "{}: spec.nodeSelector of {name} is not a label selector: {err}",
-                        node.site
-                    ));
-                }
-            },
-            None => Selector::everything(),
-        };
-        let shown = node_selector
-            .map(|n| at(&n.site, &format!("{name} spec.nodeSelector"), n.show()))
-            .unwrap_or_else(|| {
-                at(
-                    &policy.site,
-                    &format!("{name} spec.nodeSelector"),
-                    "(none: every node)",
-                )
-            });
-        let left_out: Vec<String> = nodes
-            .iter()
-            .filter_map(|node| {
-                let labels = node_labels(node, patches);
-                let why = selector.excluded_by(&labels);
-                (!why.is_empty())
-                    .then(|| format!("{} (excluded by {})", node.name(), why.join(", ")))
-            })
-            .collect();
-        if left_out.is_empty() {
-            evidence.push(shown);
-        } else {
-            problems.push(format!("{shown} leaves out {}", left_out.join(", ")));
-        }
-    }
-    if problems.is_empty() {
-        Finding::pass(format!(
-            "every L2 announcement policy selects all {} declared nodes",
-            nodes.len()
-        ))
-        .with_evidence(evidence)
-    } else {
-        Finding::fail("an L2 announcement policy leaves out declared nodes").with_evidence(problems)
-    }
-}
 
 /// The Traefik HelmReleases of an environment's manifests.
 pub fn traefik(releases: &[HelmRelease]) -> impl Iterator<Item = &HelmRelease> {

@@ -16,6 +16,7 @@ mod drift;
 mod drift_addresses;
 mod drift_placement;
 mod ingress;
+mod l2;
 mod live_workloads;
 mod nodes;
 mod storage;
@@ -29,6 +30,8 @@ mod tests_coverage;
 mod tests_drift_addresses;
 #[cfg(test)]
 mod tests_home_ops;
+#[cfg(test)]
+mod tests_l2;
 mod workload_requests;
 
 use crate::checks::CheckSpec;
@@ -312,7 +315,7 @@ fn declared(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
         RepoCheck::ApiVip => nodes::vip(ctx),
         RepoCheck::ReplicatedController(p) => controllers::evaluate(ctx, p),
         RepoCheck::ControllerPdb(p) => controllers::evaluate(ctx, p),
-        RepoCheck::L2Announcement => ingress::l2_announcement(ctx),
+        RepoCheck::L2Announcement => l2::l2_announcement(ctx),
         RepoCheck::ExternalTrafficPolicy => ingress::external_traffic_policy(ctx),
         RepoCheck::LonghornDisks => storage::longhorn_disks(ctx),
         RepoCheck::CapacityHeadroom => capacity::capacity_headroom(ctx),
@@ -443,29 +446,4 @@ pub fn nodes_and_patches<'a>(
         Some(patches) => Ok((nodes, patches)),
         None => Err(Finding::skip(unpatched())),
     }
-}
-
-/// The labels a declared node will carry: its Talos `nodeLabels`, the hostname and the
-/// control-plane role label Talos sets.
-pub fn node_labels(
-    node: &DeclaredNode<'_>,
-    patches: Option<&super::talos::Patches>,
-) -> std::collections::BTreeMap<String, String> {
-    let mut labels: std::collections::BTreeMap<String, String> = patches
-        .map(|p| p.labels(node.name(), node.control_plane == Some(true)))
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_string()))
-        .collect();
-    labels.insert(
-        "kubernetes.io/hostname".to_string(),
-        node.name().to_string(),
-    );
-    if node.control_plane == Some(true) {
-        labels.insert(
-            "node-role.kubernetes.io/control-plane".to_string(),
-            String::new(),
-        );
-    }
-    labels
 }

@@ -5,7 +5,8 @@
 use crate::selector::Selector;
 use crate::verdict::Finding;
 
-use super::{RepoContext, at, declared_nodes, manifests, node_labels, reads, talos_patches};
+use super::l2::node_labels;
+use super::{RepoContext, at, declared_nodes, manifests, reads, talos_patches};
 use crate::repo::declared::DeclaredNode;
 use crate::repo::yaml::Node;
 
@@ -106,7 +107,7 @@ pub fn longhorn_disks(ctx: &RepoContext<'_>) -> Finding {
             let selector_fn = Selector::from_labels(&labels);
             let left_out: Vec<&str> = nodes
                 .iter()
-                .filter(|n| !selector_fn.matches(&node_labels(n, patches)))
+                .filter(|n| !selector_fn.matches(&node_labels(n, patches).labels))
                 .map(|n| n.name())
                 .collect();
             let line = at(

@@ -115,7 +115,7 @@ fn staging_today_reproduces_the_adr_implementation_status() {
         l2.contains("kubernetes/infrastructure/staging/network/ingress-address.yaml:19"),
         "{l2}"
     );
-    assert!(l2.contains("leaves out talos-test-cp-01"), "{l2}");
+    assert!(l2.contains("leave out talos-test-cp-01"), "{l2}");
     let longhorn = details(&r, "gate5::production::repo::longhorn-disks");
     assert!(
         longhorn
