@@ -17,7 +17,7 @@ use std::path::Path;
 
 use base64::Engine;
 
-use super::kustomize::{self, Rendered};
+use super::kustomize::{self, Rendered, helm_charts};
 use super::patch;
 use super::site::{RepoError, Site};
 use super::substitute::Vars;
@@ -113,6 +113,10 @@ pub fn render_from(repo: &Path, entry: &str, sources: &[String]) -> Result<Manif
             out.objects.push(object);
         }
     }
+    let (charts, objects): (Vec<Node>, Vec<Node>) = std::mem::take(&mut out.objects)
+        .into_iter()
+        .partition(helm_charts::is_placeholder);
+    out.objects = objects;
     out.helm_releases = out
         .objects
         .iter()
@@ -122,6 +126,7 @@ pub fn render_from(repo: &Path, entry: &str, sources: &[String]) -> Result<Manif
                     .is_some_and(|a| a.starts_with(HELM_RELEASE))
         })
         .map(|o| helm_release(o, &out.objects))
+        .chain(charts.iter().map(inflated))
         .collect();
     Ok(out)
 }
@@ -418,6 +423,34 @@ fn helm_release(hr: &Node, objects: &[Node]) -> HelmRelease {
         values: values(hr, &namespace, objects),
         namespace,
         name,
+    }
+}
+
+/// A Kustomize `helmCharts` inflation as a release: its chart, its values, and why they are
+/// unknown when a patch or a values file outside the repository makes them so.
+fn inflated(placeholder: &Node) -> HelmRelease {
+    let values = match placeholder.get(&["spec", "unknown"]) {
+        Some(why) => Err(RepoError::new(
+            why.site.clone(),
+            why.as_str().unwrap_or_default().to_string(),
+        )),
+        None => Ok(placeholder
+            .get(&["spec", "values"])
+            .cloned()
+            .unwrap_or_else(|| Node::new(Value::Map(Vec::new()), placeholder.site.clone()))),
+    };
+    HelmRelease {
+        namespace: placeholder
+            .get_str(&["metadata", "namespace"])
+            .unwrap_or("default")
+            .to_string(),
+        name: placeholder
+            .get_str(&["metadata", "name"])
+            .unwrap_or("?")
+            .to_string(),
+        chart: placeholder.get_str(&["spec", "chart"]).map(str::to_string),
+        site: placeholder.site.clone(),
+        values,
     }
 }
 

@@ -24,6 +24,7 @@ use super::label_query;
 use super::patch;
 
 pub mod generators;
+pub mod helm_charts;
 pub mod labels;
 pub mod names;
 use super::site::{RepoError, Site};
@@ -47,8 +48,9 @@ const KUSTOMIZATION_VERSION: &str = "kustomize.config.k8s.io/v1beta1";
 const COMPONENT_VERSION: &str = "kustomize.config.k8s.io/v1alpha1";
 
 /// Keys gates evaluates.
-const EVALUATED: [&str; 15] = [
+const EVALUATED: [&str; 16] = [
     "apiVersion",
+    "helmCharts",
     "kind",
     "resources",
     "bases",
@@ -66,7 +68,11 @@ const EVALUATED: [&str; 15] = [
 ];
 
 /// Keys that cannot change anything a trial reads.
-const NOTED: [(&str, &str); 4] = [
+const NOTED: [(&str, &str); 5] = [
+    (
+        "helmGlobals",
+        "where charts are kept; gates reads a chart's name and values, not its files",
+    ),
     ("images", "image names and tags are not read by any trial"),
     ("commonAnnotations", "annotations are not read by any trial"),
     ("buildMetadata", "build metadata is not read by any trial"),
@@ -271,6 +277,7 @@ fn accumulate(
     k.check_keys(&mut out.notes)?;
     accumulate_resources(repo, k, out, depth)?;
     generators::run(repo, &k.dir, &k.file, &k.node, &mut out.objects)?;
+    helm_charts::run(repo, &k.dir, &k.node, &mut out.objects)?;
     accumulate_components(repo, k, out, depth)?;
     transform(repo, k, out)
 }
@@ -381,14 +388,45 @@ fn local_path<'a>(dir: &str, item: &'a Node, what: &str) -> Result<(&'a str, Str
 /// builtin transformers (`kusttarget_configplugin.go`): strategic-merge patches, `patches`,
 /// `namespace`, `labels` then `commonLabels`, JSON 6902 patches, `replicas`.
 fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), RepoError> {
+    let charts = out.objects.iter().any(helm_charts::is_placeholder);
     for item in k.list("patchesStrategicMerge")? {
         for patch_doc in patch_docs(repo, &k.dir, item)? {
+            if charts && reaches_charts(&out.objects, &own_target(&patch_doc)) {
+                helm_charts::patched_by(&mut out.objects, &patch_doc.site, "this patch");
+                if !out
+                    .objects
+                    .iter()
+                    .any(|o| own_target(&patch_doc).selects(o))
+                {
+                    continue;
+                }
+            }
             apply_strategic(&mut out.objects, &patch_doc, None)?;
         }
     }
     for item in k.list("patches")? {
+        if charts {
+            let target = match item.entry("target") {
+                Some(t) => Some(Target::read(Some(t), &item.site)?),
+                None => None,
+            };
+            let reaches = match &target {
+                Some(t) => reaches_charts(&out.objects, t),
+                None => patch_source(repo, &k.dir, item)?
+                    .iter()
+                    .any(|doc| reaches_charts(&out.objects, &own_target(doc))),
+            };
+            if reaches {
+                helm_charts::patched_by(&mut out.objects, &item.site, "this patch");
+                if target.is_none() {
+                    continue;
+                }
+            }
+        }
         let missed = patch_entry(repo, &k.dir, item, &mut out.objects)?;
-        note_miss(missed, &mut out.notes);
+        if !charts {
+            note_miss(missed, &mut out.notes);
+        }
     }
     if let Some(ns) = k.node.entry("namespace")
         && let Some(name) = ns.as_str()
@@ -403,18 +441,42 @@ fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), R
     }
     for item in k.list("patchesJson6902")? {
         let target = Target::read(item.entry("target"), &item.site)?;
+        if charts && reaches_charts(&out.objects, &target) {
+            helm_charts::patched_by(&mut out.objects, &item.site, "this patch");
+        }
         for doc in patch_source(repo, &k.dir, item)? {
             let missed = apply_json(&mut out.objects, &doc, &target)?;
-            note_miss(missed, &mut out.notes);
+            if !charts {
+                note_miss(missed, &mut out.notes);
+            }
         }
     }
     for item in k.list("replicas")? {
-        set_replicas(&mut out.objects, item)?;
+        set_replicas(&mut out.objects, item, charts)?;
     }
     Ok(())
 }
 
-fn set_replicas(objects: &mut [Node], item: &Node) -> Result<(), RepoError> {
+/// The object an untargeted strategic-merge patch names.
+fn own_target(doc: &Node) -> Target {
+    Target {
+        group: None,
+        version: None,
+        namespace: None,
+        ..Target::of(doc)
+    }
+}
+
+/// Whether a patch target may select objects a chart renders: it names no object, or names
+/// one that is not among the other resources (a name Kustomize finds twice is an id clash, so
+/// a target that found its object by name did not find a chart's).
+fn reaches_charts(objects: &[Node], target: &Target) -> bool {
+    target.name.is_none() || !objects.iter().any(|o| target.selects(o))
+}
+
+/// `replicas`; with a chart inflated in the build, a name not among the other resources may be
+/// one of the chart's objects, which makes the chart's values unknown rather than an error.
+fn set_replicas(objects: &mut [Node], item: &Node, charts: bool) -> Result<(), RepoError> {
     let (Some(name), Some(count)) = (item.get(&["name"]), item.get(&["count"])) else {
         return Err(RepoError::new(
             item.site.clone(),
@@ -422,7 +484,7 @@ fn set_replicas(objects: &mut [Node], item: &Node) -> Result<(), RepoError> {
         ));
     };
     let mut found = false;
-    for object in objects {
+    for object in objects.iter_mut() {
         let kind = object.get_str(&["kind"]).unwrap_or_default();
         if ["Deployment", "StatefulSet", "ReplicaSet"].contains(&kind)
             && object.get_str(&["metadata", "name"]) == name.as_str()
@@ -431,7 +493,9 @@ fn set_replicas(objects: &mut [Node], item: &Node) -> Result<(), RepoError> {
             found = true;
         }
     }
-    if !found {
+    if !found && charts {
+        helm_charts::patched_by(objects, &item.site, "this replicas entry");
+    } else if !found {
         return Err(RepoError::new(
             name.site.clone(),
             format!(
@@ -636,6 +700,9 @@ impl Target {
     }
 
     fn selects(&self, object: &Node) -> bool {
+        if helm_charts::is_placeholder(object) {
+            return false;
+        }
         let id = Target::of(object);
         let same = |want: &Option<String>, have: &Option<String>| {
             want.as_ref()
@@ -975,17 +1042,7 @@ mod tests {
     }
 
     #[test]
-    fn helm_charts_and_remote_bases_are_errors_naming_the_file_and_line() {
-        let dir = repo(&[(
-            "env/kustomization.yaml",
-            "resources: []\nhelmCharts:\n  - name: x\n",
-        )]);
-        let err = render(dir.path(), "env").unwrap_err();
-        assert!(
-            err.to_string().starts_with("env/kustomization.yaml:2"),
-            "{err}"
-        );
-        assert!(err.message.contains("helmCharts"), "{err}");
+    fn remote_bases_are_errors_naming_the_file_and_line() {
         let dir = repo(&[(
             "env/kustomization.yaml",
             "resources:\n  - https://github.com/example/fleet//base?ref=v1\n",
@@ -994,6 +1051,150 @@ mod tests {
         assert!(
             err.to_string()
                 .starts_with("env/kustomization.yaml:2: remote base"),
+            "{err}"
+        );
+    }
+
+    fn chart<'a>(out: &'a Rendered, name: &str) -> &'a Node {
+        out.objects
+            .iter()
+            .find(|o| {
+                helm_charts::is_placeholder(o) && o.get_str(&["metadata", "name"]) == Some(name)
+            })
+            .unwrap_or_else(|| panic!("no chart {name} in {:?}", out.objects))
+    }
+
+    #[test]
+    fn a_helm_chart_is_read_as_its_chart_and_values_with_the_lines_that_set_them() {
+        let dir = repo(&[
+            (
+                "env/kustomization.yaml",
+                "namespace: net\nhelmCharts:\n  - name: cilium\n    repo: https://example.invalid\n    releaseName: cni\n    valuesFile: values.yaml\n    valuesInline:\n      operator:\n        replicas: 3\n    additionalValuesFiles: [more.yaml]\n",
+            ),
+            (
+                "env/values.yaml",
+                "operator:\n  replicas: 1\n  podDisruptionBudget:\n    enabled: true\nhubble:\n  enabled: false\n",
+            ),
+            ("env/more.yaml", "hubble:\n  enabled: true\n"),
+        ]);
+        let out = render(dir.path(), "env").unwrap();
+        let c = chart(&out, "cni");
+        assert_eq!(c.get_str(&["spec", "chart"]), Some("cilium"));
+        // The kustomization's namespace reaches the chart, as it reaches its objects.
+        assert_eq!(c.get_str(&["metadata", "namespace"]), Some("net"));
+        let values = c.get(&["spec", "values"]).unwrap();
+        let replicas = values.get(&["operator", "replicas"]).unwrap();
+        assert_eq!(
+            replicas.as_i64(),
+            Some(3),
+            "inline overrides the file by default"
+        );
+        assert_eq!(replicas.site.to_string(), "env/kustomization.yaml:9");
+        let pdb = values
+            .get(&["operator", "podDisruptionBudget", "enabled"])
+            .unwrap();
+        assert_eq!(pdb.site.to_string(), "env/values.yaml:4");
+        assert_eq!(
+            values.get(&["hubble", "enabled"]).and_then(Node::as_bool),
+            Some(true),
+            "additional values files come last"
+        );
+    }
+
+    #[test]
+    fn values_merge_keeps_the_files_values_and_replace_drops_the_file() {
+        let with = |merge: &str| {
+            let dir = repo(&[
+                (
+                    "env/kustomization.yaml",
+                    &format!(
+                        "helmCharts:\n  - name: traefik\n    valuesFile: values.yaml\n    valuesMerge: {merge}\n    valuesInline:\n      deployment:\n        replicas: 3\n"
+                    ),
+                ),
+                (
+                    "env/values.yaml",
+                    "deployment:\n  replicas: 1\npodDisruptionBudget:\n  enabled: true\n",
+                ),
+            ]);
+            let out = render(dir.path(), "env").unwrap();
+            chart(&out, "traefik")
+                .get(&["spec", "values"])
+                .unwrap()
+                .clone()
+        };
+        let merged = with("merge");
+        assert_eq!(
+            merged
+                .get(&["deployment", "replicas"])
+                .and_then(Node::as_i64),
+            Some(1)
+        );
+        assert!(merged.get(&["podDisruptionBudget", "enabled"]).is_some());
+        let replaced = with("replace");
+        assert_eq!(
+            replaced
+                .get(&["deployment", "replicas"])
+                .and_then(Node::as_i64),
+            Some(3)
+        );
+        assert!(replaced.get(&["podDisruptionBudget"]).is_none());
+        let dir = repo(&[(
+            "env/kustomization.yaml",
+            "helmCharts:\n  - name: traefik\n    valuesMerge: mix\n",
+        )]);
+        let err = render(dir.path(), "env").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("env/kustomization.yaml:3: valuesMerge `mix`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_patch_that_may_reach_the_charts_objects_makes_its_values_unknown_naming_the_patch() {
+        let with = |patches: &str| {
+            let dir = repo(&[
+                (
+                    "env/kustomization.yaml",
+                    &format!("resources: [r.yaml]\nhelmCharts:\n  - name: traefik\n{patches}"),
+                ),
+                ("env/r.yaml", RELEASE),
+            ]);
+            let out = render(dir.path(), "env").unwrap();
+            chart(&out, "traefik")
+                .get_str(&["spec", "unknown"])
+                .map(str::to_string)
+        };
+        // A patch of an object among the resources, by name, cannot reach the chart's.
+        assert_eq!(
+            with(
+                "patches:\n  - target:\n      kind: HelmRelease\n      name: traefik\n    patch: |-\n      - op: add\n        path: /spec/suspend\n        value: true\n"
+            ),
+            None
+        );
+        // One naming an object that is not among them, or naming none, may.
+        let why = with("patches:\n  - target:\n      kind: Deployment\n      name: traefik\n    patch: |-\n      - op: add\n        path: /spec/replicas\n        value: 1\n").unwrap();
+        assert!(
+            why.starts_with(
+                "env/kustomization.yaml:5: this patch may change the objects chart traefik renders"
+            ),
+            "{why}"
+        );
+        assert!(with("patches:\n  - target:\n      kind: Deployment\n    patch: |-\n      - op: add\n        path: /spec/replicas\n        value: 1\n").is_some());
+        assert!(with("replicas:\n  - name: traefik\n    count: 1\n").is_some());
+        assert!(with("patchesStrategicMerge:\n  - |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: traefik\n    spec:\n      replicas: 1\n").is_some());
+    }
+
+    #[test]
+    fn helm_chart_entries_with_unknown_keys_or_missing_files_are_errors_at_their_lines() {
+        let dir = repo(&[(
+            "env/kustomization.yaml",
+            "helmCharts:\n  - name: a\n    valuesFiel: v.yaml\n  - name: b\n    valuesFile: missing.yaml\n",
+        )]);
+        let err = render(dir.path(), "env").unwrap_err().to_string();
+        assert!(err.contains("unknown key(s) `valuesFiel`"), "{err}");
+        assert!(
+            err.contains("env/kustomization.yaml:5: values file `missing.yaml` does not exist"),
             "{err}"
         );
     }

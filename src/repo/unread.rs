@@ -1,12 +1,15 @@
 //! The parts of an environment's manifests gates could not read, and which kinds of object
-//! they may hold. One unreadable Flux Kustomization (a `helmCharts` inflation, a remote base)
+//! they may hold. One unreadable Flux Kustomization (a remote base, a `replacements` gates
+//! does not evaluate)
 //! then makes only the trials that read those kinds `error`; the others reach their verdicts.
 //!
 //! The kinds come from a raw walk of the part's files: every document's `kind`, the
 //! ConfigMaps and Secrets its generators make, and the files of the Flux Kustomizations it
 //! holds, without applying anything. That over-approximates what the part renders, since
 //! Kustomize's transformers change names, labels and fields but never an object's kind;
-//! a construct that creates objects of its own (`helmCharts`, a remote base) may hold any.
+//! a construct that creates objects gates cannot list (a remote base, the old
+//! `helmChartInflationGenerator`) may hold any. A `helmCharts` entry is read as a release of
+//! its chart, as a HelmRelease is (see `kustomize/helm_charts.rs`).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -63,7 +66,7 @@ pub fn kinds_under(repo: &Path, dir: &str) -> Kinds {
 }
 
 /// Constructs that create objects gates cannot list without running them.
-const CREATES_ANY: [&str; 2] = ["helmCharts", "helmChartInflationGenerator"];
+const CREATES_ANY: [&str; 1] = ["helmChartInflationGenerator"];
 
 /// A raw walk of a part's files; `Err(())`: it may hold any kind.
 struct Walk<'a> {
@@ -89,6 +92,8 @@ impl Walk<'_> {
         for (key, kind) in [
             ("configMapGenerator", "ConfigMap"),
             ("secretGenerator", "Secret"),
+            // Read as a release of its chart, as a HelmRelease is.
+            ("helmCharts", "HelmRelease"),
         ] {
             if k.entry(key).is_some() {
                 self.kinds.insert(kind.into());
@@ -206,12 +211,20 @@ mod tests {
     }
 
     #[test]
-    fn a_chart_inflated_by_kustomize_may_hold_any_kind() {
-        let dir = repo(&[(
-            "apps/kustomization.yaml",
-            "helmCharts:\n  - name: traefik\n    repo: https://example.invalid\n",
-        )]);
-        assert_eq!(kinds_under(dir.path(), "apps"), Kinds::Any);
-        assert!(Kinds::Any.may_hold(&["Service"]));
+    fn a_chart_inflated_by_kustomize_is_held_as_a_release_and_the_old_generator_as_anything() {
+        let dir = repo(&[
+            (
+                "apps/kustomization.yaml",
+                "helmCharts:\n  - name: traefik\n    repo: https://example.invalid\n",
+            ),
+            (
+                "old/kustomization.yaml",
+                "helmChartInflationGenerator:\n  - chartName: traefik\n",
+            ),
+        ]);
+        let kinds = kinds_under(dir.path(), "apps");
+        assert!(kinds.may_hold(&["HelmRelease"]), "{kinds:?}");
+        assert!(!kinds.may_hold(&["Service"]), "{kinds:?}");
+        assert_eq!(kinds_under(dir.path(), "old"), Kinds::Any);
     }
 }

@@ -230,23 +230,57 @@ fn an_unset_traffic_policy_is_skipped_because_the_chart_default_decides() {
 }
 
 #[test]
-fn a_kustomize_helm_chart_is_an_error_naming_the_kustomization() {
+fn a_kustomize_helm_chart_is_judged_as_a_release_of_its_chart_at_the_kustomizations_lines() {
     let dir = copy("adr-007");
     let file = dir
         .path()
         .join("kubernetes/infrastructure/staging/kustomization.yaml");
     let mut text = std::fs::read_to_string(&file).unwrap();
-    text.push_str("helmCharts:\n  - name: extra\n    repo: https://charts.example.org\n");
+    text.push_str("helmCharts:\n  - name: traefik\n    releaseName: edge\n    repo: https://charts.example.org\n    valuesInline:\n      service:\n        spec:\n          externalTrafficPolicy: Local\n");
+    std::fs::write(&file, text).unwrap();
+    let r = run(dir.path(), &offline());
+    let etp = &r["gate3::staging::repo::external-traffic-policy"];
+    assert_eq!(etp.verdict, Verdict::Fail, "{etp:?}");
+    assert!(
+        etp.details()
+            .contains("kubernetes/infrastructure/staging/kustomization.yaml:13"),
+        "{etp:?}"
+    );
+    // The L2 trial reaches its verdict: the chart is a release, not an unread part.
+    assert_eq!(
+        verdict(&r, "gate3::staging::repo::l2-announcement"),
+        Verdict::Pass
+    );
+    // Production's manifests do not use it.
+    assert_eq!(
+        verdict(&r, "gate3::production::repo::external-traffic-policy"),
+        verdict(
+            &run(copy("adr-007").path(), &offline()),
+            "gate3::production::repo::external-traffic-policy"
+        ),
+    );
+}
+
+#[test]
+fn a_remote_base_is_an_error_naming_the_kustomization_for_the_trials_that_read_its_kinds() {
+    let dir = copy("adr-007");
+    let file = dir
+        .path()
+        .join("kubernetes/infrastructure/staging/kustomization.yaml");
+    let text = std::fs::read_to_string(&file).unwrap().replacen(
+        "resources:\n",
+        "resources:\n  - https://github.com/example/fleet//base?ref=v1\n",
+        1,
+    );
     std::fs::write(&file, text).unwrap();
     let r = run(dir.path(), &offline());
     let l2 = &r["gate3::staging::repo::l2-announcement"];
-    assert_eq!(l2.verdict, Verdict::Error);
+    assert_eq!(l2.verdict, Verdict::Error, "{l2:?}");
     assert!(
         l2.summary
-            .contains("kubernetes/infrastructure/staging/kustomization.yaml:6"),
+            .contains("kubernetes/infrastructure/staging/kustomization.yaml:"),
         "{l2:?}"
     );
-    // Production's manifests do not use it.
     assert_eq!(
         verdict(&r, "gate3::production::repo::l2-announcement"),
         Verdict::Pass
