@@ -17,6 +17,7 @@ use std::path::Path;
 
 use base64::Engine;
 
+use super::argocd;
 use super::kustomize::{self, Rendered, helm_charts};
 use super::patch;
 use super::site::{RepoError, Site};
@@ -109,6 +110,32 @@ pub fn render_from(repo: &Path, entry: &str, sources: &[String]) -> Result<Manif
                         kinds: unread::kinds_under(repo, &flux_path(&object)),
                     }),
                 }
+            } else if argocd::is_application_set(&object) || argocd::is_application(&object) {
+                let is_ours = |url: &str| ours_url(url, sources, origin.as_deref());
+                if argocd::is_application_set(&object) {
+                    match argocd::expand(repo, &object, &is_ours, &mut out.notes) {
+                        Ok(apps) => queue.push(Rendered {
+                            objects: apps,
+                            ..Rendered::default()
+                        }),
+                        Err(error) => out.unread.push(Unread {
+                            error,
+                            kinds: unread::Kinds::Any,
+                        }),
+                    }
+                } else {
+                    match argocd::follow(repo, &object, &mut seen, &mut out.notes, &is_ours) {
+                        Ok(Some(next)) => queue.push(next),
+                        Ok(None) => {}
+                        Err(error) => out.unread.push(Unread {
+                            error,
+                            kinds: argocd::source_path(&object)
+                                .filter(|p| repo.join(p).is_dir())
+                                .map(|p| unread::kinds_under(repo, &p))
+                                .unwrap_or(unread::Kinds::Any),
+                        }),
+                    }
+                }
             }
             out.objects.push(object);
         }
@@ -152,6 +179,16 @@ impl Ours<'_> {
                 && o.get_str(&["spec", "url"]).map(normal_url).as_deref() == Some(origin)
         })
     }
+}
+
+/// Whether an Argo CD `repoURL` is this repository: the checkout's origin URL, or a URL
+/// listed in `repo.sources`.
+fn ours_url(url: &str, sources: &[String], origin: Option<&str>) -> bool {
+    let url = normal_url(url);
+    origin == Some(url.as_str())
+        || sources
+            .iter()
+            .any(|s| s.contains('/') && normal_url(s) == url)
 }
 
 /// The checkout's `origin` URL from `.git/config`, normalized.

@@ -68,7 +68,11 @@ const EVALUATED: [&str; 16] = [
 ];
 
 /// Keys that cannot change anything a trial reads.
-const NOTED: [(&str, &str); 5] = [
+const NOTED: [(&str, &str); 6] = [
+    (
+        "metadata",
+        "the kustomization's own name and labels change no object it builds",
+    ),
     (
         "helmGlobals",
         "where charts are kept; gates reads a chart's name and values, not its files",
@@ -523,6 +527,11 @@ fn note_miss(missed: Option<Target>, notes: &mut Vec<String>) {
             target.describe()
         ));
     }
+}
+
+/// Whether Kustomize (and gates) leaves objects of this kind without a namespace.
+pub fn is_cluster_scoped(kind: &str) -> bool {
+    CLUSTER_SCOPED.contains(&kind)
 }
 
 /// Give namespaced objects the namespace, as `namespace:` and Flux `targetNamespace` do.

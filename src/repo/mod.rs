@@ -8,6 +8,7 @@
 //! Nothing is guessed: a construct gates does not evaluate is an error naming the file and
 //! line, or skipped with the reason where it cannot change what a trial reads.
 
+pub mod argocd;
 pub mod declared;
 pub mod flux;
 pub mod kustomize;

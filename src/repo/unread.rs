@@ -140,7 +140,11 @@ impl Walk<'_> {
 
     /// The kinds of a file's documents; a Flux Kustomization among them adds its path's.
     fn documents(&mut self, rel: &str, depth: usize) -> Result<(), ()> {
-        for doc in parse(self.repo, rel)? {
+        let docs = match parse(self.repo, rel) {
+            Ok(docs) => docs,
+            Err(()) => return self.kinds_written(rel),
+        };
+        for doc in docs {
             let Some(kind) = doc.get_str(&["kind"]) else {
                 continue;
             };
@@ -151,6 +155,19 @@ impl Walk<'_> {
             let flux = doc
                 .get_str(&["apiVersion"])
                 .is_some_and(|a| a.starts_with("kustomize.toolkit.fluxcd.io/"));
+            if kind == "Application"
+                && doc
+                    .get_str(&["apiVersion"])
+                    .is_some_and(|a| a.starts_with("argoproj.io/"))
+            {
+                let dir = crate::repo::argocd::source_path(&doc).ok_or(())?;
+                if self.repo.join(&dir).is_dir() {
+                    self.dir(&dir, depth + 1)?;
+                }
+            }
+            if kind == "ApplicationSet" {
+                return Err(());
+            }
             if kind == "Kustomization" && flux {
                 let path = doc.get_str(&["spec", "path"]).unwrap_or(".");
                 let dir = kustomize::resolve("", path, &Site::new(rel, 0)).map_err(|_| ())?;
@@ -158,6 +175,38 @@ impl Walk<'_> {
                     self.dir(&dir, depth + 1)?;
                 }
             }
+        }
+        Ok(())
+    }
+}
+
+impl Walk<'_> {
+    /// The kinds of a file that does not parse (a duplicate key, say), from the `kind:` line
+    /// at the top of each of its documents. A document without one, or one that could
+    /// bring in other files (a Kustomization, an Application, a List), may hold anything.
+    fn kinds_written(&mut self, rel: &str) -> Result<(), ()> {
+        let text = std::fs::read_to_string(self.repo.join(rel)).map_err(|_| ())?;
+        for document in text.split("\n---") {
+            let meaningful = document.lines().any(|l| {
+                let t = l.trim();
+                !t.is_empty() && !t.starts_with('#') && !t.starts_with("---")
+            });
+            if !meaningful {
+                continue;
+            }
+            let kind = document
+                .lines()
+                .find_map(|l| l.strip_prefix("kind:"))
+                .map(|k| k.trim().trim_matches(['"', '\'']))
+                .filter(|k| !k.is_empty() && !k.contains(' '))
+                .ok_or(())?;
+            if matches!(
+                kind,
+                "Kustomization" | "Application" | "ApplicationSet" | "List"
+            ) {
+                return Err(());
+            }
+            self.kinds.insert(kind.to_string());
         }
         Ok(())
     }
@@ -208,6 +257,25 @@ mod tests {
             ]
         );
         assert!(!kinds_under(dir.path(), "apps").may_hold(&["Service"]));
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_holds_the_kinds_its_documents_name_at_their_top() {
+        let dir = repo(&[
+            (
+                "apps/kafka.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  annotations: {}\n  annotations: {}\n---\napiVersion: kafka.strimzi.io/v1beta2\nkind: Kafka\n",
+            ),
+            ("other/bad.yaml", "apiVersion: v1\nmetadata: {a: 1, a: 2}\n"),
+        ]);
+        let Kinds::Only(kinds) = kinds_under(dir.path(), "apps") else {
+            panic!("every document names its kind");
+        };
+        assert_eq!(
+            kinds.into_iter().collect::<Vec<_>>(),
+            vec!["ConfigMap".to_string(), "Kafka".to_string()]
+        );
+        assert_eq!(kinds_under(dir.path(), "other"), Kinds::Any);
     }
 
     #[test]

@@ -331,6 +331,7 @@ fn the_positional_kustomize_renders_the_fixtures_as_kubectl_kustomize_does() {
         "adr-007",
         "kustomize-constructs",
         "home-ops-style",
+        "argocd-style",
     ] {
         let repo_root = root().join("fixtures/repo").join(name);
         let mut found = Vec::new();

@@ -76,7 +76,7 @@ pub fn run(repo: &Path, dir: &str, k: &Node, objects: &mut Vec<Node>) -> Result<
     };
     let mut problems = Vec::new();
     for item in items {
-        match placeholder(repo, dir, item) {
+        match entry(repo, dir, item) {
             Ok(object) => objects.push(object),
             Err(err) => problems.push(err),
         }
@@ -98,7 +98,7 @@ pub fn run(repo: &Path, dir: &str, k: &Node, objects: &mut Vec<Node>) -> Result<
     }
 }
 
-fn placeholder(repo: &Path, dir: &str, item: &Node) -> Result<Node, RepoError> {
+fn entry(repo: &Path, dir: &str, item: &Node) -> Result<Node, RepoError> {
     let Some(entries) = item.as_map() else {
         return Err(RepoError::new(
             item.site.clone(),
@@ -198,26 +198,45 @@ fn placeholder(repo: &Path, dir: &str, item: &Node) -> Result<Node, RepoError> {
         let more = values_file(repo, dir, path, &extra.site)?;
         patch::helm_values(&mut values, &more);
     }
-    let site = item.site.clone();
+    Ok(placeholder(
+        chart,
+        &at("name"),
+        text("releaseName").unwrap_or(chart),
+        text("namespace"),
+        values,
+        unknown_values,
+        &item.site,
+    ))
+}
+
+/// A release placeholder: `chart` installed as `release` (in `namespace`, when given) with
+/// `values`, or with values unknown for the reason given. Argo CD's Helm sources are read
+/// into the same placeholder.
+pub fn placeholder(
+    chart: &str,
+    chart_site: &Site,
+    release: &str,
+    namespace: Option<&str>,
+    values: Node,
+    unknown: Option<RepoError>,
+    site: &Site,
+) -> Node {
     let str_node = |s: &str, site: &Site| Node::str(s, site.clone());
-    let mut metadata = vec![(
-        "name".to_string(),
-        str_node(text("releaseName").unwrap_or(chart), &at("releaseName")),
-    )];
-    if let Some(ns) = text("namespace") {
-        metadata.push(("namespace".to_string(), str_node(ns, &at("namespace"))));
+    let mut metadata = vec![("name".to_string(), str_node(release, site))];
+    if let Some(ns) = namespace {
+        metadata.push(("namespace".to_string(), str_node(ns, site)));
     }
     let mut spec = vec![
-        ("chart".to_string(), str_node(chart, &at("name"))),
+        ("chart".to_string(), str_node(chart, chart_site)),
         ("values".to_string(), values),
     ];
-    if let Some(err) = unknown_values {
+    if let Some(err) = unknown {
         spec.push(("unknown".to_string(), str_node(&err.to_string(), &err.site)));
     }
-    Ok(Node::new(
+    Node::new(
         Value::Map(vec![
-            ("apiVersion".to_string(), str_node(API_VERSION, &site)),
-            ("kind".to_string(), str_node(KIND, &site)),
+            ("apiVersion".to_string(), str_node(API_VERSION, site)),
+            ("kind".to_string(), str_node(KIND, site)),
             (
                 "metadata".to_string(),
                 Node::new(Value::Map(metadata), site.clone()),
@@ -227,8 +246,8 @@ fn placeholder(repo: &Path, dir: &str, item: &Node) -> Result<Node, RepoError> {
                 Node::new(Value::Map(spec), site.clone()),
             ),
         ]),
-        site,
-    ))
+        site.clone(),
+    )
 }
 
 /// A values file next to the kustomization, one YAML mapping (empty is none).

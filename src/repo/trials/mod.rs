@@ -23,6 +23,8 @@ mod storage;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_argocd;
+#[cfg(test)]
 mod tests_capacity;
 #[cfg(test)]
 mod tests_coverage;
