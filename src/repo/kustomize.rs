@@ -318,7 +318,7 @@ fn accumulate_resources(
                 out.notes.extend(sub.notes);
             } else if full.is_file() {
                 let text = read(repo, &rel)?;
-                for doc in yaml::parse(&rel, &text)? {
+                for doc in yaml::parse_manifest(&rel, &text)? {
                     out.objects.extend(objects(doc)?);
                 }
             } else {
@@ -871,7 +871,7 @@ pub fn autodetect(repo: &Path, dir: &str) -> Result<Rendered, RepoError> {
             }
         } else if name.ends_with(".yaml") || name.ends_with(".yml") {
             let text = read(repo, &rel)?;
-            for doc in yaml::parse(&rel, &text)? {
+            for doc in yaml::parse_manifest(&rel, &text)? {
                 if doc.get_str(&["kind"]).is_some() && doc.get_str(&["apiVersion"]).is_some() {
                     out.objects.extend(objects(doc)?);
                 } else {

@@ -180,7 +180,20 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, RepoError> {
 /// Like [`parse`], for YAML embedded in a block scalar of another file (Helm values in a
 /// ConfigMap): `shift` is added to every line so sites point into the outer file.
 pub fn parse_shifted(file: &str, text: &str, shift: usize) -> Result<Vec<Node>, RepoError> {
+    build(file, text, shift, false)
+}
+
+/// Like [`parse`], for a manifest Kustomize reads: Kustomize (kubectl 1.32's, checked with
+/// `kubectl kustomize`) accepts a key written twice in one mapping when both values are
+/// mappings, merging them with the first value winning where both set a key, and refuses
+/// any other duplicate. Other files keep every duplicate an error.
+pub fn parse_manifest(file: &str, text: &str) -> Result<Vec<Node>, RepoError> {
+    build(file, text, 0, true)
+}
+
+fn build(file: &str, text: &str, shift: usize, merge_maps: bool) -> Result<Vec<Node>, RepoError> {
     let mut builder = Builder {
+        merge_maps,
         file,
         shift,
         stack: Vec::new(),
@@ -206,6 +219,23 @@ pub fn parse_shifted(file: &str, text: &str, shift: usize) -> Result<Vec<Node>, 
         .collect())
 }
 
+/// Merge `later` into `first`: keys `first` lacks are added; where both are mappings they
+/// merge again; otherwise `first` keeps its value.
+fn merge_first_wins(first: &mut Node, later: Node) {
+    let (Value::Map(entries), Value::Map(more)) = (&mut first.value, later.value) else {
+        return;
+    };
+    for (key, value) in more {
+        match entries.iter_mut().find(|(k, _)| *k == key) {
+            None => entries.push((key, value)),
+            Some((_, existing)) if existing.as_map().is_some() && value.as_map().is_some() => {
+                merge_first_wins(existing, value)
+            }
+            Some(_) => {}
+        }
+    }
+}
+
 enum Frame {
     Seq(Node, usize),
     /// The map so far, its anchor, and a key waiting for its value.
@@ -213,6 +243,8 @@ enum Frame {
 }
 
 struct Builder<'a> {
+    /// Merge a duplicate key's mapping into the first (see [`parse_manifest`]).
+    merge_maps: bool,
     file: &'a str,
     shift: usize,
     stack: Vec<Frame>,
@@ -251,7 +283,7 @@ impl Builder<'_> {
                     let duplicate = map
                         .as_map()
                         .is_some_and(|entries| entries.iter().any(|(k, _)| *k == key));
-                    if duplicate {
+                    if duplicate && !self.merge_maps {
                         self.fail(node.site.clone(), format!("duplicate key `{key}`"));
                         return;
                     }
@@ -261,10 +293,19 @@ impl Builder<'_> {
                     // A collection under a key is where the key is written.
                     let mut node = node;
                     if matches!(node.value, Value::Seq(_) | Value::Map(_)) {
-                        node.site = key_site;
+                        node.site = key_site.clone();
                     }
                     if let Value::Map(entries) = &mut map.value {
-                        entries.push((key, node));
+                        match entries.iter_mut().find(|(k, _)| *k == key) {
+                            None => entries.push((key, node)),
+                            Some((_, first)) => {
+                                if first.as_map().is_some() && node.as_map().is_some() {
+                                    merge_first_wins(first, node);
+                                } else {
+                                    self.fail(key_site, format!("duplicate key `{key}`"));
+                                }
+                            }
+                        }
                     }
                 }
             },
@@ -376,6 +417,25 @@ mod tests {
         assert!(err.message.contains("malformed YAML"), "{err}");
         let err = parse("tab.yaml", "a:\n\tb: 1\n").unwrap_err();
         assert!(err.to_string().starts_with("tab.yaml:2"), "{err}");
+    }
+
+    #[test]
+    fn a_manifest_merges_a_mapping_written_twice_as_kustomize_does_and_refuses_other_duplicates() {
+        let text =
+            "metadata:\n  annotations:\n    a: '1'\n  annotations:\n    a: '2'\n    b: '3'\n";
+        let doc = parse_manifest("m.yaml", text).unwrap().remove(0);
+        let annotations = doc.get(&["metadata", "annotations"]).unwrap();
+        assert_eq!(annotations.get_str(&["a"]), Some("1"));
+        assert_eq!(
+            annotations.get(&["b"]).unwrap().site.to_string(),
+            "m.yaml:6"
+        );
+        let err = parse_manifest("m.yaml", "metadata:\n  name: x\n  name: y\n").unwrap_err();
+        assert_eq!(err.to_string(), "m.yaml:3: duplicate key `name`");
+        assert!(
+            parse("m.yaml", text).is_err(),
+            "other files keep duplicates errors"
+        );
     }
 
     #[test]
