@@ -89,7 +89,12 @@ pub fn render_from(repo: &Path, entry: &str, sources: &[String]) -> Result<Manif
     while let Some(rendered) = queue.pop() {
         out.notes.extend(rendered.notes);
         out.unread.extend(rendered.unread);
-        for object in rendered.objects {
+        // The whole batch first: a Kustomization's substituteFrom may name a ConfigMap
+        // written after it in the same directory.
+        let start = out.objects.len();
+        out.objects.extend(rendered.objects);
+        for position in start..out.objects.len() {
+            let object = out.objects[position].clone();
             if is_flux_kustomization(&object) {
                 let sources_names = sources;
                 let sources = Sources {
@@ -137,7 +142,6 @@ pub fn render_from(repo: &Path, entry: &str, sources: &[String]) -> Result<Manif
                     }
                 }
             }
-            out.objects.push(object);
         }
     }
     let (charts, objects): (Vec<Node>, Vec<Node>) = std::mem::take(&mut out.objects)
@@ -396,7 +400,8 @@ fn follow(
             .map(|(_, _, o)| o)
     };
     if let Some(vars) = Vars::read(ks, namespace, lookup) {
-        let (objects, unread) = vars.apply(std::mem::take(&mut rendered.objects));
+        let kinds_of = |object: &Node| unread::kinds_of_object(repo, object);
+        let (objects, unread) = vars.apply(std::mem::take(&mut rendered.objects), &kinds_of);
         rendered.objects = objects;
         rendered.unread.extend(unread);
     }
@@ -744,6 +749,65 @@ mod tests {
             "substitute wins over substituteFrom, found in any file of the repository"
         );
         assert!(m.unread.is_empty(), "{:?}", m.unread);
+    }
+
+    #[test]
+    fn a_config_map_written_after_its_kustomization_in_the_same_directory_is_the_one_substituted() {
+        let post = format!(
+            "{SYNC}  postBuild:\n    substituteFrom:\n      - {{kind: ConfigMap, name: cluster-info}}\n"
+        );
+        let info = |zone: &str| {
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cluster-info, namespace: flux-system}}\ndata: {{ZONE: {zone}}}\n"
+            )
+        };
+        let dir = repo(&[
+            ("clusters/env/apps.yaml", &post),
+            // Sorted after apps.yaml, and another cluster's copy elsewhere in the repository.
+            ("clusters/env/info.yaml", &info("a")),
+            ("clusters/other/info.yaml", &info("b")),
+            (
+                "infra/a.yaml",
+                "apiVersion: v1\nkind: Namespace\nmetadata: {name: '${ZONE}'}\n",
+            ),
+        ]);
+        let m = render(dir.path(), "clusters/env").unwrap();
+        assert!(m.unread.is_empty(), "{:?}", m.unread);
+        let ns = m.of_kind("Namespace").next().expect("rendered");
+        assert_eq!(ns.get_str(&["metadata", "name"]), Some("a"));
+    }
+
+    #[test]
+    fn a_flux_kustomization_left_unread_by_substitution_may_hold_what_its_path_holds() {
+        let post = format!(
+            "{SYNC}  postBuild:\n    substituteFrom:\n      - {{kind: ConfigMap, name: absent}}\n"
+        );
+        let child = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: child, namespace: flux-system}\nspec:\n  path: ./apps/${ZONE}\n  sourceRef: {kind: GitRepository, name: flux-system}\n";
+        let dir = repo(&[
+            ("clusters/env/apps.yaml", &post),
+            ("infra/child.yaml", child),
+            (
+                "infra/plain.yaml",
+                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: plain, namespace: flux-system}\nspec:\n  path: ./apps/a\n  targetNamespace: ${NS}\n  sourceRef: {kind: GitRepository, name: flux-system}\n",
+            ),
+            (
+                "apps/a/deploy.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
+            ),
+        ]);
+        let m = render(dir.path(), "clusters/env").unwrap();
+        let kinds: Vec<&crate::repo::unread::Kinds> = m.unread.iter().map(|u| &u.kinds).collect();
+        // The child's path is itself unknown: anything. The other's path is known: its kinds.
+        assert!(
+            kinds.contains(&&crate::repo::unread::Kinds::Any),
+            "{kinds:?}"
+        );
+        assert!(
+            kinds
+                .iter()
+                .any(|k| k.may_hold(&["Deployment"]) && !k.may_hold(&["Service"])),
+            "{kinds:?}"
+        );
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod generators;
 pub mod helm_charts;
 pub mod labels;
 pub mod names;
+pub mod replacements;
 use super::site::{RepoError, Site};
 use super::yaml::{self, Node, Value};
 
@@ -48,9 +49,10 @@ const KUSTOMIZATION_VERSION: &str = "kustomize.config.k8s.io/v1beta1";
 const COMPONENT_VERSION: &str = "kustomize.config.k8s.io/v1alpha1";
 
 /// Keys gates evaluates.
-const EVALUATED: [&str; 16] = [
+const EVALUATED: [&str; 17] = [
     "apiVersion",
     "helmCharts",
+    "replacements",
     "kind",
     "resources",
     "bases",
@@ -390,7 +392,7 @@ fn local_path<'a>(dir: &str, item: &'a Node, what: &str) -> Result<(&'a str, Str
 
 /// This kustomization's transformers over `out.objects`, in the order Kustomize runs its
 /// builtin transformers (`kusttarget_configplugin.go`): strategic-merge patches, `patches`,
-/// `namespace`, `labels` then `commonLabels`, JSON 6902 patches, `replicas`.
+/// `namespace`, `labels` then `commonLabels`, JSON 6902 patches, `replicas`, `replacements`.
 fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), RepoError> {
     let charts = out.objects.iter().any(helm_charts::is_placeholder);
     for item in k.list("patchesStrategicMerge")? {
@@ -457,6 +459,14 @@ fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), R
     }
     for item in k.list("replicas")? {
         set_replicas(&mut out.objects, item, charts)?;
+    }
+    let reaching = replacements::run(repo, &k.dir, k.list("replacements")?, &mut out.objects)?;
+    if charts {
+        for (site, target) in reaching {
+            if reaches_charts(&out.objects, &target) {
+                helm_charts::patched_by(&mut out.objects, &site, "this replacement target");
+            }
+        }
     }
     Ok(())
 }
@@ -1204,6 +1214,44 @@ mod tests {
         assert!(err.contains("unknown key(s) `valuesFiel`"), "{err}");
         assert!(
             err.contains("env/kustomization.yaml:5: values file `missing.yaml` does not exist"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_replacement_copies_the_sources_value_with_its_line_and_refuses_an_ambiguous_source() {
+        let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: v\ndata:\n  count: '3'\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n";
+        let with = |replacements: &str| {
+            let dir = repo(&[
+                (
+                    "env/kustomization.yaml",
+                    &format!("resources: [r.yaml]\nreplacements:\n{replacements}"),
+                ),
+                ("env/r.yaml", cm),
+            ]);
+            render(dir.path(), "env")
+        };
+        let out = with("  - source: {kind: ConfigMap, name: v, fieldPath: data.count}\n    targets:\n      - select: {kind: Deployment}\n        fieldPaths: [spec.replicas]\n").unwrap();
+        let replicas = find(&out.objects, "Deployment", "web")
+            .get(&["spec", "replicas"])
+            .unwrap()
+            .clone();
+        assert_eq!(replicas.as_i64(), Some(3), "the number keeps its style");
+        assert_eq!(
+            replicas.site.to_string(),
+            "env/r.yaml:6",
+            "the line that set the value"
+        );
+        let err = with("  - source: {kind: ConfigMap, name: nope}\n    targets: []\n").unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "env/kustomization.yaml:3: replacement source ConfigMap/nope selects nothing"
+            ),
+            "{err}"
+        );
+        let err = with("  - source: {kind: ConfigMap}\n    targets:\n      - select: {kind: Deployment}\n        fieldPaths: ['spec.template.spec.containers.*.image']\n").unwrap_err();
+        assert!(
+            err.to_string().contains("is not evaluated by gates"),
             "{err}"
         );
     }

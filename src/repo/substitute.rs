@@ -127,8 +127,13 @@ impl Vars {
     }
 
     /// Substitute every object not disabled; objects that use an unknown variable are
-    /// returned as unread.
-    pub fn apply(&self, objects: Vec<Node>) -> (Vec<Node>, Vec<Unread>) {
+    /// returned as unread, with the kinds `kinds_of` says each may hold (a Flux
+    /// Kustomization left unread holds what its path renders).
+    pub fn apply(
+        &self,
+        objects: Vec<Node>,
+        kinds_of: &dyn Fn(&Node) -> Kinds,
+    ) -> (Vec<Node>, Vec<Unread>) {
         let mut kept = Vec::new();
         let mut unread = Vec::new();
         for mut object in objects {
@@ -149,7 +154,7 @@ impl Vars {
                         object.site.clone(),
                         format!("{kind} {name}: Flux postBuild substitution: {why}"),
                     ),
-                    kinds: Kinds::one(&kind),
+                    kinds: kinds_of(&object),
                 });
             } else {
                 kept.push(object);
@@ -299,7 +304,9 @@ mod tests {
         let off = doc(
             "kind: ConfigMap\nmetadata:\n  name: b\n  annotations: {kustomize.toolkit.fluxcd.io/substitute: disabled}\ndata: {x: '${REPLICAS}'}\n",
         );
-        let (kept, unread) = v.apply(vec![deploy, off]);
+        let (kept, unread) = v.apply(vec![deploy, off], &|o| {
+            Kinds::one(o.get_str(&["kind"]).unwrap_or("?"))
+        });
         assert!(unread.is_empty());
         let replicas = kept[0].get(&["spec", "replicas"]).unwrap();
         assert_eq!((replicas.as_i64(), replicas.site.line), (Some(2), 4));
@@ -320,7 +327,9 @@ mod tests {
         .expect("variables are defined");
         let uses = doc("kind: Service\nmetadata: {name: s, annotations: {t: '${TOKEN}'}}\n");
         let plain = doc("kind: Deployment\nmetadata: {name: d, labels: {d: '${DOMAIN}'}}\n");
-        let (kept, unread) = v.apply(vec![uses, plain]);
+        let (kept, unread) = v.apply(vec![uses, plain], &|o| {
+            Kinds::one(o.get_str(&["kind"]).unwrap_or("?"))
+        });
         assert_eq!(kept.len(), 1);
         assert_eq!(
             kept[0].get_str(&["metadata", "labels", "d"]),

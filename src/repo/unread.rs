@@ -48,6 +48,42 @@ impl Kinds {
     }
 }
 
+/// The kinds one object left unread may bring: its own, and for a Flux Kustomization or an
+/// Argo CD Application everything its path may render (anything, when the path itself is
+/// not known).
+pub fn kinds_of_object(repo: &Path, object: &Node) -> Kinds {
+    let kind = object.get_str(&["kind"]).unwrap_or("?");
+    let api = object.get_str(&["apiVersion"]).unwrap_or_default();
+    let path = if kind == "Kustomization" && api.starts_with("kustomize.toolkit.fluxcd.io/") {
+        Some(object.get_str(&["spec", "path"]).unwrap_or(".").to_string())
+    } else if kind == "Application" && api.starts_with("argoproj.io/") {
+        match crate::repo::argocd::source_path(object) {
+            Some(p) => Some(p),
+            None => return Kinds::Any,
+        }
+    } else if kind == "ApplicationSet" && api.starts_with("argoproj.io/") {
+        return Kinds::Any;
+    } else {
+        None
+    };
+    let Some(path) = path else {
+        return Kinds::one(kind);
+    };
+    if path.contains("${") {
+        return Kinds::Any;
+    }
+    let Ok(dir) = kustomize::resolve("", &path, &object.site) else {
+        return Kinds::Any;
+    };
+    match kinds_under(repo, &dir) {
+        Kinds::Any => Kinds::Any,
+        Kinds::Only(mut kinds) => {
+            kinds.insert(kind.to_string());
+            Kinds::Only(kinds)
+        }
+    }
+}
+
 /// The kinds the Flux Kustomization path `dir` may render, read raw.
 pub fn kinds_under(repo: &Path, dir: &str) -> Kinds {
     if !repo.join(dir).exists() {
