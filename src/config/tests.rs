@@ -320,13 +320,13 @@ fn an_empty_list_for_nodes_or_capacity_is_an_error_not_the_defaults() {
 
 #[test]
 fn a_list_where_a_nested_mapping_belongs_is_an_error_too() {
-    let error = only_error(load(
-        "chaos:\n  budgets:\n    api: [1s, 2s]\n",
-        GATE,
-    ));
+    let error = only_error(load("chaos:\n  budgets:\n    api: [1s, 2s]\n", GATE));
     assert_eq!(error.key.as_deref(), Some("api"), "{error}");
     assert_eq!(error.position, Some((3, 10)), "{error}");
-    assert!(error.to_string().contains("in chaos.budgets.api"), "{error}");
+    assert!(
+        error.to_string().contains("in chaos.budgets.api"),
+        "{error}"
+    );
 }
 
 #[test]
