@@ -413,3 +413,13 @@ fn out_of_range_numbers_are_errors_naming_key_and_range() {
     }
     assert_eq!(errors.len(), 8, "{text}");
 }
+
+#[test]
+fn a_second_yaml_document_is_an_error_not_ignored() {
+    let error = only_error(load(
+        "nodes:\n  control_planes: 3\n---\nnodes:\n  control_planes: 5\n",
+        GATE,
+    ));
+    assert_eq!(error.position, Some((4, 1)), "{error}");
+    assert!(error.message.contains("a second YAML document"), "{error}");
+}
