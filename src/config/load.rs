@@ -65,6 +65,11 @@ impl Config {
                         continue;
                     }
                 };
+                let invisible = super::invisible::check(&file, &tree);
+                if !invisible.is_empty() {
+                    errors.extend(invisible);
+                    continue;
+                }
                 match yaml::typed::<Gate>(&file, &tree).map(|mut gate| {
                     gate.file = file.clone();
                     gate
@@ -316,16 +321,20 @@ fn load_environment(file: &Path, errors: &mut Vec<ConfigError>) -> Option<Enviro
             return None;
         }
     };
+    // What the tree alone shows is reported with whatever typing finds, all at once.
+    let invisible = super::invisible::check(file, &tree);
     let mut env: Environment = match yaml::typed(file, &tree) {
         Ok(env) => env,
         Err(error) => {
+            errors.extend(invisible);
             errors.push(error);
             return None;
         }
     };
     env.name = name;
     env.file = file.to_path_buf();
-    let found = super::validate::environment(&env, &tree);
+    let mut found = invisible;
+    found.extend(super::validate::environment(&env, &tree));
     if found.is_empty() {
         Some(env)
     } else {

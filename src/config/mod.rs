@@ -2,6 +2,7 @@
 //! errors that name the file, line, column and key, and suggest the nearest valid choice.
 //! The types live in the pure core (`gates_core::config`); reading files is done here.
 
+mod invisible;
 mod load;
 mod node_de;
 pub mod spans;

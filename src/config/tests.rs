@@ -423,3 +423,16 @@ fn a_second_yaml_document_is_an_error_not_ignored() {
     assert_eq!(error.position, Some((4, 1)), "{error}");
     assert!(error.message.contains("a second YAML document"), "{error}");
 }
+
+#[test]
+fn an_invisible_character_in_a_gate_selector_is_an_error_too() {
+    let gate = GATE.replace("k8s-app: kube-dns", "k8s-app: \"kube\u{200d}dns\"");
+    let error = only_error(load(STAGING, &gate));
+    assert_eq!(error.position, Some((7, 26)), "{error}");
+    assert!(
+        error.to_string().contains(
+            "2.yaml:7:26: the value of checks[0].selector.k8s-app contains U+200D ZERO WIDTH JOINER"
+        ),
+        "{error}"
+    );
+}
