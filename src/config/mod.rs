@@ -5,6 +5,7 @@
 mod invisible;
 mod load;
 mod node_de;
+mod selectors;
 pub mod spans;
 mod validate;
 mod yaml;

@@ -389,7 +389,7 @@ fn an_empty_label_key_in_a_selector_is_an_error_at_its_line() {
     assert_eq!(error.position, Some((3, 18)), "{error}");
     assert_eq!(
         error.key.as_deref(),
-        Some("ingress.services.selector"),
+        Some("ingress.services[0].selector"),
         "{error}"
     );
     assert!(error.message.contains("an empty label key"), "{error}");
@@ -433,6 +433,19 @@ fn an_invisible_character_in_a_gate_selector_is_an_error_too() {
         error.to_string().contains(
             "2.yaml:7:26: the value of checks[0].selector.k8s-app contains U+200D ZERO WIDTH JOINER"
         ),
+        "{error}"
+    );
+}
+
+#[test]
+fn an_empty_label_key_in_a_gate_selector_is_an_error_at_its_line() {
+    let gate = GATE.replace("k8s-app: kube-dns", "'': kube-dns");
+    let error = only_error(load(STAGING, &gate));
+    assert_eq!(error.position, Some((7, 17)), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("2.yaml:7:17: an empty label key in checks[0].selector"),
         "{error}"
     );
 }
