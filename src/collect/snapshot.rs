@@ -381,6 +381,109 @@ fn shape_name(shape: json_spans::Shape) -> &'static str {
 mod tests {
     use super::*;
 
+    /// Read `files` (name, text) written to a scratch directory; the error as text.
+    fn refused(files: &[(&str, &str)]) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> = files
+            .iter()
+            .map(|(name, text)| {
+                let path = dir.path().join(name);
+                fs::write(&path, text).unwrap();
+                path
+            })
+            .collect();
+        match read(&paths, Utc::now()) {
+            Ok(_) => panic!("the snapshot should be refused"),
+            Err(err) => err.to_string(),
+        }
+    }
+
+    const NODE_A: &str = r#"{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}}"#;
+
+    #[test]
+    fn a_duplicate_key_in_a_snapshot_object_is_an_error_naming_file_line_and_key() {
+        let text = "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n  {\"apiVersion\": \"v1\", \"kind\": \"Node\",\n   \"metadata\": {\"name\": \"a\", \"labels\": {\"zone\": \"pve1\",\n     \"zone\": \"pve2\"}}}\n]}\n";
+        let err = refused(&[("snapshot.json", text)]);
+        assert!(err.contains("snapshot.json:4:"), "{err}");
+        assert!(
+            err.contains("the key `zone` appears twice in one object"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_duplicate_key_is_refused_wherever_it_is_and_however_it_is_written() {
+        for (text, line, key) in [
+            (
+                r#"{"apiVersion": "v1", "kind": "Node", "kind": "Pod", "metadata": {"name": "a"}}"#,
+                1,
+                "kind",
+            ),
+            (
+                "{\"apiVersion\": \"v1\", \"kind\": \"Node\",\n \"metadata\": {\"name\": \"a\", \"n\\u0061me\": \"b\"}}",
+                2,
+                "name",
+            ),
+            (
+                "[\n{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}, \"spec\": {}, \"spec\": {}}\n]",
+                2,
+                "spec",
+            ),
+        ] {
+            let err = refused(&[("s.json", text)]);
+            assert!(err.contains(&format!("s.json:{line}:")), "{err}");
+            assert!(
+                err.contains(&format!("the key `{key}` appears twice")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_duplicate_key_in_a_yaml_snapshot_is_an_error_too() {
+        let text = "apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  name: b\n";
+        let err = refused(&[("s.yaml", text)]);
+        assert!(err.contains("s.yaml"), "{err}");
+        assert!(err.contains("name"), "{err}");
+        assert!(err.to_lowercase().contains("duplicate"), "{err}");
+    }
+
+    #[test]
+    fn the_same_object_twice_in_a_snapshot_is_an_error_naming_it_and_both_lines() {
+        let text = format!(
+            "{{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n  {NODE_A},\n  {NODE_A}\n]}}\n"
+        );
+        let err = refused(&[("s.json", &text)]);
+        assert!(
+            err.contains("s.json:3: Node `a` appears twice (also at line 2)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_same_object_in_two_snapshot_files_is_an_error_naming_both_files() {
+        let pod =
+            r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "ns", "name": "p"}}"#;
+        let err = refused(&[("a.json", pod), ("b.json", pod)]);
+        assert!(
+            err.contains("b.json:1: Pod `ns/p` appears twice (also at "),
+            "{err}"
+        );
+        assert!(err.contains("a.json:1)"), "{err}");
+    }
+
+    #[test]
+    fn objects_of_the_same_name_in_other_namespaces_or_kinds_are_not_duplicates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let text = r#"{"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "a", "name": "p"}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "b", "name": "p"}},
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "p"}}]}"#;
+        fs::write(&path, text).unwrap();
+        read(&[path], Utc::now()).unwrap_or_else(|e| panic!("{e}"));
+    }
+
     #[test]
     fn a_kind_reads_the_same_whether_written_plain_or_with_escapes() {
         assert!(matches!(
