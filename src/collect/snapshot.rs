@@ -45,6 +45,14 @@ pub enum SnapshotError {
         column: usize,
         message: String,
     },
+    /// Valid JSON that a snapshot must not hold (a key twice in one object).
+    #[error("{file}:{line}:{column}: {message}")]
+    Refused {
+        file: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("{file}: not valid YAML: {message}")]
     Yaml { file: PathBuf, message: String },
     #[error("{file}: {message}")]
@@ -91,8 +99,7 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
                 // The fast scan refused the text: parse it fully, for the same error as
                 // before or for a canonical text it reads.
                 actions.clear();
-                let value: Value =
-                    serde_json::from_str(text).map_err(|err| json_error(file, &err))?;
+                let value = strict_json(text).map_err(|err| json_error(file, &err))?;
                 let canonical: &str = texts[index * 2 + 1]
                     .get_or_init(|| serde_json::to_string(&value).unwrap_or_default());
                 walk_file(canonical, &mut actions)
@@ -209,7 +216,90 @@ fn as_json(file: &Path, text: String) -> Result<String, SnapshotError> {
     })
 }
 
+/// What [`strict_json`] says of a repeated key, before serde_json adds the position.
+const TWICE: &str = "appears twice in one object";
+
+/// The JSON value of `text`, refusing an object that holds a key twice: serde_json keeps
+/// the last silently, so a snapshot would be read as something it does not say.
+fn strict_json(text: &str) -> Result<Value, serde_json::Error> {
+    use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+    struct Strict;
+
+    impl<'de> DeserializeSeed<'de> for Strict {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Strict {
+        type Value = Value;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Bool(v))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_string()))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Value, E> {
+            Ok(Value::String(v))
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element_seed(Strict)? {
+                items.push(item);
+            }
+            Ok(Value::Array(items))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut object = serde_json::Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if object.contains_key(&key) {
+                    return Err(de::Error::custom(format!("the key `{key}` {TWICE}")));
+                }
+                let value = map.next_value_seed(Strict)?;
+                object.insert(key, value);
+            }
+            Ok(Value::Object(object))
+        }
+    }
+
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = Strict.deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
 fn json_error(file: &Path, err: &serde_json::Error) -> SnapshotError {
+    let message = err.to_string();
+    if err.is_data() && message.contains(TWICE) {
+        // serde_json adds the position in words; it is printed as file:line:column.
+        let message = match message.find(" at line ") {
+            Some(i) => message[..i].to_string(),
+            None => message,
+        };
+        return SnapshotError::Refused {
+            file: file.to_path_buf(),
+            line: err.line(),
+            column: err.column(),
+            message: format!("{message}; a snapshot must say each field once"),
+        };
+    }
     SnapshotError::Json {
         file: file.to_path_buf(),
         line: err.line(),
