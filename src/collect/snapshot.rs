@@ -53,6 +53,9 @@ pub enum SnapshotError {
         column: usize,
         message: String,
     },
+    /// The same object twice, at its second place.
+    #[error("{place}: {message}")]
+    Twice { place: String, message: String },
     #[error("{file}: not valid YAML: {message}")]
     Yaml { file: PathBuf, message: String },
     #[error("{file}: {message}")]
@@ -74,6 +77,7 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
     let mut raw = RawState::default();
     let mut notes = Vec::new();
     let mut ignored = BTreeSet::new();
+    let mut seen = Seen::default();
     for (index, file) in files.iter().enumerate() {
         let len = fs::metadata(file)
             .map_err(|source| SnapshotError::Read {
@@ -91,8 +95,10 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
             file: file.clone(),
             source,
         })?;
-        let text = as_json(file, text)?;
+        let (text, lines_of_file) = as_json(file, text)?;
         let text: &str = texts[index * 2].get_or_init(|| text);
+        let file_text = text;
+        let mut pushed = 0;
         let mut actions = Vec::new();
         let walked = match walk_file(text, &mut actions) {
             Err(Walk::Refused) => {
@@ -108,7 +114,18 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
         };
         for action in actions {
             match action {
-                Action::Push(kind, text) => raw.push(kind, text),
+                Action::Push(kind, text, metadata) => {
+                    let place = Place {
+                        file: index,
+                        line: lines_of_file.then(|| line_of(file_text, text)).flatten(),
+                        object: pushed,
+                    };
+                    pushed += 1;
+                    if let Some(twice) = seen.add(kind, metadata, place) {
+                        return Err(twice.error(files));
+                    }
+                    raw.push(kind, text)
+                }
                 Action::Present(kind) => raw.mark_present(kind),
                 Action::List(list) => apply_list_annotations(file, &list, &mut raw)?,
                 Action::Ignored(api_version, kind) => {
@@ -199,21 +216,121 @@ fn group_family(group: &str) -> &str {
 }
 
 /// The file's text as JSON: itself when it is JSON, its YAML documents as one JSON array
-/// otherwise.
-fn as_json(file: &Path, text: String) -> Result<String, SnapshotError> {
+/// otherwise; and whether the JSON's lines are the file's.
+fn as_json(file: &Path, text: String) -> Result<(String, bool), SnapshotError> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        return Ok(text);
+        return Ok((text, true));
     }
     let documents =
         super::snapshot_bounds::yaml_documents(&text).map_err(|message| SnapshotError::Yaml {
             file: file.to_path_buf(),
             message,
         })?;
-    serde_json::to_string(&Value::Array(documents)).map_err(|err| SnapshotError::Shape {
-        file: file.to_path_buf(),
-        message: err.to_string(),
-    })
+    serde_json::to_string(&Value::Array(documents))
+        .map(|json| (json, false))
+        .map_err(|err| SnapshotError::Shape {
+            file: file.to_path_buf(),
+            message: err.to_string(),
+        })
+}
+
+/// The 1-based line of `file_text` that `object` (a slice of it) starts on; `None` when
+/// the object is not part of that text (a canonical form written after a full parse).
+fn line_of(file_text: &str, object: &str) -> Option<usize> {
+    let offset = (object.as_ptr() as usize).checked_sub(file_text.as_ptr() as usize)?;
+    let before = file_text.as_bytes().get(..offset)?;
+    Some(before.iter().filter(|b| **b == b'\n').count() + 1)
+}
+
+/// Where an object is: its file, its line when known, and its place among the file's objects.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    file: usize,
+    line: Option<usize>,
+    object: usize,
+}
+
+impl Place {
+    fn show(&self, files: &[PathBuf]) -> String {
+        let file = files[self.file].display();
+        match self.line {
+            Some(line) => format!("{file}:{line}"),
+            None => format!("{file} (its object {})", self.object + 1),
+        }
+    }
+
+    /// Where the first one is, said from the second's place.
+    fn show_from(&self, other: &Place, files: &[PathBuf]) -> String {
+        match self.line {
+            Some(line) if self.file == other.file => format!("line {line}"),
+            None if self.file == other.file => format!("its object {}", self.object + 1),
+            _ => self.show(files),
+        }
+    }
+}
+
+/// Every object read so far by kind, namespace and name: a snapshot that holds one twice
+/// would count it twice (four control planes out of three nodes).
+#[derive(Default)]
+struct Seen {
+    places: std::collections::HashMap<(Kind, String, String), Place>,
+}
+
+/// The same object twice: where it is first and again.
+struct Twice {
+    kind: Kind,
+    namespace: String,
+    name: String,
+    first: Place,
+    again: Place,
+}
+
+impl Seen {
+    fn add(&mut self, kind: Kind, metadata: Option<&str>, place: Place) -> Option<Twice> {
+        #[derive(serde::Deserialize)]
+        struct Meta<'m> {
+            #[serde(default, borrow)]
+            name: Option<Cow<'m, str>>,
+            #[serde(default, borrow)]
+            namespace: Option<Cow<'m, str>>,
+        }
+        let meta: Meta = serde_json::from_str(metadata?).ok()?;
+        // An object without a name is refused when typed, with its own message.
+        let name = meta.name?.into_owned();
+        let namespace = meta.namespace.map(Cow::into_owned).unwrap_or_default();
+        let key = (kind, namespace, name);
+        if let Some(first) = self.places.get(&key) {
+            let (kind, namespace, name) = key;
+            return Some(Twice {
+                kind,
+                namespace,
+                name,
+                first: *first,
+                again: place,
+            });
+        }
+        self.places.insert(key, place);
+        None
+    }
+}
+
+impl Twice {
+    fn error(&self, files: &[PathBuf]) -> SnapshotError {
+        let object = if self.namespace.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}/{}", self.namespace, self.name)
+        };
+        SnapshotError::Twice {
+            place: self.again.show(files),
+            message: format!(
+                "{} `{object}` appears twice (also at {}); a snapshot holds each object once",
+                self.kind.coordinates().kind,
+                self.first.show_from(&self.again, files)
+            ),
+        }
+    }
 }
 
 /// What [`strict_json`] says of a repeated key, before serde_json adds the position.
@@ -310,7 +427,8 @@ fn json_error(file: &Path, err: &serde_json::Error) -> SnapshotError {
 
 /// What reading one file does to the raw state, in the file's order.
 enum Action<'t> {
-    Push(Kind, &'t str),
+    /// An object's kind, text and the text of its metadata.
+    Push(Kind, &'t str, Option<&'t str>),
     Present(Kind),
     /// A list's own fields (its annotations say what `gates snapshot` recorded).
     List(Value),
@@ -380,7 +498,7 @@ fn walk_document<'t>(
         return Ok(());
     }
     match Kind::from_object(&api_version, &kind) {
-        Some(k) => actions.push(Action::Push(k, text)),
+        Some(k) => actions.push(Action::Push(k, text, document.metadata)),
         None => actions.push(Action::Ignored(api_version.into_owned(), kind.into_owned())),
     }
     Ok(())
