@@ -56,8 +56,13 @@ pub enum SnapshotError {
     /// The same object twice, at its second place.
     #[error("{place}: {message}")]
     Twice { place: String, message: String },
-    #[error("{file}: not valid YAML: {message}")]
-    Yaml { file: PathBuf, message: String },
+    #[error("{file}{at}: not valid YAML: {message}")]
+    Yaml {
+        file: PathBuf,
+        /// `:line:column`, when the parser gives them.
+        at: String,
+        message: String,
+    },
     #[error("{file}: {message}")]
     Shape { file: PathBuf, message: String },
 }
@@ -222,11 +227,15 @@ fn as_json(file: &Path, text: String) -> Result<(String, bool), SnapshotError> {
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         return Ok((text, true));
     }
-    let documents =
-        super::snapshot_bounds::yaml_documents(&text).map_err(|message| SnapshotError::Yaml {
+    let documents = super::snapshot_bounds::yaml_documents_at(&text).map_err(|(message, at)| {
+        SnapshotError::Yaml {
             file: file.to_path_buf(),
+            at: at
+                .map(|(line, column)| format!(":{line}:{column}"))
+                .unwrap_or_default(),
             message,
-        })?;
+        }
+    })?;
     serde_json::to_string(&Value::Array(documents))
         .map(|json| (json, false))
         .map_err(|err| SnapshotError::Shape {
@@ -256,7 +265,7 @@ impl Place {
         let file = files[self.file].display();
         match self.line {
             Some(line) => format!("{file}:{line}"),
-            None => format!("{file} (its object {})", self.object + 1),
+            None => format!("{file} (object {})", self.object + 1),
         }
     }
 
@@ -264,7 +273,7 @@ impl Place {
     fn show_from(&self, other: &Place, files: &[PathBuf]) -> String {
         match self.line {
             Some(line) if self.file == other.file => format!("line {line}"),
-            None if self.file == other.file => format!("its object {}", self.object + 1),
+            None if self.file == other.file => format!("object {}", self.object + 1),
             _ => self.show(files),
         }
     }
@@ -651,9 +660,21 @@ mod tests {
     fn a_duplicate_key_in_a_yaml_snapshot_is_an_error_too() {
         let text = "apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  name: b\n";
         let err = refused(&[("s.yaml", text)]);
-        assert!(err.contains("s.yaml"), "{err}");
-        assert!(err.contains("name"), "{err}");
-        assert!(err.to_lowercase().contains("duplicate"), "{err}");
+        assert!(
+            err.contains("s.yaml:5:3: not valid YAML: duplicate mapping key: name"),
+            "{err}"
+        );
+        assert!(!err.contains("DuplicateKeyPolicy"), "{err}");
+    }
+
+    #[test]
+    fn the_same_object_twice_in_a_yaml_snapshot_is_an_error_naming_both_objects() {
+        let node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n";
+        let err = refused(&[("s.yaml", &format!("{node}---\n{node}"))]);
+        assert!(
+            err.contains("s.yaml (object 2): Node `a` appears twice (also at object 1)"),
+            "{err}"
+        );
     }
 
     #[test]
