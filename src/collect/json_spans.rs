@@ -41,8 +41,8 @@ pub fn shape(text: &str) -> Shape {
 }
 
 /// An object as the snapshot reader dispatches on it, found in one pass over its text: the
-/// texts of its `kind`, `apiVersion` and `metadata` members (the last of a repeated key, as
-/// a parsed object keeps it) and, when its `items` member is an array, that array's
+/// texts of its `kind`, `apiVersion` and `metadata` members (an object that repeats a key
+/// is refused) and, when its `items` member is an array, that array's
 /// documents in turn. A value that is not an object is a document with no members.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Document<'t> {
@@ -89,6 +89,60 @@ pub fn assert_guessed_split_agrees(text: &str) {
     parallel::assert_split_agrees(text);
 }
 
+/// The keys of one object, to refuse an object that repeats one (a parsed object would
+/// keep only the last, silently): the full parse then names the key and its line. Keys are
+/// compared as written, so a key with an escape is refused as well and left to the full
+/// parse, which compares them decoded. The first few keys are checked as they come; an
+/// object with more is checked once, sorted, at its end.
+struct Keys<'b> {
+    few: [&'b [u8]; FEW],
+    len: usize,
+    more: Vec<&'b [u8]>,
+}
+
+const FEW: usize = 16;
+
+impl<'b> Keys<'b> {
+    fn new() -> Self {
+        Keys {
+            few: [&[]; FEW],
+            len: 0,
+            more: Vec::new(),
+        }
+    }
+
+    /// Add the raw text of a key (between its quotes).
+    fn add(&mut self, key: &'b [u8]) -> Result<(), Refused> {
+        if key.contains(&b'\\') {
+            return Err(Refused);
+        }
+        if self.len < FEW {
+            if self.few[..self.len].contains(&key) {
+                return Err(Refused);
+            }
+            self.few[self.len] = key;
+            self.len += 1;
+        } else {
+            self.more.push(key);
+        }
+        Ok(())
+    }
+
+    /// At the object's end: whether all its keys differ.
+    fn close(mut self) -> Result<(), Refused> {
+        if self.more.is_empty() {
+            return Ok(());
+        }
+        self.more.extend_from_slice(&self.few);
+        self.more.sort_unstable();
+        if self.more.windows(2).any(|pair| pair[0] == pair[1]) {
+            Err(Refused)
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// The members a [`Document`] keeps.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kept {
@@ -106,14 +160,8 @@ fn kept(raw_key: &str) -> Option<Kept> {
         "items" => Some(Kept::Items),
         _ => None,
     };
-    known(raw_key).or_else(|| {
-        // A key written with escapes compares as decoded, as a parsed object's key does.
-        raw_key
-            .contains('\\')
-            .then(|| serde_json::from_str::<String>(&format!("\"{raw_key}\"")).ok())
-            .flatten()
-            .and_then(|decoded| known(&decoded))
-    })
+    // A key written with escapes never gets here: [`Keys`] refuses it.
+    known(raw_key)
 }
 
 /// The document whose value starts at `i`, `depth` containers deep, and the index just
@@ -140,11 +188,13 @@ fn document_at(text: &str, i: usize, depth: usize) -> Result<(Document<'_>, usiz
         doc.text = &text[i..=j];
         return Ok((doc, j + 1));
     }
+    let mut keys = Keys::new();
     loop {
         if b.get(j) != Some(&b'"') {
             return Err(Refused);
         }
         let key_end = string_end(b, j)?;
+        keys.add(&b[j + 1..key_end - 1])?;
         let key = kept(&text[j + 1..key_end - 1]);
         j = ws(b, key_end);
         if b.get(j) != Some(&b':') {
@@ -162,7 +212,7 @@ fn document_at(text: &str, i: usize, depth: usize) -> Result<(Document<'_>, usiz
                 Some(Kept::Kind) => doc.kind = Some(value),
                 Some(Kept::ApiVersion) => doc.api_version = Some(value),
                 Some(Kept::Metadata) => doc.metadata = Some(value),
-                // A later `items` that is not an array replaces an earlier one.
+                // An `items` that is not an array holds no documents.
                 Some(Kept::Items) => doc.items = None,
                 None => {}
             }
@@ -172,6 +222,7 @@ fn document_at(text: &str, i: usize, depth: usize) -> Result<(Document<'_>, usiz
         match b.get(j) {
             Some(b',') => j = ws(b, j + 1),
             Some(b'}') => {
+                keys.close()?;
                 doc.text = &text[i..=j];
                 return Ok((doc, j + 1));
             }
@@ -274,12 +325,15 @@ fn container_end(
     if b.get(i) == Some(&close) {
         return Ok(i + 1);
     }
+    let mut keys = Keys::new();
     loop {
         if object {
             if b.get(i) != Some(&b'"') {
                 return Err(Refused);
             }
-            i = ws(b, string_end(b, i)?);
+            let key_end = string_end(b, i)?;
+            keys.add(&b[i + 1..key_end - 1])?;
+            i = ws(b, key_end);
             if b.get(i) != Some(&b':') {
                 return Err(Refused);
             }
@@ -288,7 +342,10 @@ fn container_end(
         i = ws(b, value_end(b, i, depth + 1)?);
         match b.get(i) {
             Some(b',') => i = ws(b, i + 1),
-            Some(c) if *c == close => return Ok(i + 1),
+            Some(c) if *c == close => {
+                keys.close()?;
+                return Ok(i + 1);
+            }
             _ => return Err(Refused),
         }
     }
@@ -442,7 +499,7 @@ mod tests {
     #[test]
     fn a_list_splits_into_its_documents_in_one_pass() {
         let text = r#" {"kind": "PodList", "apiVersion": "v1", "metadata": {"a": 1},
-            "items": [ {"kind": "Pod", "spec": {"items": 1}, "k\u0069nd": "Node"},
+            "items": [ {"kind": "Pod", "spec": {"items": 1}},
                        {"kind": "List", "items": [ {"apiVersion": "x"} ]}, 7 ] } "#;
         let doc = document(text).unwrap();
         assert_eq!(doc.text, text.trim());
@@ -451,9 +508,8 @@ mod tests {
         assert_eq!(doc.metadata, Some(r#"{"a": 1}"#));
         let items = doc.items.unwrap();
         assert_eq!(items.len(), 3);
-        // The last of a repeated key, compared as decoded; an `items` deeper down is not
-        // the object's own.
-        assert_eq!(items[0].kind, Some(r#""Node""#));
+        // An `items` deeper down is not the object's own.
+        assert_eq!(items[0].kind, Some(r#""Pod""#));
         assert_eq!(items[0].items, None);
         assert_eq!(
             items[1].items.as_ref().unwrap()[0].api_version,
@@ -466,23 +522,29 @@ mod tests {
     #[test]
     fn an_items_member_that_is_not_a_list_leaves_the_document_without_items() {
         assert_eq!(document(r#"{"items": 1}"#).unwrap().items, None);
-        assert_eq!(
-            document(r#"{"items": [], "items": {}}"#).unwrap().items,
-            None
-        );
-        assert_eq!(
-            document(r#"{"items": {}, "items": []}"#).unwrap().items,
-            Some(vec![])
-        );
         let docs = documents(r#"[{"kind": "A"}, []]"#).unwrap();
         assert_eq!(docs[0].kind, Some(r#""A""#));
         assert_eq!(docs[1].text, "[]");
     }
 
     #[test]
-    fn a_repeated_key_reads_as_its_last_value() {
-        let doc = document(r#"{"kind": "A", "kind": "B"}"#).unwrap();
-        assert_eq!(doc.kind, Some(r#""B""#));
+    fn a_repeated_or_escaped_key_is_refused_for_the_full_parse_to_name() {
+        for text in [
+            r#"{"kind": "A", "kind": "B"}"#,
+            r#"{"items": [], "items": {}}"#,
+            r#"{"a": {"x": 1, "y": 2, "x": 3}}"#,
+            r#"[{"k\u0069nd": "A"}]"#,
+        ] {
+            assert_eq!(document(text), Err(Refused), "{text}");
+        }
+        // Past the first few keys, a repeat is found at the object's end.
+        let many: Vec<String> = (0..40).map(|i| format!("\"k{i}\": {i}")).collect();
+        let distinct = format!("{{\"a\": {{{}}}}}", many.join(", "));
+        assert!(document(&distinct).is_ok());
+        let repeated = format!("{{\"a\": {{{}, \"k3\": 0}}}}", many.join(", "));
+        assert_eq!(document(&repeated), Err(Refused));
+        let repeated_late = format!("{{\"a\": {{{}, \"k39\": 0}}}}", many.join(", "));
+        assert_eq!(document(&repeated_late), Err(Refused));
     }
 
     #[test]

@@ -45,8 +45,24 @@ pub enum SnapshotError {
         column: usize,
         message: String,
     },
-    #[error("{file}: not valid YAML: {message}")]
-    Yaml { file: PathBuf, message: String },
+    /// Valid JSON that a snapshot must not hold (a key twice in one object).
+    #[error("{file}:{line}:{column}: {message}")]
+    Refused {
+        file: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The same object twice, at its second place.
+    #[error("{place}: {message}")]
+    Twice { place: String, message: String },
+    #[error("{file}{at}: not valid YAML: {message}")]
+    Yaml {
+        file: PathBuf,
+        /// `:line:column`, when the parser gives them.
+        at: String,
+        message: String,
+    },
     #[error("{file}: {message}")]
     Shape { file: PathBuf, message: String },
 }
@@ -66,6 +82,7 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
     let mut raw = RawState::default();
     let mut notes = Vec::new();
     let mut ignored = BTreeSet::new();
+    let mut seen = Seen::default();
     for (index, file) in files.iter().enumerate() {
         let len = fs::metadata(file)
             .map_err(|source| SnapshotError::Read {
@@ -83,16 +100,17 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
             file: file.clone(),
             source,
         })?;
-        let text = as_json(file, text)?;
+        let (text, lines_of_file) = as_json(file, text)?;
         let text: &str = texts[index * 2].get_or_init(|| text);
+        let file_text = text;
+        let mut pushed = 0;
         let mut actions = Vec::new();
         let walked = match walk_file(text, &mut actions) {
             Err(Walk::Refused) => {
                 // The fast scan refused the text: parse it fully, for the same error as
                 // before or for a canonical text it reads.
                 actions.clear();
-                let value: Value =
-                    serde_json::from_str(text).map_err(|err| json_error(file, &err))?;
+                let value = strict_json(text).map_err(|err| json_error(file, &err))?;
                 let canonical: &str = texts[index * 2 + 1]
                     .get_or_init(|| serde_json::to_string(&value).unwrap_or_default());
                 walk_file(canonical, &mut actions)
@@ -101,7 +119,18 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
         };
         for action in actions {
             match action {
-                Action::Push(kind, text) => raw.push(kind, text),
+                Action::Push(kind, text, metadata) => {
+                    let place = Place {
+                        file: index,
+                        line: lines_of_file.then(|| line_of(file_text, text)).flatten(),
+                        object: pushed,
+                    };
+                    pushed += 1;
+                    if let Some(twice) = seen.add(kind, metadata, place) {
+                        return Err(twice.error(files));
+                    }
+                    raw.push(kind, text)
+                }
                 Action::Present(kind) => raw.mark_present(kind),
                 Action::List(list) => apply_list_annotations(file, &list, &mut raw)?,
                 Action::Ignored(api_version, kind) => {
@@ -192,24 +221,211 @@ fn group_family(group: &str) -> &str {
 }
 
 /// The file's text as JSON: itself when it is JSON, its YAML documents as one JSON array
-/// otherwise.
-fn as_json(file: &Path, text: String) -> Result<String, SnapshotError> {
+/// otherwise; and whether the JSON's lines are the file's.
+fn as_json(file: &Path, text: String) -> Result<(String, bool), SnapshotError> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        return Ok(text);
+        return Ok((text, true));
     }
-    let documents =
-        super::snapshot_bounds::yaml_documents(&text).map_err(|message| SnapshotError::Yaml {
+    let documents = super::snapshot_bounds::yaml_documents_at(&text).map_err(|(message, at)| {
+        SnapshotError::Yaml {
             file: file.to_path_buf(),
+            at: at
+                .map(|(line, column)| format!(":{line}:{column}"))
+                .unwrap_or_default(),
             message,
-        })?;
-    serde_json::to_string(&Value::Array(documents)).map_err(|err| SnapshotError::Shape {
-        file: file.to_path_buf(),
-        message: err.to_string(),
-    })
+        }
+    })?;
+    serde_json::to_string(&Value::Array(documents))
+        .map(|json| (json, false))
+        .map_err(|err| SnapshotError::Shape {
+            file: file.to_path_buf(),
+            message: err.to_string(),
+        })
+}
+
+/// The 1-based line of `file_text` that `object` (a slice of it) starts on; `None` when
+/// the object is not part of that text (a canonical form written after a full parse).
+fn line_of(file_text: &str, object: &str) -> Option<usize> {
+    let offset = (object.as_ptr() as usize).checked_sub(file_text.as_ptr() as usize)?;
+    let before = file_text.as_bytes().get(..offset)?;
+    Some(before.iter().filter(|b| **b == b'\n').count() + 1)
+}
+
+/// Where an object is: its file, its line when known, and its place among the file's objects.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    file: usize,
+    line: Option<usize>,
+    object: usize,
+}
+
+impl Place {
+    fn show(&self, files: &[PathBuf]) -> String {
+        let file = files[self.file].display();
+        match self.line {
+            Some(line) => format!("{file}:{line}"),
+            None => format!("{file} (object {})", self.object + 1),
+        }
+    }
+
+    /// Where the first one is, said from the second's place.
+    fn show_from(&self, other: &Place, files: &[PathBuf]) -> String {
+        match self.line {
+            Some(line) if self.file == other.file => format!("line {line}"),
+            None if self.file == other.file => format!("object {}", self.object + 1),
+            _ => self.show(files),
+        }
+    }
+}
+
+/// Every object read so far by kind, namespace and name: a snapshot that holds one twice
+/// would count it twice (four control planes out of three nodes).
+#[derive(Default)]
+struct Seen {
+    places: std::collections::HashMap<(Kind, String, String), Place>,
+}
+
+/// The same object twice: where it is first and again.
+struct Twice {
+    kind: Kind,
+    namespace: String,
+    name: String,
+    first: Place,
+    again: Place,
+}
+
+impl Seen {
+    fn add(&mut self, kind: Kind, metadata: Option<&str>, place: Place) -> Option<Twice> {
+        #[derive(serde::Deserialize)]
+        struct Meta<'m> {
+            #[serde(default, borrow)]
+            name: Option<Cow<'m, str>>,
+            #[serde(default, borrow)]
+            namespace: Option<Cow<'m, str>>,
+        }
+        let meta: Meta = serde_json::from_str(metadata?).ok()?;
+        // An object without a name is refused when typed, with its own message.
+        let name = meta.name?.into_owned();
+        let namespace = meta.namespace.map(Cow::into_owned).unwrap_or_default();
+        let key = (kind, namespace, name);
+        if let Some(first) = self.places.get(&key) {
+            let (kind, namespace, name) = key;
+            return Some(Twice {
+                kind,
+                namespace,
+                name,
+                first: *first,
+                again: place,
+            });
+        }
+        self.places.insert(key, place);
+        None
+    }
+}
+
+impl Twice {
+    fn error(&self, files: &[PathBuf]) -> SnapshotError {
+        let object = if self.namespace.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}/{}", self.namespace, self.name)
+        };
+        SnapshotError::Twice {
+            place: self.again.show(files),
+            message: format!(
+                "{} `{object}` appears twice (also at {}); a snapshot holds each object once",
+                self.kind.coordinates().kind,
+                self.first.show_from(&self.again, files)
+            ),
+        }
+    }
+}
+
+/// What [`strict_json`] says of a repeated key, before serde_json adds the position.
+const TWICE: &str = "appears twice in one object";
+
+/// The JSON value of `text`, refusing an object that holds a key twice: serde_json keeps
+/// the last silently, so a snapshot would be read as something it does not say.
+fn strict_json(text: &str) -> Result<Value, serde_json::Error> {
+    use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+    struct Strict;
+
+    impl<'de> DeserializeSeed<'de> for Strict {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Strict {
+        type Value = Value;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Bool(v))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_string()))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Value, E> {
+            Ok(Value::String(v))
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element_seed(Strict)? {
+                items.push(item);
+            }
+            Ok(Value::Array(items))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut object = serde_json::Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if object.contains_key(&key) {
+                    return Err(de::Error::custom(format!("the key `{key}` {TWICE}")));
+                }
+                let value = map.next_value_seed(Strict)?;
+                object.insert(key, value);
+            }
+            Ok(Value::Object(object))
+        }
+    }
+
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = Strict.deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
 }
 
 fn json_error(file: &Path, err: &serde_json::Error) -> SnapshotError {
+    let message = err.to_string();
+    if err.is_data() && message.contains(TWICE) {
+        // serde_json adds the position in words; it is printed as file:line:column.
+        let message = match message.find(" at line ") {
+            Some(i) => message[..i].to_string(),
+            None => message,
+        };
+        return SnapshotError::Refused {
+            file: file.to_path_buf(),
+            line: err.line(),
+            column: err.column(),
+            message: format!("{message}; a snapshot must say each field once"),
+        };
+    }
     SnapshotError::Json {
         file: file.to_path_buf(),
         line: err.line(),
@@ -220,7 +436,8 @@ fn json_error(file: &Path, err: &serde_json::Error) -> SnapshotError {
 
 /// What reading one file does to the raw state, in the file's order.
 enum Action<'t> {
-    Push(Kind, &'t str),
+    /// An object's kind, text and the text of its metadata.
+    Push(Kind, &'t str, Option<&'t str>),
     Present(Kind),
     /// A list's own fields (its annotations say what `gates snapshot` recorded).
     List(Value),
@@ -290,7 +507,7 @@ fn walk_document<'t>(
         return Ok(());
     }
     match Kind::from_object(&api_version, &kind) {
-        Some(k) => actions.push(Action::Push(k, text)),
+        Some(k) => actions.push(Action::Push(k, text, document.metadata)),
         None => actions.push(Action::Ignored(api_version.into_owned(), kind.into_owned())),
     }
     Ok(())
@@ -380,6 +597,121 @@ fn shape_name(shape: json_spans::Shape) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Read `files` (name, text) written to a scratch directory; the error as text.
+    fn refused(files: &[(&str, &str)]) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> = files
+            .iter()
+            .map(|(name, text)| {
+                let path = dir.path().join(name);
+                fs::write(&path, text).unwrap();
+                path
+            })
+            .collect();
+        match read(&paths, Utc::now()) {
+            Ok(_) => panic!("the snapshot should be refused"),
+            Err(err) => err.to_string(),
+        }
+    }
+
+    const NODE_A: &str = r#"{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}}"#;
+
+    #[test]
+    fn a_duplicate_key_in_a_snapshot_object_is_an_error_naming_file_line_and_key() {
+        let text = "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n  {\"apiVersion\": \"v1\", \"kind\": \"Node\",\n   \"metadata\": {\"name\": \"a\", \"labels\": {\"zone\": \"pve1\",\n     \"zone\": \"pve2\"}}}\n]}\n";
+        let err = refused(&[("snapshot.json", text)]);
+        assert!(err.contains("snapshot.json:4:"), "{err}");
+        assert!(
+            err.contains("the key `zone` appears twice in one object"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_duplicate_key_is_refused_wherever_it_is_and_however_it_is_written() {
+        for (text, line, key) in [
+            (
+                r#"{"apiVersion": "v1", "kind": "Node", "kind": "Pod", "metadata": {"name": "a"}}"#,
+                1,
+                "kind",
+            ),
+            (
+                "{\"apiVersion\": \"v1\", \"kind\": \"Node\",\n \"metadata\": {\"name\": \"a\", \"n\\u0061me\": \"b\"}}",
+                2,
+                "name",
+            ),
+            (
+                "[\n{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}, \"spec\": {}, \"spec\": {}}\n]",
+                2,
+                "spec",
+            ),
+        ] {
+            let err = refused(&[("s.json", text)]);
+            assert!(err.contains(&format!("s.json:{line}:")), "{err}");
+            assert!(
+                err.contains(&format!("the key `{key}` appears twice")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_duplicate_key_in_a_yaml_snapshot_is_an_error_too() {
+        let text = "apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  name: b\n";
+        let err = refused(&[("s.yaml", text)]);
+        assert!(
+            err.contains("s.yaml:5:3: not valid YAML: duplicate mapping key: name"),
+            "{err}"
+        );
+        assert!(!err.contains("DuplicateKeyPolicy"), "{err}");
+    }
+
+    #[test]
+    fn the_same_object_twice_in_a_yaml_snapshot_is_an_error_naming_both_objects() {
+        let node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n";
+        let err = refused(&[("s.yaml", &format!("{node}---\n{node}"))]);
+        assert!(
+            err.contains("s.yaml (object 2): Node `a` appears twice (also at object 1)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_same_object_twice_in_a_snapshot_is_an_error_naming_it_and_both_lines() {
+        let text = format!(
+            "{{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n  {NODE_A},\n  {NODE_A}\n]}}\n"
+        );
+        let err = refused(&[("s.json", &text)]);
+        assert!(
+            err.contains("s.json:3: Node `a` appears twice (also at line 2)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_same_object_in_two_snapshot_files_is_an_error_naming_both_files() {
+        let pod =
+            r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "ns", "name": "p"}}"#;
+        let err = refused(&[("a.json", pod), ("b.json", pod)]);
+        assert!(
+            err.contains("b.json:1: Pod `ns/p` appears twice (also at "),
+            "{err}"
+        );
+        assert!(err.contains("a.json:1)"), "{err}");
+    }
+
+    #[test]
+    fn objects_of_the_same_name_in_other_namespaces_or_kinds_are_not_duplicates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let text = r#"{"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "a", "name": "p"}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "b", "name": "p"}},
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "p"}}]}"#;
+        fs::write(&path, text).unwrap();
+        read(&[path], Utc::now()).unwrap_or_else(|e| panic!("{e}"));
+    }
 
     #[test]
     fn a_kind_reads_the_same_whether_written_plain_or_with_escapes() {

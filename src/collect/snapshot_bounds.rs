@@ -39,9 +39,33 @@ pub fn yaml_options() -> serde_saphyr::Options {
 
 /// The YAML documents of a file (null documents dropped), or the parser's reason.
 pub fn yaml_documents(text: &str) -> Result<Vec<Value>, String> {
+    yaml_documents_at(text).map_err(|(message, _)| message)
+}
+
+/// Why a text is not YAML, and the 1-based line and column where the parser says.
+pub type YamlError = (String, Option<(usize, usize)>);
+
+/// [`yaml_documents`], with the error's 1-based line and column apart from its message
+/// (which then says neither, nor how to configure the parser to accept it).
+pub fn yaml_documents_at(text: &str) -> Result<Vec<Value>, YamlError> {
     serde_saphyr::from_multiple_with_options::<Value>(text, yaml_options())
         .map(|docs| docs.into_iter().filter(|d| !d.is_null()).collect())
-        .map_err(|err| err.to_string())
+        .map_err(|err| {
+            let at = err
+                .location()
+                .map(|l| (l.line() as usize, l.column() as usize))
+                .filter(|(line, _)| *line > 0);
+            let mut message = err.to_string();
+            if at.is_some()
+                && let Some(i) = message.find(" at line ")
+            {
+                message.truncate(i);
+            }
+            if let Some(i) = message.find(", set DuplicateKeyPolicy") {
+                message.truncate(i);
+            }
+            (message, at)
+        })
 }
 
 /// Refuse a file larger than the cap before reading it.

@@ -107,8 +107,19 @@ fn every_snapshot_fixture_types_the_same_from_text_as_from_json_values() {
         assert!(!expected.is_empty(), "{} holds objects", file.display());
         assert_eq!(through_text(one), expected, "{}", file.display());
     }
-    // All at once, as several --snapshot flags.
-    assert_eq!(through_text(&files), through_values(&files));
+    // Several at once, as several --snapshot flags: the fixtures are separate scenarios of
+    // one cluster (the same nodes), and one object twice is refused, so those that share no
+    // object with the ones taken before.
+    let mut together: Vec<PathBuf> = Vec::new();
+    for file in &files {
+        let mut more = together.clone();
+        more.push(file.clone());
+        if snapshot::read(&more, chrono::Utc::now()).is_ok() {
+            together = more;
+        }
+    }
+    assert!(together.len() >= 2, "{together:?}");
+    assert_eq!(through_text(&together), through_values(&together));
 }
 
 #[test]

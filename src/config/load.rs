@@ -65,6 +65,12 @@ impl Config {
                         continue;
                     }
                 };
+                let mut from_tree = super::invisible::check(&file, &tree);
+                from_tree.extend(super::selectors::empty_label_keys(&file, &tree));
+                if !from_tree.is_empty() {
+                    errors.extend(from_tree);
+                    continue;
+                }
                 match yaml::typed::<Gate>(&file, &tree).map(|mut gate| {
                     gate.file = file.clone();
                     gate
@@ -316,16 +322,21 @@ fn load_environment(file: &Path, errors: &mut Vec<ConfigError>) -> Option<Enviro
             return None;
         }
     };
+    // What the tree alone shows is reported with whatever typing finds, all at once.
+    let mut from_tree = super::invisible::check(file, &tree);
+    from_tree.extend(super::selectors::empty_label_keys(file, &tree));
     let mut env: Environment = match yaml::typed(file, &tree) {
         Ok(env) => env,
         Err(error) => {
+            errors.extend(from_tree);
             errors.push(error);
             return None;
         }
     };
     env.name = name;
     env.file = file.to_path_buf();
-    let found = super::validate::environment(&env, &tree);
+    let mut found = from_tree;
+    found.extend(super::validate::environment(&env, &tree));
     if found.is_empty() {
         Some(env)
     } else {

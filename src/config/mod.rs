@@ -2,8 +2,10 @@
 //! errors that name the file, line, column and key, and suggest the nearest valid choice.
 //! The types live in the pure core (`gates_core::config`); reading files is done here.
 
+mod invisible;
 mod load;
 mod node_de;
+mod selectors;
 pub mod spans;
 mod validate;
 mod yaml;

@@ -136,6 +136,13 @@ fn yaml_wanted(expected: &str) -> String {
     }
 }
 
+/// Whether a visitor builds a value from named keys (a struct, a struct variant or an
+/// internally tagged enum), which serde would otherwise also build from a list.
+fn wants_keys(visitor: &dyn de::Expected) -> bool {
+    let expecting = visitor.to_string();
+    expecting.starts_with("struct ") || expecting.starts_with("internally tagged enum")
+}
+
 /// Deserialize `T` from a tree.
 pub fn from_node<'a, T: de::Deserialize<'a>>(node: &'a Node) -> Result<T, DeError> {
     T::deserialize(NodeDe {
@@ -201,6 +208,12 @@ where
             NodeValue::Uint(u) => visitor.visit_u64(*u),
             NodeValue::Float(f) => visitor.visit_f64(*f),
             NodeValue::Str(s) => visitor.visit_str(s),
+            // serde reads a struct from a list by position (`nodes: [1, 2]` would be
+            // `control_planes: 1, host_label: "2"`), and an internally tagged enum takes its
+            // tag from the first item: a list is never a mapping of keys here.
+            NodeValue::Seq(_) if wants_keys(&visitor) => {
+                Err(de::Error::invalid_type(de::Unexpected::Seq, &visitor))
+            }
             NodeValue::Seq(items) => visitor.visit_seq(Seq {
                 items: items.iter(),
                 index: 0,

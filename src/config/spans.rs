@@ -88,14 +88,18 @@ impl Node {
 
 /// Parse a configuration file's text into its tree. An empty file is an empty mapping.
 pub fn parse(text: &str) -> Result<Node, serde_saphyr::Error> {
-    let mut options = serde_saphyr::Options::default();
-    options.with_snippet = false;
-    let docs: Vec<Node> = serde_saphyr::from_multiple_with_options(text, options)?;
-    Ok(docs.into_iter().next().unwrap_or(Node {
+    Ok(documents(text)?.into_iter().next().unwrap_or(Node {
         line: 1,
         column: 1,
         value: NodeValue::Map(Vec::new()),
     }))
+}
+
+/// Every YAML document of a text, as trees (none for an empty text or only comments).
+pub fn documents(text: &str) -> Result<Vec<Node>, serde_saphyr::Error> {
+    let mut options = serde_saphyr::Options::default();
+    options.with_snippet = false;
+    serde_saphyr::from_multiple_with_options(text, options)
 }
 
 impl<'de> Deserialize<'de> for Node {

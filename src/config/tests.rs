@@ -282,3 +282,170 @@ fn a_wrong_type_is_said_in_yaml_words_not_rust_types() {
     assert!(text.contains("a whole number"), "{text}");
     assert!(!text.contains("usize"), "{text}");
 }
+
+/// Every error of loading `env` beside the shipped-like gate, as text.
+fn all_errors(env: &str) -> (Vec<super::ConfigError>, String) {
+    let errors = load(env, GATE).expect_err("the environment should be rejected");
+    let text = errors.to_string();
+    (errors.0, text)
+}
+
+#[test]
+fn a_sequence_where_nodes_wants_a_mapping_is_an_error_at_its_line() {
+    let error = only_error(load("nodes: [1, 2]\n", GATE));
+    assert_eq!(error.key.as_deref(), Some("nodes"), "{error}");
+    assert_eq!(error.position, Some((1, 8)), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("staging.yaml:1:8: a list where a mapping of keys is expected in nodes"),
+        "{error}"
+    );
+}
+
+#[test]
+fn an_empty_list_for_nodes_or_capacity_is_an_error_not_the_defaults() {
+    for (env, key) in [("nodes: []\n", "nodes"), ("capacity: []\n", "capacity")] {
+        let error = only_error(load(env, GATE));
+        assert_eq!(error.key.as_deref(), Some(key), "{error}");
+        assert!(
+            error.to_string().contains(&format!(
+                "staging.yaml:1:{}: a list where a mapping of keys is expected in {key}",
+                key.len() + 3
+            )),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn a_list_where_a_nested_mapping_belongs_is_an_error_too() {
+    let error = only_error(load("chaos:\n  budgets:\n    api: [1s, 2s]\n", GATE));
+    assert_eq!(error.key.as_deref(), Some("api"), "{error}");
+    assert_eq!(error.position, Some((3, 10)), "{error}");
+    assert!(
+        error.to_string().contains("in chaos.budgets.api"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_list_where_a_check_belongs_is_an_error_not_read_by_position() {
+    let gate = "gate: 2\ntitle: Controllers.\nenvironments: [staging]\nchecks:\n  - [replicated-controller, coredns]\n";
+    let error = only_error(load(STAGING, gate));
+    assert_eq!(error.position, Some((5, 5)), "{error}");
+    assert!(error.to_string().contains("a list where"), "{error}");
+}
+
+#[test]
+fn an_empty_environment_file_is_refused_by_name() {
+    for text in ["", "\n", "# only a comment\n"] {
+        let error = only_error(load(text, GATE));
+        assert!(error.to_string().contains("staging.yaml"), "{error}");
+        assert!(error.message.contains("is empty"), "{error}");
+    }
+}
+
+#[test]
+fn a_bidirectional_override_in_a_label_is_an_error_naming_key_and_code_point() {
+    let error = only_error(load("nodes:\n  host_label: \"zone\u{202e}\"\n", GATE));
+    assert_eq!(error.key.as_deref(), Some("nodes.host_label"), "{error}");
+    assert_eq!(error.position, Some((2, 15)), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("contains U+202E RIGHT-TO-LEFT OVERRIDE"),
+        "{error}"
+    );
+}
+
+#[test]
+fn every_invisible_character_in_keys_and_values_is_reported_at_once() {
+    let env = "kube:\n  context: \"a\u{200b}b\"\nnodes:\n  host_label: \"\u{feff}zone\"\ningress:\n  services:\n    - selector: {\"app\u{2066}\": traefik, app2: \"x\\a\"}\nrepo:\n  kubernetes:\n    \"st\u{200e}aging\": clusters/staging\n  sources: [\"a\u{e0001}\"]\n";
+    let (errors, text) = all_errors(env);
+    for expected in [
+        "staging.yaml:2:12: the value of kube.context contains U+200B ZERO WIDTH SPACE",
+        "staging.yaml:4:15: the value of nodes.host_label contains U+FEFF ZERO WIDTH NO-BREAK SPACE",
+        "contains U+2066 LEFT-TO-RIGHT ISOLATE",
+        "the value of ingress.services[0].selector.app2 contains U+0007 (a control character)",
+        "staging.yaml:10:5: the key \"st\\u{200e}aging\" in repo.kubernetes contains U+200E LEFT-TO-RIGHT MARK",
+        "the value of repo.sources[0] contains U+E0001 (a format character)",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    }
+    assert_eq!(errors.len(), 6, "{text}");
+}
+
+#[test]
+fn a_newline_in_the_description_is_prose_not_an_invisible_character() {
+    let env = format!("{STAGING}description: |\n  Two lines\n  of text.\n");
+    load(&env, GATE).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn an_empty_label_key_in_a_selector_is_an_error_at_its_line() {
+    let env = "ingress:\n  services:\n    - selector: {\"\": \"\"}\n";
+    let error = only_error(load(env, GATE));
+    assert_eq!(error.position, Some((3, 18)), "{error}");
+    assert_eq!(
+        error.key.as_deref(),
+        Some("ingress.services[0].selector"),
+        "{error}"
+    );
+    assert!(error.message.contains("an empty label key"), "{error}");
+}
+
+#[test]
+fn out_of_range_numbers_are_errors_naming_key_and_range() {
+    let env = "capacity:\n  rebuild_margin: -1e308\n  margin: -0.5\nkube:\n  page_size: 0\n  timeout: 0s\ningress:\n  urls:\n    - url: https://a.example/\n      expect_status: 1000\nchaos:\n  sample_interval: 0s\n  outage: 1000years\n  budgets:\n    api:\n      longest: 2days\n";
+    let (errors, text) = all_errors(env);
+    for expected in [
+        "staging.yaml:2:19: capacity.rebuild_margin must be a fraction from 0 to below 1, not -1e308",
+        "staging.yaml:3:11: capacity.margin must be a fraction from 0 to below 1, not -0.5",
+        "staging.yaml:6:12: kube.timeout must be from 1ms to 1h, not 0s",
+        "staging.yaml:10:22: ingress.urls[].expect_status must be from 100 to 599, not 1000",
+        "staging.yaml:12:20: chaos.sample_interval must be from 1ms to 1h, not 0s",
+        "staging.yaml:13:11: chaos.outage must be from 1s to 1day, not",
+        "staging.yaml:16:16: chaos.budgets.api.longest must be from 0s to 1day, not 2days",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    }
+    // page_size: 0 is allowed: it reads each list unpaged.
+    assert_eq!(errors.len(), 7, "{text}");
+}
+
+#[test]
+fn a_second_yaml_document_is_an_error_not_ignored() {
+    let error = only_error(load(
+        "nodes:\n  control_planes: 3\n---\nnodes:\n  control_planes: 5\n",
+        GATE,
+    ));
+    assert_eq!(error.position, Some((4, 1)), "{error}");
+    assert!(error.message.contains("a second YAML document"), "{error}");
+}
+
+#[test]
+fn an_invisible_character_in_a_gate_selector_is_an_error_too() {
+    let gate = GATE.replace("k8s-app: kube-dns", "k8s-app: \"kube\u{200d}dns\"");
+    let error = only_error(load(STAGING, &gate));
+    assert_eq!(error.position, Some((7, 26)), "{error}");
+    assert!(
+        error.to_string().contains(
+            "2.yaml:7:26: the value of checks[0].selector.k8s-app contains U+200D ZERO WIDTH JOINER"
+        ),
+        "{error}"
+    );
+}
+
+#[test]
+fn an_empty_label_key_in_a_gate_selector_is_an_error_at_its_line() {
+    let gate = GATE.replace("k8s-app: kube-dns", "'': kube-dns");
+    let error = only_error(load(STAGING, &gate));
+    assert_eq!(error.position, Some((7, 17)), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("2.yaml:7:17: an empty label key in checks[0].selector"),
+        "{error}"
+    );
+}

@@ -3,7 +3,9 @@
 //! must exist, exactly one way to get a secret and to trust a certificate. Each error points
 //! at its node in the file and uses the file's own key names.
 
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::Environment;
 use super::spans::Node;
@@ -16,15 +18,89 @@ pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {
         tree,
         errors: Vec::new(),
     };
-    if !(0.0..1.0).contains(&env.capacity.margin) {
-        v.error(
-            &["capacity", "margin"],
-            format!(
-                "capacity.margin must be a fraction from 0 to 1, not {}",
-                env.capacity.margin
-            ),
-            "a third is 0.3334",
+    for (key, value, hint) in [
+        ("margin", env.capacity.margin, "a third is 0.3334"),
+        (
+            "rebuild_margin",
+            env.capacity.rebuild_margin,
+            "0 keeps nothing for rebuilds; a tenth is 0.1",
+        ),
+    ] {
+        // NaN and the infinities are not in the range either.
+        if !(0.0..1.0).contains(&value) {
+            v.error(
+                &["capacity", key],
+                format!("capacity.{key} must be a fraction from 0 to below 1, not {value:?}"),
+                hint,
+            );
+        }
+    }
+    // kube.page_size: every u32 means something (0 reads each list unpaged).
+    for (i, url) in env.ingress.urls.iter().enumerate() {
+        v.whole(
+            &["ingress", "urls", &i.to_string(), "expect_status"],
+            u64::from(url.expect_status),
+            100..=599,
+            "an HTTP status, e.g. 200",
         );
+    }
+    const MS: Duration = Duration::from_millis(1);
+    const SECOND: Duration = Duration::from_secs(1);
+    const HOUR: Duration = Duration::from_secs(3600);
+    const DAY: Duration = Duration::from_secs(24 * 3600);
+    let mut durations = vec![
+        (vec!["kube", "timeout"], env.kube.timeout, MS..=HOUR),
+        (vec!["deadline"], env.deadline, SECOND..=DAY),
+    ];
+    if let Some(talos) = &env.talos {
+        durations.push((vec!["talos", "timeout"], talos.timeout, MS..=HOUR));
+    }
+    if let Some(proxmox) = &env.proxmox {
+        durations.push((vec!["proxmox", "timeout"], proxmox.timeout, MS..=HOUR));
+        v.whole(
+            &["proxmox", "concurrency"],
+            proxmox.concurrency as u64,
+            1..=256,
+            "VM configs read at once; the default is 16",
+        );
+    }
+    if let Some(chaos) = &env.chaos {
+        durations.extend([
+            (
+                vec!["chaos", "sample_interval"],
+                chaos.sample_interval,
+                MS..=HOUR,
+            ),
+            (vec!["chaos", "outage"], chaos.outage, SECOND..=DAY),
+            (
+                vec!["chaos", "recovery_timeout"],
+                chaos.recovery_timeout,
+                SECOND..=DAY,
+            ),
+            (
+                vec!["chaos", "report_max_age"],
+                chaos.report_max_age,
+                SECOND..=DAY * 366,
+            ),
+        ]);
+        let budgets = &chaos.budgets;
+        for (probe, budget) in [
+            ("api", budgets.api),
+            ("ingress", budgets.ingress),
+            ("workloads", budgets.workloads),
+            ("etcd", budgets.etcd),
+        ] {
+            for (part, value) in [("longest", budget.longest), ("total", budget.total)] {
+                durations.push((
+                    vec!["chaos", "budgets", probe, part],
+                    value,
+                    Duration::ZERO..=DAY,
+                ));
+            }
+        }
+    }
+    for (path, value, range) in durations {
+        v.duration(&path, value.0, range);
     }
     if env.nodes.control_planes == 0 {
         v.error(
@@ -179,6 +255,40 @@ impl Check<'_> {
         );
     }
 
+    /// A whole number outside its range is an error naming the range.
+    fn whole(&mut self, path: &[&str], value: u64, range: RangeInclusive<u64>, hint: &str) {
+        if !range.contains(&value) {
+            let key = dotted(path);
+            self.error(
+                path,
+                format!(
+                    "{key} must be from {} to {}, not {value}",
+                    range.start(),
+                    range.end()
+                ),
+                hint,
+            );
+        }
+    }
+
+    /// A duration outside its range is an error naming the range.
+    fn duration(&mut self, path: &[&str], value: Duration, range: RangeInclusive<Duration>) {
+        if !range.contains(&value) {
+            let key = dotted(path);
+            let human = humantime::format_duration;
+            self.error(
+                path,
+                format!(
+                    "{key} must be from {} to {}, not {}",
+                    human(*range.start()),
+                    human(*range.end()),
+                    human(value)
+                ),
+                "write it like \"500ms\", \"90s\" or \"5m\"",
+            );
+        }
+    }
+
     fn url(&mut self, path: &[&str], key: &str, url: &str, schemes: &[&str], example: &str) {
         let problem = match reqwest::Url::parse(url) {
             Err(_) if !url.contains("://") => Some(format!("{key} `{url}` has no scheme")),
@@ -212,4 +322,20 @@ impl Check<'_> {
             );
         }
     }
+}
+
+/// `ingress.urls[].expect_status`: a path in the words of the file, list indices as `[]`.
+fn dotted(path: &[&str]) -> String {
+    let mut out = String::new();
+    for part in path {
+        if part.parse::<usize>().is_ok() {
+            out.push_str("[]");
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(part);
+        }
+    }
+    out
 }

@@ -7,10 +7,32 @@ use std::path::Path;
 use gates_core::config::{ConfigError, nearest};
 
 use super::node_de::{DeError, DeErrorKind, from_node};
-use super::spans::{self, Node};
+use super::spans::{self, Node, NodeValue};
 
-/// The tree of a file, or every reason it is not YAML (tabs in indentation, syntax).
+/// The tree of a file, or every reason it is not YAML (tabs in indentation, syntax) or not
+/// one document.
 pub fn parse(file: &Path, text: &str) -> Result<Node, Vec<ConfigError>> {
+    let mut documents = documents(file, text)?.into_iter();
+    let Some(first) = documents.next().filter(|n| n.value != NodeValue::Null) else {
+        return Err(vec![
+            ConfigError::new(file, "is empty: it holds no YAML mapping")
+                .hint("write its keys, or remove the file"),
+        ]);
+    };
+    if let Some(second) = documents.next() {
+        return Err(vec![
+            ConfigError::new(
+                file,
+                "a second YAML document: a configuration file holds one",
+            )
+            .at(Some(second.position()))
+            .hint("remove the `---` and merge the keys into the first document"),
+        ]);
+    }
+    Ok(first)
+}
+
+fn documents(file: &Path, text: &str) -> Result<Vec<Node>, Vec<ConfigError>> {
     let tabs = spans::tabs_in_indentation(text);
     if !tabs.is_empty() {
         return Err(tabs
@@ -22,7 +44,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Node, Vec<ConfigError>> {
             })
             .collect());
     }
-    spans::parse(text).map_err(|err| {
+    spans::documents(text).map_err(|err| {
         let at = err
             .location()
             .map(|l| (l.line() as usize, l.column() as usize))
