@@ -121,6 +121,9 @@ pub struct DeclaredEnv {
     pub terraform: Option<Result<Terraform, RepoError>>,
     pub talos: Option<Result<Patches, RepoError>>,
     pub roles: crate::config::RoleTags,
+    /// The nodes the Talos configuration declares (talhelper nodes, node files), as VMs
+    /// without a host or size, with their roles: used when the repository declares no VMs.
+    pub talos_nodes: Vec<(Vm, Option<bool>)>,
 }
 
 /// A node the repository declares: a VM and its role.
@@ -140,6 +143,11 @@ impl DeclaredNode<'_> {
         self.vm.host.as_ref().and_then(|h| h.as_str())
     }
 
+    /// Whether a VM resource declares it (not only the Talos configuration).
+    pub fn is_vm(&self) -> bool {
+        self.vm.resource != talos::NODE_FILE && self.vm.resource != talos::TALHELPER_NODE
+    }
+
     pub fn role(&self) -> &'static str {
         match self.control_plane {
             Some(true) => "control-plane",
@@ -152,11 +160,24 @@ impl DeclaredNode<'_> {
 impl DeclaredEnv {
     /// The declared nodes, or why they cannot be known.
     pub fn nodes(&self) -> Result<Vec<DeclaredNode<'_>>, NodesUnknown> {
+        let from_talos = || {
+            (!self.talos_nodes.is_empty()).then(|| {
+                self.talos_nodes
+                    .iter()
+                    .map(|(vm, control_plane)| DeclaredNode {
+                        vm,
+                        control_plane: *control_plane,
+                    })
+                    .collect::<Vec<_>>()
+            })
+        };
         let tf = match &self.terraform {
             None => {
-                return Err(NodesUnknown::NotDeclared(
-                    "the repository has no Terraform directory, so no VMs are declared".to_string(),
-                ));
+                return from_talos().ok_or_else(|| {
+                    NodesUnknown::NotDeclared(
+                        "the repository has no Terraform directory and its Talos configuration names no node, so no nodes are declared".to_string(),
+                    )
+                });
             }
             Some(Err(err)) if err.undeclared => {
                 return Err(NodesUnknown::NotDeclared(format!(
@@ -177,6 +198,9 @@ impl DeclaredEnv {
             )));
         }
         if tf.vms.is_empty() {
+            if let Some(nodes) = from_talos() {
+                return Ok(nodes);
+            }
             return Err(NodesUnknown::NotDeclared(format!(
                 "the Terraform declares no {} or {} VM",
                 terraform::BPG_VM,
@@ -271,6 +295,26 @@ pub fn load(root: &Path, layout: &Layout) -> Declared {
                 .get(name)
                 .map(|dir| talos::load(root, dir, &nodes));
             let talos = with_terraform_patches(talos, terraform.as_ref(), &nodes);
+            let talos_nodes = match &talos {
+                Some(Ok(patches)) => patches
+                    .nodes
+                    .iter()
+                    .map(|n| {
+                        (
+                            Vm {
+                                resource: n.declared_by.to_string(),
+                                name: n.name.clone(),
+                                host: None,
+                                cores: None,
+                                memory_mib: None,
+                                tags: Vec::new(),
+                            },
+                            n.control_plane,
+                        )
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
             let env = DeclaredEnv {
                 name: name.clone(),
                 manifests: layout
@@ -280,6 +324,7 @@ pub fn load(root: &Path, layout: &Layout) -> Declared {
                 terraform,
                 talos,
                 roles: layout.roles.clone(),
+                talos_nodes,
             };
             (name.clone(), env)
         })

@@ -1,10 +1,19 @@
 //! Talos machine-config patches of an environment, from its patch directory. Which nodes a
 //! patch applies to comes from its file name: `common*.yaml` and `all*.yaml` every node,
 //! `controlplane*.yaml` the control planes, `worker*.yaml` the workers, and `NODE.yaml`
-//! (directly or under `nodes/`) the node of that name. Other files are noted as unread.
+//! (directly or under `nodes/`) the node of that name. A file that names its node's hostname
+//! (a `HostnameConfig` document, or `machine.network.hostname`) is that node's, and declares
+//! the node: its role is its `machine.type`, else the directory it is in (`controlplane/`,
+//! `worker/`). A directory holding talhelper's `talconfig.yaml` is read through it (see
+//! [`talhelper`]). Jinja templates (`.yaml.j2`) are read when they hold no template syntax.
+//! Other files are noted as unread.
 //!
 //! Read from each patch: `cluster.allowSchedulingOnControlPlanes`, `machine.nodeLabels`,
-//! `machine.nodeTaints` and `machine.network.interfaces[].vip.ip`.
+//! `machine.nodeTaints` and `machine.network.interfaces[].vip.ip`. A `KubeNodeConfig`
+//! document (Talos 1.14, `pkg/machinery/config/types/k8s/node.go`) gives its `labels` and
+//! `taints` as `machine.nodeLabels` and `machine.nodeTaints`.
+
+pub mod talhelper;
 
 use std::path::Path;
 
@@ -28,9 +37,27 @@ pub struct Patch {
     pub doc: Node,
 }
 
+/// What declares a node that has no VM in the repository, as `TalosNode::declared_by` says.
+pub const NODE_FILE: &str = "Talos node file";
+pub const TALHELPER_NODE: &str = "talhelper node";
+
+/// A node the Talos configuration declares, where the repository declares no VM for it.
+#[derive(Debug, Clone)]
+pub struct TalosNode {
+    /// The hostname, where it is written.
+    pub name: Node,
+    /// From `machine.type`, talhelper's `controlPlane`, or the directory; `None` when nothing
+    /// says.
+    pub control_plane: Option<bool>,
+    /// What declares it, for evidence (`Talos node file`, `talhelper node`).
+    pub declared_by: &'static str,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Patches {
     pub patches: Vec<Patch>,
+    /// The nodes the configuration itself declares.
+    pub nodes: Vec<TalosNode>,
     pub notes: Vec<String>,
     /// Patches that could decide what a trial reads but were not read (a Terraform
     /// `config_patches` entry gates cannot evaluate), with the file, line and reason: the
@@ -126,11 +153,39 @@ impl Patches {
 /// Read every patch file under `dir`; `nodes` are the declared node names.
 pub fn load(repo: &Path, dir: &str, nodes: &[String]) -> Result<Patches, RepoError> {
     let mut out = Patches::default();
-    walk(repo, dir, nodes, &mut out)?;
+    if let Some(file) = talhelper::config_file(repo, dir) {
+        talhelper::load(repo, &file, &mut out)?;
+        return Ok(out);
+    }
+    walk(repo, dir, nodes, None, &mut out)?;
     Ok(out)
 }
 
-fn walk(repo: &Path, dir: &str, nodes: &[String], out: &mut Patches) -> Result<(), RepoError> {
+/// The role a directory's name gives the files in it.
+fn dir_role(name: &str) -> Option<bool> {
+    match name {
+        "controlplane" | "control-plane" | "controlplanes" => Some(true),
+        "worker" | "workers" => Some(false),
+        _ => None,
+    }
+}
+
+/// The role a `machine.type` gives.
+pub fn machine_type_role(value: &str) -> Option<bool> {
+    match value {
+        "controlplane" | "init" => Some(true),
+        "worker" | "join" => Some(false),
+        _ => None,
+    }
+}
+
+fn walk(
+    repo: &Path,
+    dir: &str,
+    nodes: &[String],
+    role: Option<bool>,
+    out: &mut Patches,
+) -> Result<(), RepoError> {
     let mut entries: Vec<_> = std::fs::read_dir(repo.join(dir))
         .map_err(|err| {
             RepoError::file(dir, format!("cannot read the Talos patch directory: {err}"))
@@ -146,37 +201,74 @@ fn walk(repo: &Path, dir: &str, nodes: &[String], out: &mut Patches) -> Result<(
             .unwrap_or_default();
         let rel = join(dir, &name);
         if path.is_dir() {
-            walk(repo, &rel, nodes, out)?;
+            walk(repo, &rel, nodes, dir_role(&name).or(role), out)?;
             continue;
         }
+        let template = name.ends_with(".yaml.j2") || name.ends_with(".yml.j2");
         let Some(stem) = name
             .strip_suffix(".yaml")
             .or_else(|| name.strip_suffix(".yml"))
+            .or_else(|| name.strip_suffix(".yaml.j2"))
+            .or_else(|| name.strip_suffix(".yml.j2"))
         else {
             continue;
         };
-        let applies = if stem.starts_with("common") || stem.starts_with("all") {
-            Applies::All
-        } else if stem.starts_with("controlplane") || stem.starts_with("control-plane") {
-            Applies::ControlPlanes
-        } else if stem.starts_with("worker") {
-            Applies::Workers
-        } else if nodes.iter().any(|n| n == stem) {
-            Applies::Node(stem.to_string())
-        } else {
-            out.notes.push(format!(
-                "{rel}: not read: the name says neither a role nor a declared node"
-            ));
-            continue;
-        };
         let text = read(repo, &rel)?;
-        for doc in yaml::parse(&rel, &text)? {
-            if doc.as_map().is_none() {
-                return Err(RepoError::new(
-                    doc.site.clone(),
-                    "a machine-config patch must be a YAML mapping",
-                ));
+        if template && (text.contains("{{") || text.contains("{%")) {
+            out.skipped
+                .push(format!("{rel}: a Jinja template gates does not render"));
+            continue;
+        }
+        let docs: Vec<Node> = yaml::parse(&rel, &text)?
+            .into_iter()
+            .map(|doc| {
+                if doc.as_map().is_none() {
+                    return Err(RepoError::new(
+                        doc.site.clone(),
+                        "a machine-config patch must be a YAML mapping",
+                    ));
+                }
+                Ok(normalize(doc))
+            })
+            .collect::<Result<_, _>>()?;
+        let hostname = docs
+            .iter()
+            .find_map(|d| d.get(&["machine", "network", "hostname"]))
+            .filter(|h| h.as_str().is_some_and(|s| !s.is_empty()))
+            .cloned();
+        let by_role = stem.starts_with("common")
+            || stem.starts_with("all")
+            || stem.starts_with("controlplane")
+            || stem.starts_with("control-plane")
+            || stem.starts_with("worker");
+        let applies = match &hostname {
+            Some(host) if !by_role => {
+                let declared_role = docs
+                    .iter()
+                    .find_map(|d| d.get_str(&["machine", "type"]))
+                    .and_then(machine_type_role)
+                    .or(role);
+                out.nodes.push(TalosNode {
+                    name: host.clone(),
+                    control_plane: declared_role,
+                    declared_by: NODE_FILE,
+                });
+                Applies::Node(host.as_str().unwrap_or_default().to_string())
             }
+            _ if stem.starts_with("common") || stem.starts_with("all") => Applies::All,
+            _ if stem.starts_with("controlplane") || stem.starts_with("control-plane") => {
+                Applies::ControlPlanes
+            }
+            _ if stem.starts_with("worker") => Applies::Workers,
+            _ if nodes.iter().any(|n| n == stem) => Applies::Node(stem.to_string()),
+            _ => {
+                out.notes.push(format!(
+                    "{rel}: not read: the name says neither a role nor a declared node"
+                ));
+                continue;
+            }
+        };
+        for doc in docs {
             out.patches.push(Patch {
                 file: rel.clone(),
                 applies: applies.clone(),
@@ -185,6 +277,45 @@ fn walk(repo: &Path, dir: &str, nodes: &[String], out: &mut Patches) -> Result<(
         }
     }
     Ok(())
+}
+
+/// A Talos 1.12+ document in the shape of the v1alpha1 fields gates reads: a `HostnameConfig`
+/// as `machine.network.hostname`, a `KubeNodeConfig`'s `labels` and `taints` as
+/// `machine.nodeLabels` and `machine.nodeTaints`. Other documents stay as written.
+pub fn normalize(doc: Node) -> Node {
+    let kind = doc.get_str(&["kind"]).map(str::to_string);
+    let wrap = |path: &[&str], value: &Node| {
+        let mut node = value.clone();
+        for key in path.iter().rev() {
+            let site = node.site.clone();
+            node = Node::new(yaml::Value::Map(vec![(key.to_string(), node)]), site);
+        }
+        node
+    };
+    match kind.as_deref() {
+        Some("HostnameConfig") => match doc.get(&["hostname"]) {
+            Some(host) => wrap(&["machine", "network", "hostname"], host),
+            None => doc,
+        },
+        Some("KubeNodeConfig") => {
+            let mut machine = Vec::new();
+            if let Some(labels) = doc.get(&["labels"]) {
+                machine.push(("nodeLabels".to_string(), labels.clone()));
+            }
+            if let Some(taints) = doc.get(&["taints"]) {
+                machine.push(("nodeTaints".to_string(), taints.clone()));
+            }
+            let site = doc.site.clone();
+            Node::new(
+                yaml::Value::Map(vec![(
+                    "machine".to_string(),
+                    Node::new(yaml::Value::Map(machine), site.clone()),
+                )]),
+                site,
+            )
+        }
+        _ => doc,
+    }
 }
 
 #[cfg(test)]
@@ -234,6 +365,97 @@ mod tests {
             .unwrap()
             .as_bool(),
             Some(true)
+        );
+        assert_eq!(p.notes.len(), 1, "{:?}", p.notes);
+    }
+
+    #[test]
+    fn a_node_file_names_its_node_and_a_kube_node_config_gives_its_labels_and_taints() {
+        let dir = repo(&[
+            (
+                "talos/controlplane/cp-a.yaml",
+                "apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: cp-a\n---\napiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  zone: one\ntaints:\n  dedicated: NoSchedule\n",
+            ),
+            (
+                "talos/box.yaml",
+                "machine:\n  type: worker\n  network:\n    hostname: box\n",
+            ),
+        ]);
+        let p = load(dir.path(), "talos", &[]).unwrap();
+        let nodes: Vec<(&str, Option<bool>)> = p
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str().unwrap(), n.control_plane))
+            .collect();
+        assert_eq!(nodes, vec![("box", Some(false)), ("cp-a", Some(true))]);
+        let labels = p.labels("cp-a", true);
+        assert_eq!(labels.len(), 1);
+        assert_eq!(
+            labels[0].1.site.to_string(),
+            "talos/controlplane/cp-a.yaml:8"
+        );
+        assert!(
+            p.value("cp-a", true, &["machine", "nodeTaints", "dedicated"])
+                .is_some()
+        );
+        assert!(p.labels("box", false).is_empty());
+    }
+
+    #[test]
+    fn a_jinja_template_is_read_without_template_syntax_and_set_aside_with_it() {
+        let dir = repo(&[
+            (
+                "talos/common.yaml.j2",
+                "machine:\n  nodeLabels:\n    a: b\n",
+            ),
+            (
+                "talos/controlplane.yaml.j2",
+                "cluster:\n  allowSchedulingOnControlPlanes: {{ ENV.SCHEDULE }}\n",
+            ),
+        ]);
+        let p = load(dir.path(), "talos", &["n".to_string()]).unwrap();
+        assert_eq!(p.labels("n", false).len(), 1);
+        assert_eq!(p.skipped.len(), 1, "{:?}", p.skipped);
+        assert!(
+            p.skipped[0].starts_with("talos/controlplane.yaml.j2:"),
+            "{:?}",
+            p.skipped
+        );
+    }
+
+    #[test]
+    fn talhelper_reads_nodes_role_patches_and_sets_aside_json_patches_of_read_fields() {
+        let dir = repo(&[
+            (
+                "talos/talconfig.yaml",
+                "allowSchedulingOnControlPlanes: false\nnodes:\n  - hostname: a\n    controlPlane: true\n    nodeTaints:\n      x: NoSchedule\n  - hostname: b\n    patches:\n      - \"@./p/b.yaml\"\nworker:\n  patches:\n    - |-\n      - op: add\n        path: /machine/nodeLabels/extra\n        value: yes\n    - |-\n      - op: add\n        path: /machine/sysctls\n        value: {}\n",
+            ),
+            ("talos/p/b.yaml", "machine:\n  nodeLabels:\n    disk: ssd\n"),
+            ("talos/p/unused.yaml", "machine: {}\n"),
+        ]);
+        let p = load(dir.path(), "talos", &[]).unwrap();
+        let nodes: Vec<(&str, Option<bool>)> = p
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str().unwrap(), n.control_plane))
+            .collect();
+        assert_eq!(nodes, vec![("a", Some(true)), ("b", Some(false))]);
+        let labels = p.labels("b", false);
+        assert_eq!(labels[0].1.site.to_string(), "talos/p/b.yaml:3");
+        assert!(
+            p.value("a", true, &["machine", "nodeTaints", "x"])
+                .is_some()
+        );
+        assert_eq!(
+            p.value("a", true, &["cluster", "allowSchedulingOnControlPlanes"])
+                .and_then(Node::as_bool),
+            Some(false)
+        );
+        assert_eq!(p.skipped.len(), 1, "{:?}", p.skipped);
+        assert!(
+            p.skipped[0].contains("/machine/nodeLabels/extra"),
+            "{:?}",
+            p.skipped
         );
         assert_eq!(p.notes.len(), 1, "{:?}", p.notes);
     }

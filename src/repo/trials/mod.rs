@@ -34,6 +34,8 @@ mod tests_drift_addresses;
 mod tests_home_ops;
 #[cfg(test)]
 mod tests_l2;
+#[cfg(test)]
+mod tests_talos_layouts;
 mod workload_requests;
 
 use crate::checks::CheckSpec;

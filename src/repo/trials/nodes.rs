@@ -68,17 +68,42 @@ pub fn control_plane_nodes(ctx: &RepoContext<'_>) -> Finding {
 
 /// What the VMs' own placement says against the ADR (a shared host, too few hosts, a VM
 /// without one): settled by Terraform alone, whatever the Talos patches say.
-fn host_problems(nodes: &[crate::repo::declared::DeclaredNode<'_>], want: usize) -> Vec<String> {
+/// Where a node runs: a VM's declared Proxmox host; a node only the Talos configuration
+/// declares runs where its host label says (`None`: not said).
+fn host_of(
+    node: &DeclaredNode<'_>,
+    patches: Option<&crate::repo::talos::Patches>,
+    label: &str,
+) -> Option<String> {
+    if node.is_vm() {
+        return node.host().map(str::to_string);
+    }
+    patches?
+        .labels(node.name(), node.control_plane == Some(true))
+        .into_iter()
+        .find(|(k, _)| k == label)
+        .and_then(|(_, v)| v.as_str().map(str::to_string))
+}
+
+/// What is wrong with where the control planes run, whatever the hosts not known turn out
+/// to be, and the control planes whose host is not known.
+fn host_problems(
+    nodes: &[DeclaredNode<'_>],
+    want: usize,
+    host: &dyn Fn(&DeclaredNode<'_>) -> Option<String>,
+) -> (Vec<String>, Vec<String>) {
     let mut problems = Vec::new();
-    let mut hosts: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut unknown = Vec::new();
+    let mut hosts: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for node in nodes.iter().filter(|n| n.control_plane == Some(true)) {
-        match node.host() {
-            Some(host) => hosts.entry(host).or_default().push(node.name()),
-            None => problems.push(format!(
+        match host(node) {
+            Some(h) => hosts.entry(h).or_default().push(node.name()),
+            None if node.is_vm() => problems.push(format!(
                 "{}: VM {} declares no Proxmox host",
                 node.vm.name.site,
                 node.name()
             )),
+            None => unknown.push(node.name().to_string()),
         }
     }
     for (host, names) in hosts.iter().filter(|(_, n)| n.len() > 1) {
@@ -87,19 +112,26 @@ fn host_problems(nodes: &[crate::repo::declared::DeclaredNode<'_>], want: usize)
             names.join(", ")
         ));
     }
-    if hosts.len() < want {
+    if hosts.len() + unknown.len() < want {
         problems.push(format!(
             "{} distinct host(s) for the control planes, the ADR wants {want}",
-            hosts.len()
+            hosts.len() + unknown.len()
         ));
     }
-    problems
+    (problems, unknown)
 }
 
-/// Whether the VMs alone already fail distinct-hosts, so no unread Talos patch can change it.
+/// Whether the declared nodes alone already make the distinct-hosts trial fail.
 pub fn hosts_settle_a_fail(ctx: &RepoContext<'_>) -> bool {
-    declared_nodes(ctx.env)
-        .is_ok_and(|nodes| !host_problems(&nodes, ctx.settings.nodes.control_planes).is_empty())
+    let patches = talos_patches(ctx.env).ok().flatten();
+    let label = &ctx.settings.nodes.host_label;
+    declared_nodes(ctx.env).is_ok_and(|nodes| {
+        !host_problems(&nodes, ctx.settings.nodes.control_planes, &|n| {
+            host_of(n, patches, label)
+        })
+        .0
+        .is_empty()
+    })
 }
 
 pub fn distinct_hosts(ctx: &RepoContext<'_>) -> Finding {
@@ -116,11 +148,18 @@ pub fn distinct_hosts(ctx: &RepoContext<'_>) -> Finding {
     };
     let want = ctx.settings.nodes.control_planes;
     let label = &ctx.settings.nodes.host_label;
-    let mut problems = host_problems(&nodes, want);
+    let (mut problems, unknown) = host_problems(&nodes, want, &|n| host_of(n, patches, label));
     let mut warnings = Vec::new();
+    if !unknown.is_empty() && problems.is_empty() {
+        return Finding::skip(format!(
+            "the repository does not say which host {} run(s) on: they are declared by the Talos configuration, not as VMs, and carry no `{label}` label (set it in their nodeLabels)",
+            unknown.join(", ")
+        ))
+        .with_evidence(nodes.iter().map(describe));
+    }
     match patches {
         Some(patches) => {
-            for node in &nodes {
+            for node in nodes.iter().filter(|n| n.is_vm()) {
                 let labels = patches.labels(node.name(), node.control_plane == Some(true));
                 let value = labels.iter().find(|(k, _)| k == label).map(|(_, v)| v);
                 match (value, node.host()) {
