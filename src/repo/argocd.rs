@@ -280,6 +280,42 @@ fn chart_release(
         ),
     };
     let mut unknown: Option<RepoError> = None;
+    // A values file or string that does not parse makes this release's values unknown, not
+    // the whole Application unread.
+    let values = match release_values(repo, source, local, refs, ours, app_name, &mut unknown) {
+        Ok(values) => values,
+        Err(err) => {
+            unknown.get_or_insert(err);
+            Node::new(Value::Map(Vec::new()), source.site.clone())
+        }
+    };
+    let release = text(&["releaseName"]).unwrap_or(app_name).to_string();
+    let namespace = app
+        .get_str(&["spec", "destination", "namespace"])
+        .filter(|s| !s.is_empty());
+    Ok(helm_charts::placeholder(
+        &chart,
+        &chart_site,
+        &release,
+        namespace,
+        values,
+        unknown,
+        &source.site,
+    ))
+}
+
+/// The values a Helm source gives its chart, in Argo CD's order; `unknown` records the first
+/// value that lives outside the repository.
+fn release_values(
+    repo: &Path,
+    source: &Node,
+    local: Option<&str>,
+    refs: &BTreeMap<&str, &Node>,
+    ours: &dyn Fn(&str) -> bool,
+    app_name: &str,
+    unknown: &mut Option<RepoError>,
+) -> Result<Node, RepoError> {
+    let helm = source.get(&["helm"]);
     let mut values = Node::new(Value::Map(Vec::new()), source.site.clone());
     if let Some(dir) = local {
         let own = kustomize::join(dir, "values.yaml");
@@ -370,19 +406,7 @@ fn chart_release(
             )
         });
     }
-    let release = text(&["releaseName"]).unwrap_or(app_name).to_string();
-    let namespace = app
-        .get_str(&["spec", "destination", "namespace"])
-        .filter(|s| !s.is_empty());
-    Ok(helm_charts::placeholder(
-        &chart,
-        &chart_site,
-        &release,
-        namespace,
-        values,
-        unknown,
-        &source.site,
-    ))
+    Ok(values)
 }
 
 fn values_file(repo: &Path, rel: &str) -> Result<Node, RepoError> {

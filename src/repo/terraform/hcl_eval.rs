@@ -113,6 +113,23 @@ fn rewrite_try(expr: &mut hcl::Expression) {
                     call.name = hcl::expr::FuncName::new("__try_path");
                     call.args = args;
                 }
+            } else if let (true, Some(E::FuncCall(inner))) =
+                (is_try && call.args.len() >= 2, call.args.first())
+                && inner.name.namespace.is_empty()
+                && functions()
+                    .iter()
+                    .any(|(n, _)| *n == inner.name.name.as_str())
+            {
+                // `try(f(args), fallback)`: the arguments are evaluated as they are (an
+                // unknown among them stays unknown), and only an error of `f` itself on
+                // those values falls back, as Terraform's `try` does.
+                let mut args = vec![
+                    E::String(inner.name.name.to_string()),
+                    E::Array(call.args[1..].to_vec()),
+                ];
+                args.extend(inner.args.iter().cloned());
+                call.name = hcl::expr::FuncName::new("__try_call");
+                call.args = args;
             }
         }
         E::Null
@@ -122,6 +139,34 @@ fn rewrite_try(expr: &mut hcl::Expression) {
         | E::TemplateExpr(_)
         | E::Variable(_) => {}
         _ => {}
+    }
+}
+
+/// `__try_call(name, [fallback...], args...)`: `name(args...)` over the evaluated arguments,
+/// or the first fallback when the function itself fails on them.
+fn try_call(a: FuncArgs) -> Result<Hcl, String> {
+    let values = a.into_values();
+    let (Some(Hcl::String(name)), Some(Hcl::Array(fallbacks))) = (values.first(), values.get(1))
+    else {
+        return Err("__try_call: malformed rewrite".to_string());
+    };
+    let call = values[2..]
+        .iter()
+        .cloned()
+        .fold(hcl::expr::FuncCall::builder(name.as_str()), |b, v| {
+            b.arg(hcl::Expression::from(v))
+        })
+        .build();
+    let mut ctx = Context::new();
+    for (fname, def) in functions() {
+        ctx.declare_func(fname, def);
+    }
+    match hcl::Expression::FuncCall(Box::new(call)).evaluate(&ctx) {
+        Ok(value) => Ok(value),
+        Err(_) => fallbacks
+            .first()
+            .cloned()
+            .ok_or_else(|| "try: no fallback".to_string()),
     }
 }
 
@@ -422,6 +467,13 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
                     .cloned()
                     .ok_or_else(|| "try: no arguments".to_string())
             }),
+        ),
+        (
+            "__try_call",
+            FuncDef::builder()
+                .params([Str, ParamType::array_of(Any)])
+                .variadic_param(Any)
+                .build(try_call),
         ),
         (
             "__try_path",
@@ -817,6 +869,32 @@ mod tests {
             eval("range(3)", &n).unwrap().as_seq().map(<[Node]>::len),
             Some(3)
         );
+    }
+
+    #[test]
+    fn try_falls_back_when_a_function_fails_on_known_values_but_not_on_an_unknown() {
+        let n = names();
+        assert_eq!(
+            eval(
+                r#"try(coalesce(try(var.nope.x, null), ""), "fallback")"#,
+                &n
+            )
+            .unwrap()
+            .as_str(),
+            Some("fallback")
+        );
+        assert_eq!(
+            eval(r#"try(coalesce("", var.cluster), "fallback")"#, &n)
+                .unwrap()
+                .as_str(),
+            Some("prod")
+        );
+        let err = eval(
+            r#"try(coalesce(proxmox_virtual_environment_vm.cp.name, ""), "fallback")"#,
+            &n,
+        )
+        .unwrap_err();
+        assert!(err.contains("after `terraform apply`"), "{err}");
     }
 
     #[test]
