@@ -210,3 +210,17 @@ fn go_path_match_globs_within_one_segment() {
     assert!(glob_path("apps/*", "apps/web"));
     assert!(!glob_path("apps/*", "apps/web/deeper"));
 }
+
+#[test]
+fn values_that_do_not_parse_make_only_that_release_unknown() {
+    let m = render(&[(
+        "argo/metrics.yaml",
+        &app(
+            "metrics",
+            "source:\n    repoURL: https://charts.example.org\n    chart: metrics\n    helm:\n      values: |\n        agent:\n          a: 1\n        agent:\n          b: 2",
+        ),
+    )]);
+    assert!(m.unread.is_empty(), "{:?}", m.unread);
+    let err = m.helm_releases[0].values.as_ref().unwrap_err();
+    assert!(err.to_string().contains("duplicate key `agent`"), "{err}");
+}
