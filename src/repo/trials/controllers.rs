@@ -12,22 +12,51 @@ use crate::checks::replicated_controller::Params;
 use crate::selector::{Selector, WhenNil};
 use crate::verdict::Finding;
 
+use super::spread::{self, Spread};
 use super::{RepoContext, at, manifests, reads, talos_patches};
 use crate::repo::yaml::Node;
 
-/// Where a chart takes a controller's replicas, PDB switch and spread. `pdb: None`: the chart
-/// has no PDB of its own, so a PodDisruptionBudget manifest in the repository must select the
-/// pods (by the live check's labels, which the chart gives them).
+/// Where a chart takes a controller's replicas, PDB and spread.
 struct ChartKeys {
     chart: &'static str,
     label: (&'static str, &'static str),
     replicas: &'static [&'static str],
-    pdb: Option<&'static [&'static str]>,
-    spread: &'static [&'static [&'static str]],
+    pdb: Pdb,
+    spread: SpreadKeys,
     /// What the chart does where the repository sets nothing (docs/reality.md has the
     /// source of each): the replicas, whether it renders a PDB, and whether its default
     /// affinity spreads the pods over hosts. `None`: gates does not model it.
     defaults: Defaults,
+}
+
+/// Where a controller's PodDisruptionBudget comes from.
+enum Pdb {
+    /// The chart renders one when this value is true. `fields`: the values that give it
+    /// `minAvailable`/`maxUnavailable`; when the chart renders only the fields set (Traefik),
+    /// a PDB enabled with neither is a policy/v1 PDB that allows no disruption.
+    Value {
+        enabled: &'static [&'static str],
+        fields: &'static [&'static [&'static str]],
+    },
+    /// The component itself creates one while it is in use (Longhorn's csi-attacher and
+    /// csi-provisioner, `minAvailable: 1`, while any volume is not detached), so the
+    /// repository needs none, and a second one over the same pods makes evictions fail.
+    Component(&'static str),
+    /// Nothing makes one: a PodDisruptionBudget manifest in the repository must select the
+    /// pods (by the live check's labels, which the chart gives them).
+    Manifest,
+}
+
+/// Where a chart takes the pods' spread.
+enum SpreadKeys {
+    /// The pod `affinity` and `topologySpreadConstraints` values.
+    Pod {
+        affinity: &'static [&'static str],
+        constraints: &'static [&'static str],
+    },
+    /// Longhorn's CSI `podAntiAffinityPreset`: `hard` is a required hostname anti-affinity,
+    /// `soft` (the default) a preferred one (`csi/deployment_util.go`).
+    LonghornPreset(&'static [&'static str]),
 }
 
 #[derive(Clone, Copy)]
@@ -45,62 +74,90 @@ const SINGLE: Defaults = Defaults {
     spread: Some(false),
 };
 
-const UNMODELLED: Defaults = Defaults {
-    replicas: None,
+/// Longhorn's CSI deployments: 3 replicas, a soft (preferred) hostname anti-affinity
+/// (`csi/deployment.go`).
+const LONGHORN_CSI: Defaults = Defaults {
+    replicas: Some(3),
     pdb: None,
-    spread: None,
+    spread: Some(false),
 };
 
 /// Longhorn's CSI controllers are created by its driver deployer with the replica counts and
-/// the anti-affinity preset of the chart's `csi` values; the chart makes no PDB for them.
+/// the anti-affinity preset of the chart's `csi` values; Longhorn makes the attacher's and
+/// the provisioner's PDBs itself (`controller/kubernetes_pdb_controller.go`), none for the
+/// resizer and the snapshotter.
 const CHARTS: [ChartKeys; 9] = [
     ChartKeys {
         chart: "traefik",
         label: ("app.kubernetes.io/name", "traefik"),
         replicas: &["deployment", "replicas"],
-        pdb: Some(&["podDisruptionBudget", "enabled"]),
-        spread: &[&["affinity"], &["topologySpreadConstraints"]],
+        pdb: Pdb::Value {
+            enabled: &["podDisruptionBudget", "enabled"],
+            fields: &[
+                &["podDisruptionBudget", "minAvailable"],
+                &["podDisruptionBudget", "maxUnavailable"],
+            ],
+        },
+        spread: SpreadKeys::Pod {
+            affinity: &["affinity"],
+            constraints: &["topologySpreadConstraints"],
+        },
         defaults: SINGLE,
     },
     ChartKeys {
         chart: "cert-manager",
         label: ("app.kubernetes.io/component", "webhook"),
         replicas: &["webhook", "replicaCount"],
-        pdb: Some(&["webhook", "podDisruptionBudget", "enabled"]),
-        spread: &[
-            &["webhook", "affinity"],
-            &["webhook", "topologySpreadConstraints"],
-        ],
+        pdb: Pdb::Value {
+            enabled: &["webhook", "podDisruptionBudget", "enabled"],
+            fields: &[],
+        },
+        spread: SpreadKeys::Pod {
+            affinity: &["webhook", "affinity"],
+            constraints: &["webhook", "topologySpreadConstraints"],
+        },
         defaults: SINGLE,
     },
     ChartKeys {
         chart: "external-secrets",
         label: ("app.kubernetes.io/name", "external-secrets"),
         replicas: &["replicaCount"],
-        pdb: Some(&["podDisruptionBudget", "enabled"]),
-        spread: &[&["affinity"], &["topologySpreadConstraints"]],
+        pdb: Pdb::Value {
+            enabled: &["podDisruptionBudget", "enabled"],
+            fields: &[],
+        },
+        spread: SpreadKeys::Pod {
+            affinity: &["affinity"],
+            constraints: &["topologySpreadConstraints"],
+        },
         defaults: SINGLE,
     },
     ChartKeys {
         chart: "external-secrets",
         label: ("app.kubernetes.io/name", "external-secrets-webhook"),
         replicas: &["webhook", "replicaCount"],
-        pdb: Some(&["webhook", "podDisruptionBudget", "enabled"]),
-        spread: &[
-            &["webhook", "affinity"],
-            &["webhook", "topologySpreadConstraints"],
-        ],
+        pdb: Pdb::Value {
+            enabled: &["webhook", "podDisruptionBudget", "enabled"],
+            fields: &[],
+        },
+        spread: SpreadKeys::Pod {
+            affinity: &["webhook", "affinity"],
+            constraints: &["webhook", "topologySpreadConstraints"],
+        },
         defaults: SINGLE,
     },
     ChartKeys {
         chart: "cilium",
         label: ("io.cilium/app", "operator"),
         replicas: &["operator", "replicas"],
-        pdb: Some(&["operator", "podDisruptionBudget", "enabled"]),
-        spread: &[
-            &["operator", "affinity"],
-            &["operator", "topologySpreadConstraints"],
-        ],
+        pdb: Pdb::Value {
+            enabled: &["operator", "podDisruptionBudget", "enabled"],
+            fields: &[],
+        },
+        spread: SpreadKeys::Pod {
+            affinity: &["operator", "affinity"],
+            constraints: &["operator", "topologySpreadConstraints"],
+        },
         defaults: Defaults {
             replicas: Some(2),
             pdb: Some(false),
@@ -111,33 +168,33 @@ const CHARTS: [ChartKeys; 9] = [
         chart: "longhorn",
         label: ("app", "csi-attacher"),
         replicas: &["csi", "attacherReplicaCount"],
-        pdb: None,
-        spread: &[&["csi", "podAntiAffinityPreset"]],
-        defaults: UNMODELLED,
+        pdb: Pdb::Component("Longhorn"),
+        spread: SpreadKeys::LonghornPreset(&["csi", "podAntiAffinityPreset"]),
+        defaults: LONGHORN_CSI,
     },
     ChartKeys {
         chart: "longhorn",
         label: ("app", "csi-provisioner"),
         replicas: &["csi", "provisionerReplicaCount"],
-        pdb: None,
-        spread: &[&["csi", "podAntiAffinityPreset"]],
-        defaults: UNMODELLED,
+        pdb: Pdb::Component("Longhorn"),
+        spread: SpreadKeys::LonghornPreset(&["csi", "podAntiAffinityPreset"]),
+        defaults: LONGHORN_CSI,
     },
     ChartKeys {
         chart: "longhorn",
         label: ("app", "csi-resizer"),
         replicas: &["csi", "resizerReplicaCount"],
-        pdb: None,
-        spread: &[&["csi", "podAntiAffinityPreset"]],
-        defaults: UNMODELLED,
+        pdb: Pdb::Manifest,
+        spread: SpreadKeys::LonghornPreset(&["csi", "podAntiAffinityPreset"]),
+        defaults: LONGHORN_CSI,
     },
     ChartKeys {
         chart: "longhorn",
         label: ("app", "csi-snapshotter"),
         replicas: &["csi", "snapshotterReplicaCount"],
-        pdb: None,
-        spread: &[&["csi", "podAntiAffinityPreset"]],
-        defaults: UNMODELLED,
+        pdb: Pdb::Manifest,
+        spread: SpreadKeys::LonghornPreset(&["csi", "podAntiAffinityPreset"]),
+        defaults: LONGHORN_CSI,
     },
 ];
 
@@ -265,13 +322,15 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
             &mut evidence,
         );
         let spec = workload.get(&["spec", "template", "spec"]);
-        match spec.and_then(|s| {
-            s.get(&["affinity", "podAntiAffinity"])
-                .or_else(|| s.get(&["topologySpreadConstraints"]))
-        }) {
-            Some(spread) => evidence.push(at(&spread.site, &format!("{name} spread"), "declared")),
-            None => problems.push(format!(
-                "{}: {name} declares neither podAntiAffinity nor topologySpreadConstraints",
+        match spread::of(
+            spec.and_then(|s| s.get(&["affinity"])),
+            spec.and_then(|s| s.get(&["topologySpreadConstraints"])),
+            &ctx.settings.nodes.host_label,
+        ) {
+            Spread::Host(site, how) => evidence.push(at(&site, &format!("{name} spread"), how)),
+            Spread::Soft(site, why) => problems.push(at(&site, &format!("{name} spread"), why)),
+            Spread::None => problems.push(format!(
+                "{}: {name} declares neither a required podAntiAffinity nor a topologySpreadConstraint over the host",
                 workload.site
             )),
         }
@@ -290,7 +349,7 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
                     site,
                 ));
             }
-            if keys.pdb == Some(path) {
+            if matches!(keys.pdb, Pdb::Value { enabled, .. } if enabled == path) {
                 let on = keys.defaults.pdb?;
                 return Some(Node::new(
                     crate::repo::yaml::Value::Scalar(on.to_string(), true),
@@ -335,69 +394,147 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
             &mut evidence,
             &mut unknown,
         );
+        let replicas = values
+            .get(keys.replicas)
+            .and_then(Node::as_i64)
+            .or(keys.defaults.replicas)
+            .unwrap_or(min);
+        let owner = Owner {
+            namespace: params.namespace.as_deref(),
+            name: &params.name,
+            site: &values.site,
+        };
         match keys.pdb {
-            Some(path) => check(
-                path,
-                &|v| v.as_bool() == Some(true),
-                &mut problems,
-                &mut evidence,
-                &mut unknown,
-            ),
-            None => {
-                // The chart makes no PDB: one in the repository must select the pods.
-                let replicas = values.get(keys.replicas).and_then(Node::as_i64);
-                let owner = Owner {
-                    namespace: params.namespace.as_deref(),
-                    name: &params.name,
-                    site: &values.site,
+            Pdb::Value { enabled, fields } => {
+                check(
+                    enabled,
+                    &|v| v.as_bool() == Some(true),
+                    &mut problems,
+                    &mut evidence,
+                    &mut unknown,
+                );
+                // Rendered with only the fields set: enabled with neither is a policy/v1
+                // PDB that allows no disruption (a falsy 0 is left out too).
+                let on = values.get(enabled).and_then(Node::as_bool) == Some(true);
+                let set = |path: &[&str]| {
+                    values
+                        .get(path)
+                        .is_some_and(|v| !v.is_null() && v.show() != "0" && !v.show().is_empty())
                 };
+                if on && !fields.is_empty() && !fields.iter().any(|f| set(f)) {
+                    problems.push(at(
+                        &values.get(enabled).map(|v| v.site.clone()).unwrap_or_else(|| values.site.clone()),
+                        &format!("{} values {}", keys.chart, enabled.join(".")),
+                        format!(
+                            "true with neither {} set: the chart renders a PodDisruptionBudget with neither field, which allows no disruption, so every drain blocks (set maxUnavailable: 1)",
+                            fields.iter().map(|f| f.join(".")).collect::<Vec<_>>().join(" nor ")
+                        ),
+                    ));
+                }
+            }
+            Pdb::Component(by) => {
+                // The component's PDB; a second one in the repository makes evictions fail.
+                let mut own = Vec::new();
+                let mut none = Vec::new();
+                pdbs(
+                    &m.objects,
+                    &owner,
+                    &params.selector,
+                    replicas,
+                    &mut none,
+                    &mut own,
+                );
+                let extra: Vec<String> = own
+                    .into_iter()
+                    .chain(
+                        none.into_iter()
+                            .filter(|p| !p.contains("no PodDisruptionBudget")),
+                    )
+                    .collect();
+                if extra.is_empty() {
+                    evidence.push(at(
+                        &values.site,
+                        &format!("PodDisruptionBudget of {}", params.name),
+                        format!("made by {by} itself (minAvailable: 1) while a volume is attached; the repository needs none"),
+                    ));
+                } else {
+                    problems.push(format!(
+                        "{by} makes the PodDisruptionBudget of {} itself; a second one in the repository makes every eviction of its pods fail (more than one PodDisruptionBudget): {}",
+                        params.name,
+                        extra.join("; ")
+                    ));
+                }
+            }
+            Pdb::Manifest => {
                 let mut missing = Vec::new();
                 pdbs(
                     &m.objects,
                     &owner,
                     &params.selector,
-                    replicas.unwrap_or(min),
+                    replicas,
                     &mut missing,
                     &mut evidence,
                 );
-                if !missing.is_empty() {
-                    unknown.push(format!(
-                        "a PodDisruptionBudget for {} (the {} chart makes none and none in the repository selects its pods)",
-                        params.name, keys.chart
-                    ));
-                }
+                problems.extend(
+                    missing
+                        .into_iter()
+                        .map(|p| format!("{p} (the {} chart makes none)", keys.chart)),
+                );
             }
         }
-        match keys.spread.iter().find_map(|p| values.get(p)) {
-            Some(v) => evidence.push(at(
-                &v.site,
-                &format!("{} values spread", keys.chart),
-                v.show(),
-            )),
-            None => {
-                let key = format!(
-                    "{} values {}",
-                    keys.chart,
-                    keys.spread
-                        .iter()
-                        .map(|p| p.join("."))
-                        .collect::<Vec<_>>()
-                        .join(" or ")
-                );
-                match keys.defaults.spread {
-                    Some(true) => evidence.push(at(
-                        &values.site,
-                        &key,
-                        "not set: the chart's default requires one pod per node",
-                    )),
-                    Some(false) => problems.push(at(
-                        &values.site,
-                        &key,
-                        "not set: the chart's default sets no affinity or spread, so copies may share a host",
-                    )),
-                    None => unknown.push(key),
+        let spread = match &keys.spread {
+            SpreadKeys::Pod {
+                affinity,
+                constraints,
+            } => {
+                let (a, c) = (values.get(affinity), values.get(constraints));
+                if a.is_none() && c.is_none() {
+                    None
+                } else {
+                    Some(spread::of(a, c, &ctx.settings.nodes.host_label))
                 }
             }
+            SpreadKeys::LonghornPreset(path) => values.get(path).map(|v| match v.as_str() {
+                Some("hard") => Spread::Host(
+                    v.site.clone(),
+                    "hard: a required hostname anti-affinity".to_string(),
+                ),
+                _ => Spread::Soft(
+                    v.site.clone(),
+                    format!("{}: a preferred hostname anti-affinity, which the scheduler may drop: copies may share a host", v.show()),
+                ),
+            }),
+        };
+        let spread_key = match &keys.spread {
+            SpreadKeys::Pod {
+                affinity,
+                constraints,
+            } => format!(
+                "{} values {} or {}",
+                keys.chart,
+                affinity.join("."),
+                constraints.join(".")
+            ),
+            SpreadKeys::LonghornPreset(path) => {
+                format!("{} values {}", keys.chart, path.join("."))
+            }
+        };
+        match spread {
+            Some(Spread::Host(site, how)) => evidence.push(at(&site, &spread_key, how)),
+            Some(Spread::Soft(site, why)) => problems.push(at(&site, &spread_key, why)),
+            Some(Spread::None) | None => match keys.defaults.spread {
+                Some(true) => evidence.push(at(
+                    &values.site,
+                    &spread_key,
+                    "not set: the chart's default requires one pod per node",
+                )),
+                Some(false) => problems.push(at(
+                    &values.site,
+                    &spread_key,
+                    "not set: the chart's default sets no required anti-affinity or spread, so copies may share a host",
+                )),
+                None => unknown.push(spread_key),
+            },
         }
     }
     if found.is_empty() && charts.is_empty() {
@@ -602,19 +739,21 @@ pub fn declared_pdb(
     // The first chart that deploys the controller decides.
     if let Some((values, keys)) = helm(ctx, params)?.into_iter().next() {
         match keys.pdb {
-            Some(path) => {
-                return Ok(values.get(path).map(|v| {
+            Pdb::Value { enabled, .. } => {
+                return Ok(values.get(enabled).map(|v| {
                     (
                         v.as_bool() == Some(true),
                         at(
                             &v.site,
-                            &format!("{} values {}", keys.chart, path.join(".")),
+                            &format!("{} values {}", keys.chart, enabled.join(".")),
                             v.show(),
                         ),
                     )
                 }));
             }
-            None => {
+            // The component's own PDB exists only while it is in use: the cluster says.
+            Pdb::Component(_) => return Ok(None),
+            Pdb::Manifest => {
                 let found = manifest_pdbs(std::slice::from_ref(&params.selector));
                 return Ok(Some(if found.is_empty() {
                     (

@@ -19,6 +19,7 @@ mod ingress;
 mod l2;
 mod live_workloads;
 mod nodes;
+mod spread;
 mod storage;
 #[cfg(test)]
 mod tests;

@@ -136,7 +136,7 @@ fn staging_today_keeps_its_verdicts_with_the_labels_written_by_terraform() {
 #[test]
 fn every_controller_gate_2_protects_is_checked_or_skipped_with_the_reason() {
     let r = run(&fixture("adr-007"), &offline());
-    for csi in ["attacher", "provisioner", "resizer", "snapshotter"] {
+    for csi in ["resizer", "snapshotter"] {
         let name = format!("gate2::staging::repo::replicated-controller::longhorn-csi-{csi}");
         assert_eq!(verdict(&r, &name), Verdict::Pass, "{}", details(&r, &name));
         let text = details(&r, &name);
@@ -145,6 +145,16 @@ fn every_controller_gate_2_protects_is_checked_or_skipped_with_the_reason() {
                 "kubernetes/infrastructure/controllers/longhorn/csi-disruption-budgets.yaml:"
             ) && text.contains(&format!("PodDisruptionBudget csi-{csi}: ")),
             "{text}"
+        );
+    }
+    // Longhorn makes these two PDBs itself: the repository declares none.
+    for csi in ["attacher", "provisioner"] {
+        let name = format!("gate2::staging::repo::replicated-controller::longhorn-csi-{csi}");
+        assert_eq!(verdict(&r, &name), Verdict::Pass, "{}", details(&r, &name));
+        assert!(
+            details(&r, &name).contains("made by Longhorn itself (minAvailable: 1)"),
+            "{}",
+            details(&r, &name)
         );
     }
     let coredns = &r["gate2::staging::repo::replicated-controller::coredns"];
@@ -167,7 +177,7 @@ fn every_controller_gate_2_protects_is_checked_or_skipped_with_the_reason() {
 }
 
 #[test]
-fn a_csi_controller_with_one_replica_fails_and_one_without_a_pdb_is_unknown() {
+fn a_csi_controller_with_one_replica_fails_and_one_no_pdb_selects_fails_too() {
     let dir = copy("adr-007");
     let release = "kubernetes/infrastructure/controllers/longhorn/release.yaml";
     edit(
@@ -200,11 +210,79 @@ fn a_csi_controller_with_one_replica_fails_and_one_without_a_pdb_is_unknown() {
         )),
         "{attacher}"
     );
+    // Nothing makes a PDB for the resizer: without one in the repository it fails.
     let resizer = &r["gate2::staging::repo::replicated-controller::longhorn-csi-resizer"];
-    assert_eq!(resizer.verdict, Verdict::Skip, "{resizer:?}");
+    assert_eq!(resizer.verdict, Verdict::Fail, "{resizer:?}");
     assert!(
-        resizer.summary.contains("the longhorn chart makes none"),
+        resizer.details().contains("the longhorn chart makes none"),
         "{resizer:?}"
+    );
+}
+
+#[test]
+fn a_second_pdb_over_a_longhorn_csi_attacher_fails_because_longhorn_makes_its_own() {
+    let dir = copy("adr-007");
+    let file = dir
+        .path()
+        .join("kubernetes/infrastructure/controllers/longhorn/csi-disruption-budgets.yaml");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: attacher-extra\nspec:\n  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app: csi-attacher\n");
+    std::fs::write(&file, text).unwrap();
+    let r = run(dir.path(), &offline());
+    let name = "gate2::staging::repo::replicated-controller::longhorn-csi-attacher";
+    assert_eq!(verdict(&r, name), Verdict::Fail, "{}", details(&r, name));
+    assert!(
+        details(&r, name)
+            .contains("a second one in the repository makes every eviction of its pods fail"),
+        "{}",
+        details(&r, name)
+    );
+}
+
+#[test]
+fn a_traefik_pdb_enabled_with_neither_field_blocks_every_drain_and_fails() {
+    let dir = copy("adr-007");
+    let file = dir
+        .path()
+        .join("kubernetes/infrastructure/controllers/traefik/release.yaml");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "      enabled: true\n      maxUnavailable: 1\n",
+        "      enabled: true\n",
+    );
+    std::fs::write(&file, text).unwrap();
+    let r = run(dir.path(), &offline());
+    let name = "gate2::staging::repo::replicated-controller::traefik";
+    assert_eq!(verdict(&r, name), Verdict::Fail, "{}", details(&r, name));
+    assert!(
+        details(&r, name).contains("allows no disruption, so every drain blocks"),
+        "{}",
+        details(&r, name)
+    );
+}
+
+#[test]
+fn a_preferred_anti_affinity_in_chart_values_is_not_a_spread() {
+    let dir = copy("adr-007");
+    let file = dir
+        .path()
+        .join("kubernetes/infrastructure/controllers/longhorn/release.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("podAntiAffinityPreset: hard"),
+        "the fixture changed"
+    );
+    std::fs::write(
+        &file,
+        text.replace("podAntiAffinityPreset: hard", "podAntiAffinityPreset: soft"),
+    )
+    .unwrap();
+    let r = run(dir.path(), &offline());
+    let name = "gate2::staging::repo::replicated-controller::longhorn-csi-resizer";
+    assert_eq!(verdict(&r, name), Verdict::Fail, "{}", details(&r, name));
+    assert!(
+        details(&r, name).contains("may share a host"),
+        "{}",
+        details(&r, name)
     );
 }
 

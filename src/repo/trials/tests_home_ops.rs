@@ -62,7 +62,7 @@ fn the_cert_manager_webhook_fails_on_the_charts_default_of_no_spread() {
     let details = webhook.details();
     assert!(
         details.contains("helmrelease.yaml:12: cert-manager values webhook.replicaCount: 2")
-            && details.contains("the chart's default sets no affinity or spread"),
+            && details.contains("the chart's default sets no required anti-affinity or spread"),
         "{details}"
     );
 }
