@@ -67,7 +67,13 @@ impl Finding {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.evidence.extend(lines.into_iter().map(Into::into));
+        // Each line once: two paths to the same fact (a value read for two controllers, a
+        // file reached twice) say it once.
+        for line in lines.into_iter().map(Into::into) {
+            if !self.evidence.contains(&line) {
+                self.evidence.push(line);
+            }
+        }
         self
     }
 
@@ -93,5 +99,21 @@ impl Finding {
             out.push_str(line);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_evidence_line_given_twice_is_kept_once_in_the_order_first_given() {
+        let f = Finding::fail("x")
+            .with_evidence(["a.yaml:1: a", "b.yaml:2: b"])
+            .with_evidence(["a.yaml:1: a", "c.yaml:3: c"]);
+        assert_eq!(
+            f.evidence,
+            vec!["a.yaml:1: a", "b.yaml:2: b", "c.yaml:3: c"]
+        );
     }
 }

@@ -12,7 +12,7 @@
 //! Kustomization that cannot be read is set aside with the kinds it may hold
 //! ([`super::unread`]), so only the trials that read those kinds become errors.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use base64::Engine;
@@ -144,9 +144,9 @@ pub fn render_from(repo: &Path, entry: &str, sources: &[String]) -> Result<Manif
             }
         }
     }
-    let (charts, objects): (Vec<Node>, Vec<Node>) = std::mem::take(&mut out.objects)
-        .into_iter()
-        .partition(helm_charts::is_placeholder);
+    let objects = once_each(std::mem::take(&mut out.objects), &mut out.notes);
+    let (charts, objects): (Vec<Node>, Vec<Node>) =
+        objects.into_iter().partition(helm_charts::is_placeholder);
     out.objects = objects;
     out.helm_releases = out
         .objects
@@ -160,6 +160,56 @@ pub fn render_from(repo: &Path, entry: &str, sources: &[String]) -> Result<Manif
         .chain(charts.iter().map(inflated))
         .collect();
     Ok(out)
+}
+
+/// Each object once. The same declaration reached through two Flux Kustomizations or Argo CD
+/// Applications (a directory both include) is one object with two owners: it is kept once and
+/// named as doubly owned. Two different declarations of one object are both kept and named:
+/// which the cluster holds depends on the order they are applied.
+fn once_each(objects: Vec<Node>, notes: &mut Vec<String>) -> Vec<Node> {
+    let id = |o: &Node| {
+        let api = o.get_str(&["apiVersion"]).unwrap_or_default();
+        let group = api.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+        (
+            group.to_string(),
+            o.get_str(&["kind"]).unwrap_or_default().to_string(),
+            o.get_str(&["metadata", "namespace"])
+                .unwrap_or_default()
+                .to_string(),
+            o.get_str(&["metadata", "name"])
+                .unwrap_or_default()
+                .to_string(),
+        )
+    };
+    let mut first: BTreeMap<(String, String, String, String), Site> = BTreeMap::new();
+    let mut kept = Vec::with_capacity(objects.len());
+    for object in objects {
+        let key = id(&object);
+        if key.3.is_empty() {
+            kept.push(object);
+            continue;
+        }
+        match first.get(&key) {
+            Some(site) if *site == object.site => {
+                notes.push(format!(
+                    "{}: {} {}/{} is reached twice, through two Kustomizations or Applications that both include it: it is doubly owned (both apply it, and pruning by one removes it from the other); read once",
+                    object.site, key.1, key.2, key.3
+                ));
+            }
+            Some(site) => {
+                notes.push(format!(
+                    "{}: {} {}/{} is declared again (first at {site}); which declaration the cluster holds depends on the order they are applied",
+                    object.site, key.1, key.2, key.3
+                ));
+                kept.push(object);
+            }
+            None => {
+                first.insert(key, object.site.clone());
+                kept.push(object);
+            }
+        }
+    }
+    kept
 }
 
 /// Which GitRepository names are this repository.
@@ -807,6 +857,32 @@ mod tests {
                 .iter()
                 .any(|k| k.may_hold(&["Deployment"]) && !k.may_hold(&["Service"])),
             "{kinds:?}"
+        );
+    }
+
+    #[test]
+    fn an_object_two_kustomizations_both_include_is_read_once_and_named_doubly_owned() {
+        let ks = |name: &str, path: &str| {
+            format!(
+                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {{name: {name}, namespace: flux-system}}\nspec:\n  path: {path}\n  sourceRef: {{kind: GitRepository, name: flux-system}}\n"
+            )
+        };
+        let dir = repo(&[
+            ("clusters/env/all.yaml", &ks("all", "./apps")),
+            ("clusters/env/web.yaml", &ks("web", "./apps/web")),
+            (
+                "apps/web/deploy.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: web}\n",
+            ),
+        ]);
+        let m = render(dir.path(), "clusters/env").unwrap();
+        assert_eq!(m.of_kind("Deployment").count(), 1);
+        assert!(
+            m.notes
+                .iter()
+                .any(|n| n.starts_with("apps/web/deploy.yaml:") && n.contains("doubly owned")),
+            "{:?}",
+            m.notes
         );
     }
 
