@@ -113,6 +113,16 @@ pub fn check(env: &Environment) -> RepoFindings {
                     .map(|module| format!("{}: {module}", root.display())),
             );
         }
+        // Talos patches gates could not read (a Jinja template, a patch it cannot apply): the
+        // trials that read Talos patches cannot reach a verdict while they stay unread.
+        if let Some(Ok(talos)) = &env.talos {
+            errors.extend(
+                talos
+                    .skipped
+                    .iter()
+                    .map(|s| format!("Talos patch not read: {s}")),
+            );
+        }
     }
     found.problems.extend(errors);
     if found.problems.is_empty() {

@@ -137,3 +137,22 @@ fn validate_reports_a_broken_manifest_in_the_repository_at_its_file_and_line() {
     // Both environments of the repository include Traefik; the error is said once.
     assert_eq!(o.matches(&at).count(), 1, "{o}");
 }
+
+#[test]
+fn validate_names_a_talos_patch_it_cannot_read_with_the_manifest_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_copy(dir.path());
+    std::fs::write(
+        repo.join("talos/staging/controlplane.yaml.j2"),
+        "cluster:\n  allowSchedulingOnControlPlanes: {{ ENV.SCHEDULE }}\n",
+    )
+    .unwrap();
+    staging_with_repo(dir.path(), &format!("  path: {}\n", repo.display()));
+    let out = validate(dir.path());
+    let o = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{o}{}", stderr(&out));
+    assert!(
+        o.contains("Talos patch not read: talos/staging/controlplane.yaml.j2: a Jinja template gates does not render"),
+        "{o}"
+    );
+}
