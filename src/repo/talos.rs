@@ -324,6 +324,14 @@ mod tests {
 
     use crate::repo::testing::repo;
 
+    /// The declared nodes' names and roles.
+    fn roles(p: &Patches) -> Vec<(&str, Option<bool>)> {
+        p.nodes
+            .iter()
+            .map(|n| (n.name.as_str().unwrap(), n.control_plane))
+            .collect()
+    }
+
     #[test]
     fn patches_apply_by_role_and_node_and_the_last_one_wins() {
         let dir = repo(&[
@@ -382,11 +390,7 @@ mod tests {
             ),
         ]);
         let p = load(dir.path(), "talos", &[]).unwrap();
-        let nodes: Vec<(&str, Option<bool>)> = p
-            .nodes
-            .iter()
-            .map(|n| (n.name.as_str().unwrap(), n.control_plane))
-            .collect();
+        let nodes = roles(&p);
         assert_eq!(nodes, vec![("box", Some(false)), ("cp-a", Some(true))]);
         let labels = p.labels("cp-a", true);
         assert_eq!(labels.len(), 1);
@@ -434,11 +438,7 @@ mod tests {
             ("talos/p/unused.yaml", "machine: {}\n"),
         ]);
         let p = load(dir.path(), "talos", &[]).unwrap();
-        let nodes: Vec<(&str, Option<bool>)> = p
-            .nodes
-            .iter()
-            .map(|n| (n.name.as_str().unwrap(), n.control_plane))
-            .collect();
+        let nodes = roles(&p);
         assert_eq!(nodes, vec![("a", Some(true)), ("b", Some(false))]);
         let labels = p.labels("b", false);
         assert_eq!(labels[0].1.site.to_string(), "talos/p/b.yaml:3");

@@ -36,6 +36,22 @@ pub(super) fn run_env(repo: &Path, live: &State, env: &str) -> BTreeMap<String, 
         .collect()
 }
 
+/// Every trial of staging checked offline against fixture `name` with the `repo` section
+/// `spec` (the shape of a repository whose layout staging's default does not fit).
+pub(super) fn run_spec(name: &str, spec: crate::config::RepoSpec) -> BTreeMap<String, Finding> {
+    let config = config();
+    let mut env = config.environment("staging").unwrap().clone();
+    env.repo = Some(spec);
+    let run = prepare(&config, &env, Some(&fixture(name)))
+        .unwrap()
+        .expect("a repository");
+    let all: Vec<_> = run.trials.iter().collect();
+    run.evaluate(&all, &config, &env, &offline())
+        .into_iter()
+        .map(|r| (r.name, r.finding))
+        .collect()
+}
+
 pub(super) fn fixture(name: &str) -> PathBuf {
     root().join("fixtures/repo").join(name)
 }

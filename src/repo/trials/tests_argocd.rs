@@ -4,28 +4,20 @@
 
 use std::collections::BTreeMap;
 
-use super::tests::{config, fixture, offline};
+use super::tests::run_spec;
 use crate::config::RepoSpec;
-use crate::repo::prepare;
 use crate::verdict::{Finding, Verdict};
 
 fn trials() -> BTreeMap<String, Finding> {
-    let config = config();
-    let mut env = config.environment("staging").unwrap().clone();
-    env.repo = Some(RepoSpec {
-        environment: Some("main".into()),
-        kubernetes: BTreeMap::from([("main".into(), "argocd/apps".into())]),
-        sources: vec!["https://git.example.org/ops/argocd-style.git".into()],
-        ..RepoSpec::default()
-    });
-    let run = prepare(&config, &env, Some(&fixture("argocd-style")))
-        .unwrap()
-        .expect("a repository");
-    let all: Vec<_> = run.trials.iter().collect();
-    run.evaluate(&all, &config, &env, &offline())
-        .into_iter()
-        .map(|r| (r.name, r.finding))
-        .collect()
+    run_spec(
+        "argocd-style",
+        RepoSpec {
+            environment: Some("main".into()),
+            kubernetes: BTreeMap::from([("main".into(), "argocd/apps".into())]),
+            sources: vec!["https://git.example.org/ops/argocd-style.git".into()],
+            ..RepoSpec::default()
+        },
+    )
 }
 
 #[test]

@@ -3,27 +3,19 @@
 
 use std::collections::BTreeMap;
 
-use super::tests::{config, fixture, offline};
+use super::tests::run_spec;
 use crate::config::RepoSpec;
-use crate::repo::prepare;
 use crate::verdict::{Finding, Verdict};
 
 fn trials(env_name: &str) -> BTreeMap<String, Finding> {
-    let config = config();
-    let mut env = config.environment("staging").unwrap().clone();
-    env.repo = Some(RepoSpec {
-        environment: Some(env_name.into()),
-        talos: BTreeMap::from([(env_name.into(), format!("talos/{env_name}"))]),
-        ..RepoSpec::default()
-    });
-    let run = prepare(&config, &env, Some(&fixture("talos-layouts")))
-        .unwrap()
-        .expect("a repository");
-    let all: Vec<_> = run.trials.iter().collect();
-    run.evaluate(&all, &config, &env, &offline())
-        .into_iter()
-        .map(|r| (r.name, r.finding))
-        .collect()
+    run_spec(
+        "talos-layouts",
+        RepoSpec {
+            environment: Some(env_name.into()),
+            talos: BTreeMap::from([(env_name.into(), format!("talos/{env_name}"))]),
+            ..RepoSpec::default()
+        },
+    )
 }
 
 #[test]
