@@ -430,7 +430,12 @@ pub async fn check_env(
         }
     }
     streams.flush();
-    write_reports(&run, &args, streams)?;
+    write_reports(
+        &run,
+        &args,
+        repo.as_ref().map(|r| r.root.as_path()),
+        streams,
+    )?;
     report::outputs::emit(
         &mut *streams.err,
         &args.metrics,
@@ -454,7 +459,14 @@ fn decision_name(config: &Config, config_dir: &Path) -> String {
         .unwrap_or_else(|| "gates".to_string())
 }
 
-fn write_reports(run: &Run, args: &CheckArgs, streams: &mut Streams) -> Result<(), AppError> {
+/// The timestamped reports, then the ones asked for by path (`--junit`, `--sarif`);
+/// `repo_root` is the checkout the repository trials read, whose files SARIF locations name.
+fn write_reports(
+    run: &Run,
+    args: &CheckArgs,
+    repo_root: Option<&Path>,
+    streams: &mut Streams,
+) -> Result<(), AppError> {
     let junit = report::junit::render(run);
     let json = report::json::render(run);
     let stem = run.default_stem(&args.reports);
@@ -472,6 +484,10 @@ fn write_reports(run: &Run, args: &CheckArgs, streams: &mut Streams) -> Result<(
     }
     if let Some(path) = &args.junit {
         write_file(path, &junit)?;
+        written.push(path.clone());
+    }
+    if let Some(path) = &args.sarif {
+        write_file(path, &report::sarif::render(run, repo_root))?;
         written.push(path.clone());
     }
     for path in written {

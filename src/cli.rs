@@ -190,6 +190,10 @@ pub struct CheckArgs {
     /// Also write the JUnit report here.
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+    /// Also write the repository and drift trials here as SARIF 2.1.0, for code scanning
+    /// (a failure at the file and line that breaks the gate).
+    #[arg(long, value_name = "PATH")]
+    pub sarif: Option<PathBuf>,
     /// Directory for the timestamped JUnit and JSON reports.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub reports: PathBuf,

@@ -65,6 +65,7 @@ async fn run_demo(
             snapshot: Vec::new(),
             repo: None,
             junit: None,
+            sarif: None,
             reports: args.reports.clone(),
             format: Format::Pretty,
             list: false,

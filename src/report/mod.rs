@@ -1,5 +1,5 @@
-//! Reports of one run: JUnit XML for dashboards and CI, JSON for machines, and the closing
-//! lines of the terminal output.
+//! Reports of one run: JUnit XML for dashboards and CI, JSON for machines, SARIF for code
+//! scanning on pull requests, and the closing lines of the terminal output.
 
 pub mod chaos_view;
 pub mod history;
@@ -9,6 +9,7 @@ pub mod junit;
 pub mod metrics;
 pub mod outputs;
 pub mod pushgateway;
+pub mod sarif;
 pub mod unique;
 
 use std::path::{Path, PathBuf};

@@ -327,6 +327,40 @@ fn declared(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
     }
 }
 
+/// What the repository and drift trials of one kind ask, by the kind's name after `repo::`
+/// or `drift::` in trial names (`vip`, `pdb`), for reports that describe each kind once
+/// (the rules of the SARIF log). A kind named after a live check asks what that check asks,
+/// in its own words (the check registry's); the drift-only kinds and the VIP, whose live
+/// check reads the kubeconfig instead, are described here. `None` for a name no repository
+/// or drift trial has.
+pub fn about(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "vip" => {
+            "the API VIP is declared on every control plane and nowhere else, and is the one the cluster uses"
+        }
+        "host-labels" => "each node's live host label names the Proxmox host its VM is declared on",
+        "pdb" => {
+            "a controller has a PodDisruptionBudget live exactly when the repository declares one"
+        }
+        "longhorn-nodes" => {
+            "Longhorn runs on the nodes the Terraform role lists admit, and on no others"
+        }
+        "control-plane-nodes"
+        | "distinct-hosts"
+        | "schedulable-control-plane"
+        | "talos-endpoints"
+        | "replicated-controller"
+        | "l2-announcement"
+        | "external-traffic-policy"
+        | "longhorn-disks"
+        | "capacity-headroom" => crate::checks::KINDS
+            .iter()
+            .find(|(kind, _)| *kind == name)
+            .map(|(_, about)| *about)?,
+        _ => return None,
+    })
+}
+
 /// `file:line: key: value`, the shape of every evidence line.
 pub fn at(site: &Site, key: &str, value: impl std::fmt::Display) -> String {
     format!("{site}: {key}: {value}")

@@ -373,3 +373,17 @@ fn a_typo_in_the_repo_section_is_a_configuration_error_with_the_line() {
     );
     assert!(err.contains("did you mean `terraform`?"), "{err}");
 }
+
+#[test]
+fn every_repository_and_drift_kind_of_the_shipped_gates_is_described() {
+    let config = config();
+    let env = config.environment("staging").unwrap();
+    let declared = ["staging".to_string(), "production".to_string()];
+    let trials = super::trials(&config, env, &declared, "staging");
+    assert!(trials.iter().any(|t| t.drift) && trials.iter().any(|t| !t.drift));
+    for trial in &trials {
+        let (_, name) = trial.kind().split_once("::").unwrap();
+        assert!(super::about(name).is_some(), "{name} has no description");
+    }
+    assert_eq!(super::about("etcd-members"), None, "a live-only check");
+}

@@ -152,3 +152,107 @@ fn the_gitlab_snippet_validates_keeps_the_stages_and_reports_check_and_chaos() {
             .any(|l| l.contains("gates recover staging"))
     );
 }
+
+#[test]
+fn the_pull_request_workflow_validates_uploads_the_sarif_and_then_fails_as_gates_did() {
+    let file = "github-actions-pull-request-repo.yml";
+    assert_schema_valid("vendor.github-workflows", file);
+    let workflow = example(file);
+    assert!(workflow["on"].get("pull_request").is_some());
+    let job = &workflow["jobs"]["repository-trials"];
+    let permissions: Vec<(&str, &str)> = job["permissions"]
+        .as_mapping()
+        .expect("job permissions")
+        .iter()
+        .map(|(k, v)| (k.as_str().unwrap(), v.as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        permissions,
+        [("contents", "read"), ("security-events", "write")],
+        "what upload-sarif needs, and no more"
+    );
+    let steps = job["steps"].as_sequence().unwrap();
+    let gates = steps
+        .iter()
+        .position(|s| {
+            s["run"]
+                .as_str()
+                .is_some_and(|r| r.contains("check staging ::repo::"))
+        })
+        .expect("a step running the repository trials");
+    let run = steps[gates]["run"].as_str().unwrap();
+    assert!(run.contains("--repo ."), "{run}");
+    let sarif_arg = run
+        .split_whitespace()
+        .skip_while(|w| *w != "--sarif")
+        .nth(1)
+        .expect("--sarif FILE");
+    // The gates step must not end the job before the upload: it keeps its exit code instead.
+    assert!(
+        run.contains("set +e") || steps[gates]["continue-on-error"].as_bool() == Some(true),
+        "{run}"
+    );
+    let id = steps[gates]["id"]
+        .as_str()
+        .expect("the gates step has an id");
+    assert!(run.contains("$GITHUB_OUTPUT"), "{run}");
+
+    let upload = steps
+        .iter()
+        .position(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u == "github/codeql-action/upload-sarif@v3")
+        })
+        .expect("upload-sarif");
+    assert!(upload > gates);
+    let with = &steps[upload]["with"];
+    // The file gates wrote, from its working directory, is the file upload-sarif reads from
+    // the workspace, and the SARIF's repository-relative paths resolve in the fleet checkout.
+    let working = steps[gates]["working-directory"].as_str().unwrap_or(".");
+    let written = std::path::Path::new("/ws").join(working).join(sarif_arg);
+    let read = std::path::Path::new("/ws").join(with["sarif_file"].as_str().unwrap());
+    assert_eq!(normalise(&written), normalise(&read));
+    assert_eq!(with["checkout_path"].as_str(), Some(working));
+    assert!(
+        steps[upload]["if"]
+            .as_str()
+            .is_some_and(|c| c.contains("always()")),
+        "the findings are uploaded when the gates fail"
+    );
+
+    let last = steps.last().unwrap();
+    assert!(last["if"].as_str().is_some_and(|c| c.contains("always()")));
+    let exit_code = format!("steps.{id}.outputs.");
+    assert!(
+        last["env"]
+            .as_mapping()
+            .unwrap()
+            .values()
+            .any(|v| v.as_str().is_some_and(|v| v.contains(&exit_code))),
+        "the last step fails the job with the gates step's exit code"
+    );
+    assert!(last["run"].as_str().unwrap().contains("exit \""));
+    for step in steps {
+        let run = step["run"].as_str().unwrap_or_default();
+        assert!(
+            !run.contains("${{"),
+            "an expression pasted into a script: {run}"
+        );
+    }
+}
+
+/// `/ws/fleet/../gates.sarif` as `/ws/gates.sarif`.
+fn normalise(path: &std::path::Path) -> std::path::PathBuf {
+    let mut out = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}

@@ -20,6 +20,7 @@ mod ci_examples;
 mod history;
 mod html;
 mod metrics;
+mod sarif;
 mod validate_repo;
 
 /// Debian's chromium (`GATES_TEST_CHROMIUM` overrides); the test fails with the fix if absent.
