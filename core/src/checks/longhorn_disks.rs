@@ -2,8 +2,13 @@
 //! ADR's implementation status reports), attached volumes are healthy, and no two replicas of a
 //! volume share a physical host, so one host failure leaves every volume a live replica.
 //!
-//! A node counts when its `nodes.longhorn.io` object allows scheduling and at least one of its
-//! disks does. Robustness is judged only for attached volumes: Longhorn reports `unknown` for
+//! A node counts by the rule of Longhorn's replica scheduler (longhorn-manager
+//! `scheduler/replica_scheduler.go`, fields of `k8s/pkg/apis/longhorn/v1beta2/node.go`): its
+//! `nodes.longhorn.io` object allows scheduling, has no eviction requested, reports its `Ready`
+//! and `Schedulable` conditions `True`, and has a disk that allows scheduling, has no eviction
+//! requested and whose own `Schedulable` condition (`status.diskStatus.<disk>.conditions`) is
+//! `True`. A condition not reported, or reported `Unknown`, makes the node unknown: the verdict
+//! is `error` naming it, never a pass. Robustness is judged only for attached volumes: Longhorn reports `unknown` for
 //! detached ones. A replica belongs to the volume named by its `longhornvolume` label, else by
 //! `spec.volumeName`; replicas not yet placed on a node are ignored.
 
@@ -13,7 +18,10 @@ use serde::Deserialize;
 
 use super::Context;
 use super::support::{Hosts, labels, name, ns_name};
-use crate::state::{LonghornSetting, longhorn_condition_false};
+use crate::state::{
+    LonghornCondition, LonghornConditionState, LonghornDisk, LonghornNode, LonghornSetting,
+    longhorn_condition,
+};
 use crate::verdict::Finding;
 
 /// No parameters.
@@ -27,49 +35,154 @@ impl super::Check for Params {
     }
 }
 
-/// Why Longhorn's replica scheduler skips this node, from its own conditions: it places
-/// replicas only where `Ready` and `Schedulable` are true (longhorn-manager
-/// `scheduler/replica_scheduler.go`). A condition not reported is not judged.
-fn node_condition_false(node: &crate::state::LonghornNode) -> Option<String> {
-    let conditions = node
+/// What Longhorn's replica scheduler makes of a node or a disk.
+enum Judged {
+    Usable,
+    /// It will place no replica there, and why.
+    Refused(String),
+    /// A fact the scheduler needs is missing or unknown, so whether it would is unknown.
+    Unknown(String),
+}
+
+/// The condition `kind` as the scheduler reads it: only `True` admits (longhorn-manager's
+/// `types.GetCondition` fills an absent condition as `Unknown`, and `ListSchedulableNodes` and
+/// `FindDiskCandidates` in `scheduler/replica_scheduler.go` skip anything not `True`).
+/// `whose` says where the list sits (`status.conditions`, ...), for a condition not reported.
+fn condition(conditions: &[LonghornCondition], kind: &str, whose: &str) -> Judged {
+    match longhorn_condition(conditions, kind) {
+        LonghornConditionState::True => Judged::Usable,
+        LonghornConditionState::False(c) => {
+            Judged::Refused(format!("condition {kind} is False{}", why(c)))
+        }
+        LonghornConditionState::Unknown(None) => {
+            Judged::Unknown(format!("condition {kind} is not reported in {whose}"))
+        }
+        LonghornConditionState::Unknown(Some(c)) => Judged::Unknown(format!(
+            "condition {kind} is {}{}",
+            if c.status.is_empty() {
+                "without a status"
+            } else {
+                &c.status
+            },
+            why(c)
+        )),
+    }
+}
+
+/// ` (reason: message)`, or whichever of the two is set.
+fn why(c: &LonghornCondition) -> String {
+    match (c.reason.is_empty(), c.message.is_empty()) {
+        (true, true) => String::new(),
+        (false, true) => format!(" ({})", c.reason),
+        (true, false) => format!(" ({})", c.message),
+        (false, false) => format!(" ({}: {})", c.reason, c.message),
+    }
+}
+
+/// Whether the scheduler may put a replica on disk `disk` of `node`: scheduling allowed, no
+/// eviction requested (`DiskSpec`), and the disk's own `Schedulable` condition in
+/// `status.diskStatus.<disk>.conditions` true (false under DiskPressure, on a full disk,
+/// whatever `allowScheduling` says). The scheduler considers only disks that have a status
+/// entry. Each reason names the node and the disk.
+fn disk_judged(node: &LonghornNode, disk: &str, spec: &LonghornDisk) -> Judged {
+    let whom = format!("{} disk {disk}", name(&node.metadata));
+    if !spec.allow_scheduling {
+        return Judged::Refused(format!("{whom}: allowScheduling false"));
+    }
+    if spec.eviction_requested {
+        return Judged::Refused(format!(
+            "{whom}: eviction requested (evictionRequested true)"
+        ));
+    }
+    match node
+        .status
+        .as_ref()
+        .and_then(|s| s.disk_status.get(disk))
+        .and_then(Option::as_ref)
+    {
+        None => Judged::Unknown(format!(
+            "{whom}: no status.diskStatus.{disk} (longhorn-manager has not reported the disk, so its Schedulable condition is unknown)"
+        )),
+        Some(status) => match condition(
+            &status.conditions,
+            "Schedulable",
+            &format!("status.diskStatus.{disk}.conditions"),
+        ) {
+            Judged::Usable => Judged::Usable,
+            Judged::Refused(r) => Judged::Refused(format!("{whom}: {r}")),
+            Judged::Unknown(r) => Judged::Unknown(format!("{whom}: {r}")),
+        },
+    }
+}
+
+/// Whether the scheduler may put a replica on this node, by its rule: `spec.allowScheduling`,
+/// no `spec.evictionRequested`, the node's `Ready` and `Schedulable` conditions true, and at
+/// least one disk it may use. A refusal anywhere outweighs an unknown elsewhere; a usable
+/// disk counts only when the node's own conditions are known true. `evidence` gets the usable
+/// disks.
+fn node_judged(l: &LonghornNode, who: &str, evidence: &mut Vec<String>) -> Judged {
+    if !l.spec.allow_scheduling {
+        return Judged::Refused(
+            "has Longhorn scheduling disabled (spec.allowScheduling false)".to_string(),
+        );
+    }
+    if l.spec.eviction_requested {
+        return Judged::Refused(
+            "has a Longhorn eviction requested (spec.evictionRequested), so no replica is placed there"
+                .to_string(),
+        );
+    }
+    let conditions = l
         .status
         .as_ref()
         .map(|s| s.conditions.as_slice())
         .unwrap_or(&[]);
-    ["Ready", "Schedulable"].iter().find_map(|kind| {
-        longhorn_condition_false(conditions, kind).map(|c| {
-            format!(
-                "is not {kind} for Longhorn (condition {kind} False{})",
-                reason(c)
-            )
-        })
-    })
-}
-
-/// Why Longhorn will not place a replica on this disk: scheduling off, eviction requested, or
-/// its own `Schedulable` condition false (a full disk reports `DiskPressure`).
-fn disk_refusal(
-    node: &crate::state::LonghornNode,
-    disk: &str,
-    spec: &crate::state::LonghornDisk,
-) -> Option<String> {
-    if !spec.allow_scheduling {
-        return Some("allowScheduling false".to_string());
+    let mut unknown = Vec::new();
+    for kind in ["Ready", "Schedulable"] {
+        match condition(conditions, kind, "status.conditions") {
+            Judged::Usable => {}
+            Judged::Refused(r) => {
+                return Judged::Refused(format!("is skipped by Longhorn's replica scheduler: {r}"));
+            }
+            Judged::Unknown(r) => unknown.push(r),
+        }
     }
-    if spec.eviction_requested {
-        return Some("eviction requested".to_string());
+    if l.spec.disks.is_empty() {
+        return Judged::Refused(
+            "has no Longhorn disk (with create-default-disk-labeled-nodes, only labelled nodes get one)"
+                .to_string(),
+        );
     }
-    let status = node.status.as_ref()?.disk_status.get(disk)?;
-    longhorn_condition_false(&status.conditions, "Schedulable")
-        .map(|c| format!("condition Schedulable False{}", reason(c)))
-}
-
-fn reason(c: &crate::state::LonghornCondition) -> String {
-    if c.reason.is_empty() {
-        String::new()
-    } else {
-        format!(", {}", c.reason)
+    let mut usable = Vec::new();
+    let mut refused = Vec::new();
+    let mut disk_unknown = Vec::new();
+    for (disk, spec) in &l.spec.disks {
+        match disk_judged(l, disk, spec) {
+            Judged::Usable => usable.push(disk.as_str()),
+            Judged::Refused(r) => refused.push(r),
+            Judged::Unknown(r) => disk_unknown.push(r),
+        }
     }
+    if usable.is_empty() && disk_unknown.is_empty() {
+        return Judged::Refused(format!(
+            "has {} Longhorn disk(s), none of which Longhorn's replica scheduler may use: {}",
+            l.spec.disks.len(),
+            refused.join("; ")
+        ));
+    }
+    if unknown.is_empty() && !usable.is_empty() {
+        evidence.push(format!(
+            "{who}: {} schedulable Longhorn disk(s) ({})",
+            usable.len(),
+            usable.join(", ")
+        ));
+        return Judged::Usable;
+    }
+    if usable.is_empty() {
+        unknown.extend(disk_unknown);
+        unknown.extend(refused);
+    }
+    Judged::Unknown(unknown.join("; "))
 }
 
 pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
@@ -103,40 +216,21 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     for node in nodes {
         let node_name = name(&node.metadata);
         let who = hosts.describe(node_name);
-        let reason = match lh_nodes.iter().find(|l| name(&l.metadata) == node_name) {
-            None => Some("has no Longhorn node object (longhorn-manager does not run there)".to_string()),
-            Some(l) if !l.spec.allow_scheduling => Some("has Longhorn scheduling disabled (spec.allowScheduling false)".to_string()),
-            Some(l) if l.spec.eviction_requested => {
-                Some("has a Longhorn eviction requested (spec.evictionRequested), so no replica is placed there".to_string())
-            }
-            Some(l) if node_condition_false(l).is_some() => node_condition_false(l),
-            Some(l) if l.spec.disks.is_empty() => Some(
-                "has no Longhorn disk (with create-default-disk-labeled-nodes, only labelled nodes get one)".to_string(),
+        let judged = match lh_nodes.iter().find(|l| name(&l.metadata) == node_name) {
+            None => Judged::Refused(
+                "has no Longhorn node object (longhorn-manager does not run there)".to_string(),
             ),
-            Some(l) => {
-                let usable: Vec<&str> =
-                    l.spec.disks.iter().filter(|(n, d)| disk_refusal(l, n, d).is_none()).map(|(n, _)| n.as_str()).collect();
-                if usable.is_empty() {
-                    let why: Vec<String> = l
-                        .spec
-                        .disks
-                        .iter()
-                        .filter_map(|(n, d)| disk_refusal(l, n, d).map(|r| format!("{n}: {r}")))
-                        .collect();
-                    Some(format!(
-                        "has {} Longhorn disk(s), none of which Longhorn's replica scheduler may use ({})",
-                        l.spec.disks.len(),
-                        why.join("; ")
-                    ))
-                } else {
-                    evidence.push(format!("{who}: {} schedulable Longhorn disk(s) ({})", usable.len(), usable.join(", ")));
-                    None
-                }
-            }
+            Some(l) => node_judged(l, &who, &mut evidence),
         };
-        if let Some(reason) = reason {
-            unusable.push(node_name);
-            details.push(format!("{who} {reason}"));
+        match judged {
+            Judged::Usable => {}
+            Judged::Refused(reason) => {
+                unusable.push(node_name);
+                details.push(format!("{who} {reason}"));
+            }
+            Judged::Unknown(what) => unread.push(format!(
+                "whether Longhorn's replica scheduler may place replicas on {who} is unknown: {what}"
+            )),
         }
     }
     if !unusable.is_empty() {
@@ -364,7 +458,7 @@ mod tests {
         assert!(t.contains("node cp-1 (host pve1) has no Longhorn node object"));
         assert!(t.contains("node cp-2 (host pve2) has Longhorn scheduling disabled"));
         assert!(t.contains(
-            "node cp-3 (host pve3) has 1 Longhorn disk(s), none of which Longhorn's replica scheduler may use (d: allowScheduling false)"
+            "node cp-3 (host pve3) has 1 Longhorn disk(s), none of which Longhorn's replica scheduler may use: cp-3 disk d: allowScheduling false"
         ));
     }
 
@@ -377,24 +471,62 @@ mod tests {
                 longhorn_node("cp-1").disk("d", true).build(),
                 longhorn_node("cp-2").disk("d", true).build(),
                 longhorn_node("cp-3")
-                    .disk("d", true)
-                    .disk_condition("d", "Schedulable", "False", "DiskPressure")
+                    .disk("default", true)
+                    .disk_condition(
+                        "default",
+                        "Schedulable",
+                        "False",
+                        "DiskPressure",
+                        "Disk default (/var/lib/longhorn/) on the node cp-3 is not schedulable for more replica",
+                    )
                     .build(),
             ]))
             .build();
         let f = fails_with(&s, "Longhorn cannot store data on 1 of 3 nodes: cp-3");
-        assert!(text(&f).contains("d: condition Schedulable False, DiskPressure"));
+        assert!(text(&f).contains(
+            "node cp-3 (host pve3) has 1 Longhorn disk(s), none of which Longhorn's replica scheduler may use: cp-3 disk default: condition Schedulable is False (DiskPressure: Disk default (/var/lib/longhorn/) on the node cp-3 is not schedulable for more replica)"
+        ), "{}", text(&f));
     }
 
     #[test]
-    fn a_node_longhorn_reports_unschedulable_or_evicting_cannot_hold_data() {
+    fn one_full_disk_beside_a_schedulable_one_leaves_the_node_usable() {
         let s = good()
             .with(lh_nodes(vec![
                 longhorn_node("cp-1").disk("d", true).build(),
+                longhorn_node("cp-2").disk("d", true).build(),
+                longhorn_node("cp-3")
+                    .disk("full", true)
+                    .disk_condition("full", "Schedulable", "False", "DiskPressure", "")
+                    .disk("spare", true)
+                    .build(),
+            ]))
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+        assert!(text(&f).contains("node cp-3 (host pve3): 1 schedulable Longhorn disk(s) (spare)"));
+    }
+
+    #[test]
+    fn a_node_longhorn_reports_not_ready_unschedulable_or_evicting_cannot_hold_data() {
+        let s = good()
+            .with(lh_nodes(vec![
+                longhorn_node("cp-1")
+                    .disk("d", true)
+                    .node_condition(
+                        "Ready",
+                        "False",
+                        "KubernetesNodeNotReady",
+                        "Kubernetes node cp-1 not ready: KubeletNotReady",
+                    )
+                    .build(),
                 longhorn_node("cp-2")
                     .disk("d", true)
-                    .node_condition("Ready", "True", "")
-                    .node_condition("Schedulable", "False", "KubernetesNodeCordoned")
+                    .node_condition(
+                        "Schedulable",
+                        "False",
+                        "KubernetesNodeCordoned",
+                        "Node cp-2 is cordoned",
+                    )
                     .build(),
                 longhorn_node("cp-3")
                     .disk("d", true)
@@ -402,28 +534,159 @@ mod tests {
                     .build(),
             ]))
             .build();
-        let f = fails_with(&s, "Longhorn cannot store data on 2 of 3 nodes: cp-2, cp-3");
+        let f = fails_with(
+            &s,
+            "Longhorn cannot store data on 3 of 3 nodes: cp-1, cp-2, cp-3",
+        );
         let t = text(&f);
-        assert!(t.contains("node cp-2 (host pve2) is not Schedulable for Longhorn (condition Schedulable False, KubernetesNodeCordoned)"));
-        assert!(t.contains("node cp-3 (host pve3) has a Longhorn eviction requested"));
+        assert!(t.contains("node cp-1 (host pve1) is skipped by Longhorn's replica scheduler: condition Ready is False (KubernetesNodeNotReady: Kubernetes node cp-1 not ready: KubeletNotReady)"), "{t}");
+        assert!(t.contains("node cp-2 (host pve2) is skipped by Longhorn's replica scheduler: condition Schedulable is False (KubernetesNodeCordoned: Node cp-2 is cordoned)"), "{t}");
+        assert!(
+            t.contains("node cp-3 (host pve3) has a Longhorn eviction requested"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn a_disk_with_eviction_requested_cannot_hold_data() {
+        let mut evicting = longhorn_node("cp-3").disk("d", true).build();
+        evicting.spec.disks.get_mut("d").unwrap().eviction_requested = true;
+        let s = good()
+            .with(lh_nodes(vec![
+                longhorn_node("cp-1").disk("d", true).build(),
+                longhorn_node("cp-2").disk("d", true).build(),
+                evicting,
+            ]))
+            .build();
+        let f = fails_with(&s, "Longhorn cannot store data on 1 of 3 nodes: cp-3");
+        assert!(text(&f).contains("cp-3 disk d: eviction requested"));
+    }
+
+    #[test]
+    fn missing_or_unknown_conditions_are_an_error_naming_what_is_missing_never_a_pass() {
+        let cases: [(LonghornNode, &str); 5] = [
+            (
+                longhorn_node("cp-3")
+                    .disk("d", true)
+                    .without_status()
+                    .build(),
+                "whether Longhorn's replica scheduler may place replicas on node cp-3 (host pve3) is unknown: condition Ready is not reported in status.conditions; condition Schedulable is not reported in status.conditions",
+            ),
+            (
+                longhorn_node("cp-3")
+                    .disk("d", true)
+                    .without_node_condition("Schedulable")
+                    .build(),
+                "node cp-3 (host pve3) is unknown: condition Schedulable is not reported in status.conditions",
+            ),
+            (
+                longhorn_node("cp-3")
+                    .disk("d", true)
+                    .node_condition("Ready", "Unknown", "", "")
+                    .build(),
+                "node cp-3 (host pve3) is unknown: condition Ready is Unknown",
+            ),
+            (
+                longhorn_node("cp-3")
+                    .disk("d", true)
+                    .without_disk_status("d")
+                    .build(),
+                "node cp-3 (host pve3) is unknown: cp-3 disk d: no status.diskStatus.d",
+            ),
+            (
+                longhorn_node("cp-3")
+                    .disk("d", true)
+                    .disk_condition("d", "Schedulable", "Unknown", "NoDiskInfo", "")
+                    .build(),
+                "node cp-3 (host pve3) is unknown: cp-3 disk d: condition Schedulable is Unknown (NoDiskInfo)",
+            ),
+        ];
+        for (node, needle) in cases {
+            let s = good()
+                .with(lh_nodes(vec![
+                    longhorn_node("cp-1").disk("d", true).build(),
+                    longhorn_node("cp-2").disk("d", true).build(),
+                    node,
+                ]))
+                .build();
+            let f = check(&s);
+            assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+            assert!(
+                f.summary.contains(needle),
+                "{:?} lacks {needle:?}",
+                f.summary
+            );
+        }
+        // A disk whose Schedulable condition is missing is unknown even when the node's are
+        // true.
+        let mut bare = longhorn_node("cp-3").disk("d", true).build();
+        bare.status.as_mut().unwrap().disk_status.insert(
+            "d".into(),
+            Some(crate::state::LonghornDiskStatus::default()),
+        );
+        let s = good()
+            .with(lh_nodes(vec![
+                longhorn_node("cp-1").disk("d", true).build(),
+                longhorn_node("cp-2").disk("d", true).build(),
+                bare,
+            ]))
+            .build();
+        let f = check(&s);
+        assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+        assert!(f.summary.contains(
+            "cp-3 disk d: condition Schedulable is not reported in status.diskStatus.d.conditions"
+        ), "{}", f.summary);
+    }
+
+    #[test]
+    fn a_refusal_outweighs_an_unknown_condition() {
+        // Schedulable unknown, but the only disk is full: Longhorn places nothing there.
+        let s = good()
+            .with(lh_nodes(vec![
+                longhorn_node("cp-1").disk("d", true).build(),
+                longhorn_node("cp-2").disk("d", true).build(),
+                longhorn_node("cp-3")
+                    .disk("d", true)
+                    .without_node_condition("Schedulable")
+                    .disk_condition("d", "Schedulable", "False", "DiskPressure", "")
+                    .build(),
+            ]))
+            .build();
+        fails_with(&s, "Longhorn cannot store data on 1 of 3 nodes: cp-3");
     }
 
     #[test]
     fn conditions_read_from_a_v1beta2_node_object() {
-        let node: crate::state::LonghornNode = serde_json::from_value(serde_json::json!({
+        let node: LonghornNode = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "cp-1"},
-            "spec": {"allowScheduling": true, "disks": {"d": {"path": "/var/lib/longhorn", "allowScheduling": true}}},
+            "spec": {"allowScheduling": true, "disks": {
+                "d": {"path": "/var/lib/longhorn", "allowScheduling": true},
+                "e": {"path": "/mnt/e", "allowScheduling": true}
+            }},
             "status": {
-                "conditions": [{"type": "Ready", "status": "True"}],
-                "diskStatus": {"d": {"conditions": [{"type": "Schedulable", "status": "False", "reason": "DiskPressure"}]}}
+                "conditions": [{"type": "Ready", "status": "True", "reason": "", "message": ""}],
+                "diskStatus": {
+                    "d": {"conditions": [{"type": "Schedulable", "status": "False", "reason": "DiskPressure", "message": "full"}]},
+                    "e": null
+                }
             }
         }))
         .unwrap();
         let status = node.status.as_ref().unwrap();
-        assert!(longhorn_condition_false(&status.conditions, "Ready").is_none());
-        assert!(
-            longhorn_condition_false(&status.disk_status["d"].conditions, "Schedulable").is_some()
-        );
+        assert!(matches!(
+            longhorn_condition(&status.conditions, "Ready"),
+            LonghornConditionState::True
+        ));
+        assert!(matches!(
+            longhorn_condition(&status.conditions, "Schedulable"),
+            LonghornConditionState::Unknown(None)
+        ));
+        let d = status.disk_status["d"].as_ref().unwrap();
+        assert!(matches!(
+            longhorn_condition(&d.conditions, "Schedulable"),
+            LonghornConditionState::False(c) if c.reason == "DiskPressure" && c.message == "full"
+        ));
+        assert!(status.disk_status["e"].is_none());
     }
 
     #[test]

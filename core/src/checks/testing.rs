@@ -22,9 +22,10 @@ use super::Context;
 use crate::config::Environment;
 use crate::state::{
     Collected, Container, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornCondition,
-    LonghornDisk, LonghornNode, LonghornNodeSpec, LonghornReplica, LonghornReplicaSpec,
-    LonghornSetting, LonghornVolume, LonghornVolumeSpec, LonghornVolumeStatus, NodeMetrics, Pod,
-    PodCondition, PodSpec, PodStatus, ResourceUsage, Source, State,
+    LonghornDisk, LonghornDiskStatus, LonghornNode, LonghornNodeSpec, LonghornNodeStatus,
+    LonghornReplica, LonghornReplicaSpec, LonghornSetting, LonghornVolume, LonghornVolumeSpec,
+    LonghornVolumeStatus, NodeMetrics, Pod, PodCondition, PodSpec, PodStatus, ResourceUsage,
+    Source, State,
 };
 use crate::verdict::Finding;
 
@@ -723,7 +724,24 @@ pub struct LonghornNodeBuilder {
     node: LonghornNode,
 }
 
-/// A Longhorn node object (scheduling allowed) with no disks.
+fn lh_condition(kind: &str, status: &str, reason: &str, message: &str) -> LonghornCondition {
+    LonghornCondition {
+        type_: kind.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message: message.into(),
+    }
+}
+
+/// Set condition `kind` in `conditions` (replacing one of that type, as longhorn-manager's
+/// `SetConditionAndRecord` does).
+fn set_condition(conditions: &mut Vec<LonghornCondition>, c: LonghornCondition) {
+    conditions.retain(|o| o.type_ != c.type_);
+    conditions.push(c);
+}
+
+/// A Longhorn node object as longhorn-manager reports a healthy one: scheduling allowed,
+/// conditions `Ready` and `Schedulable` `True`, no disks.
 pub fn longhorn_node(name: &str) -> LonghornNodeBuilder {
     LonghornNodeBuilder {
         node: LonghornNode {
@@ -733,12 +751,20 @@ pub fn longhorn_node(name: &str) -> LonghornNodeBuilder {
                 eviction_requested: false,
                 disks: BTreeMap::new(),
             },
-            status: None,
+            status: Some(LonghornNodeStatus {
+                conditions: vec![
+                    lh_condition("Ready", "True", "", ""),
+                    lh_condition("Schedulable", "True", "", ""),
+                ],
+                ..Default::default()
+            }),
         },
     }
 }
 
 impl LonghornNodeBuilder {
+    /// A disk with `allowScheduling` as given whose status reports `Ready` and `Schedulable`
+    /// `True`.
     pub fn disk(mut self, name: &str, allow_scheduling: bool) -> Self {
         self.node.spec.disks.insert(
             name.into(),
@@ -748,39 +774,76 @@ impl LonghornNodeBuilder {
                 eviction_requested: false,
             },
         );
+        self.node
+            .status
+            .get_or_insert_with(Default::default)
+            .disk_status
+            .insert(
+                name.into(),
+                Some(LonghornDiskStatus {
+                    conditions: vec![
+                        lh_condition("Ready", "True", "", ""),
+                        lh_condition("Schedulable", "True", "", ""),
+                    ],
+                }),
+            );
         self
     }
 
     /// longhorn-manager reports the node's condition `kind` (`Ready`, `Schedulable`) as
-    /// `status`, with `reason`.
-    pub fn node_condition(mut self, kind: &str, status: &str, reason: &str) -> Self {
+    /// `status`, with `reason` and `message`.
+    pub fn node_condition(mut self, kind: &str, status: &str, reason: &str, message: &str) -> Self {
         let conditions = &mut self
             .node
             .status
             .get_or_insert_with(Default::default)
             .conditions;
-        conditions.push(LonghornCondition {
-            type_: kind.into(),
-            status: status.into(),
-            reason: reason.into(),
-        });
+        set_condition(conditions, lh_condition(kind, status, reason, message));
         self
     }
 
-    /// longhorn-manager reports disk `disk`'s condition `kind` as `status`, with `reason`
-    /// (a full disk: `Schedulable` `False`, `DiskPressure`).
-    pub fn disk_condition(mut self, disk: &str, kind: &str, status: &str, reason: &str) -> Self {
+    /// The node's status lists no condition `kind`.
+    pub fn without_node_condition(mut self, kind: &str) -> Self {
+        if let Some(status) = &mut self.node.status {
+            status.conditions.retain(|c| c.type_ != kind);
+        }
+        self
+    }
+
+    /// longhorn-manager reports disk `disk`'s condition `kind` as `status`, with `reason` and
+    /// `message` (a full disk: `Schedulable` `False`, `DiskPressure`).
+    pub fn disk_condition(
+        mut self,
+        disk: &str,
+        kind: &str,
+        status: &str,
+        reason: &str,
+        message: &str,
+    ) -> Self {
         let status_of = self.node.status.get_or_insert_with(Default::default);
-        status_of
+        let entry = status_of
             .disk_status
             .entry(disk.into())
             .or_default()
-            .conditions
-            .push(LonghornCondition {
-                type_: kind.into(),
-                status: status.into(),
-                reason: reason.into(),
-            });
+            .get_or_insert_with(Default::default);
+        set_condition(
+            &mut entry.conditions,
+            lh_condition(kind, status, reason, message),
+        );
+        self
+    }
+
+    /// The node's status has no entry for disk `disk` (longhorn-manager has not reported it).
+    pub fn without_disk_status(mut self, disk: &str) -> Self {
+        if let Some(status) = &mut self.node.status {
+            status.disk_status.remove(disk);
+        }
+        self
+    }
+
+    /// The node object carries no status at all.
+    pub fn without_status(mut self) -> Self {
+        self.node.status = None;
         self
     }
 
@@ -831,6 +894,7 @@ pub fn longhorn_replica(name: &str, volume: &str, node: &str) -> LonghornReplica
             node_id: node.into(),
             volume_name: volume.into(),
             failed_at: String::new(),
+            healthy_at: Some("2026-01-01T00:00:00Z".into()),
         },
     }
 }

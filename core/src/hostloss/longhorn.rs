@@ -1,8 +1,19 @@
 //! Longhorn after a host loss: each volume's healthy replicas left on Ready nodes that are not
-//! lost. A replica with `spec.failedAt` set is no copy: Longhorn keeps a failed replica's
-//! `nodeID`, so counting it would call a volume whose only healthy replica goes with the host
-//! degraded instead of lost. A volume that loses its last healthy replica loses its data; one
-//! that keeps some runs degraded until Longhorn rebuilds the missing replicas elsewhere.
+//! lost. A volume that loses its last healthy replica loses its data; one that keeps some runs
+//! degraded until Longhorn rebuilds the missing replicas elsewhere.
+//!
+//! Which replicas are copies, from longhorn-manager (`k8s/pkg/apis/longhorn/v1beta2/replica.go`
+//! and `isHealthyAndActiveReplica` in `controller/volume_controller.go`):
+//! - `spec.failedAt` set: no copy. Longhorn keeps a failed replica's `nodeID`, and the replica
+//!   "must be rebuilt from a non-failed replica", so counting it would call a volume whose only
+//!   healthy replica goes with the host degraded instead of lost.
+//! - `spec.healthyAt` empty: no copy either. It is set when the replica first becomes
+//!   read/write after creation or a rebuild and cleared before a rebuild, so an empty one is a
+//!   replica still being built from the others. Longhorn always writes the field; an object
+//!   without it (a hand-written snapshot) is read as healthy.
+//! - `status` (`currentState`) is not read: the volume controller judges health by the two
+//!   spec timestamps, and a replica of a detached volume is `stopped` while holding its data.
+//! - `spec.active` false (a replica being replaced during migration) is not read either.
 
 use std::collections::HashMap;
 
@@ -14,12 +25,18 @@ use super::outcome::{HostLoss, Outcome};
 #[derive(Debug, Clone, Serialize)]
 pub struct VolumeLoss {
     pub volume: String,
+    /// Healthy replicas (not failed, healthy since their last build) before the loss.
     pub replicas: usize,
     pub wanted: i64,
     /// Replicas left on Ready nodes that are not lost.
     pub left: usize,
     /// Nodes of the replicas that go with the host.
     pub lost_on: Vec<String>,
+}
+
+/// A healthy copy of its volume's data: not failed, and healthy since its last build.
+fn is_copy(r: &crate::state::LonghornReplica) -> bool {
+    r.spec.failed_at.is_empty() && r.spec.healthy_at.as_deref() != Some("")
 }
 
 pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
@@ -39,7 +56,7 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
         }
     };
     let mut by_volume: HashMap<&str, Vec<&str>> = HashMap::new();
-    for r in replicas.iter().filter(|r| r.spec.failed_at.is_empty()) {
+    for r in replicas.iter().filter(|r| is_copy(r)) {
         let volume = if r.spec.volume_name.is_empty() {
             labels(&r.metadata)
                 .get("longhornvolume")

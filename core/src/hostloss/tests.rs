@@ -524,6 +524,45 @@ fn failed_replicas_are_no_copies_so_a_volume_whose_only_healthy_replica_goes_is_
     assert!(!reasons(&p, "pve2").contains("pvc-data"));
 }
 
+#[test]
+fn a_replica_still_being_rebuilt_is_no_copy_but_one_without_the_field_counts() {
+    // healthyAt is cleared before a rebuild and set when the replica turns read/write.
+    let rebuilding = |name: &str, node: &str| {
+        let mut r = longhorn_replica(name, "pvc-data", node);
+        r.spec.healthy_at = Some(String::new());
+        r
+    };
+    let s = state()
+        .nodes(three())
+        .longhorn_volumes([longhorn_volume("pvc-data", "attached", "degraded", "cp-1")])
+        .longhorn_replicas([
+            longhorn_replica("pvc-data-r1", "pvc-data", "cp-1"),
+            rebuilding("pvc-data-r2", "cp-2"),
+            rebuilding("pvc-data-r3", "cp-3"),
+        ])
+        .build();
+    assert_eq!(
+        reasons(&run(&s), "pve1"),
+        "lost: Longhorn volume pvc-data loses its last replica (on cp-1)"
+    );
+    // A hand-written replica that carries no healthyAt at all is read as healthy.
+    let unmarked = |name: &str, node: &str| {
+        let mut r = longhorn_replica(name, "pvc-data", node);
+        r.spec.healthy_at = None;
+        r
+    };
+    let s = state()
+        .nodes(three())
+        .longhorn_volumes([longhorn_volume("pvc-data", "attached", "healthy", "cp-1")])
+        .longhorn_replicas([
+            unmarked("pvc-data-r1", "cp-1"),
+            unmarked("pvc-data-r2", "cp-2"),
+            unmarked("pvc-data-r3", "cp-3"),
+        ])
+        .build();
+    assert!(reasons(&run(&s), "pve1").contains("pvc-data (2 of 3 left)"));
+}
+
 // ------------------------------------------------------------------ protected controllers, PDBs
 
 #[test]

@@ -85,13 +85,14 @@ pub struct LonghornNodeStatus {
     )]
     pub conditions: Vec<LonghornCondition>,
     /// Per disk name, what longhorn-manager observed (its own `Schedulable` condition is false
-    /// under DiskPressure, whatever `allowScheduling` says).
+    /// under DiskPressure, whatever `allowScheduling` says). Longhorn types the map's values as
+    /// pointers (`map[string]*DiskStatus`), so a value may be `null`: read as no status.
     #[serde(
         default,
         skip_serializing_if = "BTreeMap::is_empty",
         deserialize_with = "null_as_default"
     )]
-    pub disk_status: BTreeMap<String, LonghornDiskStatus>,
+    pub disk_status: BTreeMap<String, Option<LonghornDiskStatus>>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -105,7 +106,8 @@ pub struct LonghornDiskStatus {
     pub conditions: Vec<LonghornCondition>,
 }
 
-/// One condition of a Longhorn node or disk.
+/// One condition of a Longhorn node or disk (`k8s/pkg/apis/longhorn/v1beta2/misc.go`
+/// `Condition`: `type`, `status` `True`/`False`/`Unknown`, `reason`, `message`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornCondition {
@@ -115,17 +117,33 @@ pub struct LonghornCondition {
     pub status: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
 }
 
-/// The condition `kind` reported `False` in `conditions`, with its reason: Longhorn's replica
-/// scheduler skips a node or disk then. An absent condition is not judged.
-pub fn longhorn_condition_false<'a>(
+/// What a Longhorn condition says, as the replica scheduler reads it: longhorn-manager's
+/// `types.GetCondition` fills a condition not in the list as `Unknown`, and the scheduler
+/// (`scheduler/replica_scheduler.go`) places a replica only where the status is `True`.
+/// gates calls `False` a refusal and anything else (absent, `Unknown`, another word) unknown:
+/// never a pass.
+#[derive(Debug, Clone, Copy)]
+pub enum LonghornConditionState<'a> {
+    True,
+    False(&'a LonghornCondition),
+    /// Not reported (`None`) or reported with a status neither `True` nor `False`.
+    Unknown(Option<&'a LonghornCondition>),
+}
+
+/// The condition `kind` in `conditions` (the first of that type, as `types.GetCondition`).
+pub fn longhorn_condition<'a>(
     conditions: &'a [LonghornCondition],
     kind: &str,
-) -> Option<&'a LonghornCondition> {
-    conditions
-        .iter()
-        .find(|c| c.type_ == kind && c.status.eq_ignore_ascii_case("false"))
+) -> LonghornConditionState<'a> {
+    match conditions.iter().find(|c| c.type_ == kind) {
+        Some(c) if c.status.eq_ignore_ascii_case("true") => LonghornConditionState::True,
+        Some(c) if c.status.eq_ignore_ascii_case("false") => LonghornConditionState::False(c),
+        other => LonghornConditionState::Unknown(other),
+    }
 }
 
 fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
@@ -189,6 +207,12 @@ pub struct LonghornReplicaSpec {
     /// copy of the data, wherever it sits.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub failed_at: String,
+    /// Set the first time the replica becomes read/write after creation or a rebuild, cleared
+    /// before a rebuild (`ReplicaSpec.healthyAt`). Longhorn always writes the field (no
+    /// `omitempty`), so `Some("")` is a replica being built that holds no complete copy yet;
+    /// `None` is an object that does not carry the field at all (hand-written snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy_at: Option<String>,
 }
 
 /// `settings.longhorn.io/v1beta2`: a string value at the top level (not under spec).

@@ -16,9 +16,10 @@ pub use chaos_summary::{Summary, SummaryTrial};
 
 pub use crds::{
     ContainerMetrics, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornCondition,
-    LonghornDisk, LonghornDiskStatus, LonghornNode, LonghornNodeSpec, LonghornNodeStatus,
-    LonghornReplica, LonghornReplicaSpec, LonghornSetting, LonghornVolume, LonghornVolumeSpec,
-    LonghornVolumeStatus, NodeMetrics, PodMetrics, ResourceUsage, longhorn_condition_false,
+    LonghornConditionState, LonghornDisk, LonghornDiskStatus, LonghornNode, LonghornNodeSpec,
+    LonghornNodeStatus, LonghornReplica, LonghornReplicaSpec, LonghornSetting, LonghornVolume,
+    LonghornVolumeSpec, LonghornVolumeStatus, NodeMetrics, PodMetrics, ResourceUsage,
+    longhorn_condition,
 };
 
 pub use pod::{Container, Pod, PodCondition, PodSpec, PodStatus};

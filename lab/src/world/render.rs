@@ -1413,6 +1413,15 @@ impl World {
         let Some(lh) = &e.spec.longhorn else { return };
         let disk_size = quantity::bytes(&lh.disk_size).unwrap_or(200 << 30);
         let t0 = self.rfc3339(Duration::ZERO);
+        // Longhorn's defaults (types/setting.go), unless the scenario sets them.
+        let percent = |key: &str, default: i64| {
+            e.longhorn_settings
+                .get(key)
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .unwrap_or(default)
+        };
+        let minimal_pct = percent("storage-minimal-available-percentage", 25);
+        let over_pct = percent("storage-over-provisioning-percentage", 100);
         for &n in &e.nodes {
             let node = &self.nodes[n];
             // longhorn-manager runs where the DaemonSet does; it exists as a node object there.
@@ -1439,9 +1448,37 @@ impl World {
                             .map(move |r| (r.name.clone(), json!(v.size_bytes)))
                     })
                     .collect();
-                disks.insert(disk.clone(), json!({"diskType": "filesystem", "path": "/var/lib/longhorn/", "allowScheduling": true, "evictionRequested": false, "storageReserved": disk_size * 3 / 10, "tags": [], "diskDriver": ""}));
+                let reserved = disk_size * 3 / 10;
+                let available = disk_size - scheduled;
+                // longhorn-manager's node controller sets the disk's Schedulable condition from
+                // `IsSchedulableToDisk(0, 0, info)` (scheduler/replica_scheduler.go): False with
+                // DiskPressure on a full disk, whatever allowScheduling says.
+                let schedulable = match (
+                    ready,
+                    disk_pressure(
+                        disk_size,
+                        available,
+                        scheduled,
+                        reserved,
+                        minimal_pct,
+                        over_pct,
+                    ),
+                ) {
+                    (false, _) => cond("Schedulable", false, "DiskNotReady", "node is down"),
+                    (true, Some(why)) => cond(
+                        "Schedulable",
+                        false,
+                        "DiskPressure",
+                        &format!(
+                            "Disk {disk} (/var/lib/longhorn/) on the node {} is not schedulable for more replica; {why}",
+                            node.name
+                        ),
+                    ),
+                    (true, None) => cond("Schedulable", true, "", ""),
+                };
+                disks.insert(disk.clone(), json!({"diskType": "filesystem", "path": "/var/lib/longhorn/", "allowScheduling": true, "evictionRequested": false, "storageReserved": reserved, "tags": [], "diskDriver": ""}));
                 disk_status.insert(disk, json!({
-                    "conditions": [cond("Ready", ready, "DiskNotReady", "node is down"), cond("Schedulable", ready, "DiskNotReady", "node is down")],
+                    "conditions": [cond("Ready", ready, "DiskNotReady", "node is down"), schedulable],
                     "storageAvailable": disk_size - scheduled,
                     "storageMaximum": disk_size,
                     "storageScheduled": scheduled,
@@ -1529,6 +1566,37 @@ impl World {
             }
         }
     }
+}
+
+/// Why longhorn-manager calls a disk under pressure, as `IsSchedulableToDisk(0, 0, info)` in
+/// `scheduler/replica_scheduler.go` words it; `None` when it may take more replicas.
+fn disk_pressure(
+    maximum: i64,
+    available: i64,
+    scheduled: i64,
+    reserved: i64,
+    minimal_pct: i64,
+    over_pct: i64,
+) -> Option<String> {
+    if maximum <= 0 {
+        return Some("Storage Max must be greater than 0".into());
+    }
+    if available <= 0 {
+        return Some("Storage Available must be greater than 0".into());
+    }
+    let minimal = (maximum as f64 * minimal_pct as f64 / 100.0) as i64;
+    if available <= minimal {
+        return Some(format!(
+            "Actual space usage condition failed: CurrentAvailable = {available} (StorageAvailable - Required) is less than or equal to MinimalAvailable = {minimal} ({minimal_pct}% of Storage Max)."
+        ));
+    }
+    let limit = ((maximum - reserved) as f64 * over_pct as f64 / 100.0) as i64;
+    if scheduled > limit {
+        return Some(format!(
+            "Scheduling space condition failed: ScheduledTotal = {scheduled} (Size + StorageScheduled) is greater than ProvisionedLimit = {limit} ({over_pct}% of StorageMax - StorageReserved). "
+        ));
+    }
+    None
 }
 
 /// Namespace, name, selector and ports (name, port, protocol) of a Service.

@@ -272,3 +272,73 @@ async fn each_variant_breaks_one_thing() {
         (Some(0), Some(0))
     );
 }
+
+/// The disk's `Schedulable` condition, as longhorn-manager reports it in
+/// `status.diskStatus.<disk>.conditions`, on every Longhorn node of `env` that has a disk.
+fn disk_schedulable(w: &Shared, env: usize) -> Vec<Value> {
+    list(w, env, Res::LonghornNodes)
+        .iter()
+        .flat_map(|n| {
+            n["status"]["diskStatus"]
+                .as_object()
+                .into_iter()
+                .flat_map(|m| m.values())
+                .filter_map(|d| {
+                    d["conditions"]
+                        .as_array()?
+                        .iter()
+                        .find(|c| c["type"] == "Schedulable")
+                        .cloned()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn longhorn_nodes_carry_the_conditions_the_replica_scheduler_reads() {
+    // Healthy: node Ready and Schedulable True, each disk Schedulable True.
+    let w = world("adr-007");
+    for n in list(&w, 0, Res::LonghornNodes) {
+        for kind in ["Ready", "Schedulable"] {
+            let c = n["status"]["conditions"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+                .unwrap_or_else(|| panic!("{kind} on {}", n["metadata"]["name"]));
+            assert_eq!(c["status"], "True", "{c}");
+        }
+    }
+    let healthy = disk_schedulable(&w, 0);
+    assert_eq!(healthy.len(), 3);
+    assert!(healthy.iter().all(|c| c["status"] == "True"), "{healthy:?}");
+
+    // Filled: 7Gi of replicas on an 8Gi disk leaves 1Gi, at most Longhorn's default
+    // storage-minimal-available-percentage (25%): DiskPressure, allowScheduling still true.
+    let s = Scenario::from_yaml(
+        "full-disk",
+        "name: full-disk\nextends: adr-007\nset:\n  environments[name=lab].longhorn.disk_size: 8Gi\n",
+    )
+    .expect("scenario");
+    let w = Shared::new(World::build(&s, Plan::new(1), SimClock::new(1.0)).expect("builds"));
+    let full = disk_schedulable(&w, 0);
+    assert_eq!(full.len(), 3);
+    for c in &full {
+        assert_eq!(c["status"], "False", "{c}");
+        assert_eq!(c["reason"], "DiskPressure", "{c}");
+        assert!(
+            c["message"].as_str().unwrap_or("").contains(
+                "is not schedulable for more replica; Actual space usage condition failed"
+            ),
+            "{c}"
+        );
+    }
+    for n in list(&w, 0, Res::LonghornNodes) {
+        for d in n["spec"]["disks"]
+            .as_object()
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
+            assert_eq!(d["allowScheduling"], true);
+        }
+    }
+}
