@@ -468,6 +468,15 @@ fn no_pdb_message(
             " (Longhorn creates PDBs itself only for csi-attacher and csi-provisioner, and only while a volume is attached)",
         );
     }
+    if matched.iter().any(|p| {
+        p.metadata.namespace.as_deref() == Some("kube-system")
+            && labels(&p.metadata).get("k8s-app").map(String::as_str) == Some("kube-dns")
+    }) {
+        // Talos's bootstrap manifest for CoreDNS has no PDB (k8stemplates/coredns.go).
+        message.push_str(
+            " (CoreDNS as Talos deploys it has no PodDisruptionBudget: add one selecting k8s-app=kube-dns in kube-system, as a manifest in the repository or in the Talos config's cluster.inlineManifests, or set cluster.coreDNS.disabled: true and deploy CoreDNS from its chart with podDisruptionBudget enabled)",
+        );
+    }
     message
 }
 
@@ -776,6 +785,12 @@ mod tests {
             "no PodDisruptionBudget selects the pods of coredns (k8s-app=kube-dns)",
         );
         assert!(!f.summary.contains("Longhorn"));
+        assert!(
+            f.summary.contains("CoreDNS as Talos deploys it has no PodDisruptionBudget")
+                && f.summary.contains("cluster.coreDNS.disabled: true"),
+            "{}",
+            f.summary
+        );
     }
 
     #[test]
