@@ -1310,3 +1310,76 @@ async fn a_host_loss_predicted_fatal_is_refused_before_anything_is_touched() {
     assert!(bench.power_requests().is_empty(), "nothing was touched");
     bench.lab.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_after_taking_the_lease_is_freed_by_recover() {
+    let bench = Bench::start("adr-007", 223).await;
+    let mut child = bench
+        .command(&bench.config(), &["chaos", "lab", "--host", "pve2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed during the baseline: the Lease is taken and journaled, nothing is stopped yet.
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(bench.journal()).unwrap_or_default();
+        if text.contains("\"event\":\"lease-taken\"") {
+            assert!(!text.contains("stop-requested"), "{text}");
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "no lease-taken in the journal:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    let _ = finish(child, Duration::from_secs(30)).await;
+    assert!(bench.all_vms_running());
+    // A new run is refused by the dead run's Lease, and told who holds it, until when, and
+    // what frees it.
+    let out = bench
+        .run(
+            &bench.config(),
+            &["chaos", "lab", "--host", "pve1", "--dry-run"],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let refused = stderr(&out);
+    for want in [
+        "the Lease kube-system/gates-chaos-lab is held by gates-chaos",
+        "until 20",
+        "`gates recover lab` frees it",
+    ] {
+        assert!(refused.contains(want), "{want:?} missing from {refused}");
+    }
+
+    let out = bench.run(&bench.config(), &["recover", "lab"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("released the run's Lease kube-system/gates-chaos-lab"),
+        "{}",
+        stdout(&out)
+    );
+    let journal = std::fs::read_to_string(bench.journal()).unwrap();
+    assert!(
+        journal.contains("\"event\":\"lease-released\""),
+        "{journal}"
+    );
+    // Admitted now.
+    let out = bench
+        .run(
+            &bench.config(),
+            &["chaos", "lab", "--host", "pve1", "--dry-run"],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("Dry run: nothing was touched"));
+    assert!(
+        bench.power_requests().is_empty(),
+        "{:?}",
+        bench.power_requests()
+    );
+    bench.lab.stop().await;
+}
