@@ -126,6 +126,7 @@ impl ProxmoxApi {
 
     /// Fault switch (tests): every request stalls for `duration` from now, on every host's
     /// address, then is answered as usual (pveproxy hung on a busy or overloaded node).
+    /// `Duration::ZERO` ends a stall for the requests that arrive from now on.
     pub fn stall_for(&self, duration: Duration) {
         if let Ok(mut stall) = self.stall.lock() {
             stall.until = Some(tokio::time::Instant::now() + duration);

@@ -174,7 +174,8 @@ async fn settle(
             }
         }
     }
-    let errors = power.start_all(&to_start).await;
+    let patience = env.chaos.clone().unwrap_or_default().recovery_timeout;
+    let errors = power.start_all(&to_start, patience.into()).await;
     if !errors.is_empty() {
         return Err(ChaosError::NotStarted {
             env: env.name.clone(),
