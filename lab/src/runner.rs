@@ -88,6 +88,8 @@ pub struct Lab {
     pub plan: Plan,
     pub log: RequestLog,
     pub files: LabFiles,
+    /// The Proxmox API every host serves (its fault switches: `stall_for`, ...).
+    pub proxmox: Arc<crate::proxmox::ProxmoxApi>,
     /// Per environment, in scenario order.
     tokens: Vec<Tokens>,
     /// Per environment, in scenario order.
@@ -407,6 +409,7 @@ impl Lab {
             plan,
             log,
             files,
+            proxmox: pve_api,
             tokens,
             kube_ca_pems,
             tasks,

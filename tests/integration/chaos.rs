@@ -1310,3 +1310,178 @@ async fn a_host_loss_predicted_fatal_is_refused_before_anything_is_touched() {
     assert!(bench.power_requests().is_empty(), "nothing was touched");
     bench.lab.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_after_taking_the_lease_is_freed_by_recover() {
+    let bench = Bench::start("adr-007", 223).await;
+    let mut child = bench
+        .command(&bench.config(), &["chaos", "lab", "--host", "pve2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed during the baseline: the Lease is taken and journaled, nothing is stopped yet.
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(bench.journal()).unwrap_or_default();
+        if text.contains("\"event\":\"lease-taken\"") {
+            assert!(!text.contains("stop-requested"), "{text}");
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "no lease-taken in the journal:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    let _ = finish(child, Duration::from_secs(30)).await;
+    assert!(bench.all_vms_running());
+    // A new run is refused by the dead run's Lease, and told who holds it, until when, and
+    // what frees it.
+    let out = bench
+        .run(
+            &bench.config(),
+            &["chaos", "lab", "--host", "pve1", "--dry-run"],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let refused = stderr(&out);
+    for want in [
+        "the Lease kube-system/gates-chaos-lab is held by gates-chaos",
+        "until 20",
+        "`gates recover lab` frees it",
+    ] {
+        assert!(refused.contains(want), "{want:?} missing from {refused}");
+    }
+
+    let out = bench.run(&bench.config(), &["recover", "lab"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("released the run's Lease kube-system/gates-chaos-lab"),
+        "{}",
+        stdout(&out)
+    );
+    let journal = std::fs::read_to_string(bench.journal()).unwrap();
+    assert!(
+        journal.contains("\"event\":\"lease-released\""),
+        "{journal}"
+    );
+    // Admitted now.
+    let out = bench
+        .run(
+            &bench.config(),
+            &["chaos", "lab", "--host", "pve1", "--dry-run"],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("Dry run: nothing was touched"));
+    assert!(
+        bench.power_requests().is_empty(),
+        "{:?}",
+        bench.power_requests()
+    );
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxmox_api_stalled_at_restore_is_outlasted_and_the_vms_run_again() {
+    let bench = Bench::start("adr-007", 224).await;
+    // Requests give up after 2 s; the API stalls 5 s from the first start request.
+    let env_file = bench.dir.path().join("env/lab.yaml");
+    let text = std::fs::read_to_string(&env_file).unwrap();
+    assert!(text.contains("proxmox:\n"), "{text}");
+    std::fs::write(
+        &env_file,
+        text.replacen("proxmox:\n", "proxmox:\n  timeout: 2s\n", 1),
+    )
+    .unwrap();
+    bench
+        .lab
+        .proxmox
+        .stall_at_next_start(Duration::from_secs(5));
+    let holder = bench
+        .lab
+        .shared
+        .read(|w| w.envs[0].vip_holder.map(|h| w.nodes[h].name.clone()))
+        .expect("the lab's VIP has a holder");
+    let host = (1..=3)
+        .map(|n| (format!("pve{n}"), format!("talos-lab-cp-0{n}")))
+        .find(|(_, node)| *node != holder)
+        .map(|(host, _)| host)
+        .unwrap();
+    let out = bench
+        .run(&bench.config(), &["chaos", "lab", "--host", &host])
+        .await;
+    let (o, e) = (stdout(&out), stderr(&out));
+    assert!(bench.all_vms_running(), "stdout:\n{o}\nstderr:\n{e}");
+    let journal = std::fs::read_to_string(bench.journal()).unwrap();
+    assert!(
+        journal.contains("\"action\":\"start\"") && journal.contains("\"event\":\"restored\""),
+        "the first start failed, a retry started it: {journal}"
+    );
+    // Exit per the verdict: the retried start is no manual work.
+    let report = bench.report();
+    let code = match report["verdict"].as_str() {
+        Some("pass") => 0,
+        other => panic!("verdict {other:?}: stdout:\n{o}\nstderr:\n{e}"),
+    };
+    assert_eq!(out.status.code(), Some(code), "stdout:\n{o}\nstderr:\n{e}");
+    crate::support::assert_trial(&o, "gate4::lab::chaos::no-manual-work", "ok");
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_while_it_retries_a_stalled_start_is_finished_by_recover() {
+    let bench = Bench::start("adr-007", 225).await;
+    let env_file = bench.dir.path().join("env/lab.yaml");
+    let text = std::fs::read_to_string(&env_file).unwrap();
+    std::fs::write(
+        &env_file,
+        text.replacen("proxmox:\n", "proxmox:\n  timeout: 2s\n", 1),
+    )
+    .unwrap();
+    bench
+        .lab
+        .proxmox
+        .stall_at_next_start(Duration::from_secs(60));
+    let mut child = bench
+        .command(&bench.config(), &["chaos", "lab", "--host", "pve2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first start gave up on the stalled API; the run is retrying it.
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(bench.journal()).unwrap_or_default();
+        if text.contains("\"action\":\"start\"") {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "no failed start in the journal:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    let _ = finish(child, Duration::from_secs(30)).await;
+    assert!(!bench.vm_running(102), "the killed run left VM 102 stopped");
+    bench.lab.proxmox.stall_for(Duration::ZERO);
+    let out = bench.run(&bench.config(), &["recover", "lab"]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(bench.all_vms_running());
+    let journal = std::fs::read_to_string(bench.journal()).unwrap();
+    assert!(journal.contains("recovered by gates recover"), "{journal}");
+    assert!(
+        journal.contains("\"event\":\"lease-released\""),
+        "{journal}"
+    );
+    bench.lab.stop().await;
+}

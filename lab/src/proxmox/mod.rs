@@ -87,6 +87,16 @@ pub struct ProxmoxApi {
     tasks: tasks::TaskTable,
     /// Host name → SHA-256 fingerprint of the certificate it serves (`/nodes` `ssl_fingerprint`).
     fingerprints: Mutex<HashMap<String, String>>,
+    /// The fault switch: a stall of the whole API (see [`ProxmoxApi::stall_at_next_start`]).
+    stall: Mutex<Stall>,
+}
+
+/// A stalled API holds every request (on every host's address) until `until`, then answers
+/// it; `armed` starts such a stall when the next VM start request arrives.
+#[derive(Debug, Default)]
+struct Stall {
+    armed: Option<Duration>,
+    until: Option<tokio::time::Instant>,
 }
 
 impl std::fmt::Debug for ProxmoxApi {
@@ -110,7 +120,41 @@ impl ProxmoxApi {
             recorder,
             tasks: tasks::TaskTable::default(),
             fingerprints: Mutex::new(HashMap::new()),
+            stall: Mutex::default(),
         })
+    }
+
+    /// Fault switch (tests): every request stalls for `duration` from now, on every host's
+    /// address, then is answered as usual (pveproxy hung on a busy or overloaded node).
+    /// `Duration::ZERO` ends a stall for the requests that arrive from now on.
+    pub fn stall_for(&self, duration: Duration) {
+        if let Ok(mut stall) = self.stall.lock() {
+            stall.until = Some(tokio::time::Instant::now() + duration);
+        }
+    }
+
+    /// Fault switch (tests): the next `POST .../status/start` starts a stall of `duration`
+    /// (itself included), so a restore meets a stalled API exactly when it begins.
+    pub fn stall_at_next_start(&self, duration: Duration) {
+        if let Ok(mut stall) = self.stall.lock() {
+            stall.armed = Some(duration);
+        }
+    }
+
+    /// How long this request waits before it is answered.
+    fn stalled(&self, method: &Method, path: &str) -> Option<Duration> {
+        let mut stall = self.stall.lock().ok()?;
+        let now = tokio::time::Instant::now();
+        if method == Method::POST
+            && path.ends_with("/status/start")
+            && let Some(duration) = stall.armed.take()
+        {
+            stall.until = Some(now + duration);
+        }
+        stall
+            .until
+            .filter(|until| *until > now)
+            .map(|until| until - now)
     }
 
     fn fingerprint(&self, host: &str) -> Option<String> {
@@ -132,6 +176,9 @@ impl ProxmoxApi {
             Ok(b) => b.to_bytes(),
             Err(_) => Bytes::new(),
         };
+        if let Some(wait) = self.stalled(&method, &path) {
+            tokio::time::sleep(wait).await;
+        }
         let resp = routes::dispatch(
             self,
             routes::Incoming {

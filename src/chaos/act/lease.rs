@@ -192,10 +192,17 @@ pub fn blocker(existing: &Lease, now: DateTime<Utc>) -> Option<String> {
             .and_then(|a| a.get("gates.dev/deadline"))
             .cloned()
             .unwrap_or_default();
-        let until = DateTime::<Utc>::from_timestamp(expires, 0)
-            .map(|t| t.to_rfc3339())
-            .unwrap_or_default();
-        format!("held by {holder} (deadline {deadline}; the lease expires {until})")
+        let at = |t: i64| {
+            DateTime::<Utc>::from_timestamp(t, 0)
+                .map(|t| t.to_rfc3339())
+                .unwrap_or_default()
+        };
+        format!(
+            "held by {holder} until {} (renewed {} for {}s; the run's restore deadline {deadline})",
+            at(expires),
+            at(renewed),
+            spec.lease_duration_seconds.unwrap_or(0)
+        )
     })
 }
 
@@ -255,7 +262,7 @@ pub enum LeaseStep {
 pub enum LeaseError {
     /// A live run elsewhere holds it (`why` says by whom and until when).
     #[error(
-        "a chaos run on {env} is in progress elsewhere: the Lease {namespace}/{name} is {why}; wait for it, or if that run died, run `gates recover {env}` where it ran, or let the lease expire"
+        "a chaos run on {env} is in progress elsewhere: the Lease {namespace}/{name} is {why}; wait for it, or if that run died, `gates recover {env}` frees it (run it where that run ran, with its journal), or let the lease expire"
     )]
     Held {
         env: String,

@@ -7,10 +7,30 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::join_all;
-use gates_infra::proxmox::{PowerOptions, ProxmoxClient};
+use gates_infra::proxmox::{PowerOptions, ProxmoxClient, ProxmoxError};
 use serde::Serialize;
 
 use crate::chaos::journal::{Entry, Journal, JournalError, PlannedVm};
+
+/// The first pause between two attempts to start a VM; doubled up to [`START_BACKOFF_MAX`].
+const START_BACKOFF: Duration = Duration::from_millis(500);
+const START_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// Whether trying a start again may succeed: anything but a token, a privilege or a TLS
+/// trust the request itself is refused for.
+fn retry_may_help(err: &ProxmoxError) -> bool {
+    !matches!(
+        err,
+        ProxmoxError::InvalidSettings { .. }
+            | ProxmoxError::Secret { .. }
+            | ProxmoxError::Unauthorized { .. }
+            | ProxmoxError::Forbidden { .. }
+            | ProxmoxError::UnknownCa { .. }
+            | ProxmoxError::NameMismatch { .. }
+            | ProxmoxError::CertificateExpired { .. }
+            | ProxmoxError::FingerprintMismatch { .. }
+    )
+}
 
 /// One power request the harness sent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -94,35 +114,69 @@ impl Power {
         }
     }
 
-    /// Start every VM and wait until each runs. Returns the errors.
-    pub async fn start_all(&self, vms: &[PlannedVm]) -> Vec<String> {
-        let results = join_all(vms.iter().map(|vm| self.start(vm))).await;
+    /// Start every VM and wait until each runs, retrying each start (with backoff) until
+    /// `patience` (`chaos.recovery_timeout`) is spent: a slow or stalled Proxmox must not leave
+    /// a VM off. Every attempt is journaled. Returns the errors.
+    pub async fn start_all(&self, vms: &[PlannedVm], patience: Duration) -> Vec<String> {
+        let results = join_all(vms.iter().map(|vm| self.start(vm, patience))).await;
         results.into_iter().filter_map(Result::err).collect()
     }
 
-    async fn start(&self, vm: &PlannedVm) -> Result<(), String> {
-        self.note(Entry::StartRequested {
-            vmid: vm.vmid,
-            host: vm.host.clone(),
-        })
-        .map_err(|e| format!("journal: {e}"))?;
-        let result = self.client.start_vm(vm.vmid, &self.options).await;
-        self.count("start", Some(vm.vmid), &vm.host, &result);
-        match result {
-            Ok(report) => self
-                .note(Entry::Started {
-                    vmid: vm.vmid,
-                    host: report.node,
-                })
-                .map_err(|e| format!("journal: {e}")),
-            Err(err) => {
-                let _ = self.note(Entry::ActionFailed {
-                    vmid: vm.vmid,
-                    action: "start".into(),
-                    error: err.to_string(),
-                });
-                Err(format!("start {} {}: {err}", vm.vmid, vm.name))
+    async fn start(&self, vm: &PlannedVm, patience: Duration) -> Result<(), String> {
+        let began = tokio::time::Instant::now();
+        let mut backoff = START_BACKOFF;
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            self.note(Entry::StartRequested {
+                vmid: vm.vmid,
+                host: vm.host.clone(),
+            })
+            .map_err(|e| format!("journal: {e}"))?;
+            // The task and the VM's state are awaited at most for what is left.
+            let left = patience
+                .saturating_sub(began.elapsed())
+                .max(Duration::from_secs(1));
+            let options = PowerOptions {
+                task_deadline: self.options.task_deadline.min(left),
+                state_deadline: self.options.state_deadline.min(left),
+                ..self.options
+            };
+            let result = self.client.start_vm(vm.vmid, &options).await;
+            let counted = if attempts == 1 {
+                "start"
+            } else {
+                "start-retry"
+            };
+            self.count(counted, Some(vm.vmid), &vm.host, &result);
+            let err = match result {
+                Ok(report) => {
+                    return self
+                        .note(Entry::Started {
+                            vmid: vm.vmid,
+                            host: report.node,
+                        })
+                        .map_err(|e| format!("journal: {e}"));
+                }
+                Err(err) => err,
+            };
+            let _ = self.note(Entry::ActionFailed {
+                vmid: vm.vmid,
+                action: "start".into(),
+                error: err.to_string(),
+            });
+            let spent = began.elapsed();
+            if !retry_may_help(&err) || spent >= patience {
+                return Err(format!(
+                    "start {} {}: gave up after {attempts} attempts over {:.1}s (chaos.recovery_timeout {}): {err}",
+                    vm.vmid,
+                    vm.name,
+                    spent.as_secs_f64(),
+                    humantime::format_duration(patience)
+                ));
             }
+            tokio::time::sleep(backoff.min(patience - spent)).await;
+            backoff = (backoff * 2).min(START_BACKOFF_MAX);
         }
     }
 
@@ -323,6 +377,55 @@ mod tests {
             host: host.into(),
             result: "ok".into(),
         }
+    }
+
+    #[tokio::test]
+    async fn a_failing_start_is_retried_until_the_recovery_timeout_and_says_how_long_it_tried() {
+        let (power, path, _dir) = crate::chaos::act::test_power::unreachable_power();
+        let vm = crate::chaos::test_support::planned_fault("lab").vms[0].clone();
+        power
+            .note(Entry::StopRequested {
+                vmid: vm.vmid,
+                host: vm.host.clone(),
+            })
+            .unwrap();
+        let began = std::time::Instant::now();
+        let errors = power
+            .start_all(std::slice::from_ref(&vm), Duration::from_secs(3))
+            .await;
+        let took = began.elapsed().as_secs_f64();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let text = &errors[0];
+        assert!(took >= 3.0, "tried until the patience was spent: {took}s");
+        let claimed: f64 = text
+            .split(" attempts over ")
+            .nth(1)
+            .and_then(|rest| rest.split('s').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no duration in {text}"));
+        assert!(
+            (claimed - took).abs() < 0.3,
+            "claims {claimed}s, took {took}s: {text}"
+        );
+        assert!(
+            text.contains("(chaos.recovery_timeout 3s)"),
+            "names the setting: {text}"
+        );
+        // Every attempt is journaled; the journal still owes the VM.
+        let records = crate::chaos::journal::read(&path).unwrap();
+        let requested = records
+            .iter()
+            .filter(|r| matches!(r.entry, Entry::StartRequested { .. }))
+            .count();
+        assert!(requested > 1, "{requested} start requests journaled");
+        assert_eq!(crate::chaos::journal::pending_restore(&records).len(), 1);
+        // One start counted, the rest as retries: no manual work beyond the plan.
+        let issued = power.issued();
+        assert_eq!(issued.iter().filter(|i| i.action == "start").count(), 1);
+        assert_eq!(
+            issued.iter().filter(|i| i.action == "start-retry").count(),
+            requested - 1
+        );
     }
 
     #[test]

@@ -96,14 +96,28 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
             journal: path.to_path_buf(),
         });
     }
-    let owed = Owed::of(&records);
+    let settled = settle(env, path, &records, &plan, &mut *out).await;
+    // Whatever the journal still owes, the dead run's Lease would refuse every new run.
+    release_lease(env, path, &records, out).await;
+    settled.map(|()| 0)
+}
+
+/// Start what the journal owes and settle it.
+async fn settle(
+    env: &Environment,
+    path: &Path,
+    records: &[journal::Record],
+    plan: &journal::PlannedFault,
+    out: Out<'_>,
+) -> Result<(), ChaosError> {
+    let owed = Owed::of(records);
     if owed.is_empty() {
         say!(
             out,
             "{}: nothing was stopped that is not running again; the journal owes nothing and is settled",
             path.display()
         );
-        return Ok(0);
+        return Ok(());
     }
     let access = env.proxmox.as_ref().ok_or_else(|| ChaosError::NoProxmox {
         env: env.name.clone(),
@@ -160,7 +174,8 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
             }
         }
     }
-    let errors = power.start_all(&to_start).await;
+    let patience = env.chaos.clone().unwrap_or_default().recovery_timeout;
+    let errors = power.start_all(&to_start, patience.into()).await;
     if !errors.is_empty() {
         return Err(ChaosError::NotStarted {
             env: env.name.clone(),
@@ -175,7 +190,6 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
             })
         })
         .map_err(append())?;
-    release_lease(env, &records, &power, out).await;
     for vm in &owed.vms {
         say!(
             out,
@@ -191,16 +205,12 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
         to_start.len(),
         path.display()
     );
-    Ok(0)
+    Ok(())
 }
 
-/// The dead run's Lease, if it took one and never gave it up and still holds it.
-async fn release_lease(
-    env: &Environment,
-    records: &[journal::Record],
-    power: &Power,
-    out: Out<'_>,
-) {
+/// The dead run's Lease, if it took one and never gave it up and still holds it (the holder
+/// identity the run wrote in the journal).
+async fn release_lease(env: &Environment, path: &Path, records: &[journal::Record], out: Out<'_>) {
     let mut taken = None;
     for record in records {
         match &record.entry {
@@ -233,11 +243,16 @@ async fn release_lease(
     };
     match released {
         Ok(true) => {
-            let _ = power.note(Entry::LeaseReleased {
-                namespace: namespace.clone(),
-                name: name.clone(),
+            let noted = Journal::open(path).and_then(|mut journal| {
+                journal.append(Entry::LeaseReleased {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                })
             });
             say!(out, "released the run's Lease {namespace}/{name}");
+            if let Err(err) = noted {
+                say!(out, "warning: the journal did not hear it: {err}");
+            }
         }
         Ok(false) => {}
         Err(err) => {

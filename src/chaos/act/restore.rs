@@ -67,7 +67,7 @@ pub async fn restore(
         )),
     );
     if start_errors.is_empty() {
-        start_errors = power.start_all(&target.vms).await;
+        start_errors = power.start_all(&target.vms, recovery_timeout).await;
     }
     let mut running_again = None;
     if start_errors.is_empty() {
@@ -109,7 +109,7 @@ mod tests {
             &power,
             &target,
             false,
-            Duration::from_secs(60),
+            Duration::from_secs(2),
             &RestoreReason::Deadline,
         )
         .await;
