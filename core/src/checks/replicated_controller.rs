@@ -786,7 +786,8 @@ mod tests {
         );
         assert!(!f.summary.contains("Longhorn"));
         assert!(
-            f.summary.contains("CoreDNS as Talos deploys it has no PodDisruptionBudget")
+            f.summary
+                .contains("CoreDNS as Talos deploys it has no PodDisruptionBudget")
                 && f.summary.contains("cluster.coreDNS.disabled: true"),
             "{}",
             f.summary
