@@ -152,6 +152,7 @@ struct Scope {
     unset: Vec<String>,
     each: Option<(Node, Node)>,
     index: Option<Node>,
+    files: Option<hcl_eval::Files>,
 }
 
 impl Scope {
@@ -168,6 +169,7 @@ impl Scope {
                 .as_ref()
                 .map(|(k, v)| (hcl_eval::to_hcl(k), hcl_eval::to_hcl(v))),
             count: self.index.as_ref().map(hcl_eval::to_hcl),
+            files: self.files.clone(),
         }
     }
 
@@ -272,7 +274,14 @@ fn module(
     if depth > 16 {
         return Err(RepoError::file(dir, "modules nest more than 16 deep"));
     }
-    let mut scope = Scope::default();
+    let mut scope = Scope {
+        files: Some(hcl_eval::Files {
+            repo: repo.to_path_buf(),
+            module: dir.to_string(),
+            root: out.dir.clone(),
+        }),
+        ..Scope::default()
+    };
     for file in files {
         for block in blocks(&file.body, "variable") {
             let var = label(block, 0);

@@ -21,7 +21,57 @@ pub struct Names {
     pub local: Vec<(String, Hcl)>,
     pub each: Option<(Hcl, Hcl)>,
     pub count: Option<Hcl>,
+    /// Where `path.*` and `file()` point; `None` where no file may be read (tfvars).
+    pub files: Option<Files>,
 }
+
+/// The repository and the directories `path.module` and `path.root` name, repository-relative.
+#[derive(Debug, Clone)]
+pub struct Files {
+    pub repo: std::path::PathBuf,
+    pub module: String,
+    pub root: String,
+}
+
+thread_local! {
+    /// The repository `file()` reads during one evaluation: a function of hcl-rs is a plain
+    /// `fn` and cannot hold it.
+    static REPOSITORY: std::cell::RefCell<Option<std::path::PathBuf>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `file(path)`: the text of a file of the repository (`path` repository-relative, as
+/// `path.module` and `path.root` are here); a path that leaves the repository is refused.
+fn file(a: FuncArgs) -> Result<Hcl, String> {
+    read_file(&s(&a, 0)).map(Hcl::String)
+}
+
+fn read_file(wanted: &str) -> Result<String, String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in wanted.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts
+                    .pop()
+                    .ok_or_else(|| format!("file(\"{wanted}\") leaves the repository"))?;
+            }
+            p => parts.push(p),
+        }
+    }
+    if wanted.starts_with('/') || wanted.starts_with('~') {
+        return Err(format!("file(\"{wanted}\") is outside the repository"));
+    }
+    let repo = REPOSITORY
+        .with(|r| r.borrow().clone())
+        .ok_or_else(|| format!("file(\"{wanted}\") cannot be read here"))?;
+    std::fs::read_to_string(repo.join(parts.join("/")))
+        .map_err(|e| format!("file(\"{wanted}\"): {e}"))
+}
+
+/// The names of [`functions`], built once.
+static FUNCTION_NAMES: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(|| functions().into_iter().map(|(name, _)| name).collect());
 
 /// Evaluate `expr`; the error says what could not be known.
 pub fn evaluate(expr: &Expression, names: &Names, site: &Site) -> Result<Node, String> {
@@ -39,10 +89,24 @@ pub fn evaluate(expr: &Expression, names: &Names, site: &Site) -> Result<Node, S
     if let Some(index) = &names.count {
         ctx.declare_var("count", object(&[("index".into(), index.clone())]));
     }
+    if let Some(files) = &names.files {
+        ctx.declare_var(
+            "path",
+            object(&[
+                ("module".into(), Hcl::String(files.module.clone())),
+                ("root".into(), Hcl::String(files.root.clone())),
+                ("cwd".into(), Hcl::String(files.root.clone())),
+            ]),
+        );
+    }
     for (name, def) in functions() {
         ctx.declare_func(name, def);
     }
-    let value = expr.evaluate(&ctx).map_err(|e| match e.kind() {
+    let repo = names.files.as_ref().map(|f| f.repo.clone());
+    let previous = REPOSITORY.with(|r| r.replace(repo));
+    let value = expr.evaluate(&ctx);
+    REPOSITORY.with(|r| *r.borrow_mut() = previous);
+    let value = value.map_err(|e| match e.kind() {
         hcl::eval::ErrorKind::UndefinedVar(name) => format!(
             "it refers to `{name}`, which is known only after `terraform apply` or outside the repository"
         ),
@@ -54,11 +118,59 @@ pub fn evaluate(expr: &Expression, names: &Names, site: &Site) -> Result<Node, S
     Ok(to_node(&value, site))
 }
 
+/// Render a `templatefile` template as Terraform does: `${...}` interpolations and
+/// `%{if}`/`%{for}` directives over the variables given (top-level names) and Terraform's
+/// functions; the error says what could not be rendered.
+pub fn render_template(rel: &str, text: &str, vars: &Node) -> Result<String, String> {
+    render(rel, text, &to_hcl(vars))
+}
+
+/// `templatefile(path, vars)`: [`file`] rendered as [`render_template`] renders it.
+fn templatefile(a: FuncArgs) -> Result<Hcl, String> {
+    let path = s(&a, 0);
+    let text = read_file(&path)?;
+    render(&path, &text, &a[1]).map(Hcl::String)
+}
+
+fn render(rel: &str, text: &str, vars: &Hcl) -> Result<String, String> {
+    let template: hcl::Template = text
+        .parse()
+        .map_err(|e: hcl::Error| format!("{rel}: the template does not parse: {e}"))?;
+    let mut ctx = Context::new();
+    if let Hcl::Object(entries) = vars {
+        for (name, value) in entries {
+            ctx.declare_var(name.as_str(), value.clone());
+        }
+    }
+    for (name, def) in functions() {
+        ctx.declare_func(name, def);
+    }
+    template.evaluate(&ctx).map_err(|e| match e.kind() {
+        hcl::eval::ErrorKind::UndefinedVar(name) => {
+            // The first line that interpolates the name, for the message.
+            let line = text
+                .lines()
+                .position(|l| {
+                    let inside = |open: &str| {
+                        l.split(open)
+                            .skip(1)
+                            .any(|part| part.contains(name.as_str()))
+                    };
+                    inside("${") || inside("%{")
+                })
+                .map_or(0, |n| n + 1);
+            format!(
+                "{}: `${{{name}}}` has no value among the templatefile variables gates could evaluate, so the patch is not read",
+                Site::new(rel, line)
+            )
+        }
+        _ => format!("{rel}: {e}"),
+    })
+}
+
 /// Terraform's `try` evaluates its arguments lazily, which a function of hcl-rs cannot; the
-/// form configuration uses, `try(a.b[c], fallback...)` (a lookup that may be missing), is
-/// rewritten to `__try_path(a, ["b", c], fallback...)`, which walks the path and falls back
-/// where a key or index is missing. A `try` of anything else evaluates its first argument
-/// eagerly: an error there stays an error, never the fallback guessed in its place.
+/// forms configuration uses are rewritten to a conditional, which hcl-rs evaluates lazily:
+/// `try(first, fallback...)` becomes `CHECK ? first : try(fallback...)` (see [`try_check`]).
 fn rewrite_try(expr: &mut hcl::Expression) {
     use hcl::expr::{Expression as E, TraversalOperator as Op};
     match expr {
@@ -94,42 +206,23 @@ fn rewrite_try(expr: &mut hcl::Expression) {
         E::FuncCall(call) => {
             call.args.iter_mut().for_each(rewrite_try);
             let is_try = call.name.namespace.is_empty() && call.name.name.as_str() == "try";
-            if let (true, Some(E::Traversal(first))) =
-                (is_try && call.args.len() >= 2, call.args.first())
+            if is_try
+                && call.args.len() >= 2
+                && let Some(check) = try_check(&call.args[0])
             {
-                let keys: Option<Vec<E>> = first
-                    .operators
-                    .iter()
-                    .map(|op| match op {
-                        Op::GetAttr(name) => Some(E::String(name.to_string())),
-                        Op::Index(i) => Some(i.clone()),
-                        Op::LegacyIndex(i) => Some(E::Number((*i).into())),
-                        Op::AttrSplat | Op::FullSplat => None,
-                    })
-                    .collect();
-                if let Some(keys) = keys {
-                    let mut args = vec![first.expr.clone(), E::Array(keys)];
-                    args.extend(call.args.iter().skip(1).cloned());
-                    call.name = hcl::expr::FuncName::new("__try_path");
-                    call.args = args;
-                }
-            } else if let (true, Some(E::FuncCall(inner))) =
-                (is_try && call.args.len() >= 2, call.args.first())
-                && inner.name.namespace.is_empty()
-                && functions()
-                    .iter()
-                    .any(|(n, _)| *n == inner.name.name.as_str())
-            {
-                // `try(f(args), fallback)`: the arguments are evaluated as they are (an
-                // unknown among them stays unknown), and only an error of `f` itself on
-                // those values falls back, as Terraform's `try` does.
-                let mut args = vec![
-                    E::String(inner.name.name.to_string()),
-                    E::Array(call.args[1..].to_vec()),
-                ];
-                args.extend(inner.args.iter().cloned());
-                call.name = hcl::expr::FuncName::new("__try_call");
-                call.args = args;
+                // The fallbacks stay unevaluated unless the first argument fails, as in
+                // Terraform (a fallback may call `error(...)` or read what is not there).
+                let first = call.args[0].clone();
+                let rest = if call.args.len() == 2 {
+                    call.args[1].clone()
+                } else {
+                    let mut inner = hcl::expr::FuncCall::new("try");
+                    inner.args = call.args[1..].to_vec();
+                    let mut inner = E::FuncCall(Box::new(inner));
+                    rewrite_try(&mut inner);
+                    inner
+                };
+                *expr = E::Conditional(Box::new(hcl::expr::Conditional::new(check, first, rest)));
             }
         }
         E::Null
@@ -142,15 +235,51 @@ fn rewrite_try(expr: &mut hcl::Expression) {
     }
 }
 
-/// `__try_call(name, [fallback...], args...)`: `name(args...)` over the evaluated arguments,
-/// or the first fallback when the function itself fails on them.
-fn try_call(a: FuncArgs) -> Result<Hcl, String> {
+/// The test that makes `try(first, ...)` take `first`, for the forms configuration uses:
+/// a lookup that may be missing (`a.b[c]`: `__has_path(a, ["b", c])`) and a function that
+/// may fail on its arguments (`f(args)`: `__call_ok("f", args...)`, whose arguments are
+/// evaluated as they are, so an unknown among them stays an error). Any other first
+/// argument is evaluated eagerly: an error there stays an error, never a fallback guessed in
+/// its place.
+fn try_check(first: &hcl::Expression) -> Option<hcl::Expression> {
+    use hcl::expr::{Expression as E, TraversalOperator as Op};
+    match first {
+        E::Traversal(t) => {
+            let keys: Option<Vec<E>> = t
+                .operators
+                .iter()
+                .map(|op| match op {
+                    Op::GetAttr(name) => Some(E::String(name.to_string())),
+                    Op::Index(i) => Some(i.clone()),
+                    Op::LegacyIndex(i) => Some(E::Number((*i).into())),
+                    Op::AttrSplat | Op::FullSplat => None,
+                })
+                .collect();
+            let mut call = hcl::expr::FuncCall::new("__has_path");
+            call.args = vec![t.expr.clone(), E::Array(keys?)];
+            Some(E::FuncCall(Box::new(call)))
+        }
+        E::FuncCall(inner)
+            if inner.name.namespace.is_empty()
+                && FUNCTION_NAMES.contains(&inner.name.name.as_str()) =>
+        {
+            let mut call = hcl::expr::FuncCall::new("__call_ok");
+            call.args = std::iter::once(E::String(inner.name.name.to_string()))
+                .chain(inner.args.iter().cloned())
+                .collect();
+            Some(E::FuncCall(Box::new(call)))
+        }
+        _ => None,
+    }
+}
+
+/// `__call_ok(name, args...)`: whether `name(args...)` succeeds on the evaluated arguments.
+fn call_ok(a: FuncArgs) -> Result<Hcl, String> {
     let values = a.into_values();
-    let (Some(Hcl::String(name)), Some(Hcl::Array(fallbacks))) = (values.first(), values.get(1))
-    else {
-        return Err("__try_call: malformed rewrite".to_string());
+    let Some(Hcl::String(name)) = values.first() else {
+        return Err("__call_ok: malformed rewrite".to_string());
     };
-    let call = values[2..]
+    let call = values[1..]
         .iter()
         .cloned()
         .fold(hcl::expr::FuncCall::builder(name.as_str()), |b, v| {
@@ -161,18 +290,15 @@ fn try_call(a: FuncArgs) -> Result<Hcl, String> {
     for (fname, def) in functions() {
         ctx.declare_func(fname, def);
     }
-    match hcl::Expression::FuncCall(Box::new(call)).evaluate(&ctx) {
-        Ok(value) => Ok(value),
-        Err(_) => fallbacks
-            .first()
-            .cloned()
-            .ok_or_else(|| "try: no fallback".to_string()),
-    }
+    Ok(Hcl::Bool(
+        hcl::Expression::FuncCall(Box::new(call))
+            .evaluate(&ctx)
+            .is_ok(),
+    ))
 }
 
-/// The value at `path` below `root`, or the first fallback that is not null when a step is
-/// missing.
-fn try_path(a: FuncArgs) -> Result<Hcl, String> {
+/// `__has_path(root, [keys])`: whether every step of the path exists below `root`.
+fn has_path(a: FuncArgs) -> Result<Hcl, String> {
     let mut current = Some(a[0].clone());
     for key in items(&a[1])? {
         current = match (current, &key) {
@@ -183,13 +309,7 @@ fn try_path(a: FuncArgs) -> Result<Hcl, String> {
             _ => None,
         };
     }
-    match current {
-        Some(v) => Ok(v),
-        None => a
-            .get(2)
-            .cloned()
-            .ok_or_else(|| "try: no fallback".to_string()),
-    }
+    Ok(Hcl::Bool(current.is_some()))
 }
 
 fn object(entries: &[(String, Hcl)]) -> Hcl {
@@ -468,19 +588,44 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
                     .ok_or_else(|| "try: no arguments".to_string())
             }),
         ),
+        ("file", FuncDef::builder().param(Str).build(file)),
+        // Spaces after every newline, so every line but the first is indented.
         (
-            "__try_call",
-            FuncDef::builder()
-                .params([Str, ParamType::array_of(Any)])
-                .variadic_param(Any)
-                .build(try_call),
+            "indent",
+            FuncDef::builder().params([Number, Str]).build(|a| {
+                let n = a[0]
+                    .as_u64()
+                    .filter(|n| *n <= 1024)
+                    .ok_or("indent: the count is not a whole number up to 1024")?;
+                let pad = format!("\n{}", " ".repeat(n as usize));
+                Ok(Hcl::String(s(&a, 1).replace('\n', &pad)))
+            }),
         ),
         (
-            "__try_path",
+            "templatefile",
+            FuncDef::builder().params([Str, Any]).build(templatefile),
+        ),
+        // Sensitivity is a marking Terraform keeps beside a value; the value is the same.
+        (
+            "sensitive",
+            FuncDef::builder().param(Any).build(|a| Ok(a[0].clone())),
+        ),
+        (
+            "nonsensitive",
+            FuncDef::builder().param(Any).build(|a| Ok(a[0].clone())),
+        ),
+        (
+            "__call_ok",
+            FuncDef::builder()
+                .param(Str)
+                .variadic_param(Any)
+                .build(call_ok),
+        ),
+        (
+            "__has_path",
             FuncDef::builder()
                 .params([Any, ParamType::array_of(Any)])
-                .variadic_param(Any)
-                .build(try_path),
+                .build(has_path),
         ),
         (
             "jsonencode",
@@ -813,6 +958,7 @@ mod tests {
             )],
             each: Some((Hcl::String("cp1".into()), hcl::value!({ host = "pve1" }))),
             count: Some(Hcl::from(1)),
+            files: None,
         }
     }
 
@@ -849,6 +995,8 @@ mod tests {
             (r#"element(["a", "b"], 3)"#, "b"),
             (r#"lookup({a = "x"}, "b", "d")"#, "d"),
             (r#"coalesce("", "y")"#, "y"),
+            (r#"nonsensitive(sensitive("s"))"#, "s"),
+            (r#"indent(2, "a\nb\n")"#, "a\n  b\n  "),
             (r#"replace("a-b", "-", "_")"#, "a_b"),
             (r#"tostring(length(concat([1], [2, 3])))"#, "3"),
             (r#"cidrsubnet("10.0.0.0/16", 8, 2)"#, "10.0.2.0/24"),
@@ -895,6 +1043,27 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("after `terraform apply`"), "{err}");
+    }
+
+    #[test]
+    fn a_fallback_of_try_is_evaluated_only_when_the_first_argument_fails() {
+        let n = names();
+        // `error` is no function of Terraform's: reaching it would be an error.
+        for (expr, want) in [
+            (
+                r#"try(local.nodes["cp1"].host, error("no defaults"))"#,
+                "pve1",
+            ),
+            (r#"try(lower("A"), error("no"))"#, "a"),
+            (
+                r#"try(local.nodes.missing.host, local.nodes.gone, "last")"#,
+                "last",
+            ),
+        ] {
+            assert_eq!(eval(expr, &n).unwrap().as_str(), Some(want), "{expr}");
+        }
+        let err = eval(r#"try(local.nodes.missing.host, error("no defaults"))"#, &n).unwrap_err();
+        assert!(err.contains("error"), "{err}");
     }
 
     #[test]

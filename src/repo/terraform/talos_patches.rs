@@ -21,7 +21,7 @@ use hcl_edit::template::{Element, Template};
 
 use super::{File, Scope, eval, label, source};
 use crate::repo::kustomize::{read, resolve};
-use crate::repo::site::{RepoError, Site};
+use crate::repo::site::RepoError;
 use crate::repo::talos::Applies;
 use crate::repo::yaml::{self, Node, Value};
 
@@ -148,15 +148,18 @@ pub(super) fn collect(
             }
         }
     };
-    let Expression::Array(items) = &attr.value else {
-        out.skipped.push(format!(
-            "{at}: {resource} config_patches not read: `{}` is not a list written in place",
-            source(&attr.value, file)
-        ));
-        return;
-    };
     for (applies, scope) in instances {
-        for item in items.iter() {
+        let items = match elements(&attr.value, file, &scope) {
+            Ok(items) => items,
+            Err(why) => {
+                let line = format!("{at}: {resource} config_patches not read: {why}");
+                if !out.skipped.contains(&line) {
+                    out.skipped.push(line);
+                }
+                continue;
+            }
+        };
+        for item in items {
             match patch(item, file, &scope, paths) {
                 Ok(docs) => out
                     .patches
@@ -176,6 +179,47 @@ pub(super) fn collect(
                 }
             }
         }
+    }
+}
+
+/// The elements of a `config_patches` list for one instance: a list written in place, a
+/// conditional whose condition gates evaluates (the branch Terraform takes), or `concat` of
+/// such lists. Anything else is not read.
+fn elements<'e>(
+    expr: &'e Expression,
+    file: &File,
+    scope: &Scope,
+) -> Result<Vec<&'e Expression>, String> {
+    match expr {
+        Expression::Array(items) => Ok(items.iter().collect()),
+        Expression::Parenthesis(inner) => elements(inner.inner(), file, scope),
+        Expression::Conditional(c) => {
+            let cond = eval(&c.cond_expr, file, scope).map_err(|e| {
+                format!(
+                    "the condition `{}` cannot be evaluated: {e}",
+                    source(&c.cond_expr, file)
+                )
+            })?;
+            match cond.as_bool() {
+                Some(true) => elements(&c.true_expr, file, scope),
+                Some(false) => elements(&c.false_expr, file, scope),
+                None => Err(format!(
+                    "the condition `{}` is not a bool",
+                    source(&c.cond_expr, file)
+                )),
+            }
+        }
+        Expression::FuncCall(call) if call.name.name.as_str() == "concat" => {
+            let mut out = Vec::new();
+            for arg in call.args.iter() {
+                out.extend(elements(arg, file, scope)?);
+            }
+            Ok(out)
+        }
+        _ => Err(format!(
+            "`{}` is not a list written in place",
+            source(expr, file)
+        )),
     }
 }
 
@@ -309,47 +353,10 @@ fn path_ref(expr: &Expression) -> Option<&str> {
     }
 }
 
-/// Substitute `${name}` placeholders with the literal values given; anything else a template
-/// can hold (directives, expressions, a name without a value) is the reason not to read it.
+/// A `templatefile` rendered as Terraform renders it (see [`super::hcl_eval::render_template`]);
+/// what cannot be rendered is the reason not to read the patch.
 fn render_template(rel: &str, text: &str, vars: &Node) -> Result<String, String> {
-    let mut out = String::with_capacity(text.len());
-    for (n, line) in text.split_inclusive('\n').enumerate() {
-        let site = Site::new(rel, n + 1);
-        if line.contains("%{") && !line.contains("%%{") {
-            return Err(format!(
-                "{site}: a template directive (%{{...}}) is not evaluated by gates"
-            ));
-        }
-        let mut rest = line;
-        while let Some(start) = rest.find("${") {
-            if rest[..start].ends_with('$') {
-                out.push_str(&rest[..start - 1]);
-                out.push_str("${");
-                rest = &rest[start + 2..];
-                continue;
-            }
-            out.push_str(&rest[..start]);
-            let Some(len) = rest[start..].find('}') else {
-                return Err(format!("{site}: an unclosed ${{ in the template"));
-            };
-            let name = rest[start + 2..start + len].trim();
-            let value = vars
-                .entry(name)
-                .and_then(|v| match &v.value {
-                    Value::Scalar(text, _) => Some(text.clone()),
-                    Value::Null | Value::Seq(_) | Value::Map(_) => None,
-                })
-                .ok_or_else(|| {
-                    format!(
-                        "{site}: `${{{name}}}` has no literal value among the templatefile variables, so the patch is not read"
-                    )
-                })?;
-            out.push_str(&value);
-            rest = &rest[start + len + 1..];
-        }
-        out.push_str(rest);
-    }
-    Ok(out)
+    super::hcl_eval::render_template(rel, text, vars)
 }
 
 #[cfg(test)]

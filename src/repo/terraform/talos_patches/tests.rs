@@ -157,7 +157,9 @@ resource "talos_machine_configuration_apply" "cp" {
         "{skipped}"
     );
     assert!(
-        skipped.contains("tf/patches/vip.yaml.tftpl:5: `${vip}` has no literal value"),
+        skipped.contains(
+            "tf/patches/vip.yaml.tftpl:5: `${vip}` has no value among the templatefile variables"
+        ),
         "{skipped}"
     );
     assert!(
@@ -247,4 +249,74 @@ fn a_heredoc_patch_without_interpolation_is_read_at_its_lines() {
         .unwrap();
     assert_eq!(taint.site.to_string(), "tf/main.tf:16");
     assert_eq!(tf.talos_patches[0].applies, Applies::Workers);
+}
+
+#[test]
+fn a_conditional_list_of_patches_takes_the_branch_of_each_node_and_templates_render_as_terraform_does()
+ {
+    // The shape of a real module: per-role templates chosen by a conditional, an extra list
+    // joined by `concat`, a template with `%{ if }` and `indent`, and a module input read by
+    // `file()` relative to `path.module`.
+    let main = with_main(
+        r#"locals {
+  extra = file("${path.module}/../shared/extra.yaml")
+}
+
+data "talos_machine_configuration" "node" {
+  for_each     = var.nodes
+  machine_type = each.value.role == "control-plane" ? "controlplane" : "worker"
+  config_patches = each.value.role == "control-plane" ? [
+    templatefile("${path.module}/cp.yaml.tftpl", { zone = each.value.host, extra = local.extra, vip = "" }),
+  ] : concat([templatefile("${path.module}/cp.yaml.tftpl", { zone = each.value.host, extra = "", vip = "" })], [])
+}
+"#,
+    );
+    let tfvars = r#"nodes = {
+  cp-01 = { host = "pve1", role = "control-plane" }
+  wk-01 = { host = "pve2", role = "worker" }
+}
+"#;
+    let template = "machine:\n  nodeLabels:\n    topology.kubernetes.io/zone: ${zone}\n%{ if extra != \"\" ~}\n    extra: |\n      ${indent(6, extra)}\n%{ endif ~}\n";
+    let tf = read(&[
+        ("tf/main.tf", &main),
+        ("tf/staging.tfvars", tfvars),
+        ("tf/cp.yaml.tftpl", template),
+        ("shared/extra.yaml", "a: 1\nb: 2"),
+    ]);
+    assert!(tf.talos_skipped.is_empty(), "{:?}", tf.talos_skipped);
+    assert_eq!(tf.talos_patches.len(), 2);
+    let cp = &tf.talos_patches[0];
+    assert_eq!(cp.applies, Applies::Node("cp-01".to_string()));
+    let labels = cp.doc.get(&["machine", "nodeLabels"]).unwrap();
+    assert_eq!(
+        labels.get_str(&["topology.kubernetes.io/zone"]),
+        Some("pve1")
+    );
+    assert_eq!(labels.get_str(&["extra"]), Some("a: 1\nb: 2\n"));
+    let worker = tf.talos_patches[1]
+        .doc
+        .get(&["machine", "nodeLabels"])
+        .unwrap();
+    assert_eq!(worker.get_str(&["extra"]), None);
+}
+
+#[test]
+fn a_file_outside_the_repository_is_refused_by_the_terraform_file_function() {
+    let main = with_main(
+        r#"data "talos_machine_configuration" "node" {
+  for_each       = var.nodes
+  machine_type   = "controlplane"
+  config_patches = [yamlencode({ machine = { nodeLabels = { x = file("${path.module}/../../../etc/hostname") } } })]
+}
+"#,
+    );
+    let tf = read(&[("tf/main.tf", &main), ("tf/staging.tfvars", TFVARS)]);
+    assert!(tf.talos_patches.is_empty());
+    assert!(
+        tf.talos_skipped
+            .join("\n")
+            .contains("leaves the repository"),
+        "{:?}",
+        tf.talos_skipped
+    );
 }
