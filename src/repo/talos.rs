@@ -1,18 +1,23 @@
 //! Talos machine-config patches of an environment, from its patch directory. Which nodes a
-//! patch applies to comes from its file name: `common*.yaml` and `all*.yaml` every node,
+//! patch applies to comes from its file name: `common*.yaml`, `all*.yaml` and `cluster*.yaml`
+//! (the base a home-ops layout patches per role and node) every node,
 //! `controlplane*.yaml` the control planes, `worker*.yaml` the workers, and `NODE.yaml`
 //! (directly or under `nodes/`) the node of that name. A file that names its node's hostname
 //! (a `HostnameConfig` document, or `machine.network.hostname`) is that node's, and declares
 //! the node: its role is its `machine.type`, else the directory it is in (`controlplane/`,
 //! `worker/`). A directory holding talhelper's `talconfig.yaml` is read through it (see
-//! [`talhelper`]). Jinja templates (`.yaml.j2`) are read when they hold no template syntax.
+//! [`talhelper`]). Jinja templates (`.yaml.j2`) are read when their only Jinja is interpolations, whose
+//! values are unknown (see [`jinja`]).
 //! Other files are noted as unread.
 //!
 //! Read from each patch: `cluster.allowSchedulingOnControlPlanes`, `machine.nodeLabels`,
-//! `machine.nodeTaints` and `machine.network.interfaces[].vip.ip`. A `KubeNodeConfig`
+//! `machine.nodeTaints` and `machine.network.interfaces[].vip.ip` (a `Layer2VIPConfig`
+//! document's `name`). A `KubeNodeConfig`
 //! document (Talos 1.14, `pkg/machinery/config/types/k8s/node.go`) gives its `labels` and
 //! `taints` as `machine.nodeLabels` and `machine.nodeTaints`.
 
+pub mod jinja;
+pub mod scheduling;
 pub mod talhelper;
 
 use std::path::Path;
@@ -63,6 +68,9 @@ pub struct Patches {
     /// `config_patches` entry gates cannot evaluate), with the file, line and reason: the
     /// trials that read Talos patches carry them as warnings.
     pub skipped: Vec<String>,
+    /// Values of the patches read that a template writes and gates does not evaluate: a
+    /// trial that reads where one sits is an error naming it (see [`jinja`]).
+    pub unknown: Vec<jinja::Unknown>,
 }
 
 impl Patches {
@@ -213,13 +221,34 @@ fn walk(
         else {
             continue;
         };
-        let text = read(repo, &rel)?;
-        if template && (text.contains("{{") || text.contains("{%")) {
-            out.skipped
-                .push(format!("{rel}: a Jinja template gates does not render"));
-            continue;
+        let mut text = read(repo, &rel)?;
+        let mut exprs = Vec::new();
+        if template {
+            match jinja::placeholders(&text) {
+                Ok((rendered, found)) => (text, exprs) = (rendered, found),
+                Err(why) => {
+                    out.skipped.push(format!("{rel}: {why}"));
+                    continue;
+                }
+            }
         }
-        let docs: Vec<Node> = yaml::parse(&rel, &text)?
+        let mut docs = yaml::parse(&rel, &text)?;
+        let mut unknown = Vec::new();
+        if !exprs.is_empty() {
+            let set_aside: Result<Vec<_>, String> = docs
+                .iter_mut()
+                .map(|doc| jinja::set_aside(doc, &exprs))
+                .collect();
+            match set_aside {
+                Ok(found) => unknown = found.into_iter().flatten().collect(),
+                Err(why) => {
+                    out.skipped.push(why);
+                    continue;
+                }
+            }
+        }
+        out.unknown.extend(unknown);
+        let docs: Vec<Node> = docs
             .into_iter()
             .map(|doc| {
                 if doc.as_map().is_none() {
@@ -236,8 +265,9 @@ fn walk(
             .find_map(|d| d.get(&["machine", "network", "hostname"]))
             .filter(|h| h.as_str().is_some_and(|s| !s.is_empty()))
             .cloned();
-        let by_role = stem.starts_with("common")
-            || stem.starts_with("all")
+        let base =
+            stem.starts_with("common") || stem.starts_with("all") || stem.starts_with("cluster");
+        let by_role = base
             || stem.starts_with("controlplane")
             || stem.starts_with("control-plane")
             || stem.starts_with("worker");
@@ -255,7 +285,7 @@ fn walk(
                 });
                 Applies::Node(host.as_str().unwrap_or_default().to_string())
             }
-            _ if stem.starts_with("common") || stem.starts_with("all") => Applies::All,
+            _ if base => Applies::All,
             _ if stem.starts_with("controlplane") || stem.starts_with("control-plane") => {
                 Applies::ControlPlanes
             }
@@ -297,6 +327,34 @@ pub fn normalize(doc: Node) -> Node {
             Some(host) => wrap(&["machine", "network", "hostname"], host),
             None => doc,
         },
+        // Talos 1.12 (`pkg/machinery/config/types/network/layer2_vip.go`): `name` is the
+        // address announced, `link` the link it is announced on.
+        Some("Layer2VIPConfig") => match doc.get(&["name"]) {
+            Some(ip) => {
+                let site = doc.site.clone();
+                let mut interface = vec![(
+                    "vip".to_string(),
+                    Node::new(
+                        yaml::Value::Map(vec![("ip".to_string(), ip.clone())]),
+                        ip.site.clone(),
+                    ),
+                )];
+                if let Some(link) = doc.get(&["link"]) {
+                    interface.insert(0, ("interface".to_string(), link.clone()));
+                }
+                wrap(
+                    &["machine", "network", "interfaces"],
+                    &Node::new(
+                        yaml::Value::Seq(vec![Node::new(
+                            yaml::Value::Map(interface),
+                            site.clone(),
+                        )]),
+                        site,
+                    ),
+                )
+            }
+            None => doc,
+        },
         Some("KubeNodeConfig") => {
             let mut machine = Vec::new();
             if let Some(labels) = doc.get(&["labels"]) {
@@ -307,10 +365,16 @@ pub fn normalize(doc: Node) -> Node {
             }
             let site = doc.site.clone();
             Node::new(
-                yaml::Value::Map(vec![(
-                    "machine".to_string(),
-                    Node::new(yaml::Value::Map(machine), site.clone()),
-                )]),
+                yaml::Value::Map(vec![
+                    (
+                        "kind".to_string(),
+                        Node::str(scheduling::KUBE_NODE_CONFIG, site.clone()),
+                    ),
+                    (
+                        "machine".to_string(),
+                        Node::new(yaml::Value::Map(machine), site.clone()),
+                    ),
+                ]),
                 site,
             )
         }
@@ -406,7 +470,7 @@ mod tests {
     }
 
     #[test]
-    fn a_jinja_template_is_read_without_template_syntax_and_set_aside_with_it() {
+    fn a_jinja_template_is_read_with_its_interpolated_values_set_aside_and_control_flow_unread() {
         let dir = repo(&[
             (
                 "talos/common.yaml.j2",
@@ -414,17 +478,63 @@ mod tests {
             ),
             (
                 "talos/controlplane.yaml.j2",
-                "cluster:\n  allowSchedulingOnControlPlanes: {{ ENV.SCHEDULE }}\n",
+                "cluster:\n  allowSchedulingOnControlPlanes: {{ ENV.SCHEDULE }}\n  clusterName: main\n",
+            ),
+            (
+                "talos/worker.yaml.j2",
+                "{% if x %}\nmachine: {}\n{% endif %}\n",
             ),
         ]);
         let p = load(dir.path(), "talos", &["n".to_string()]).unwrap();
         assert_eq!(p.labels("n", false).len(), 1);
+        assert_eq!(
+            p.unknown
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            [
+                "talos/controlplane.yaml.j2:2: v1alpha1 cluster.allowSchedulingOnControlPlanes is written by the Jinja interpolation `{{ ENV.SCHEDULE }}`, which gates does not evaluate"
+            ]
+        );
+        assert!(
+            p.value("n", true, &["cluster", "allowSchedulingOnControlPlanes"])
+                .is_none()
+        );
+        assert_eq!(
+            p.value("n", true, &["cluster", "clusterName"])
+                .and_then(|v| v.as_str().map(str::to_string))
+                .as_deref(),
+            Some("main")
+        );
         assert_eq!(p.skipped.len(), 1, "{:?}", p.skipped);
         assert!(
-            p.skipped[0].starts_with("talos/controlplane.yaml.j2:"),
+            p.skipped[0].starts_with("talos/worker.yaml.j2: a Jinja template with control flow"),
             "{:?}",
             p.skipped
         );
+    }
+
+    #[test]
+    fn a_layer2_vip_document_configures_the_vip_on_its_link() {
+        let dir = repo(&[(
+            "talos/controlplane.yaml",
+            "apiVersion: v1alpha1\nkind: Layer2VIPConfig\nname: 10.0.0.5\nlink: bond0\n",
+        )]);
+        let p = load(dir.path(), "talos", &["cp".to_string()]).unwrap();
+        let vips = p.vips("cp", true);
+        assert_eq!(
+            vips.iter()
+                .map(|v| (
+                    v.as_str().unwrap_or_default().to_string(),
+                    v.site.to_string()
+                ))
+                .collect::<Vec<_>>(),
+            [(
+                "10.0.0.5".to_string(),
+                "talos/controlplane.yaml:3".to_string()
+            )]
+        );
+        assert!(p.vips("w", false).is_empty());
     }
 
     #[test]

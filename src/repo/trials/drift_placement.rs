@@ -113,25 +113,14 @@ pub fn schedulable_control_plane(ctx: &RepoContext<'_>) -> Finding {
     let mut declared_off = Vec::new();
     let mut declared_on = Vec::new();
     for node in nodes.iter().filter(|n| n.control_plane == Some(true)) {
-        match patches.value(
-            node.name(),
-            true,
-            &["cluster", "allowSchedulingOnControlPlanes"],
-        ) {
-            Some(v) if v.as_bool() == Some(true) => declared_on.push(format!(
+        let scheduling = patches.control_plane_scheduling(node.name());
+        match scheduling.blocked.first() {
+            None => declared_on.push(format!(
                 "{} ({})",
                 node.name(),
-                at(&v.site, "cluster.allowSchedulingOnControlPlanes", v.show())
+                scheduling.evidence.join("; ")
             )),
-            Some(v) => declared_off.push(format!(
-                "{} ({})",
-                node.name(),
-                at(&v.site, "cluster.allowSchedulingOnControlPlanes", v.show())
-            )),
-            None => declared_off.push(format!(
-                "{} (cluster.allowSchedulingOnControlPlanes unset: Talos taints it)",
-                node.name()
-            )),
+            Some(first) => declared_off.push(format!("{} ({first})", node.name())),
         }
     }
     let live_allowed = live_tainted.is_empty();

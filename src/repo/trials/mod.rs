@@ -267,18 +267,97 @@ pub fn evaluate(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
             | RepoCheck::L2Announcement
             | RepoCheck::LonghornDisks
     );
-    match &ctx.env.talos {
-        Some(Ok(patches)) if reads_talos && !patches.skipped.is_empty() => {
-            let settled = finding.verdict == crate::verdict::Verdict::Fail
-                && matches!(trial.check, RepoCheck::DistinctHosts)
-                && nodes::hosts_settle_a_fail(ctx);
-            if settled {
-                finding.with_warnings(patches.skipped.iter().map(|s| format!("not read: {s}")))
-            } else {
-                unread_patches(finding, &patches.skipped)
-            }
+    let Some(Ok(patches)) = &ctx.env.talos else {
+        return finding;
+    };
+    if !reads_talos {
+        return finding;
+    }
+    // Values a template writes decide the trial only where it reads them.
+    let (deciding, aside): (Vec<_>, Vec<_>) = patches
+        .unknown
+        .iter()
+        .partition(|u| talos_reads(&trial.check).may_read(u));
+    let unread: Vec<String> = patches
+        .skipped
+        .iter()
+        .cloned()
+        .chain(deciding.iter().map(ToString::to_string))
+        .collect();
+    let finding = finding.with_warnings(aside.iter().map(|u| format!("not read: {u}")));
+    if unread.is_empty() {
+        return finding;
+    }
+    let settled = finding.verdict == crate::verdict::Verdict::Fail
+        && matches!(trial.check, RepoCheck::DistinctHosts)
+        && nodes::hosts_settle_a_fail(ctx);
+    if settled {
+        finding.with_warnings(unread.iter().map(|s| format!("not read: {s}")))
+    } else {
+        unread_patches(finding, &unread)
+    }
+}
+
+/// Where in the Talos configuration a trial reads: the machine-config paths (a value at, above
+/// or below one of them counts) and whether a document of another kind may decide it. Every
+/// trial reads the node's role, hostname, labels and taints.
+struct TalosReads {
+    paths: &'static [&'static str],
+    /// Documents other than the machine config that cannot decide it.
+    unrelated_kinds: &'static [&'static str],
+}
+
+/// Documents whose fields set neither labels, taints, scheduling, addresses nor volumes
+/// (Talos `pkg/machinery/config/types`: installer, time, logs, events, resolvers, kernel).
+const NOT_NODE_PLACEMENT: &[&str] = &[
+    "UnattendedInstallConfig",
+    "TimeSyncConfig",
+    "KmsgLogConfig",
+    "EventSinkConfig",
+    "ResolverConfig",
+    "KernelModuleConfig",
+    "SysctlConfig",
+    "WatchdogTimerConfig",
+];
+
+const EVERY_TRIAL: &[&str] = &[
+    "machine.type",
+    "machine.network.hostname",
+    "machine.nodeLabels",
+    "machine.nodeTaints",
+];
+
+fn talos_reads(check: &RepoCheck) -> TalosReads {
+    let paths: &'static [&'static str] = match check {
+        RepoCheck::SchedulableControlPlane => &["cluster.allowSchedulingOnControlPlanes"],
+        RepoCheck::TalosEndpoints | RepoCheck::ApiVip => {
+            &["machine.network", "cluster.controlPlane"]
         }
-        _ => finding,
+        RepoCheck::LonghornDisks => &[
+            "machine.kubelet",
+            "machine.disks",
+            "cluster.allowSchedulingOnControlPlanes",
+        ],
+        _ => &[],
+    };
+    TalosReads {
+        paths,
+        unrelated_kinds: NOT_NODE_PLACEMENT,
+    }
+}
+
+impl TalosReads {
+    fn may_read(&self, unknown: &crate::repo::talos::jinja::Unknown) -> bool {
+        if unknown.kind != "v1alpha1" {
+            return !self.unrelated_kinds.contains(&unknown.kind.as_str());
+        }
+        let overlaps = |read: &str| {
+            let (a, b) = (unknown.path.as_str(), read);
+            a == b
+                || a.strip_prefix(b).is_some_and(|r| r.starts_with(['.', '[']))
+                || b.strip_prefix(a).is_some_and(|r| r.starts_with(['.', '[']))
+        };
+        EVERY_TRIAL.iter().chain(self.paths).any(|p| overlaps(p))
     }
 }
 

@@ -212,44 +212,14 @@ pub fn schedulable_control_plane(ctx: &RepoContext<'_>) -> Finding {
     let mut problems = Vec::new();
     let mut evidence = Vec::new();
     for node in nodes.iter().filter(|n| n.control_plane == Some(true)) {
-        match patches.value(node.name(), true, &["cluster", "allowSchedulingOnControlPlanes"]) {
-            Some(v) if v.as_bool() == Some(true) => {
-                evidence.push(at(&v.site, "cluster.allowSchedulingOnControlPlanes", v.show()))
-            }
-            Some(v) => problems.push(format!(
-                "{} (for {})",
-                at(&v.site, "cluster.allowSchedulingOnControlPlanes", v.show()),
-                node.name()
-            )),
-            None => problems.push(format!(
-                "{}: cluster.allowSchedulingOnControlPlanes is not set in its Talos patches (Talos defaults to false)",
-                node.name()
-            )),
-        }
-        for (key, taint) in patches
-            .for_node(node.name(), true)
-            .filter_map(|p| {
-                p.doc
-                    .get(&["machine", "nodeTaints"])
-                    .and_then(|t| t.as_map())
-            })
-            .flatten()
-        {
-            if taint
-                .as_str()
-                .is_some_and(|t| t.ends_with("NoSchedule") || t.ends_with("NoExecute"))
-            {
-                problems.push(format!(
-                    "{} (on {})",
-                    at(
-                        &taint.site,
-                        &format!("machine.nodeTaints.{key}"),
-                        taint.show()
-                    ),
-                    node.name()
-                ));
-            }
-        }
+        let scheduling = patches.control_plane_scheduling(node.name());
+        problems.extend(
+            scheduling
+                .blocked
+                .into_iter()
+                .map(|line| format!("{line} (for {})", node.name())),
+        );
+        evidence.extend(scheduling.evidence);
     }
     evidence.sort();
     evidence.dedup();

@@ -173,25 +173,10 @@ fn taints(node: &DeclaredNode<'_>, patches: Option<&crate::repo::talos::Patches>
         return Vec::new();
     };
     let control_plane = node.control_plane == Some(true);
-    let mut out = Vec::new();
     if control_plane {
-        match patches.value(
-            node.name(),
-            true,
-            &["cluster", "allowSchedulingOnControlPlanes"],
-        ) {
-            Some(v) if v.as_bool() == Some(true) => {}
-            Some(v) => out.push(at(
-                &v.site,
-                "cluster.allowSchedulingOnControlPlanes",
-                v.show(),
-            )),
-            None => out.push(format!(
-                "the control-plane taint (allowSchedulingOnControlPlanes is not set for {})",
-                node.name()
-            )),
-        }
+        return patches.control_plane_scheduling(node.name()).blocked;
     }
+    let mut out = Vec::new();
     for patch in patches.for_node(node.name(), control_plane) {
         for (key, value) in patch
             .doc

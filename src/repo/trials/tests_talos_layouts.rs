@@ -65,3 +65,102 @@ fn node_files_declare_their_nodes_by_hostname_and_their_role_by_directory() {
         "{hosts}"
     );
 }
+
+/// The `lab` layout with its control-plane role patch replaced by `patch`.
+fn lab_with_role_patch(patch: &str) -> BTreeMap<String, Finding> {
+    lab_with(&[("talos/lab/controlplane/controlplane.yaml", patch)])
+}
+
+/// The `lab` layout with `files` written over it.
+fn lab_with(files: &[(&str, &str)]) -> BTreeMap<String, Finding> {
+    let dir = super::tests::copy("talos-layouts");
+    for (path, text) in files {
+        std::fs::write(dir.path().join(path), text).unwrap();
+    }
+    let config = super::tests::config();
+    let mut env = config.environment("staging").unwrap().clone();
+    env.repo = Some(RepoSpec {
+        environment: Some("lab".into()),
+        talos: BTreeMap::from([("lab".into(), "talos/lab".into())]),
+        ..RepoSpec::default()
+    });
+    let run = crate::repo::prepare(&config, &env, Some(dir.path()))
+        .unwrap()
+        .expect("a repository");
+    let all: Vec<_> = run.trials.iter().collect();
+    run.evaluate(&all, &config, &env, &super::tests::offline())
+        .into_iter()
+        .map(|r| (r.name, r.finding))
+        .collect()
+}
+
+#[test]
+fn with_a_kube_node_config_the_generated_control_plane_taint_holds_unless_a_patch_deletes_it() {
+    let t = lab_with_role_patch("machine:\n  install:\n    wipe: false\n");
+    let s = &t["gate1::lab::repo::schedulable-control-plane"];
+    assert_eq!(s.verdict, Verdict::Fail, "{s:?}");
+    assert!(
+        s.details().contains(
+            "node-role.kubernetes.io/control-plane: NoSchedule, which `talosctl gen config` writes"
+        ),
+        "{}",
+        s.details()
+    );
+}
+
+#[test]
+fn the_legacy_scheduling_switch_beside_a_kube_node_config_is_refused_by_talos_and_fails() {
+    let t = lab_with_role_patch("cluster:\n  allowSchedulingOnControlPlanes: true\n");
+    let s = &t["gate1::lab::repo::schedulable-control-plane"];
+    assert_eq!(s.verdict, Verdict::Fail, "{s:?}");
+    assert!(
+        s.details().contains(
+            "talos/lab/controlplane/controlplane.yaml:2: cluster.allowSchedulingOnControlPlanes: true: Talos refuses it beside a KubeNodeConfig document"
+        ),
+        "{}",
+        s.details()
+    );
+}
+
+#[test]
+fn a_complete_machine_configuration_with_a_kube_node_config_has_no_generated_taint() {
+    let t = lab_with_role_patch(
+        "version: v1alpha1\nmachine:\n  type: controlplane\n  token: op://vault/talos/TOKEN\n---\napiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  node-role.kubernetes.io/control-plane: \"\"\n",
+    );
+    let s = &t["gate1::lab::repo::schedulable-control-plane"];
+    assert_eq!(s.verdict, Verdict::Pass, "{s:?}");
+    assert!(
+        s.details().contains("a complete machine configuration"),
+        "{}",
+        s.details()
+    );
+}
+
+#[test]
+fn a_jinja_interpolation_decides_only_the_trials_that_read_where_it_writes() {
+    // The installer image a factory schematic names: no trial reads it.
+    let t = lab_with(&[(
+        "talos/lab/controlplane/controlplane-install.yaml.j2",
+        "apiVersion: v1alpha1\nkind: UnattendedInstallConfig\ninstaller:\n  image: factory.talos.dev/installer/{{ schematic }}:v1.14.0\n",
+    )]);
+    let s = &t["gate1::lab::repo::schedulable-control-plane"];
+    assert_eq!(s.verdict, Verdict::Pass, "{s:?}");
+    assert!(
+        s.details().contains("not read: talos/lab/controlplane/controlplane-install.yaml.j2:4: UnattendedInstallConfig installer.image is written by the Jinja interpolation `{{ schematic }}`"),
+        "{}",
+        s.details()
+    );
+    // A taint written by an interpolation may keep workloads off: no verdict.
+    let t = lab_with(&[(
+        "talos/lab/controlplane/controlplane-taints.yaml.j2",
+        "apiVersion: v1alpha1\nkind: KubeNodeConfig\ntaints:\n  dedicated: \"{{ ENV.TAINT }}\"\n",
+    )]);
+    let s = &t["gate1::lab::repo::schedulable-control-plane"];
+    assert_eq!(s.verdict, Verdict::Error, "{s:?}");
+    assert!(
+        s.summary.contains(
+            "could not be read and may set what this trial reads; without them it would pass"
+        ),
+        "{s:?}"
+    );
+}
