@@ -48,7 +48,30 @@ fn blocks(taint: &Node) -> bool {
         .is_some_and(|t| t.ends_with("NoSchedule") || t.ends_with("NoExecute"))
 }
 
+/// Which of Talos's two models configures a node's labels and taints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    /// The v1alpha1 machine config: Talos adds the control-plane role label itself.
+    Legacy,
+    /// A `KubeNodeConfig` document: its labels and taints alone; `generated`: the repository
+    /// patches what `talosctl gen config` wrote (control-plane label, exclusion label and
+    /// taint on control planes), rather than holding a complete configuration.
+    Multidoc { generated: bool },
+}
+
 impl Patches {
+    /// The model of the node `name`.
+    pub fn model(&self, name: &str, control_plane: bool) -> Model {
+        let patches: Vec<&Patch> = self.for_node(name, control_plane).collect();
+        if patches.iter().any(|p| is_kube_node_config(&p.doc)) {
+            Model::Multidoc {
+                generated: !patches.iter().any(|p| is_complete(&p.doc)),
+            }
+        } else {
+            Model::Legacy
+        }
+    }
+
     /// Whether the control plane `name` takes workloads, by its Talos patches.
     pub fn control_plane_scheduling(&self, name: &str) -> Scheduling {
         let patches: Vec<&Patch> = self.for_node(name, true).collect();

@@ -31,6 +31,8 @@ use crate::verdict::Finding;
 use super::ingress::traefik;
 use super::{RepoContext, at, declared_nodes, manifests, reads, talos_patches};
 
+use crate::repo::talos::scheduling::Model;
+
 const L2_CLASS: &str = "io.cilium/l2-announcer";
 const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
 const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
@@ -76,12 +78,26 @@ pub fn node_labels(node: &DeclaredNode<'_>, patches: Option<&Patches>) -> Partia
     labels.insert("kubernetes.io/os".to_string(), "linux".to_string());
     labels.insert("beta.kubernetes.io/os".to_string(), "linux".to_string());
     let mut known: BTreeSet<String> = [CONTROL_PLANE_LABEL.to_string()].into();
-    if control_plane {
-        // Talos sets the role label on every control plane, whatever else is configured.
-        labels.insert(CONTROL_PLANE_LABEL.to_string(), String::new());
-    } else {
+    let model = patches.map_or(Model::Legacy, |p| p.model(node.name(), control_plane));
+    match (control_plane, model) {
+        // The v1alpha1 shim labels every control plane, whatever else is configured.
+        (true, Model::Legacy) => {
+            labels.insert(CONTROL_PLANE_LABEL.to_string(), String::new());
+        }
+        // `gen config` writes both labels into a control plane's KubeNodeConfig.
+        (true, Model::Multidoc { generated: true }) => {
+            labels.insert(CONTROL_PLANE_LABEL.to_string(), String::new());
+            labels.insert(EXCLUDE_LABEL.to_string(), String::new());
+            known.insert(EXCLUDE_LABEL.to_string());
+        }
+        // A complete configuration: only the labels it writes.
+        (true, Model::Multidoc { generated: false }) => {
+            known.insert(EXCLUDE_LABEL.to_string());
+        }
         // Talos adds the exclusion label to control planes only.
-        known.insert(EXCLUDE_LABEL.to_string());
+        (false, _) => {
+            known.insert(EXCLUDE_LABEL.to_string());
+        }
     }
     if let Some(patches) = patches {
         known.extend(patches.managed_label_keys());

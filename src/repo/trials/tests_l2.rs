@@ -135,3 +135,33 @@ fn a_service_selector_on_a_label_traefiks_chart_does_not_set_excludes_it() {
     );
     assert_eq!(l2.verdict, Verdict::Fail, "{l2:?}");
 }
+
+#[test]
+fn with_a_kube_node_config_the_exclusion_label_is_what_gen_config_or_the_complete_config_writes() {
+    let spec = format!(
+        "{STAGING_POLICY_SPEC}  nodeSelector:\n    matchExpressions:\n      - key: node.kubernetes.io/exclude-from-external-load-balancers\n        operator: DoesNotExist\n"
+    );
+    // Patches over `gen config` (Talos 1.14): its KubeNodeConfig labels control planes.
+    let l2 = l2_with(
+        &spec,
+        &[(
+            "talos/staging/controlplane.yaml",
+            "apiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  example.org/rack: a\n",
+        )],
+    );
+    assert_eq!(l2.verdict, Verdict::Fail, "{l2:?}");
+    assert!(
+        l2.details().contains("leave out talos-test-cp-01"),
+        "{}",
+        l2.details()
+    );
+    // A complete configuration writes only its own labels.
+    let l2 = l2_with(
+        &spec,
+        &[(
+            "talos/staging/controlplane.yaml",
+            "version: v1alpha1\nmachine:\n  type: controlplane\n  token: op://vault/talos/TOKEN\n---\napiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  example.org/rack: a\n",
+        )],
+    );
+    assert_eq!(l2.verdict, Verdict::Pass, "{l2:?}");
+}
