@@ -139,6 +139,11 @@ impl DeclaredNode<'_> {
         self.vm.name()
     }
 
+    /// Why the node's name is not known, where it is not.
+    pub fn name_unknown(&self) -> Option<&RepoError> {
+        self.vm.name_unknown.as_ref()
+    }
+
     pub fn host(&self) -> Option<&str> {
         self.vm.host.as_ref().and_then(|h| h.as_str())
     }
@@ -304,6 +309,7 @@ pub fn load(root: &Path, layout: &Layout) -> Declared {
                             Vm {
                                 resource: n.declared_by.to_string(),
                                 name: n.name.clone(),
+                                name_unknown: None,
                                 host: None,
                                 cores: None,
                                 memory_mib: None,

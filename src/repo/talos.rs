@@ -71,6 +71,9 @@ pub struct Patches {
     /// Values of the patches read that a template writes and gates does not evaluate: a
     /// trial that reads where one sits is an error naming it (see [`jinja`]).
     pub unknown: Vec<jinja::Unknown>,
+    /// Files named after no role and no declared node: a node's own, perhaps, when a VM's
+    /// name is not known.
+    pub unmatched: Vec<String>,
 }
 
 impl Patches {
@@ -295,6 +298,7 @@ fn walk(
                 out.notes.push(format!(
                     "{rel}: not read: the name says neither a role nor a declared node"
                 ));
+                out.unmatched.push(rel);
                 continue;
             }
         };

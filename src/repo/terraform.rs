@@ -41,6 +41,8 @@ pub struct Terraform {
     pub talos_endpoints: Option<Result<Node, RepoError>>,
     /// Modules whose source is not in the repository: their VMs are not known.
     pub unread_modules: Vec<String>,
+    /// VM templates (`template = true`), which are no nodes, each with its file and line.
+    pub templates: Vec<String>,
     /// Talos machine-config patches applied by the siderolabs/talos provider.
     pub talos_patches: Vec<TfPatch>,
     /// `config_patches` not read, each with the file, line and reason.
@@ -56,7 +58,10 @@ pub struct Terraform {
 #[derive(Debug, Clone)]
 pub struct Vm {
     pub resource: String,
+    /// The VM's name; where it cannot be evaluated (a name known only after apply), the
+    /// resource address stands in and [`Vm::name_unknown`] says why.
     pub name: Node,
+    pub name_unknown: Option<RepoError>,
     /// The Proxmox node (host) it is placed on.
     pub host: Option<Node>,
     pub cores: Option<Node>,
@@ -499,12 +504,9 @@ fn instances(
 /// Expand one VM resource over its `for_each` or `count`.
 fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result<(), RepoError> {
     let resource = format!("{}.{}", label(block, 0), label(block, 1));
-    let instances: Vec<Scope> = instances(block, file, scope, &resource)?
-        .into_iter()
-        .map(|(_, scope)| scope)
-        .collect();
+    let instances = instances(block, file, scope, &resource)?;
     let telmate = label(block, 0) == TELMATE_VM;
-    for instance in instances {
+    for (key, instance) in instances {
         let attr = |path: &[&str]| -> Result<Option<Node>, RepoError> {
             let mut body = &block.body;
             for inner in &path[..path.len() - 1] {
@@ -518,8 +520,39 @@ fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result
                 None => Ok(None),
             }
         };
-        let name =
-            attr(&["name"])?.unwrap_or_else(|| Node::str(&resource, file.site(block.span())));
+        // A name gates cannot evaluate is unknown, not the end of the read: the trials that
+        // match nodes by name say so, the others reach their verdicts.
+        let address = match &key {
+            Some(key) => format!("{resource}[\"{key}\"]"),
+            None => resource.clone(),
+        };
+        let (name, name_unknown) = match attr(&["name"]) {
+            Ok(Some(name)) => (name, None),
+            Ok(None) => (Node::str(&resource, file.site(block.span())), None),
+            Err(err) => (
+                Node::str(key.as_deref().unwrap_or(&resource), err.site.clone()),
+                Some(err),
+            ),
+        };
+        // bpg: `template` (default false) makes the VM a template to clone, never a node.
+        if !telmate && let Some(template) = attr(&["template"])? {
+            match template.as_bool() {
+                Some(false) => {}
+                Some(true) => {
+                    out.templates.push(format!(
+                        "{}: {address} is a VM template (template = true), not a node",
+                        template.site
+                    ));
+                    continue;
+                }
+                None => {
+                    return Err(RepoError::new(
+                        template.site.clone(),
+                        format!("{address}: `template` is not a bool"),
+                    ));
+                }
+            }
+        }
         let (host, cores, memory) = if telmate {
             (
                 attr(&["target_node"])?,
@@ -549,6 +582,7 @@ fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result
         out.vms.push(Vm {
             resource: resource.clone(),
             name,
+            name_unknown,
             host,
             cores,
             memory_mib: memory,
@@ -900,6 +934,42 @@ resource "proxmox_virtual_environment_vm" "node" {
                 "tf/vm.tf:3: `lookup(data.proxmox_nodes.all.names, \"cp\")` cannot be evaluated"
             ) && text.contains("`data`"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_name_known_only_after_apply_leaves_the_vm_read_with_its_name_unknown_and_templates_are_no_nodes()
+     {
+        let dir = repo(&[(
+            "tf/vm.tf",
+            "resource \"random_integer\" \"id\" {\n  min = 1\n  max = 9\n}\nresource \"proxmox_virtual_environment_vm\" \"nodes\" {\n  for_each  = { cp-a = \"pve1\", cp-b = \"pve2\" }\n  name      = \"cp-${random_integer.id.result}\"\n  node_name = each.value\n  tags      = [\"controlplane\"]\n}\nresource \"proxmox_virtual_environment_vm\" \"template\" {\n  name      = \"talos-template\"\n  node_name = \"pve1\"\n  template  = true\n}\n",
+        )]);
+        let tf = load(dir.path(), "tf", None).unwrap();
+        let vms: Vec<(&str, Option<&str>, bool)> = tf
+            .vms
+            .iter()
+            .map(|v| {
+                (
+                    v.name(),
+                    v.host.as_ref().and_then(|h| h.as_str()),
+                    v.name_unknown.is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            vms,
+            [("cp-a", Some("pve1"), true), ("cp-b", Some("pve2"), true)]
+        );
+        let why = tf.vms[0].name_unknown.as_ref().unwrap().to_string();
+        assert!(
+            why.starts_with("tf/vm.tf:7:") && why.contains("random_integer"),
+            "{why}"
+        );
+        assert_eq!(
+            tf.templates,
+            [
+                "tf/vm.tf:14: proxmox_virtual_environment_vm.template is a VM template (template = true), not a node"
+            ]
         );
     }
 

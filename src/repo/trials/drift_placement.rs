@@ -15,7 +15,7 @@ use crate::verdict::Finding;
 use super::controllers::declared_pdb;
 use super::drift::both;
 use super::live_workloads::{in_namespace, live_workloads};
-use super::{RepoContext, at, declared_nodes, nodes_and_patches};
+use super::{RepoContext, at, named_nodes, nodes_and_patches};
 use crate::repo::declared::DeclaredNode;
 use crate::repo::yaml::Node;
 
@@ -164,7 +164,7 @@ fn admits(list: &Node, node: &DeclaredNode<'_>) -> bool {
 
 /// Longhorn runs on the nodes the Terraform role lists admit, and on no others.
 pub fn longhorn_nodes(ctx: &RepoContext<'_>) -> Finding {
-    let nodes = match declared_nodes(ctx.env) {
+    let nodes = match named_nodes(ctx.env) {
         Ok(nodes) => nodes,
         Err(finding) => return finding,
     };
@@ -225,7 +225,7 @@ pub fn longhorn_nodes(ctx: &RepoContext<'_>) -> Finding {
 
 /// Each node's live host label names the Proxmox host its VM is declared on.
 pub fn host_labels(ctx: &RepoContext<'_>) -> Finding {
-    let nodes = match declared_nodes(ctx.env) {
+    let nodes = match named_nodes(ctx.env) {
         Ok(nodes) => nodes,
         Err(finding) => return finding,
     };

@@ -71,10 +71,12 @@ pub fn node_labels(node: &DeclaredNode<'_>, patches: Option<&Patches>) -> Partia
     let control_plane = node.control_plane == Some(true);
     let mut labels = BTreeMap::new();
     // kubelet's own labels; Talos is Linux.
-    labels.insert(
-        "kubernetes.io/hostname".to_string(),
-        node.name().to_string(),
-    );
+    if node.name_unknown().is_none() {
+        labels.insert(
+            "kubernetes.io/hostname".to_string(),
+            node.name().to_string(),
+        );
+    }
     labels.insert("kubernetes.io/os".to_string(), "linux".to_string());
     labels.insert("beta.kubernetes.io/os".to_string(), "linux".to_string());
     let mut known: BTreeSet<String> = [CONTROL_PLANE_LABEL.to_string()].into();

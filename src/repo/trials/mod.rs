@@ -561,7 +561,34 @@ pub fn nodes_and_patches<'a>(
 ) -> Result<(Vec<DeclaredNode<'a>>, &'a super::talos::Patches), Finding> {
     let nodes = declared_nodes(env)?;
     match talos_patches(env)? {
-        Some(patches) => Ok((nodes, patches)),
+        Some(patches) => {
+            // A patch for one node by its name cannot be placed while a name is unknown.
+            let by_name = patches
+                .patches
+                .iter()
+                .any(|p| matches!(p.applies, super::talos::Applies::Node(_)))
+                || !patches.unmatched.is_empty();
+            if by_name && let Some(err) = nodes.iter().find_map(|n| n.name_unknown()) {
+                return Err(unnamed(err));
+            }
+            Ok((nodes, patches))
+        }
         None => Err(Finding::skip(unpatched())),
     }
+}
+
+/// The declared nodes, for a trial that matches them by name (with the live nodes, or with
+/// patches for one node): an error while any VM's name is unknown.
+pub fn named_nodes(env: &DeclaredEnv) -> Result<Vec<DeclaredNode<'_>>, Finding> {
+    let nodes = declared_nodes(env)?;
+    match nodes.iter().find_map(|n| n.name_unknown()) {
+        Some(err) => Err(unnamed(err)),
+        None => Ok(nodes),
+    }
+}
+
+fn unnamed(err: &super::site::RepoError) -> Finding {
+    Finding::error(format!(
+        "this trial matches nodes by name, and a VM's name is not known: {err}"
+    ))
 }

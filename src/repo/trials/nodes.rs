@@ -51,7 +51,11 @@ pub fn control_plane_nodes(ctx: &RepoContext<'_>) -> Finding {
         .filter(|n| n.control_plane == Some(true))
         .count();
     let evidence: Vec<String> = nodes.iter().map(describe).collect();
-    if cps == want {
+    let templates = match &ctx.env.terraform {
+        Some(Ok(tf)) => tf.templates.clone(),
+        _ => Vec::new(),
+    };
+    let finding = if cps == want {
         Finding::pass(format!(
             "{cps} control-plane VMs declared for {}",
             ctx.env.name
@@ -63,7 +67,8 @@ pub fn control_plane_nodes(ctx: &RepoContext<'_>) -> Finding {
             ctx.env.name
         ))
         .with_evidence(evidence)
-    }
+    };
+    finding.with_warnings(templates)
 }
 
 /// What the VMs' own placement says against the ADR (a shared host, too few hosts, a VM
