@@ -113,6 +113,7 @@ pub fn render_from(repo: &Path, entry: &str, sources: &[String]) -> Result<Manif
                     Err(error) => out.unread.push(Unread {
                         error,
                         kinds: unread::kinds_under(repo, &flux_path(&object)),
+                        object: None,
                     }),
                 }
             } else if argocd::is_application_set(&object) || argocd::is_application(&object) {
@@ -126,6 +127,7 @@ pub fn render_from(repo: &Path, entry: &str, sources: &[String]) -> Result<Manif
                         Err(error) => out.unread.push(Unread {
                             error,
                             kinds: unread::Kinds::Any,
+                            object: None,
                         }),
                     }
                 } else {
@@ -138,6 +140,7 @@ pub fn render_from(repo: &Path, entry: &str, sources: &[String]) -> Result<Manif
                                 .filter(|p| repo.join(p).is_dir())
                                 .map(|p| unread::kinds_under(repo, &p))
                                 .unwrap_or(unread::Kinds::Any),
+                            object: None,
                         }),
                     }
                 }

@@ -877,6 +877,7 @@ pub fn autodetect(repo: &Path, dir: &str) -> Result<Rendered, RepoError> {
                 Err(error) => out.unread.push(super::unread::Unread {
                     error,
                     kinds: super::unread::kinds_under(repo, &rel),
+                    object: None,
                 }),
             }
         } else if name.ends_with(".yaml") || name.ends_with(".yml") {

@@ -155,6 +155,7 @@ impl Vars {
                         format!("{kind} {name}: Flux postBuild substitution: {why}"),
                     ),
                     kinds: kinds_of(&object),
+                    object: Some(object),
                 });
             } else {
                 kept.push(object);

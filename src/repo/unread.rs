@@ -25,6 +25,23 @@ pub struct Unread {
     pub error: RepoError,
     /// The kinds it may hold.
     pub kinds: Kinds,
+    /// The one object it is, where it is one (a manifest Flux substitution left unread),
+    /// with the variables gates could not substitute still written `${...}`: a trial whose
+    /// target this object cannot be, whatever they hold, reads on without it.
+    pub object: Option<Node>,
+}
+
+/// Whether any text below `node` still holds a `${...}` variable.
+pub fn holds_variable(node: &Node) -> bool {
+    use super::yaml::Value;
+    match &node.value {
+        Value::Scalar(text, _) => text.contains("${"),
+        Value::Seq(items) => items.iter().any(holds_variable),
+        Value::Map(entries) => entries
+            .iter()
+            .any(|(k, v)| k.contains("${") || holds_variable(v)),
+        Value::Null => false,
+    }
 }
 
 /// The kinds of object an unread part may hold.

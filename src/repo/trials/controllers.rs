@@ -13,7 +13,7 @@ use crate::selector::{Selector, WhenNil};
 use crate::verdict::Finding;
 
 use super::spread::{self, Spread};
-use super::{RepoContext, at, manifests, reads, talos_patches};
+use super::{RepoContext, at, manifests_except, reads, talos_patches};
 use crate::repo::yaml::Node;
 
 /// Where a chart takes a controller's replicas, PDB and spread.
@@ -203,7 +203,9 @@ pub fn declared_replicas(
     ctx: &RepoContext<'_>,
     params: &Params,
 ) -> Result<Option<(i64, String)>, Finding> {
-    let m = manifests(ctx.env, reads::CONTROLLERS)?;
+    let m = manifests_except(ctx.env, reads::CONTROLLERS, &|o| {
+        not_this_controller(o, params)
+    })?;
     if let Some(workload) = workloads(&m.objects, params).into_iter().next() {
         let replicas = workload.get(&["spec", "replicas"]);
         let count = replicas.and_then(Node::as_i64).unwrap_or(1);
@@ -221,6 +223,25 @@ pub fn declared_replicas(
         }
     }
     Ok(None)
+}
+
+/// An object left unread whose kind, namespace and pod labels are known (no `${...}` in
+/// them) and are not the controller's: a Deployment or StatefulSet the controller's selector
+/// does not match, or an object of a kind the controller's trial does not judge. Whatever
+/// its unknown fields hold, it is neither the controller nor its PodDisruptionBudget nor
+/// the release that makes it.
+fn not_this_controller(object: &Node, params: &Params) -> bool {
+    use crate::repo::unread::holds_variable;
+    let known = |path: &[&str]| object.get(path).is_none_or(|n| !holds_variable(n));
+    match object.get_str(&["kind"]) {
+        Some("Deployment" | "StatefulSet") => {
+            known(&["kind"])
+                && known(&["metadata", "namespace"])
+                && known(&["spec", "template", "metadata", "labels"])
+                && workloads(std::slice::from_ref(object), params).is_empty()
+        }
+        _ => false,
+    }
 }
 
 fn workloads<'a>(objects: &'a [Node], params: &Params) -> Vec<&'a Node> {
@@ -246,7 +267,9 @@ fn helm<'a>(
     ctx: &RepoContext<'a>,
     params: &Params,
 ) -> Result<Vec<(&'a Node, &'static ChartKeys)>, Finding> {
-    let m = manifests(ctx.env, reads::CONTROLLERS)?;
+    let m = manifests_except(ctx.env, reads::CONTROLLERS, &|o| {
+        not_this_controller(o, params)
+    })?;
     let mut out = Vec::new();
     for hr in &m.helm_releases {
         let Some(keys) = CHARTS.iter().find(|k| {
@@ -276,7 +299,9 @@ fn helm<'a>(
 }
 
 pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
-    let m = match manifests(ctx.env, reads::CONTROLLERS) {
+    let m = match manifests_except(ctx.env, reads::CONTROLLERS, &|o| {
+        not_this_controller(o, params)
+    }) {
         Ok(m) => m,
         Err(finding) => return finding,
     };
@@ -689,7 +714,9 @@ pub fn declared_pdb(
     ctx: &RepoContext<'_>,
     params: &Params,
 ) -> Result<Option<(bool, String)>, Finding> {
-    let m = manifests(ctx.env, reads::CONTROLLERS)?;
+    let m = manifests_except(ctx.env, reads::CONTROLLERS, &|o| {
+        not_this_controller(o, params)
+    })?;
     let pods: Vec<BTreeMap<String, String>> = workloads(&m.objects, params)
         .iter()
         .filter_map(|w| {

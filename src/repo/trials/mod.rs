@@ -473,6 +473,17 @@ pub fn manifests<'a>(
     env: &'a DeclaredEnv,
     reads: &[&str],
 ) -> Result<&'a super::flux::Manifests, Finding> {
+    manifests_except(env, reads, &|_| false)
+}
+
+/// [`manifests`], where an unread part that is one object the trial can tell is not its
+/// target (`not_mine`, over the object with its unknown variables still written `${...}`)
+/// does not count either.
+pub fn manifests_except<'a>(
+    env: &'a DeclaredEnv,
+    reads: &[&str],
+    not_mine: &dyn Fn(&super::yaml::Node) -> bool,
+) -> Result<&'a super::flux::Manifests, Finding> {
     let m = match &env.manifests {
         None => {
             return Err(Finding::skip(format!(
@@ -492,6 +503,7 @@ pub fn manifests<'a>(
         .unread
         .iter()
         .filter(|u| u.kinds.may_hold(reads))
+        .filter(|u| !u.object.as_ref().is_some_and(not_mine))
         .map(|u| u.error.to_string())
         .collect();
     match blocking.as_slice() {

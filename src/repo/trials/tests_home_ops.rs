@@ -70,3 +70,56 @@ fn a_repository_without_talos_or_terraform_skips_the_node_trials_and_reaches_the
         assert_ne!(finding.verdict, Verdict::Error, "{name}: {finding:?}");
     }
 }
+
+/// The fixture with cert-manager's Flux Kustomization also substituting from a ConfigMap the
+/// repository does not hold (one Terraform writes into the cluster, say) and rendering
+/// `extra`.
+fn with_unread_variables(extra: &str) -> BTreeMap<String, Finding> {
+    let dir = super::tests::copy("home-ops-style");
+    let app = dir.path().join("kubernetes/apps/cert-manager/cert-manager");
+    let ks = std::fs::read_to_string(app.join("ks.yaml")).unwrap();
+    std::fs::write(
+        app.join("ks.yaml"),
+        format!("{ks}  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: terraform-settings\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("app/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - helmrelease.yaml\n  - extra.yaml\n",
+    )
+    .unwrap();
+    std::fs::write(app.join("app/extra.yaml"), extra).unwrap();
+    let config = super::tests::config();
+    let mut env = config.environment("staging").unwrap().clone();
+    env.repo = Some(RepoSpec {
+        environment: Some("main".into()),
+        kubernetes: BTreeMap::from([("main".into(), "kubernetes/flux/cluster".into())]),
+        sources: vec!["home".into()],
+        ..RepoSpec::default()
+    });
+    let run = crate::repo::prepare(&config, &env, Some(dir.path()))
+        .unwrap()
+        .expect("a repository");
+    let all: Vec<_> = run.trials.iter().collect();
+    run.evaluate(&all, &config, &env, &super::tests::offline())
+        .into_iter()
+        .map(|r| (r.name, r.finding))
+        .collect()
+}
+
+#[test]
+fn an_object_left_unread_by_substitution_blocks_only_the_controllers_it_may_be() {
+    // Another application's Deployment: its labels are known, so it is not the webhook.
+    let t = with_unread_variables(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: sidecar\nspec:\n  template:\n    metadata:\n      labels:\n        app: sidecar\n    spec:\n      containers:\n        - name: c\n          image: x\n          env:\n            - name: ENDPOINT\n              value: ${TF_ENDPOINT}\n",
+    );
+    let webhook = &t["gate2::main::repo::replicated-controller::cert-manager-webhook"];
+    assert_eq!(webhook.verdict, Verdict::Fail, "{webhook:?}");
+    // A Deployment whose pod labels are themselves unknown may be anything.
+    let t = with_unread_variables(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: sidecar\nspec:\n  template:\n    metadata:\n      labels:\n        app.kubernetes.io/name: ${TF_APP}\n    spec:\n      containers:\n        - name: c\n          image: x\n",
+    );
+    let webhook = &t["gate2::main::repo::replicated-controller::cert-manager-webhook"];
+    assert_eq!(webhook.verdict, Verdict::Error, "{webhook:?}");
+    assert!(webhook.summary.contains("${TF_APP}"), "{webhook:?}");
+}
