@@ -4,7 +4,7 @@
 
 use crate::verdict::Finding;
 
-use super::{RepoContext, at, manifests, reads};
+use super::{RepoContext, at, manifests_except, reads};
 use crate::repo::flux::HelmRelease;
 
 /// Where Traefik's chart takes the Service's traffic policy.
@@ -18,7 +18,10 @@ pub fn traefik(releases: &[HelmRelease]) -> impl Iterator<Item = &HelmRelease> {
 }
 
 pub fn external_traffic_policy(ctx: &RepoContext<'_>) -> Finding {
-    let m = match manifests(ctx.env, reads::TRAFFIC_POLICY) {
+    let wanted = &ctx.settings.ingress.services;
+    let m = match manifests_except(ctx.env, reads::TRAFFIC_POLICY, &|o| {
+        super::l2::not_an_ingress_service(o, wanted)
+    }) {
         Ok(m) => m,
         Err(finding) => return finding,
     };

@@ -29,7 +29,7 @@ use crate::selector::{Judged, Selector, WhenNil};
 use crate::verdict::Finding;
 
 use super::ingress::traefik;
-use super::{RepoContext, at, declared_nodes, manifests, reads, talos_patches};
+use super::{RepoContext, at, declared_nodes, manifests_except, reads, talos_patches};
 
 use crate::repo::talos::scheduling::Model;
 
@@ -225,23 +225,45 @@ fn matches_ref(wanted: &ServiceRef, namespace: Option<&str>, labels: &PartialLab
         && labels.judge(&Selector::from_labels(&wanted.selector)) == Judged::Selected
 }
 
+/// A Service's labels (with the pseudo-labels Cilium adds), when one of `wanted` names it.
+fn wanted_labels(svc: &Node, wanted: &[ServiceRef]) -> Option<PartialLabels> {
+    let namespace = svc.get_str(&["metadata", "namespace"]);
+    let name = svc.get_str(&["metadata", "name"]);
+    let own = svc
+        .get(&["metadata", "labels"])
+        .and_then(Node::string_map)
+        .unwrap_or_default();
+    let labels = PartialLabels {
+        labels: with_pseudo(own, namespace, name),
+        open: Open::AllBut(BTreeSet::new()),
+    };
+    wanted
+        .iter()
+        .any(|w| matches_ref(w, namespace, &labels))
+        .then_some(labels)
+}
+
+/// A Service left unread whose namespace, name and labels are known (no `${...}`) and
+/// that no `ingress.services` entry names: whatever else it holds, no ingress trial reads it.
+pub fn not_an_ingress_service(object: &Node, wanted: &[ServiceRef]) -> bool {
+    use crate::repo::unread::holds_variable;
+    let known = |path: &[&str]| object.get(path).is_none_or(|n| !holds_variable(n));
+    object.get_str(&["kind"]) == Some("Service")
+        && known(&["metadata", "namespace"])
+        && known(&["metadata", "name"])
+        && known(&["metadata", "labels"])
+        && wanted_labels(object, wanted).is_none()
+}
+
 /// The Services of the manifests and of Traefik's releases that one of `wanted` names.
 fn ingress_services(m: &Manifests, wanted: &[ServiceRef]) -> Vec<DeclaredService> {
     let mut out = Vec::new();
     for svc in m.of_kind("Service") {
         let namespace = svc.get_str(&["metadata", "namespace"]);
         let name = svc.get_str(&["metadata", "name"]);
-        let own = svc
-            .get(&["metadata", "labels"])
-            .and_then(Node::string_map)
-            .unwrap_or_default();
-        let labels = PartialLabels {
-            labels: with_pseudo(own, namespace, name),
-            open: Open::AllBut(BTreeSet::new()),
-        };
-        if !wanted.iter().any(|w| matches_ref(w, namespace, &labels)) {
+        let Some(labels) = wanted_labels(svc, wanted) else {
             continue;
-        }
+        };
         out.push(DeclaredService {
             id: format!("{}/{}", namespace.unwrap_or("default"), name.unwrap_or("?")),
             site: svc.site.clone(),
@@ -383,7 +405,8 @@ fn coverage(policies: &[(&Policy<'_>, bool)], nodes: &[(String, PartialLabels)])
 }
 
 pub fn l2_announcement(ctx: &RepoContext<'_>) -> Finding {
-    let m = match manifests(ctx.env, reads::L2) {
+    let wanted = &ctx.settings.ingress.services;
+    let m = match manifests_except(ctx.env, reads::L2, &|o| not_an_ingress_service(o, wanted)) {
         Ok(m) => m,
         Err(finding) => return finding,
     };

@@ -123,3 +123,18 @@ fn an_object_left_unread_by_substitution_blocks_only_the_controllers_it_may_be()
     assert_eq!(webhook.verdict, Verdict::Error, "{webhook:?}");
     assert!(webhook.summary.contains("${TF_APP}"), "{webhook:?}");
 }
+
+#[test]
+fn a_service_left_unread_by_substitution_that_is_no_ingress_service_leaves_gate_3_its_verdict() {
+    let before = trials();
+    let t = with_unread_variables(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: other\nspec:\n  type: LoadBalancer\n  loadBalancerIP: ${TF_IP}\n",
+    );
+    for trial in [
+        "gate3::main::repo::l2-announcement",
+        "gate3::main::repo::external-traffic-policy",
+    ] {
+        assert_ne!(t[trial].verdict, Verdict::Error, "{trial}: {:?}", t[trial]);
+        assert_eq!(t[trial].verdict, before[trial].verdict, "{trial}");
+    }
+}
