@@ -223,13 +223,19 @@ impl DeclaredEnv {
     }
 }
 
-/// A VM's role from its tags; `None` when they name neither role, or both.
+/// A VM's role from its tags, else from the Talos configuration Terraform applies to it;
+/// `None` when the tags name neither role or both, or disagree with that configuration.
 fn role(vm: &Vm, roles: &crate::config::RoleTags) -> Option<bool> {
     let any = |words: &[String]| words.iter().any(|w| vm.has_tag(w));
-    match (any(&roles.control_plane), any(&roles.worker)) {
+    let tagged = match (any(&roles.control_plane), any(&roles.worker)) {
         (true, false) => Some(true),
         (false, true) => Some(false),
         (true, true) | (false, false) => None,
+    };
+    match (tagged, vm.machine_type.as_ref().map(|(role, _)| *role)) {
+        (Some(a), Some(b)) if a != b => None,
+        (Some(role), _) | (None, Some(role)) => Some(role),
+        (None, None) => None,
     }
 }
 
@@ -311,6 +317,9 @@ pub fn load(root: &Path, layout: &Layout) -> Declared {
                                 name: n.name.clone(),
                                 name_unknown: None,
                                 host: None,
+                                host_unknown: None,
+                                addresses: Vec::new(),
+                                machine_type: None,
                                 cores: None,
                                 memory_mib: None,
                                 tags: Vec::new(),

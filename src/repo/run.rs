@@ -411,7 +411,7 @@ mod tests {
     #[test]
     fn a_module_whose_inputs_the_repository_does_not_set_skips_its_vm_trials_saying_so() {
         let (_, finding) = terraform_only(
-            "variable \"cluster\" {}\nresource \"proxmox_virtual_environment_vm\" \"cp\" {\n  name = \"cp\"\n  node_name = var.cluster\n}\n",
+            "variable \"cluster\" {}\nresource \"proxmox_virtual_environment_vm\" \"cp\" {\n  for_each = var.cluster\n  name = each.key\n}\n",
             "gate1::main::repo::control-plane-nodes",
         );
         assert!(

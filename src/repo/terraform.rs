@@ -21,6 +21,7 @@ use super::site::{RepoError, Site};
 use super::yaml::{Node, Value};
 
 mod hcl_eval;
+mod roles;
 mod talos_patches;
 pub use talos_patches::TfPatch;
 
@@ -43,6 +44,9 @@ pub struct Terraform {
     pub unread_modules: Vec<String>,
     /// VM templates (`template = true`), which are no nodes, each with its file and line.
     pub templates: Vec<String>,
+    /// The addresses `talos_machine_configuration_apply` resources configure, with the role
+    /// of the configuration and the line of `node` (see [`roles`]).
+    pub applied: Vec<(String, bool, Site)>,
     /// Talos machine-config patches applied by the siderolabs/talos provider.
     pub talos_patches: Vec<TfPatch>,
     /// `config_patches` not read, each with the file, line and reason.
@@ -64,6 +68,15 @@ pub struct Vm {
     pub name_unknown: Option<RepoError>,
     /// The Proxmox node (host) it is placed on.
     pub host: Option<Node>,
+    /// Why the host is not known, where its expression cannot be evaluated.
+    pub host_unknown: Option<HostUnknown>,
+    /// The static addresses its cloud-init configuration gives it (Telmate `ipconfigN`
+    /// `ip=`, bpg `initialization.ip_config.ipv4.address`), without the prefix length.
+    pub addresses: Vec<String>,
+    /// The role the siderolabs/talos provider configures it with: the `machine_type` of the
+    /// configuration a `talos_machine_configuration_apply` applies to one of its addresses,
+    /// with the line of that apply's `node`.
+    pub machine_type: Option<(bool, Site)>,
     pub cores: Option<Node>,
     /// MiB, as both providers take it.
     pub memory_mib: Option<Node>,
@@ -78,6 +91,15 @@ impl Vm {
     pub fn has_tag(&self, tag: &str) -> bool {
         self.tags.iter().any(|t| t.as_str() == Some(tag))
     }
+}
+
+/// A host gates cannot evaluate. `same_as`: the expression, qualified by its module, when
+/// it reads the same value for every instance (it refers to neither `count`, `each` nor
+/// `self`): VMs with the same `same_as` share one host, whatever it is.
+#[derive(Debug, Clone)]
+pub struct HostUnknown {
+    pub error: RepoError,
+    pub same_as: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -158,9 +180,21 @@ struct Scope {
     each: Option<(Node, Node)>,
     index: Option<Node>,
     files: Option<hcl_eval::Files>,
+    /// The module instance's qualified name (`""` for the root module).
+    module: String,
 }
 
 impl Scope {
+    /// `module.NAME.` for a child module, nothing for the root: what makes one module's
+    /// `var.x` another's.
+    fn module_prefix(&self) -> String {
+        if self.module.is_empty() {
+            String::new()
+        } else {
+            format!("module.{}.", self.module)
+        }
+    }
+
     fn names(&self) -> hcl_eval::Names {
         hcl_eval::Names {
             var: self
@@ -244,6 +278,9 @@ pub fn load(repo: &Path, dir: &str, tfvars: Option<&str>) -> Result<Terraform, R
         ..Terraform::default()
     };
     module(repo, dir, "", &files, given, &mut out, 0)?;
+    let applied = std::mem::take(&mut out.applied);
+    roles::assign(&mut out, &applied);
+    out.applied = applied;
     Ok(out)
 }
 
@@ -285,6 +322,7 @@ fn module(
             module: dir.to_string(),
             root: out.dir.clone(),
         }),
+        module: name.to_string(),
         ..Scope::default()
     };
     for file in files {
@@ -320,6 +358,7 @@ fn module(
         }
     }
     let scope = scope.with_locals(files);
+    let types = roles::machine_types(files, &scope);
     for file in files {
         for block in blocks(&file.body, "module") {
             let call = label(block, 0);
@@ -376,6 +415,10 @@ fn module(
             if kind == BPG_VM || kind == TELMATE_VM {
                 vms(block, file, &scope, out)?;
             }
+        }
+        for block in blocks(&file.body, "resource").filter(|b| label(b, 0) == talos_patches::APPLY)
+        {
+            roles::applied(block, file, &scope, &types, &mut out.applied);
         }
         for block in blocks(&file.body, "data") {
             if label(block, 0) == "talos_client_configuration"
@@ -553,18 +596,56 @@ fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result
                 }
             }
         }
-        let (host, cores, memory) = if telmate {
+        let host_path: &[&str] = if telmate {
+            &["target_node"]
+        } else {
+            &["node_name"]
+        };
+        let (host, host_unknown) = match attr(host_path) {
+            Ok(host) => (host, None),
+            Err(error) => {
+                let text = block
+                    .body
+                    .get_attribute(host_path[0])
+                    .map(|a| source(&a.value, file))
+                    .unwrap_or_default();
+                let varies = ["count.", "each.", "self."]
+                    .iter()
+                    .any(|word| text.contains(word));
+                let same_as = (!varies).then(|| format!("{}{text}", scope.module_prefix()));
+                (None, Some(HostUnknown { error, same_as }))
+            }
+        };
+        let (cores, memory) = if telmate {
             (
-                attr(&["target_node"])?,
                 attr(&["cores"])?.or(attr(&["cpu", "cores"])?),
                 attr(&["memory"])?,
             )
         } else {
-            (
-                attr(&["node_name"])?,
-                attr(&["cpu", "cores"])?,
-                attr(&["memory", "dedicated"])?,
-            )
+            (attr(&["cpu", "cores"])?, attr(&["memory", "dedicated"])?)
+        };
+        let addresses = if telmate {
+            (0..16)
+                .filter_map(|i| attr(&[format!("ipconfig{i}").as_str()]).ok().flatten())
+                .filter_map(|n| {
+                    n.as_str()?
+                        .split(',')
+                        .find_map(|part| part.trim().strip_prefix("ip="))
+                        .map(|ip| ip.split('/').next().unwrap_or(ip).to_string())
+                })
+                .filter(|ip| ip != "dhcp")
+                .collect()
+        } else {
+            attr(&["initialization", "ip_config", "ipv4", "address"])
+                .ok()
+                .flatten()
+                .and_then(|n| {
+                    n.as_str()
+                        .map(|a| a.split('/').next().unwrap_or(a).to_string())
+                })
+                .filter(|ip| ip != "dhcp")
+                .into_iter()
+                .collect()
         };
         let tags = match attr(&["tags"])? {
             Some(node) => match &node.value {
@@ -584,6 +665,9 @@ fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result
             name,
             name_unknown,
             host,
+            host_unknown,
+            addresses,
+            machine_type: None,
             cores,
             memory_mib: memory,
             tags,
@@ -922,18 +1006,102 @@ resource "proxmox_virtual_environment_vm" "node" {
     }
 
     #[test]
-    fn a_value_known_only_after_apply_in_a_read_attribute_is_an_error_naming_the_line() {
+    fn a_host_known_only_after_apply_is_unknown_naming_the_line_and_the_vm_is_still_read() {
         let dir = repo(&[(
             "tf/vm.tf",
             "resource \"proxmox_vm_qemu\" \"cp\" {\n  name        = \"cp\"\n  target_node = lookup(data.proxmox_nodes.all.names, \"cp\")\n}\n",
         )]);
-        let err = load(dir.path(), "tf", None).unwrap_err();
-        let text = err.to_string();
+        let tf = load(dir.path(), "tf", None).unwrap();
+        let unknown = tf.vms[0]
+            .host_unknown
+            .as_ref()
+            .expect("the host is unknown");
+        let text = unknown.error.to_string();
         assert!(
             text.starts_with(
                 "tf/vm.tf:3: `lookup(data.proxmox_nodes.all.names, \"cp\")` cannot be evaluated"
             ) && text.contains("`data`"),
             "{text}"
+        );
+        assert_eq!(
+            unknown.same_as.as_deref(),
+            Some("lookup(data.proxmox_nodes.all.names, \"cp\")")
+        );
+    }
+
+    #[test]
+    fn a_role_comes_from_the_talos_configuration_applied_to_the_vms_address() {
+        // kubebn's shape: VMs by `count`, addresses in Telmate's ipconfig0, and one apply per
+        // node naming its address and a configuration with a literal machine_type.
+        let dir = repo(&[(
+            "tf/main.tf",
+            r#"variable "host" {}
+variable "first" { default = "5" }
+resource "proxmox_vm_qemu" "cp" {
+  count       = 2
+  name        = "cp-${count.index}"
+  target_node = var.host
+  ipconfig0   = "ip=${cidrhost("10.1.1.0/24", var.first + "${count.index}")}/24,gw=10.1.1.1"
+}
+resource "proxmox_vm_qemu" "w" {
+  name        = "w-0"
+  target_node = "pve9"
+  ipconfig0   = "ip=10.1.1.9/24"
+}
+data "talos_machine_configuration" "cp" {
+  machine_type = "controlplane"
+}
+data "talos_machine_configuration" "w" {
+  machine_type = "worker"
+}
+resource "talos_machine_configuration_apply" "cp0" {
+  machine_configuration_input = data.talos_machine_configuration.cp.machine_configuration
+  node                        = cidrhost("10.1.1.0/24", var.first)
+}
+resource "talos_machine_configuration_apply" "cp1" {
+  machine_configuration_input = data.talos_machine_configuration.cp.machine_configuration
+  node                        = "10.1.1.6"
+}
+resource "talos_machine_configuration_apply" "w0" {
+  machine_configuration_input = data.talos_machine_configuration.w.machine_configuration
+  node                        = "10.1.1.9"
+}
+"#,
+        )]);
+        let tf = load(dir.path(), "tf", None).unwrap();
+        let roles: Vec<(&str, Option<bool>, Vec<String>)> = tf
+            .vms
+            .iter()
+            .map(|v| {
+                (
+                    v.name(),
+                    v.machine_type.as_ref().map(|(r, _)| *r),
+                    v.addresses.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                ("cp-0", Some(true), vec!["10.1.1.5".to_string()]),
+                ("cp-1", Some(true), vec!["10.1.1.6".to_string()]),
+                ("w-0", Some(false), vec!["10.1.1.9".to_string()]),
+            ]
+        );
+        // One host expression for both control planes, whatever its value.
+        assert_eq!(
+            tf.vms[0]
+                .host_unknown
+                .as_ref()
+                .and_then(|h| h.same_as.as_deref()),
+            Some("var.host")
+        );
+        assert_eq!(
+            tf.vms[1]
+                .host_unknown
+                .as_ref()
+                .and_then(|h| h.same_as.as_deref()),
+            Some("var.host")
         );
     }
 

@@ -187,6 +187,27 @@ fn rewrite_try(expr: &mut hcl::Expression) {
             hcl::expr::Operation::Binary(b) => {
                 rewrite_try(&mut b.lhs_expr);
                 rewrite_try(&mut b.rhs_expr);
+                // Terraform converts a string that reads as a number where arithmetic or
+                // an ordering needs one ("5" + "0" is 5).
+                use hcl::expr::BinaryOperator as B;
+                if matches!(
+                    b.operator,
+                    B::Plus
+                        | B::Minus
+                        | B::Mul
+                        | B::Div
+                        | B::Mod
+                        | B::Less
+                        | B::Greater
+                        | B::LessEq
+                        | B::GreaterEq
+                ) {
+                    for side in [&mut b.lhs_expr, &mut b.rhs_expr] {
+                        let mut call = hcl::expr::FuncCall::new("__num");
+                        call.args = vec![side.clone()];
+                        *side = E::FuncCall(Box::new(call));
+                    }
+                }
             }
         },
         E::ForExpr(f) => {
@@ -225,12 +246,26 @@ fn rewrite_try(expr: &mut hcl::Expression) {
                 *expr = E::Conditional(Box::new(hcl::expr::Conditional::new(check, first, rest)));
             }
         }
-        E::Null
-        | E::Bool(_)
-        | E::Number(_)
-        | E::String(_)
-        | E::TemplateExpr(_)
-        | E::Variable(_) => {}
+        // A string template's interpolations are expressions too: rewritten in place, the
+        // template written back (only when it parses; else it stays as written).
+        E::TemplateExpr(t) => {
+            if let hcl::expr::TemplateExpr::QuotedString(_) = t.as_ref()
+                && let Ok(mut template) = hcl::template::Template::from_expr(t)
+            {
+                let mut changed = false;
+                for element in template.elements_mut() {
+                    if let hcl::template::Element::Interpolation(i) = element {
+                        let before = i.expr.clone();
+                        rewrite_try(&mut i.expr);
+                        changed |= i.expr != before;
+                    }
+                }
+                if changed {
+                    **t = hcl::expr::TemplateExpr::QuotedString(template.to_string());
+                }
+            }
+        }
+        E::Null | E::Bool(_) | E::Number(_) | E::String(_) | E::Variable(_) => {}
         _ => {}
     }
 }
@@ -366,8 +401,14 @@ pub fn to_node(value: &Hcl, site: &Site) -> Node {
 /// Terraform's functions that configuration like the corpus's uses where a trial reads a
 /// value. Each follows Terraform's documented behaviour for the types it accepts; anything
 /// else is an error from the call, not a guess.
+/// A number, or a string that reads as one: Terraform converts such a string where a number
+/// is expected ("5" + 1 is 6), and [`f`] reads both.
+fn num_like() -> ParamType {
+    ParamType::one_of([ParamType::Number, ParamType::String])
+}
+
 pub fn functions() -> Vec<(&'static str, FuncDef)> {
-    use ParamType::{Any, Number, String as Str};
+    use ParamType::{Any, String as Str};
     let variadic = |p: ParamType, f| FuncDef::builder().variadic_param(p).build(f);
     vec![
         (
@@ -439,7 +480,7 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
         (
             "substr",
             FuncDef::builder()
-                .params([Str, Number, Number])
+                .params([Str, num_like(), num_like()])
                 .build(substr),
         ),
         (
@@ -486,7 +527,7 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
         (
             "element",
             FuncDef::builder()
-                .params([ParamType::array_of(Any), Number])
+                .params([ParamType::array_of(Any), num_like()])
                 .build(element),
         ),
         (
@@ -513,7 +554,7 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
                 .params([ParamType::array_of(Str), ParamType::array_of(Any)])
                 .build(zipmap),
         ),
-        ("range", variadic(Number, range)),
+        ("range", variadic(num_like(), range)),
         (
             "coalesce",
             variadic(Any, |a| {
@@ -523,24 +564,24 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
                     .ok_or_else(|| "coalesce: no non-null, non-empty argument".to_string())
             }),
         ),
-        ("max", variadic(Number, |a| fold(&a, f64::max))),
-        ("min", variadic(Number, |a| fold(&a, f64::min))),
+        ("max", variadic(num_like(), |a| fold(&a, f64::max))),
+        ("min", variadic(num_like(), |a| fold(&a, f64::min))),
         (
             "abs",
             FuncDef::builder()
-                .param(Number)
+                .param(num_like())
                 .build(|a| num(f(&a[0])?.abs())),
         ),
         (
             "ceil",
             FuncDef::builder()
-                .param(Number)
+                .param(num_like())
                 .build(|a| num(f(&a[0])?.ceil())),
         ),
         (
             "floor",
             FuncDef::builder()
-                .param(Number)
+                .param(num_like())
                 .build(|a| num(f(&a[0])?.floor())),
         ),
         (
@@ -552,18 +593,18 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
         ),
         (
             "cidrhost",
-            FuncDef::builder().params([Str, Number]).build(cidrhost),
+            FuncDef::builder().params([Str, num_like()]).build(cidrhost),
         ),
         (
             "cidrsubnet",
             FuncDef::builder()
-                .params([Str, Number, Number])
+                .params([Str, num_like(), num_like()])
                 .build(cidrsubnet),
         ),
         (
             "sum",
             FuncDef::builder()
-                .param(ParamType::array_of(Number))
+                .param(ParamType::array_of(num_like()))
                 .build(|a| num(items(&a[0])?.iter().map(f).sum::<Result<f64, String>>()?)),
         ),
         (
@@ -589,10 +630,16 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
             }),
         ),
         ("file", FuncDef::builder().param(Str).build(file)),
+        (
+            "__num",
+            FuncDef::builder()
+                .param(num_like())
+                .build(|a| num(f(&a[0])?)),
+        ),
         // Spaces after every newline, so every line but the first is indented.
         (
             "indent",
-            FuncDef::builder().params([Number, Str]).build(|a| {
+            FuncDef::builder().params([num_like(), Str]).build(|a| {
                 let n = a[0]
                     .as_u64()
                     .filter(|n| *n <= 1024)
@@ -996,6 +1043,11 @@ mod tests {
             (r#"lookup({a = "x"}, "b", "d")"#, "d"),
             (r#"coalesce("", "y")"#, "y"),
             (r#"nonsensitive(sensitive("s"))"#, "s"),
+            (r#"cidrhost("10.1.1.0/24", "5" + "1")"#, "10.1.1.6"),
+            (
+                r#""ip=${cidrhost("10.1.1.0/24", "5" + "${1 + 1}")}/24,gw=\"x\"""#,
+                "ip=10.1.1.7/24,gw=\"x\"",
+            ),
             (r#"indent(2, "a\nb\n")"#, "a\n  b\n  "),
             (r#"replace("a-b", "-", "_")"#, "a_b"),
             (r#"tostring(length(concat([1], [2, 3])))"#, "3"),

@@ -233,6 +233,12 @@ pub fn host_labels(ctx: &RepoContext<'_>) -> Finding {
         Ok(n) => n,
         Err(finding) => return finding,
     };
+    if let Some(unknown) = nodes.iter().find_map(|n| n.vm.host_unknown.as_ref()) {
+        return Finding::error(format!(
+            "a declared VM's host is not known, so it cannot be compared with the live label: {}",
+            unknown.error
+        ));
+    }
     let label = &ctx.settings.nodes.host_label;
     let mut same = true;
     let mut evidence = Vec::new();

@@ -8,14 +8,25 @@ use crate::verdict::Finding;
 
 use super::{RepoContext, at, declared_nodes, nodes_and_patches, talos_patches};
 use crate::repo::declared::DeclaredNode;
+use crate::repo::terraform::HostUnknown;
 
 fn describe(node: &DeclaredNode<'_>) -> String {
-    let host = node
+    let mut host = node
         .vm
         .host
         .as_ref()
         .map(|h| format!(" on {}", h.show()))
         .unwrap_or_default();
+    if let Some(unknown) = &node.vm.host_unknown {
+        host = format!(" on a host not known ({})", unknown.error);
+    }
+    if let Some((_, site)) = &node.vm.machine_type
+        && node.control_plane.is_some()
+    {
+        host.push_str(&format!(
+            " (the role of the Talos configuration applied to its address at {site})"
+        ));
+    }
     at(
         &node.vm.name.site,
         &format!("{}[\"{}\"]", node.vm.resource, node.name()),
@@ -100,15 +111,27 @@ fn host_problems(
     let mut problems = Vec::new();
     let mut unknown = Vec::new();
     let mut hosts: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    // Hosts not known but the same for every VM that reads them (one expression without
+    // `count`, `each` or `self`): whatever they are, those VMs share one.
+    let mut same: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for node in nodes.iter().filter(|n| n.control_plane == Some(true)) {
-        match host(node) {
-            Some(h) => hosts.entry(h).or_default().push(node.name()),
-            None if node.is_vm() => problems.push(format!(
+        match (host(node), &node.vm.host_unknown) {
+            (Some(h), _) => hosts.entry(h).or_default().push(node.name()),
+            (
+                None,
+                Some(HostUnknown {
+                    same_as: Some(key), ..
+                }),
+            ) if node.is_vm() => same.entry(key.as_str()).or_default().push(node.name()),
+            (None, Some(h)) if node.is_vm() => {
+                unknown.push(format!("{} ({})", node.name(), h.error))
+            }
+            (None, _) if node.is_vm() => problems.push(format!(
                 "{}: VM {} declares no Proxmox host",
                 node.vm.name.site,
                 node.name()
             )),
-            None => unknown.push(node.name().to_string()),
+            (None, _) => unknown.push(node.name().to_string()),
         }
     }
     for (host, names) in hosts.iter().filter(|(_, n)| n.len() > 1) {
@@ -117,10 +140,17 @@ fn host_problems(
             names.join(", ")
         ));
     }
-    if hosts.len() + unknown.len() < want {
+    for (expr, names) in same.iter().filter(|(_, n)| n.len() > 1) {
+        let expr = expr.rsplit_once("module.").map_or(*expr, |(_, e)| e);
         problems.push(format!(
-            "{} distinct host(s) for the control planes, the ADR wants {want}",
-            hosts.len() + unknown.len()
+            "control planes {} share one host, whatever `{expr}` is: each is placed by that one expression",
+            names.join(", ")
+        ));
+    }
+    let at_most = hosts.len() + same.len() + unknown.len();
+    if at_most < want {
+        problems.push(format!(
+            "{at_most} distinct host(s) for the control planes, the ADR wants {want}"
         ));
     }
     (problems, unknown)
@@ -155,6 +185,19 @@ pub fn distinct_hosts(ctx: &RepoContext<'_>) -> Finding {
     let label = &ctx.settings.nodes.host_label;
     let (mut problems, unknown) = host_problems(&nodes, want, &|n| host_of(n, patches, label));
     let mut warnings = Vec::new();
+    let vm_unknown: Vec<String> = nodes
+        .iter()
+        .filter(|n| n.control_plane == Some(true) && n.is_vm())
+        .filter_map(|n| n.vm.host_unknown.as_ref().map(|h| (n, h)))
+        .map(|(n, h)| format!("{}: {}", n.name(), h.error))
+        .collect();
+    if !vm_unknown.is_empty() && problems.is_empty() {
+        return Finding::error(format!(
+            "the host of {} control-plane VM(s) cannot be evaluated, so whether they share one is not known",
+            vm_unknown.len()
+        ))
+        .with_evidence(vm_unknown);
+    }
     if !unknown.is_empty() && problems.is_empty() {
         return Finding::skip(format!(
             "the repository does not say which host {} run(s) on: they are declared by the Talos configuration, not as VMs, and carry no `{label}` label (set it in their nodeLabels)",
@@ -169,6 +212,9 @@ pub fn distinct_hosts(ctx: &RepoContext<'_>) -> Finding {
                 let value = labels.iter().find(|(k, _)| k == label).map(|(_, v)| v);
                 match (value, node.host()) {
                     (Some(v), Some(host)) if v.as_str() == Some(host) => {}
+                    // The label cannot be compared with a host not known; the host trial
+                    // above already says what is known of it.
+                    (Some(_), None) if node.vm.host_unknown.is_some() => {}
                     (Some(v), host) => problems.push(format!(
                         "{}, but the VM is on {}",
                         at(&v.site, &format!("{} nodeLabels.{label}", node.name()), v.show()),
