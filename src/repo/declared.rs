@@ -259,7 +259,7 @@ fn with_terraform_patches(
     if let Some(err) = &tf.talos_malformed {
         return Some(Err(err.clone()));
     }
-    if tf.talos_patches.is_empty() && tf.talos_skipped.is_empty() {
+    if tf.talos_patches.is_empty() && tf.talos_skipped.is_empty() && tf.talos_unknown.is_empty() {
         return talos;
     }
     let mut patches = match talos {
@@ -284,6 +284,7 @@ fn with_terraform_patches(
         });
     }
     patches.skipped.extend(tf.talos_skipped.iter().cloned());
+    patches.unknown.extend(tf.talos_unknown.iter().cloned());
     Some(Ok(patches))
 }
 

@@ -51,6 +51,9 @@ pub struct Terraform {
     pub talos_patches: Vec<TfPatch>,
     /// `config_patches` not read, each with the file, line and reason.
     pub talos_skipped: Vec<String>,
+    /// Values of the patches read that a template writes from a variable gates cannot
+    /// evaluate.
+    pub talos_unknown: Vec<crate::repo::talos::jinja::Unknown>,
     /// The first `config_patches` file that is missing or malformed: the Talos patches of
     /// the environment are then unreadable, not partly read.
     pub talos_malformed: Option<RepoError>,
@@ -448,6 +451,7 @@ fn module(
     }
     out.talos_patches.extend(found.patches);
     out.talos_skipped.extend(found.skipped);
+    out.talos_unknown.extend(found.unknown);
     if out.talos_malformed.is_none() {
         out.talos_malformed = found.malformed;
     }

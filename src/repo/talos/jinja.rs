@@ -16,7 +16,7 @@ pub struct Unknown {
     pub kind: String,
     /// The dotted path of the value in its document (`machine.install.image`).
     pub path: String,
-    /// The interpolations it holds, as written.
+    /// What writes it, as written (``the Jinja interpolation `{{ x }}` ``).
     pub exprs: Vec<String>,
 }
 
@@ -24,20 +24,21 @@ impl std::fmt::Display for Unknown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{}: {} {} is written by the Jinja interpolation {}, which gates does not evaluate",
+            "{}: {} {} is written by {}, which gates does not evaluate",
             self.site,
             self.kind,
             self.path,
-            self.exprs
-                .iter()
-                .map(|e| format!("`{{{{ {e} }}}}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            self.exprs.join(", ")
         )
     }
 }
 
-const TOKEN: &str = "__gates_jinja_";
+const TOKEN: &str = "__gates_unknown_";
+
+/// The placeholder for the `n`th value not known, plain text to YAML.
+pub fn token(n: usize) -> String {
+    format!("{TOKEN}{n}__")
+}
 
 /// The template's text with each interpolation replaced by a placeholder YAML reads as plain
 /// text, and the interpolations in order; `Err`: why the template is not read.
@@ -56,16 +57,19 @@ pub fn placeholders(text: &str) -> Result<(String, Vec<String>), String> {
             return Err("an unclosed {{ in the template".into());
         };
         out.push_str(&rest[..start]);
-        out.push_str(&format!("{TOKEN}{}__", exprs.len()));
-        exprs.push(rest[start + 2..start + len].trim().to_string());
+        out.push_str(&token(exprs.len()));
+        exprs.push(format!(
+            "the Jinja interpolation `{{{{ {} }}}}`",
+            rest[start + 2..start + len].trim()
+        ));
         rest = &rest[start + len + 2..];
     }
     out.push_str(rest);
     Ok((out, exprs))
 }
 
-/// Take the values the interpolations wrote out of a parsed document: a mapping entry
-/// holding one is removed, a list item holding one becomes null; each is returned as
+/// Take the values the interpolations wrote out of a parsed document (`exprs`: what wrote
+/// each placeholder, see [`token`]): a mapping entry holding one is removed, a list item holding one becomes null; each is returned as
 /// [`Unknown`]. `Err`: an interpolation in a key, which makes the document's shape unknown.
 pub fn set_aside(doc: &mut Node, exprs: &[String]) -> Result<Vec<Unknown>, String> {
     let kind = doc

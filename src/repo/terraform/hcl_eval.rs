@@ -125,6 +125,103 @@ pub fn render_template(rel: &str, text: &str, vars: &Node) -> Result<String, Str
     render(rel, text, &to_hcl(vars))
 }
 
+/// Functions whose result may span lines or hold YAML structure: an interpolation that
+/// calls one over a value not known may write keys gates cannot see.
+const MULTILINE: [&str; 7] = [
+    "indent(",
+    "yamlencode(",
+    "jsonencode(",
+    "file(",
+    "templatefile(",
+    "join(",
+    "format(",
+];
+
+/// [`render_template`] with some variables not known (`unknown`): each interpolation that
+/// reads one writes a placeholder ([`crate::repo::talos::jinja::token`]), returned in order
+/// with what it was; `Err` when a directive reads one (the text rendered would depend on
+/// it) or an interpolation that reads one may write several lines ([`MULTILINE`]).
+pub fn render_template_partly(
+    rel: &str,
+    text: &str,
+    vars: &Node,
+    unknown: &[String],
+) -> Result<(String, Vec<String>), String> {
+    let mut template: hcl::Template = text
+        .parse()
+        .map_err(|e: hcl::Error| format!("{rel}: the template does not parse: {e}"))?;
+    let mut exprs = Vec::new();
+    mark_unknown(rel, &mut template, unknown, &mut exprs)?;
+    let rendered = render_parsed(rel, text, &template, &to_hcl(vars))?;
+    Ok((rendered, exprs))
+}
+
+/// Whether the expression's text names one of `names` as a variable.
+fn reads_any(text: &str, names: &[String]) -> Option<String> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    names
+        .iter()
+        .find(|name| {
+            text.match_indices(name.as_str()).any(|(at, _)| {
+                let before = text[..at].chars().next_back();
+                let after = text[at + name.len()..].chars().next();
+                !before.is_some_and(|c| ident(c) || c == '.') && !after.is_some_and(ident)
+            })
+        })
+        .cloned()
+}
+
+fn mark_unknown(
+    rel: &str,
+    template: &mut hcl::Template,
+    unknown: &[String],
+    exprs: &mut Vec<String>,
+) -> Result<(), String> {
+    use hcl::template::{Directive, Element};
+    for element in template.elements_mut() {
+        match element {
+            Element::Literal(_) => {}
+            Element::Interpolation(i) => {
+                let text = hcl::format::to_string(&i.expr).unwrap_or_default();
+                if let Some(name) = reads_any(&text, unknown) {
+                    if MULTILINE.iter().any(|f| text.contains(f)) {
+                        return Err(format!(
+                            "{rel}: `${{{text}}}` reads `{name}`, which gates cannot evaluate, and may write several lines"
+                        ));
+                    }
+                    let n = exprs.len();
+                    exprs.push(format!("the templatefile interpolation `${{{text}}}`"));
+                    *element = Element::Literal(crate::repo::talos::jinja::token(n));
+                }
+            }
+            Element::Directive(d) => match d.as_mut() {
+                Directive::If(dir) => {
+                    let cond = hcl::format::to_string(&dir.cond_expr).unwrap_or_default();
+                    if let Some(name) = reads_any(&cond, unknown) {
+                        return Err(format!(
+                            "{rel}: the directive `%{{ if {cond} }}` reads `{name}`, which gates cannot evaluate"
+                        ));
+                    }
+                    mark_unknown(rel, &mut dir.true_template, unknown, exprs)?;
+                    if let Some(f) = &mut dir.false_template {
+                        mark_unknown(rel, f, unknown, exprs)?;
+                    }
+                }
+                Directive::For(dir) => {
+                    let over = hcl::format::to_string(&dir.collection_expr).unwrap_or_default();
+                    if let Some(name) = reads_any(&over, unknown) {
+                        return Err(format!(
+                            "{rel}: the directive `%{{ for ... in {over} }}` reads `{name}`, which gates cannot evaluate"
+                        ));
+                    }
+                    mark_unknown(rel, &mut dir.template, unknown, exprs)?;
+                }
+            },
+        }
+    }
+    Ok(())
+}
+
 /// `templatefile(path, vars)`: [`file`] rendered as [`render_template`] renders it.
 fn templatefile(a: FuncArgs) -> Result<Hcl, String> {
     let path = s(&a, 0);
@@ -136,6 +233,15 @@ fn render(rel: &str, text: &str, vars: &Hcl) -> Result<String, String> {
     let template: hcl::Template = text
         .parse()
         .map_err(|e: hcl::Error| format!("{rel}: the template does not parse: {e}"))?;
+    render_parsed(rel, text, &template, vars)
+}
+
+fn render_parsed(
+    rel: &str,
+    text: &str,
+    template: &hcl::Template,
+    vars: &Hcl,
+) -> Result<String, String> {
     let mut ctx = Context::new();
     if let Hcl::Object(entries) = vars {
         for (name, value) in entries {
@@ -631,6 +737,27 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
         ),
         ("file", FuncDef::builder().param(Str).build(file)),
         (
+            "base64encode",
+            FuncDef::builder().param(Str).build(|a| {
+                use base64::Engine;
+                Ok(Hcl::String(
+                    base64::engine::general_purpose::STANDARD.encode(s(&a, 0)),
+                ))
+            }),
+        ),
+        (
+            "base64decode",
+            FuncDef::builder().param(Str).build(|a| {
+                use base64::Engine;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(s(&a, 0))
+                    .map_err(|e| format!("base64decode: {e}"))?;
+                String::from_utf8(bytes)
+                    .map(Hcl::String)
+                    .map_err(|_| "base64decode: the result is not UTF-8".to_string())
+            }),
+        ),
+        (
             "__num",
             FuncDef::builder()
                 .param(num_like())
@@ -889,7 +1016,7 @@ fn format(a: FuncArgs) -> Result<Hcl, String> {
         while let Some(d) = chars
             .peek()
             .copied()
-            .filter(|d| d.is_ascii_digit() || *d == '-')
+            .filter(|d| d.is_ascii_digit() || *d == '-' || *d == '#')
         {
             flags.push(d);
             chars.next();
@@ -901,6 +1028,8 @@ fn format(a: FuncArgs) -> Result<Hcl, String> {
         }
         let arg = args.next().ok_or("format: too few arguments")?;
         let text = match verb {
+            // `%#v`: the value as JSON, as jsonencode writes it.
+            'v' if flags.contains('#') => serde_json::to_string(arg).map_err(|e| e.to_string())?,
             's' | 'v' => plain(arg)?,
             'd' => (f(arg)? as i64).to_string(),
             'x' => format!("{:x}", f(arg)? as i64),
@@ -913,7 +1042,15 @@ fn format(a: FuncArgs) -> Result<Hcl, String> {
         };
         let zero = flags.starts_with('0');
         let left = flags.starts_with('-');
-        let width: usize = flags.trim_start_matches(['0', '-']).parse().unwrap_or(0);
+        let width: usize = flags
+            .trim_start_matches(['0', '-', '#'])
+            .parse()
+            .unwrap_or(0);
+        if width > 1024 {
+            return Err(format!(
+                "format: a width of {width} is more than gates pads"
+            ));
+        }
         let pad = width.saturating_sub(text.chars().count());
         match (left, zero) {
             (true, _) => {
@@ -1043,6 +1180,9 @@ mod tests {
             (r#"lookup({a = "x"}, "b", "d")"#, "d"),
             (r#"coalesce("", "y")"#, "y"),
             (r#"nonsensitive(sensitive("s"))"#, "s"),
+            (r#"format("%#v", ["a", "b"])"#, r#"["a","b"]"#),
+            (r#"base64decode(base64encode("talos"))"#, "talos"),
+            (r#"base64encode("hi")"#, "aGk="),
             (r#"cidrhost("10.1.1.0/24", "5" + "1")"#, "10.1.1.6"),
             (
                 r#""ip=${cidrhost("10.1.1.0/24", "5" + "${1 + 1}")}/24,gw=\"x\"""#,

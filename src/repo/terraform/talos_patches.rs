@@ -23,6 +23,7 @@ use super::{File, Scope, eval, label, source};
 use crate::repo::kustomize::{read, resolve};
 use crate::repo::site::RepoError;
 use crate::repo::talos::Applies;
+use crate::repo::talos::jinja::{self, Unknown};
 use crate::repo::yaml::{self, Node, Value};
 
 /// The blocks whose `config_patches` reach a machine configuration, in the order the
@@ -46,6 +47,9 @@ pub(super) struct Found {
     pub patches: Vec<TfPatch>,
     pub skipped: Vec<String>,
     pub malformed: Option<RepoError>,
+    /// Values of the patches read that a template writes from a variable gates cannot
+    /// evaluate (a credential, a value only known after apply).
+    pub unknown: Vec<Unknown>,
 }
 
 /// Why a patch is not read: gates does not evaluate it (skipped), or it is broken (an error).
@@ -160,7 +164,7 @@ pub(super) fn collect(
             }
         };
         for item in items {
-            match patch(item, file, &scope, paths) {
+            match patch(item, file, &scope, paths, &mut out.unknown) {
                 Ok(docs) => out
                     .patches
                     .extend(docs.into_iter().map(|(file, doc)| TfPatch {
@@ -229,6 +233,7 @@ fn patch(
     file: &File,
     scope: &Scope,
     paths: &Paths<'_>,
+    unknown: &mut Vec<Unknown>,
 ) -> Result<Vec<(String, Node)>, Unread> {
     let at = file.site(expr.span());
     let mapping = |doc: Node| -> Result<Node, Unread> {
@@ -257,11 +262,30 @@ fn patch(
                 ("templatefile", [path, vars]) => {
                     let rel = file_path(path, file, paths)?;
                     let text = read(paths.repo, &rel)?;
-                    let vars = eval(vars, file, scope).map_err(|e| {
+                    let (vars, not_known) = partial_vars(vars, file, scope).map_err(|e| {
                         format!("{rel} is rendered with variables gates cannot evaluate: {e}")
                     })?;
-                    let text = render_template(&rel, &text, &vars)?;
-                    yaml_docs(&rel, &text, 0, mapping)
+                    if not_known.is_empty() {
+                        let text = render_template(&rel, &text, &vars)?;
+                        return yaml_docs(&rel, &text, 0, mapping);
+                    }
+                    // Variables gates cannot evaluate (a credential, say): the values they
+                    // write are set aside, the rest of the patch is read.
+                    let names: Vec<String> = not_known.iter().map(|(n, _)| n.clone()).collect();
+                    let (text, exprs) =
+                        super::hcl_eval::render_template_partly(&rel, &text, &vars, &names)?;
+                    let mut docs = yaml::parse(&rel, &text)?;
+                    for doc in &mut docs {
+                        for found in jinja::set_aside(doc, &exprs).map_err(Unread::Skip)? {
+                            // One line per value, however many nodes the patch applies to.
+                            if !unknown.iter().any(|u| u.to_string() == found.to_string()) {
+                                unknown.push(found);
+                            }
+                        }
+                    }
+                    docs.into_iter()
+                        .map(|doc| mapping(doc).map(|d| (rel.clone(), d)))
+                        .collect()
                 }
                 _ => Err(Unread::Skip(format!(
                     "{at}: `{}` is not evaluated by gates (yamlencode of an object, file(), templatefile() and heredocs are)",
@@ -282,6 +306,69 @@ fn patch(
             source(expr, file)
         ))),
     }
+}
+
+/// The variables of a `templatefile` call, each evaluated on its own: those gates can
+/// evaluate as a map, and the names of the others with why. An object written in place and
+/// `merge` of such objects (later keys winning) are read key by key; any other expression is
+/// evaluated whole, and when it cannot be, which names it holds is not known (`Err`).
+fn partial_vars(
+    expr: &Expression,
+    file: &File,
+    scope: &Scope,
+) -> Result<(Node, Vec<(String, String)>), String> {
+    use hcl_edit::expr::ObjectKey;
+    let site = file.site(expr.span());
+    let mut known: Vec<(String, Node)> = Vec::new();
+    let mut unknown: Vec<(String, String)> = Vec::new();
+    let put = |key: String,
+               value: Result<Node, String>,
+               known: &mut Vec<(String, Node)>,
+               unknown: &mut Vec<(String, String)>| {
+        known.retain(|(k, _)| *k != key);
+        unknown.retain(|(k, _)| *k != key);
+        match value {
+            Ok(v) => known.push((key, v)),
+            Err(why) => unknown.push((key, why)),
+        }
+    };
+    match expr {
+        Expression::Object(object) => {
+            for (key, value) in object.iter() {
+                let key = match key {
+                    ObjectKey::Ident(ident) => ident.as_str().to_string(),
+                    ObjectKey::Expression(e) => e
+                        .as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| format!("`{}` is not a literal key", source(e, file)))?,
+                };
+                let value = eval(value.expr(), file, scope).map_err(|e| e.to_string());
+                put(key, value, &mut known, &mut unknown);
+            }
+        }
+        Expression::FuncCall(call) if call.name.name.as_str() == "merge" => {
+            for arg in call.args.iter() {
+                let (part, missing) = partial_vars(arg, file, scope)?;
+                for (key, value) in part.as_map().unwrap_or_default() {
+                    put(key.clone(), Ok(value.clone()), &mut known, &mut unknown);
+                }
+                for (key, why) in missing {
+                    put(key, Err(why), &mut known, &mut unknown);
+                }
+            }
+        }
+        _ => {
+            let value = eval(expr, file, scope).map_err(|e| e.to_string())?;
+            match &value.value {
+                Value::Map(entries) => known.extend(entries.iter().cloned()),
+                Value::Null => {}
+                Value::Scalar(..) | Value::Seq(_) => {
+                    return Err(format!("`{}` is not an object", source(expr, file)));
+                }
+            }
+        }
+    }
+    Ok((Node::new(Value::Map(known), site), unknown))
 }
 
 fn yaml_docs(

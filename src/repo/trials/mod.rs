@@ -320,22 +320,26 @@ const NOT_NODE_PLACEMENT: &[&str] = &[
     "WatchdogTimerConfig",
 ];
 
-const EVERY_TRIAL: &[&str] = &[
-    "machine.type",
-    "machine.network.hostname",
-    "machine.nodeLabels",
-    "machine.nodeTaints",
-];
+/// What every trial reads: which nodes there are and their roles.
+const EVERY_TRIAL: &[&str] = &["machine.type", "machine.network.hostname"];
 
 fn talos_reads(check: &RepoCheck) -> TalosReads {
     let paths: &'static [&'static str] = match check {
-        RepoCheck::SchedulableControlPlane => &["cluster.allowSchedulingOnControlPlanes"],
+        RepoCheck::DistinctHosts => &["machine.nodeLabels"],
+        RepoCheck::SchedulableControlPlane => &[
+            "cluster.allowSchedulingOnControlPlanes",
+            "machine.nodeTaints",
+        ],
         RepoCheck::TalosEndpoints | RepoCheck::ApiVip => {
             &["machine.network", "cluster.controlPlane"]
         }
+        // Cilium's L2 announcer reads node labels only.
+        RepoCheck::L2Announcement => &["machine.nodeLabels"],
         RepoCheck::LonghornDisks => &[
             "machine.kubelet",
             "machine.disks",
+            "machine.nodeLabels",
+            "machine.nodeTaints",
             "cluster.allowSchedulingOnControlPlanes",
         ],
         _ => &[],
