@@ -404,6 +404,14 @@ fn coverage(policies: &[(&Policy<'_>, bool)], nodes: &[(String, PartialLabels)])
     Coverage { left_out, unknown }
 }
 
+/// Whether the trial fails whatever the nodes' labels are: no policy is declared at all, and
+/// no part left unread may hold one. A Talos value set aside then cannot change the verdict.
+pub fn fails_without_nodes(ctx: &RepoContext<'_>) -> bool {
+    let wanted = &ctx.settings.ingress.services;
+    manifests_except(ctx.env, reads::L2, &|o| not_an_ingress_service(o, wanted))
+        .is_ok_and(|m| m.of_kind("CiliumL2AnnouncementPolicy").next().is_none())
+}
+
 pub fn l2_announcement(ctx: &RepoContext<'_>) -> Finding {
     let wanted = &ctx.settings.ingress.services;
     let m = match manifests_except(ctx.env, reads::L2, &|o| not_an_ingress_service(o, wanted)) {

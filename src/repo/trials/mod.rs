@@ -289,8 +289,11 @@ pub fn evaluate(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
         return finding;
     }
     let settled = finding.verdict == crate::verdict::Verdict::Fail
-        && matches!(trial.check, RepoCheck::DistinctHosts)
-        && nodes::hosts_settle_a_fail(ctx);
+        && match trial.check {
+            RepoCheck::DistinctHosts => nodes::hosts_settle_a_fail(ctx),
+            RepoCheck::L2Announcement => l2::fails_without_nodes(ctx),
+            _ => false,
+        };
     if settled {
         finding.with_warnings(unread.iter().map(|s| format!("not read: {s}")))
     } else {

@@ -165,3 +165,26 @@ fn with_a_kube_node_config_the_exclusion_label_is_what_gen_config_or_the_complet
     );
     assert_eq!(l2.verdict, Verdict::Pass, "{l2:?}");
 }
+
+#[test]
+fn without_any_policy_the_trial_fails_whatever_a_talos_patch_not_read_would_label() {
+    let dir = copy("adr-007");
+    std::fs::write(
+        dir.path().join(POLICY),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: no-policy-here\n  namespace: kube-system\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("talos/staging/common-labels.yaml.j2"),
+        "{% if rack %}\nmachine:\n  nodeLabels:\n    rack: a\n{% endif %}\n",
+    )
+    .unwrap();
+    let l2 = run(dir.path(), &offline())["gate3::staging::repo::l2-announcement"].clone();
+    assert_eq!(l2.verdict, Verdict::Fail, "{l2:?}");
+    assert!(
+        l2.warnings
+            .iter()
+            .any(|w| w.contains("common-labels.yaml.j2: a Jinja template with control flow")),
+        "{l2:?}"
+    );
+}
