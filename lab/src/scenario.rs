@@ -460,6 +460,10 @@ pub struct VolumeSpec {
     /// The PVC behind it, as `namespace/name`.
     #[serde(default)]
     pub pvc: Option<String>,
+    /// The workload (by name, in the PVC's namespace) whose pods mount it: Longhorn lists
+    /// them in the volume's `status.kubernetesStatus.workloadsStatus`.
+    #[serde(default)]
+    pub used_by: Option<String>,
 }
 
 fn default_volume_size() -> String {

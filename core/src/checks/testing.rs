@@ -22,10 +22,10 @@ use super::Context;
 use crate::config::Environment;
 use crate::state::{
     Collected, Container, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornCondition,
-    LonghornDisk, LonghornDiskStatus, LonghornNode, LonghornNodeSpec, LonghornNodeStatus,
-    LonghornReplica, LonghornReplicaSpec, LonghornSetting, LonghornVolume, LonghornVolumeSpec,
-    LonghornVolumeStatus, NodeMetrics, Pod, PodCondition, PodSpec, PodStatus, ResourceUsage,
-    Source, State,
+    LonghornDisk, LonghornDiskStatus, LonghornKubernetesStatus, LonghornNode, LonghornNodeSpec,
+    LonghornNodeStatus, LonghornReplica, LonghornReplicaSpec, LonghornSetting, LonghornVolume,
+    LonghornVolumeSpec, LonghornVolumeStatus, LonghornWorkloadStatus, NodeMetrics, Pod,
+    PodCondition, PodSpec, PodStatus, ResourceUsage, Source, State,
 };
 use crate::verdict::Finding;
 
@@ -874,13 +874,33 @@ pub fn longhorn_volume(
         metadata: meta(Some("longhorn-system"), name),
         spec: LonghornVolumeSpec {
             number_of_replicas: 3,
+            access_mode: "rwo".into(),
         },
         status: LonghornVolumeStatus {
             state: state.into(),
             robustness: robustness.into(),
             current_node_id: attached_to.into(),
+            kubernetes_status: None,
         },
     }
+}
+
+/// `volume` as Longhorn records it in use by `pod` of `namespace` (`workloadsStatus`).
+pub fn used_by(mut volume: LonghornVolume, namespace: &str, pod: &str) -> LonghornVolume {
+    let status = volume
+        .status
+        .kubernetes_status
+        .get_or_insert_with(LonghornKubernetesStatus::default);
+    status.namespace = namespace.into();
+    status.pvc_name = format!("{}-claim", volume.metadata.name.as_deref().unwrap_or("v"));
+    status
+        .workloads_status
+        .get_or_insert_with(Vec::new)
+        .push(LonghornWorkloadStatus {
+            pod_name: pod.into(),
+            ..LonghornWorkloadStatus::default()
+        });
+    volume
 }
 
 /// A replica of `volume` on `node`, labelled `longhornvolume=<volume>` and with

@@ -12,7 +12,8 @@
 //! - every protected controller keeps a ready replica at once and gets its replicas back
 //!   after rescheduling; PDBs that would then block evictions are named ([`workloads`]);
 //! - the survivors' capacity after the move, with and without the Longhorn rebuild margin
-//!   ([`capacity`]); and no Longhorn volume loses its last replica ([`longhorn`]).
+//!   ([`capacity`]); no Longhorn volume loses its last replica ([`longhorn`]); and no pod
+//!   with a ReadWriteOnce volume is left for someone to delete by hand ([`attach`]).
 //!
 //! A host's outcome is `survives` (nothing is interrupted), `degraded` (survivable, with the
 //! expected outages named: VIP failover, ingress blink, a degraded volume), `lost` (not
@@ -21,6 +22,7 @@
 //! Pure: it reads `crate::state`, `crate::config`, `crate::selector`, `crate::quantity` and
 //! `crate::verdict` only, so it can live in the pure core.
 
+pub mod attach;
 pub mod capacity;
 pub mod cluster;
 pub mod domains;
@@ -145,6 +147,7 @@ fn predict_host(
     workloads::predict(cluster, workloads, &lost, &placement, &mut loss);
     capacity::predict(cluster, &lost, &placement, &mut loss);
     longhorn::predict(cluster, &lost, &mut loss);
+    attach::predict(cluster, &lost, &mut loss);
     loss.pods = placement.moves;
     loss.settle();
     loss

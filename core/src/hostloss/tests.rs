@@ -882,3 +882,109 @@ fn hosts_predicted_side_by_side_come_back_in_the_order_asked() {
     });
     assert_eq!(answered, hosts);
 }
+
+// ------------------------------------------------------------------ ReadWriteOnce volumes
+
+/// cp-1's database pod (owned by `owner`) uses ReadWriteOnce volume pvc-db, whose replicas
+/// are on every node, under Longhorn's node-down-pod-deletion-policy `policy` (`None`: not
+/// set, Longhorn's default).
+fn rwo_state(owner: &str, access: &str, policy: Option<&str>) -> State {
+    let mut volume = crate::checks::testing::used_by(
+        crate::checks::testing::longhorn_volume("pvc-db", "attached", "healthy", "cp-1"),
+        "apps",
+        "db-0",
+    );
+    volume.spec.access_mode = access.into();
+    let db = pod("apps", "db-0")
+        .labels(&[("app", "db")])
+        .on("cp-1")
+        .requests("100m", "128Mi")
+        .build()
+        .owned(owner, "db")
+        .evictable();
+    state()
+        .nodes(three())
+        .pods([db])
+        .longhorn_volumes([volume])
+        .longhorn_replicas([
+            crate::checks::testing::longhorn_replica("pvc-db-r1", "pvc-db", "cp-1"),
+            crate::checks::testing::longhorn_replica("pvc-db-r2", "pvc-db", "cp-2"),
+            crate::checks::testing::longhorn_replica("pvc-db-r3", "pvc-db", "cp-3"),
+        ])
+        .longhorn_settings(
+            policy.map(|p| {
+                crate::checks::testing::longhorn_setting("node-down-pod-deletion-policy", p)
+            }),
+        )
+        .build()
+}
+
+#[test]
+fn a_pod_with_a_read_write_once_volume_on_a_lost_host_needs_manual_work_under_longhorns_default() {
+    let p = run(&rwo_state("ReplicaSet", "rwo", None));
+    let host = p.host("pve1").unwrap();
+    assert_eq!(host.outcome, Outcome::Lost, "{}", reasons(&p, "pve1"));
+    let text = reasons(&p, "pve1");
+    assert!(
+        text.contains("apps/db-0 (Deployment) uses ReadWriteOnce Longhorn volume pvc-db")
+            && text.contains("node-down-pod-deletion-policy `do-nothing`")
+            && text.contains(
+                "set node-down-pod-deletion-policy to delete-both-statefulset-and-deployment-pod"
+            ),
+        "{text}"
+    );
+    // The other hosts hold only replicas of it.
+    assert!(!reasons(&p, "pve2").contains("ReadWriteOnce"));
+}
+
+#[test]
+fn longhorn_releases_the_volume_only_for_the_owners_its_policy_names() {
+    let p = run(&rwo_state(
+        "ReplicaSet",
+        "rwo",
+        Some("delete-both-statefulset-and-deployment-pod"),
+    ));
+    assert_ne!(
+        p.host("pve1").unwrap().outcome,
+        Outcome::Lost,
+        "{}",
+        reasons(&p, "pve1")
+    );
+    assert!(
+        reasons(&p, "pve1").contains("degraded: apps/db-0 (Deployment) uses ReadWriteOnce Longhorn volume pvc-db: Longhorn force-deletes the pod"),
+        "{}",
+        reasons(&p, "pve1")
+    );
+    // A StatefulSet's pod under a policy for Deployments only stays.
+    let p = run(&rwo_state(
+        "StatefulSet",
+        "rwop",
+        Some("delete-deployment-pod"),
+    ));
+    assert_eq!(p.host("pve1").unwrap().outcome, Outcome::Lost);
+    assert!(reasons(&p, "pve1").contains("(StatefulSet)"));
+}
+
+#[test]
+fn a_read_write_many_volume_is_served_by_a_share_manager_and_holds_no_pod_back() {
+    let p = run(&rwo_state("ReplicaSet", "rwx", None));
+    assert!(
+        !reasons(&p, "pve1").contains("ReadWriteOnce"),
+        "{}",
+        reasons(&p, "pve1")
+    );
+}
+
+#[test]
+fn settings_that_cannot_be_read_leave_the_release_unknown_not_guessed() {
+    let mut s = rwo_state("ReplicaSet", "rwo", None);
+    s.longhorn_settings = crate::checks::testing::absent("settings.longhorn.io: forbidden");
+    let p = run(&s);
+    assert!(
+        reasons(&p, "pve1").contains(
+            "unknown: whether Longhorn releases the volumes of pods on a lost node is not known"
+        ),
+        "{}",
+        reasons(&p, "pve1")
+    );
+}

@@ -171,6 +171,10 @@ pub struct LonghornVolume {
 pub struct LonghornVolumeSpec {
     #[serde(default)]
     pub number_of_replicas: i64,
+    /// `rwo`, `rwop` or `rwx`; the volume webhook writes `rwo` where a volume names none
+    /// (`webhook/resources/volume/mutator.go`), so empty reads as `rwo`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub access_mode: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -184,6 +188,34 @@ pub struct LonghornVolumeStatus {
     pub robustness: String,
     #[serde(default, rename = "currentNodeID")]
     pub current_node_id: String,
+    /// Longhorn's record of the PersistentVolumeClaim and the pods that use the volume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_status: Option<LonghornKubernetesStatus>,
+}
+
+/// `VolumeStatus.kubernetesStatus` (`k8s/pkg/apis/longhorn/v1beta2/volume.go`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornKubernetesStatus {
+    /// The namespace of the claim and of its pods.
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default, rename = "pvcName")]
+    pub pvc_name: String,
+    /// Nullable in the CRD.
+    #[serde(default)]
+    pub workloads_status: Option<Vec<LonghornWorkloadStatus>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LonghornWorkloadStatus {
+    #[serde(default)]
+    pub pod_name: String,
+    #[serde(default)]
+    pub workload_name: String,
+    #[serde(default)]
+    pub workload_type: String,
 }
 
 /// `replicas.longhorn.io/v1beta2`; labelled `longhornvolume=<volume>`.

@@ -16,10 +16,10 @@ pub use chaos_summary::{Summary, SummaryTrial};
 
 pub use crds::{
     ContainerMetrics, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornCondition,
-    LonghornConditionState, LonghornDisk, LonghornDiskStatus, LonghornNode, LonghornNodeSpec,
-    LonghornNodeStatus, LonghornReplica, LonghornReplicaSpec, LonghornSetting, LonghornVolume,
-    LonghornVolumeSpec, LonghornVolumeStatus, NodeMetrics, PodMetrics, ResourceUsage,
-    longhorn_condition,
+    LonghornConditionState, LonghornDisk, LonghornDiskStatus, LonghornKubernetesStatus,
+    LonghornNode, LonghornNodeSpec, LonghornNodeStatus, LonghornReplica, LonghornReplicaSpec,
+    LonghornSetting, LonghornVolume, LonghornVolumeSpec, LonghornVolumeStatus,
+    LonghornWorkloadStatus, NodeMetrics, PodMetrics, ResourceUsage, longhorn_condition,
 };
 
 pub use pod::{Container, Pod, PodCondition, PodSpec, PodStatus};

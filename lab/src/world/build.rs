@@ -418,6 +418,16 @@ impl World {
                     }
                 })
                 .collect();
+            let used_by = match &v.used_by {
+                Some(w) => Some(
+                    self.envs[e]
+                        .workloads
+                        .iter()
+                        .position(|x| x.spec.name == *w)
+                        .ok_or(format!("volume {} is used by unknown workload {w}", v.name))?,
+                ),
+                None => None,
+            };
             let env_name = self.envs[e].spec.name.clone();
             self.envs[e].volumes.push(Volume {
                 name: v.name.clone(),
@@ -425,6 +435,7 @@ impl World {
                 size_bytes: quantity::bytes(&v.size)?,
                 attached_to,
                 pvc: v.pvc.clone(),
+                used_by,
                 replicas,
                 number_of_replicas: v.replicas,
             });

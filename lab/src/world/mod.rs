@@ -174,6 +174,8 @@ pub struct Volume {
     pub size_bytes: i64,
     pub attached_to: Option<usize>,
     pub pvc: Option<String>,
+    /// The workload whose pods mount it, by index.
+    pub used_by: Option<usize>,
     pub replicas: Vec<Replica>,
     pub number_of_replicas: usize,
 }

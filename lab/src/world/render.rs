@@ -1527,7 +1527,23 @@ impl World {
             let ks = match &v.pvc {
                 Some(p) => {
                     let (ns, name) = p.split_once('/').unwrap_or(("default", p));
-                    json!({"pvName": v.name, "pvStatus": "Bound", "namespace": ns, "pvcName": name, "workloadsStatus": []})
+                    // The pods of the workload that mounts it, Terminating ones too, as
+                    // Longhorn's pod controller records them.
+                    let users: Vec<serde_json::Value> = v
+                        .used_by
+                        .map(|wi| {
+                            let w = &e.workloads[wi];
+                            let kind = match w.spec.kind {
+                                crate::scenario::WorkloadKind::StatefulSet => "StatefulSet",
+                                _ => "ReplicaSet",
+                            };
+                            e.load.by_workload[wi]
+                                .iter()
+                                .map(|(_, pod)| json!({"podName": pod, "podStatus": "Running", "workloadName": w.spec.name, "workloadType": kind}))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    json!({"pvName": v.name, "pvStatus": "Bound", "namespace": ns, "pvcName": name, "workloadsStatus": users})
                 }
                 None => {
                     json!({"pvName": v.name, "pvStatus": "Bound", "namespace": "", "pvcName": "", "workloadsStatus": null})

@@ -342,3 +342,39 @@ async fn longhorn_nodes_carry_the_conditions_the_replica_scheduler_reads() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_volume_lists_the_pods_of_the_workload_that_mounts_it_as_longhorn_records_them() {
+    let s = Scenario::from_yaml(
+        "db-volume",
+        "name: db-volume\nextends: adr-007\nset:\n  environments[name=lab].longhorn.volumes[name=pvc-3f1c2a4e-0b1d-4c55-9a51-2d7e8f0a1b01].used_by: whoami-db\n",
+    )
+    .expect("scenario");
+    let w = Shared::new(World::build(&s, Plan::new(1), SimClock::new(1.0)).expect("builds"));
+    let volumes = list(&w, 0, Res::LonghornVolumes);
+    let v = volumes
+        .iter()
+        .find(|v| v["metadata"]["name"] == "pvc-3f1c2a4e-0b1d-4c55-9a51-2d7e8f0a1b01")
+        .expect("the volume");
+    let k8s = &v["status"]["kubernetesStatus"];
+    assert_eq!(k8s["namespace"], "whoami", "{k8s}");
+    assert_eq!(v["spec"]["accessMode"], "rwo");
+    let users = k8s["workloadsStatus"].as_array().expect("a list");
+    assert_eq!(users.len(), 1, "{k8s}");
+    assert!(
+        users[0]["podName"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("whoami-db-"),
+        "{k8s}"
+    );
+    assert_eq!(users[0]["workloadType"], "StatefulSet");
+    // Without `used_by`, Longhorn lists no pod.
+    let w = world("adr-007");
+    let volumes = list(&w, 0, Res::LonghornVolumes);
+    assert!(volumes.iter().all(|v| {
+        v["status"]["kubernetesStatus"]["workloadsStatus"]
+            .as_array()
+            .is_none_or(|a| a.is_empty())
+    }));
+}

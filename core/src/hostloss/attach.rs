@@ -1,0 +1,158 @@
+//! A pod on a lost host that uses a ReadWriteOnce Longhorn volume. Its node stops reporting,
+//! the pod is evicted and stays `Terminating` (kubelet never confirms), and the volume stays
+//! attached to the dead node: a StatefulSet waits for the old pod to go before it makes one
+//! of the same name, and a Deployment's replacement cannot attach the volume. Longhorn
+//! force-deletes such a pod, releasing the attachment, only when its
+//! `node-down-pod-deletion-policy` says so for the pod's owner; the default, `do-nothing`,
+//! leaves it for someone to delete by hand (longhorn-manager
+//! `controller/kubernetes_pod_controller.go`, `handlePodDeletionIfNodeDown`; choices and
+//! default in `types/setting.go`). A `rwx` volume is served by a share manager instead and
+//! is not held by the pod's node.
+//!
+//! Which pods use a volume comes from Longhorn's own record on the volume,
+//! `status.kubernetesStatus.workloadsStatus`.
+
+use super::cluster::{Cluster, name};
+use super::outcome::{HostLoss, Outcome};
+
+pub const SETTING: &str = "node-down-pod-deletion-policy";
+/// Longhorn's default when the setting is not there (`types/setting.go`).
+const DEFAULT: &str = "do-nothing";
+
+/// Whether Longhorn force-deletes a pod owned by `owner` (`ReplicaSet` or `StatefulSet`)
+/// on a node that is down, under `policy`.
+fn released(policy: &str, owner: &str) -> bool {
+    match owner {
+        "StatefulSet" => matches!(
+            policy,
+            "delete-statefulset-pod" | "delete-both-statefulset-and-deployment-pod"
+        ),
+        "ReplicaSet" => matches!(
+            policy,
+            "delete-deployment-pod" | "delete-both-statefulset-and-deployment-pod"
+        ),
+        _ => false,
+    }
+}
+
+pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
+    let state = cluster.state;
+    let Ok(volumes) = state.longhorn_volumes.get("Longhorn volumes (longhorn.io)") else {
+        // longhorn::predict names why the volumes are not known.
+        return;
+    };
+    let single: Vec<_> = volumes
+        .iter()
+        .filter(|v| matches!(v.spec.access_mode.as_str(), "" | "rwo" | "rwop"))
+        .filter(|v| v.status.kubernetes_status.is_some())
+        .collect();
+    if single.is_empty() {
+        return;
+    }
+    let pods = match state.pods.get("pods") {
+        Ok(p) => p,
+        Err(e) => {
+            if e.verdict == crate::verdict::Verdict::Error {
+                loss.reason(Outcome::Unknown, e.summary);
+            }
+            return;
+        }
+    };
+    let mut stuck = Vec::new();
+    let mut waits = Vec::new();
+    let mut policy: Option<Result<String, String>> = None;
+    for volume in single {
+        let Some(k8s) = &volume.status.kubernetes_status else {
+            continue;
+        };
+        for user in k8s.workloads_status.iter().flatten() {
+            let Some(pod) = pods.iter().find(|p| {
+                name(&p.metadata) == user.pod_name
+                    && p.metadata.namespace.as_deref() == Some(k8s.namespace.as_str())
+            }) else {
+                continue;
+            };
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            let on_lost = node
+                .and_then(|n| cluster.node_index.get(n))
+                .is_some_and(|i| lost.contains(i));
+            if !on_lost {
+                continue;
+            }
+            let owner = pod
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .map(|o| o.kind.as_str())
+                .unwrap_or("");
+            if !matches!(owner, "ReplicaSet" | "StatefulSet") {
+                continue;
+            }
+            let policy = policy.get_or_insert_with(|| read_policy(cluster));
+            let policy = match policy {
+                Ok(p) => p.as_str(),
+                Err(why) => {
+                    loss.reason(Outcome::Unknown, why.clone());
+                    return;
+                }
+            };
+            let line = format!(
+                "{}/{} ({}) uses ReadWriteOnce Longhorn volume {}",
+                k8s.namespace,
+                user.pod_name,
+                if owner == "ReplicaSet" {
+                    "Deployment"
+                } else {
+                    "StatefulSet"
+                },
+                name(&volume.metadata)
+            );
+            if released(policy, owner) {
+                waits.push(line);
+            } else {
+                stuck.push((line, policy.to_string()));
+            }
+        }
+    }
+    if let Some((_, policy)) = stuck.first() {
+        loss.reason(
+            Outcome::Lost,
+            format!(
+                "{}: with Longhorn's {SETTING} `{policy}` the pod stays Terminating on the dead node and the volume stays attached there, so its replacement cannot start until someone force-deletes it; set {SETTING} to delete-both-statefulset-and-deployment-pod",
+                stuck.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>().join("; ")
+            ),
+        );
+    }
+    if !waits.is_empty() {
+        loss.reason(
+            Outcome::Degraded,
+            format!(
+                "{}: Longhorn force-deletes the pod once it is evicted and releases the volume, so the replacement starts after the eviction and the detach",
+                waits.join("; ")
+            ),
+        );
+    }
+}
+
+/// The policy Longhorn runs with: the setting's value, Longhorn's default when the
+/// settings were read and it is not among them, `Err` when the settings could not be read.
+fn read_policy(cluster: &Cluster<'_>) -> Result<String, String> {
+    match cluster
+        .state
+        .longhorn_settings
+        .get("Longhorn settings (longhorn.io)")
+    {
+        Ok(settings) => Ok(settings
+            .iter()
+            .find(|s| name(&s.metadata) == SETTING)
+            .map(|s| s.value.clone())
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| DEFAULT.to_string())),
+        Err(e) => Err(format!(
+            "whether Longhorn releases the volumes of pods on a lost node is not known: {}",
+            e.summary
+        )),
+    }
+}
