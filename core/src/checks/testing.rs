@@ -875,6 +875,7 @@ pub fn longhorn_volume(
         spec: LonghornVolumeSpec {
             number_of_replicas: 3,
             access_mode: "rwo".into(),
+            replica_soft_anti_affinity: String::new(),
         },
         status: LonghornVolumeStatus {
             state: state.into(),

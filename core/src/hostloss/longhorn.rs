@@ -71,6 +71,8 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
             .push(r.spec.node_id.as_str());
     }
     let mut degraded = Vec::new();
+    let mut stuck = Vec::new();
+    let takers = Takers::read(cluster, lost);
     for v in volumes {
         let volume = name(&v.metadata);
         let nodes = by_volume.get(volume).map(Vec::as_slice).unwrap_or_default();
@@ -100,10 +102,14 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
                 ),
             );
         } else {
-            degraded.push(format!(
+            let line = format!(
                 "{volume} ({left} of {} left)",
                 v.spec.number_of_replicas.max(nodes.len() as i64)
-            ));
+            );
+            match takers.may_rebuild(v, nodes) {
+                Some(false) => stuck.push(line),
+                Some(true) | None => degraded.push(line),
+            }
         }
         loss.volumes.push(VolumeLoss {
             volume: volume.to_string(),
@@ -117,11 +123,105 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
         loss.reason(
             Outcome::Degraded,
             format!(
-                "{} Longhorn volume{} run degraded until Longhorn rebuilds the lost replicas: {}",
+                "{} Longhorn volume{} run degraded until Longhorn rebuilds the lost replicas: {}{}",
                 degraded.len(),
                 if degraded.len() == 1 { "" } else { "s" },
-                degraded.join(", ")
+                degraded.join(", "),
+                takers
+                    .unknown
+                    .as_ref()
+                    .map(|why| format!(
+                        " (whether a surviving node may take them is not known: {why})"
+                    ))
+                    .unwrap_or_default()
             ),
         );
+    }
+    if !stuck.is_empty() {
+        loss.reason(
+            Outcome::Degraded,
+            format!(
+                "{} Longhorn volume{} run degraded until the host returns: every surviving node Longhorn may schedule on already holds a replica, and replica anti-affinity is hard (replica-soft-anti-affinity false), so the lost replicas cannot be rebuilt: {}",
+                stuck.len(),
+                if stuck.len() == 1 { "" } else { "s" },
+                stuck.join(", ")
+            ),
+        );
+    }
+}
+
+/// The surviving nodes Longhorn may place a rebuilt replica on, and the global
+/// `replica-soft-anti-affinity` (Longhorn's default false: two replicas of a volume never
+/// share a node; `scheduler/replica_scheduler.go`, `types/setting.go`).
+struct Takers {
+    nodes: Vec<String>,
+    soft: bool,
+    /// Why the takers are not known (the Longhorn nodes or settings could not be read).
+    unknown: Option<String>,
+}
+
+impl Takers {
+    fn read(cluster: &Cluster<'_>, lost: &[usize]) -> Takers {
+        let state = cluster.state;
+        let nodes = match state.longhorn_nodes.get("Longhorn nodes (longhorn.io)") {
+            Ok(n) => n,
+            Err(e) => {
+                return Takers {
+                    nodes: Vec::new(),
+                    soft: false,
+                    unknown: Some(e.summary),
+                };
+            }
+        };
+        let soft = match state
+            .longhorn_settings
+            .get("Longhorn settings (longhorn.io)")
+        {
+            Ok(settings) => settings
+                .iter()
+                .find(|s| name(&s.metadata) == "replica-soft-anti-affinity")
+                .is_some_and(|s| s.value.trim().eq_ignore_ascii_case("true")),
+            Err(e) => {
+                return Takers {
+                    nodes: Vec::new(),
+                    soft: false,
+                    unknown: Some(e.summary),
+                };
+            }
+        };
+        let nodes = nodes
+            .iter()
+            .filter(|n| n.spec.allow_scheduling && !n.spec.eviction_requested)
+            .map(|n| name(&n.metadata))
+            .filter(|n| {
+                cluster
+                    .node_index
+                    .get(*n)
+                    .is_some_and(|i| !lost.contains(i) && cluster.nodes[*i].ready)
+            })
+            .map(str::to_string)
+            .collect();
+        Takers {
+            nodes,
+            soft,
+            unknown: None,
+        }
+    }
+
+    /// Whether a surviving node may take a rebuilt replica of `volume`, whose healthy
+    /// copies are on `holders`; `None` when that is not known.
+    fn may_rebuild(&self, volume: &crate::state::LonghornVolume, holders: &[&str]) -> Option<bool> {
+        if self.unknown.is_some() {
+            return None;
+        }
+        let soft = match volume.spec.replica_soft_anti_affinity.as_str() {
+            "enabled" => true,
+            "disabled" => false,
+            _ => self.soft,
+        };
+        Some(
+            soft && !self.nodes.is_empty()
+                || self.nodes.iter().any(|n| !holders.contains(&n.as_str())),
+        )
     }
 }

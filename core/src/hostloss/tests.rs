@@ -492,11 +492,59 @@ fn a_volume_whose_last_replica_is_on_the_host_loses_it_and_others_run_degraded()
         ])
         .build();
     let p = run(&s);
+    // Three replicas on three nodes under hard anti-affinity: the two survivors already hold
+    // one each, so the lost one cannot be rebuilt anywhere until its host returns.
     assert_eq!(
         reasons(&p, "pve1"),
-        "lost: Longhorn volume pvc-single loses its last replica (on cp-1)\ndegraded: 1 Longhorn volume run degraded until Longhorn rebuilds the lost replicas: pvc-triple (2 of 3 left)"
+        "lost: Longhorn volume pvc-single loses its last replica (on cp-1)\ndegraded: 1 Longhorn volume run degraded until the host returns: every surviving node Longhorn may schedule on already holds a replica, and replica anti-affinity is hard (replica-soft-anti-affinity false), so the lost replicas cannot be rebuilt: pvc-triple (2 of 3 left)"
     );
     assert_eq!(p.host("pve2").unwrap().outcome, Outcome::Degraded);
+}
+
+#[test]
+fn a_lost_replica_is_rebuilt_where_a_survivor_holds_none_or_anti_affinity_is_soft() {
+    let lh = |n: &str| {
+        crate::checks::testing::longhorn_node(n)
+            .disk("d", true)
+            .build()
+    };
+    let fourth = crate::checks::testing::node("w-4")
+        .host("pve4")
+        .ready()
+        .build();
+    let triple = [
+        longhorn_replica("pvc-triple-r1", "pvc-triple", "cp-1"),
+        longhorn_replica("pvc-triple-r2", "pvc-triple", "cp-2"),
+        longhorn_replica("pvc-triple-r3", "pvc-triple", "cp-3"),
+    ];
+    let s = state()
+        .nodes(three().into_iter().chain([fourth]))
+        .longhorn_nodes([lh("cp-1"), lh("cp-2"), lh("cp-3"), lh("w-4")])
+        .longhorn_volumes([longhorn_volume("pvc-triple", "attached", "healthy", "cp-2")])
+        .longhorn_replicas(triple.clone())
+        .build();
+    let text = reasons(&run(&s), "pve1");
+    assert!(
+        text.contains("until Longhorn rebuilds the lost replicas: pvc-triple"),
+        "{text}"
+    );
+
+    // Three nodes, but two replicas of a volume may share a node.
+    let s = state()
+        .nodes(three())
+        .longhorn_nodes([lh("cp-1"), lh("cp-2"), lh("cp-3")])
+        .longhorn_volumes([longhorn_volume("pvc-triple", "attached", "healthy", "cp-2")])
+        .longhorn_replicas(triple)
+        .longhorn_settings([crate::checks::testing::longhorn_setting(
+            "replica-soft-anti-affinity",
+            "true",
+        )])
+        .build();
+    let text = reasons(&run(&s), "pve1");
+    assert!(
+        text.contains("until Longhorn rebuilds the lost replicas: pvc-triple"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -175,6 +175,10 @@ pub struct LonghornVolumeSpec {
     /// (`webhook/resources/volume/mutator.go`), so empty reads as `rwo`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub access_mode: String,
+    /// `ignored` (the global `replica-soft-anti-affinity` setting decides), `enabled` or
+    /// `disabled`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub replica_soft_anti_affinity: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
