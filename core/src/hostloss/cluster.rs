@@ -90,6 +90,9 @@ pub enum Owner {
     DaemonSet(String),
     /// A static pod mirrored by the kubelet: belongs to its node.
     Static,
+    /// Longhorn's instance manager (owned by its `InstanceManager`, one per node, each with a
+    /// PodDisruptionBudget of its own): goes with its node by design and comes back with it.
+    NodeBound(String),
     /// Owned by something else (a Job, an operator's resource): not recreated by this model.
     Other(String),
     /// No controller: gone with its node.
@@ -113,6 +116,9 @@ impl Owner {
             "StatefulSet" => Owner::StatefulSet(owner.name.clone()),
             "DaemonSet" => Owner::DaemonSet(owner.name.clone()),
             "Node" => Owner::Static,
+            "InstanceManager" if owner.api_version.starts_with("longhorn.io/") => {
+                Owner::NodeBound(format!("Longhorn InstanceManager {}", owner.name))
+            }
             kind => Owner::Other(format!("{kind} {}", owner.name)),
         }
     }

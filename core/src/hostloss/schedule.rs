@@ -259,7 +259,7 @@ fn name_of(p: &PodInfo<'_>, deployments: &HashSet<(&str, &str)>) -> String {
         Owner::StatefulSet(s) => format!("StatefulSet {}/{s}", p.namespace),
         Owner::DaemonSet(d) => format!("DaemonSet {}/{d}", p.namespace),
         Owner::Static => "static pod".to_string(),
-        Owner::Other(o) => o.clone(),
+        Owner::NodeBound(o) | Owner::Other(o) => o.clone(),
         Owner::Bare => "no controller".to_string(),
     }
 }
@@ -323,7 +323,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
                 outcome: MoveOutcome::NotRecreated { why: String::new() },
             };
             let why = match &p.owner {
-                Owner::DaemonSet(_) | Owner::Static => continue,
+                Owner::DaemonSet(_) | Owner::Static | Owner::NodeBound(_) => continue,
                 Owner::Bare => Some("no controller recreates it".to_string()),
                 Owner::Other(owner) => Some(format!(
                     "owned by {owner}, which is not a ReplicaSet or StatefulSet"

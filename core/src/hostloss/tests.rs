@@ -1036,3 +1036,43 @@ fn settings_that_cannot_be_read_leave_the_release_unknown_not_guessed() {
         reasons(&p, "pve1")
     );
 }
+
+#[test]
+fn a_longhorn_instance_manager_goes_with_its_node_and_is_no_reason() {
+    let mut im = pod("longhorn-system", "instance-manager-0c1d")
+        .labels(&[
+            ("longhorn.io/component", "instance-manager"),
+            ("longhorn.io/node", "cp-1"),
+        ])
+        .on("cp-1")
+        .requests("100m", "128Mi")
+        .build()
+        .owned("InstanceManager", "instance-manager-0c1d");
+    im.metadata.owner_references.as_mut().unwrap()[0].api_version = "longhorn.io/v1beta2".into();
+    let im_pdb = crate::checks::testing::pdb(
+        "longhorn-system",
+        "instance-manager-0c1d",
+        &[
+            ("longhorn.io/component", "instance-manager"),
+            ("longhorn.io/node", "cp-1"),
+        ],
+    )
+    .min_available(1)
+    .build();
+    let s = state().nodes(three()).pods([im]).pdbs([im_pdb]).build();
+    let p = run(&s);
+    let text = reasons(&p, "pve1");
+    assert!(!text.contains("instance-manager"), "{text}");
+    assert_eq!(p.host("pve1").unwrap().outcome, Outcome::Survives, "{text}");
+
+    // The same pod owned by anything else is still lost with its node.
+    let other = pod("longhorn-system", "instance-manager-0c1d")
+        .on("cp-1")
+        .build()
+        .owned("Job", "x");
+    let text = reasons(&run(&state().nodes(three()).pods([other]).build()), "pve1");
+    assert!(
+        text.contains("pod longhorn-system/instance-manager-0c1d on cp-1 is lost"),
+        "{text}"
+    );
+}

@@ -325,6 +325,15 @@ pub fn predict(
 
     for &index in &hit_budgets {
         let budget = &workloads.budgets[index];
+        // A budget over pods that belong to their node (Longhorn's per-node instance
+        // manager) goes down with it by design: no drain elsewhere depends on it.
+        if budget
+            .pods
+            .iter()
+            .all(|&i| matches!(cluster.pods[i].owner, Owner::NodeBound(_)))
+        {
+            continue;
+        }
         let left = budget.pods.iter().filter(|&&i| ready_left(i)).count();
         let after = left
             + budget
