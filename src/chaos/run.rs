@@ -197,6 +197,8 @@ async fn execute(
 ) -> Result<u8, ChaosError> {
     let (env, clock, timings) = (run.env, run.clock, p.planned.timings);
     let mut signals = Signals::install()?;
+    // One run per cluster on this machine, whatever the environment is called.
+    let _cluster_lock = EnvLock::acquire_cluster(env, &p.pre.state.cluster_identity)?;
     let claim = Claim::new(p.restore_by, clock.utc());
     let until =
         p.restore_by + chrono::Duration::from_std(timings.recovery_timeout).unwrap_or_default();

@@ -1249,10 +1249,28 @@ async fn a_second_run_with_other_reports_is_refused_here_by_the_lock_and_elsewhe
     let out = output(cmd).await;
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("a chaos run on lab is in progress elsewhere: the Lease kube-system/gates-chaos-lab is held by gates-chaos"),
+        stderr(&out).contains("a chaos run on lab is in progress elsewhere: the Lease kube-system/gates-chaos is held by gates-chaos"),
         "{}",
         stderr(&out)
     );
+    // The same cluster under another environment name (a copy of lab.yaml): one Lease per
+    // cluster, so it is refused too, naming the run's environment.
+    let envs = bench.dir.path().join("env");
+    std::fs::copy(envs.join("lab.yaml"), envs.join("labtwin.yaml")).unwrap();
+    let out = output(bench.command_reporting_to(
+        &bench.config(),
+        &["chaos", "labtwin", "--host", "pve1"],
+        &bench.dir.path().join("twin-reports"),
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the Lease kube-system/gates-chaos is held by gates-chaos")
+            && stderr(&out).contains("(environment lab)"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_file(envs.join("labtwin.yaml")).unwrap();
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -1348,7 +1366,7 @@ async fn a_run_killed_after_taking_the_lease_is_freed_by_recover() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let refused = stderr(&out);
     for want in [
-        "the Lease kube-system/gates-chaos-lab is held by gates-chaos",
+        "the Lease kube-system/gates-chaos is held by gates-chaos",
         "until 20",
         "`gates recover lab` frees it",
     ] {
@@ -1358,7 +1376,7 @@ async fn a_run_killed_after_taking_the_lease_is_freed_by_recover() {
     let out = bench.run(&bench.config(), &["recover", "lab"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("released the run's Lease kube-system/gates-chaos-lab"),
+        stdout(&out).contains("released the run's Lease kube-system/gates-chaos"),
         "{}",
         stdout(&out)
     );

@@ -1,10 +1,12 @@
-//! One chaos run per environment, across journal paths and across machines. Locally an OS
-//! file lock per environment (its name and the cluster it points at), whatever `--reports`
-//! or `--journal` say; on the cluster a `coordination.k8s.io` Lease named
-//! `gates-chaos-ENV` in the namespace the environment names (`chaos.lease_namespace`), with
-//! the run's id, host and deadline, taken before the first power action and held past the
-//! deadline. A second runner anywhere finds it and is refused. The Lease is the only write
-//! outside the plan, and "no manual work" lists it.
+//! One chaos run per cluster, whatever the environment is called, across journal paths and
+//! across machines. Locally an OS file lock per environment (its name and the cluster it
+//! points at), whatever `--reports` or `--journal` say, and, once the cluster's identity is
+//! read, one per cluster (its `kube-system` UID, else its API CA digest); on the cluster one
+//! `coordination.k8s.io` Lease named `gates-chaos` in `chaos.lease_namespace`, with the run's
+//! id, host, environment and deadline, taken before the first power action and held past the
+//! deadline. Two environment files for one cluster therefore share the Lease (give them the
+//! same `lease_namespace`), and a second runner anywhere finds it and is refused. The Lease is
+//! the only write outside the plan, and "no manual work" lists it.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
@@ -84,10 +86,53 @@ pub enum EnvLockError {
     },
 }
 
+/// `chaos-cluster-UID.lock`: the cluster by its identity, whatever environment names it;
+/// `None` when no part of the identity that names one cluster was read.
+pub fn cluster_lock_name(cluster: &crate::state::provenance::ClusterIdentity) -> Option<String> {
+    let key = cluster
+        .kube_system_uid
+        .as_deref()
+        .map(|uid| format!("uid-{uid}"))
+        .or_else(|| {
+            cluster
+                .api_ca_sha256
+                .as_deref()
+                .map(|ca| format!("ca-{}", &ca[..ca.len().min(32)]))
+        })?;
+    let safe: String = key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Some(format!("chaos-cluster-{safe}.lock"))
+}
+
 impl EnvLock {
     pub fn acquire(env: &Environment) -> Result<EnvLock, EnvLockError> {
+        Self::acquire_at(env, &lock_name(env))
+    }
+
+    /// The lock of the cluster `env` points at, once its identity is read: a run on the same
+    /// cluster under another environment name on this machine holds it. `Ok(None)` when the
+    /// identity is not known (the environment's lock and the Lease still hold).
+    pub fn acquire_cluster(
+        env: &Environment,
+        cluster: &crate::state::provenance::ClusterIdentity,
+    ) -> Result<Option<EnvLock>, EnvLockError> {
+        match cluster_lock_name(cluster) {
+            Some(name) => Self::acquire_at(env, &name).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn acquire_at(env: &Environment, name: &str) -> Result<EnvLock, EnvLockError> {
         let dir = lock_dir();
-        let path = dir.join(lock_name(env));
+        let path = dir.join(name);
         let io = |source: std::io::Error| EnvLockError::Io {
             path: path.clone(),
             source,
@@ -113,19 +158,24 @@ impl EnvLock {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
                 let holder = fs::read_to_string(&path).unwrap_or_default();
+                let mut words = holder.split_whitespace();
+                let holder = match (words.next(), words.next()) {
+                    (None, _) => "another process".to_string(),
+                    (Some(pid), Some(other)) if other != env.name => {
+                        format!("pid {pid}, environment {other}, the same cluster")
+                    }
+                    (Some(pid), _) => format!("pid {pid}"),
+                };
                 return Err(EnvLockError::Busy {
                     env: env.name.clone(),
-                    holder: match holder.trim() {
-                        "" => "another process".to_string(),
-                        pid => format!("pid {pid}"),
-                    },
+                    holder,
                     lock: path.clone(),
                 });
             }
             Err(fs::TryLockError::Error(err)) => return Err(io(err)),
         }
         file.set_len(0).map_err(io)?;
-        writeln!(file, "{}", std::process::id()).map_err(io)?;
+        writeln!(file, "{} {}", std::process::id(), env.name).map_err(io)?;
         Ok(EnvLock { _file: file, path })
     }
 }
@@ -170,8 +220,11 @@ pub fn machine_name() -> String {
         .unwrap_or_else(|| "unknown-host".to_string())
 }
 
-pub fn lease_name(env: &str) -> String {
-    format!("gates-chaos-{env}")
+/// The one Lease a cluster's chaos runs share, whatever their environment is called.
+pub const LEASE_NAME: &str = "gates-chaos";
+
+pub fn lease_name(_env: &str) -> String {
+    LEASE_NAME.to_string()
 }
 
 /// Why `existing` keeps this run out, if it does: someone holds it and it has not expired.
@@ -197,8 +250,15 @@ pub fn blocker(existing: &Lease, now: DateTime<Utc>) -> Option<String> {
                 .map(|t| t.to_rfc3339())
                 .unwrap_or_default()
         };
+        let environment = existing
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("gates.dev/environment"))
+            .map(|e| format!(" (environment {e})"))
+            .unwrap_or_default();
         format!(
-            "held by {holder} until {} (renewed {} for {}s; the run's restore deadline {deadline})",
+            "held by {holder}{environment} until {} (renewed {} for {}s; the run's restore deadline {deadline})",
             at(expires),
             at(renewed),
             spec.lease_duration_seconds.unwrap_or(0)
@@ -219,6 +279,7 @@ pub fn lease_for(env: &str, claim: &Claim, now: DateTime<Utc>, until: DateTime<U
     lease.metadata.annotations = Some(
         [
             ("gates.dev/run-id", claim.run_id.clone()),
+            ("gates.dev/environment", env.to_string()),
             ("gates.dev/host", claim.host.clone()),
             ("gates.dev/deadline", claim.deadline.to_rfc3339()),
         ]
@@ -455,6 +516,41 @@ mod tests {
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn a_second_environment_name_for_one_cluster_is_refused_by_the_cluster_lock() {
+        use crate::state::provenance::ClusterIdentity;
+        let uid = format!("test-{}-{}", std::process::id(), line!());
+        let cluster = ClusterIdentity {
+            kube_system_uid: Some(uid.clone()),
+            ..ClusterIdentity::default()
+        };
+        let lab = environment("lab", "");
+        let twin = environment("labtwin", "");
+        let held = EnvLock::acquire_cluster(&lab, &cluster)
+            .unwrap()
+            .expect("a lock");
+        assert!(held.path.ends_with(format!("chaos-cluster-uid-{uid}.lock")));
+        let err = EnvLock::acquire_cluster(&twin, &cluster)
+            .err()
+            .expect("refused");
+        assert!(
+            err.to_string().contains(&format!(
+                "pid {}, environment lab, the same cluster",
+                std::process::id()
+            )),
+            "{err}"
+        );
+        drop(held);
+        assert!(EnvLock::acquire_cluster(&twin, &cluster).unwrap().is_some());
+        // No identity read: nothing to key on, the environment's lock and the Lease hold.
+        assert!(
+            EnvLock::acquire_cluster(&twin, &ClusterIdentity::default())
+                .unwrap()
+                .is_none()
+        );
+        let _ = std::fs::remove_file(lock_dir().join(format!("chaos-cluster-uid-{uid}.lock")));
     }
 
     fn claim() -> Claim {
