@@ -39,10 +39,15 @@ pub(super) fn run_env(repo: &Path, live: &State, env: &str) -> BTreeMap<String, 
 /// Every trial of staging checked offline against fixture `name` with the `repo` section
 /// `spec` (the shape of a repository whose layout staging's default does not fit).
 pub(super) fn run_spec(name: &str, spec: crate::config::RepoSpec) -> BTreeMap<String, Finding> {
+    run_spec_at(&fixture(name), spec)
+}
+
+/// [`run_spec`] over the repository at `repo` (a changed copy of a fixture).
+pub(super) fn run_spec_at(repo: &Path, spec: crate::config::RepoSpec) -> BTreeMap<String, Finding> {
     let config = config();
     let mut env = config.environment("staging").unwrap().clone();
     env.repo = Some(spec);
-    let run = prepare(&config, &env, Some(&fixture(name)))
+    let run = prepare(&config, &env, Some(repo))
         .unwrap()
         .expect("a repository");
     let all: Vec<_> = run.trials.iter().collect();

@@ -10,16 +10,18 @@ use super::tests::run_spec;
 use crate::config::RepoSpec;
 use crate::verdict::{Finding, Verdict};
 
+/// The `repo` section a user of this layout writes.
+fn spec() -> RepoSpec {
+    RepoSpec {
+        environment: Some("main".into()),
+        kubernetes: BTreeMap::from([("main".into(), "kubernetes/flux/cluster".into())]),
+        sources: vec!["home".into()],
+        ..RepoSpec::default()
+    }
+}
+
 fn trials() -> BTreeMap<String, Finding> {
-    run_spec(
-        "home-ops-style",
-        RepoSpec {
-            environment: Some("main".into()),
-            kubernetes: BTreeMap::from([("main".into(), "kubernetes/flux/cluster".into())]),
-            sources: vec!["home".into()],
-            ..RepoSpec::default()
-        },
-    )
+    run_spec("home-ops-style", spec())
 }
 
 #[test]
@@ -89,22 +91,7 @@ fn with_unread_variables(extra: &str) -> BTreeMap<String, Finding> {
     )
     .unwrap();
     std::fs::write(app.join("app/extra.yaml"), extra).unwrap();
-    let config = super::tests::config();
-    let mut env = config.environment("staging").unwrap().clone();
-    env.repo = Some(RepoSpec {
-        environment: Some("main".into()),
-        kubernetes: BTreeMap::from([("main".into(), "kubernetes/flux/cluster".into())]),
-        sources: vec!["home".into()],
-        ..RepoSpec::default()
-    });
-    let run = crate::repo::prepare(&config, &env, Some(dir.path()))
-        .unwrap()
-        .expect("a repository");
-    let all: Vec<_> = run.trials.iter().collect();
-    run.evaluate(&all, &config, &env, &super::tests::offline())
-        .into_iter()
-        .map(|r| (r.name, r.finding))
-        .collect()
+    super::tests::run_spec_at(dir.path(), spec())
 }
 
 #[test]

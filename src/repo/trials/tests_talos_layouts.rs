@@ -7,15 +7,17 @@ use super::tests::run_spec;
 use crate::config::RepoSpec;
 use crate::verdict::{Finding, Verdict};
 
+/// The `repo` section for the layout of `talos/ENV`.
+fn spec(env_name: &str) -> RepoSpec {
+    RepoSpec {
+        environment: Some(env_name.into()),
+        talos: BTreeMap::from([(env_name.into(), format!("talos/{env_name}"))]),
+        ..RepoSpec::default()
+    }
+}
+
 fn trials(env_name: &str) -> BTreeMap<String, Finding> {
-    run_spec(
-        "talos-layouts",
-        RepoSpec {
-            environment: Some(env_name.into()),
-            talos: BTreeMap::from([(env_name.into(), format!("talos/{env_name}"))]),
-            ..RepoSpec::default()
-        },
-    )
+    run_spec("talos-layouts", spec(env_name))
 }
 
 #[test]
@@ -77,21 +79,7 @@ fn lab_with(files: &[(&str, &str)]) -> BTreeMap<String, Finding> {
     for (path, text) in files {
         std::fs::write(dir.path().join(path), text).unwrap();
     }
-    let config = super::tests::config();
-    let mut env = config.environment("staging").unwrap().clone();
-    env.repo = Some(RepoSpec {
-        environment: Some("lab".into()),
-        talos: BTreeMap::from([("lab".into(), "talos/lab".into())]),
-        ..RepoSpec::default()
-    });
-    let run = crate::repo::prepare(&config, &env, Some(dir.path()))
-        .unwrap()
-        .expect("a repository");
-    let all: Vec<_> = run.trials.iter().collect();
-    run.evaluate(&all, &config, &env, &super::tests::offline())
-        .into_iter()
-        .map(|r| (r.name, r.finding))
-        .collect()
+    super::tests::run_spec_at(dir.path(), spec("lab"))
 }
 
 #[test]
