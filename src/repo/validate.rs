@@ -113,14 +113,21 @@ pub fn check(env: &Environment) -> RepoFindings {
                     .map(|module| format!("{}: {module}", root.display())),
             );
         }
-        // Talos patches gates could not read (a Jinja template, a patch it cannot apply): the
-        // trials that read Talos patches cannot reach a verdict while they stay unread.
+        // Talos patches gates could not read (a Jinja template with control flow, a patch it
+        // cannot apply), and values a template writes that gates cannot evaluate: the trials
+        // that read them cannot reach a verdict while they stay unknown.
         if let Some(Ok(talos)) = &env.talos {
             errors.extend(
                 talos
                     .skipped
                     .iter()
                     .map(|s| format!("Talos patch not read: {s}")),
+            );
+            errors.extend(
+                talos
+                    .unknown
+                    .iter()
+                    .map(|u| format!("Talos value not known: {u}")),
             );
         }
     }

@@ -1,7 +1,7 @@
 //! One chaos run per cluster, whatever the environment is called, across journal paths and
 //! across machines. Locally an OS file lock per environment (its name and the cluster it
 //! points at), whatever `--reports` or `--journal` say, and, once the cluster's identity is
-//! read, one per cluster (its `kube-system` UID, else its API CA digest); on the cluster one
+//! read, one per cluster and endpoint whatever the environment is called; on the cluster one
 //! `coordination.k8s.io` Lease named `gates-chaos` in `chaos.lease_namespace`, with the run's
 //! id, host, environment and deadline, taken before the first power action and held past the
 //! deadline. Two environment files for one cluster therefore share the Lease (give them the
@@ -36,6 +36,15 @@ pub fn lock_dir() -> PathBuf {
 /// `chaos-lab-10.0.50.10_6443.lock`: the environment and the cluster it points at, so two
 /// environments of the same name on different clusters do not block each other.
 pub fn lock_name(env: &Environment) -> String {
+    match endpoint(env) {
+        None => format!("chaos-{}.lock", safe(&env.name)),
+        Some(cluster) => format!("chaos-{}-{cluster}.lock", safe(&env.name)),
+    }
+}
+
+/// The endpoint the environment reaches its cluster at (the API, else Proxmox), as a file
+/// name part.
+fn endpoint(env: &Environment) -> Option<String> {
     let cluster = env
         .api
         .as_ref()
@@ -45,22 +54,7 @@ pub fn lock_name(env: &Environment) -> String {
     let cluster = cluster
         .trim_start_matches("https://")
         .trim_start_matches("http://");
-    let safe = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
-    if cluster.is_empty() {
-        format!("chaos-{}.lock", safe(&env.name))
-    } else {
-        format!("chaos-{}-{}.lock", safe(&env.name), safe(cluster))
-    }
+    (!cluster.is_empty()).then(|| safe(cluster))
 }
 
 /// Why the environment's lock on this machine could not be taken.
@@ -86,9 +80,15 @@ pub enum EnvLockError {
     },
 }
 
-/// `chaos-cluster-UID.lock`: the cluster by its identity, whatever environment names it;
-/// `None` when no part of the identity that names one cluster was read.
-pub fn cluster_lock_name(cluster: &crate::state::provenance::ClusterIdentity) -> Option<String> {
+/// `chaos-cluster-uid-UID-ENDPOINT.lock`: the cluster by its identity (its `kube-system` UID,
+/// else its API CA digest) and the endpoint the environment reaches it at, whatever the
+/// environment is called; `None` when no part of the identity was read. The endpoint keeps
+/// two clusters built from one template (the lab's share namespace UIDs) apart; one cluster
+/// reached at two endpoints is kept to one run by its Lease.
+pub fn cluster_lock_name(
+    env: &Environment,
+    cluster: &crate::state::provenance::ClusterIdentity,
+) -> Option<String> {
     let key = cluster
         .kube_system_uid
         .as_deref()
@@ -99,17 +99,20 @@ pub fn cluster_lock_name(cluster: &crate::state::provenance::ClusterIdentity) ->
                 .as_deref()
                 .map(|ca| format!("ca-{}", &ca[..ca.len().min(32)]))
         })?;
-    let safe: String = key
-        .chars()
+    let at = endpoint(env).map(|e| format!("-{e}")).unwrap_or_default();
+    Some(format!("chaos-cluster-{}{at}.lock", safe(&key)))
+}
+
+fn safe(s: &str) -> String {
+    s.chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
                 c
             } else {
                 '_'
             }
         })
-        .collect();
-    Some(format!("chaos-cluster-{safe}.lock"))
+        .collect()
 }
 
 impl EnvLock {
@@ -124,7 +127,7 @@ impl EnvLock {
         env: &Environment,
         cluster: &crate::state::provenance::ClusterIdentity,
     ) -> Result<Option<EnvLock>, EnvLockError> {
-        match cluster_lock_name(cluster) {
+        match cluster_lock_name(env, cluster) {
             Some(name) => Self::acquire_at(env, &name).map(Some),
             None => Ok(None),
         }
@@ -531,7 +534,12 @@ mod tests {
         let held = EnvLock::acquire_cluster(&lab, &cluster)
             .unwrap()
             .expect("a lock");
-        assert!(held.path.ends_with(format!("chaos-cluster-uid-{uid}.lock")));
+        assert!(
+            held.path
+                .ends_with(format!("chaos-cluster-uid-{uid}-127.0.0.1_1.lock")),
+            "{}",
+            held.path.display()
+        );
         let err = EnvLock::acquire_cluster(&twin, &cluster)
             .err()
             .expect("refused");
@@ -542,6 +550,7 @@ mod tests {
             )),
             "{err}"
         );
+        let held_path = held.path.clone();
         drop(held);
         assert!(EnvLock::acquire_cluster(&twin, &cluster).unwrap().is_some());
         // No identity read: nothing to key on, the environment's lock and the Lease hold.
@@ -550,7 +559,7 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
-        let _ = std::fs::remove_file(lock_dir().join(format!("chaos-cluster-uid-{uid}.lock")));
+        let _ = std::fs::remove_file(&held_path);
     }
 
     fn claim() -> Claim {

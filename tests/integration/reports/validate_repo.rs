@@ -152,7 +152,20 @@ fn validate_names_a_talos_patch_it_cannot_read_with_the_manifest_problems() {
     let o = stdout(&out);
     assert_eq!(out.status.code(), Some(2), "{o}{}", stderr(&out));
     assert!(
-        o.contains("Talos patch not read: talos/staging/controlplane.yaml.j2: a Jinja template gates does not render"),
+        o.contains("Talos value not known: talos/staging/controlplane.yaml.j2:2: v1alpha1 cluster.allowSchedulingOnControlPlanes is written by the Jinja interpolation `{{ ENV.SCHEDULE }}`"),
+        "{o}"
+    );
+    // Control flow leaves the whole template unread.
+    std::fs::write(
+        repo.join("talos/staging/controlplane.yaml.j2"),
+        "{% if ENV.SCHEDULE %}\ncluster:\n  allowSchedulingOnControlPlanes: true\n{% endif %}\n",
+    )
+    .unwrap();
+    let out = validate(dir.path());
+    let o = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{o}{}", stderr(&out));
+    assert!(
+        o.contains("Talos patch not read: talos/staging/controlplane.yaml.j2: a Jinja template with control flow"),
         "{o}"
     );
 }
