@@ -361,6 +361,8 @@ pub async fn check_env(
     let collect_started = Instant::now();
     // Repository trials alone (a pull request with no cluster access) read no cluster.
     let cluster_unneeded = selected.is_empty() && !repo_selected.iter().any(|t| t.drift);
+    // Snapshot files that record no origin: judged, but never promoted on.
+    let mut unproven: Vec<String> = Vec::new();
     let state =
         if let (Some(repo), true, true) = (&repo, cluster_unneeded, args.snapshot.is_empty()) {
             let files = vec![format!("repository {}", repo.root.display())];
@@ -378,6 +380,12 @@ pub async fn check_env(
             for note in snapshot.notes.iter().chain(&origin) {
                 streams.say(format_args!("note: {note}"));
             }
+            unproven = args
+                .snapshot
+                .iter()
+                .filter(|f| !snapshot.provenance.iter().any(|(p, _)| p == *f))
+                .map(|f| f.display().to_string())
+                .collect();
             snapshot.state
         };
     let mut state = state;
@@ -414,7 +422,7 @@ pub async fn check_env(
                 .gates_for(env)
                 .map(|g| (g.number, g.title.clone()))
                 .collect();
-            crate::promotion::judge(&gates, &run.gates, &run.trials)
+            crate::promotion::judge(&gates, &run.gates, &run.trials, &unproven)
         }),
         ..run
     };

@@ -1,7 +1,9 @@
 //! `--require-all`, the promotion rule: an environment may be promoted only when every gate
 //! that applies to it passed in this run. A skipped trial (no chaos report, no Talos answers
 //! in a snapshot) proves nothing, and a gate the filter left out was not looked at, so either
-//! blocks promotion (exit 1) with which and why. Failures and errors already exit 1 and 2.
+//! blocks promotion (exit 1) with which and why. Evidence whose origin cannot be proved (a
+//! snapshot file that records none, such as kubectl output) is read and judged, but does not
+//! promote: it may be of another cluster. Failures and errors already exit 1 and 2.
 
 use serde::Serialize;
 
@@ -18,12 +20,21 @@ pub struct Promotion {
 
 /// Judge a run: `gates` are the gates of the environment (number and title) whether they
 /// ran or not; `statuses` and `results` are what ran.
+/// `unproven`: the snapshot files the run read whose origin cannot be proved.
 pub fn judge(
     gates: &[(u32, String)],
     statuses: &[GateStatus],
     results: &[TrialResult],
+    unproven: &[String],
 ) -> Promotion {
-    let mut blockers = Vec::new();
+    let mut blockers: Vec<String> = unproven
+        .iter()
+        .map(|file| {
+            format!(
+                "{file} records no origin (kubectl output?): every verdict read from it may be of another cluster; promote on a live check or a `gates snapshot` file"
+            )
+        })
+        .collect();
     for (number, title) in gates {
         match statuses.iter().find(|s| s.gate == *number) {
             None => blockers.push(format!(
@@ -119,7 +130,7 @@ mod tests {
             ),
         ];
         let statuses = [status(1, Verdict::Pass), status(4, Verdict::Skip)];
-        let promotion = judge(&gates(&[1, 4]), &statuses, &results);
+        let promotion = judge(&gates(&[1, 4]), &statuses, &results, &[]);
         assert!(!promotion.ready);
         assert_eq!(promotion.exit_code(0), 1);
         assert!(
@@ -140,7 +151,7 @@ mod tests {
             "gate1::staging::distinct-hosts",
             Finding::pass("ok"),
         )];
-        let promotion = judge(&gates(&[1, 2]), &[status(1, Verdict::Pass)], &results);
+        let promotion = judge(&gates(&[1, 2]), &[status(1, Verdict::Pass)], &results, &[]);
         assert_eq!(
             promotion.blockers,
             ["gate 2 was not run (left out by the filter): title 2"]
@@ -154,10 +165,35 @@ mod tests {
             "gate1::staging::distinct-hosts",
             Finding::pass("ok"),
         )];
-        let promotion = judge(&gates(&[1]), &[status(1, Verdict::Pass)], &results);
+        let promotion = judge(&gates(&[1]), &[status(1, Verdict::Pass)], &results, &[]);
         assert!(promotion.ready);
         assert_eq!(promotion.exit_code(0), 0);
-        let blocked = judge(&gates(&[1, 2]), &[status(1, Verdict::Pass)], &results);
+        let blocked = judge(&gates(&[1, 2]), &[status(1, Verdict::Pass)], &results, &[]);
         assert_eq!(blocked.exit_code(2), 2);
+    }
+
+    #[test]
+    fn evidence_whose_origin_cannot_be_proved_blocks_promotion_naming_the_file() {
+        let results = [trial(
+            1,
+            "gate1::staging::distinct-hosts",
+            Finding::pass("ok"),
+        )];
+        let statuses = [status(1, Verdict::Pass)];
+        assert!(judge(&gates(&[1]), &statuses, &results, &[]).ready);
+        let promotion = judge(
+            &gates(&[1]),
+            &statuses,
+            &results,
+            &["dump.json".to_string()],
+        );
+        assert!(!promotion.ready);
+        assert_eq!(
+            promotion.blockers,
+            [
+                "dump.json records no origin (kubectl output?): every verdict read from it may be of another cluster; promote on a live check or a `gates snapshot` file"
+            ]
+        );
+        assert_eq!(promotion.exit_code(0), 1);
     }
 }

@@ -63,6 +63,11 @@ fn require_all_blocks_promotion_on_a_skipped_gate_and_says_which() {
         text.contains("gate4::staging::chaos-report was skipped: no chaos report for staging"),
         "{text}"
     );
+    // kubectl output records no origin: read and judged, but it does not promote.
+    assert!(
+        text.contains("target-staging.json records no origin (kubectl output?): every verdict read from it may be of another cluster"),
+        "{text}"
+    );
     let json = std::fs::read_dir(reports.path())
         .unwrap()
         .filter_map(Result::ok)
@@ -339,4 +344,34 @@ fn the_rollout_block_is_coloured_like_the_libtest_lines_when_asked() {
     assert!(text.contains("\u{1b}[33mskip \u{1b}[0m"), "{text:?}");
     let (out, _reports) = check("staging", STAGING_TODAY, &["--color", "never"]);
     assert!(!stdout(&out).contains('\u{1b}'));
+}
+
+#[test]
+fn a_snapshot_that_records_its_origin_is_no_promotion_blocker_by_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = with_provenance("target-staging.json", "staging", dir.path());
+    let reports = tempfile::tempdir().unwrap();
+    let out = gates_with_config(reports.path())
+        .args(["check", "staging", "--require-all", "--reports"])
+        .arg(reports.path())
+        .arg("--snapshot")
+        .arg(&file)
+        .arg("--snapshot")
+        .arg(fixture("target-staging-metrics.json"))
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("Promotion: blocked"),
+        "{text}{}",
+        stderr(&out)
+    );
+    assert!(
+        !text.contains("staging-snapshot.json records no origin"),
+        "{text}"
+    );
+    assert!(
+        text.contains("target-staging-metrics.json records no origin"),
+        "{text}"
+    );
 }
