@@ -111,6 +111,25 @@ mod tests {
     }
 
     #[test]
+    fn a_wide_alias_bomb_is_refused_by_the_replayed_size_not_read() {
+        // 300 KB: one object of 5,000 keys and 55,000 aliases of it, 275 million values once
+        // expanded. The bound is on what the aliases replay, so it stops after 100,000.
+        let mut text = format!(
+            "apiVersion: v1\nkind: List\nitems:\n- &a {{apiVersion: v1, kind: ConfigMap, metadata: {{name: x}}, data: {{{}}}}}\n",
+            (0..5000)
+                .map(|i| format!("k{i}: v"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        while text.len() < 300_000 {
+            text.push_str("- *a\n");
+        }
+        let (err, at) = yaml_documents_at(&text).expect_err("the bomb is refused");
+        assert!(err.contains("alias replay limit exceeded"), "{err}");
+        assert!(at.is_some_and(|(line, _)| line > 4), "{at:?}");
+    }
+
+    #[test]
     fn deep_nesting_is_refused_quickly() {
         let text = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         let started = Instant::now();
