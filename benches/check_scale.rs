@@ -61,6 +61,7 @@ async fn one_size(nodes: usize, runs: usize) -> Result<String, String> {
         generate_nodes: Some(nodes),
         pods_per_node: Some(PODS_PER_NODE),
         subnet: SUBNET,
+        subnet_choice: Default::default(),
         speed: 1.0,
         state_dir: dir.path().join("lab"),
         env_dir: Some(env_dir.clone()),

@@ -56,9 +56,8 @@ pub enum AppError {
     #[error("{0}")]
     Chaos(#[from] crate::chaos::ChaosError),
     /// The built-in lab of `gates demo` did not start.
-    #[error("cannot start the lab: {source} (is another lab using 127.{subnet}.x.y? try --subnet)")]
+    #[error("cannot start the lab: {source}")]
     Lab {
-        subnet: u8,
         #[source]
         source: gates_lab::LabError,
     },

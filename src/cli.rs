@@ -117,9 +117,10 @@ pub struct DemoArgs {
     /// Simulated seconds per real second.
     #[arg(long, default_value_t = 20.0)]
     pub speed: f64,
-    /// Serve the lab on 127.SUBNET.x.y.
-    #[arg(long, default_value_t = 77, value_parser = clap::value_parser!(u8).range(1..=254))]
-    pub subnet: u8,
+    /// Serve the lab on 127.SUBNET.x.y, exactly. Without it: 127.77, or the first free
+    /// subnet after it when another lab or test run holds 127.77.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=254))]
+    pub subnet: Option<u8>,
     /// Directory for the reports.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub reports: PathBuf,

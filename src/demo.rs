@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use gates_lab::addr::{DEFAULT_SUBNET, SubnetChoice};
 use gates_lab::{Lab, LabOptions};
 
 use crate::app::{AppError, check_env};
@@ -28,11 +29,13 @@ pub async fn demo(
         "create a temporary directory in",
     ))?;
     let env_dir = work.path().join("environments");
-    streams.say(format_args!(
-        "gates demo: starting the lab (scenario adr-007, speed {}, 127.{}.x.y)",
-        args.speed, args.subnet
-    ));
     let lab = start("adr-007", args.speed, args.subnet, work.path(), &env_dir).await?;
+    streams.say(format_args!(
+        "gates demo: lab started (scenario adr-007, speed {}, 127.{}.x.y{})",
+        args.speed,
+        lab.plan.subnet,
+        gates_lab::cli::moved(DEFAULT_SUBNET, args.subnet, lab.plan.subnet)
+    ));
     let result = run_demo(config_dir, &env_dir, &args, streams).await;
     let _ = lab.save_ground_truth();
     lab.stop().await;
@@ -102,13 +105,17 @@ async fn run_demo(
 async fn start(
     scenario: &str,
     speed: f64,
-    subnet: u8,
+    subnet: Option<u8>,
     state_dir: &Path,
     env_dir: &Path,
 ) -> Result<Lab, AppError> {
     let options = LabOptions {
         scenario: scenario.to_string(),
-        subnet,
+        subnet: subnet.unwrap_or(DEFAULT_SUBNET),
+        subnet_choice: match subnet {
+            Some(_) => SubnetChoice::Exactly,
+            None => SubnetChoice::FirstFree,
+        },
         speed,
         state_dir: state_dir.to_path_buf(),
         env_dir: Some(env_dir.to_path_buf()),
@@ -116,7 +123,7 @@ async fn start(
     };
     Lab::start(options)
         .await
-        .map_err(|source| AppError::Lab { subnet, source })
+        .map_err(|source| AppError::Lab { source })
 }
 
 /// The reports of this run: the newest file per environment and kind.
@@ -153,7 +160,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let args = DemoArgs {
             speed: 20.0,
-            subnet: 163,
+            subnet: None,
             reports: dir.path().to_path_buf(),
             no_chaos: true,
         };
@@ -168,10 +175,10 @@ mod tests {
         assert!(lab < production, "{out}");
         assert!(!out.contains("== gates chaos"), "--no-chaos: {out}");
         let err = said.err();
+        let started = err.lines().next().unwrap_or_default();
         assert!(
-            err.starts_with(
-                "gates demo: starting the lab (scenario adr-007, speed 20, 127.163.x.y)\n"
-            ),
+            started.starts_with("gates demo: lab started (scenario adr-007, speed 20, 127.")
+                && started.contains(".x.y"),
             "{err}"
         );
         let listed = err

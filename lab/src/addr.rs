@@ -3,6 +3,9 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
+/// The subnet byte a lab asks for when none is given: 127.77.x.y.
+pub const DEFAULT_SUBNET: u8 = 77;
+
 /// Port of the Kubernetes API on control-plane nodes and on the API VIP.
 pub const KUBE_PORT: u16 = 6443;
 /// Port of Talos apid on every node.
@@ -61,3 +64,66 @@ fn index_byte(i: usize) -> u8 {
 /// Addresses above this index are not served (the generated scale scenario has thousands of
 /// nodes, which exist only as Kubernetes objects).
 pub const MAX_ADDRESSED: usize = 254;
+
+/// Whether a lab may serve on another subnet than the one asked for when that one is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SubnetChoice {
+    /// The first free subnet from the one asked for upwards (wrapping, 1..=254): a user's own
+    /// `gates lab` or a second test run beside this one moves the newcomer, not both.
+    #[default]
+    FirstFree,
+    /// Exactly the one asked for (`--subnet` given): taken is an error.
+    Exactly,
+}
+
+/// A subnet held for one user: the lab's control address bound on it, so any other lab (or
+/// test control plane) that claims the same subnet sees it taken. Released on drop.
+#[derive(Debug)]
+pub struct Claim {
+    pub subnet: u8,
+    pub listener: std::net::TcpListener,
+}
+
+/// Claim `from` or, with [`SubnetChoice::FirstFree`], the first free subnet after it. The
+/// control address is the arbiter: binding it is atomic, so two labs starting at once never
+/// both get one subnet. Errors other than "in use" end the search (they would repeat).
+pub fn claim(from: u8, choice: SubnetChoice) -> Result<Claim, (SocketAddr, std::io::Error)> {
+    let tries = match choice {
+        SubnetChoice::Exactly => 1,
+        SubnetChoice::FirstFree => 254,
+    };
+    let mut subnet = from.clamp(1, 254);
+    let mut last = None;
+    for _ in 0..tries {
+        let addr = Plan::new(subnet).control_addr();
+        match std::net::TcpListener::bind(addr) {
+            Ok(listener) => return Ok(Claim { subnet, listener }),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => last = Some((addr, e)),
+            Err(e) => return Err((addr, e)),
+        }
+        subnet = if subnet >= 254 { 1 } else { subnet + 1 };
+    }
+    Err(last.unwrap_or_else(|| {
+        let addr = Plan::new(from).control_addr();
+        (addr, std::io::Error::from(std::io::ErrorKind::AddrInUse))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_taken_subnet_moves_a_lab_that_may_move_and_refuses_one_that_may_not() {
+        let first = claim(231, SubnetChoice::FirstFree).expect("a free subnet");
+        let second = claim(first.subnet, SubnetChoice::FirstFree).expect("another free subnet");
+        assert_ne!(second.subnet, first.subnet, "the newcomer moves");
+        let refused = claim(first.subnet, SubnetChoice::Exactly).unwrap_err();
+        assert_eq!(refused.1.kind(), std::io::ErrorKind::AddrInUse);
+        assert_eq!(refused.0, Plan::new(first.subnet).control_addr());
+        let subnet = first.subnet;
+        drop(first);
+        let again = claim(subnet, SubnetChoice::Exactly).expect("released on drop");
+        assert_eq!(again.subnet, subnet);
+    }
+}

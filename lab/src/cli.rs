@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::addr::{DEFAULT_SUBNET, SubnetChoice};
 use crate::{Lab, LabOptions};
 
 /// A local, protocol-faithful simulation of Proxmox hosts, Talos nodes and Kubernetes.
@@ -17,9 +18,10 @@ pub struct LabArgs {
     /// Simulated seconds per real second.
     #[arg(long, default_value_t = 1.0)]
     pub speed: f64,
-    /// Serve on 127.SUBNET.x.y.
-    #[arg(long, default_value_t = 77, value_parser = clap::value_parser!(u8).range(1..=254))]
-    pub subnet: u8,
+    /// Serve on 127.SUBNET.x.y, exactly (in use is an error). Without it: 127.77, or the
+    /// first free subnet after it when another lab or test run holds 127.77.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=254))]
+    pub subnet: Option<u8>,
     /// Where the lab writes its kubeconfig, talosconfig, Proxmox token and ground truth.
     #[arg(long, default_value = "target/lab", value_name = "DIR")]
     pub state_dir: PathBuf,
@@ -48,7 +50,11 @@ impl LabArgs {
             scenario: self.scenario.clone(),
             generate_nodes: self.generate_nodes,
             pods_per_node: self.pods_per_node,
-            subnet: self.subnet,
+            subnet: self.subnet.unwrap_or(DEFAULT_SUBNET),
+            subnet_choice: match self.subnet {
+                Some(_) => SubnetChoice::Exactly,
+                None => SubnetChoice::FirstFree,
+            },
             speed: self.speed,
             state_dir: self.state_dir.clone(),
             env_dir: Some(self.write_env_dir.clone()),
@@ -75,8 +81,11 @@ pub async fn run(prog: &str, args: &LabArgs) -> u8 {
     };
     let f = &lab.files;
     eprintln!(
-        "{prog}: scenario {} running at speed {} on 127.{}.x.y",
-        args.scenario, args.speed, args.subnet
+        "{prog}: scenario {} running at speed {} on 127.{}.x.y{}",
+        args.scenario,
+        args.speed,
+        lab.plan.subnet,
+        moved(DEFAULT_SUBNET, args.subnet, lab.plan.subnet)
     );
     eprintln!("  kubeconfig:  {}", f.kubeconfig.display());
     eprintln!("  talosconfig: {}", f.talosconfig.display());
@@ -100,6 +109,16 @@ pub async fn run(prog: &str, args: &LabArgs) -> u8 {
     );
     lab.stop().await;
     0
+}
+
+/// What to say when the lab did not get the subnet it would have had: "" when it did.
+pub fn moved(default: u8, asked: Option<u8>, got: u8) -> String {
+    let wanted = asked.unwrap_or(default);
+    if wanted == got {
+        String::new()
+    } else {
+        format!(" (127.{wanted}.x.y is in use by another lab or test run; moved)")
+    }
 }
 
 /// Ctrl-C, or SIGTERM (how CI and process managers stop a service).

@@ -94,13 +94,43 @@ pub async fn serve_switched(
     handler: Handler,
 ) -> std::io::Result<JoinHandle<()>> {
     let Power { mut up, down: mode } = power.into();
-    let mut listener = if *up.borrow_and_update() {
+    let listener = if *up.borrow_and_update() {
         Some(bind(addr)?)
     } else {
         None
     };
+    Ok(switched(addr, listener, tls, Power::new(up, mode), handler))
+}
+
+/// Serve `handler` on a listener bound already (a subnet's [`crate::addr::Claim`]), always up.
+pub fn serve_claimed(
+    listener: std::net::TcpListener,
+    handler: Handler,
+) -> std::io::Result<(JoinHandle<()>, watch::Sender<bool>)> {
+    let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let listener = TcpListener::from_std(listener)?;
+    let (always, up) = watch::channel(true);
+    let task = switched(
+        addr,
+        Some(listener),
+        None,
+        Power::new(up, DownMode::Refuse),
+        handler,
+    );
+    Ok((task, always))
+}
+
+fn switched(
+    addr: SocketAddr,
+    mut listener: Option<TcpListener>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    power: Power,
+    handler: Handler,
+) -> JoinHandle<()> {
+    let Power { mut up, down: mode } = power;
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-    Ok(tokio::spawn(async move {
+    tokio::spawn(async move {
         // Held while the address is down and stalls; dropped before the listener comes back.
         let mut _hole = None;
         if listener.is_none() && mode == DownMode::Stall {
@@ -149,7 +179,7 @@ pub async fn serve_switched(
                 }
             }
         }
-    }))
+    })
 }
 
 async fn serve_conn(

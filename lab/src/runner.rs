@@ -2,7 +2,7 @@
 //! clients need. Used by the `gates-lab` binary, by tests, and by `gates demo`/`gates lab`.
 
 use crate::addr::{
-    APID_PORT, INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT, KUBE_PORT, PROXMOX_PORT, Plan,
+    APID_PORT, INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT, KUBE_PORT, PROXMOX_PORT, Plan, SubnetChoice,
 };
 use crate::clock::SimClock;
 use crate::files;
@@ -28,8 +28,11 @@ pub struct LabOptions {
     pub generate_nodes: Option<usize>,
     /// With `generate_nodes`: pods per worker node (10 when `None`).
     pub pods_per_node: Option<usize>,
-    /// The subnet byte S of 127.S.x.y.
+    /// The subnet byte S of 127.S.x.y asked for.
     pub subnet: u8,
+    /// Whether the lab moves to the next free subnet when `subnet` is taken ([`Lab::plan`]
+    /// says where it went).
+    pub subnet_choice: SubnetChoice,
     /// Simulated seconds per real second.
     pub speed: f64,
     /// Where the kubeconfig, talosconfig, token and ground truth go.
@@ -44,7 +47,8 @@ impl Default for LabOptions {
             scenario: "adr-007".into(),
             generate_nodes: None,
             pods_per_node: None,
-            subnet: 77,
+            subnet: crate::addr::DEFAULT_SUBNET,
+            subnet_choice: SubnetChoice::FirstFree,
             speed: 1.0,
             state_dir: PathBuf::from("target/lab"),
             env_dir: None,
@@ -66,6 +70,12 @@ pub enum LabError {
     Write(PathBuf, std::io::Error),
     #[error("subnet must be 1..=254")]
     Subnet,
+    #[error(
+        "127.{0}.x.y is in use (another lab, or a test run, serves there): choose another --subnet, or leave it out to take the first free one"
+    )]
+    SubnetTaken(u8),
+    #[error("no free subnet from 127.{0}.x.y on: every lab subnet is in use")]
+    NoFreeSubnet(u8),
 }
 
 /// Paths of the files a lab wrote.
@@ -109,16 +119,50 @@ impl std::fmt::Debug for Lab {
 }
 
 impl Lab {
-    /// Build the world and start every server; returns once all of them listen.
+    /// Build the world and start every server; returns once all of them listen. The subnet
+    /// is claimed first (its control address bound); with [`SubnetChoice::FirstFree`] a taken
+    /// subnet, or one where any of the lab's addresses turns out to be taken, moves the lab
+    /// to the next free one.
     pub async fn start(opts: LabOptions) -> Result<Lab, LabError> {
         if opts.subnet == 0 || opts.subnet == 255 {
             return Err(LabError::Subnet);
         }
+        let mut from = opts.subnet;
+        for _ in 0..254 {
+            let claim = match crate::addr::claim(from, opts.subnet_choice) {
+                Ok(claim) => claim,
+                Err((_, e)) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                    return Err(match opts.subnet_choice {
+                        SubnetChoice::Exactly => LabError::SubnetTaken(opts.subnet),
+                        SubnetChoice::FirstFree => LabError::NoFreeSubnet(opts.subnet),
+                    });
+                }
+                Err((addr, e)) => return Err(LabError::Listen(addr, e)),
+            };
+            let subnet = claim.subnet;
+            match Lab::start_claimed(&opts, claim).await {
+                Err(LabError::Listen(_, e))
+                    if e.kind() == std::io::ErrorKind::AddrInUse
+                        && opts.subnet_choice == SubnetChoice::FirstFree =>
+                {
+                    tracing::info!(subnet, "an address of 127.{subnet}.x.y is taken; moving on");
+                    from = if subnet >= 254 { 1 } else { subnet + 1 };
+                }
+                Err(LabError::Listen(_, e)) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                    return Err(LabError::SubnetTaken(subnet));
+                }
+                other => return other,
+            }
+        }
+        Err(LabError::NoFreeSubnet(opts.subnet))
+    }
+
+    async fn start_claimed(opts: &LabOptions, claim: crate::addr::Claim) -> Result<Lab, LabError> {
         let scenario = match opts.generate_nodes {
             Some(n) => Scenario::generated(n, opts.pods_per_node.unwrap_or(10)),
             None => Scenario::load(&opts.scenario)?,
         };
-        let plan = Plan::new(opts.subnet);
+        let plan = Plan::new(claim.subnet);
         let down = scenario.unreachable;
         let clock = SimClock::new(opts.speed);
         let world = World::build(&scenario, plan, clock)?;
@@ -355,17 +399,12 @@ impl Lab {
             .map_err(|e| LabError::Pki(e.to_string()))?;
 
         let control = plan.control_addr();
-        let (_always_tx, always) = tokio::sync::watch::channel(true);
-        tasks.push(
-            serve_switched(
-                control,
-                None,
-                always,
-                crate::control::handler(shared.clone(), log.clone()),
-            )
-            .await
-            .map_err(|e| LabError::Listen(control, e))?,
-        );
+        let (server, _always_tx) = net::serve_claimed(
+            claim.listener,
+            crate::control::handler(shared.clone(), log.clone()),
+        )
+        .map_err(|e| LabError::Listen(control, e))?;
+        tasks.push(server);
         // The sender must outlive the listener; park it in a task that ends with the lab.
         tasks.push(tokio::spawn(async move {
             let _keep = _always_tx;

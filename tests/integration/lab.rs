@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use crate::support::*;
 
-/// Subnets 100..=119 belong to these tests (each test its own, so they run in parallel).
+/// Subnets 100..=119 are where these tests start looking (each test its own, so they run in
+/// parallel); a lab moves to the next free subnet when its own is taken (a user's `gates lab`
+/// or a second test run beside this one).
 async fn lab(scenario: &str, subnet: u8, dir: &Path) -> Lab {
     Lab::start(LabOptions {
         scenario: scenario.to_string(),
@@ -245,11 +247,11 @@ async fn a_talosconfig_with_another_ca_gives_error_verdicts_naming_the_fix() {
 async fn a_powered_off_control_plane_makes_etcd_an_error_naming_the_endpoint() {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab("adr-007", 105, dir.path()).await;
-    let vmid = lab.shared.read(|w| {
+    let (vmid, node_ip) = lab.shared.read(|w| {
         let node = w
             .node_by_name("talos-lab-cp-02")
             .expect("the scenario has talos-lab-cp-02");
-        w.nodes[node].vmid
+        (w.nodes[node].vmid, lab.plan.node_ip(node).to_string())
     });
     lab.shared.stop_vm(vmid).expect("the VM stops");
     let (out, json) = check_json(dir.path().join("environments"), "lab", &["etcd-members"]).await;
@@ -258,7 +260,7 @@ async fn a_powered_off_control_plane_makes_etcd_an_error_naming_the_endpoint() {
     assert_eq!(trial(&json, "gate1::lab::etcd-members")["verdict"], "error");
     let etcd = trial(&json, "gate1::lab::etcd-members").to_string();
     assert!(
-        etcd.contains("127.105.1.2") && etcd.contains("did not answer"),
+        etcd.contains(&node_ip) && etcd.contains("did not answer"),
         "{etcd}"
     );
     lab.stop().await;
@@ -329,4 +331,40 @@ async fn a_snapshot_of_the_lab_gives_the_same_verdicts_offline() {
             "{secret} leaked into the snapshot"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lab_whose_subnet_is_taken_moves_to_a_free_one_and_checks_there_unless_told_exactly() {
+    let first_dir = tempfile::tempdir().unwrap();
+    let first = lab("adr-007", 118, first_dir.path()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let moved = lab("adr-007", first.plan.subnet, dir.path()).await;
+    assert_ne!(moved.plan.subnet, first.plan.subnet, "the newcomer moves");
+    // The environment files point at the subnet the lab got, so checks reach it there.
+    let (out, json) = check_json(dir.path().join("environments"), "lab", &["distinct-hosts"]).await;
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    let env = std::fs::read_to_string(dir.path().join("environments/lab.yaml")).unwrap();
+    assert!(
+        env.contains(&format!("127.{}.", moved.plan.subnet))
+            && !env.contains(&format!("127.{}.", first.plan.subnet)),
+        "{env}"
+    );
+    // Asked for exactly a taken subnet: refused, naming it and the way out.
+    let exact = Lab::start(LabOptions {
+        scenario: "adr-007".into(),
+        subnet: first.plan.subnet,
+        subnet_choice: gates_lab::addr::SubnetChoice::Exactly,
+        state_dir: dir.path().join("exact"),
+        ..LabOptions::default()
+    })
+    .await
+    .expect_err("a taken subnet asked for exactly is refused");
+    let message = exact.to_string();
+    assert!(
+        message.contains(&format!("127.{}.x.y is in use", first.plan.subnet))
+            && message.contains("--subnet"),
+        "{message}"
+    );
+    moved.stop().await;
+    first.stop().await;
 }

@@ -218,11 +218,14 @@ async fn read_only_proxmox_token_and_busy_addresses() {
         "nothing was stopped"
     );
 
-    // A second lab on the same subnet cannot listen and says where.
+    // A second lab asking for exactly the same subnet cannot listen and says where; one
+    // that may move takes another subnet.
     let dir = tempfile::tempdir().expect("tempdir");
+    let taken = lab.plan.subnet;
     let err = gates_lab::Lab::start(gates_lab::LabOptions {
         scenario: "adr-007".into(),
-        subnet: 84,
+        subnet: taken,
+        subnet_choice: gates_lab::addr::SubnetChoice::Exactly,
         speed: 1.0,
         state_dir: dir.path().join("state"),
         env_dir: None,
@@ -230,7 +233,23 @@ async fn read_only_proxmox_token_and_busy_addresses() {
     })
     .await
     .expect_err("addresses are taken");
-    assert!(err.to_string().contains("127.84."), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("127.{taken}.x.y is in use")),
+        "{err}"
+    );
+    let moved = gates_lab::Lab::start(gates_lab::LabOptions {
+        scenario: "adr-007".into(),
+        subnet: taken,
+        speed: 1.0,
+        state_dir: dir.path().join("moved"),
+        env_dir: None,
+        ..gates_lab::LabOptions::default()
+    })
+    .await
+    .expect("a lab that may move starts elsewhere");
+    assert_ne!(moved.plan.subnet, taken);
+    moved.stop().await;
     lab.stop().await;
 }
 

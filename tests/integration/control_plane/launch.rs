@@ -241,6 +241,8 @@ pub struct ControlPlane {
     pub node_kubelets: NodeKubelets,
     /// Keep the directory and logs on drop (a failed start).
     keep: bool,
+    /// The subnet held for this plane, so no lab (or a second test run) serves on it.
+    _claim: gates_lab::addr::Claim,
 }
 
 impl std::fmt::Debug for ControlPlane {
@@ -253,13 +255,17 @@ impl std::fmt::Debug for ControlPlane {
 }
 
 impl ControlPlane {
-    /// Start every component on `127.<subnet>.9.1`, state under `target/k8s-run/<subnet>`.
+    /// Start every component on `127.<S>.9.1`, S the first free subnet from `subnet` on
+    /// (claimed as a lab claims one), state under `target/k8s-run/<S>`.
     pub async fn start(
         bin: &Path,
         subnet: u8,
         timing: Timing,
         kubelets: Kubelets,
     ) -> Result<ControlPlane, String> {
+        let claim = gates_lab::addr::claim(subnet, gates_lab::addr::SubnetChoice::FirstFree)
+            .map_err(|(addr, e)| format!("no free subnet from 127.{subnet} on ({addr}: {e})"))?;
+        let subnet = claim.subnet;
         let ip = Ipv4Addr::new(127, subnet, 9, 1);
         let dir = root().join("target/k8s-run").join(subnet.to_string());
         let _ = std::fs::remove_dir_all(&dir);
@@ -295,6 +301,7 @@ impl ControlPlane {
             processes: Vec::new(),
             kubelets,
             keep: false,
+            _claim: claim,
             node_kubelets: NodeKubelets {
                 inner: std::sync::Arc::new(std::sync::Mutex::new(NodeKubeletsInner {
                     bin: bin.to_path_buf(),
