@@ -49,6 +49,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "adr-007-l2-one-node",
         include_str!("../../fixtures/lab/adr-007-l2-one-node.yaml"),
     ),
+    (
+        "adr-007-one-zone",
+        include_str!("../../fixtures/lab/adr-007-one-zone.yaml"),
+    ),
 ];
 
 #[derive(Debug, thiserror::Error)]

@@ -12,6 +12,7 @@ mod junit;
 mod lab;
 mod predict;
 mod real_kube;
+mod real_kube_host_loss;
 mod real_kube_node_loss;
 mod repo;
 mod reports;

@@ -37,6 +37,7 @@ mod runs;
 pub mod schedule;
 pub mod templates;
 pub mod workloads;
+pub mod zones;
 
 #[cfg(test)]
 mod fast_matches_reference;

@@ -306,6 +306,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
     sim.shapes.set_apart(lost, &sim.requested);
     let mut out = Placement::default();
     let mut pending = Vec::new();
+    let stopped = super::zones::evictions_stopped(cluster, &sim.lost);
     for &node in lost {
         for &i in &cluster.pods_on[node] {
             let p = &cluster.pods[i];
@@ -339,6 +340,16 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
                 continue;
             }
             match filters::eviction_delay(p.tolerations(), TAINT_UNREACHABLE) {
+                Some(_) if stopped[node].is_some() => out.moves.push(PodMove {
+                    outcome: MoveOutcome::Stays {
+                        why: format!(
+                            "{}{}",
+                            super::workloads::NEVER_EVICTED,
+                            stopped[node].as_deref().unwrap_or_default()
+                        ),
+                    },
+                    ..base()
+                }),
                 None => out.moves.push(PodMove {
                     outcome: MoveOutcome::Stays {
                         why: format!(

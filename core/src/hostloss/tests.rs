@@ -1076,3 +1076,132 @@ fn a_longhorn_instance_manager_goes_with_its_node_and_is_no_reason() {
         "{text}"
     );
 }
+
+// ------------------------------------------------------------------ the node-lifecycle zones
+
+/// `n` Ready workers `w-1`.. in one zone `dc1`, placed on hosts by Proxmox as `hosts` says.
+fn one_zone(hosts: &[&str]) -> (Vec<k8s_openapi::api::core::v1::Node>, Vec<(String, String)>) {
+    let nodes = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            node(&format!("w-{}", i + 1))
+                .label("topology.kubernetes.io/zone", "dc1")
+                .ready()
+                .build()
+        })
+        .collect();
+    let placed = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (format!("w-{}", i + 1), h.to_string()))
+        .collect();
+    (nodes, placed)
+}
+
+fn placed_state(hosts: &[&str], pods: Vec<crate::state::Pod>) -> State {
+    let (nodes, placed) = one_zone(hosts);
+    let placed: Vec<(&str, &str)> = placed
+        .iter()
+        .map(|(n, h)| (n.as_str(), h.as_str()))
+        .collect();
+    let proxmox = crate::checks::testing::proxmox(&placed, &[]);
+    state()
+        .nodes(nodes)
+        .pods(pods)
+        .with(|s| s.proxmox = proxmox)
+        .build()
+}
+
+#[test]
+fn a_host_with_most_of_a_small_zone_keeps_its_pods_because_the_controller_stops_evicting() {
+    // Three of five nodes of zone dc1 on pve1: a partial disruption (more than 2 NotReady, at
+    // least 55 %) in a zone of at most 50 nodes, so kube-controller-manager evicts nothing.
+    let s = placed_state(
+        &["pve1", "pve1", "pve1", "pve2", "pve3"],
+        vec![
+            app_pod("web", 1, "w-1", "100m", "128Mi"),
+            app_pod("web", 2, "w-4", "100m", "128Mi"),
+        ],
+    );
+    let p = run(&s);
+    let moves = moves_of(&p, "pve1");
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    match &moves[0].outcome {
+        MoveOutcome::Stays { why } => assert!(
+            why.contains("zone dc1 has 3 of 5 nodes NotReady") && why.contains("stops evicting"),
+            "{why}"
+        ),
+        other => panic!("web-1 must stay on the lost node: {other:?}"),
+    }
+    let text = reasons(&p, "pve1");
+    assert!(
+        text.contains("pod apps/web-1 of the lost nodes stay bound to them and are not replaced until the host returns"),
+        "{text}"
+    );
+    // One node of five: the zone stays healthy and the pod is evicted and placed.
+    assert!(matches!(
+        moves_of(&p, "pve2")[0].outcome,
+        MoveOutcome::Placed { .. }
+    ));
+}
+
+#[test]
+fn two_nodes_of_a_zone_lost_or_a_zone_of_its_own_fully_down_are_still_evicted() {
+    // Two of three NotReady is not "more than 2"; a host that is its zone is a full
+    // disruption of that zone only, which the controller evicts at its normal rate.
+    let s = placed_state(
+        &["pve1", "pve1", "pve2"],
+        vec![app_pod("web", 1, "w-1", "100m", "128Mi")],
+    );
+    let p = run(&s);
+    assert!(
+        matches!(moves_of(&p, "pve1")[0].outcome, MoveOutcome::Placed { .. }),
+        "{:?}",
+        moves_of(&p, "pve1")
+    );
+    let s = state()
+        .nodes(three())
+        .pods([app_pod("web", 1, "cp-1", "100m", "128Mi")])
+        .build();
+    assert!(matches!(
+        moves_of(&run(&s), "pve1")[0].outcome,
+        MoveOutcome::Placed { .. }
+    ));
+}
+
+#[test]
+fn a_large_zone_in_partial_disruption_still_evicts_slowly() {
+    // 51 nodes: above --large-cluster-size-threshold the secondary rate (0.01/s) applies.
+    let mut hosts = vec!["pve1"; 30];
+    hosts.extend(vec!["pve2"; 21]);
+    let s = placed_state(&hosts, vec![app_pod("web", 1, "w-1", "100m", "128Mi")]);
+    assert!(matches!(
+        moves_of(&run(&s), "pve1")[0].outcome,
+        MoveOutcome::Placed { .. }
+    ));
+}
+
+#[test]
+fn the_controllers_zone_key_reads_the_beta_labels_first_and_is_empty_without_any() {
+    use super::zones::zone_key;
+    let labels = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    assert_eq!(zone_key(&labels(&[])), "");
+    assert_eq!(
+        zone_key(&labels(&[("topology.kubernetes.io/zone", "a")])),
+        ":\0:a"
+    );
+    assert_eq!(
+        zone_key(&labels(&[
+            ("topology.kubernetes.io/zone", "a"),
+            ("failure-domain.beta.kubernetes.io/zone", "b"),
+            ("topology.kubernetes.io/region", "r"),
+        ])),
+        "r:\0:b"
+    );
+}

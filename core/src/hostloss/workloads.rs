@@ -258,16 +258,21 @@ pub fn predict(
     let mut unschedulable: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut first_why: BTreeMap<&str, &str> = BTreeMap::new();
     let mut waiting: BTreeMap<&str, (usize, i64)> = BTreeMap::new();
+    let mut never_evicted: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for m in &placement.moves {
         match &m.outcome {
             MoveOutcome::Unschedulable { why } => {
                 unschedulable.entry(&m.controller).or_default().push(&m.pod);
                 first_why.entry(&m.controller).or_insert(why);
             }
-            MoveOutcome::Stays { why } => loss.reason(
-                Outcome::Degraded,
-                format!("pod {} stays on the lost node {}: it {why}", m.pod, m.from),
-            ),
+            MoveOutcome::Stays { why } => match why.strip_prefix(NEVER_EVICTED) {
+                // One reason for all the pods the controller's zone rule keeps.
+                Some(zone) => never_evicted.entry(zone).or_default().push(&m.pod),
+                None => loss.reason(
+                    Outcome::Degraded,
+                    format!("pod {} stays on the lost node {}: it {why}", m.pod, m.from),
+                ),
+            },
             MoveOutcome::NotRecreated { why } => loss.reason(
                 Outcome::Degraded,
                 format!("pod {} on {} is lost: {why}", m.pod, m.from),
@@ -280,6 +285,18 @@ pub fn predict(
                 }
             }
         }
+    }
+    for (zone, pods) in &never_evicted {
+        loss.reason(
+            Outcome::Degraded,
+            format!(
+                "{} of the lost nodes stay bound to them and are not replaced until the host returns or they are deleted by hand: {zone}",
+                match pods.as_slice() {
+                    [one] => format!("pod {one}"),
+                    many => format!("{} pods ({})", many.len(), many.join(", ")),
+                }
+            ),
+        );
     }
     for (controller, pods) in &unschedulable {
         loss.reason(
@@ -365,6 +382,9 @@ pub fn predict(
         });
     }
 }
+
+/// How a pod the node-lifecycle controller's zone rule keeps says why it stays.
+pub const NEVER_EVICTED: &str = "is never evicted while the host is down: ";
 
 /// An int-or-percent of `total`; percentages round up as the disruption controller does.
 fn scaled(value: &IntOrString, total: usize) -> usize {

@@ -21,6 +21,55 @@ impl World {
             .ok_or_else(|| PowerError::NoSuchHost(name.to_string()))
     }
 
+    /// Why kube-controller-manager's node-lifecycle controller does not evict the pods of
+    /// `node` now (`None`: it does). It groups an environment's nodes into zones by their
+    /// region and zone labels (the beta labels first) and stops evicting in a zone with more
+    /// than 2 NotReady nodes, at least `--unhealthy-zone-threshold` (0.55) of it, when the
+    /// zone has at most `--large-cluster-size-threshold` (50) nodes; and everywhere when no
+    /// zone has a Ready node (`pkg/controller/nodelifecycle`, `ComputeZoneState`,
+    /// `ReducedQPSFunc`, `handleDisruption`).
+    pub(crate) fn evictions_stopped(&self, node: usize) -> Option<String> {
+        let zone = |n: usize| {
+            let l = &self.nodes[n].labels;
+            let pick = |beta: &str, ga: &str| l.get(beta).or_else(|| l.get(ga)).cloned();
+            (
+                pick(
+                    "failure-domain.beta.kubernetes.io/region",
+                    "topology.kubernetes.io/region",
+                )
+                .unwrap_or_default(),
+                pick(
+                    "failure-domain.beta.kubernetes.io/zone",
+                    "topology.kubernetes.io/zone",
+                )
+                .unwrap_or_default(),
+            )
+        };
+        let env = self.nodes[node].env;
+        let mut zones: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
+        for &n in &self.envs[env].nodes {
+            let z = zones.entry(zone(n)).or_default();
+            z.0 += 1;
+            if !self.nodes[n].ready {
+                z.1 += 1;
+            }
+        }
+        let full = |&(size, down): &(usize, usize)| down == size && down > 0;
+        if zones.values().all(full) {
+            return Some(
+                "no zone has a Ready node: the node-lifecycle controller stops evicting".into(),
+            );
+        }
+        let key = zone(node);
+        let &(size, down) = zones.get(&key)?;
+        (!full(&(size, down)) && down > 2 && down as f64 / size as f64 >= 0.55 && size <= 50).then(|| {
+            format!(
+                "zone {:?} has {down} of {size} nodes NotReady: the node-lifecycle controller stops evicting there",
+                key.1
+            )
+        })
+    }
+
     pub(crate) fn stop_vm(&mut self, vmid: u32, now: Duration) -> Result<(), PowerError> {
         let n = self.vm(vmid)?;
         self.hard_stop(n, now, "vm-stopped");
@@ -312,6 +361,12 @@ impl World {
                 }
                 self.envs[env].dirty.nodes = true;
                 self.envs[env].dirty.longhorn = true;
+                // Judged as the controller does, when it finds the node NotReady: nodes of a
+                // zone found before it crosses the threshold are still tainted.
+                if let Some(why) = self.evictions_stopped(node) {
+                    self.event(now, "eviction-stopped", Some(env), &name, why);
+                    return;
+                }
                 self.schedule(now + self.timings.toleration, Action::Evict { node, since });
             }
             Action::Evict { node, since } => {

@@ -10,7 +10,7 @@ async fn generated_scenario_serves_paged_lists() {
         scenario: String::new(),
         generate_nodes: Some(2000),
         pods_per_node: None,
-        subnet: 80,
+        subnet: 78,
         subnet_choice: Default::default(),
         speed: 1.0,
         state_dir: dir.path().join("state"),
@@ -30,7 +30,8 @@ async fn generated_scenario_serves_paged_lists() {
     let token = lab.admin_token().to_string();
     for (path, expected) in [("/api/v1/pods", pods), ("/api/v1/nodes", nodes)] {
         let mut count = 0;
-        let mut url = format!("https://127.80.2.1:6443{path}?limit=500");
+        let api = format!("https://{}:6443", lab.plan.vip_ip(0));
+        let mut url = format!("{api}{path}?limit=500");
         loop {
             let page: serde_json::Value = http
                 .get(&url)
@@ -43,7 +44,7 @@ async fn generated_scenario_serves_paged_lists() {
                 .expect("json");
             count += page["items"].as_array().expect("items").len();
             match page["metadata"]["continue"].as_str() {
-                Some(c) => url = format!("https://127.80.2.1:6443{path}?limit=500&continue={c}"),
+                Some(c) => url = format!("{api}{path}?limit=500&continue={c}"),
                 None => break,
             }
         }
