@@ -172,6 +172,19 @@ pub enum ChaosError {
     NotStarted { env: String, errors: Vec<String> },
 
     #[error(
+        "VM {vmid} {name} of {env} is running, but its tasks cannot be listed to tell whether the dead run's stop is still under way: {source}; the journal {} still owes it: run `gates recover {env}` again",
+        journal.display()
+    )]
+    TasksUnreadable {
+        env: String,
+        vmid: u32,
+        name: String,
+        journal: PathBuf,
+        #[source]
+        source: Box<gates_infra::proxmox::ProxmoxError>,
+    },
+
+    #[error(
         "cannot find VM {vmid} {name} of {env}: {source}; the journal {} still owes it: run `gates recover {env}` again or start it by hand",
         journal.display()
     )]
@@ -231,6 +244,7 @@ impl ChaosError {
             | ChaosError::ProxmoxClient { .. } => Failed,
             ChaosError::NotStarted { .. }
             | ChaosError::VmNotFound { .. }
+            | ChaosError::TasksUnreadable { .. }
             | ChaosError::HostStatusUnreadable { .. }
             | ChaosError::HostNotWoken { .. } => RestoreFailed,
         }

@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use crate::support::{root, stderr, stdout, validate_junit};
 
+mod campaign;
+
 /// Simulated seconds per real second: a 60 s VIP failover takes 1.5 s, the host stays down
 /// for 9 s (six simulated minutes).
 const SPEED: f64 = 40.0;
@@ -970,6 +972,7 @@ fn host_online(bench: &Bench, name: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn whole_host_shuts_the_host_down_and_wakes_it_through_another_host() {
     let bench = Bench::start("adr-007", 207).await;
+    let pve2 = bench.lab.plan.host_ip(1);
     // pve1 is the host behind `proxmox.url`: the run must act through a fallback URL.
     let out = bench
         .run(
@@ -984,7 +987,9 @@ async fn whole_host_shuts_the_host_down_and_wakes_it_through_another_host() {
         "{o}"
     );
     assert!(
-        o.contains("wake: wake-on-LAN 52:54:00:00:00:00 sent by pve2 (https://127.207.0.2:8006)"),
+        o.contains(&format!(
+            "wake: wake-on-LAN 52:54:00:00:00:00 sent by pve2 (https://{pve2}:8006)"
+        )),
         "{o}"
     );
     crate::support::assert_trial(&o, "gate4::lab::chaos::no-manual-work", "ok");
@@ -996,11 +1001,11 @@ async fn whole_host_shuts_the_host_down_and_wakes_it_through_another_host() {
         host_power,
         vec![
             (
-                "127.207.0.2:8006".to_string(),
+                format!("{pve2}:8006"),
                 "/api2/json/nodes/pve1/status".to_string()
             ),
             (
-                "127.207.0.2:8006".to_string(),
+                format!("{pve2}:8006"),
                 "/api2/json/nodes/pve1/wakeonlan".to_string()
             ),
         ],
@@ -1080,7 +1085,10 @@ async fn whole_host_is_refused_without_another_hosts_api_and_recovers_after_sigk
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(
         e.contains("--whole-host needs the Proxmox API of a host other than pve1")
-            && e.contains("https://127.208.0.1:8006 is served by pve1 itself")
+            && e.contains(&format!(
+                "https://{}:8006 is served by pve1 itself",
+                bench.lab.plan.host_ip(0)
+            ))
             && e.contains("proxmox.fallback_urls"),
         "{e}"
     );
@@ -1501,5 +1509,52 @@ async fn a_run_killed_while_it_retries_a_stalled_start_is_finished_by_recover() 
         journal.contains("\"event\":\"lease-released\""),
         "{journal}"
     );
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recover_waits_for_a_stop_the_dead_run_sent_before_it_judges_the_vm_running() {
+    // Found by the kill campaign: killed between sending a stop and seeing it done, the run
+    // left a stop task under way (the lab's, like Proxmox's, runs 3 s); a recover that came
+    // in that window saw the VM running, settled the journal, and the VM went off after it.
+    let bench = Bench::start("adr-007", 226).await;
+    let mut child = bench
+        .command(&bench.config(), &["chaos", "lab", "--host", "pve2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(60);
+    while !bench
+        .power_requests()
+        .iter()
+        .any(|(_, path)| path.ends_with("/qemu/102/status/stop"))
+    {
+        assert!(Instant::now() < until, "no stop was sent");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    child.kill().unwrap(); // SIGKILL, the stop task still running
+    let _ = finish(child, Duration::from_secs(30)).await;
+    let journal = std::fs::read_to_string(bench.journal()).unwrap();
+    assert!(
+        !journal.contains("\"event\":\"stopped\""),
+        "killed before the stop was seen done: {journal}"
+    );
+    let out = bench.run(&bench.config(), &["recover", "lab"]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("a task for it is still under way"),
+        "{}",
+        stdout(&out)
+    );
+    // Past the stop task's end: the VM runs, started again by the recovery.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(bench.vm_running(102), "VM 102 is off after recover");
     bench.lab.stop().await;
 }

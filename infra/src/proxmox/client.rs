@@ -276,6 +276,23 @@ impl ProxmoxClient {
         .await
     }
 
+    /// `GET /nodes/{node}/tasks?source=active&vmid=V`: the tasks still running for a VM (a
+    /// token sees its own). A stop whose sender died may still be under way: Proxmox runs it as
+    /// a task, and the VM reports `running` until the task has killed it.
+    pub async fn active_vm_tasks(&self, node: &str, vmid: u32) -> Result<Vec<Upid>, ProxmoxError> {
+        let id = vmid.to_string();
+        let raw: Vec<Value> = self
+            .get(
+                &["nodes", node, "tasks"],
+                &[("source", "active"), ("vmid", &id)],
+            )
+            .await?;
+        raw.iter()
+            .filter_map(|t| t.get("upid").and_then(Value::as_str))
+            .map(Upid::parse)
+            .collect()
+    }
+
     /// `POST /nodes/{node}/qemu/{vmid}/status/{action}` (`start`, `stop`, ...): returns the task.
     pub async fn vm_power_task(
         &self,

@@ -144,7 +144,41 @@ async fn settle(
     }
     let mut to_start = Vec::new();
     for vm in &owed.vms {
-        match client.locate_vm(vm.vmid).await {
+        let mut located = client.locate_vm(vm.vmid).await;
+        // Running, but the dead run's stop may still be under way (Proxmox stops a VM in a
+        // task of its own): wait for the VM's active tasks to end before judging it.
+        if let Ok(found) = &located
+            && found.status == "running"
+        {
+            let active = client
+                .active_vm_tasks(&found.node, vm.vmid)
+                .await
+                .map_err(|source| ChaosError::TasksUnreadable {
+                    env: env.name.clone(),
+                    vmid: vm.vmid,
+                    name: vm.name.clone(),
+                    journal: path.to_path_buf(),
+                    source: Box::new(source),
+                })?;
+            for upid in &active {
+                say!(
+                    out,
+                    "VM {} {} is running, but a task for it is still under way ({}): waiting for it before judging it",
+                    vm.vmid,
+                    vm.name,
+                    upid.as_str()
+                );
+                let deadline = gates_infra::proxmox::PowerOptions::default().task_deadline;
+                // A failed or timed-out task is judged by the VM's state that follows.
+                let _ = client
+                    .wait_task(upid, deadline, std::time::Duration::from_secs(1))
+                    .await;
+            }
+            if !active.is_empty() {
+                located = client.locate_vm(vm.vmid).await;
+            }
+        }
+        match located {
             // Started before the crash, but the journal never heard of it.
             Ok(found) if found.status == "running" => power
                 .note(Entry::Started {

@@ -21,6 +21,10 @@ pub const API_PORT: u16 = 6443;
 const KCM_PORT: u16 = 10257;
 const SCHEDULER_PORT: u16 = 10259;
 const KWOK_PORT: u16 = 10247;
+/// The per-node kwoks listen from here on, one port per node name the plane has seen: clear
+/// of every other component's port (from 10248 they reached the controller-manager's 10257
+/// once a plane had served ten node names, and that node's kwok never ran).
+const NODE_KWOK_PORTS: u16 = 20000;
 
 /// The Stage objects kwok plays, relative to the repository.
 const STAGES: &str = "tools/k8s/kwok-stages.yaml";
@@ -118,7 +122,7 @@ impl NodeKubelets {
         if inner.running.contains_key(node) {
             return Ok(());
         }
-        let next = KWOK_PORT + 1 + inner.ports.len() as u16;
+        let next = NODE_KWOK_PORTS + inner.ports.len() as u16;
         let port = *inner.ports.entry(node.to_string()).or_insert(next);
         let log = inner.dir.join("logs").join(format!("kwok-{node}.log"));
         let out = std::fs::OpenOptions::new()
