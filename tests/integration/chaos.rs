@@ -38,6 +38,23 @@ impl Bench {
         Bench { lab, dir }
     }
 
+    /// The lab's environment file with Proxmox requests giving up after `timeout` (`2s`),
+    /// so a stalled API is outlasted by retries rather than by one long read.
+    fn proxmox_timeout(&self, timeout: &str) {
+        let env_file = self.dir.path().join("env/lab.yaml");
+        let text = std::fs::read_to_string(&env_file).unwrap();
+        assert!(text.contains("proxmox:\n"), "{text}");
+        std::fs::write(
+            &env_file,
+            text.replacen(
+                "proxmox:\n",
+                &format!("proxmox:\n  timeout: {timeout}\n"),
+                1,
+            ),
+        )
+        .unwrap();
+    }
+
     /// The shipped configuration, copied.
     fn config(&self) -> PathBuf {
         let dir = self.dir.path().join("gates");
@@ -1414,14 +1431,7 @@ async fn a_run_killed_after_taking_the_lease_is_freed_by_recover() {
 async fn a_proxmox_api_stalled_at_restore_is_outlasted_and_the_vms_run_again() {
     let bench = Bench::start("adr-007", 224).await;
     // Requests give up after 2 s; the API stalls 5 s from the first start request.
-    let env_file = bench.dir.path().join("env/lab.yaml");
-    let text = std::fs::read_to_string(&env_file).unwrap();
-    assert!(text.contains("proxmox:\n"), "{text}");
-    std::fs::write(
-        &env_file,
-        text.replacen("proxmox:\n", "proxmox:\n  timeout: 2s\n", 1),
-    )
-    .unwrap();
+    bench.proxmox_timeout("2s");
     bench
         .lab
         .proxmox
@@ -1460,13 +1470,7 @@ async fn a_proxmox_api_stalled_at_restore_is_outlasted_and_the_vms_run_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_killed_while_it_retries_a_stalled_start_is_finished_by_recover() {
     let bench = Bench::start("adr-007", 225).await;
-    let env_file = bench.dir.path().join("env/lab.yaml");
-    let text = std::fs::read_to_string(&env_file).unwrap();
-    std::fs::write(
-        &env_file,
-        text.replacen("proxmox:\n", "proxmox:\n  timeout: 2s\n", 1),
-    )
-    .unwrap();
+    bench.proxmox_timeout("2s");
     bench
         .lab
         .proxmox

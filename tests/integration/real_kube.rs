@@ -48,35 +48,39 @@ async fn load_env(plane: &ControlPlane, lab: &Lab, env: usize) {
         .unwrap_or_else(|err| panic!("{err}"));
 }
 
+/// A built-in scenario's world, built as a lab would build it (addresses on `FIRST_LAB_SUBNET`).
+pub fn builtin_world(name: &str) -> gates_lab::world::World {
+    let s = gates_lab::scenario::Scenario::load(name).expect("a built-in scenario");
+    gates_lab::world::World::build(
+        &s,
+        gates_lab::addr::Plan::new(FIRST_LAB_SUBNET),
+        gates_lab::clock::SimClock::new(1.0),
+    )
+    .expect("the world builds")
+}
+
+/// The scenario a built-in variant extends (`extends:`), if it is one.
+pub fn base_of(scenario: &str) -> Option<String> {
+    gates_lab::scenario::BUILTIN
+        .iter()
+        .find(|(name, _)| *name == scenario)
+        .expect("a built-in scenario")
+        .1
+        .lines()
+        .find_map(|l| l.strip_prefix("extends:"))
+        .map(|b| b.trim().to_string())
+}
+
 /// The environments of a built-in scenario worth loading: all of a scenario of its own; of a
 /// variant (`extends:`), those whose Kubernetes objects differ from the scenario it extends
 /// (the others are compared with that scenario already).
 fn environments_to_compare(scenario: &str) -> Vec<usize> {
-    use gates_lab::scenario::{BUILTIN, Scenario};
-    let world = |name: &str| {
-        let s = Scenario::load(name).expect("a built-in scenario");
-        gates_lab::world::World::build(
-            &s,
-            gates_lab::addr::Plan::new(FIRST_LAB_SUBNET),
-            gates_lab::clock::SimClock::new(1.0),
-        )
-        .expect("the world builds")
-    };
-    let text = BUILTIN
-        .iter()
-        .find(|(name, _)| *name == scenario)
-        .expect("a built-in scenario")
-        .1;
-    let base = text
-        .lines()
-        .find_map(|l| l.strip_prefix("extends:"))
-        .map(|b| b.trim().to_string());
-    let variant = world(scenario);
+    let variant = builtin_world(scenario);
     let all: Vec<usize> = (0..variant.envs.len()).collect();
-    let Some(base) = base else {
+    let Some(base) = base_of(scenario) else {
         return all;
     };
-    let base = world(&base);
+    let base = builtin_world(&base);
     let differ: Vec<usize> = all
         .into_iter()
         .filter(|&k| {

@@ -38,17 +38,17 @@ fn scenario(dir: &std::path::Path) -> String {
     path.display().to_string()
 }
 
-/// Keep each real node's kubelet (its own kwok) in step with its VM in the lab: a node whose
-/// machine is down has no kubelet and so no heartbeat, and gets one back when it has booted.
-fn bridge(lab: &Lab, plane: &ControlPlane) -> tokio::task::JoinHandle<()> {
+/// Keep each real node of environment `env` in step with its VM in the lab: a node whose
+/// machine is down has no kubelet (its own kwok) and so no heartbeat, and gets one back when
+/// it has booted.
+pub fn bridge(lab: &Lab, plane: &ControlPlane, env: usize) -> tokio::task::JoinHandle<()> {
     let shared = lab.shared.clone();
     let kubelets = plane.node_kubelets.clone();
     tokio::spawn(async move {
         let mut known: BTreeMap<String, bool> = BTreeMap::new();
         loop {
-            // The first environment's nodes: the one loaded into the plane.
             let up: Vec<(String, bool)> = shared.read(|w| {
-                w.envs[0]
+                w.envs[env]
                     .nodes
                     .iter()
                     .map(|&n| (w.nodes[n].name.clone(), w.nodes[n].booted))
@@ -170,7 +170,7 @@ async fn a_powered_off_vm_is_marked_not_ready_evicted_and_replaced_by_the_real_c
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_loaded(plane, NODE_LOSS_LAB_SUBNET, dir.path()).await;
     let client = plane.client(Identity::Admin).await.unwrap();
-    let bridge = bridge(&lab, plane);
+    let bridge = bridge(&lab, plane, 0);
 
     let (victim, vmid) = lab.shared.read(|w| {
         let n = &w.nodes[w.envs[0].nodes[2]];
@@ -312,7 +312,7 @@ const CHAOS: &str = "chaos:\n  allowed: true\n  sample_interval: 500ms\n  outage
 async fn a_chaos_run_on_adr_007_passes_against_the_real_control_plane(plane: &ControlPlane) {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_loaded(plane, CHAOS_LAB_SUBNET, dir.path()).await;
-    let bridge = bridge(&lab, plane);
+    let bridge = bridge(&lab, plane, 0);
     let (host, victim) = lab.shared.read(|w| {
         let env = &w.envs[0];
         let busy = [env.vip_holder, env.lease.as_ref().and_then(|l| l.holder)];

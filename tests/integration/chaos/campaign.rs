@@ -204,14 +204,7 @@ async fn killed_and_stalled_chaos_runs_leave_every_vm_running_no_lease_held_and_
     eprintln!("campaign: seed {seed}, {kills} kills, {stalls} stalled runs");
     let mut rng = Rng(seed);
     let bench = Bench::start("adr-007", 230).await;
-    // Requests give up after 2 s, so a stall is outlasted by retries, not by one long read.
-    let env_file = bench.dir.path().join("env/lab.yaml");
-    let text = std::fs::read_to_string(&env_file).unwrap();
-    std::fs::write(
-        &env_file,
-        text.replacen("proxmox:\n", "proxmox:\n  timeout: 2s\n", 1),
-    )
-    .unwrap();
+    bench.proxmox_timeout("2s");
     let hosts: Vec<String> = bench.lab.shared.read(|w| {
         let mut h: Vec<String> = w.envs[0]
             .nodes
