@@ -270,7 +270,7 @@ fn a_conditional_list_of_patches_takes_the_branch_of_each_node_and_templates_ren
     // `file()` relative to `path.module`.
     let main = with_main(
         r#"locals {
-  extra = file("${path.module}/../shared/extra.yaml")
+  extra = file("${path.module}/../common/extra.yaml")
 }
 
 data "talos_machine_configuration" "node" {
@@ -292,7 +292,7 @@ data "talos_machine_configuration" "node" {
         ("tf/main.tf", &main),
         ("tf/staging.tfvars", tfvars),
         ("tf/cp.yaml.tftpl", template),
-        ("shared/extra.yaml", "a: 1\nb: 2"),
+        ("common/extra.yaml", "a: 1\nb: 2"),
     ]);
     assert!(tf.talos_skipped.is_empty(), "{:?}", tf.talos_skipped);
     assert_eq!(tf.talos_patches.len(), 2);
