@@ -1,10 +1,10 @@
 //! The top level: parse arguments, run a command, map every boundary's error to an exit code
 //! (0 all pass, 1 a gate failed, 2 could not evaluate or bad input).
 
+use gates_core::exit::ExitCode;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Instant;
 
 use chrono::Utc;
@@ -70,7 +70,7 @@ pub enum AppError {
 }
 
 impl AppError {
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> ExitCode {
         match self {
             AppError::Config(_)
             | AppError::UnknownEnvironment(_)
@@ -84,7 +84,7 @@ impl AppError {
             | AppError::Adr(_)
             | AppError::File { .. }
             | AppError::Lab { .. }
-            | AppError::Encode { .. } => 2,
+            | AppError::Encode { .. } => ExitCode::CannotTell,
             AppError::Chaos(err) => err.exit_code(),
         }
     }
@@ -100,7 +100,7 @@ impl AppError {
     }
 }
 
-pub fn main() -> ExitCode {
+pub fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging();
     let mut streams = Streams::std();
@@ -111,14 +111,14 @@ pub fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => {
             streams.say(format_args!("error: cannot start the async runtime: {err}"));
-            return ExitCode::from(2);
+            return ExitCode::CannotTell.into();
         }
     };
     match runtime.block_on(run(cli, &mut streams)) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code.into(),
         Err(err) => {
             streams.say(format_args!("error: {err}"));
-            ExitCode::from(err.exit_code())
+            err.exit_code().into()
         }
     }
 }
@@ -136,7 +136,7 @@ fn init_logging() {
 }
 
 /// The command `cli` asks for, writing to `streams`.
-pub async fn run(cli: Cli, streams: &mut Streams) -> Result<u8, AppError> {
+pub async fn run(cli: Cli, streams: &mut Streams) -> Result<ExitCode, AppError> {
     // The lab and the demo write the environment files they use; load the rest afterwards.
     let cli = match cli.command {
         Command::Lab(args) => return crate::demo::lab(args).await,
@@ -150,7 +150,7 @@ pub async fn run(cli: Cli, streams: &mut Streams) -> Result<u8, AppError> {
     match cli.command {
         Command::List => {
             streams.print(&list(&config));
-            Ok(0)
+            Ok(ExitCode::Passed)
         }
         Command::Check(args) => check_env(&config, &cli.config, args, streams).await,
         Command::Snapshot(args) => snapshot(&config, args, streams).await,
@@ -177,7 +177,11 @@ pub async fn run(cli: Cli, streams: &mut Streams) -> Result<u8, AppError> {
         Command::Validate => {
             let (text, ok) = crate::validate::run(&config);
             streams.print(&text);
-            Ok(if ok { 0 } else { 2 })
+            Ok(if ok {
+                ExitCode::Passed
+            } else {
+                ExitCode::CannotTell
+            })
         }
         Command::Recover(args) => {
             let env = config.environment(&args.env)?;
@@ -214,13 +218,13 @@ fn override_kube(config: &mut Config, cli: &Cli) -> Result<(), AppError> {
     Ok(())
 }
 
-fn print_completions(shell: clap_complete::Shell) -> u8 {
+fn print_completions(shell: clap_complete::Shell) -> ExitCode {
     let mut command = <Cli as clap::CommandFactory>::command();
     clap_complete::generate(shell, &mut command, "gates", &mut std::io::stdout());
-    0
+    ExitCode::Passed
 }
 
-fn print_man() -> Result<u8, AppError> {
+fn print_man() -> Result<ExitCode, AppError> {
     let command = <Cli as clap::CommandFactory>::command();
     let mut out = Vec::new();
     clap_mangen::Man::new(command)
@@ -229,11 +233,11 @@ fn print_man() -> Result<u8, AppError> {
     std::io::stdout()
         .write_all(&out)
         .map_err(AppError::file(Path::new("stdout"), "print the man page"))?;
-    Ok(0)
+    Ok(ExitCode::Passed)
 }
 
 /// `gates history ENV`: the last results per gate and per chaos host, with trends.
-fn history(args: crate::cli::HistoryArgs, streams: &mut Streams) -> Result<u8, AppError> {
+fn history(args: crate::cli::HistoryArgs, streams: &mut Streams) -> Result<ExitCode, AppError> {
     let found = report::history::read(&args.reports, &args.env)?;
     for err in &found.unreadable {
         streams.say(format_args!("error: {err}"));
@@ -243,7 +247,11 @@ fn history(args: crate::cli::HistoryArgs, streams: &mut Streams) -> Result<u8, A
         Format::Json => streams.println(history.render_json()),
         Format::Pretty | Format::Terse => streams.print(&history.render_text()),
     }
-    Ok(if found.unreadable.is_empty() { 0 } else { 2 })
+    Ok(if found.unreadable.is_empty() {
+        ExitCode::Passed
+    } else {
+        ExitCode::CannotTell
+    })
 }
 
 fn list(config: &Config) -> String {
@@ -319,7 +327,7 @@ pub async fn check_env(
     config_dir: &Path,
     args: CheckArgs,
     streams: &mut Streams,
-) -> Result<u8, AppError> {
+) -> Result<ExitCode, AppError> {
     let env = config.environment(&args.env)?;
     let specs = runner::trials(config, env);
     let largs = libtest_args(&args);
@@ -346,7 +354,7 @@ pub async fn check_env(
             .map(|r| r.trials.as_slice())
             .unwrap_or_default();
         crate::repo::list(&largs, &specs, repo_trials);
-        return Ok(0);
+        return Ok(ExitCode::Passed);
     }
     let selected = runner::selected(&largs, &specs);
     let repo_selected = repo
@@ -514,12 +522,12 @@ async fn snapshot(
     config: &Config,
     args: SnapshotArgs,
     streams: &mut Streams,
-) -> Result<u8, AppError> {
+) -> Result<ExitCode, AppError> {
     let env: &Environment = config.environment(&args.env)?;
     let text = collect::snapshot_writer::write_live(config, env, args.allow_incomplete).await?;
     write_file(&args.output, &text)?;
     streams.say(format_args!("snapshot: {}", args.output.display()));
-    Ok(0)
+    Ok(ExitCode::Passed)
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ async fn gates(args: &[&str]) -> (u8, Captured) {
         Ok(code) => code,
         Err(err) => panic!("gates {args:?}: {err}"),
     };
-    (code, captured)
+    (code.code(), captured)
 }
 
 fn text(path: &Path) -> String {

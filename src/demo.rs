@@ -3,6 +3,7 @@
 //! the kubeconfig, talosconfig, token and environment files the lab writes, exactly as it
 //! reaches real infrastructure.
 
+use gates_core::exit::ExitCode;
 use std::path::{Path, PathBuf};
 
 use gates_lab::addr::{DEFAULT_SUBNET, SubnetChoice};
@@ -14,8 +15,12 @@ use crate::config::Config;
 use crate::streams::Streams;
 
 /// `gates lab`: run until Ctrl-C.
-pub async fn lab(args: LabArgs) -> Result<u8, AppError> {
-    Ok(gates_lab::cli::run("gates lab", &args).await)
+pub async fn lab(args: LabArgs) -> Result<ExitCode, AppError> {
+    // The simulator's own binary speaks in bare numbers: 0 stopped cleanly, else it could not run.
+    Ok(match gates_lab::cli::run("gates lab", &args).await {
+        0 => ExitCode::Passed,
+        _ => ExitCode::CannotTell,
+    })
 }
 
 /// `gates demo`: lab, check both environments, chaos on the staging-like one, reports.
@@ -23,7 +28,7 @@ pub async fn demo(
     config_dir: &Path,
     args: DemoArgs,
     streams: &mut Streams,
-) -> Result<u8, AppError> {
+) -> Result<ExitCode, AppError> {
     let work = tempfile::tempdir().map_err(AppError::file(
         &std::env::temp_dir(),
         "create a temporary directory in",
@@ -45,7 +50,7 @@ pub async fn demo(
     for path in &reports {
         streams.say(format_args!("  {}", path.display()));
     }
-    Ok(codes.into_iter().max().unwrap_or(0))
+    Ok(codes.into_iter().fold(ExitCode::Passed, ExitCode::worst))
 }
 
 async fn run_demo(
@@ -53,7 +58,7 @@ async fn run_demo(
     env_dir: &Path,
     args: &DemoArgs,
     streams: &mut Streams,
-) -> Result<(Vec<u8>, Vec<PathBuf>), AppError> {
+) -> Result<(Vec<ExitCode>, Vec<PathBuf>), AppError> {
     let config = Config::load(config_dir, &[env_dir.to_path_buf()])?;
     let mut codes = Vec::new();
     for env_name in ["lab", "lab-production"] {

@@ -3,6 +3,7 @@
 //! host's loss is survivable, 1 when one is not, 2 when it cannot tell.
 
 use chrono::Utc;
+use gates_core::exit::ExitCode;
 use serde::Serialize;
 
 use crate::app::AppError;
@@ -48,7 +49,7 @@ pub async fn run(
     config: &Config,
     args: PredictArgs,
     streams: &mut Streams,
-) -> Result<u8, AppError> {
+) -> Result<ExitCode, AppError> {
     let env = config.environment(&args.env)?;
     let state = if args.snapshot.is_empty() {
         collect::live(config, env).await

@@ -5,6 +5,7 @@
 //! snapshot file that records none, such as kubectl output) is read and judged, but does not
 //! promote: it may be of another cluster. Failures and errors already exit 1 and 2.
 
+use gates_core::exit::ExitCode;
 use serde::Serialize;
 
 use crate::runner::{GateStatus, TrialResult};
@@ -80,9 +81,9 @@ impl Promotion {
 
     /// The run's exit code under `--require-all`: 2 and 1 as without it, else 1 when
     /// anything blocks promotion.
-    pub fn exit_code(&self, without: u8) -> u8 {
+    pub fn exit_code(&self, without: ExitCode) -> ExitCode {
         match (without, self.ready) {
-            (0, false) => 1,
+            (ExitCode::Passed, false) => ExitCode::Failed,
             (code, _) => code,
         }
     }
@@ -132,7 +133,7 @@ mod tests {
         let statuses = [status(1, Verdict::Pass), status(4, Verdict::Skip)];
         let promotion = judge(&gates(&[1, 4]), &statuses, &results, &[]);
         assert!(!promotion.ready);
-        assert_eq!(promotion.exit_code(0), 1);
+        assert_eq!(promotion.exit_code(ExitCode::Passed), ExitCode::Failed);
         assert!(
             promotion
                 .blockers
@@ -167,9 +168,12 @@ mod tests {
         )];
         let promotion = judge(&gates(&[1]), &[status(1, Verdict::Pass)], &results, &[]);
         assert!(promotion.ready);
-        assert_eq!(promotion.exit_code(0), 0);
+        assert_eq!(promotion.exit_code(ExitCode::Passed), ExitCode::Passed);
         let blocked = judge(&gates(&[1, 2]), &[status(1, Verdict::Pass)], &results, &[]);
-        assert_eq!(blocked.exit_code(2), 2);
+        assert_eq!(
+            blocked.exit_code(ExitCode::CannotTell),
+            ExitCode::CannotTell
+        );
     }
 
     #[test]
@@ -194,6 +198,6 @@ mod tests {
                 "dump.json records no origin (kubectl output?): every verdict read from it may be of another cluster; promote on a live check or a `gates snapshot` file"
             ]
         );
-        assert_eq!(promotion.exit_code(0), 1);
+        assert_eq!(promotion.exit_code(ExitCode::Passed), ExitCode::Failed);
     }
 }

@@ -2,6 +2,7 @@
 //! collected once, every selected trial is evaluated against it, and libtest-mimic prints
 //! the results so that libtest filters, `--list` and `--exact` behave as users expect.
 
+use gates_core::exit::ExitCode;
 use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
@@ -149,14 +150,8 @@ impl Tally {
     }
 
     /// 0 all pass, 1 a gate failed, 2 something could not be evaluated.
-    pub fn exit_code(&self) -> u8 {
-        if self.errors > 0 {
-            2
-        } else if self.failed > 0 {
-            1
-        } else {
-            0
-        }
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from_findings(self.failed > 0, self.errors > 0)
     }
 }
 

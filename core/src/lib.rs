@@ -8,6 +8,7 @@
 
 pub mod checks;
 pub mod config;
+pub mod exit;
 pub mod hostloss;
 pub mod quantity;
 pub mod selector;

@@ -8,6 +8,7 @@
 
 pub mod document;
 
+use gates_core::exit::ExitCode;
 use std::path::Path;
 
 use crate::app::AppError;
@@ -99,7 +100,7 @@ fn is_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
-pub fn run(config: &Config, args: AdrArgs, streams: &mut Streams) -> Result<u8, AppError> {
+pub fn run(config: &Config, args: AdrArgs, streams: &mut Streams) -> Result<ExitCode, AppError> {
     let mut newest = Vec::new();
     for name in &args.envs {
         config.environment(name)?;
@@ -148,7 +149,7 @@ pub fn run(config: &Config, args: AdrArgs, streams: &mut Streams) -> Result<u8, 
         std::fs::write(file, updated).map_err(AppError::file(file, "write"))?;
         streams.say(format_args!("{}: updated", file.display()));
     }
-    Ok(0)
+    Ok(ExitCode::Passed)
 }
 
 fn display(path: &Path) -> String {

@@ -4,6 +4,7 @@
 //! operator is left with: nothing touched, a run that could not go on, or VMs that may still
 //! be stopped. `gates` maps every kind to exit code 2 (`src/app.rs`).
 
+use gates_core::exit::ExitCode;
 use std::path::PathBuf;
 
 use super::act::lease::{EnvLockError, LeaseError};
@@ -250,9 +251,11 @@ impl ChaosError {
         }
     }
 
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> ExitCode {
         match self.kind() {
-            ChaosErrorKind::Refused | ChaosErrorKind::Failed | ChaosErrorKind::RestoreFailed => 2,
+            ChaosErrorKind::Refused | ChaosErrorKind::Failed | ChaosErrorKind::RestoreFailed => {
+                ExitCode::CannotTell
+            }
         }
     }
 
@@ -393,7 +396,7 @@ mod tests {
                 errors: Vec::new(),
             },
         ] {
-            assert_eq!(err.exit_code(), 2, "{err}");
+            assert_eq!(err.exit_code(), ExitCode::CannotTell, "{err}");
         }
     }
 }

@@ -29,6 +29,7 @@ pub use reporters::terminal as progress;
 
 mod run;
 
+use gates_core::exit::ExitCode;
 use std::path::{Path, PathBuf};
 
 use crate::cli::RecoverArgs;
@@ -52,7 +53,7 @@ pub async fn recover(
     env: &Environment,
     args: RecoverArgs,
     out: act::recover::Out<'_>,
-) -> Result<u8, ChaosError> {
+) -> Result<ExitCode, ChaosError> {
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
     act::recover::recover(env, &path, out).await
 }

@@ -4,12 +4,13 @@
 
 use super::prediction;
 use crate::state::provenance::Provenance;
+use gates_core::exit::ExitCode;
 use std::sync::Arc;
 
 use super::act::inject::inject;
 use super::act::lease::{self, Claim, EnvLock, RunLease};
 use super::act::restore::{Restored, restore};
-use super::act::signals::{Signals, signal_code, signal_name};
+use super::act::signals::{Signals, signal_name};
 use super::clients::Clients;
 use super::clock::{Clock, RealClock};
 use super::context::Ctx;
@@ -45,7 +46,7 @@ pub async fn run(
     env: &Environment,
     args: ChaosArgs,
     streams: &mut Streams,
-) -> Result<u8, ChaosError> {
+) -> Result<ExitCode, ChaosError> {
     run_with(config, env, args, &RealClock, streams).await
 }
 
@@ -55,7 +56,7 @@ async fn run_with(
     args: ChaosArgs,
     clock: &dyn Clock,
     streams: &mut Streams,
-) -> Result<u8, ChaosError> {
+) -> Result<ExitCode, ChaosError> {
     let (spec, access) = admit(env, &args)?;
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
     // One run per environment on this machine, whatever the journal path; then the journal.
@@ -76,7 +77,7 @@ async fn run_with(
     };
     match prepare(&run, plain.clone()).await? {
         Some(prepared) => execute(&run, &path, plain, prepared, streams).await,
-        None => Ok(0),
+        None => Ok(ExitCode::Passed),
     }
 }
 
@@ -194,7 +195,7 @@ async fn execute(
     plain: Arc<PlainText>,
     p: Prepared,
     streams: &mut Streams,
-) -> Result<u8, ChaosError> {
+) -> Result<ExitCode, ChaosError> {
     let (env, clock, timings) = (run.env, run.clock, p.planned.timings);
     let mut signals = Signals::install()?;
     // One run per cluster on this machine, whatever the environment is called.
@@ -258,7 +259,7 @@ async fn execute(
             let outcome = format!("interrupted by {} before the fault", signal_name(sig));
             finish_untouched(&ctx, observers, &power, run_lease, &outcome).await;
             streams.say(format_args!("{outcome}; nothing was touched"));
-            return Ok(signal_code(sig));
+            return Ok(ExitCode::Signalled(sig));
         }
         Baseline::Unsteady(why) => {
             let outcome = format!("aborted before the fault: {}", why.join("; "));
@@ -354,7 +355,7 @@ fn conclude(
     events: &Events,
     ran: Ran,
     streams: &mut Streams,
-) -> Result<u8, ChaosError> {
+) -> Result<ExitCode, ChaosError> {
     let env = run.env;
     let target = &p.planned.target;
     let interrupted = match ran.reason {
@@ -427,7 +428,7 @@ fn conclude(
         });
     }
     Ok(match interrupted {
-        Some(sig) => signal_code(sig),
+        Some(sig) => ExitCode::Signalled(sig),
         None => judged.tally.exit_code(),
     })
 }

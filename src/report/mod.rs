@@ -12,6 +12,7 @@ pub mod pushgateway;
 pub mod sarif;
 pub mod unique;
 
+use gates_core::exit::ExitCode;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -105,7 +106,7 @@ impl Run {
 
     /// 0 all pass, 1 a gate failed (or, with `--require-all`, did not pass), 2 something
     /// could not be evaluated.
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> ExitCode {
         let code = self.tally.exit_code();
         match &self.promotion {
             Some(promotion) => promotion.exit_code(code),

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::exit::ExitCode;
+
 use super::capacity::NodeCapacity;
 use super::cluster::Cluster;
 use super::etcd::EtcdLoss;
@@ -168,17 +170,17 @@ impl Prediction {
 
     /// 1 when some host's loss is not survivable (known for sure, whatever else could not be
     /// read), else 2 when some outcome is unknown or nothing could be predicted, else 0.
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> ExitCode {
         if !self.not_survivable.is_empty() || self.hosts.iter().any(|h| h.outcome == Outcome::Lost)
         {
-            1
+            ExitCode::Failed
         } else if !self.cannot_tell.is_empty()
             || self.hosts.is_empty()
             || self.hosts.iter().any(|h| h.outcome == Outcome::Unknown)
         {
-            2
+            ExitCode::CannotTell
         } else {
-            0
+            ExitCode::Passed
         }
     }
 }

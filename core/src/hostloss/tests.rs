@@ -3,6 +3,7 @@
 
 use super::testing::*;
 use super::{Outcome, ProtectedRef};
+use crate::exit::ExitCode;
 use crate::hostloss::schedule::MoveOutcome;
 use crate::state::{Collected, State};
 
@@ -41,7 +42,7 @@ fn two_replicas_on_three_hosts_survive_every_host_and_exit_zero() {
     for h in &p.hosts {
         assert_eq!(h.outcome, Outcome::Survives, "{}: {:?}", h.host, h.reasons);
     }
-    assert_eq!(p.exit_code(), 0);
+    assert_eq!(p.exit_code(), ExitCode::Passed);
     let moves = moves_of(&p, "pve1");
     assert_eq!(moves.len(), 1);
     assert_eq!(
@@ -75,7 +76,7 @@ fn a_pod_that_fits_no_survivor_makes_the_loss_not_survivable_with_the_schedulers
         h.first_reason().unwrap(),
         "ReplicaSet apps/big-rs: pod apps/big-1 cannot be rescheduled: 0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 2 Insufficient cpu"
     );
-    assert_eq!(p.exit_code(), 1);
+    assert_eq!(p.exit_code(), ExitCode::Failed);
     assert_eq!(p.worst.as_deref(), Some("pve1"));
     assert!(
         p.host("pve2").unwrap().survivable(),
@@ -471,7 +472,7 @@ fn unreadable_l2_policies_make_the_outcome_unknown_and_exit_two() {
     };
     let p = run_with(&ingress_env(), &s, &[]);
     assert_eq!(p.host("pve1").unwrap().outcome, Outcome::Unknown);
-    assert_eq!(p.exit_code(), 2);
+    assert_eq!(p.exit_code(), ExitCode::CannotTell);
 }
 
 // ------------------------------------------------------------------ Longhorn
@@ -773,12 +774,12 @@ fn a_node_without_a_host_makes_every_host_loss_fatal() {
             "node w-1 has no host label topology.kubernetes.io/zone: no host's loss can be shown survivable while a node's host is unknown"
         );
     }
-    assert_eq!(p.exit_code(), 1);
+    assert_eq!(p.exit_code(), ExitCode::Failed);
     // With no node on a known host there is no host to list, and the reason stays.
     let p = run(&state().nodes([node("w-1").ready().build()]).build());
     assert!(p.hosts.is_empty());
     assert_eq!(p.not_survivable.len(), 1);
-    assert_eq!(p.exit_code(), 1);
+    assert_eq!(p.exit_code(), ExitCode::Failed);
 }
 
 #[test]
@@ -802,7 +803,7 @@ fn a_node_whose_vm_config_could_not_be_read_makes_every_outcome_unknown_not_lost
             reasons(&p, &h.host)
         );
     }
-    assert_eq!(p.exit_code(), 2);
+    assert_eq!(p.exit_code(), ExitCode::CannotTell);
     // With no node on a known host, nothing can be predicted, and the prediction says why.
     let s = state()
         .nodes(three())
@@ -818,7 +819,7 @@ fn a_node_whose_vm_config_could_not_be_read_makes_every_outcome_unknown_not_lost
         "{:?}",
         p.cannot_tell
     );
-    assert_eq!(p.exit_code(), 2);
+    assert_eq!(p.exit_code(), ExitCode::CannotTell);
 }
 
 fn usage_env() -> crate::config::Environment {
@@ -849,7 +850,7 @@ fn unreadable_metrics_make_the_measured_capacity_unknown_and_exit_two() {
     );
     // A host whose loss moves nothing leaves the survivors' load as it is.
     assert_eq!(p.host("pve3").unwrap().outcome, Outcome::Survives);
-    assert_eq!(p.exit_code(), 2);
+    assert_eq!(p.exit_code(), ExitCode::CannotTell);
 }
 
 #[test]
@@ -873,7 +874,7 @@ fn unreadable_metrics_still_let_requests_prove_a_loss_fatal() {
     );
     assert_eq!(
         p.exit_code(),
-        1,
+        ExitCode::Failed,
         "not survivable is known whatever else is not"
     );
 }
@@ -893,7 +894,7 @@ fn a_receiving_node_that_metrics_server_has_not_reported_is_unknown_by_name() {
         reasons(&p, "pve1"),
         "unknown: the measured load of cp-3 (taking moved pods) is unknown: metrics-server has not reported it"
     );
-    assert_eq!(p.exit_code(), 2);
+    assert_eq!(p.exit_code(), ExitCode::CannotTell);
 }
 
 #[test]
@@ -904,7 +905,7 @@ fn judged_by_requests_unreadable_metrics_do_not_matter() {
         .with(|s| s.node_metrics = Collected::Absent("metrics-server is not installed".into()))
         .build();
     let p = run(&s);
-    assert_eq!(p.exit_code(), 0);
+    assert_eq!(p.exit_code(), ExitCode::Passed);
 }
 
 #[test]
@@ -915,7 +916,7 @@ fn unreadable_pods_mean_nothing_can_be_predicted() {
         .build();
     let p = run(&s);
     assert_eq!(p.cannot_tell, ["pods could not be read: forbidden"]);
-    assert_eq!(p.exit_code(), 2);
+    assert_eq!(p.exit_code(), ExitCode::CannotTell);
 }
 
 #[test]

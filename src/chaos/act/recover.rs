@@ -4,6 +4,7 @@
 //! credentials go only to the Proxmox URLs of the environment file, never to one named only
 //! in the journal.
 
+use gates_core::exit::ExitCode;
 use std::io::Write;
 use std::path::Path;
 
@@ -68,7 +69,7 @@ macro_rules! say {
 /// Where recovery tells what it did (stdout on the command line, a buffer in tests).
 pub type Out<'a> = &'a mut (dyn Write + Send);
 
-pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8, ChaosError> {
+pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<ExitCode, ChaosError> {
     if !path.exists() {
         say!(
             out,
@@ -76,7 +77,7 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
             path.display(),
             env.name
         );
-        return Ok(0);
+        return Ok(ExitCode::Passed);
     }
     let _env_lock = super::lease::EnvLock::acquire(env)?;
     let _lock = RunLock::acquire(path, &env.name)
@@ -99,7 +100,7 @@ pub async fn recover(env: &Environment, path: &Path, out: Out<'_>) -> Result<u8,
     let settled = settle(env, path, &records, &plan, &mut *out).await;
     // Whatever the journal still owes, the dead run's Lease would refuse every new run.
     release_lease(env, path, &records, out).await;
-    settled.map(|()| 0)
+    settled.map(|()| ExitCode::Passed)
 }
 
 /// Start what the journal owes and settle it.
@@ -413,7 +414,10 @@ mod tests {
         journal.append(Entry::Restored).unwrap();
         let before = std::fs::read_to_string(&path).unwrap();
         let mut said = Vec::new();
-        assert_eq!(recover(&env, &path, &mut said).await.unwrap(), 0);
+        assert_eq!(
+            recover(&env, &path, &mut said).await.unwrap(),
+            ExitCode::Passed
+        );
         assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
         let said = String::from_utf8(said).unwrap();

@@ -4,11 +4,6 @@
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// The exit code of a run ended by a signal: 128 + the signal number.
-pub fn signal_code(signal: i32) -> u8 {
-    128u8.saturating_add(signal as u8)
-}
-
 pub fn signal_name(signal: i32) -> &'static str {
     match signal {
         2 => "SIGINT",
@@ -129,6 +124,6 @@ mod tests {
         let got = signals.sleep_until(start + Duration::from_secs(60)).await;
         assert_eq!(got, Some(15));
         assert!(start.elapsed() < Duration::from_secs(5));
-        assert_eq!((signal_code(15), signal_name(15)), (143, "SIGTERM"));
+        assert_eq!(signal_name(15), "SIGTERM");
     }
 }
