@@ -36,7 +36,8 @@ bench-k8s: k8s
     cargo build --release
     cargo bench --bench real_kube_scale
 
-# Fuzz one parser (snapshot, environment, gate, journal, chaos_report, list_page) with cargo-fuzz's
+# Fuzz one parser (snapshot, environment, gate, journal, chaos_report, list_page,
+# talos_template) with cargo-fuzz's
 # libFuzzer on the stable toolchain (RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its -Z flags), for
 # SECONDS. The target is built once and its binary run directly, so a run never rebuilds with
 # other flags. Crashes and hangs land in fuzz/artifacts/TARGET, which `cargo test` replays; the

@@ -2,8 +2,8 @@
 //! corpus (`tests/integration/fuzz_corpus.rs`). Each takes arbitrary bytes and runs one
 //! parser exactly as the CLI reaches it (through a file, since that is how input arrives):
 //! the snapshot reader, the environment and gate file loader, the chaos journal reader, the
-//! chaos report reader, and the splitter of a live list's pages (which reads an answer's
-//! text, not a file). The property asserted is the one users rely on: bad input
+//! chaos report reader, a Jinja Talos template, and the splitter of a live list's pages (which
+//! reads an answer's text, not a file). The property asserted is the one users rely on: bad input
 //! gives an error, never a panic or a hang. The snapshot target also holds the parallel
 //! split of a large list to the scan in turn, on every input.
 
@@ -20,6 +20,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("journal", journal),
     ("chaos_report", chaos_report),
     ("list_page", list_page),
+    ("talos_template", talos_template),
 ];
 
 /// A fresh scratch directory for one input.
@@ -34,6 +35,24 @@ fn put(dir: &Path, rel: &str, data: &[u8]) -> PathBuf {
     }
     std::fs::write(&path, data).expect("a scratch file");
     path
+}
+
+/// A Jinja Talos template in a patch directory, read as written and rendered per role with
+/// `repo.template_env`, beside a node file.
+pub fn talos_template(data: &[u8]) {
+    let dir = scratch();
+    put(dir.path(), "talos/machineconfig.yaml.j2", data);
+    put(
+        dir.path(),
+        "talos/controlplane/cp.yaml",
+        b"machine:\n  network:\n    hostname: cp\n",
+    );
+    let env = crate::config::TemplateEnv {
+        control_plane: [("MACHINE_TYPE".to_string(), "controlplane".to_string())].into(),
+        worker: [("MACHINE_TYPE".to_string(), "worker".to_string())].into(),
+    };
+    let _ = crate::repo::talos::load(dir.path(), "talos", &[], None);
+    let _ = crate::repo::talos::load(dir.path(), "talos", &[], Some(&env));
 }
 
 /// A page of a live list as the API server answers it: split into its objects, its

@@ -28,6 +28,8 @@ pub struct Layout {
     pub sources: Vec<String>,
     /// The VM tags that name each role.
     pub roles: crate::config::RoleTags,
+    /// The variables Jinja Talos templates are rendered with, per role.
+    pub template_env: Option<crate::config::TemplateEnv>,
 }
 
 impl Layout {
@@ -81,6 +83,7 @@ impl Layout {
         sources.extend(spec.sources.iter().cloned());
         Layout {
             roles: spec.roles.clone().unwrap_or_default(),
+            template_env: spec.template_env.clone(),
             sources,
             names,
             kubernetes,
@@ -305,7 +308,7 @@ pub fn load(root: &Path, layout: &Layout) -> Declared {
             let talos = layout
                 .talos
                 .get(name)
-                .map(|dir| talos::load(root, dir, &nodes));
+                .map(|dir| talos::load(root, dir, &nodes, layout.template_env.as_ref()));
             let talos = with_terraform_patches(talos, terraform.as_ref(), &nodes);
             let talos_nodes = match &talos {
                 Some(Ok(patches)) => patches

@@ -81,3 +81,64 @@ impl fmt::Display for RepoError {
 }
 
 impl std::error::Error for RepoError {}
+
+/// The file a problem names first (`talos/x.yaml.j2:4: ...`, or after a lead-in such as
+/// `Talos patch not read: `), if any.
+fn file_of(problem: &str) -> Option<&str> {
+    const EXTENSIONS: [&str; 10] = [
+        ".yaml", ".yml", ".json", ".tf", ".tfvars", ".hcl", ".j2", ".tftpl", ".tpl", ".toml",
+    ];
+    problem.split_whitespace().find_map(|token| {
+        let (path, _) = token.split_once(':')?;
+        EXTENSIONS
+            .iter()
+            .any(|ext| path.ends_with(ext))
+            .then_some(path)
+    })
+}
+
+/// Problems grouped by the file they name, in the order each file first appears; those
+/// naming no file first.
+pub fn by_file(problems: &[String]) -> Vec<(Option<&str>, Vec<&String>)> {
+    let mut groups: Vec<(Option<&str>, Vec<&String>)> = vec![(None, Vec::new())];
+    for problem in problems {
+        let file = file_of(problem);
+        match groups.iter_mut().find(|(f, _)| *f == file) {
+            Some((_, list)) => list.push(problem),
+            None => groups.push((file, vec![problem])),
+        }
+    }
+    groups.retain(|(_, list)| !list.is_empty());
+    groups
+}
+
+#[cfg(test)]
+mod grouping_tests {
+    use super::*;
+
+    #[test]
+    fn problems_are_grouped_under_the_file_they_name_in_first_seen_order() {
+        let problems: Vec<String> = [
+            "gates/environments/staging.yaml:3:1: unknown key `x`",
+            "Talos patch not read: talos/a.yaml.j2: a Jinja template with control flow",
+            "kube.kubeconfig: /nowhere does not exist",
+            "talos/b.yaml.j2:2: v1alpha1 machine.type is written by ...",
+            "Talos value not known: talos/a.yaml.j2:5: v1alpha1 cluster.x is written by ...",
+        ]
+        .map(String::from)
+        .to_vec();
+        let groups: Vec<(Option<&str>, usize)> = by_file(&problems)
+            .into_iter()
+            .map(|(f, list)| (f, list.len()))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                (None, 1),
+                (Some("gates/environments/staging.yaml"), 1),
+                (Some("talos/a.yaml.j2"), 2),
+                (Some("talos/b.yaml.j2"), 1),
+            ]
+        );
+    }
+}

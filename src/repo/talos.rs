@@ -1,13 +1,15 @@
 //! Talos machine-config patches of an environment, from its patch directory. Which nodes a
-//! patch applies to comes from its file name: `common*.yaml`, `all*.yaml` and `cluster*.yaml`
-//! (the base a home-ops layout patches per role and node) every node,
+//! patch applies to comes from its file name: `common*.yaml`, `all*.yaml`, `cluster*.yaml` and
+//! `machineconfig*.yaml` (the base a home-ops layout renders for every node and patches per
+//! role and node) every node,
 //! `controlplane*.yaml` the control planes, `worker*.yaml` the workers, and `NODE.yaml`
 //! (directly or under `nodes/`) the node of that name. A file that names its node's hostname
 //! (a `HostnameConfig` document, or `machine.network.hostname`) is that node's, and declares
 //! the node: its role is its `machine.type`, else the directory it is in (`controlplane/`,
 //! `worker/`). A directory holding talhelper's `talconfig.yaml` is read through it (see
 //! [`talhelper`]). Jinja templates (`.yaml.j2`) are read when their only Jinja is interpolations, whose
-//! values are unknown (see [`jinja`]).
+//! values are unknown, or, with `repo.template_env`, rendered once per role their name or
+//! directory leaves open (see [`jinja`]).
 //! Other files are noted as unread.
 //!
 //! Read from each patch: `cluster.allowSchedulingOnControlPlanes`, `machine.nodeLabels`,
@@ -25,6 +27,7 @@ use std::path::Path;
 use super::kustomize::{join, read};
 use super::site::RepoError;
 use super::yaml::{self, Node};
+use crate::config::TemplateEnv;
 
 /// Who a patch applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,15 +164,88 @@ impl Patches {
     }
 }
 
-/// Read every patch file under `dir`; `nodes` are the declared node names.
-pub fn load(repo: &Path, dir: &str, nodes: &[String]) -> Result<Patches, RepoError> {
+/// Read every patch file under `dir`; `nodes` are the declared node names, `template_env` the
+/// variables Jinja templates are rendered with per role.
+pub fn load(
+    repo: &Path,
+    dir: &str,
+    nodes: &[String],
+    template_env: Option<&TemplateEnv>,
+) -> Result<Patches, RepoError> {
     let mut out = Patches::default();
     if let Some(file) = talhelper::config_file(repo, dir) {
         talhelper::load(repo, &file, &mut out)?;
         return Ok(out);
     }
-    walk(repo, dir, nodes, None, &mut out)?;
+    let walk_in = Walk {
+        repo,
+        nodes,
+        template_env,
+    };
+    walk_in.dir(dir, None, &mut out)?;
     Ok(out)
+}
+
+/// What every directory of a walk shares.
+struct Walk<'a> {
+    repo: &'a Path,
+    nodes: &'a [String],
+    template_env: Option<&'a TemplateEnv>,
+}
+
+/// One reading of a patch file: its text ready for YAML, the interpolations set aside, and the
+/// role it was rendered for (`None`: the file has no control flow, or its role was known).
+struct Reading {
+    text: String,
+    exprs: Vec<String>,
+    rendered_for: Option<bool>,
+}
+
+impl Walk<'_> {
+    /// The readings of a file: one as written, or for a template with control flow one per
+    /// role it may be rendered for (`role`: what its name or directory says). `Err`: why it is
+    /// not read.
+    fn readings(
+        &self,
+        text: String,
+        template: bool,
+        role: Option<bool>,
+    ) -> Result<Vec<Reading>, String> {
+        if !template {
+            return Ok(vec![Reading {
+                text,
+                exprs: Vec::new(),
+                rendered_for: None,
+            }]);
+        }
+        let flow = text.contains("{%") || text.contains("{#");
+        let (Some(vars), true) = (self.template_env, flow) else {
+            let (text, exprs) = jinja::placeholders(&text, None)?;
+            return Ok(vec![Reading {
+                text,
+                exprs,
+                rendered_for: None,
+            }]);
+        };
+        let roles: &[bool] = match role {
+            Some(true) => &[true],
+            Some(false) => &[false],
+            None => &[true, false],
+        };
+        roles
+            .iter()
+            .map(|&control_plane| {
+                let known = vars.of(control_plane);
+                let rendered = jinja::render(&text, known)?;
+                let (text, exprs) = jinja::placeholders(&rendered, Some(known))?;
+                Ok(Reading {
+                    text,
+                    exprs,
+                    rendered_for: role.is_none().then_some(control_plane),
+                })
+            })
+            .collect()
+    }
 }
 
 /// The role a directory's name gives the files in it.
@@ -190,31 +266,38 @@ pub fn machine_type_role(value: &str) -> Option<bool> {
     }
 }
 
-fn walk(
-    repo: &Path,
-    dir: &str,
-    nodes: &[String],
-    role: Option<bool>,
-    out: &mut Patches,
-) -> Result<(), RepoError> {
-    let mut entries: Vec<_> = std::fs::read_dir(repo.join(dir))
-        .map_err(|err| {
-            RepoError::file(dir, format!("cannot read the Talos patch directory: {err}"))
-        })?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let rel = join(dir, &name);
-        if path.is_dir() {
-            walk(repo, &rel, nodes, dir_role(&name).or(role), out)?;
-            continue;
+impl Walk<'_> {
+    fn dir(&self, dir: &str, role: Option<bool>, out: &mut Patches) -> Result<(), RepoError> {
+        let mut entries: Vec<_> = std::fs::read_dir(self.repo.join(dir))
+            .map_err(|err| {
+                RepoError::file(dir, format!("cannot read the Talos patch directory: {err}"))
+            })?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let rel = join(dir, &name);
+            if path.is_dir() {
+                self.dir(&rel, dir_role(&name).or(role), out)?;
+                continue;
+            }
+            self.file(&rel, &name, role, out)?;
         }
+        Ok(())
+    }
+
+    fn file(
+        &self,
+        rel: &str,
+        name: &str,
+        role: Option<bool>,
+        out: &mut Patches,
+    ) -> Result<(), RepoError> {
         let template = name.ends_with(".yaml.j2") || name.ends_with(".yml.j2");
         let Some(stem) = name
             .strip_suffix(".yaml")
@@ -222,95 +305,135 @@ fn walk(
             .or_else(|| name.strip_suffix(".yaml.j2"))
             .or_else(|| name.strip_suffix(".yml.j2"))
         else {
-            continue;
+            return Ok(());
         };
-        let mut text = read(repo, &rel)?;
-        let mut exprs = Vec::new();
-        if template {
-            match jinja::placeholders(&text) {
-                Ok((rendered, found)) => (text, exprs) = (rendered, found),
-                Err(why) => {
-                    out.skipped.push(format!("{rel}: {why}"));
-                    continue;
-                }
-            }
-        }
-        let mut docs = yaml::parse(&rel, &text)?;
-        let mut unknown = Vec::new();
-        if !exprs.is_empty() {
-            let set_aside: Result<Vec<_>, String> = docs
-                .iter_mut()
-                .map(|doc| jinja::set_aside(doc, &exprs))
-                .collect();
-            match set_aside {
-                Ok(found) => unknown = found.into_iter().flatten().collect(),
-                Err(why) => {
-                    out.skipped.push(why);
-                    continue;
-                }
-            }
-        }
-        out.unknown.extend(unknown);
-        let docs: Vec<Node> = docs
-            .into_iter()
-            .map(|doc| {
-                if doc.as_map().is_none() {
-                    return Err(RepoError::new(
-                        doc.site.clone(),
-                        "a machine-config patch must be a YAML mapping",
-                    ));
-                }
-                Ok(normalize(doc))
-            })
-            .collect::<Result<_, _>>()?;
-        let hostname = docs
+        let base = ["common", "all", "cluster", "machineconfig"]
             .iter()
-            .find_map(|d| d.get(&["machine", "network", "hostname"]))
-            .filter(|h| h.as_str().is_some_and(|s| !s.is_empty()))
-            .cloned();
-        let base =
-            stem.starts_with("common") || stem.starts_with("all") || stem.starts_with("cluster");
-        let by_role = base
-            || stem.starts_with("controlplane")
-            || stem.starts_with("control-plane")
-            || stem.starts_with("worker");
-        let applies = match &hostname {
-            Some(host) if !by_role => {
-                let declared_role = docs
-                    .iter()
-                    .find_map(|d| d.get_str(&["machine", "type"]))
-                    .and_then(machine_type_role)
-                    .or(role);
-                out.nodes.push(TalosNode {
-                    name: host.clone(),
-                    control_plane: declared_role,
-                    declared_by: NODE_FILE,
-                });
-                Applies::Node(host.as_str().unwrap_or_default().to_string())
-            }
-            _ if base => Applies::All,
-            _ if stem.starts_with("controlplane") || stem.starts_with("control-plane") => {
-                Applies::ControlPlanes
-            }
-            _ if stem.starts_with("worker") => Applies::Workers,
-            _ if nodes.iter().any(|n| n == stem) => Applies::Node(stem.to_string()),
-            _ => {
-                out.notes.push(format!(
-                    "{rel}: not read: the name says neither a role nor a declared node"
-                ));
-                out.unmatched.push(rel);
-                continue;
+            .any(|b| stem.starts_with(b));
+        let named_role = if stem.starts_with("controlplane") || stem.starts_with("control-plane") {
+            Some(true)
+        } else if stem.starts_with("worker") {
+            Some(false)
+        } else {
+            None
+        };
+        let by_role = base || named_role.is_some();
+        let text = read(self.repo, rel)?;
+        let render_role = named_role.or(if base { None } else { role });
+        let mut readings = match self.readings(text, template, render_role) {
+            Ok(readings) => readings,
+            Err(why) => {
+                out.skipped.push(format!("{rel}: {why}"));
+                return Ok(());
             }
         };
-        for doc in docs {
-            out.patches.push(Patch {
-                file: rel.clone(),
-                applies: applies.clone(),
-                doc,
-            });
+        // A file whose role nothing names but whose two renderings agree is one patch.
+        if readings.len() == 2 && readings[0].text == readings[1].text && !base {
+            readings.truncate(1);
+            readings[0].rendered_for = None;
         }
+        for reading in readings {
+            let mut docs = yaml::parse(rel, &reading.text)?;
+            if !reading.exprs.is_empty() {
+                let set_aside: Result<Vec<_>, String> = docs
+                    .iter_mut()
+                    .map(|doc| jinja::set_aside(doc, &reading.exprs))
+                    .collect();
+                match set_aside {
+                    Ok(found) => {
+                        // Each rendering of a file finds the same interpolations outside its
+                        // branches: one of each is enough.
+                        for unknown in found.into_iter().flatten() {
+                            let shown = unknown.to_string();
+                            if !out.unknown.iter().any(|u| u.to_string() == shown) {
+                                out.unknown.push(unknown);
+                            }
+                        }
+                    }
+                    Err(why) => {
+                        out.skipped.push(why);
+                        return Ok(());
+                    }
+                }
+            }
+            let docs: Vec<Node> = docs
+                .into_iter()
+                .map(|doc| {
+                    if doc.as_map().is_none() {
+                        return Err(RepoError::new(
+                            doc.site.clone(),
+                            "a machine-config patch must be a YAML mapping",
+                        ));
+                    }
+                    Ok(normalize(doc))
+                })
+                .collect::<Result<_, _>>()?;
+            let hostname = docs
+                .iter()
+                .find_map(|d| d.get(&["machine", "network", "hostname"]))
+                .filter(|h| h.as_str().is_some_and(|s| !s.is_empty()))
+                .cloned();
+            let applies = match (&hostname, reading.rendered_for) {
+                (Some(host), _) if !by_role => {
+                    let declared_role = docs
+                        .iter()
+                        .find_map(|d| d.get_str(&["machine", "type"]))
+                        .and_then(machine_type_role)
+                        .or(role);
+                    match (reading.rendered_for, declared_role) {
+                        (Some(_), None) => {
+                            out.skipped.push(format!(
+                                "{rel}: its control flow renders differently per role and \
+                                 nothing says which role node {} has (machine.type, or a \
+                                 controlplane/ or worker/ directory)",
+                                host.as_str().unwrap_or_default()
+                            ));
+                            return Ok(());
+                        }
+                        // The rendering for the role this node does not have.
+                        (Some(rendered), Some(declared)) if rendered != declared => continue,
+                        _ => {}
+                    }
+                    out.nodes.push(TalosNode {
+                        name: host.clone(),
+                        control_plane: declared_role,
+                        declared_by: NODE_FILE,
+                    });
+                    Applies::Node(host.as_str().unwrap_or_default().to_string())
+                }
+                (_, Some(true)) if base => Applies::ControlPlanes,
+                (_, Some(false)) if base => Applies::Workers,
+                _ if base => Applies::All,
+                _ if named_role == Some(true) => Applies::ControlPlanes,
+                _ if named_role == Some(false) => Applies::Workers,
+                _ if reading.rendered_for.is_none() && self.nodes.iter().any(|n| n == stem) => {
+                    Applies::Node(stem.to_string())
+                }
+                _ if reading.rendered_for.is_some() => {
+                    out.skipped.push(format!(
+                        "{rel}: its control flow renders differently per role and nothing says \
+                         which role its node has (put it under controlplane/ or worker/)"
+                    ));
+                    return Ok(());
+                }
+                _ => {
+                    out.notes.push(format!(
+                        "{rel}: not read: the name says neither a role nor a declared node"
+                    ));
+                    out.unmatched.push(rel.to_string());
+                    return Ok(());
+                }
+            };
+            for doc in docs {
+                out.patches.push(Patch {
+                    file: rel.to_string(),
+                    applies: applies.clone(),
+                    doc,
+                });
+            }
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// A Talos 1.12+ document in the shape of the v1alpha1 fields gates reads: a `HostnameConfig`
@@ -422,6 +545,7 @@ mod tests {
             dir.path(),
             "talos",
             &["cp-01".to_string(), "w-01".to_string()],
+            None,
         )
         .unwrap();
         let labels = p.labels("cp-01", true);
@@ -457,7 +581,7 @@ mod tests {
                 "machine:\n  type: worker\n  network:\n    hostname: box\n",
             ),
         ]);
-        let p = load(dir.path(), "talos", &[]).unwrap();
+        let p = load(dir.path(), "talos", &[], None).unwrap();
         let nodes = roles(&p);
         assert_eq!(nodes, vec![("box", Some(false)), ("cp-a", Some(true))]);
         let labels = p.labels("cp-a", true);
@@ -489,7 +613,7 @@ mod tests {
                 "{% if x %}\nmachine: {}\n{% endif %}\n",
             ),
         ]);
-        let p = load(dir.path(), "talos", &["n".to_string()]).unwrap();
+        let p = load(dir.path(), "talos", &["n".to_string()], None).unwrap();
         assert_eq!(p.labels("n", false).len(), 1);
         assert_eq!(
             p.unknown
@@ -524,7 +648,7 @@ mod tests {
             "talos/controlplane.yaml",
             "apiVersion: v1alpha1\nkind: Layer2VIPConfig\nname: 10.0.0.5\nlink: bond0\n",
         )]);
-        let p = load(dir.path(), "talos", &["cp".to_string()]).unwrap();
+        let p = load(dir.path(), "talos", &["cp".to_string()], None).unwrap();
         let vips = p.vips("cp", true);
         assert_eq!(
             vips.iter()
@@ -551,7 +675,7 @@ mod tests {
             ("talos/p/b.yaml", "machine:\n  nodeLabels:\n    disk: ssd\n"),
             ("talos/p/unused.yaml", "machine: {}\n"),
         ]);
-        let p = load(dir.path(), "talos", &[]).unwrap();
+        let p = load(dir.path(), "talos", &[], None).unwrap();
         let nodes = roles(&p);
         assert_eq!(nodes, vec![("a", Some(true)), ("b", Some(false))]);
         let labels = p.labels("b", false);
@@ -577,11 +701,11 @@ mod tests {
     #[test]
     fn a_malformed_patch_is_an_error_naming_the_file_and_line() {
         let dir = repo(&[("talos/common.yaml", "machine:\n  nodeLabels: [a\n")]);
-        let err = load(dir.path(), "talos", &[]).unwrap_err();
+        let err = load(dir.path(), "talos", &[], None).unwrap_err();
         assert!(err.to_string().starts_with("talos/common.yaml:"), "{err}");
         let dir = repo(&[("talos/common.yaml", "- a\n")]);
         assert!(
-            load(dir.path(), "talos", &[])
+            load(dir.path(), "talos", &[], None)
                 .unwrap_err()
                 .message
                 .contains("mapping")

@@ -14,4 +14,4 @@ pub use environment::{
 };
 pub use error::{ConfigError, ConfigErrors, nearest};
 pub use gate::{EnvironmentSet, Gate, GateRole};
-pub use repo::{RepoSpec, RoleTags};
+pub use repo::{RepoSpec, RoleTags, TemplateEnv};

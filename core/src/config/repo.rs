@@ -37,6 +37,32 @@ pub struct RepoSpec {
     /// `controlplane`, `ctrl`, `controller`, `master`; workers: `worker`).
     #[serde(default)]
     pub roles: Option<RoleTags>,
+    /// The variables the repository's render step gives its Jinja Talos templates for each
+    /// role, as minijinja-cli's `ENV` (`{control_plane: {MACHINE_TYPE: controlplane}, worker:
+    /// {MACHINE_TYPE: worker}}`): with them a template's `if`/`elif`/`else` is rendered per
+    /// role; without them a template with control flow is not read.
+    #[serde(default)]
+    pub template_env: Option<TemplateEnv>,
+}
+
+/// Per role, the `ENV` variables a Jinja template is rendered with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemplateEnv {
+    #[serde(default)]
+    pub control_plane: BTreeMap<String, String>,
+    #[serde(default)]
+    pub worker: BTreeMap<String, String>,
+}
+
+impl TemplateEnv {
+    /// The variables of one role.
+    pub fn of(&self, control_plane: bool) -> &BTreeMap<String, String> {
+        match control_plane {
+            true => &self.control_plane,
+            false => &self.worker,
+        }
+    }
 }
 
 /// The tag words of each role.

@@ -1,9 +1,16 @@
 //! Jinja-templated Talos patches (`*.yaml.j2`, rendered by minijinja-cli or `just template`
 //! before `talosctl` reads them). A template whose only Jinja is `{{ ... }}` interpolations is
 //! read: every value an interpolation writes is *unknown* (set aside with its file, line and
-//! expression) and everything else is read as written. Control flow (`{% ... %}`), comments
-//! (`{# ... #}`) and an interpolation inside a key leave the whole template unread: what it
-//! renders then depends on values gates does not have.
+//! expression) and everything else is read as written. Control flow (`{% if %}`, `{% elif %}`,
+//! `{% else %}`) and comments are rendered when the environment names the variables the
+//! repository's render step gives each role (`repo.template_env`, minijinja-cli's `ENV`): each
+//! condition is evaluated by minijinja, the engine minijinja-cli is built on, and the branches
+//! not taken are blanked line for line, so every line keeps its number for evidence. A
+//! condition over a variable not given, other tags (`for`, `set`, macros) and an interpolation
+//! inside a key leave the whole template unread: what it renders then depends on values gates
+//! does not have.
+
+use std::collections::BTreeMap;
 
 use crate::repo::site::Site;
 use crate::repo::yaml::{Node, Value};
@@ -41,13 +48,24 @@ pub fn token(n: usize) -> String {
 }
 
 /// The template's text with each interpolation replaced by a placeholder YAML reads as plain
-/// text, and the interpolations in order; `Err`: why the template is not read.
-pub fn placeholders(text: &str) -> Result<(String, Vec<String>), String> {
-    if text.contains("{%") {
-        return Err("a Jinja template with control flow ({% ... %}) gates does not render".into());
-    }
-    if text.contains("{#") {
-        return Err("a Jinja template with comments ({# ... #}) gates does not render".into());
+/// text, and the interpolations in order; `Err`: why the template is not read. `known`: the
+/// variables the render step gives: an interpolation over nothing else (`{{ ENV.NAME }}`,
+/// `{{ 'm' if ENV.NAME == 'controlplane' else 'w' }}`) is evaluated by minijinja and written
+/// as it renders.
+pub fn placeholders(
+    text: &str,
+    known: Option<&BTreeMap<String, String>>,
+) -> Result<(String, Vec<String>), String> {
+    if text.contains("{%") || text.contains("{#") {
+        return Err(format!(
+            "a Jinja template with {} gates renders only with repo.template_env (the \
+             variables your render step gives each role, such as MACHINE_TYPE)",
+            if text.contains("{%") {
+                "control flow ({% ... %})"
+            } else {
+                "comments ({# ... #})"
+            }
+        ));
     }
     let mut out = String::with_capacity(text.len());
     let mut exprs = Vec::new();
@@ -57,15 +75,135 @@ pub fn placeholders(text: &str) -> Result<(String, Vec<String>), String> {
             return Err("an unclosed {{ in the template".into());
         };
         out.push_str(&rest[..start]);
-        out.push_str(&token(exprs.len()));
-        exprs.push(format!(
-            "the Jinja interpolation `{{{{ {} }}}}`",
-            rest[start + 2..start + len].trim()
-        ));
+        let expr =
+            rest[start + 2..start + len].trim_matches(|c: char| c == '-' || c.is_whitespace());
+        match known.and_then(|vars| evaluate(expr, vars)) {
+            Some(value) => out.push_str(&value),
+            None => {
+                out.push_str(&token(exprs.len()));
+                exprs.push(format!("the Jinja interpolation `{{{{ {expr} }}}}`"));
+            }
+        }
         rest = &rest[start + len + 2..];
     }
     out.push_str(rest);
     Ok((out, exprs))
+}
+
+/// What an expression over `vars` alone renders as; `None` when it reads anything else.
+fn evaluate(expr: &str, vars: &BTreeMap<String, String>) -> Option<String> {
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let compiled = env.compile_expression(expr).ok()?;
+    let value = compiled.eval(minijinja::context! { ENV => vars }).ok()?;
+    // Strict undefined errors only where a missing value is used; one rendered as the whole
+    // interpolation comes back undefined.
+    (!value.is_undefined() && !value.is_none()).then(|| value.to_string())
+}
+
+/// The template with its `if`/`elif`/`else` rendered for `vars` (minijinja-cli's `ENV`) and its
+/// comments removed; every line keeps its number (a branch not taken and each tag leave only
+/// their line breaks). Interpolations stay for [`placeholders`]. `Err`: why it is not read,
+/// with the line.
+pub fn render(text: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let ctx = minijinja::context! { ENV => vars };
+    // Per open `if`: whether its enclosing text is rendered, whether a branch was taken, and
+    // whether the current branch is rendered.
+    struct Frame {
+        outer: bool,
+        taken: bool,
+        on: bool,
+    }
+    let mut stack: Vec<Frame> = Vec::new();
+    let on = |stack: &[Frame]| stack.last().is_none_or(|f| f.on);
+    let line_at = |pos: usize| text[..pos].matches('\n').count() + 1;
+    let blank = |out: &mut String, part: &str| out.extend(part.chars().filter(|c| *c == '\n'));
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    while let Some(found) = text[pos..].find(['{']).map(|i| pos + i) {
+        let open = &text[found..];
+        let close = if open.starts_with("{%") {
+            "%}"
+        } else if open.starts_with("{#") {
+            "#}"
+        } else {
+            let upto = found + 1;
+            match on(&stack) {
+                true => out.push_str(&text[pos..upto]),
+                false => blank(&mut out, &text[pos..upto]),
+            }
+            pos = upto;
+            continue;
+        };
+        match on(&stack) {
+            true => out.push_str(&text[pos..found]),
+            false => blank(&mut out, &text[pos..found]),
+        }
+        let line = line_at(found);
+        let Some(len) = open[2..].find(close) else {
+            return Err(format!("line {line}: an unclosed {}", &open[..2]));
+        };
+        let tag = &open[..len + 4];
+        blank(&mut out, tag);
+        pos = found + len + 4;
+        if close == "#}" {
+            continue;
+        }
+        let body =
+            tag[2..tag.len() - 2].trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
+        let (word, cond) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
+        let test = |cond: &str| -> Result<bool, String> {
+            let unread = |err: minijinja::Error| {
+                format!(
+                    "line {line}: the condition `{cond}` cannot be evaluated with repo.template_env: {}",
+                    err.kind()
+                )
+            };
+            let expr = env.compile_expression(cond).map_err(unread)?;
+            Ok(expr.eval(&ctx).map_err(unread)?.is_true())
+        };
+        match word {
+            "if" => {
+                let outer = on(&stack);
+                let holds = outer && test(cond)?;
+                stack.push(Frame {
+                    outer,
+                    taken: holds,
+                    on: holds,
+                });
+            }
+            "elif" | "else" => {
+                let Some(frame) = stack.last_mut() else {
+                    return Err(format!("line {line}: `{{% {word} %}}` without an `if`"));
+                };
+                let holds = frame.outer && !frame.taken && (word == "else" || test(cond)?);
+                frame.taken |= holds;
+                frame.on = holds;
+            }
+            "endif" => {
+                if stack.pop().is_none() {
+                    return Err(format!("line {line}: `{{% endif %}}` without an `if`"));
+                }
+            }
+            other => {
+                return Err(format!(
+                    "line {line}: `{{% {other} %}}`: gates renders only if, elif and else"
+                ));
+            }
+        }
+    }
+    if let Some(rest) = text.get(pos..) {
+        match on(&stack) {
+            true => out.push_str(rest),
+            false => blank(&mut out, rest),
+        }
+    }
+    if !stack.is_empty() {
+        return Err("an `{% if %}` without its `{% endif %}`".into());
+    }
+    Ok(out)
 }
 
 /// Take the values the interpolations wrote out of a parsed document (`exprs`: what wrote
@@ -159,7 +297,7 @@ mod tests {
     use crate::repo::yaml;
 
     fn read(text: &str) -> (Vec<Node>, Vec<Unknown>) {
-        let (text, exprs) = placeholders(text).unwrap();
+        let (text, exprs) = placeholders(text, None).unwrap();
         let mut docs = yaml::parse("talos/cluster.yaml.j2", &text).unwrap();
         let mut unknown = Vec::new();
         for doc in &mut docs {
@@ -194,21 +332,111 @@ mod tests {
     #[test]
     fn control_flow_comments_and_interpolated_keys_leave_the_template_unread() {
         assert!(
-            placeholders("{% if x %}a: 1{% endif %}")
+            placeholders("{% if x %}a: 1{% endif %}", None)
                 .unwrap_err()
                 .contains("control flow")
         );
         assert!(
-            placeholders("{# note #}a: 1")
+            placeholders("{# note #}a: 1", None)
                 .unwrap_err()
                 .contains("comments")
         );
-        let (text, exprs) = placeholders("machine:\n  nodeLabels:\n    {{ key }}: x\n").unwrap();
+        let (text, exprs) =
+            placeholders("machine:\n  nodeLabels:\n    {{ key }}: x\n", None).unwrap();
         let mut doc = yaml::parse("t.yaml.j2", &text).unwrap().remove(0);
         assert!(
             set_aside(&mut doc, &exprs)
                 .unwrap_err()
                 .contains("in a key")
         );
+    }
+
+    fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_branches_taken_are_kept_and_every_line_keeps_its_number() {
+        let text = "a: 1\n{% if ENV.T == 'cp' %}\nb: 2\n{% elif ENV.T == 'w' %}\nc: 3\n{% else %}\nd: 4\n{% endif %}\ne: {# gone #}5\n";
+        let cp = render(text, &vars(&[("T", "cp")])).unwrap();
+        assert_eq!(cp, "a: 1\n\nb: 2\n\n\n\n\n\ne: 5\n");
+        let w = render(text, &vars(&[("T", "w")])).unwrap();
+        assert_eq!(w.lines().nth(4), Some("c: 3"));
+        let other = render(text, &vars(&[("T", "x")])).unwrap();
+        assert_eq!(other.lines().nth(6), Some("d: 4"));
+        assert_eq!(other.lines().count(), text.lines().count());
+    }
+
+    #[test]
+    fn a_nested_branch_inside_one_not_taken_is_not_evaluated() {
+        // `ENV.MISSING` would be an error, but its `if` sits in a branch not taken.
+        let text = "{% if ENV.T == 'w' %}{% if ENV.MISSING %}x: 1{% endif %}{% endif %}y: 2";
+        assert_eq!(render(text, &vars(&[("T", "cp")])).unwrap(), "y: 2");
+    }
+
+    #[test]
+    fn what_gates_does_not_render_is_refused_with_its_line() {
+        let v = vars(&[("T", "cp")]);
+        let refused = |text: &str| render(text, &v).unwrap_err();
+        assert!(
+            refused("a: 1\n{% if ENV.OTHER == 'x' %}b{% endif %}")
+                .starts_with("line 2: the condition `ENV.OTHER == 'x'` cannot be evaluated"),
+            "{}",
+            refused("a: 1\n{% if ENV.OTHER == 'x' %}b{% endif %}")
+        );
+        assert!(
+            refused("{% for n in nodes %}x{% endfor %}").contains("renders only if, elif and else")
+        );
+        assert!(refused("{% if ENV.T %}x").contains("without its `{% endif %}`"));
+        assert!(refused("{% endif %}").contains("without an `if`"));
+        assert!(refused("a\n{% if ENV.T").starts_with("line 2: an unclosed {%"));
+    }
+
+    #[test]
+    fn a_known_variable_is_written_and_an_unknown_one_set_aside() {
+        let known = vars(&[("T", "controlplane")]);
+        let (text, exprs) = placeholders(
+            "type: {{ ENV.T }}\nzone: {{ 'm' if ENV.T == 'controlplane' else 'w' }}\nimage: {{- ENV.IMAGE -}}\n",
+            Some(&known),
+        )
+        .unwrap();
+        assert!(
+            text.starts_with("type: controlplane\nzone: m\nimage: __gates_unknown_0__"),
+            "{text}"
+        );
+        assert_eq!(exprs, ["the Jinja interpolation `{{ ENV.IMAGE }}`"]);
+    }
+
+    /// Differential: minijinja's own full rendering (as minijinja-cli runs it, trim and lstrip
+    /// blocks on) of the fixture's base template reads as the same YAML as gates's
+    /// line-preserving one, for each role and for a role neither branch names.
+    #[test]
+    fn the_line_preserving_rendering_reads_as_minijinjas_own() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/repo/talos-layouts/talos/rendered/machineconfig.yaml.j2"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut env = minijinja::Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        for role in ["controlplane", "worker", "other"] {
+            let v = vars(&[("MACHINE_TYPE", role), ("SCHEMATIC", "abc")]);
+            let theirs = env
+                .render_str(&text, minijinja::context! { ENV => &v })
+                .unwrap();
+            let (ours, exprs) = placeholders(&render(&text, &v).unwrap(), Some(&v)).unwrap();
+            assert!(exprs.is_empty());
+            assert_eq!(ours.lines().count(), text.lines().count(), "{role}");
+            let parse = |t: &str| serde_yaml_ng::from_str::<serde_yaml_ng::Value>(t).unwrap();
+            assert_eq!(
+                parse(&ours),
+                parse(&theirs),
+                "{role}:\n{ours}\n---\n{theirs}"
+            );
+        }
     }
 }

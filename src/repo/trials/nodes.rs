@@ -94,11 +94,12 @@ fn host_of(
     if node.is_vm() {
         return node.host().map(str::to_string);
     }
-    patches?
-        .labels(node.name(), node.control_plane == Some(true))
-        .into_iter()
-        .find(|(k, _)| k == label)
-        .and_then(|(_, v)| v.as_str().map(str::to_string))
+    // The labels the node will carry: its patches' and kubelet's own (`kubernetes.io/hostname`
+    // is its name, so a host label of that key makes each node its own host, as on bare metal).
+    super::l2::node_labels(node, patches)
+        .labels
+        .get(label)
+        .cloned()
 }
 
 /// What is wrong with where the control planes run, whatever the hosts not known turn out

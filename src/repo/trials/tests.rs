@@ -44,9 +44,19 @@ pub(super) fn run_spec(name: &str, spec: crate::config::RepoSpec) -> BTreeMap<St
 
 /// [`run_spec`] over the repository at `repo` (a changed copy of a fixture).
 pub(super) fn run_spec_at(repo: &Path, spec: crate::config::RepoSpec) -> BTreeMap<String, Finding> {
+    run_spec_with(repo, spec, |_| {})
+}
+
+/// [`run_spec_at`] with staging changed by `edit` first (another host label, say).
+pub(super) fn run_spec_with(
+    repo: &Path,
+    spec: crate::config::RepoSpec,
+    edit: impl FnOnce(&mut crate::config::Environment),
+) -> BTreeMap<String, Finding> {
     let config = config();
     let mut env = config.environment("staging").unwrap().clone();
     env.repo = Some(spec);
+    edit(&mut env);
     let run = prepare(&config, &env, Some(repo))
         .unwrap()
         .expect("a repository");

@@ -152,3 +152,105 @@ fn a_jinja_interpolation_decides_only_the_trials_that_read_where_it_writes() {
         "{s:?}"
     );
 }
+
+/// The `rendered` layout, its base template rendered with `MACHINE_TYPE` per role as the
+/// repository's render step does.
+fn rendered(template_env: Option<crate::config::TemplateEnv>) -> BTreeMap<String, Finding> {
+    run_spec(
+        "talos-layouts",
+        RepoSpec {
+            template_env,
+            ..spec("rendered")
+        },
+    )
+}
+
+fn machine_type_per_role() -> crate::config::TemplateEnv {
+    crate::config::TemplateEnv {
+        control_plane: BTreeMap::from([("MACHINE_TYPE".into(), "controlplane".into())]),
+        worker: BTreeMap::from([("MACHINE_TYPE".into(), "worker".into())]),
+    }
+}
+
+#[test]
+fn a_base_template_with_role_control_flow_is_rendered_per_role_with_the_template_env() {
+    let t = rendered(Some(machine_type_per_role()));
+    let vip = &t["gate1::rendered::repo::vip"];
+    assert_eq!(vip.verdict, Verdict::Pass, "{vip:?}");
+    // The evidence cites the template's own lines, not the rendered text's.
+    assert!(
+        vip.details()
+            .contains("talos/rendered/machineconfig.yaml.j2:13"),
+        "{}",
+        vip.details()
+    );
+    let s = &t["gate1::rendered::repo::schedulable-control-plane"];
+    assert_eq!(s.verdict, Verdict::Pass, "{s:?}");
+    assert!(
+        s.details()
+            .contains("talos/rendered/machineconfig.yaml.j2:17"),
+        "{}",
+        s.details()
+    );
+    assert_eq!(
+        s.details().matches("`{{ ENV.SCHEMATIC }}`").count(),
+        1,
+        "an unknown is named once, not once per rendering: {}",
+        s.details()
+    );
+    let cps = &t["gate1::rendered::repo::control-plane-nodes"];
+    assert_eq!(cps.verdict, Verdict::Pass, "{cps:?}");
+}
+
+#[test]
+fn without_the_template_env_a_template_with_control_flow_is_unread_and_says_how_to_read_it() {
+    let t = rendered(None);
+    let vip = &t["gate1::rendered::repo::vip"];
+    assert_eq!(vip.verdict, Verdict::Error, "{vip:?}");
+    assert!(
+        vip.details().contains(
+            "talos/rendered/machineconfig.yaml.j2: a Jinja template with control flow ({% ... %}) gates renders only with repo.template_env"
+        ),
+        "{}",
+        vip.details()
+    );
+}
+
+#[test]
+fn a_condition_over_a_variable_the_template_env_does_not_give_leaves_the_template_unread() {
+    let mut env = machine_type_per_role();
+    env.worker.clear();
+    let t = rendered(Some(env));
+    let s = &t["gate1::rendered::repo::schedulable-control-plane"];
+    assert_eq!(s.verdict, Verdict::Error, "{s:?}");
+    assert!(
+        s.details().contains(
+            "talos/rendered/machineconfig.yaml.j2: line 11: the condition `ENV.MACHINE_TYPE == 'controlplane'` cannot be evaluated with repo.template_env"
+        ),
+        "{}",
+        s.details()
+    );
+}
+
+#[test]
+fn with_hosts_named_by_hostname_each_talos_declared_node_is_its_own_host() {
+    // Bare metal: kubelet labels every node `kubernetes.io/hostname: NAME`, so the declared
+    // control planes' hosts are their names even though no patch labels them.
+    let t = super::tests::run_spec_with(
+        &super::tests::fixture("talos-layouts"),
+        RepoSpec {
+            template_env: Some(machine_type_per_role()),
+            ..spec("rendered")
+        },
+        |env| env.nodes.host_label = "kubernetes.io/hostname".into(),
+    );
+    let hosts = &t["gate1::rendered::repo::distinct-hosts"];
+    assert_eq!(hosts.verdict, Verdict::Pass, "{hosts:?}");
+    // With the shipped zone label they carry only their own zones (pve1..pve3): a pass too,
+    // and the worker's missing zone is not a control plane's.
+    let t = rendered(Some(machine_type_per_role()));
+    assert_eq!(
+        t["gate1::rendered::repo::distinct-hosts"].verdict,
+        Verdict::Pass
+    );
+}
