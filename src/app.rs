@@ -397,6 +397,7 @@ pub async fn check_env(
             snapshot.state
         };
     let mut state = state;
+    say_sources_down(&state, &env.name, streams);
     collect::chaos_report(&mut state, env, &args.reports);
     let collect_time = collect_started.elapsed();
     let mut results = runner::evaluate(&selected, env, &state);
@@ -534,6 +535,20 @@ async fn snapshot(
 #[cfg(test)]
 #[path = "app_tests.rs"]
 mod tests;
+
+/// Each source the run could not use at all, once and before any trial, with the whole
+/// reason: the trials that need it then name it in a few words.
+pub fn say_sources_down(state: &crate::state::State, env: &str, streams: &mut Streams) {
+    for down in &state.sources_down {
+        streams.say(format_args!(
+            "error: {} of {env} cannot be used: {}",
+            down.source, down.reason
+        ));
+        streams.say(format_args!(
+            "  every trial that reads it is an error that refers to this"
+        ));
+    }
+}
 
 /// The repository's notes of a run (each construct read and left out, each value not read),
 /// those of one file together under it as `gates validate` groups its problems, each then

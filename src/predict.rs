@@ -52,7 +52,9 @@ pub async fn run(
 ) -> Result<ExitCode, AppError> {
     let env = config.environment(&args.env)?;
     let state = if args.snapshot.is_empty() {
-        collect::live(config, env).await
+        let state = collect::live(config, env).await;
+        crate::app::say_sources_down(&state, &env.name, streams);
+        state
     } else {
         let snapshot = collect::snapshot::read(&args.snapshot, Utc::now())?;
         for note in &snapshot.notes {

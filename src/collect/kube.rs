@@ -126,19 +126,77 @@ pub async fn collect(env: &Environment, client: &Result<Client, KubeError>) -> S
                 list_typed(client.clone(), kind, env.kube.page_size)
             })
             .await;
-            for (kind, objects) in listed {
-                registry::store(&mut state, kind, objects.map_err(|err| err.to_string()));
+            match whole_api_down(listed.iter().map(|(_, listed)| listed)) {
+                Some((short, reason)) => api_down(&mut state, short, reason),
+                None => {
+                    for (kind, objects) in listed {
+                        registry::store(&mut state, kind, objects.map_err(|err| err.to_string()));
+                    }
+                }
             }
         }
-        Err(err) => {
-            let reason = err.to_string();
-            for kind in Kind::ALL {
-                registry::store(&mut state, kind, Err(reason.clone()));
-            }
-        }
+        Err(err) => api_down(&mut state, short_cause(err), err.to_string()),
     }
     state.collected_at = Utc::now();
     state
+}
+
+/// The Kubernetes API could not be used at all: the whole reason once, in
+/// [`State::sources_down`], and every kind absent with a short reference to it.
+fn api_down(state: &mut State, short: &str, reason: String) {
+    state.sources_down.push(crate::state::SourceDown {
+        source: "the Kubernetes API".to_string(),
+        reason,
+    });
+    let brief = format!(
+        "the Kubernetes API cannot be used ({short}; the run's first error says why and how to fix it)"
+    );
+    for kind in Kind::ALL {
+        registry::store(state, kind, Err(brief.clone()));
+    }
+}
+
+/// What made the whole API unusable, in a few words.
+fn short_cause(err: &KubeError) -> &'static str {
+    match err {
+        KubeError::Kubeconfig { .. } | KubeError::DefaultKubeconfig { .. } => {
+            "no readable kubeconfig"
+        }
+        KubeError::Context { .. } => "the kubeconfig context is unusable",
+        KubeError::Client { .. } => "no Kubernetes client",
+        KubeError::Deadline(_) => "its deadline passed",
+        KubeError::List(ListError::Unreachable { .. }) => "it does not answer",
+        KubeError::List(ListError::Unauthorized { .. }) => "the credentials were refused",
+        KubeError::List(_) | KubeError::LaterPage { .. } => "every list failed",
+    }
+}
+
+/// When every list failed the same whole-API way (no answer, credentials refused), that
+/// cause in short and the first list's full reason; `None` when any list succeeded or the
+/// failures are a kind's own (not served, forbidden), or the phase's deadline cut them (each
+/// says which list it cut, which is short).
+fn whole_api_down<'a, T: 'a>(
+    mut listed: impl Iterator<Item = &'a Result<T, KubeError>>,
+) -> Option<(&'static str, String)> {
+    let first = listed.next()?.as_ref().err()?;
+    let same_way = |err: &KubeError| {
+        matches!(
+            (first, err),
+            (
+                KubeError::List(ListError::Unreachable { .. }),
+                KubeError::List(ListError::Unreachable { .. })
+            ) | (
+                KubeError::List(ListError::Unauthorized { .. }),
+                KubeError::List(ListError::Unauthorized { .. })
+            )
+        )
+    };
+    if !same_way(first) {
+        return None;
+    }
+    listed
+        .all(|l| l.as_ref().err().is_some_and(same_way))
+        .then(|| (short_cause(first), first.to_string()))
 }
 
 /// Every object of one kind, typed page by page.
@@ -420,6 +478,30 @@ pub fn resolve(env_file: &Path, path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_whole_api_is_down_only_when_every_list_failed_the_same_whole_api_way() {
+        let unreachable = || -> Result<(), KubeError> {
+            Err(KubeError::List(ListError::Unreachable {
+                resource: "nodes".into(),
+                causes: "connection refused".into(),
+            }))
+        };
+        let not_served = || -> Result<(), KubeError> {
+            Err(KubeError::List(ListError::NotServed {
+                resource: "ciliuml2announcementpolicies".into(),
+                hint: "Cilium",
+            }))
+        };
+        let all = [unreachable(), unreachable()];
+        let (short, reason) = whole_api_down(all.iter()).unwrap();
+        assert_eq!(short, "it does not answer");
+        assert!(reason.contains("connection refused"), "{reason}");
+        // One kind listed, or one failing its own way: each kind keeps its own reason.
+        assert!(whole_api_down([unreachable(), Ok(())].iter()).is_none());
+        assert!(whole_api_down([unreachable(), not_served()].iter()).is_none());
+        assert!(whole_api_down([not_served(), not_served()].iter()).is_none());
+    }
 
     #[tokio::test]
     async fn a_kubeconfig_that_is_not_there_is_named_with_its_path() {

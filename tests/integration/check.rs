@@ -299,11 +299,56 @@ fn unreachable_cluster_gives_error_verdicts_not_pass_or_fail() {
             trial["summary"]
                 .as_str()
                 .unwrap()
-                .contains("cannot reach the Kubernetes API"),
+                .contains("the Kubernetes API cannot be used (it does not answer;"),
             "{trial:#}"
         );
     }
+    // The whole reason once, first, on stderr: not once per trial.
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("cannot reach the Kubernetes API").count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        err.starts_with("error: the Kubernetes API of offline cannot be used: cannot reach the Kubernetes API while listing"),
+        "{err}"
+    );
     assert!(!String::from_utf8_lossy(&out.stdout).contains("not-a-secret"));
+    assert!(!err.contains("not-a-secret"));
+}
+
+#[test]
+fn a_missing_kubeconfig_is_said_once_with_its_fix_and_each_trial_refers_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = dir.path().join("envs");
+    std::fs::create_dir(&envs).unwrap();
+    let missing = dir.path().join("no-such-kubeconfig");
+    std::fs::write(envs.join("nokube.yaml"), "like: staging\n").unwrap();
+    let reports = tempfile::tempdir().unwrap();
+    let out = gates_with_config(reports.path())
+        .env("KUBECONFIG", &missing)
+        .arg("--env-dir")
+        .arg(&envs)
+        .args(["check", "nokube", "--reports"])
+        .arg(reports.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let all = format!("{}{}", stderr(&out), String::from_utf8_lossy(&out.stdout));
+    let path = missing.display().to_string();
+    assert_eq!(
+        all.matches(&path).count(),
+        1,
+        "the kubeconfig's path once: {all}"
+    );
+    let briefly = all
+        .matches("the Kubernetes API cannot be used (no readable kubeconfig;")
+        .count();
+    assert!(
+        briefly >= 15,
+        "each trial refers to it briefly ({briefly}): {all}"
+    );
 }
 
 #[test]

@@ -116,6 +116,20 @@ pub struct State {
     pub cluster_identity: provenance::ClusterIdentity,
     /// What a snapshot recorded of its own origin; `None` for live runs and kubectl output.
     pub recorded: Option<provenance::Provenance>,
+    /// Sources the run could not use at all (no readable kubeconfig, an API that does not
+    /// answer, credentials refused): said once, first, with the fix, while each trial that
+    /// needs one names it briefly.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources_down: Vec<SourceDown>,
+}
+
+/// A whole source the run could not use, and why in full.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceDown {
+    /// What it is (`the Kubernetes API`).
+    pub source: String,
+    /// The whole reason, with the fix where the user can act.
+    pub reason: String,
 }
 
 impl State {
@@ -145,6 +159,7 @@ impl State {
             chaos_report: Collected::NotApplicable("chaos reports were not read".to_string()),
             cluster_identity: provenance::ClusterIdentity::default(),
             recorded: None,
+            sources_down: Vec::new(),
         }
     }
 }
