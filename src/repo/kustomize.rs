@@ -18,7 +18,7 @@
 //! name prefixes, transformers, `configurations`) are errors naming the file and line;
 //! constructs that cannot (`images`, `commonAnnotations`) are recorded as notes.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::label_query;
 use super::patch;
@@ -851,19 +851,8 @@ pub fn autodetect(repo: &Path, dir: &str) -> Result<Rendered, RepoError> {
     if kustomization_file(repo, dir).is_some() {
         return render(repo, dir);
     }
-    let full = repo.join(dir);
-    let mut entries: Vec<_> = std::fs::read_dir(&full)
-        .map_err(|err| RepoError::file(dir, format!("cannot read the directory: {err}")))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
     let mut out = Rendered::default();
-    for path in entries {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+    for (path, name) in entries(repo, dir, "the directory")? {
         let rel = join(dir, &name);
         if path.is_dir() {
             // Each directory below a plain one is a Kustomization of its own to Flux's
@@ -946,6 +935,27 @@ fn is_remote(path: &str) -> bool {
 }
 
 /// `dir/name` with `/` separators.
+/// The entries of the repository directory `dir`, sorted, each with its file name; `what`
+/// names the directory in the error.
+pub fn entries(repo: &Path, dir: &str, what: &str) -> Result<Vec<(PathBuf, String)>, RepoError> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(repo.join(dir))
+        .map_err(|err| RepoError::file(dir, format!("cannot read {what}: {err}")))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    paths.sort();
+    Ok(paths
+        .into_iter()
+        .map(|path| {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (path, name)
+        })
+        .collect())
+}
+
 pub fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() || dir == "." {
         name.to_string()

@@ -24,7 +24,7 @@ pub mod talhelper;
 
 use std::path::Path;
 
-use super::kustomize::{join, read};
+use super::kustomize::{entries, join, read};
 use super::site::RepoError;
 use super::yaml::{self, Node};
 use crate::config::TemplateEnv;
@@ -268,19 +268,7 @@ pub fn machine_type_role(value: &str) -> Option<bool> {
 
 impl Walk<'_> {
     fn dir(&self, dir: &str, role: Option<bool>, out: &mut Patches) -> Result<(), RepoError> {
-        let mut entries: Vec<_> = std::fs::read_dir(self.repo.join(dir))
-            .map_err(|err| {
-                RepoError::file(dir, format!("cannot read the Talos patch directory: {err}"))
-            })?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .collect();
-        entries.sort();
-        for path in entries {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+        for (path, name) in entries(self.repo, dir, "the Talos patch directory")? {
             let rel = join(dir, &name);
             if path.is_dir() {
                 self.dir(&rel, dir_role(&name).or(role), out)?;
