@@ -201,6 +201,24 @@ struct Reading {
     rendered_for: Option<bool>,
 }
 
+/// The role a directory's name gives the files in it.
+fn dir_role(name: &str) -> Option<bool> {
+    match name {
+        "controlplane" | "control-plane" | "controlplanes" => Some(true),
+        "worker" | "workers" => Some(false),
+        _ => None,
+    }
+}
+
+/// The role a `machine.type` gives.
+pub fn machine_type_role(value: &str) -> Option<bool> {
+    match value {
+        "controlplane" | "init" => Some(true),
+        "worker" | "join" => Some(false),
+        _ => None,
+    }
+}
+
 impl Walk<'_> {
     /// The readings of a file: one as written, or for a template with control flow one per
     /// role it may be rendered for (`role`: what its name or directory says). `Err`: why it is
@@ -246,27 +264,7 @@ impl Walk<'_> {
             })
             .collect()
     }
-}
 
-/// The role a directory's name gives the files in it.
-fn dir_role(name: &str) -> Option<bool> {
-    match name {
-        "controlplane" | "control-plane" | "controlplanes" => Some(true),
-        "worker" | "workers" => Some(false),
-        _ => None,
-    }
-}
-
-/// The role a `machine.type` gives.
-pub fn machine_type_role(value: &str) -> Option<bool> {
-    match value {
-        "controlplane" | "init" => Some(true),
-        "worker" | "join" => Some(false),
-        _ => None,
-    }
-}
-
-impl Walk<'_> {
     fn dir(&self, dir: &str, role: Option<bool>, out: &mut Patches) -> Result<(), RepoError> {
         for (path, name) in entries(self.repo, dir, "the Talos patch directory")? {
             let rel = join(dir, &name);
