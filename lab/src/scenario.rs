@@ -53,6 +53,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "adr-007-one-zone",
         include_str!("../../fixtures/lab/adr-007-one-zone.yaml"),
     ),
+    (
+        "adr-007-rwo-deployment",
+        include_str!("../../fixtures/lab/adr-007-rwo-deployment.yaml"),
+    ),
 ];
 
 #[derive(Debug, thiserror::Error)]

@@ -5,6 +5,7 @@
 use super::prediction;
 use crate::state::provenance::Provenance;
 use gates_core::exit::ExitCode;
+use gates_core::hostloss::attach::Held;
 use std::sync::Arc;
 
 use super::act::inject::inject;
@@ -284,6 +285,7 @@ async fn execute(
         &injected.stop_errors,
     )
     .await;
+    let held = held_at_outage_end(env, &p.clients.kube, target, &reason).await;
     ctx.log(&format!("restoring: {reason}"));
     let restored = restore(
         &ctx,
@@ -323,6 +325,7 @@ async fn execute(
         reason,
         restored,
         recovered,
+        held,
         controller_checks: controller_checks.len(),
         lease: format!(
             "Lease {}/{} taken before the first power action, given up after the run",
@@ -342,6 +345,8 @@ struct Ran {
     reason: RestoreReason,
     restored: Restored,
     recovered: Recovery,
+    /// Pods the lost nodes held their volumes for at the end of the outage.
+    held: Option<Result<Held, String>>,
     controller_checks: usize,
     lease: String,
 }
@@ -377,6 +382,7 @@ fn conclude(
         interrupted,
         lease: Some(&ran.lease),
         edge_slack: p.planned.timings.interval + p.planned.timings.timeout,
+        held: ran.held.as_ref(),
     });
     let stem = report::stem(&run.args.reports, &env.name, ran.started_at);
     let all_events = events.all();
@@ -431,6 +437,26 @@ fn conclude(
         Some(sig) => ExitCode::Signalled(sig),
         None => judged.tally.exit_code(),
     })
+}
+
+/// What the lost nodes' pods still hold at the end of the outage: pods Terminating there with
+/// a ReadWriteOnce Longhorn volume attached there, which only a person's force delete frees
+/// while the host stays down. Not read after a failed stop (nothing was lost) or a signal
+/// (restoring comes first).
+async fn held_at_outage_end(
+    env: &Environment,
+    kube: &Result<kube::Client, collect::kube::KubeError>,
+    target: &super::plan::Target,
+    reason: &RestoreReason,
+) -> Option<Result<Held, String>> {
+    match reason {
+        RestoreReason::StopFailed(_) | RestoreReason::Signal(_) => None,
+        RestoreReason::Deadline | RestoreReason::OverBudget { .. } => {
+            let state = collect::kube::collect(env, kube).await;
+            let lost: Vec<String> = target.vms.iter().map(|v| v.node.clone()).collect();
+            Some(gates_core::hostloss::attach::held_on(&state, &lost))
+        }
+    }
 }
 
 /// The journal, with the plan on disk, and the power actions that write to it.

@@ -588,6 +588,119 @@ async fn an_l2_policy_on_one_node_fails_the_ingress_budget_when_its_host_goes_do
     bench.lab.stop().await;
 }
 
+/// The Proxmox host of the node that runs staging's database pod.
+fn database_host(bench: &Bench) -> String {
+    bench.lab.shared.read(|w| {
+        let e = &w.envs[0];
+        let wi = e
+            .workloads
+            .iter()
+            .position(|x| x.spec.name == "whoami-db")
+            .expect("the database");
+        let node = e
+            .pods
+            .values()
+            .find(|p| p.workload == wi)
+            .and_then(|p| p.node)
+            .expect("its pod is placed");
+        w.hosts[w.nodes[node].host].name.clone()
+    })
+}
+
+/// The `no-manual-work` trial of the newest report.
+fn no_manual_work(report: &Value) -> Value {
+    report["trials"]
+        .as_array()
+        .expect("trials")
+        .iter()
+        .find(|t| t["name"] == "gate4::lab::chaos::no-manual-work")
+        .cloned()
+        .unwrap_or_else(|| panic!("no no-manual-work trial: {report:#}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_left_terminating_on_its_read_write_once_volume_fails_no_manual_work_as_predicted()
+ {
+    let bench = Bench::start("adr-007-rwo-deployment", 227).await;
+    let host = database_host(&bench);
+    // Without --expect-failure the prediction refuses the run.
+    let out = bench
+        .run(&bench.config(), &["chaos", "lab", "--host", &host])
+        .await;
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("node-down-pod-deletion-policy `do-nothing`") && e.contains("--expect-failure"),
+        "{e}"
+    );
+    assert!(bench.power_requests().is_empty(), "nothing was touched");
+    let out = bench
+        .run(
+            &bench.config(),
+            &["chaos", "lab", "--host", &host, "--expect-failure"],
+        )
+        .await;
+    let (o, e) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "stdout:\n{o}\nstderr:\n{e}");
+    crate::support::assert_trial(&o, "gate4::lab::chaos::no-manual-work", "FAILED");
+    let trial = no_manual_work(&bench.report());
+    assert_eq!(trial["verdict"], "fail", "{trial:#}");
+    assert!(
+        trial["summary"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("the loss of {host} needed manual work: 1 pod(s)")),
+        "{trial:#}"
+    );
+    let evidence = trial["evidence"].to_string();
+    assert!(
+        evidence.contains("whoami/whoami-db-")
+            && evidence.contains("stayed Terminating")
+            && evidence.contains("pvc-3f1c2a4e-0b1d-4c55-9a51-2d7e8f0a1b01")
+            && evidence.contains("`do-nothing`")
+            && evidence.contains("delete-both-statefulset-and-deployment-pod"),
+        "{trial:#}"
+    );
+    assert!(bench.all_vms_running(), "restored");
+    bench.lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_longhorns_delete_policy_the_same_loss_needs_no_manual_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("rwo-released.yaml");
+    std::fs::write(
+        &scenario,
+        "name: rwo-released\nextends: adr-007-rwo-deployment\nset:\n  environments[name=lab].longhorn.settings:\n    node-down-pod-deletion-policy: delete-both-statefulset-and-deployment-pod\n",
+    )
+    .unwrap();
+    let bench = Bench::start(scenario.to_str().unwrap(), 228).await;
+    let host = database_host(&bench);
+    let out = bench
+        .run(&bench.config(), &["chaos", "lab", "--host", &host])
+        .await;
+    let (o, e) = (stdout(&out), stderr(&out));
+    crate::support::assert_trial(&o, "gate4::lab::chaos::no-manual-work", "ok");
+    let trial = no_manual_work(&bench.report());
+    assert!(
+        trial["evidence"][0]
+            .as_str()
+            .unwrap()
+            .contains("no pod was left Terminating on the lost nodes"),
+        "stdout:\n{o}\nstderr:\n{e}\n{trial:#}"
+    );
+    let forced = bench.lab.shared.read(|w| {
+        w.truth
+            .events
+            .iter()
+            .filter(|e| e.kind == "pod-force-deleted")
+            .count()
+    });
+    assert_eq!(forced, 1, "Longhorn force-deleted the evicted pod");
+    assert!(bench.all_vms_running(), "restored");
+    bench.lab.stop().await;
+}
+
 /// The shipped gates and environments (not the lab files a developer's lab may have left
 /// there), optionally without gate 3's l2-announcement check.
 fn copy_config(to: &Path, without_l2_check: bool) {

@@ -14,6 +14,7 @@
 
 use super::cluster::{Cluster, name};
 use super::outcome::{HostLoss, Outcome};
+use crate::state::State;
 
 pub const SETTING: &str = "node-down-pod-deletion-policy";
 /// Longhorn's default when the setting is not there (`types/setting.go`).
@@ -90,7 +91,7 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
             if !matches!(owner, "ReplicaSet" | "StatefulSet") {
                 continue;
             }
-            let policy = policy.get_or_insert_with(|| read_policy(cluster));
+            let policy = policy.get_or_insert_with(|| read_policy(cluster.state));
             let policy = match policy {
                 Ok(p) => p.as_str(),
                 Err(why) => {
@@ -138,9 +139,8 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
 
 /// The policy Longhorn runs with: the setting's value, Longhorn's default when the
 /// settings were read and it is not among them, `Err` when the settings could not be read.
-fn read_policy(cluster: &Cluster<'_>) -> Result<String, String> {
-    match cluster
-        .state
+fn read_policy(state: &State) -> Result<String, String> {
+    match state
         .longhorn_settings
         .get("Longhorn settings (longhorn.io)")
     {
@@ -155,4 +155,84 @@ fn read_policy(cluster: &Cluster<'_>) -> Result<String, String> {
             e.summary
         )),
     }
+}
+
+/// What a chaos run saw at the end of its outage: each pod on a node of the lost host that is
+/// Terminating and still holds a ReadWriteOnce Longhorn volume attached there, said in words
+/// with the setting that would have released it. Nobody but a person force-deleting the pod
+/// frees such a volume while the host stays down, so each is manual work the host's loss
+/// asked for. `Err` names what could not be read.
+pub fn held_on(state: &State, lost_nodes: &[String]) -> Result<Held, String> {
+    let volumes = match state.longhorn_volumes.present() {
+        Some(v) => v,
+        // Longhorn not installed: no Longhorn volume holds a pod.
+        None if matches!(
+            state.longhorn_volumes,
+            crate::state::Collected::NotApplicable(_)
+        ) =>
+        {
+            return Ok(Held::default());
+        }
+        None => {
+            return Err(state
+                .longhorn_volumes
+                .get("Longhorn volumes (longhorn.io)")
+                .err()
+                .map(|f| f.summary)
+                .unwrap_or_default());
+        }
+    };
+    let pods = state.pods.get("pods").map_err(|f| f.summary)?;
+    let mut held = Vec::new();
+    for volume in volumes
+        .iter()
+        .filter(|v| matches!(v.spec.access_mode.as_str(), "" | "rwo" | "rwop"))
+    {
+        let Some(k8s) = &volume.status.kubernetes_status else {
+            continue;
+        };
+        let attached = volume.status.current_node_id.as_str();
+        if !lost_nodes.iter().any(|n| n == attached) {
+            continue;
+        }
+        for user in k8s.workloads_status.iter().flatten() {
+            let Some(pod) = pods.iter().find(|p| {
+                name(&p.metadata) == user.pod_name
+                    && p.metadata.namespace.as_deref() == Some(k8s.namespace.as_str())
+            }) else {
+                continue;
+            };
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            if pod.metadata.deletion_timestamp.is_none() || node != Some(attached) {
+                continue;
+            }
+            held.push(format!(
+                "{}/{} stayed Terminating on {attached} holding ReadWriteOnce Longhorn volume {}, attached there",
+                k8s.namespace,
+                user.pod_name,
+                name(&volume.metadata)
+            ));
+        }
+    }
+    if held.is_empty() {
+        return Ok(Held::default());
+    }
+    let fix = match read_policy(state) {
+        Ok(policy) => format!(
+            "Longhorn's {SETTING} is `{policy}`, so only a person force-deleting the pod releases the volume while the host is down; set {SETTING} to delete-both-statefulset-and-deployment-pod"
+        ),
+        Err(why) => format!(
+            "only a force delete releases the volume while the host is down ({why}); Longhorn's {SETTING} set to delete-both-statefulset-and-deployment-pod does it"
+        ),
+    };
+    Ok(Held { pods: held, fix })
+}
+
+/// Pods a lost host left holding their volumes, and what would have released them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Held {
+    /// One line per pod: the pod, its node and the volume.
+    pub pods: Vec<String>,
+    /// The setting and its value, and the fix; empty when no pod is held.
+    pub fix: String,
 }

@@ -1206,3 +1206,76 @@ fn the_controllers_zone_key_reads_the_beta_labels_first_and_is_empty_without_any
         "r:\0:b"
     );
 }
+
+/// `rwo_state`'s pod as a chaos run finds it after its host's loss: evicted, Terminating.
+fn evicted(mut s: State) -> State {
+    if let Collected::Present(pods) = &mut s.pods {
+        for p in pods.iter_mut() {
+            p.metadata.deletion_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    "2026-12-05T10:00:00Z".parse().unwrap(),
+                ));
+        }
+    }
+    s
+}
+
+#[test]
+fn a_terminating_pod_holding_its_read_write_once_volume_on_a_lost_node_is_held_with_the_fix() {
+    let s = evicted(rwo_state("ReplicaSet", "rwo", None));
+    let held = super::attach::held_on(&s, &["cp-1".to_string()]).unwrap();
+    assert_eq!(
+        held.pods,
+        [
+            "apps/db-0 stayed Terminating on cp-1 holding ReadWriteOnce Longhorn volume pvc-db, attached there"
+        ]
+    );
+    assert!(
+        held.fix
+            .contains("node-down-pod-deletion-policy is `do-nothing`")
+            && held
+                .fix
+                .contains("delete-both-statefulset-and-deployment-pod"),
+        "{}",
+        held.fix
+    );
+    // Another host's loss holds nothing; neither does a pod not yet evicted, nor a shared
+    // (ReadWriteMany) volume.
+    assert!(
+        super::attach::held_on(&s, &["cp-2".to_string()])
+            .unwrap()
+            .pods
+            .is_empty()
+    );
+    let running = rwo_state("ReplicaSet", "rwo", None);
+    assert!(
+        super::attach::held_on(&running, &["cp-1".to_string()])
+            .unwrap()
+            .pods
+            .is_empty()
+    );
+    let shared = evicted(rwo_state("ReplicaSet", "rwx", None));
+    assert!(
+        super::attach::held_on(&shared, &["cp-1".to_string()])
+            .unwrap()
+            .pods
+            .is_empty()
+    );
+}
+
+#[test]
+fn held_pods_are_unknown_when_the_volumes_could_not_be_read_and_none_without_longhorn() {
+    let mut s = evicted(rwo_state(
+        "StatefulSet",
+        "rwo",
+        Some("delete-deployment-pod"),
+    ));
+    s.longhorn_volumes = Collected::Absent("the list timed out".into());
+    let err = super::attach::held_on(&s, &["cp-1".to_string()]).unwrap_err();
+    assert!(err.contains("the list timed out"), "{err}");
+    s.longhorn_volumes = Collected::NotApplicable("Longhorn is not installed".into());
+    assert_eq!(
+        super::attach::held_on(&s, &["cp-1".to_string()]).unwrap(),
+        super::attach::Held::default()
+    );
+}

@@ -428,6 +428,24 @@ impl World {
                 ),
                 None => None,
             };
+            // A volume a workload mounts is attached where its pod runs.
+            let attached_to = match used_by {
+                Some(wi) => {
+                    let at = self.envs[e].load.by_workload[wi]
+                        .iter()
+                        .find_map(|k| self.envs[e].pods.get(k).and_then(|p| p.node));
+                    if let (Some(want), Some(at)) = (attached_to, at)
+                        && want != at
+                    {
+                        return Err(format!(
+                            "volume {} is attached to {} but its workload's pod runs on {}; leave attached_to out, the volume follows the pod",
+                            v.name, self.nodes[want].name, self.nodes[at].name
+                        ));
+                    }
+                    at.or(attached_to)
+                }
+                None => attached_to,
+            };
             let env_name = self.envs[e].spec.name.clone();
             self.envs[e].volumes.push(Volume {
                 name: v.name.clone(),

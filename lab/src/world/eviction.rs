@@ -58,27 +58,17 @@ impl World {
     }
 
     /// The kubelet finished stopping an evicted pod: it leaves the API.
-    pub(crate) fn pod_gone(&mut self, env: usize, key: &Key, uid: &str) {
+    pub(crate) fn pod_gone(&mut self, env: usize, key: &Key, uid: &str, now: Duration) {
         let Some(p) = self.envs[env].pods.get(key) else {
             return;
         };
         if p.uid != uid || p.deleting.is_none() {
             return;
         }
-        let (wi, node) = (p.workload, p.node);
         // A pod on a powered-off node waits for its kubelet, as the other Terminating pods do.
-        if node.is_some_and(|n| !self.nodes[n].booted) {
+        if p.node.is_some_and(|n| !self.nodes[n].booted) {
             return;
         }
-        if let Some(n) = node {
-            self.index_removed(env, wi, n);
-        }
-        if let Some(set) = self.envs[env].load.by_workload.get_mut(wi) {
-            set.remove(key);
-        }
-        self.envs[env].pods.remove(key);
-        self.envs[env].dirty.removed_pods.insert(key.clone());
-        self.envs[env].dirty.pods.remove(key);
-        self.envs[env].dirty.nodes = true;
+        self.remove_pod(env, key, now);
     }
 }

@@ -4,6 +4,7 @@
 //! failover, etcd quorum, Longhorn degradation). Everything happens in simulated time on one
 //! event queue, so a scenario always unfolds the same way.
 
+mod attachment;
 pub mod backends;
 mod build;
 pub mod eviction;
@@ -294,6 +295,7 @@ pub(crate) enum Action {
     HostOnline { host: usize, epoch: u64 },
     RenewLeases,
     PodGone { env: usize, key: Key, uid: String },
+    LonghornForceDelete { env: usize, key: Key, uid: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

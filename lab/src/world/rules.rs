@@ -385,7 +385,7 @@ impl World {
                     .map(|(k, _)| k.clone())
                     .collect();
                 let mut touched = BTreeSet::new();
-                for k in keys {
+                for k in keys.iter().cloned() {
                     if let Some(p) = self.envs[env].pods.get_mut(&k) {
                         p.deleting = Some(now);
                         touched.insert(p.workload);
@@ -404,6 +404,7 @@ impl World {
                 for w in touched {
                     self.reconcile_workload(env, w, now);
                 }
+                self.longhorn_node_down(env, &keys, now);
             }
             Action::Booted { node, epoch } => {
                 if self.nodes[node].epoch != epoch
@@ -438,6 +439,9 @@ impl World {
                     || p.running
                     || !p.node.is_some_and(|n| self.nodes[n].booted)
                 {
+                    return;
+                }
+                if !self.attach_for(env, &key, now) {
                     return;
                 }
                 if let Some(p) = self.envs[env].pods.get_mut(&key) {
@@ -533,7 +537,10 @@ impl World {
                 self.event(now, "host-online", None, &name, String::new());
             }
             Action::PodGone { env, key, uid } => {
-                self.pod_gone(env, &key, &uid);
+                self.pod_gone(env, &key, &uid, now);
+            }
+            Action::LonghornForceDelete { env, key, uid } => {
+                self.longhorn_force_delete(env, &key, &uid, now);
             }
             Action::RenewLeases => {
                 for e in 0..self.envs.len() {
@@ -586,14 +593,7 @@ impl World {
                 continue;
             };
             if p.deleting.is_some() {
-                let wi = p.workload;
-                self.index_removed(env, wi, n);
-                if let Some(set) = self.envs[env].load.by_workload.get_mut(wi) {
-                    set.remove(&k);
-                }
-                self.envs[env].pods.remove(&k);
-                self.envs[env].dirty.removed_pods.insert(k.clone());
-                self.envs[env].dirty.pods.remove(&k);
+                self.remove_pod(env, &k, now);
                 continue;
             }
             p.running = false;

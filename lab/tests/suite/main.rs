@@ -6,6 +6,7 @@ mod common;
 mod proxmox_support;
 mod talos_support;
 
+mod attachment;
 mod backends;
 mod binary;
 mod go_clients;

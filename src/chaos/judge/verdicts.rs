@@ -15,6 +15,7 @@ use crate::chaos::probes::Probe;
 use crate::chaos::timeline::Sample;
 use crate::runner::{Tally, TrialResult};
 use crate::verdict::{Finding, Verdict};
+use gates_core::hostloss::attach::Held;
 
 /// What the run measured, for the verdicts.
 pub struct Measured<'a> {
@@ -34,6 +35,9 @@ pub struct Measured<'a> {
     pub lease: Option<&'a str>,
     /// How far apart two probes may see one edge: one sampling interval plus one timeout.
     pub edge_slack: Duration,
+    /// The pods the lost nodes still held their volumes for at the end of the outage; `None`
+    /// when the run restored before it could look (a failed stop, a signal).
+    pub held: Option<&'a Result<Held, String>>,
 }
 
 pub struct Judged {
@@ -94,7 +98,7 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
         gate: 4,
         kind: "chaos-no-manual-work",
         instance: Some("no-manual-work".into()),
-        finding: no_manual_work(m.target, m.issued, m.lease),
+        finding: no_manual_work(m.target, m.issued, m.lease, m.held),
         duration: Duration::ZERO,
     });
     let tally = Tally::of(&trials);
@@ -181,9 +185,16 @@ fn recovery_finding(m: &Measured<'_>) -> Finding {
     }
 }
 
-/// The harness wrote exactly its plan: the planned stops, the starts that undid them and, in
-/// whole-host mode, the host's shutdown and wake.
-pub fn no_manual_work(target: &Target, issued: &[Issued], lease: Option<&str>) -> Finding {
+/// The harness wrote exactly its plan (the planned stops, the starts that undid them and, in
+/// whole-host mode, the host's shutdown and wake), and the host's loss asked nothing of a
+/// person: no pod was left Terminating on a lost node holding the ReadWriteOnce volume its
+/// replacement needs, which only a force delete frees while the host stays down.
+pub fn no_manual_work(
+    target: &Target,
+    issued: &[Issued],
+    lease: Option<&str>,
+    held: Option<&Result<Held, String>>,
+) -> Finding {
     let whole_host = target.host_power.as_ref().map(|_| target.host.as_str());
     let beyond = power::beyond_plan(&target.vms, whole_host, issued);
     let actions: Vec<String> = issued
@@ -194,7 +205,36 @@ pub fn no_manual_work(target: &Target, issued: &[Issued], lease: Option<&str>) -
         })
         .chain(lease.map(str::to_string))
         .collect();
-    if beyond.is_empty() {
+    if !beyond.is_empty() {
+        return Finding::fail("the harness wrote beyond its plan")
+            .with_evidence(beyond.into_iter().chain(actions).collect::<Vec<_>>());
+    }
+    match held {
+        Some(Ok(h)) if !h.pods.is_empty() => {
+            return Finding::fail(format!(
+                "the loss of {} needed manual work: {} pod(s) stayed Terminating on its nodes holding the volume their replacement needs",
+                target.host,
+                h.pods.len()
+            ))
+            .with_evidence(h.pods.iter().cloned().chain([h.fix.clone()]).chain(actions).collect::<Vec<_>>());
+        }
+        Some(Err(why)) => {
+            return Finding::error(format!(
+                "whether the lost nodes' pods still held their volumes at the end of the outage could not be read: {why}"
+            ))
+            .with_evidence(actions);
+        }
+        Some(Ok(_)) | None => {}
+    }
+    let looked = match held {
+        Some(_) => {
+            "no pod was left Terminating on the lost nodes holding a ReadWriteOnce Longhorn volume at the end of the outage"
+        }
+        None => {
+            "pods left on the lost nodes were not read: the run restored before the outage's end"
+        }
+    };
+    {
         Finding::pass(format!(
             "the harness made {} power action(s), exactly the plan's stops{} and the starts that undid them; {}",
             issued.len(),
@@ -205,10 +245,7 @@ pub fn no_manual_work(target: &Target, issued: &[Issued], lease: Option<&str>) -
                 "nothing else was written"
             }
         ))
-        .with_evidence(actions)
-    } else {
-        Finding::fail("the harness wrote beyond its plan")
-            .with_evidence(beyond.into_iter().chain(actions).collect::<Vec<_>>())
+        .with_evidence(std::iter::once(looked.to_string()).chain(actions).collect::<Vec<_>>())
     }
 }
 
@@ -283,6 +320,7 @@ mod tests {
             interrupted: None,
             lease: Some("Lease kube-system/gates-chaos-lab taken before the first power action"),
             edge_slack: Duration::from_secs(1),
+            held: None,
         });
         let names: Vec<&str> = judged.trials.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(
@@ -345,6 +383,7 @@ mod tests {
             interrupted,
             lease: None,
             edge_slack: Duration::from_secs(1),
+            held: None,
         })
     }
 
@@ -394,12 +433,56 @@ mod tests {
 
     #[test]
     fn a_power_action_outside_the_plan_fails_no_manual_work() {
-        let finding = no_manual_work(&target(), &[issued("stop", 201), issued("stop", 999)], None);
+        let finding = no_manual_work(
+            &target(),
+            &[issued("stop", 201), issued("stop", 999)],
+            None,
+            None,
+        );
         assert_eq!(finding.verdict, Verdict::Fail);
         assert!(
             finding.evidence.iter().any(|e| e.contains("999")),
             "{:?}",
             finding.evidence
         );
+    }
+
+    #[test]
+    fn a_pod_left_holding_its_volume_on_a_lost_node_fails_no_manual_work_with_the_fix() {
+        let plan = [issued("stop", 201), issued("start", 201)];
+        let held = Ok(Held {
+            pods: vec!["apps/db-0 stayed Terminating on cp-1 holding ReadWriteOnce Longhorn volume pvc-db, attached there".into()],
+            fix: "set node-down-pod-deletion-policy to delete-both-statefulset-and-deployment-pod".into(),
+        });
+        let finding = no_manual_work(&target(), &plan, None, Some(&held));
+        assert_eq!(finding.verdict, Verdict::Fail, "{}", finding.summary);
+        assert!(
+            finding.summary.contains("needed manual work: 1 pod(s)"),
+            "{}",
+            finding.summary
+        );
+        assert!(
+            finding.evidence[0].contains("apps/db-0")
+                && finding.evidence[1].contains("delete-both-statefulset-and-deployment-pod"),
+            "{:?}",
+            finding.evidence
+        );
+        // Nothing held: the plan alone decides, and the evidence says the nodes were looked at.
+        let finding = no_manual_work(&target(), &plan, None, Some(&Ok(Held::default())));
+        assert_eq!(finding.verdict, Verdict::Pass, "{}", finding.summary);
+        assert!(
+            finding.evidence[0].contains("no pod was left Terminating"),
+            "{:?}",
+            finding.evidence
+        );
+        // Not readable: an error naming why, never a pass.
+        let finding = no_manual_work(
+            &target(),
+            &plan,
+            None,
+            Some(&Err("pods unavailable: timed out".into())),
+        );
+        assert_eq!(finding.verdict, Verdict::Error);
+        assert!(finding.summary.contains("timed out"), "{}", finding.summary);
     }
 }
