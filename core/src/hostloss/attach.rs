@@ -14,11 +14,34 @@
 
 use super::cluster::{Cluster, name};
 use super::outcome::{HostLoss, Outcome};
-use crate::state::State;
+use crate::state::{LonghornKubernetesStatus, LonghornVolume, LonghornWorkloadStatus, Pod, State};
 
 pub const SETTING: &str = "node-down-pod-deletion-policy";
 /// Longhorn's default when the setting is not there (`types/setting.go`).
 const DEFAULT: &str = "do-nothing";
+
+/// The values the setting takes (`types/setting.go`, `SettingDefinitionNodeDownPodDeletionPolicy`
+/// choices); any other is not guessed at.
+const POLICIES: [&str; 4] = [
+    "do-nothing",
+    "delete-statefulset-pod",
+    "delete-deployment-pod",
+    "delete-both-statefulset-and-deployment-pod",
+];
+
+/// A volume's `spec.accessMode` (`k8s/pkg/apis/longhorn/v1beta2/volume.go`): whether one node
+/// at a time mounts it (`rwo`, `rwop`; empty is what the webhook turns into `rwo`), or a share
+/// manager serves it to many (`rwx`); `Err` for a value gates does not know.
+fn single_node(volume: &LonghornVolume) -> Result<bool, String> {
+    match volume.spec.access_mode.as_str() {
+        "" | "rwo" | "rwop" => Ok(true),
+        "rwx" => Ok(false),
+        other => Err(format!(
+            "Longhorn volume {} has accessMode `{other}`, which gates does not know (rwo, rwop, rwx): whether a pod on a lost node holds it back is unknown",
+            name(&volume.metadata)
+        )),
+    }
+}
 
 /// Whether Longhorn force-deletes a pod owned by `owner` (`ReplicaSet` or `StatefulSet`)
 /// on a node that is down, under `policy`.
@@ -42,10 +65,11 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
         // longhorn::predict names why the volumes are not known.
         return;
     };
+    // A volume served to many nodes by a share manager holds no pod back.
     let single: Vec<_> = volumes
         .iter()
-        .filter(|v| matches!(v.spec.access_mode.as_str(), "" | "rwo" | "rwop"))
         .filter(|v| v.status.kubernetes_status.is_some())
+        .filter(|v| single_node(v) != Ok(false))
         .collect();
     if single.is_empty() {
         return;
@@ -66,13 +90,7 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
         let Some(k8s) = &volume.status.kubernetes_status else {
             continue;
         };
-        for user in k8s.workloads_status.iter().flatten() {
-            let Some(pod) = pods.iter().find(|p| {
-                name(&p.metadata) == user.pod_name
-                    && p.metadata.namespace.as_deref() == Some(k8s.namespace.as_str())
-            }) else {
-                continue;
-            };
+        for (user, pod) in users(k8s, pods) {
             let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
             let on_lost = node
                 .and_then(|n| cluster.node_index.get(n))
@@ -90,6 +108,10 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
                 .unwrap_or("");
             if !matches!(owner, "ReplicaSet" | "StatefulSet") {
                 continue;
+            }
+            if let Err(why) = single_node(volume) {
+                loss.reason(Outcome::Unknown, why);
+                return;
             }
             let policy = policy.get_or_insert_with(|| read_policy(cluster.state));
             let policy = match policy {
@@ -137,6 +159,24 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
     }
 }
 
+/// The pods Longhorn records as using a volume, each with its record, that the state holds.
+fn users<'a>(
+    k8s: &'a LonghornKubernetesStatus,
+    pods: &'a [Pod],
+) -> impl Iterator<Item = (&'a LonghornWorkloadStatus, &'a Pod)> + 'a {
+    k8s.workloads_status
+        .iter()
+        .flatten()
+        .filter_map(move |user| {
+            pods.iter()
+                .find(|p| {
+                    name(&p.metadata) == user.pod_name
+                        && p.metadata.namespace.as_deref() == Some(k8s.namespace.as_str())
+                })
+                .map(|pod| (user, pod))
+        })
+}
+
 /// The policy Longhorn runs with: the setting's value, Longhorn's default when the
 /// settings were read and it is not among them, `Err` when the settings could not be read.
 fn read_policy(state: &State) -> Result<String, String> {
@@ -144,12 +184,22 @@ fn read_policy(state: &State) -> Result<String, String> {
         .longhorn_settings
         .get("Longhorn settings (longhorn.io)")
     {
-        Ok(settings) => Ok(settings
-            .iter()
-            .find(|s| name(&s.metadata) == SETTING)
-            .map(|s| s.value.clone())
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| DEFAULT.to_string())),
+        Ok(settings) => {
+            let value = settings
+                .iter()
+                .find(|s| name(&s.metadata) == SETTING)
+                .map(|s| s.value.clone())
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| DEFAULT.to_string());
+            if POLICIES.contains(&value.as_str()) {
+                Ok(value)
+            } else {
+                Err(format!(
+                    "Longhorn's {SETTING} is `{value}`, which gates does not know ({}): whether Longhorn releases the volumes of pods on a lost node is not known",
+                    POLICIES.join(", ")
+                ))
+            }
+        }
         Err(e) => Err(format!(
             "whether Longhorn releases the volumes of pods on a lost node is not known: {}",
             e.summary
@@ -184,24 +234,15 @@ pub fn held_on(state: &State, lost_nodes: &[String]) -> Result<Held, String> {
     };
     let pods = state.pods.get("pods").map_err(|f| f.summary)?;
     let mut held = Vec::new();
-    for volume in volumes
-        .iter()
-        .filter(|v| matches!(v.spec.access_mode.as_str(), "" | "rwo" | "rwop"))
-    {
+    for volume in volumes.iter() {
         let Some(k8s) = &volume.status.kubernetes_status else {
             continue;
         };
         let attached = volume.status.current_node_id.as_str();
-        if !lost_nodes.iter().any(|n| n == attached) {
+        if !lost_nodes.iter().any(|n| n == attached) || !single_node(volume)? {
             continue;
         }
-        for user in k8s.workloads_status.iter().flatten() {
-            let Some(pod) = pods.iter().find(|p| {
-                name(&p.metadata) == user.pod_name
-                    && p.metadata.namespace.as_deref() == Some(k8s.namespace.as_str())
-            }) else {
-                continue;
-            };
+        for (user, pod) in users(k8s, pods) {
             let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
             if pod.metadata.deletion_timestamp.is_none() || node != Some(attached) {
                 continue;

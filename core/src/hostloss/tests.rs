@@ -1039,6 +1039,54 @@ fn settings_that_cannot_be_read_leave_the_release_unknown_not_guessed() {
 }
 
 #[test]
+fn a_policy_value_longhorn_does_not_define_is_unknown_not_taken_for_do_nothing() {
+    let p = run(&rwo_state("ReplicaSet", "rwo", Some("delete-all-pods")));
+    let host = p.host("pve1").unwrap();
+    assert_eq!(host.outcome, Outcome::Unknown, "{}", reasons(&p, "pve1"));
+    let text = reasons(&p, "pve1");
+    assert!(
+        text.contains(
+            "node-down-pod-deletion-policy is `delete-all-pods`, which gates does not know"
+        ),
+        "{text}"
+    );
+    // The same value when a chaos run reads its lost nodes: the fix says it was not known.
+    let mut s = rwo_state("ReplicaSet", "rwo", Some("delete-all-pods"));
+    if let crate::state::Collected::Present(pods) = &mut s.pods {
+        pods[0].metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ));
+    }
+    let held = super::attach::held_on(&s, &["cp-1".to_string()]).unwrap();
+    assert_eq!(held.pods.len(), 1, "{held:?}");
+    assert!(
+        held.fix.contains("which gates does not know"),
+        "{}",
+        held.fix
+    );
+}
+
+#[test]
+fn an_access_mode_longhorn_does_not_define_is_unknown_not_skipped() {
+    let p = run(&rwo_state("ReplicaSet", "rwm", None));
+    assert_eq!(
+        p.host("pve1").unwrap().outcome,
+        Outcome::Unknown,
+        "{}",
+        reasons(&p, "pve1")
+    );
+    assert!(
+        reasons(&p, "pve1").contains("accessMode `rwm`, which gates does not know"),
+        "{}",
+        reasons(&p, "pve1")
+    );
+    let err = super::attach::held_on(&rwo_state("ReplicaSet", "rwm", None), &["cp-1".to_string()])
+        .unwrap_err();
+    assert!(err.contains("accessMode `rwm`"), "{err}");
+}
+
+#[test]
 fn a_longhorn_instance_manager_goes_with_its_node_and_is_no_reason() {
     let mut im = pod("longhorn-system", "instance-manager-0c1d")
         .labels(&[
