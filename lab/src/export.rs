@@ -8,8 +8,11 @@
 //! endpointslice controller), the metrics API (metrics-server, not storable), and the
 //! CiliumLoadBalancerIPPool (gates does not read it; no CRD for it is shipped). Owner
 //! references are dropped: they name the lab's uids, and the real controllers adopt pods and
-//! ReplicaSets by their selectors instead. Status is kept; the loader writes it where no
-//! real controller or kubelet would (Services, the Cilium and Longhorn objects, Nodes).
+//! ReplicaSets by their selectors instead. A Longhorn `InstanceManager`'s is kept: nothing on a
+//! real plane without Longhorn adopts an instance-manager pod, and the reference is what tells
+//! gates the pod goes with its node (no CRD defines the kind there, so the garbage collector
+//! cannot look the owner up and leaves the pod alone). Status is kept; the loader writes it
+//! where no real controller or kubelet would (Services, the Cilium and Longhorn objects, Nodes).
 
 use crate::resources::{Res, def};
 use crate::world::World;
@@ -97,9 +100,23 @@ fn strip_server_fields(object: &mut Value) {
             "generation",
             "managedFields",
             "selfLink",
-            "ownerReferences",
         ] {
             meta.remove(field);
+        }
+        let longhorn_owners: Vec<Value> = meta
+            .remove("ownerReferences")
+            .and_then(|refs| refs.as_array().cloned())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| {
+                r["apiVersion"]
+                    .as_str()
+                    .is_some_and(|v| v.starts_with("longhorn.io/"))
+                    && r["kind"] == "InstanceManager"
+            })
+            .collect();
+        if !longhorn_owners.is_empty() {
+            meta.insert("ownerReferences".into(), Value::from(longhorn_owners));
         }
     }
 }
@@ -126,17 +143,36 @@ mod tests {
         assert!(objects.len() > 50, "{}", objects.len());
         for o in &objects {
             let meta = &o["metadata"];
-            for field in [
-                "uid",
-                "resourceVersion",
-                "creationTimestamp",
-                "ownerReferences",
-            ] {
+            for field in ["uid", "resourceVersion", "creationTimestamp"] {
                 assert!(meta.get(field).is_none(), "{field} left in {o:#}");
+            }
+            // Only an instance manager's owner, which nothing on a real plane adopts.
+            for owner in meta["ownerReferences"].as_array().into_iter().flatten() {
+                assert_eq!(owner["kind"], "InstanceManager", "{o:#}");
             }
             assert!(
                 o["apiVersion"].is_string() && o["kind"].is_string(),
                 "{o:#}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_instance_manager_pod_keeps_its_owner_and_its_pdb_is_exported() {
+        let objects = manifests(&world("adr-007"), 0);
+        let managers: Vec<&Value> = of_kind(&objects, "Pod")
+            .into_iter()
+            .filter(|p| p["metadata"]["labels"]["longhorn.io/component"] == "instance-manager")
+            .collect();
+        assert_eq!(managers.len(), 3, "one per node");
+        for pod in managers {
+            let name = pod["metadata"]["name"].as_str().unwrap();
+            assert_eq!(pod["metadata"]["ownerReferences"][0]["name"], name);
+            assert!(
+                of_kind(&objects, "PodDisruptionBudget")
+                    .iter()
+                    .any(|b| b["metadata"]["name"] == name && b["spec"]["minAvailable"] == 1),
+                "{name}"
             );
         }
     }

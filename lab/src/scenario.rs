@@ -222,6 +222,12 @@ pub struct EnvSpec {
     /// Talos `cluster.allowSchedulingOnControlPlanes`: without it control planes are tainted.
     #[serde(default)]
     pub allow_scheduling_on_control_planes: bool,
+    /// Node labels the machine configuration removes with a `$patch: delete` patch, such as
+    /// `node.kubernetes.io/exclude-from-external-load-balancers`, which Talos's config
+    /// generation puts on every control plane since 1.8 and its documentation tells clusters
+    /// that run workloads there to remove.
+    #[serde(default)]
+    pub delete_node_labels: Vec<String>,
     pub nodes: Vec<NodeSpec>,
     #[serde(default)]
     pub l2_policies: Vec<L2PolicySpec>,
@@ -356,6 +362,10 @@ pub struct WorkloadSpec {
     /// Tolerate the control-plane NoSchedule taint.
     #[serde(default)]
     pub tolerate_control_plane: bool,
+    /// Tolerate every taint (`{operator: Exists}`), as the Cilium chart's operator does by
+    /// default: never evicted from a dead node, so never replaced while it is down.
+    #[serde(default)]
+    pub tolerate_all: bool,
     /// Pods only on nodes with these labels.
     #[serde(default)]
     pub node_selector: BTreeMap<String, String>,
@@ -587,6 +597,7 @@ impl Scenario {
                 usage: None,
                 anti_affinity: AntiAffinity::None,
                 tolerate_control_plane: false,
+                tolerate_all: false,
                 node_selector: BTreeMap::new(),
                 pdb: None,
                 image: None,
@@ -608,6 +619,7 @@ impl Scenario {
                 kubernetes_version: default_kube_version(),
                 talos_version: default_talos_version(),
                 allow_scheduling_on_control_planes: false,
+                delete_node_labels: vec![],
                 nodes: node_specs,
                 l2_policies: vec![],
                 ingress: None,

@@ -117,6 +117,27 @@ async fn every_static_gate_passes_on_the_adr_target_and_check_only_reads() {
             .unwrap()
             .contains("as Proxmox confirms")
     );
+    // The CSI attacher is protected by the PDB longhorn-manager makes while a volume is
+    // attached, and the instance managers' PDBs, which never allow a disruption, are no
+    // controller's.
+    let attacher = trial(&json, "gate2::lab::replicated-controller::longhorn-csi-attacher");
+    assert_eq!(attacher["verdict"], "pass", "{attacher:#}");
+    assert!(
+        attacher.to_string().contains("managed by Longhorn"),
+        "{attacher:#}"
+    );
+    let gate2: Vec<&Value> = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"].as_str().unwrap_or("").starts_with("gate2::"))
+        .collect();
+    assert!(
+        gate2
+            .iter()
+            .all(|t| !t.to_string().contains("instance-manager")),
+        "{gate2:#?}"
+    );
     // The VIP's holder is read from the Talos addresses and named as the lab has it.
     let holder = lab
         .shared
@@ -132,6 +153,15 @@ async fn every_static_gate_passes_on_the_adr_target_and_check_only_reads() {
     assert_eq!(
         trial(&json, "gate5::lab-production::capacity-headroom")["verdict"],
         "pass"
+    );
+    // Production keeps the label Talos puts on control planes for other load balancers to
+    // leave out: Cilium's announcer does not read it, so it is a warning, not a failure.
+    let l2 = trial(&json, "gate3::lab-production::l2-announcement");
+    assert_eq!(l2["verdict"], "pass", "{l2:#}");
+    assert!(
+        l2.to_string()
+            .contains("node.kubernetes.io/exclude-from-external-load-balancers"),
+        "{l2:#}"
     );
 
     // Every request the two runs made was a read, on every protocol.
@@ -183,6 +213,15 @@ async fn staging_today_in_the_lab_shows_the_open_items() {
     assert!(
         l2.contains("talos-test-cp-01"),
         "the node left out is named: {l2}"
+    );
+    // CoreDNS as Talos deploys it has no PDB; the message says how to give it one.
+    let coredns = trial(&json, "gate2::lab::replicated-controller::coredns");
+    assert_eq!(coredns["verdict"], "fail", "{coredns:#}");
+    assert!(
+        coredns
+            .to_string()
+            .contains("CoreDNS as Talos deploys it has no PodDisruptionBudget"),
+        "{coredns:#}"
     );
     lab.stop().await;
 }

@@ -15,6 +15,17 @@ pub enum BuildError {
 
 /// Resources Talos reserves for the system on every node (kubelet systemReserved).
 pub(crate) const RESERVED_CPU_MILLI: i64 = 50;
+/// The label Talos puts on control planes so that cloud load balancers leave them out.
+pub(crate) const EXCLUDE_FROM_LB: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
+
+/// Whether a Talos version such as `v1.11.5` is at least `major.minor`; `None` when it does
+/// not read as a version.
+fn talos_at_least(version: &str, major: u64, minor: u64) -> Option<bool> {
+    let mut parts = version.strip_prefix('v')?.split('.');
+    let a: u64 = parts.next()?.parse().ok()?;
+    let b: u64 = parts.next()?.parse().ok()?;
+    Some((a, b) >= (major, minor))
+}
 pub(crate) const RESERVED_MEMORY: i64 = 192 << 20;
 
 pub(crate) const HOST_LABEL: &str = "topology.kubernetes.io/zone";
@@ -30,6 +41,10 @@ const LONGHORN_DEFAULTS: &[(&str, &str)] = &[
     ("node-down-pod-deletion-policy", "do-nothing"),
     ("replica-replenishment-wait-interval", "600"),
     ("default-data-path", "/var/lib/longhorn/"),
+    (
+        "guaranteed-instance-manager-cpu",
+        super::longhorn_system::GUARANTEED_IM_CPU_DEFAULT,
+    ),
 ];
 
 impl World {
@@ -94,8 +109,22 @@ impl World {
                         "node-role.kubernetes.io/control-plane".into(),
                         String::new(),
                     );
+                    // Talos's config generation since 1.8 (`AddExcludeFromExternalLoadBalancer`
+                    // in pkg/machinery/config/generate).
+                    let since_1_8 = talos_at_least(&es.talos_version, 1, 8).ok_or_else(|| {
+                        invalid(format!(
+                            "environment {}: talos_version {:?} is not vMAJOR.MINOR.PATCH",
+                            es.name, es.talos_version
+                        ))
+                    })?;
+                    if since_1_8 {
+                        labels.insert(EXCLUDE_FROM_LB.into(), String::new());
+                    }
                 }
                 labels.extend(ns.labels.clone());
+                for key in &es.delete_node_labels {
+                    labels.remove(key);
+                }
                 nodes.push(Node {
                     index,
                     env: k,
@@ -125,6 +154,7 @@ impl World {
                     addressed: index < crate::addr::MAX_ADDRESSED,
                     heartbeat: Duration::ZERO,
                     etcd_member_id: ids::hash64(&["etcd-member", &ns.name]),
+                    instance_manager_evicted: None,
                 });
                 env_nodes.push(index);
             }
@@ -170,6 +200,7 @@ impl World {
                         selector: Some(rule.selector.clone().unwrap_or_else(|| w.labels.clone())),
                         min_available: rule.min_available.clone(),
                         max_unavailable: rule.max_unavailable.clone(),
+                        made_by: PdbMaker::Scenario,
                     });
                 }
             }
@@ -181,7 +212,12 @@ impl World {
                     selector: p.selector.clone(),
                     min_available: p.min_available.clone(),
                     max_unavailable: p.max_unavailable.clone(),
+                    made_by: PdbMaker::Scenario,
                 });
+            }
+            if es.longhorn.is_some() {
+                let longhorn = super::longhorn_system::csi_pdbs(es, &pdbs);
+                pdbs.extend(longhorn);
             }
 
             let policies = es
@@ -235,6 +271,14 @@ impl World {
                     }
                 }
             }
+            let setting = &longhorn_settings["guaranteed-instance-manager-cpu"];
+            let instance_manager_cpu_percent =
+                super::longhorn_system::guaranteed_cpu_percent(setting).ok_or_else(|| {
+                    invalid(format!(
+                        "environment {}: longhorn setting guaranteed-instance-manager-cpu {setting:?} is neither a percentage nor {{\"v1\": \"<percentage>\"}}",
+                        es.name
+                    ))
+                })?;
 
             let url_api = format!("https://{}:{}", plan.vip_ip(k), crate::addr::KUBE_PORT);
             truth.targets.insert(
@@ -289,6 +333,7 @@ impl World {
                 quorum: true,
                 volumes: Vec::new(),
                 disk_nodes,
+                instance_manager_cpu_percent,
                 longhorn_settings,
                 load: LoadIndex::default(),
                 dirty: Dirty {

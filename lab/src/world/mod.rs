@@ -8,6 +8,7 @@ mod attachment;
 pub mod backends;
 mod build;
 pub mod eviction;
+mod longhorn_system;
 mod render;
 mod rules;
 pub mod store;
@@ -79,6 +80,10 @@ pub struct Node {
     /// Last kubelet heartbeat (renewTime of its Lease in kube-node-lease).
     pub heartbeat: Duration,
     pub etcd_member_id: u64,
+    /// When the taint manager evicted the node's Longhorn instance-manager pod (it tolerates
+    /// only the 300 s the admission plugin adds); cleared when the kubelet is back and Longhorn
+    /// makes the pod anew.
+    pub instance_manager_evicted: Option<Duration>,
 }
 
 impl Node {
@@ -134,6 +139,18 @@ pub struct Pdb {
     pub selector: Option<BTreeMap<String, String>>,
     pub min_available: Option<IntOrString>,
     pub max_unavailable: Option<IntOrString>,
+    /// Who makes it, which decides when it exists.
+    pub made_by: PdbMaker,
+}
+
+/// Who creates a PodDisruptionBudget of the lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PdbMaker {
+    /// The scenario (a chart or a manifest): always there.
+    Scenario,
+    /// longhorn-manager's kubernetes-pdb controller, for `csi-attacher` and `csi-provisioner`:
+    /// only while some Longhorn volume is not detached.
+    LonghornWhileInUse,
 }
 
 #[derive(Debug, Clone)]
@@ -247,6 +264,8 @@ pub struct Env {
     pub volumes: Vec<Volume>,
     pub disk_nodes: BTreeSet<usize>,
     pub longhorn_settings: BTreeMap<String, String>,
+    /// The v1 share of `guaranteed-instance-manager-cpu`, in percent of allocatable CPU.
+    pub instance_manager_cpu_percent: f64,
     pub dirty: Dirty,
     pub load: LoadIndex,
     pub pod_ips: u64,

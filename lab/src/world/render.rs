@@ -38,7 +38,7 @@ fn owner(api_version: &str, kind: &str, name: &str, uid: &str) -> OwnerReference
 }
 
 impl World {
-    fn time(&self, d: Duration) -> Time {
+    pub(super) fn time(&self, d: Duration) -> Time {
         let w = self.clock.wall_of(d);
         Time(Timestamp::from_second(w.timestamp()).unwrap_or(Timestamp::UNIX_EPOCH))
     }
@@ -106,6 +106,9 @@ impl World {
         }
         if dirty.all || dirty.nodes || pods_changed {
             self.render_nodes(env, &mut puts, &mut deletes);
+        }
+        if pods_changed || dirty.nodes || dirty.longhorn {
+            self.render_pdbs(env, &mut puts, &mut deletes);
         }
         if pods_changed || dirty.nodes {
             self.render_workloads(env, &mut puts);
@@ -687,30 +690,36 @@ impl World {
             .image
             .clone()
             .unwrap_or_else(|| format!("registry.lab.internal/{}:v1", w.spec.name));
-        let mut tolerations = vec![
-            core::Toleration {
-                key: Some("node.kubernetes.io/not-ready".into()),
-                operator: Some("Exists".into()),
-                effect: Some("NoExecute".into()),
-                toleration_seconds: if w.spec.kind == WorkloadKind::DaemonSet {
-                    None
-                } else {
-                    Some(self.timings.toleration.as_secs() as i64)
+        // The DefaultTolerationSeconds admission plugin adds these only to a pod that does not
+        // already tolerate the taints; a toleration with neither key nor effect does.
+        let mut tolerations = if w.spec.tolerate_all {
+            Vec::new()
+        } else {
+            vec![
+                core::Toleration {
+                    key: Some("node.kubernetes.io/not-ready".into()),
+                    operator: Some("Exists".into()),
+                    effect: Some("NoExecute".into()),
+                    toleration_seconds: if w.spec.kind == WorkloadKind::DaemonSet {
+                        None
+                    } else {
+                        Some(self.timings.toleration.as_secs() as i64)
+                    },
+                    ..Default::default()
                 },
-                ..Default::default()
-            },
-            core::Toleration {
-                key: Some("node.kubernetes.io/unreachable".into()),
-                operator: Some("Exists".into()),
-                effect: Some("NoExecute".into()),
-                toleration_seconds: if w.spec.kind == WorkloadKind::DaemonSet {
-                    None
-                } else {
-                    Some(self.timings.toleration.as_secs() as i64)
+                core::Toleration {
+                    key: Some("node.kubernetes.io/unreachable".into()),
+                    operator: Some("Exists".into()),
+                    effect: Some("NoExecute".into()),
+                    toleration_seconds: if w.spec.kind == WorkloadKind::DaemonSet {
+                        None
+                    } else {
+                        Some(self.timings.toleration.as_secs() as i64)
+                    },
+                    ..Default::default()
                 },
-                ..Default::default()
-            },
-        ];
+            ]
+        };
         // Added to pods, not templates: by the DaemonSet controller or, for the others, the
         // DefaultTolerationSeconds admission plugin.
         tolerations.extend(template_tolerations(w));
@@ -1115,15 +1124,27 @@ impl World {
                 }
             }
         }
-        for pdb in &e.pdbs {
-            puts.push((Res::PodDisruptionBudgets, self.render_pdb(env, pdb)));
+    }
+
+    /// The PodDisruptionBudgets that exist now, with their status; a Longhorn one whose
+    /// volumes are all detached is deleted.
+    fn render_pdbs(&self, env: usize, puts: &mut Vec<(Res, Value)>, deletes: &mut Vec<(Res, Key)>) {
+        for pdb in &self.envs[env].pdbs {
+            if self.pdb_exists(env, pdb) {
+                puts.push((Res::PodDisruptionBudgets, self.render_pdb(env, pdb)));
+            } else {
+                deletes.push((
+                    Res::PodDisruptionBudgets,
+                    (pdb.namespace.clone(), pdb.name.clone()),
+                ));
+            }
         }
     }
 
-    fn eligible_for_daemon(&self, env: usize, wi: usize, n: usize) -> bool {
+    pub(super) fn eligible_for_daemon(&self, env: usize, wi: usize, n: usize) -> bool {
         let node = &self.nodes[n];
         let w = &self.envs[env].workloads[wi];
-        (!node.cp_taint || w.spec.tolerate_control_plane)
+        (!node.cp_taint || w.spec.tolerate_control_plane || w.spec.tolerate_all)
             && w.spec
                 .node_selector
                 .iter()
@@ -1411,6 +1432,7 @@ impl World {
     fn render_longhorn(&self, env: usize, puts: &mut Vec<(Res, Value)>) {
         let e = &self.envs[env];
         let Some(lh) = &e.spec.longhorn else { return };
+        self.render_instance_managers(env, puts);
         let disk_size = quantity::bytes(&lh.disk_size).unwrap_or(200 << 30);
         let t0 = self.rfc3339(Duration::ZERO);
         // Longhorn's defaults (types/setting.go), unless the scenario sets them.
@@ -1576,7 +1598,7 @@ impl World {
                         "kind": "Replica",
                         "metadata": {"name": r.name, "namespace": "longhorn-system", "uid": ids::uuid(&[&e.spec.name, "replica", &r.name]), "generation": 1, "creationTimestamp": t0, "labels": {"longhornvolume": v.name, "longhornnode": node.name}},
                         "spec": {"volumeName": v.name, "nodeID": node.name, "diskID": ids::uuid(&[&node.name, "disk"]), "diskPath": "/var/lib/longhorn/", "dataDirectoryName": format!("{}-{}", v.name, ids::suffix(&[&r.name], 8)), "active": true, "desireState": if v.attached_to.is_some() {"running"} else {"stopped"}, "dataEngine": "v1", "failedAt": r.failed_at.map(|t| self.rfc3339(t)).unwrap_or_default(), "healthyAt": t0, "lastHealthyAt": t0, "lastFailedAt": r.failed_at.map(|t| self.rfc3339(t)).unwrap_or_default(), "hardNodeAffinity": "", "evictionRequested": false},
-                        "status": {"currentState": if r.running { if v.attached_to.is_some() {"running"} else {"stopped"} } else {"error"}, "instanceManagerName": format!("instance-manager-{}", ids::suffix(&[&node.name, "im"], 16)), "started": r.running && v.attached_to.is_some()},
+                        "status": {"currentState": if r.running { if v.attached_to.is_some() {"running"} else {"stopped"} } else {"error"}, "instanceManagerName": super::longhorn_system::instance_manager_name(&node.name), "started": r.running && v.attached_to.is_some()},
                     }),
                 ));
             }
@@ -1647,7 +1669,12 @@ fn scaled(v: &IntOrString, total: i32) -> i32 {
 
 /// What a workload's template tolerates beyond what every pod gets added.
 fn template_tolerations(w: &Workload) -> Vec<core::Toleration> {
-    if w.spec.tolerate_control_plane {
+    if w.spec.tolerate_all {
+        vec![core::Toleration {
+            operator: Some("Exists".into()),
+            ..Default::default()
+        }]
+    } else if w.spec.tolerate_control_plane {
         vec![core::Toleration {
             key: Some("node-role.kubernetes.io/control-plane".into()),
             operator: Some("Exists".into()),

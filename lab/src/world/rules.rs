@@ -380,7 +380,9 @@ impl World {
                     .iter()
                     .filter(|(_, p)| p.node == Some(node) && p.deleting.is_none())
                     .filter(|(_, p)| {
-                        self.envs[env].workloads[p.workload].spec.kind != WorkloadKind::DaemonSet
+                        let w = &self.envs[env].workloads[p.workload].spec;
+                        // A DaemonSet's pods, and pods that tolerate every taint, stay.
+                        w.kind != WorkloadKind::DaemonSet && !w.tolerate_all
                     })
                     .map(|(k, _)| k.clone())
                     .collect();
@@ -403,6 +405,12 @@ impl World {
                 }
                 for w in touched {
                     self.reconcile_workload(env, w, now);
+                }
+                // The instance manager tolerates only the admission plugin's 300 s: it is
+                // evicted with the rest and, bound by name to its node, not made elsewhere.
+                if self.runs_instance_manager(env, node) {
+                    self.nodes[node].instance_manager_evicted = Some(now);
+                    self.envs[env].dirty.longhorn = true;
                 }
                 self.longhorn_node_down(env, &keys, now);
             }
@@ -575,6 +583,9 @@ impl World {
         let epoch = self.nodes[n].epoch;
         self.nodes[n].booted = true;
         self.nodes[n].booted_at = now;
+        // The kubelet finishes deleting an evicted instance manager; Longhorn makes it anew.
+        self.nodes[n].instance_manager_evicted = None;
+        self.envs[env].dirty.longhorn = true;
         self.event(now, "machine-up", Some(env), &name, String::new());
         if !self.nodes[n].ready {
             self.nodes[n].ready = true;
@@ -864,7 +875,7 @@ impl World {
     fn eligible(&self, env: usize, wi: usize, n: usize, daemon: bool) -> bool {
         let node = &self.nodes[n];
         let w = &self.envs[env].workloads[wi];
-        if node.cp_taint && !w.spec.tolerate_control_plane {
+        if node.cp_taint && !w.spec.tolerate_control_plane && !w.spec.tolerate_all {
             return false;
         }
         if !w
@@ -890,6 +901,7 @@ impl World {
             }
             let node = &self.nodes[n];
             let (cpu, mem) = e.load.load.get(n).copied().unwrap_or((0, 0));
+            let cpu = cpu + self.instance_manager_cpu_milli(env, n);
             if cpu + w.cpu_milli > node.cpu_milli - super::build::RESERVED_CPU_MILLI
                 || mem + w.memory_bytes > node.memory_bytes - super::build::RESERVED_MEMORY
             {

@@ -28,19 +28,16 @@ fn world(policy: Option<&str>) -> Arc<Shared> {
     shared
 }
 
-/// The database's pods: (name, node, Terminating, Ready), and the volume's node.
-type Db = (Vec<(String, String, bool, bool)>, Option<String>);
-
-fn db(w: &Shared) -> Db {
+/// The pods of staging's workload `name`: (name, node, Terminating, Ready).
+pub fn pods_of(w: &Shared, name: &str) -> Vec<(String, String, bool, bool)> {
     w.read(|w| {
         let e = &w.envs[0];
         let wi = e
             .workloads
             .iter()
-            .position(|x| x.spec.name == "whoami-db")
-            .unwrap();
-        let pods = e
-            .pods
+            .position(|x| x.spec.name == name)
+            .unwrap_or_else(|| panic!("no workload {name}"));
+        e.pods
             .values()
             .filter(|p| p.workload == wi)
             .map(|p| {
@@ -51,14 +48,23 @@ fn db(w: &Shared) -> Db {
                     p.api_ready,
                 )
             })
-            .collect();
-        let v = e.volumes.iter().find(|v| v.name == VOLUME).unwrap();
-        (pods, v.attached_to.map(|n| w.nodes[n].name.clone()))
+            .collect()
     })
 }
 
+/// The database's pods, and the volume's node.
+type Db = (Vec<(String, String, bool, bool)>, Option<String>);
+
+fn db(w: &Shared) -> Db {
+    let attached = w.read(|w| {
+        let v = w.envs[0].volumes.iter().find(|v| v.name == VOLUME).unwrap();
+        v.attached_to.map(|n| w.nodes[n].name.clone())
+    });
+    (pods_of(w, "whoami-db"), attached)
+}
+
 /// Power off the VM carrying `node`.
-fn power_off(w: &Shared, node: &str) {
+pub fn power_off(w: &Shared, node: &str) {
     let vmid = w.read(|w| w.nodes.iter().find(|n| n.name == node).unwrap().vmid);
     w.stop_vm(vmid).expect("stops");
 }
