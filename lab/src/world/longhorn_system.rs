@@ -108,6 +108,11 @@ pub(super) fn guaranteed_cpu_percent(value: &str) -> Option<f64> {
     (0.0..=100.0).contains(&v).then_some(v)
 }
 
+/// An instance manager's pod address: `.1` of its node's podCIDR (`render::pod_cidr`).
+fn instance_manager_ip(n: usize) -> String {
+    format!("10.244.{}.1", n % 256)
+}
+
 impl World {
     /// Whether node `n` runs an instance manager: longhorn-manager's DaemonSet runs there (or,
     /// in a scenario that does not list it, the node has a Longhorn disk).
@@ -236,6 +241,13 @@ impl World {
                         }),
                         ..Default::default()
                     }]),
+                    // Inside the node's podCIDR, at an address no workload pod gets (they take
+                    // .2 to .254).
+                    pod_ip: Some(instance_manager_ip(n)),
+                    pod_ips: Some(vec![core::PodIP {
+                        ip: instance_manager_ip(n),
+                    }]),
+                    host_ip: node.addressed.then(|| self.plan.node_ip(n).to_string()),
                     qos_class: Some("Burstable".into()),
                     start_time: Some(self.time(created)),
                     ..Default::default()
