@@ -364,6 +364,18 @@ impl PodBuilder {
         self
     }
 
+    /// Binds `port` on the node from the first container (`hostPort`, TCP, every address
+    /// unless `ip` names one).
+    pub fn host_port(mut self, port: i32, ip: Option<&str>) -> Self {
+        let spec = self.pod.spec.get_or_insert_with(Default::default);
+        spec.containers[0].ports.push(crate::state::ContainerPort {
+            host_port: Some(port),
+            host_ip: ip.map(String::from),
+            protocol: None,
+        });
+        self
+    }
+
     /// Adds another app container with these requests.
     pub fn container(mut self, cpu: &str, memory: &str) -> Self {
         let spec = self.pod.spec.get_or_insert_with(Default::default);
@@ -390,6 +402,7 @@ impl PodBuilder {
                 requests: Some(quantities(cpu, memory)),
                 ..Default::default()
             }),
+            ports: Vec::new(),
         });
         self
     }

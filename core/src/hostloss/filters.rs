@@ -6,8 +6,10 @@
 //! (`Insufficient cpu`, `node(s) had untolerated taint {...}`), so a prediction can be
 //! compared with what `kubectl describe pod` says after a real loss.
 //!
-//! Not modelled: preemption, required pod *affinity*, volume topology and limits, host
-//! ports, extended resources, scoring beyond "least allocated".
+//! Host ports (the NodePorts filter) are judged by the reference placement only.
+//!
+//! Not modelled: preemption, required pod *affinity*, volume topology and limits, extended
+//! resources, scoring beyond "least allocated".
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -27,6 +29,7 @@ pub enum Rejection {
     Unschedulable,
     Taint(String),
     NodeAffinity,
+    HostPorts,
     Insufficient(&'static str),
     TooManyPods,
     AntiAffinity,
@@ -43,6 +46,10 @@ impl fmt::Display for Rejection {
             Rejection::NodeAffinity => {
                 write!(f, "node(s) didn't match Pod's node affinity/selector")
             }
+            Rejection::HostPorts => write!(
+                f,
+                "node(s) didn't have free ports for the requested pod ports"
+            ),
             Rejection::Insufficient(r) => write!(f, "Insufficient {r}"),
             Rejection::TooManyPods => write!(f, "Too many pods"),
             Rejection::AntiAffinity => write!(f, "node(s) didn't match pod anti-affinity rules"),
@@ -61,6 +68,57 @@ impl fmt::Display for Rejection {
             ),
         }
     }
+}
+
+// ------------------------------------------------------------------ host ports
+
+/// A port bound on the node: protocol (`TCP` when unset), host address (`0.0.0.0` when unset)
+/// and port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPort {
+    pub protocol: String,
+    pub ip: String,
+    pub port: i32,
+}
+
+/// The host ports of a pod as the NodePorts filter reads them (`util.GetHostPorts`): every
+/// `hostPort` above 0 of its containers and of the init containers that run for its whole
+/// life (`restartPolicy: Always`).
+pub fn host_ports(pod: &Pod) -> Vec<HostPort> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Vec::new();
+    };
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    sidecars
+        .chain(&spec.containers)
+        .flat_map(|c| &c.ports)
+        .filter_map(|p| {
+            let port = p.host_port.filter(|&port| port > 0)?;
+            let or = |v: &Option<String>, default: &str| {
+                v.as_deref()
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or(default)
+                    .to_string()
+            };
+            Some(HostPort {
+                protocol: or(&p.protocol, "TCP"),
+                ip: or(&p.host_ip, "0.0.0.0"),
+                port,
+            })
+        })
+        .collect()
+}
+
+/// Whether `want` collides with a port bound already (`HostPortInfo.CheckConflict`): the same
+/// protocol and port on the same address, or either address `0.0.0.0`.
+pub fn ports_conflict(want: &HostPort, bound: &HostPort) -> bool {
+    want.protocol == bound.protocol
+        && want.port == bound.port
+        && (want.ip == bound.ip || want.ip == "0.0.0.0" || bound.ip == "0.0.0.0")
 }
 
 // ------------------------------------------------------------------ unschedulable, taints

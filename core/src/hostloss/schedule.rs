@@ -427,6 +427,7 @@ impl Sim<'_, '_> {
             terms.iter().map(|t| self.domains_with(t)).collect();
         let forbidden = self.forbidden_by_others(p);
         let spreads = filters::spread_constraints(p.pod, p.labels);
+        let want_ports = filters::host_ports(p.pod);
         let spread_counts: Vec<SpreadCounts<'_>> =
             spreads.iter().map(|s| self.spread_counts(p, s)).collect();
 
@@ -442,6 +443,10 @@ impl Sim<'_, '_> {
                         .map(|r| vec![r])
                 })
                 .or_else(|| filters::node_affinity(p.pod, node.name, node.labels).map(|r| vec![r]))
+                .or_else(|| {
+                    self.ports_taken(n, &want_ports)
+                        .then(|| vec![Rejection::HostPorts])
+                })
                 .or_else(|| {
                     let fit =
                         filters::resources_fit(p.requests, node.allocatable, self.requested[n]);
@@ -508,6 +513,29 @@ impl Sim<'_, '_> {
                 ))
             }
         }
+    }
+
+    /// Whether a port of `want` is bound on node `n` already, by a pod still there (a
+    /// Terminating one too: the scheduler counts it until it is deleted) or one placed there.
+    fn ports_taken(&self, n: usize, want: &[filters::HostPort]) -> bool {
+        if want.is_empty() {
+            return false;
+        }
+        let cluster = self.cluster;
+        let there = cluster.pods_on[n]
+            .iter()
+            .copied()
+            .filter(|&i| !self.gone[i]);
+        let placed = self
+            .placed
+            .iter()
+            .filter(|&&(_, m)| m == n)
+            .map(|&(i, _)| i);
+        there.chain(placed).any(|i| {
+            filters::host_ports(cluster.pods[i].pod)
+                .iter()
+                .any(|bound| want.iter().any(|w| filters::ports_conflict(w, bound)))
+        })
     }
 
     /// Whether pod `i` still counts where it runs: not evicted, not terminating.

@@ -84,6 +84,85 @@ fn a_pod_that_fits_no_survivor_makes_the_loss_not_survivable_with_the_schedulers
     );
 }
 
+/// A pod of `app` binding `port` on its node, as an ingress controller on the host's
+/// network does.
+fn port_pod(app: &str, index: usize, node: &str, port: i32, ip: Option<&str>) -> crate::state::Pod {
+    pod("apps", &format!("{app}-{index}"))
+        .labels(&[("app", app)])
+        .on(node)
+        .requests("100m", "128Mi")
+        .host_port(port, ip)
+        .build()
+        .owned("ReplicaSet", &format!("{app}-rs"))
+        .evictable()
+}
+
+#[test]
+fn a_replacement_needs_a_node_where_its_host_port_is_free() {
+    // Every survivor binds 443 already: the lost host's copy fits nowhere, in the words of
+    // the scheduler's NodePorts filter.
+    let s = state()
+        .nodes(three())
+        .pods([
+            port_pod("edge", 1, "cp-1", 443, None),
+            port_pod("other", 2, "cp-2", 443, None),
+            port_pod("other", 3, "cp-3", 443, Some("10.0.0.3")),
+        ])
+        .build();
+    let p = run(&s);
+    assert_eq!(
+        p.host("pve1").unwrap().outcome,
+        Outcome::Lost,
+        "{}",
+        reasons(&p, "pve1")
+    );
+    assert!(
+        reasons(&p, "pve1")
+            .contains("2 node(s) didn't have free ports for the requested pod ports"),
+        "{}",
+        reasons(&p, "pve1")
+    );
+    // Bound on another protocol or on one address each, 443 is free for a pod that binds a
+    // different address.
+    let mut udp = port_pod("other", 2, "cp-2", 443, None);
+    udp.spec.as_mut().unwrap().containers[0].ports[0].protocol = Some("UDP".into());
+    let s = state()
+        .nodes(three())
+        .pods([
+            port_pod("edge", 1, "cp-1", 443, Some("10.0.0.1")),
+            udp,
+            port_pod("other", 3, "cp-3", 443, Some("10.0.0.3")),
+        ])
+        .build();
+    let p = run(&s);
+    assert!(
+        moves_of(&p, "pve1")[0].placed_on().is_some(),
+        "{:?}\n{}",
+        moves_of(&p, "pve1"),
+        reasons(&p, "pve1")
+    );
+}
+
+#[test]
+fn two_replacements_binding_one_host_port_do_not_share_a_node() {
+    // Two copies on the lost node, one free survivor each: placed one per node, not both on
+    // the emptier one.
+    let s = state()
+        .nodes(three())
+        .pods([
+            port_pod("edge", 1, "cp-1", 8443, None),
+            port_pod("edge", 2, "cp-1", 8443, Some("10.0.0.1")),
+            app_pod("fill", 3, "cp-2", "1", "1Gi"),
+        ])
+        .build();
+    let p = run(&s);
+    let nodes: std::collections::BTreeSet<&str> = moves_of(&p, "pve1")
+        .iter()
+        .filter_map(|m| m.placed_on())
+        .collect();
+    assert_eq!(nodes.len(), 2, "{:?}", moves_of(&p, "pve1"));
+}
+
 #[test]
 fn memory_is_judged_like_cpu() {
     let s = state()

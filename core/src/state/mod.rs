@@ -22,7 +22,7 @@ pub use crds::{
     LonghornWorkloadStatus, NodeMetrics, PodMetrics, ResourceUsage, longhorn_condition,
 };
 
-pub use pod::{Container, Pod, PodCondition, PodSpec, PodStatus};
+pub use pod::{Container, ContainerPort, Pod, PodCondition, PodSpec, PodStatus};
 
 pub use infra::{
     ApiState, EtcdMemberView, EtcdView, Placement, ProxmoxHost, ProxmoxState, ProxmoxVm,

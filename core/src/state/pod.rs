@@ -94,6 +94,27 @@ pub struct Container {
     pub resources: Option<ResourceRequirements>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_policy: Option<String>,
+    /// Only the ports bound on the node (`hostPort`) matter here: the scheduler's NodePorts
+    /// filter keeps two pods that bind the same one off one node.
+    #[serde(
+        default,
+        deserialize_with = "null_is_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub ports: Vec<ContainerPort>,
+}
+
+/// A container port; `hostPort` (the API server copies `containerPort` into it for a pod on
+/// the host's network) binds it on the node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerPort {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_port: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_ip: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }
 
 /// The phase and conditions of a pod (`Ready` is what the checks look for).

@@ -30,6 +30,10 @@ impl Sim<'_, '_> {
         let cluster = self.cluster;
         let shared = self.shared;
         let p = &cluster.pods[i];
+        // Host ports are judged by the reference, which knows what each node binds.
+        if !filters::host_ports(p.pod).is_empty() {
+            return None;
+        }
         let template = shared.templates.of(i)?;
         let domains = &shared.domains;
 
