@@ -1,5 +1,5 @@
 //! The Proxmox VE API server over real TLS on loopback, against the in-memory backend.
-//! Subnet bytes 231..=238 are reserved for these tests.
+//! These tests look for a free subnet from 230..=238 on (see `proxmox_support`).
 
 use crate::proxmox_support;
 
@@ -114,7 +114,7 @@ async fn envelopes_use_integer_booleans_and_proxmox_shapes() {
     let pve1 = list.iter().find(|e| e["name"] == "pve1").expect("pve1");
     assert_eq!(pve1["online"], 1);
     assert_eq!(pve1["local"], 1);
-    assert_eq!(pve1["ip"], "127.232.0.1");
+    assert_eq!(pve1["ip"].as_str(), Some(c.host_ip(1).to_string().as_str()));
     let pve2 = list.iter().find(|e| e["name"] == "pve2").expect("pve2");
     assert_eq!(pve2["local"], 0);
 
@@ -467,13 +467,13 @@ async fn idle_keep_alive_connections_close_and_a_stopped_server_refuses_connecti
     .with_root_certificates(roots)
     .with_no_client_auth();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    let tcp = tokio::net::TcpStream::connect("127.238.0.1:8006")
-        .await
-        .expect("connect");
-    let name = rustls::pki_types::ServerName::try_from("127.238.0.1").expect("name");
+    let pve1 = std::net::SocketAddr::new(c.host_ip(1), gates_lab::addr::PROXMOX_PORT);
+    let tcp = tokio::net::TcpStream::connect(pve1).await.expect("connect");
+    let name = rustls::pki_types::ServerName::from(c.host_ip(1));
     let mut tls = connector.connect(name, tcp).await.expect("handshake");
     let request = format!(
-        "GET /api2/json/version HTTP/1.1\r\nHost: 127.238.0.1\r\nAuthorization: {}\r\n\r\n",
+        "GET /api2/json/version HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\n\r\n",
+        c.host_ip(1),
         c.auth()
     );
     tls.write_all(request.as_bytes()).await.expect("write");
@@ -489,11 +489,7 @@ async fn idle_keep_alive_connections_close_and_a_stopped_server_refuses_connecti
     assert!(text.contains("pve-api-daemon/3.0"), "{text}");
 
     c.handles.remove(0).stop().await;
-    assert!(
-        tokio::net::TcpStream::connect("127.238.0.1:8006")
-            .await
-            .is_err()
-    );
+    assert!(tokio::net::TcpStream::connect(pve1).await.is_err());
 }
 
 #[tokio::test]

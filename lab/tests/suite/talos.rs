@@ -1,13 +1,14 @@
 //! Talos apid over real mutual TLS on loopback, against the in-memory backend.
-//! Subnet bytes 241..=247 are reserved for these tests.
+//! These tests start looking for a free subnet at 241..=247 (see `talos_support`).
 
 use crate::talos_support::StateClient;
 use crate::talos_support::proto::cosi::resource::{GetRequest, ListRequest, Resource};
 use crate::talos_support::proto::machine::EtcdMemberListRequest;
-use crate::talos_support::{NAMES, Nodes, start};
+use crate::talos_support::{NAMES, Nodes, metadata, start};
+use gates_lab::addr::Plan;
 use gates_lab::pki::{CaKind, CertificateAuthority, Eku, LeafSpec};
+use std::net::IpAddr;
 use tonic::Code;
-use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;
 
 /// Connects and calls Version; any failure (handshake, transport, status) becomes text.
@@ -158,7 +159,7 @@ async fn member_list_and_status_have_talos_shapes() {
         .iter()
         .find(|m| m.hostname == "talos-cp-2")
         .expect("cp2");
-    assert_eq!(cp2.peer_urls, vec!["https://127.244.1.2:2380".to_string()]);
+    assert_eq!(cp2.peer_urls, vec![format!("https://{}:2380", nodes.ip(2))]);
     assert!(!cp2.is_learner);
     assert_eq!(Some(cp2.id), nodes.backend.member_id("talos-cp-2"));
 
@@ -174,8 +175,7 @@ async fn member_list_and_status_have_talos_shapes() {
 
     // `node` routing: one message for the target, no metadata.
     let mut req = tonic::Request::new(());
-    req.metadata_mut()
-        .insert("node", MetadataValue::from_static("127.244.1.2"));
+    req.metadata_mut().insert("node", metadata(nodes.ip(2)));
     let routed = cp1.etcd_status(req).await.expect("routed").into_inner();
     assert!(routed.messages[0].metadata.is_none());
     assert_eq!(
@@ -189,17 +189,18 @@ async fn member_list_and_status_have_talos_shapes() {
 
     // Deprecated `nodes` fan-out: one element per target, tagged with the target string.
     let mut req = tonic::Request::new(());
-    req.metadata_mut()
-        .append("nodes", MetadataValue::from_static("127.244.1.1"));
-    req.metadata_mut()
-        .append("nodes", MetadataValue::from_static("127.244.1.3"));
+    req.metadata_mut().append("nodes", metadata(nodes.ip(1)));
+    req.metadata_mut().append("nodes", metadata(nodes.ip(3)));
     let fanned = cp1.version(req).await.expect("fan-out").into_inner();
     let hosts: Vec<&str> = fanned
         .messages
         .iter()
         .map(|m| m.metadata.as_ref().expect("metadata").hostname.as_str())
         .collect();
-    assert_eq!(hosts, vec!["127.244.1.1", "127.244.1.3"]);
+    assert_eq!(
+        hosts,
+        vec![nodes.ip(1).to_string(), nodes.ip(3).to_string()]
+    );
 }
 
 #[tokio::test]
@@ -209,7 +210,7 @@ async fn down_nodes_stall_connections_and_quorum_loss_is_unavailable() {
     nodes.backend.set_up("talos-cp-3", false);
 
     // cp3's address drops packets now: a connect hangs, it is not refused.
-    crate::talos_support::until_stalled(245, 3).await;
+    crate::talos_support::until_stalled(nodes.subnet, 3).await;
 
     // Two of three members up: the member list still works and still lists cp3.
     let list = cp1
@@ -221,11 +222,10 @@ async fn down_nodes_stall_connections_and_quorum_loss_is_unavailable() {
 
     // Fan-out to the dead node yields an error element, not a failed call.
     let mut req = tonic::Request::new(());
-    req.metadata_mut()
-        .append("nodes", MetadataValue::from_static("127.245.1.3"));
+    req.metadata_mut().append("nodes", metadata(nodes.ip(3)));
     let fanned = cp1.version(req).await.expect("call succeeds").into_inner();
     let md = fanned.messages[0].metadata.as_ref().expect("metadata");
-    assert_eq!(md.hostname, "127.245.1.3");
+    assert_eq!(md.hostname, nodes.ip(3).to_string());
     assert!(md.error.contains("i/o timeout"), "{}", md.error);
     assert_eq!(
         md.status.as_ref().expect("status").code,
@@ -235,8 +235,7 @@ async fn down_nodes_stall_connections_and_quorum_loss_is_unavailable() {
 
     // `node` routing to the dead node fails the call itself.
     let mut req = tonic::Request::new(());
-    req.metadata_mut()
-        .insert("node", MetadataValue::from_static("127.245.1.3"));
+    req.metadata_mut().insert("node", metadata(nodes.ip(3)));
     assert_eq!(
         cp1.version(req).await.expect_err("dead").code(),
         Code::Unavailable
@@ -256,7 +255,7 @@ async fn list_ids(
     client: &mut StateClient<Channel>,
     namespace: &str,
     kind: &str,
-    node: Option<&'static str>,
+    node: Option<std::net::IpAddr>,
 ) -> Result<Vec<Resource>, tonic::Status> {
     let mut req = tonic::Request::new(ListRequest {
         namespace: namespace.into(),
@@ -264,8 +263,7 @@ async fn list_ids(
         options: None,
     });
     if let Some(n) = node {
-        req.metadata_mut()
-            .insert("node", MetadataValue::from_static(n));
+        req.metadata_mut().insert("node", metadata(n));
     }
     let mut stream = client.list(req).await?.into_inner();
     let mut out = Vec::new();
@@ -292,15 +290,19 @@ const ADDRESSES: &str = "AddressStatuses.net.talos.dev";
 #[tokio::test]
 async fn cosi_serves_addresses_and_the_vip_only_on_its_holder() {
     let nodes = start(247).await;
-    let vip = "127.247.2.1".parse().expect("vip");
+    let vip = IpAddr::V4(Plan::new(nodes.subnet).vip_ip(0));
     nodes.backend.set_vip_holder(Some("talos-cp-2"), vip);
+    let eth0 = |ip: IpAddr, prefix: u8| format!("eth0/{ip}/{prefix}");
     let reader = nodes.ca.talos_client_cert(&["os:reader"]).expect("reader");
 
     let mut cp1 = nodes.state_client(1, &reader).await;
     let listed = list_ids(&mut cp1, "network", ADDRESSES, None)
         .await
         .expect("list");
-    assert_eq!(ids(&listed), ["lo/127.0.0.1/8", "eth0/127.247.1.1/24"]);
+    assert_eq!(
+        ids(&listed),
+        ["lo/127.0.0.1/8".to_string(), eth0(nodes.ip(1), 24)]
+    );
     let md = listed[1].metadata.as_ref().expect("metadata");
     assert_eq!(
         (md.namespace.as_str(), md.r#type.as_str()),
@@ -309,7 +311,10 @@ async fn cosi_serves_addresses_and_the_vip_only_on_its_holder() {
     assert!(md.created.is_some() && md.updated.is_some());
     let yaml = &listed[1].spec.as_ref().expect("spec").yaml_spec;
     let spec: serde_yaml_ng::Value = serde_yaml_ng::from_str(yaml).expect("yaml");
-    assert_eq!(spec["address"].as_str(), Some("127.247.1.1/24"));
+    assert_eq!(
+        spec["address"].as_str(),
+        Some(format!("{}/24", nodes.ip(1)).as_str())
+    );
     assert_eq!(spec["linkName"].as_str(), Some("eth0"));
 
     let mut cp2 = nodes.state_client(2, &reader).await;
@@ -319,9 +324,9 @@ async fn cosi_serves_addresses_and_the_vip_only_on_its_holder() {
     assert_eq!(
         ids(&holder),
         [
-            "lo/127.0.0.1/8",
-            "eth0/127.247.1.2/24",
-            "eth0/127.247.2.1/32"
+            "lo/127.0.0.1/8".to_string(),
+            eth0(nodes.ip(2), 24),
+            eth0(vip, 32)
         ]
     );
 
@@ -330,21 +335,18 @@ async fn cosi_serves_addresses_and_the_vip_only_on_its_holder() {
         .get(GetRequest {
             namespace: "network".into(),
             r#type: ADDRESSES.into(),
-            id: "eth0/127.247.2.1/32".into(),
+            id: eth0(vip, 32),
             options: None,
         })
         .await
         .expect("get")
         .into_inner();
-    assert_eq!(
-        ids(&[got.resource.expect("resource")]),
-        ["eth0/127.247.2.1/32"]
-    );
+    assert_eq!(ids(&[got.resource.expect("resource")]), [eth0(vip, 32)]);
     let missing = cp1
         .get(GetRequest {
             namespace: "network".into(),
             r#type: ADDRESSES.into(),
-            id: "eth0/127.247.2.1/32".into(),
+            id: eth0(vip, 32),
             options: None,
         })
         .await
@@ -358,7 +360,7 @@ async fn cosi_serves_addresses_and_the_vip_only_on_its_holder() {
     );
 
     // `node` routing: cp1 answers for cp2.
-    let routed = list_ids(&mut cp1, "network", ADDRESSES, Some("127.247.1.2"))
+    let routed = list_ids(&mut cp1, "network", ADDRESSES, Some(nodes.ip(2)))
         .await
         .expect("routed");
     assert_eq!(ids(&routed).len(), 3);
@@ -382,5 +384,5 @@ async fn cosi_serves_addresses_and_the_vip_only_on_its_holder() {
         .expect("list");
     assert_eq!(ids(&released).len(), 2, "{:?}", ids(&released));
     nodes.backend.set_up("talos-cp-2", false);
-    crate::talos_support::until_stalled(247, 2).await;
+    crate::talos_support::until_stalled(nodes.subnet, 2).await;
 }

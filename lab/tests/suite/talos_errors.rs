@@ -5,9 +5,8 @@
 use crate::talos_support::proto::cosi::resource::{
     IdQuery, LabelQuery, LabelTerm, ListOptions, ListRequest, Resource, label_term::Operation,
 };
-use crate::talos_support::{StateClient, start};
+use crate::talos_support::{StateClient, metadata, node_ip, start};
 use tonic::Code;
-use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;
 
 const ADDRESSES: &str = "AddressStatuses.net.talos.dev";
@@ -112,7 +111,7 @@ async fn cosi_list_honours_id_and_label_queries() {
     )
     .await
     .expect("id query");
-    assert_eq!(by_id, ["eth0/127.251.1.1/24"]);
+    assert_eq!(by_id, [format!("eth0/{}/24", nodes.ip(1))]);
     // Address statuses carry no labels: an equality term keeps nothing, NOT_EXISTS keeps all.
     let labelled = |terms: Vec<LabelTerm>| {
         tonic::Request::new(list_request(
@@ -159,8 +158,7 @@ async fn nodes_metadata_is_refused_for_cosi_and_a_worker_does_not_forward() {
     let nodes = start(250).await;
     let mut cp1 = nodes.state_client(1, &nodes.admin).await;
     let mut req = tonic::Request::new(list_request("network", ADDRESSES, None));
-    req.metadata_mut()
-        .append("nodes", MetadataValue::from_static("127.250.1.2"));
+    req.metadata_mut().append("nodes", metadata(nodes.ip(2)));
     let err = list(&mut cp1, req).await.expect_err("one-to-many COSI");
     assert_eq!(err.code(), Code::InvalidArgument);
     assert_eq!(
@@ -171,34 +169,30 @@ async fn nodes_metadata_is_refused_for_cosi_and_a_worker_does_not_forward() {
     // The worker (node 4) answers for itself but forwards nothing, whole call refused.
     let mut worker = nodes.state_client(4, &nodes.admin).await;
     let mut own = tonic::Request::new(list_request("network", ADDRESSES, None));
-    own.metadata_mut()
-        .insert("node", MetadataValue::from_static("127.250.1.4"));
+    own.metadata_mut().insert("node", metadata(nodes.ip(4)));
     assert_eq!(list(&mut worker, own).await.expect("itself").len(), 2);
     let mut other = tonic::Request::new(list_request("network", ADDRESSES, None));
-    other
-        .metadata_mut()
-        .insert("node", MetadataValue::from_static("127.250.1.1"));
+    other.metadata_mut().insert("node", metadata(nodes.ip(1)));
     let err = list(&mut worker, other).await.expect_err("forwarding");
     assert_eq!(err.code(), Code::PermissionDenied);
     assert_eq!(err.message(), "no request forwarding");
     let mut machine = nodes.admin_client(4).await;
     let mut fan = tonic::Request::new(());
-    fan.metadata_mut()
-        .append("nodes", MetadataValue::from_static("127.250.1.1"));
-    fan.metadata_mut()
-        .append("nodes", MetadataValue::from_static("127.250.1.4"));
+    fan.metadata_mut().append("nodes", metadata(nodes.ip(1)));
+    fan.metadata_mut().append("nodes", metadata(nodes.ip(4)));
     let err = machine.version(fan).await.expect_err("a worker fans out");
     assert_eq!(err.code(), Code::PermissionDenied);
 
-    // A numeric target nobody has is dialled (and times out), never looked up in DNS.
+    // A numeric target nobody has is dialled (and times out), never looked up in DNS. It lies
+    // in the nodes' claimed subnet, where no lab serves.
+    let nobody = node_ip(nodes.subnet, 99);
     let mut cp = nodes.admin_client(1).await;
     let mut req = tonic::Request::new(());
-    req.metadata_mut()
-        .append("nodes", MetadataValue::from_static("127.250.1.99"));
+    req.metadata_mut().append("nodes", metadata(nobody));
     let reply = cp.version(req).await.expect("aggregated").into_inner();
     let error = &reply.messages[0].metadata.as_ref().expect("metadata").error;
     assert!(
-        error.contains("dial tcp 127.250.1.99:50000: i/o timeout"),
+        error.contains(&format!("dial tcp {nobody}:50000: i/o timeout")),
         "{error}"
     );
     assert!(!error.contains("no such host"), "{error}");

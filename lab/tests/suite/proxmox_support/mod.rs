@@ -1,15 +1,19 @@
 //! A three-host Proxmox cluster on 127.S.0.{1,2,3}:8006 over the in-memory backend, and a
-//! reqwest client that trusts the cluster CA. Each test picks its own subnet byte S so tests can
-//! run in parallel.
+//! reqwest client that trusts the cluster CA. The cluster claims its subnet S as a lab does
+//! (binding the subnet's control address, held as long as the cluster): each test starts
+//! looking at its own byte, and a taken subnet moves the cluster on, so tests run in parallel
+//! and beside a running `gates lab`. Addresses come from [`Cluster::host_ip`] and
+//! [`Cluster::url`], never from a literal.
 
 #![allow(dead_code)]
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gates_lab::pki::endpoint::{RequestRecord, ServerHandle};
+use gates_lab::addr::{Claim, PROXMOX_PORT, Plan, SubnetChoice};
+use gates_lab::pki::endpoint::{RequestRecord, ServeError, ServerHandle};
 use gates_lab::pki::tls::ServerTls;
 use gates_lab::pki::{CaKind, CertificateAuthority};
 use gates_lab::proxmox::memory::{GuestSpec, MemoryProxmox};
@@ -27,10 +31,13 @@ pub struct Cluster {
     pub fingerprints: Vec<String>,
     pub records: Arc<Mutex<Vec<RequestRecord>>>,
     pub subnet: u8,
+    /// The subnet's control address, bound: no lab or other cluster takes this subnet.
+    pub claim: Claim,
 }
 
+/// Host `i` (1-based: pve1 is 1) on subnet `subnet`, from the lab's address plan.
 pub fn host_ip(subnet: u8, i: u8) -> IpAddr {
-    IpAddr::V4(Ipv4Addr::new(127, subnet, 0, i))
+    IpAddr::V4(Plan::new(subnet).host_ip(usize::from(i) - 1))
 }
 
 /// Guests: 101 (pve1, running, staging), 102 (pve2, running), 103 (pve3, running, HA),
@@ -53,7 +60,26 @@ pub fn guests() -> Vec<GuestSpec> {
     ]
 }
 
-pub async fn start(subnet: u8, options: ProxmoxOptions) -> Cluster {
+/// Starts the cluster on the first free subnet from 127.`from`.x.y on: one whose control
+/// address nobody holds and whose host addresses can all be bound.
+pub async fn start(from: u8, options: ProxmoxOptions) -> Cluster {
+    let mut from = from;
+    for _ in 0..254 {
+        let claim = gates_lab::addr::claim(from, SubnetChoice::FirstFree)
+            .unwrap_or_else(|(addr, e)| panic!("no free subnet from 127.{from}.x.y ({addr}: {e})"));
+        match start_on(claim, options.clone()).await {
+            Ok(cluster) => return cluster,
+            Err((subnet, ServeError::Io(e))) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                from = if subnet >= 254 { 1 } else { subnet + 1 };
+            }
+            Err((subnet, e)) => panic!("Proxmox cluster on 127.{subnet}.x.y: {e}"),
+        }
+    }
+    panic!("no free subnet from 127.{from}.x.y");
+}
+
+async fn start_on(claim: Claim, options: ProxmoxOptions) -> Result<Cluster, (u8, ServeError)> {
+    let subnet = claim.subnet;
     let ips: Vec<IpAddr> = (1..=3).map(|i| host_ip(subnet, i)).collect();
     let backend = MemoryProxmox::new("lab", &ips, &guests(), Duration::from_millis(100));
     let ca = CertificateAuthority::new(CaKind::Proxmox).expect("ca");
@@ -81,25 +107,27 @@ pub async fn start(subnet: u8, options: ProxmoxOptions) -> Cluster {
         let leaf = ca.proxmox_node_cert(&name, *ip).expect("leaf");
         fingerprints.push(leaf.sha256_fingerprint());
         let tls = ServerTls::from_leaf(&leaf);
+        // A server that did start stops when its handle is dropped with this attempt.
         let handle = serve(
             api.clone(),
             &name,
-            SocketAddr::new(*ip, 8006),
+            SocketAddr::new(*ip, PROXMOX_PORT),
             &tls,
             backend.power_watch(&name),
         )
         .await
-        .expect("serve");
+        .map_err(|e| (subnet, e))?;
         handles.push(handle);
     }
-    Cluster {
+    Ok(Cluster {
         backend,
         ca,
         handles,
         fingerprints,
         records,
         subnet,
-    }
+        claim,
+    })
 }
 
 /// Fast options for tests: short delays, short tasks.
@@ -114,8 +142,17 @@ pub fn fast() -> ProxmoxOptions {
 }
 
 impl Cluster {
+    /// Host `i` (1-based) of this cluster.
+    pub fn host_ip(&self, i: u8) -> IpAddr {
+        host_ip(self.subnet, i)
+    }
+
+    /// The Proxmox API `path` on host `host` (1-based).
     pub fn url(&self, host: u8, path: &str) -> String {
-        format!("https://127.{}.0.{host}:8006/api2/json{path}", self.subnet)
+        format!(
+            "https://{}:{PROXMOX_PORT}/api2/json{path}",
+            self.host_ip(host)
+        )
     }
 
     pub fn client(&self) -> reqwest::Client {
