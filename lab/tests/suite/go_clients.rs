@@ -2,7 +2,7 @@
 //! (`github.com/siderolabs/talos/pkg/machinery`, what talosctl uses) through
 //! `tools/talos-check`, and go-proxmox through `tools/proxmox-check`. Each program is built
 //! with `go build` into `target/go/` (Go's build cache keeps rebuilds quick); without Go the
-//! tests fail and say so. Subnet bytes 95..=99 are reserved here.
+//! tests fail and say so. Their labs look for a free subnet from 95..=99 on.
 
 use crate::common;
 
@@ -103,7 +103,8 @@ async fn talos_check(lab: &gates_lab::Lab, endpoint: &str, extra: &[&str]) -> Ve
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_talos_go_client_reads_the_lab_and_gets_talos_errors_for_wrong_requests() {
     let (lab, _dir) = common::start("adr-007", 95, 1.0).await;
-    let results = talos_check(&lab, "127.95.1.1", &[]).await;
+    let cp1 = lab.plan.node_ip(0).to_string();
+    let results = talos_check(&lab, &cp1, &[]).await;
     for call in [
         "version",
         "etcd-members",
@@ -119,7 +120,7 @@ async fn the_talos_go_client_reads_the_lab_and_gets_talos_errors_for_wrong_reque
     }
     let addresses = strings(&find(&results, "addresses")["data"]);
     assert!(
-        addresses.iter().any(|a| a == "eth0/127.95.1.1/24"),
+        addresses.iter().any(|a| *a == format!("eth0/{cp1}/24")),
         "{addresses:?}"
     );
     let by_id = strings(&find(&results, "id-query")["data"]);
@@ -147,12 +148,12 @@ async fn the_talos_go_client_waits_out_its_deadline_on_a_powered_off_node() {
     let (lab, _dir) = common::start("adr-007", 96, 1.0).await;
     lab.shared.stop_vm(102).expect("stop talos-lab-cp-02");
     common::eventually(5, "apid of the stopped VM stalls", || async {
-        common::stalls("127.96.1.2:50000").await
+        common::stalls(lab.apid_addr(1)).await
     })
     .await;
     let results = talos_check(
         &lab,
-        "127.96.1.2",
+        &lab.plan.node_ip(1).to_string(),
         &["-timeout", "1500ms", "-calls", "version"],
     )
     .await;

@@ -4,6 +4,7 @@
 use crate::common;
 
 use crate::common::start;
+use gates_lab::addr::{INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT, KUBE_PORT};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
@@ -11,6 +12,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::{ApiResource, Discovery};
+use std::net::SocketAddr;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_rs_lists_every_resource_of_adr_007() {
@@ -136,7 +138,7 @@ async fn kube_rs_lists_every_resource_of_adr_007() {
         .and_then(|s| s.load_balancer.as_ref())
         .and_then(|l| l.ingress.as_ref())
         .and_then(|i| i[0].ip.clone());
-    assert_eq!(ip, Some("127.20.3.1".to_string()));
+    assert_eq!(ip, Some(lab.plan.ingress_ip(0).to_string()));
     assert_eq!(
         traefik
             .spec
@@ -212,7 +214,7 @@ async fn kube_rs_lists_every_resource_of_adr_007() {
 async fn tokens_decide_who_may_do_what() {
     let (lab, _dir) = start("adr-007", 21, 1.0).await;
     let http = common::https_client(&lab);
-    let base = "https://127.21.2.1:6443";
+    let base = lab.api_url(0);
     let r = http
         .get(format!("{base}/api/v1/nodes"))
         .send()
@@ -309,7 +311,7 @@ async fn tokens_decide_who_may_do_what() {
 async fn lists_page_and_filter_like_the_real_server() {
     let (lab, _dir) = start("adr-007", 22, 1.0).await;
     let http = common::https_client(&lab);
-    let base = "https://127.22.2.1:6443";
+    let base = lab.api_url(0);
     let token = lab.admin_token();
     let get = |url: String| {
         let http = http.clone();
@@ -469,7 +471,7 @@ async fn watch_streams_changes_from_a_list_resource_version() {
     // The node's own API address stalls now, as a powered-off machine drops packets.
     // (Listeners follow the world asynchronously, within milliseconds.)
     common::eventually(5, "a powered-off node stalls connections", || async {
-        common::stalls("127.23.1.2:6443").await
+        common::stalls(SocketAddr::from((lab.plan.node_ip(1), KUBE_PORT))).await
     })
     .await;
     // Without a resourceVersion a watch starts with the current objects as ADDED.
@@ -499,11 +501,13 @@ async fn api_vip_ingress_and_readyz_follow_the_world() {
         .timeout(std::time::Duration::from_secs(5))
         .build()
         .expect("client");
+    let ingress_url = lab.ingress_url(0);
     let ingress = |host: &'static str| {
         let plain = plain.clone();
+        let url = ingress_url.clone();
         async move {
             plain
-                .get("http://127.24.3.1:8080/")
+                .get(url)
                 .header("Host", host)
                 .send()
                 .await
@@ -513,7 +517,10 @@ async fn api_vip_ingress_and_readyz_follow_the_world() {
     assert_eq!(ingress("whoami.lab.internal").await.expect("up"), 200);
     assert_eq!(ingress("other.example").await.expect("up"), 404);
     let r = http
-        .get("https://127.24.3.1:8443/")
+        .get(format!(
+            "https://{}:{INGRESS_HTTPS_PORT}/",
+            lab.plan.ingress_ip(0)
+        ))
         .header("Host", "whoami.lab.internal")
         .send()
         .await
@@ -523,11 +530,15 @@ async fn api_vip_ingress_and_readyz_follow_the_world() {
     lab.shared.power_loss_host("pve1").expect("power loss");
     // Dead addresses drop packets: connects hang, they are never refused.
     common::eventually(5, "announcing node gone: nothing answers", || async {
-        common::stalls("127.24.3.1:8080").await
+        common::stalls(SocketAddr::from((
+            lab.plan.ingress_ip(0),
+            INGRESS_HTTP_PORT,
+        )))
+        .await
     })
     .await;
     common::eventually(5, "VIP gone with its holder", || async {
-        common::stalls("127.24.2.1:6443").await
+        common::stalls(SocketAddr::from((lab.plan.vip_ip(0), KUBE_PORT))).await
     })
     .await;
     common::eventually(20, "ingress back on another node", || async {
@@ -535,7 +546,7 @@ async fn api_vip_ingress_and_readyz_follow_the_world() {
     })
     .await;
     common::eventually(20, "VIP back on another node", || async {
-        http.get("https://127.24.2.1:6443/readyz")
+        http.get(format!("{}/readyz", lab.api_url(0)))
             .send()
             .await
             .is_ok_and(|r| r.status() == 200)
@@ -547,7 +558,7 @@ async fn api_vip_ingress_and_readyz_follow_the_world() {
     lab.shared.power_loss_host("pve2").expect("power loss");
     let asked = std::time::Instant::now();
     let r = http
-        .get("https://127.24.1.3:6443/readyz?verbose")
+        .get(format!("{}/readyz?verbose", lab.node_api_url(2)))
         .send()
         .await
         .expect("node 3 up");
@@ -560,7 +571,7 @@ async fn api_vip_ingress_and_readyz_follow_the_world() {
     );
     let asked = std::time::Instant::now();
     let r = http
-        .get("https://127.24.1.3:6443/api/v1/nodes")
+        .get(format!("{}/api/v1/nodes", lab.node_api_url(2)))
         .bearer_auth(lab.admin_token())
         .send()
         .await
@@ -579,7 +590,7 @@ async fn api_vip_ingress_and_readyz_follow_the_world() {
     assert!((failover - 60.0).abs() < 1e-6, "{failover}");
     // The control endpoint serves the same.
     let events: serde_json::Value = plain
-        .get("http://127.24.255.1:7000/events")
+        .get(format!("{}/events", lab.control_url()))
         .send()
         .await
         .expect("control")
@@ -592,7 +603,7 @@ async fn api_vip_ingress_and_readyz_follow_the_world() {
             .is_some_and(|e| e.iter().any(|e| e["kind"] == "quorum-lost"))
     );
     let reqs: serde_json::Value = plain
-        .get("http://127.24.255.1:7000/requests")
+        .get(format!("{}/requests", lab.control_url()))
         .send()
         .await
         .expect("control")

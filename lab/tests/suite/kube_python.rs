@@ -2,7 +2,7 @@
 //! lab: list consistency errors and a compacted watch, pod IPs in podCIDRs, discovery of
 //! what is served, evictions refused by a PDB, and Events. Needs a Python with the client:
 //! `GATES_TEST_PYTHON`, else the workspace's `target/venv/bin/python` (made by `.ci/run`);
-//! without either the tests fail. Subnet bytes 90..=94 are reserved here.
+//! without either the tests fail. Their labs look for a free subnet from 90..=94 on.
 
 use crate::common;
 
@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use gates_lab::addr::SubnetChoice;
 use gates_lab::{Lab, LabOptions};
 
 fn python() -> PathBuf {
@@ -55,8 +56,9 @@ async fn check(kubeconfig: &Path, context: &str, check: &str, extra: &[&str]) ->
     stdout
 }
 
-/// adr-007 with a short watch history, so early revisions are compacted away.
-async fn lab_with_history(subnet: u8, history: usize, dir: &Path) -> Lab {
+/// adr-007 with a short watch history, so early revisions are compacted away; on the first
+/// free subnet from 127.`from`.x.y on.
+async fn lab_with_history(from: u8, history: usize, dir: &Path) -> Lab {
     let text = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/lab/adr-007.yaml"),
     )
@@ -65,7 +67,8 @@ async fn lab_with_history(subnet: u8, history: usize, dir: &Path) -> Lab {
     std::fs::write(&scenario, format!("{text}\nwatch_history: {history}\n")).expect("write");
     Lab::start(LabOptions {
         scenario: scenario.display().to_string(),
-        subnet,
+        subnet: from,
+        subnet_choice: SubnetChoice::FirstFree,
         speed: 20.0,
         state_dir: dir.join("state"),
         env_dir: None,

@@ -1,13 +1,14 @@
 //! proxmoxer (a Python Proxmox client nobody here wrote) against the lab's Proxmox API
 //! (issue 4 item 13): once over the in-memory backend, once over the full lab. Needs a Python
 //! with proxmoxer: `GATES_TEST_PYTHON`, else the workspace's `target/venv/bin/python` (made by
-//! `.ci/run`). Without either the tests fail. Subnet bytes 239 and 240 are reserved here.
+//! `.ci/run`). Without either the tests fail. They look for a free subnet from 239 and 240 on.
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use crate::proxmox_support::{TOKEN_ID, TOKEN_SECRET, fast, start};
+use gates_lab::addr::SubnetChoice;
 use gates_lab::proxmox::VmStatus;
 use gates_lab::{Lab, LabOptions};
 
@@ -80,7 +81,8 @@ async fn proxmoxer_against_the_in_memory_cluster() {
     let secret = dir.path().join("proxmox-token");
     std::fs::write(&secret, format!("{TOKEN_SECRET}\n")).expect("secret");
 
-    let stdout = run_script("127.239.0.2", &ca, TOKEN_ID, &secret, "101").await;
+    let host = cluster.host_ip(2).to_string();
+    let stdout = run_script(&host, &ca, TOKEN_ID, &secret, "101").await;
     assert!(!stdout.contains(TOKEN_SECRET));
 
     // The server saw what the script claims, and the VM ended up running again.
@@ -113,6 +115,7 @@ async fn proxmoxer_against_the_full_lab() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lab = Lab::start(LabOptions {
         subnet: 240,
+        subnet_choice: SubnetChoice::FirstFree,
         speed: 10.0,
         state_dir: dir.path().to_path_buf(),
         env_dir: None,
@@ -121,7 +124,7 @@ async fn proxmoxer_against_the_full_lab() {
     .await
     .expect("lab starts");
     let stdout = run_script(
-        "127.240.0.1",
+        &lab.plan.host_ip(0).to_string(),
         &lab.files.proxmox_ca,
         gates_lab::runner::PROXMOX_TOKEN_ID,
         &lab.files.proxmox_token,

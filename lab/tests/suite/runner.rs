@@ -23,8 +23,8 @@ async fn writes_client_files_and_stops_cleanly() {
         ]
     );
     assert_eq!(
-        kc["clusters"][1]["cluster"]["server"],
-        "https://127.80.2.2:6443"
+        kc["clusters"][1]["cluster"]["server"].as_str(),
+        Some(lab.api_url(1).as_str())
     );
 
     let env: serde_yaml_ng::Value = serde_yaml_ng::from_str(
@@ -33,8 +33,14 @@ async fn writes_client_files_and_stops_cleanly() {
     .expect("yaml");
     assert_eq!(env["like"], "staging");
     assert_eq!(env["kube"]["context"], "lab");
-    assert_eq!(env["api"]["endpoint"], "https://127.80.2.1:6443");
-    assert_eq!(env["ingress"]["urls"][0]["url"], "http://127.80.3.1:8080/");
+    assert_eq!(
+        env["api"]["endpoint"].as_str(),
+        Some(lab.api_url(0).as_str())
+    );
+    assert_eq!(
+        env["ingress"]["urls"][0]["url"].as_str(),
+        Some(lab.ingress_url(0).as_str())
+    );
     assert_eq!(env["ingress"]["urls"][0]["host"], "whoami.lab.internal");
     assert_eq!(
         env["talos"]["endpoints"].as_sequence().map(|e| e.len()),
@@ -93,7 +99,7 @@ async fn writes_client_files_and_stops_cleanly() {
     })
     .await;
     common::eventually(5, "apid of a stopped VM stalls connections", || async {
-        common::stalls("127.80.1.2:50000").await
+        common::stalls(lab.apid_addr(1)).await
     })
     .await;
     assert!(
@@ -110,7 +116,7 @@ async fn writes_client_files_and_stops_cleanly() {
                 && !r.read_only)
     );
 
-    let api = "127.80.2.1:6443";
+    let api = std::net::SocketAddr::from((lab.plan.vip_ip(0), gates_lab::addr::KUBE_PORT));
     assert!(tokio::net::TcpStream::connect(api).await.is_ok());
     let truth_file = lab.files.ground_truth.clone();
     lab.stop().await;
@@ -138,6 +144,7 @@ async fn stale_environment_files_of_an_earlier_lab_are_removed() {
     let opts = gates_lab::LabOptions {
         scenario: "staging-today".into(),
         subnet: 83,
+        subnet_choice: gates_lab::addr::SubnetChoice::FirstFree,
         speed: 1.0,
         state_dir: dir.path().join("state"),
         env_dir: Some(env_dir.clone()),
@@ -241,6 +248,7 @@ async fn read_only_proxmox_token_and_busy_addresses() {
     let moved = gates_lab::Lab::start(gates_lab::LabOptions {
         scenario: "adr-007".into(),
         subnet: taken,
+        subnet_choice: gates_lab::addr::SubnetChoice::FirstFree,
         speed: 1.0,
         state_dir: dir.path().join("moved"),
         env_dir: None,
@@ -265,6 +273,7 @@ async fn a_scenario_may_make_down_addresses_refuse_instead_of_stall() {
     let lab = gates_lab::Lab::start(gates_lab::LabOptions {
         scenario: scenario.display().to_string(),
         subnet: 87,
+        subnet_choice: gates_lab::addr::SubnetChoice::FirstFree,
         speed: 1.0,
         state_dir: dir.path().join("state"),
         env_dir: None,
@@ -277,7 +286,7 @@ async fn a_scenario_may_make_down_addresses_refuse_instead_of_stall() {
         matches!(
             tokio::time::timeout(
                 std::time::Duration::from_millis(300),
-                tokio::net::TcpStream::connect("127.87.1.2:50000"),
+                tokio::net::TcpStream::connect(lab.apid_addr(1)),
             )
             .await,
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused

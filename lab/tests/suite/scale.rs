@@ -11,7 +11,7 @@ async fn generated_scenario_serves_paged_lists() {
         generate_nodes: Some(2000),
         pods_per_node: None,
         subnet: 78,
-        subnet_choice: Default::default(),
+        subnet_choice: gates_lab::addr::SubnetChoice::FirstFree,
         speed: 1.0,
         state_dir: dir.path().join("state"),
         env_dir: None,
@@ -30,7 +30,7 @@ async fn generated_scenario_serves_paged_lists() {
     let token = lab.admin_token().to_string();
     for (path, expected) in [("/api/v1/pods", pods), ("/api/v1/nodes", nodes)] {
         let mut count = 0;
-        let api = format!("https://{}:6443", lab.plan.vip_ip(0));
+        let api = lab.api_url(0);
         let mut url = format!("{api}{path}?limit=500");
         loop {
             let page: serde_json::Value = http
@@ -62,7 +62,7 @@ async fn the_generator_puts_as_many_pods_per_node_as_asked() {
             generate_nodes: Some(23),
             pods_per_node,
             subnet: 171,
-            subnet_choice: Default::default(),
+            subnet_choice: gates_lab::addr::SubnetChoice::FirstFree,
             speed: 1.0,
             state_dir: dir.path().join("state"),
             env_dir: None,

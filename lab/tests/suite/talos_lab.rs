@@ -1,11 +1,12 @@
 //! The talosconfig the full lab writes works the way talosctl uses it: base64 PEM `ca`, `crt`,
 //! `key` (Ed25519 under Talos's `ED25519 PRIVATE KEY` label), endpoints that each answer apid
-//! over mutual TLS with an etcd member list. Subnet byte 246 is reserved here.
+//! over mutual TLS with an etcd member list. The lab looks for a free subnet from 246 on.
 
 use crate::talos_support::MachineServiceClient;
 use crate::talos_support::proto::machine::EtcdMemberListRequest;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use gates_lab::addr::SubnetChoice;
 use gates_lab::pki::relabel_private_key;
 use gates_lab::{Lab, LabOptions};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
@@ -20,6 +21,7 @@ async fn the_lab_talosconfig_reaches_every_control_plane_endpoint() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lab = Lab::start(LabOptions {
         subnet: 246,
+        subnet_choice: SubnetChoice::FirstFree,
         state_dir: dir.path().to_path_buf(),
         env_dir: None,
         ..LabOptions::default()

@@ -1,6 +1,6 @@
 //! The API VIP holder as the real gates Talos client sees it: COSI AddressStatuses read over
-//! mutual TLS with the lab's talosconfig, on a running lab with sped-up world time. Subnet
-//! bytes 248..=250 are reserved here.
+//! mutual TLS with the lab's talosconfig, on a running lab with sped-up world time. The lab
+//! looks for a free subnet from 248 on.
 
 use crate::common;
 

@@ -1,23 +1,28 @@
 //! Helpers shared by the lab's integration tests.
 #![allow(dead_code)]
 
+use gates_lab::addr::SubnetChoice;
 use gates_lab::{Lab, LabOptions};
 
-/// Subnet bytes used by the tests, one per test so labs never collide when tests run in
-/// parallel (nextest runs every test in its own process): kube_api 20..=39, world_rules
-/// 40..=69, kubectl 70..=79, runner and binary 80..=89.
-pub async fn start(scenario: &str, subnet: u8, speed: f64) -> (Lab, tempfile::TempDir) {
+/// Starts `scenario` on the first free subnet from 127.`from`.x.y on. Each test starts looking
+/// at its own byte (kube_api 20..=39, kubectl 70..=79, runner 80..=89, kube_python 90..=94,
+/// go_clients 95..=99, talos_vip 248), so tests running in parallel rarely have to move; a
+/// subnet that is taken (a user's `gates lab`, a second run of this suite, another test) moves
+/// the lab to the next free one. So a test never knows its subnet in advance: every address
+/// it uses comes from the lab's plan (`lab.plan`, `lab.api_url(k)`, `lab.apid_addr(j)`, ...).
+pub async fn start(scenario: &str, from: u8, speed: f64) -> (Lab, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let lab = Lab::start(LabOptions {
         scenario: scenario.into(),
-        subnet,
+        subnet: from,
+        subnet_choice: SubnetChoice::FirstFree,
         speed,
         state_dir: dir.path().join("state"),
         env_dir: Some(dir.path().join("env")),
         ..LabOptions::default()
     })
     .await
-    .unwrap_or_else(|e| panic!("lab {scenario} on subnet {subnet}: {e}"));
+    .unwrap_or_else(|e| panic!("lab {scenario} on a free subnet from 127.{from}.x.y: {e}"));
     (lab, dir)
 }
 
@@ -62,7 +67,7 @@ where
 
 /// Whether a TCP connect to `addr` hangs (packets dropped, as to a powered-off machine)
 /// rather than being answered or refused: no outcome within 300 ms.
-pub async fn stalls(addr: &str) -> bool {
+pub async fn stalls(addr: std::net::SocketAddr) -> bool {
     tokio::time::timeout(
         std::time::Duration::from_millis(300),
         tokio::net::TcpStream::connect(addr),
