@@ -1,5 +1,7 @@
 //! The `gates-lab` binary: lists scenarios, refuses bad input with exit code 2, runs until
-//! SIGTERM and leaves its files behind.
+//! SIGTERM and leaves its files behind. It is started without `--subnet`, so it takes the
+//! first free subnet from 127.77 on, as a user's `gates-lab` does; where it went is read from
+//! the files it writes.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -21,7 +23,7 @@ fn lists_scenarios_and_rejects_unknown_ones() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let out = Command::new(BIN)
-        .args(["--scenario", "no-such", "--subnet", "86", "--state-dir"])
+        .args(["--scenario", "no-such", "--state-dir"])
         .arg(dir.path().join("s"))
         .arg("--write-env-dir")
         .arg(dir.path().join("e"))
@@ -41,15 +43,7 @@ fn runs_until_sigterm() {
     let dir = tempfile::tempdir().expect("tempdir");
     let state = dir.path().join("state");
     let mut child = Command::new(BIN)
-        .args([
-            "--scenario",
-            "staging-today",
-            "--subnet",
-            "85",
-            "--speed",
-            "5",
-            "--state-dir",
-        ])
+        .args(["--scenario", "staging-today", "--speed", "5", "--state-dir"])
         .arg(&state)
         .arg("--write-env-dir")
         .arg(dir.path().join("env"))
@@ -65,10 +59,16 @@ fn runs_until_sigterm() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(state.join("kubeconfig").exists() && state.join("talosconfig").exists());
-    assert!(
-        std::net::TcpStream::connect("127.85.2.1:6443").is_ok(),
-        "API VIP listens"
-    );
+    let env: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(dir.path().join("env/lab.yaml")).expect("env"),
+    )
+    .expect("yaml");
+    let vip: std::net::SocketAddr = env["api"]["endpoint"]
+        .as_str()
+        .and_then(|e| e.strip_prefix("https://"))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("the API endpoint in lab.yaml: {:?}", env["api"]));
+    assert!(std::net::TcpStream::connect(vip).is_ok(), "API VIP listens");
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
