@@ -45,7 +45,8 @@ async fn proxmox_sees_hosts_vms_and_powers_them() {
     let b = backend("adr-007");
     let hosts = b.hosts();
     assert_eq!(hosts.len(), 5);
-    assert_eq!(hosts[2].ip.to_string(), "127.1.0.3");
+    let plan = b.shared.read(|w| w.plan);
+    assert_eq!(hosts[2].ip, plan.host_ip(2));
     let vms = b.vms();
     assert_eq!(vms.len(), 6);
     let v = vms.iter().find(|v| v.vmid == 203).expect("203");
@@ -103,8 +104,9 @@ async fn proxmox_sees_hosts_vms_and_powers_them() {
 #[tokio::test(start_paused = true)]
 async fn talos_sees_roles_etcd_and_quorum() {
     let b = backend("staging-today");
+    let plan = b.shared.read(|w| w.plan);
     assert_eq!(
-        b.resolve("127.1.1.2").as_deref(),
+        b.resolve(&plan.node_ip(1).to_string()).as_deref(),
         Some("talos-test-worker-01")
     );
     assert_eq!(
@@ -116,11 +118,12 @@ async fn talos_sees_roles_etcd_and_quorum() {
     assert_eq!(b.version("talos-test-cp-01").tag, "v1.11.5");
 
     let b = backend("adr-007");
+    let plan = b.shared.read(|w| w.plan);
     let members = b.etcd_members("talos-lab-cp-02").expect("members");
     assert_eq!(members.len(), 3);
     assert_eq!(
         members[0].peer_urls,
-        vec!["https://127.1.1.1:2380".to_string()]
+        vec![format!("https://{}:2380", plan.node_ip(0))]
     );
     let st = b.etcd_status("talos-lab-cp-02").expect("status");
     assert_ne!(st.leader, 0);
