@@ -163,6 +163,8 @@ pub struct PodInfo<'a> {
     pub ready: bool,
     pub terminating: bool,
     pub priority: i32,
+    /// `preemptionPolicy: Never`: it waits for room rather than evict lower-priority pods.
+    pub never_preempts: bool,
     /// Measured CPU and memory of its containers, when pod metrics were read.
     pub usage: Option<Res>,
 }
@@ -449,6 +451,11 @@ impl<'a> Cluster<'a> {
                         }),
                 terminating: pod.metadata.deletion_timestamp.is_some(),
                 priority: pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0),
+                never_preempts: pod
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.preemption_policy.as_deref())
+                    == Some("Never"),
                 usage,
             });
         }

@@ -8,8 +8,8 @@
 //!
 //! Host ports (the NodePorts filter) are judged by the reference placement only.
 //!
-//! Not modelled: preemption, required pod *affinity*, volume topology and limits, extended
-//! resources, scoring beyond "least allocated".
+//! Preemption is in `schedule` (`Sim::preempt`). Not modelled: required pod *affinity*,
+//! volume topology and limits, extended resources, scoring beyond "least allocated".
 
 use std::collections::BTreeMap;
 use std::fmt;

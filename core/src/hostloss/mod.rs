@@ -145,6 +145,9 @@ fn predict_host(
     etcd::predict(cluster, &lost, &mut loss);
     l2::predict(cluster, &lost, &mut loss);
     let placement = schedule::reschedule(cluster, shared, &lost, mode);
+    for preemption in &placement.preemptions {
+        loss.reason(Outcome::Degraded, preemption.describe());
+    }
     workloads::predict(cluster, workloads, &lost, &placement, &mut loss);
     capacity::predict(cluster, &lost, &placement, &mut loss);
     longhorn::predict(cluster, &lost, &mut loss);

@@ -113,10 +113,38 @@ impl PodMove {
     }
 }
 
+/// A pod that fits only by preempting pods of lower priority, as the scheduler does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preemption {
+    /// `namespace/name` and priority of the pod placed.
+    pub by: String,
+    pub priority: i32,
+    pub node: String,
+    /// `namespace/name` and priority of each pod evicted for it.
+    pub victims: Vec<(String, i32)>,
+}
+
+impl Preemption {
+    pub fn describe(&self) -> String {
+        format!(
+            "pod {} (priority {}) fits only by preempting lower-priority pods on {}: {}; they are evicted and made again where they fit",
+            self.by,
+            self.priority,
+            self.node,
+            self.victims
+                .iter()
+                .map(|(pod, priority)| format!("{pod} (priority {priority})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
 /// The outcome of rescheduling one host's pods.
 #[derive(Debug, Clone, Default)]
 pub struct Placement {
     pub moves: Vec<PodMove>,
+    pub preemptions: Vec<Preemption>,
     /// Pod index → node index, for placed pods.
     pub placed: Vec<(usize, usize)>,
     /// What placed pods add per node: requests, and measured usage where known.
@@ -268,6 +296,8 @@ fn name_of(p: &PodInfo<'_>, deployments: &HashSet<(&str, &str)>) -> String {
 struct Pending {
     pod: usize,
     after: i64,
+    /// Evicted from a surviving node by a preemption: its old pod object goes at once.
+    preempted: bool,
 }
 
 /// The running picture during one host's simulation.
@@ -284,6 +314,8 @@ struct Sim<'c, 'a> {
     /// The placed pods that have required anti-affinity terms (pod, node).
     placed_holders: Vec<(usize, usize)>,
     lost_taints: Vec<Taint>,
+    /// The lowest priority of any pod: a pod at it has nobody to preempt.
+    lowest_priority: i32,
 }
 
 /// Reschedules the pods of the `lost` nodes on the others.
@@ -302,6 +334,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
         placed: Vec::new(),
         placed_holders: Vec::new(),
         lost_taints: lost_taints(),
+        lowest_priority: cluster.pods.iter().map(|p| p.priority).min().unwrap_or(0),
     };
     sim.shapes.set_apart(lost, &sim.requested);
     let mut out = Placement::default();
@@ -360,7 +393,11 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
                 }),
                 Some(after) => {
                     sim.gone[i] = true;
-                    pending.push(Pending { pod: i, after });
+                    pending.push(Pending {
+                        pod: i,
+                        after,
+                        preempted: false,
+                    });
                 }
             }
         }
@@ -371,13 +408,65 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
             .cmp(&pa.priority)
             .then_with(|| (pa.namespace, pa.name).cmp(&(pb.namespace, pb.name)))
     });
-    for job in pending {
+    let order = |pod: usize| {
+        let p = &cluster.pods[pod];
+        (std::cmp::Reverse(p.priority), p.namespace, p.name)
+    };
+    let mut queue: std::collections::VecDeque<Pending> = pending.into();
+    while let Some(job) = queue.pop_front() {
         let p = &cluster.pods[job.pod];
         let from = cluster.nodes[p.node.unwrap_or_default()].name.to_string();
         let controller = shared.controllers.get(job.pod).cloned().unwrap_or_default();
         let placed = match mode {
             Mode::Fast => sim.place_fast(job.pod).map_or_else(|| sim.place(p), Ok),
             Mode::Reference => sim.place(p),
+        };
+        let placed = match placed {
+            Err(why) => match sim.preempt(p) {
+                Some((node, victims)) => {
+                    out.preemptions.push(Preemption {
+                        by: p.id(),
+                        priority: p.priority,
+                        node: cluster.nodes[node].name.to_string(),
+                        victims: victims
+                            .iter()
+                            .map(|&v| (cluster.pods[v].id(), cluster.pods[v].priority))
+                            .collect(),
+                    });
+                    for v in victims {
+                        sim.evict(v);
+                        let job = Pending {
+                            pod: v,
+                            after: job.after,
+                            preempted: true,
+                        };
+                        if matches!(
+                            cluster.pods[v].owner,
+                            Owner::ReplicaSet(_) | Owner::StatefulSet(_)
+                        ) {
+                            let at = queue
+                                .iter()
+                                .position(|q| order(q.pod) > order(v))
+                                .unwrap_or(queue.len());
+                            queue.insert(at, job);
+                        } else {
+                            out.moves.push(PodMove {
+                                index: v,
+                                pod: cluster.pods[v].id(),
+                                controller: shared.controllers.get(v).cloned().unwrap_or_default(),
+                                from: cluster.nodes[node].name.to_string(),
+                                lineage: Lineage::of(cluster.pods[v].pod),
+                                outcome: MoveOutcome::NotRecreated {
+                                    why: "preempted, and nothing recreates it".into(),
+                                },
+                            });
+                        }
+                    }
+                    Ok(node)
+                }
+                None => Err(why),
+            },
+            placed => placed,
         };
         let outcome = match placed {
             Ok(node) => {
@@ -398,7 +487,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
                     node: cluster.nodes[node].name.to_string(),
                     host: cluster.nodes[node].host.clone().unwrap_or_default(),
                     after_seconds: job.after,
-                    waits_for_deletion: matches!(p.owner, Owner::StatefulSet(_)),
+                    waits_for_deletion: matches!(p.owner, Owner::StatefulSet(_)) && !job.preempted,
                 }
             }
             Err(why) => MoveOutcome::Unschedulable { why },
@@ -421,71 +510,11 @@ impl Sim<'_, '_> {
     /// every filter on every node, in the scheduler's order (the reference).
     fn place(&self, p: &PodInfo<'_>) -> Result<usize, String> {
         let cluster = self.cluster;
-        let tolerations = p.tolerations();
-        let terms = filters::anti_affinity_terms(p.pod, p.namespace, p.labels);
-        let blocked_by_own: Vec<HashSet<&str>> =
-            terms.iter().map(|t| self.domains_with(t)).collect();
-        let forbidden = self.forbidden_by_others(p);
-        let spreads = filters::spread_constraints(p.pod, p.labels);
-        let want_ports = filters::host_ports(p.pod);
-        let spread_counts: Vec<SpreadCounts<'_>> =
-            spreads.iter().map(|s| self.spread_counts(p, s)).collect();
-
+        let ask = Ask::new(self, p);
         let mut best: Option<(Score, usize)> = None;
         let mut reasons: BTreeMap<Rejection, usize> = BTreeMap::new();
         for (n, node) in cluster.nodes.iter().enumerate() {
-            let lost_taints: &[Taint] = if self.lost[n] { &self.lost_taints } else { &[] };
-            let rejection = filters::node_unschedulable(node.unschedulable, tolerations)
-                .map(|r| vec![r])
-                .or_else(|| {
-                    filters::untolerated_taint(lost_taints, tolerations)
-                        .or_else(|| filters::untolerated_taint(&node.taints, tolerations))
-                        .map(|r| vec![r])
-                })
-                .or_else(|| filters::node_affinity(p.pod, node.name, node.labels).map(|r| vec![r]))
-                .or_else(|| {
-                    self.ports_taken(n, &want_ports)
-                        .then(|| vec![Rejection::HostPorts])
-                })
-                .or_else(|| {
-                    let fit =
-                        filters::resources_fit(p.requests, node.allocatable, self.requested[n]);
-                    (!fit.is_empty()).then_some(fit)
-                })
-                .or_else(|| {
-                    terms
-                        .iter()
-                        .zip(&blocked_by_own)
-                        .any(|(t, blocked)| {
-                            node.labels
-                                .get(&t.topology_key)
-                                .is_some_and(|v| blocked.contains(v.as_str()))
-                        })
-                        .then(|| vec![Rejection::AntiAffinity])
-                })
-                .or_else(|| {
-                    forbidden
-                        .iter()
-                        .any(|(k, v)| node.labels.get(*k).is_some_and(|have| have == v))
-                        .then(|| vec![Rejection::ExistingAntiAffinity])
-                })
-                .or_else(|| {
-                    spreads.iter().zip(&spread_counts).find_map(|(s, counts)| {
-                        let Some(domain) = node.labels.get(&s.topology_key) else {
-                            return Some(vec![Rejection::TopologySpreadMissingLabel]);
-                        };
-                        let here = counts.by_domain.get(domain.as_str()).copied().unwrap_or(0);
-                        (!filters::spread_allows(
-                            s,
-                            here,
-                            s.selector.matches(p.labels),
-                            counts.min,
-                            counts.by_domain.len(),
-                        ))
-                        .then(|| vec![Rejection::TopologySpread])
-                    })
-                });
-            match rejection {
+            match ask.rejection(self, n, true) {
                 Some(list) => {
                     for r in list {
                         *reasons.entry(r).or_default() += 1;
@@ -515,9 +544,95 @@ impl Sim<'_, '_> {
         }
     }
 
+    /// Where pod `p`, which fits nowhere, goes by preempting pods of lower priority, as the
+    /// scheduler's DefaultPreemption does: on a node that passes every filter but room (CPU,
+    /// memory, pod count, host ports) once all its lower-priority pods are gone, the fewest
+    /// of them are taken (those of highest priority kept first); among nodes, the one whose
+    /// victims' highest priority is lowest, then the lowest sum of their priorities, then the
+    /// fewest victims. `None` when no node would do or the pod never preempts. Simplified:
+    /// victims are not taken to lift anti-affinity or spread, and PodDisruptionBudgets are
+    /// not weighed among the candidates.
+    fn preempt(&self, p: &PodInfo<'_>) -> Option<(usize, Vec<usize>)> {
+        if p.never_preempts || p.priority <= self.lowest_priority {
+            return None;
+        }
+        let cluster = self.cluster;
+        let ask = Ask::new(self, p);
+        // (highest victim priority, sum of priorities, victims), the node, the victims.
+        type Candidate = ((i32, i64, usize), usize, Vec<usize>);
+        let mut best: Option<Candidate> = None;
+        for (n, node) in cluster.nodes.iter().enumerate() {
+            if ask.rejection(self, n, false).is_some() {
+                continue;
+            }
+            let mut lower: Vec<usize> = cluster.pods_on[n]
+                .iter()
+                .copied()
+                .filter(|&j| {
+                    let q = &cluster.pods[j];
+                    // A pod bound to its node would only come back there.
+                    self.present(j)
+                        && q.priority < p.priority
+                        && !matches!(
+                            q.owner,
+                            Owner::DaemonSet(_) | Owner::Static | Owner::NodeBound(_)
+                        )
+                })
+                .collect();
+            let fits = |victims: &[usize]| {
+                let freed = victims
+                    .iter()
+                    .fold(Res::default(), |a, &j| a.plus(cluster.pods[j].requests));
+                let left = Res {
+                    cpu_m: self.requested[n].cpu_m - freed.cpu_m,
+                    mem: self.requested[n].mem - freed.mem,
+                    pods: self.requested[n].pods - freed.pods,
+                };
+                filters::resources_fit(p.requests, node.allocatable, left).is_empty()
+                    && !self.ports_taken_but(n, &ask.want_ports, victims)
+            };
+            if lower.is_empty() || !fits(&lower) {
+                continue;
+            }
+            // Reprieve the highest priority first.
+            lower.sort_by(|&a, &b| {
+                (cluster.pods[b].priority, cluster.pods[a].name)
+                    .cmp(&(cluster.pods[a].priority, cluster.pods[b].name))
+            });
+            let mut victims = lower.clone();
+            for &keep in &lower {
+                let without: Vec<usize> = victims.iter().copied().filter(|&v| v != keep).collect();
+                if fits(&without) {
+                    victims = without;
+                }
+            }
+            let key = (
+                victims
+                    .iter()
+                    .map(|&v| cluster.pods[v].priority)
+                    .max()
+                    .unwrap_or(i32::MIN),
+                victims
+                    .iter()
+                    .map(|&v| i64::from(cluster.pods[v].priority))
+                    .sum::<i64>(),
+                victims.len(),
+            );
+            if best.as_ref().is_none_or(|(k, _, _)| key < *k) {
+                best = Some((key, n, victims));
+            }
+        }
+        best.map(|(_, n, victims)| (n, victims))
+    }
+
     /// Whether a port of `want` is bound on node `n` already, by a pod still there (a
     /// Terminating one too: the scheduler counts it until it is deleted) or one placed there.
     fn ports_taken(&self, n: usize, want: &[filters::HostPort]) -> bool {
+        self.ports_taken_but(n, want, &[])
+    }
+
+    /// [`Sim::ports_taken`] with the pods `but` gone.
+    fn ports_taken_but(&self, n: usize, want: &[filters::HostPort], but: &[usize]) -> bool {
         if want.is_empty() {
             return false;
         }
@@ -525,7 +640,7 @@ impl Sim<'_, '_> {
         let there = cluster.pods_on[n]
             .iter()
             .copied()
-            .filter(|&i| !self.gone[i]);
+            .filter(|&i| !self.gone[i] && !but.contains(&i));
         let placed = self
             .placed
             .iter()
@@ -536,6 +651,22 @@ impl Sim<'_, '_> {
                 .iter()
                 .any(|bound| want.iter().any(|w| filters::ports_conflict(w, bound)))
         })
+    }
+
+    /// Pod `i` leaves its node, preempted: it no longer counts there.
+    fn evict(&mut self, i: usize) {
+        self.gone[i] = true;
+        let Some(n) = self.cluster.pods[i].node else {
+            return;
+        };
+        let before = self.requested[n];
+        let freed = self.cluster.pods[i].requests;
+        self.requested[n] = Res {
+            cpu_m: before.cpu_m - freed.cpu_m,
+            mem: before.mem - freed.mem,
+            pods: before.pods - freed.pods,
+        };
+        self.shapes.carry(n, before, self.requested[n]);
     }
 
     /// Whether pod `i` still counts where it runs: not evicted, not terminating.
@@ -664,6 +795,99 @@ impl Sim<'_, '_> {
         }
         let min = by_domain.values().copied().min().unwrap_or(0);
         SpreadCounts { by_domain, min }
+    }
+}
+
+/// One pod's filters, compiled once against the picture of the moment: what the reference
+/// placement and the preemption dry run ask of each node.
+struct Ask<'s> {
+    p: &'s PodInfo<'s>,
+    terms: Vec<PodTerm>,
+    /// Per own term, the topology domains that already hold a pod it counts.
+    blocked_by_own: Vec<HashSet<&'s str>>,
+    /// Node labels other pods' anti-affinity keeps it off.
+    forbidden: Vec<(&'s str, String)>,
+    spreads: Vec<Spread>,
+    spread_counts: Vec<SpreadCounts<'s>>,
+    want_ports: Vec<filters::HostPort>,
+}
+
+impl<'s> Ask<'s> {
+    fn new(sim: &'s Sim<'_, '_>, p: &'s PodInfo<'s>) -> Ask<'s> {
+        let terms = filters::anti_affinity_terms(p.pod, p.namespace, p.labels);
+        let blocked_by_own = terms.iter().map(|t| sim.domains_with(t)).collect();
+        let spreads = filters::spread_constraints(p.pod, p.labels);
+        let spread_counts = spreads.iter().map(|s| sim.spread_counts(p, s)).collect();
+        Ask {
+            p,
+            terms,
+            blocked_by_own,
+            forbidden: sim.forbidden_by_others(p),
+            spreads,
+            spread_counts,
+            want_ports: filters::host_ports(p.pod),
+        }
+    }
+
+    /// Why node `n` cannot take the pod, the first filter that says no, in the scheduler's
+    /// order; without `room`, the filters evicting pods could satisfy (host ports, CPU,
+    /// memory, pod count) are left out.
+    fn rejection(&self, sim: &Sim<'_, '_>, n: usize, room: bool) -> Option<Vec<Rejection>> {
+        let p = self.p;
+        let node = &sim.cluster.nodes[n];
+        let tolerations = p.tolerations();
+        let lost_taints: &[Taint] = if sim.lost[n] { &sim.lost_taints } else { &[] };
+        filters::node_unschedulable(node.unschedulable, tolerations)
+            .map(|r| vec![r])
+            .or_else(|| {
+                filters::untolerated_taint(lost_taints, tolerations)
+                    .or_else(|| filters::untolerated_taint(&node.taints, tolerations))
+                    .map(|r| vec![r])
+            })
+            .or_else(|| filters::node_affinity(p.pod, node.name, node.labels).map(|r| vec![r]))
+            .or_else(|| {
+                (room && sim.ports_taken(n, &self.want_ports)).then(|| vec![Rejection::HostPorts])
+            })
+            .or_else(|| {
+                let fit = filters::resources_fit(p.requests, node.allocatable, sim.requested[n]);
+                (room && !fit.is_empty()).then_some(fit)
+            })
+            .or_else(|| {
+                self.terms
+                    .iter()
+                    .zip(&self.blocked_by_own)
+                    .any(|(t, blocked)| {
+                        node.labels
+                            .get(&t.topology_key)
+                            .is_some_and(|v| blocked.contains(v.as_str()))
+                    })
+                    .then(|| vec![Rejection::AntiAffinity])
+            })
+            .or_else(|| {
+                self.forbidden
+                    .iter()
+                    .any(|(k, v)| node.labels.get(*k).is_some_and(|have| have == v))
+                    .then(|| vec![Rejection::ExistingAntiAffinity])
+            })
+            .or_else(|| {
+                self.spreads
+                    .iter()
+                    .zip(&self.spread_counts)
+                    .find_map(|(s, counts)| {
+                        let Some(domain) = node.labels.get(&s.topology_key) else {
+                            return Some(vec![Rejection::TopologySpreadMissingLabel]);
+                        };
+                        let here = counts.by_domain.get(domain.as_str()).copied().unwrap_or(0);
+                        (!filters::spread_allows(
+                            s,
+                            here,
+                            s.selector.matches(p.labels),
+                            counts.min,
+                            counts.by_domain.len(),
+                        ))
+                        .then(|| vec![Rejection::TopologySpread])
+                    })
+            })
     }
 }
 

@@ -163,6 +163,73 @@ fn two_replacements_binding_one_host_port_do_not_share_a_node() {
     assert_eq!(nodes.len(), 2, "{:?}", moves_of(&p, "pve1"));
 }
 
+/// `app_pod` at `priority`.
+fn prio_pod(app: &str, index: usize, node: &str, cpu: &str, priority: i32) -> crate::state::Pod {
+    let mut p = app_pod(app, index, node, cpu, "256Mi");
+    p.spec.as_mut().unwrap().priority = Some(priority);
+    p
+}
+
+#[test]
+fn a_replacement_of_higher_priority_preempts_the_fewest_lower_priority_pods_where_that_makes_room()
+{
+    // The lost host's critical pod fits no survivor as they stand. On cp-2 evicting one
+    // priority-0 pod makes room; on cp-3 it would take a priority-100 one.
+    let s = state()
+        .nodes(three())
+        .pods([
+            prio_pod("critical", 1, "cp-1", "3", 1000),
+            prio_pod("low", 2, "cp-2", "2", 0),
+            prio_pod("low", 3, "cp-2", "1", 0),
+            prio_pod("mid", 4, "cp-3", "3", 100),
+        ])
+        .build();
+    let p = run(&s);
+    let text = reasons(&p, "pve1");
+    let critical = moves_of(&p, "pve1")
+        .iter()
+        .find(|m| m.pod == "apps/critical-1")
+        .unwrap();
+    assert_eq!(critical.placed_on(), Some("cp-2"), "{text}");
+    assert!(
+        text.contains(
+            "pod apps/critical-1 (priority 1000) fits only by preempting lower-priority pods on cp-2: apps/low-2 (priority 0)"
+        ),
+        "{text}"
+    );
+    // The victim is made again by its ReplicaSet and placed where it fits, or named.
+    let victim = moves_of(&p, "pve1")
+        .iter()
+        .find(|m| m.pod == "apps/low-2")
+        .expect("the preempted pod is predicted too");
+    assert_eq!(victim.from, "cp-2");
+    assert!(
+        !text.contains("apps/low-3"),
+        "only as few as make room: {text}"
+    );
+    assert_ne!(p.host("pve1").unwrap().outcome, Outcome::Survives, "{text}");
+}
+
+#[test]
+fn a_pod_that_never_preempts_or_outranks_nobody_fits_nowhere() {
+    let mut never = prio_pod("critical", 1, "cp-1", "3", 1000);
+    never.spec.as_mut().unwrap().preemption_policy = Some("Never".into());
+    for critical in [never, prio_pod("critical", 1, "cp-1", "3", 0)] {
+        let s = state()
+            .nodes(three())
+            .pods([
+                critical,
+                prio_pod("low", 2, "cp-2", "3", 0),
+                prio_pod("low", 3, "cp-3", "3", 0),
+            ])
+            .build();
+        let p = run(&s);
+        let text = reasons(&p, "pve1");
+        assert!(!text.contains("preempting"), "{text}");
+        assert_eq!(p.host("pve1").unwrap().outcome, Outcome::Lost, "{text}");
+    }
+}
+
 #[test]
 fn memory_is_judged_like_cpu() {
     let s = state()

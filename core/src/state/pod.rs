@@ -81,6 +81,9 @@ pub struct PodSpec {
     pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
+    /// `PreemptLowerPriority` (the default) or `Never`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemption_policy: Option<String>,
 }
 
 /// A container's name, requests and limits; `restartPolicy: Always` on an init container
