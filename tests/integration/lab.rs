@@ -120,7 +120,10 @@ async fn every_static_gate_passes_on_the_adr_target_and_check_only_reads() {
     // The CSI attacher is protected by the PDB longhorn-manager makes while a volume is
     // attached, and the instance managers' PDBs, which never allow a disruption, are no
     // controller's.
-    let attacher = trial(&json, "gate2::lab::replicated-controller::longhorn-csi-attacher");
+    let attacher = trial(
+        &json,
+        "gate2::lab::replicated-controller::longhorn-csi-attacher",
+    );
     assert_eq!(attacher["verdict"], "pass", "{attacher:#}");
     assert!(
         attacher.to_string().contains("managed by Longhorn"),

@@ -160,13 +160,6 @@ impl World {
             let evicted = node.instance_manager_evicted;
             let ready = node.ready && evicted.is_none();
             let status = if ready { "True" } else { "False" };
-            let toleration = |key: &str| core::Toleration {
-                key: Some(key.into()),
-                operator: Some("Exists".into()),
-                effect: Some("NoExecute".into()),
-                toleration_seconds: Some(self.timings.toleration.as_secs() as i64),
-                ..Default::default()
-            };
             let condition = |type_: &str, s: &str, at: Duration| core::PodCondition {
                 type_: type_.into(),
                 status: s.into(),
@@ -213,10 +206,9 @@ impl World {
                         ..Default::default()
                     }],
                     service_account_name: Some("longhorn-service-account".into()),
-                    tolerations: Some(vec![
-                        toleration("node.kubernetes.io/not-ready"),
-                        toleration("node.kubernetes.io/unreachable"),
-                    ]),
+                    tolerations: Some(super::render::node_down_tolerations(Some(
+                        self.timings.toleration.as_secs() as i64,
+                    ))),
                     ..Default::default()
                 }),
                 status: Some(core::PodStatus {

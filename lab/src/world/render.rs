@@ -695,30 +695,11 @@ impl World {
         let mut tolerations = if w.spec.tolerate_all {
             Vec::new()
         } else {
-            vec![
-                core::Toleration {
-                    key: Some("node.kubernetes.io/not-ready".into()),
-                    operator: Some("Exists".into()),
-                    effect: Some("NoExecute".into()),
-                    toleration_seconds: if w.spec.kind == WorkloadKind::DaemonSet {
-                        None
-                    } else {
-                        Some(self.timings.toleration.as_secs() as i64)
-                    },
-                    ..Default::default()
-                },
-                core::Toleration {
-                    key: Some("node.kubernetes.io/unreachable".into()),
-                    operator: Some("Exists".into()),
-                    effect: Some("NoExecute".into()),
-                    toleration_seconds: if w.spec.kind == WorkloadKind::DaemonSet {
-                        None
-                    } else {
-                        Some(self.timings.toleration.as_secs() as i64)
-                    },
-                    ..Default::default()
-                },
-            ]
+            // A DaemonSet's pods tolerate them for ever (the DaemonSet controller adds them).
+            node_down_tolerations(
+                (w.spec.kind != WorkloadKind::DaemonSet)
+                    .then_some(self.timings.toleration.as_secs() as i64),
+            )
         };
         // Added to pods, not templates: by the DaemonSet controller or, for the others, the
         // DefaultTolerationSeconds admission plugin.
@@ -1665,6 +1646,24 @@ fn scaled(v: &IntOrString, total: i32) -> i32 {
             ((pct * i64::from(total) + 99) / 100) as i32
         }
     }
+}
+
+/// The not-ready and unreachable `NoExecute` tolerations the DefaultTolerationSeconds
+/// admission plugin (with `seconds`) or the DaemonSet controller (without) adds to a pod.
+pub(super) fn node_down_tolerations(seconds: Option<i64>) -> Vec<core::Toleration> {
+    [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ]
+    .into_iter()
+    .map(|key| core::Toleration {
+        key: Some(key.into()),
+        operator: Some("Exists".into()),
+        effect: Some("NoExecute".into()),
+        toleration_seconds: seconds,
+        ..Default::default()
+    })
+    .collect()
 }
 
 /// What a workload's template tolerates beyond what every pod gets added.
