@@ -155,6 +155,7 @@ pub async fn run(cli: Cli, streams: &mut Streams) -> Result<ExitCode, AppError> 
         Command::Check(args) => check_env(&config, &cli.config, args, streams).await,
         Command::Snapshot(args) => snapshot(&config, args, streams).await,
         Command::Predict(args) => crate::predict::run(&config, args, streams).await,
+        Command::Guard(args) => crate::guard::run(&config, args, streams).await,
         Command::Chaos(args) => {
             let env = config.environment(&args.env)?;
             let (metrics, reports, since) =

@@ -43,6 +43,9 @@ pub enum Command {
     Predict(PredictArgs),
     /// Start every VM a chaos run stopped, from its journal (safe to run twice).
     Recover(RecoverArgs),
+    /// Wait until ENV is steady for the next one-member-at-a-time change: etcd healthy with the
+    /// expected members and one leader, every node Ready, the API VIP answering (read-only).
+    Guard(GuardArgs),
     /// Run the built-in lab (simulated Proxmox hosts, Talos nodes, Kubernetes) until Ctrl-C.
     Lab(LabArgs),
     /// Start the lab, check its staging and production, run the chaos step, write reports.
@@ -236,6 +239,18 @@ pub struct PredictArgs {
     /// Output on stdout.
     #[arg(long, value_enum, default_value_t = Format::Pretty)]
     pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    /// The environment.
+    pub env: String,
+    /// Give up after this long (exit 1, naming what was still not steady).
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub timeout: std::time::Duration,
+    /// Read the cluster again after this long.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub interval: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ pub mod collect;
 pub mod config;
 pub mod demo;
 pub mod fuzzing;
+pub mod guard;
 pub mod predict;
 pub mod promotion;
 pub mod repo;

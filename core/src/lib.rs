@@ -9,6 +9,7 @@
 pub mod checks;
 pub mod config;
 pub mod exit;
+pub mod guard;
 pub mod hostloss;
 pub mod quantity;
 pub mod selector;

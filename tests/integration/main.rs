@@ -8,6 +8,7 @@ mod control_plane;
 mod credentials;
 mod fixtures_agree;
 mod fuzz_corpus;
+mod guard;
 mod junit;
 mod lab;
 mod predict;
