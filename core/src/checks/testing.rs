@@ -887,6 +887,8 @@ pub fn longhorn_volume(
         metadata: meta(Some("longhorn-system"), name),
         spec: LonghornVolumeSpec {
             number_of_replicas: 3,
+            // 2 GiB.
+            size: "2147483648".into(),
             access_mode: "rwo".into(),
             replica_soft_anti_affinity: String::new(),
         },

@@ -32,6 +32,11 @@ pub struct VolumeLoss {
     pub left: usize,
     /// Nodes of the replicas that go with the host.
     pub lost_on: Vec<String>,
+    /// Bytes Longhorn copies to rebuild the lost replicas (the volume's size, once per lost
+    /// replica) where a surviving node may take them; `None` when none may, or the size is
+    /// not known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rebuild_bytes: Option<i64>,
 }
 
 /// A healthy copy of its volume's data: not failed, and healthy since its last build.
@@ -72,6 +77,9 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
     }
     let mut degraded = Vec::new();
     let mut stuck = Vec::new();
+    // Bytes to copy for the rebuilds, and the volumes whose size is not known.
+    let mut to_copy: i64 = 0;
+    let mut size_unknown: Vec<&str> = Vec::new();
     let takers = Takers::read(cluster, lost);
     for v in volumes {
         let volume = name(&v.metadata);
@@ -101,14 +109,26 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
                     lost_on.join(", ")
                 ),
             );
-        } else {
+        }
+        let mut rebuild_bytes = None;
+        if left > 0 {
             let line = format!(
                 "{volume} ({left} of {} left)",
                 v.spec.number_of_replicas.max(nodes.len() as i64)
             );
             match takers.may_rebuild(v, nodes) {
                 Some(false) => stuck.push(line),
-                Some(true) | None => degraded.push(line),
+                Some(true) | None => {
+                    degraded.push(line);
+                    match v.spec.size.trim().parse::<i64>() {
+                        Ok(size) if size >= 0 => {
+                            let bytes = size.saturating_mul(lost_on.len() as i64);
+                            to_copy = to_copy.saturating_add(bytes);
+                            rebuild_bytes = Some(bytes);
+                        }
+                        _ => size_unknown.push(volume),
+                    }
+                }
             }
         }
         loss.volumes.push(VolumeLoss {
@@ -117,16 +137,18 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
             wanted: v.spec.number_of_replicas,
             left,
             lost_on,
+            rebuild_bytes,
         });
     }
     if !degraded.is_empty() {
         loss.reason(
             Outcome::Degraded,
             format!(
-                "{} Longhorn volume{} run degraded until Longhorn rebuilds the lost replicas: {}{}",
+                "{} Longhorn volume{} run degraded until Longhorn rebuilds the lost replicas: {}; {}{}",
                 degraded.len(),
                 if degraded.len() == 1 { "" } else { "s" },
                 degraded.join(", "),
+                copy_words(to_copy, &size_unknown, cluster.env.capacity.rebuild_margin),
                 takers
                     .unknown
                     .as_ref()
@@ -148,6 +170,28 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
             ),
         );
     }
+}
+
+/// What the rebuilds copy, in words: the bytes, the volumes whose size is unknown, and the
+/// share of each node's CPU and memory `capacity.rebuild_margin` keeps for the traffic.
+fn copy_words(bytes: i64, size_unknown: &[&str], margin: f64) -> String {
+    let gib = bytes as f64 / f64::from(1u32 << 30);
+    let mut out = format!("about {gib:.1} GiB to copy (each volume's size once per lost replica)");
+    if !size_unknown.is_empty() {
+        out.push_str(&format!(
+            ", more for {} whose size is not known",
+            size_unknown.join(", ")
+        ));
+    }
+    if margin > 0.0 {
+        out.push_str(&format!(
+            ", carried by the {:.0} % of each receiving node capacity.rebuild_margin keeps",
+            margin * 100.0
+        ));
+    } else {
+        out.push_str(", with no capacity.rebuild_margin kept for the traffic");
+    }
+    out
 }
 
 /// The surviving nodes Longhorn may place a rebuilt replica on, and the global

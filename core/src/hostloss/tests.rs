@@ -670,10 +670,35 @@ fn a_lost_replica_is_rebuilt_where_a_survivor_holds_none_or_anti_affinity_is_sof
         .longhorn_volumes([longhorn_volume("pvc-triple", "attached", "healthy", "cp-2")])
         .longhorn_replicas(triple.clone())
         .build();
-    let text = reasons(&run(&s), "pve1");
+    let p = run(&s);
+    let text = reasons(&p, "pve1");
     assert!(
         text.contains("until Longhorn rebuilds the lost replicas: pvc-triple"),
         "{text}"
+    );
+    // The rebuild copies the 2 GiB volume once, onto the fourth node, and nothing keeps
+    // room for that traffic.
+    assert!(
+        text.contains("about 2.0 GiB to copy (each volume's size once per lost replica), with no capacity.rebuild_margin kept for the traffic"),
+        "{text}"
+    );
+    let volume = &p.host("pve1").unwrap().volumes[0];
+    assert_eq!(volume.rebuild_bytes, Some(2 << 30));
+    let mut env = crate::checks::testing::env();
+    env.capacity.rebuild_margin = 0.2;
+    let with_margin = super::predict(
+        super::Input {
+            env: &env,
+            state: &s,
+            protected: &[],
+        },
+        Some("pve1"),
+    );
+    assert!(
+        reasons(&with_margin, "pve1")
+            .contains("carried by the 20 % of each receiving node capacity.rebuild_margin keeps"),
+        "{}",
+        reasons(&with_margin, "pve1")
     );
 
     // Three nodes, but two replicas of a volume may share a node.

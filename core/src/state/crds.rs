@@ -171,6 +171,10 @@ pub struct LonghornVolume {
 pub struct LonghornVolumeSpec {
     #[serde(default)]
     pub number_of_replicas: i64,
+    /// The volume's size in bytes, a decimal string (`Size int64 json:"size,string"`); each
+    /// replica rebuilt after a loss copies this much.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub size: String,
     /// `rwo`, `rwop` or `rwx`; the volume webhook writes `rwo` where a volume names none
     /// (`webhook/resources/volume/mutator.go`), so empty reads as `rwo`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
