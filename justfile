@@ -60,7 +60,8 @@ k8s:
 
 # Repository trials on the public corpus of tools/corpus/repos.tsv, checked out under DIR as
 # owner+name (outside this project; `tools/corpus/run DIR --clone` clones them): per repository
-# the trials by verdict, the wrong ones against tools/corpus/EXPECTED.md, time and peak RSS.
+# the trials by verdict, the wrong ones against tools/corpus/EXPECTED.md, time and peak RSS;
+# then every Kustomize directory rendered by gates and by `kubectl kustomize`, compared.
 corpus dir:
-    cargo build --release
+    cargo build --release --bins --example kustomize_render
     tools/corpus/run {{dir}}
