@@ -85,8 +85,10 @@ const NOTED: [(&str, &str); 6] = [
     ("sortOptions", "resource order is not read by any trial"),
 ];
 
-/// Kinds Kustomize leaves without a namespace.
-const CLUSTER_SCOPED: [&str; 12] = [
+/// Kinds left without a namespace: the built-in kinds Kustomize knows as cluster-scoped
+/// (`kyaml/openapi`'s `precomputedIsNamespaceScoped`), and cluster-scoped custom kinds the
+/// API server stores without one (Kustomize, which does not know them, writes one).
+const CLUSTER_SCOPED: [&str; 23] = [
     "Namespace",
     "ClusterRole",
     "ClusterRoleBinding",
@@ -94,6 +96,17 @@ const CLUSTER_SCOPED: [&str; 12] = [
     "StorageClass",
     "PriorityClass",
     "PersistentVolume",
+    "Node",
+    "ComponentStatus",
+    "CSIDriver",
+    "CSINode",
+    "VolumeAttachment",
+    "IngressClass",
+    "RuntimeClass",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+    "APIService",
+    "CertificateSigningRequest",
     "CiliumL2AnnouncementPolicy",
     "CiliumLoadBalancerIPPool",
     "CiliumClusterwideNetworkPolicy",
