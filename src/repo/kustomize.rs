@@ -557,16 +557,49 @@ pub fn is_cluster_scoped(kind: &str) -> bool {
     CLUSTER_SCOPED.contains(&kind)
 }
 
-/// Give namespaced objects the namespace, as `namespace:` and Flux `targetNamespace` do.
+/// Kustomize's namespace transformer, which `namespace:`, Flux `targetNamespace` and Argo CD
+/// `kustomize.namespace` run: namespaced objects get the namespace; a `v1` Namespace is
+/// renamed to it (the home-ops components that declare a Namespace named `_` rely on this);
+/// RoleBinding and ClusterRoleBinding subjects named `default` and an APIService's service
+/// get it (created where missing), and a CustomResourceDefinition's conversion webhook
+/// service has it replaced where set.
 pub fn set_namespace(objects: &mut [Node], namespace: &str, site: &Site) {
+    let value = || Node::str(namespace, site.clone());
     for object in objects {
-        let kind = object.get_str(&["kind"]).unwrap_or_default();
-        if !CLUSTER_SCOPED.contains(&kind) {
-            set_path(
-                object,
-                &["metadata", "namespace"],
-                Node::str(namespace, site.clone()),
-            );
+        let kind = object.get_str(&["kind"]).unwrap_or_default().to_string();
+        let api = object.get_str(&["apiVersion"]).unwrap_or_default();
+        let group = api.rsplit_once('/').map_or("", |(g, _)| g).to_string();
+        let version = api.rsplit('/').next().unwrap_or_default().to_string();
+        if !CLUSTER_SCOPED.contains(&kind.as_str()) {
+            set_path(object, &["metadata", "namespace"], value());
+        }
+        match (group.as_str(), version.as_str(), kind.as_str()) {
+            ("", "v1", "Namespace") => set_path(object, &["metadata", "name"], value()),
+            ("apiregistration.k8s.io", _, "APIService") => {
+                set_path(object, &["spec", "service", "namespace"], value())
+            }
+            ("apiextensions.k8s.io", _, "CustomResourceDefinition") => {
+                let path = ["spec", "conversion", "webhook", "clientConfig", "service"];
+                if object
+                    .get(&path)
+                    .is_some_and(|service| service.entry("namespace").is_some())
+                {
+                    set_path(object, &[&path[..], &["namespace"]].concat(), value());
+                }
+            }
+            (_, _, "RoleBinding" | "ClusterRoleBinding") => {
+                if let Some(Value::Seq(subjects)) =
+                    object.entry_mut("subjects").map(|s| &mut s.value)
+                {
+                    for subject in subjects
+                        .iter_mut()
+                        .filter(|s| s.get_str(&["name"]) == Some("default"))
+                    {
+                        set_path(subject, &["namespace"], value());
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }
