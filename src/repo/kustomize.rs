@@ -421,6 +421,7 @@ fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), R
                 }
             }
             apply_strategic(&mut out.objects, &patch_doc, None)?;
+            drop_deleted(&mut out.objects);
         }
     }
     for item in k.list("patches")? {
@@ -443,6 +444,7 @@ fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), R
             }
         }
         let missed = patch_entry(repo, &k.dir, item, &mut out.objects)?;
+        drop_deleted(&mut out.objects);
         if !charts {
             note_miss(missed, &mut out.notes);
         }
@@ -605,17 +607,25 @@ pub fn set_namespace(objects: &mut [Node], namespace: &str, site: &Site) {
 }
 
 /// Apply one entry of `patches` (Kustomize) or Flux `spec.patches`: `path` or inline `patch`,
-/// with an optional `target`. A list is JSON 6902, a mapping a strategic merge. A target that
-/// selects nothing is noted (see [`note_miss`]).
+/// with an optional `target`. A list is JSON 6902, a mapping a strategic merge (one with
+/// `$patch: delete` removes what it reaches). A target that selects nothing is noted (see
+/// [`note_miss`]).
 pub fn apply_patch_entry(
     repo: &Path,
     dir: &str,
     item: &Node,
-    objects: &mut [Node],
+    objects: &mut Vec<Node>,
     notes: &mut Vec<String>,
 ) -> Result<(), RepoError> {
     note_miss(patch_entry(repo, dir, item, objects)?, notes);
+    drop_deleted(objects);
     Ok(())
+}
+
+/// Remove the objects a strategic-merge patch with `$patch: delete` at its top level left
+/// empty: Kustomize removes the objects such a patch reaches from the build.
+fn drop_deleted(objects: &mut Vec<Node>) {
+    objects.retain(|o| !o.is_null());
 }
 
 /// Like [`apply_patch_entry`]; a `target` that selected nothing is returned.
