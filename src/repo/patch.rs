@@ -3,7 +3,8 @@
 //!
 //! - Strategic merge (Kustomize `patches`, `patchesStrategicMerge`, Flux `spec.patches`):
 //!   maps merge key by key, `key: null` deletes, lists whose items all carry `name` merge by
-//!   name (containers, env, volumes, ports), other lists are replaced; `$patch: replace` and
+//!   name (containers, env, volumes, ports) with the patch's items first, as Kustomize orders
+//!   them, other lists are replaced; `$patch: replace` and
 //!   `$patch: delete` are honoured. Any other `$` directive is an error, not a guess.
 //! - JSON 6902 (`add`, `replace`, `remove`; `test` checks): paths with `~0`/`~1` escapes and
 //!   `-` for appending. `copy` and `move` are errors naming the patch.
@@ -61,21 +62,37 @@ pub fn strategic(base: &mut Node, patch: &Node) -> Result<(), RepoError> {
         (Value::Seq(base_items), Value::Seq(patch_items))
             if named(base_items) && named(patch_items) =>
         {
+            // Kustomize merges with kyaml's `ListIncreaseDirection: prepend`: the patch's
+            // items come first, in the patch's order, then the items only the base has.
+            let mut rest = std::mem::take(base_items);
+            let mut merged: Vec<Node> = Vec::new();
             for item in patch_items {
                 let name = item.get_str(&["name"]).unwrap_or_default();
-                let existing = base_items
-                    .iter()
-                    .position(|b| b.get_str(&["name"]) == Some(name));
+                let same = |b: &Node| b.get_str(&["name"]) == Some(name);
                 let delete = directive(item).and_then(Node::as_str) == Some("delete");
-                match (existing, delete) {
+                if let Some(i) = merged.iter().position(same) {
+                    if delete {
+                        merged.remove(i);
+                    } else {
+                        strategic(&mut merged[i], item)?;
+                    }
+                    continue;
+                }
+                match (rest.iter().position(same), delete) {
                     (Some(i), true) => {
-                        base_items.remove(i);
+                        rest.remove(i);
                     }
                     (None, true) => {}
-                    (Some(i), false) => strategic(&mut base_items[i], item)?,
-                    (None, false) => base_items.push(without_directives(item)),
+                    (Some(i), false) => {
+                        let mut existing = rest.remove(i);
+                        strategic(&mut existing, item)?;
+                        merged.push(existing);
+                    }
+                    (None, false) => merged.push(without_directives(item)),
                 }
             }
+            merged.extend(rest);
+            *base_items = merged;
             Ok(())
         }
         _ => {
@@ -335,7 +352,9 @@ mod tests {
         strategic(&mut base, &patch).unwrap();
         let containers = base.get(&["containers"]).unwrap().as_seq().unwrap();
         assert_eq!(containers.len(), 2);
-        assert_eq!(containers[1].get_str(&["image"]), Some("b:2"));
+        // The patch's items first, then the base's others (Kustomize's order).
+        assert_eq!(containers[0].get_str(&["image"]), Some("b:2"));
+        assert_eq!(containers[1].get_str(&["name"]), Some("a"));
         assert!(base.entry("old").is_none());
     }
 
