@@ -84,9 +84,14 @@ impl Node {
         }
     }
 
+    /// A plain integer, read as Kustomize's YAML library reads it (see [`plain_number`]):
+    /// `0775` is octal, `0x1F` hexadecimal, `1_000` a thousand.
     pub fn as_i64(&self) -> Option<i64> {
         match &self.value {
-            Value::Scalar(text, true) => text.parse().ok(),
+            Value::Scalar(text, true) => match plain_number(text)? {
+                Number::Int(n) => Some(n),
+                Number::Uint(_) | Number::Float(_) => None,
+            },
             _ => None,
         }
     }
@@ -126,11 +131,16 @@ impl Node {
                     if let Some(b) = self.as_bool() {
                         return serde_json::Value::Bool(b);
                     }
-                    if let Ok(n) = text.parse::<i64>() {
-                        return serde_json::Value::from(n);
-                    }
-                    if let Ok(n) = text.parse::<f64>() {
-                        return serde_json::Value::from(n);
+                    match plain_number(text) {
+                        Some(Number::Int(n)) => return serde_json::Value::from(n),
+                        Some(Number::Uint(n)) => return serde_json::Value::from(n),
+                        // Go's JSON, which Kustomize and the API machinery write objects
+                        // with, writes a whole float as an integer (`1e3` is `1000`).
+                        Some(Number::Float(f)) if f.fract() == 0.0 && f.abs() < 9.2e18 => {
+                            return serde_json::Value::from(f as i64);
+                        }
+                        Some(Number::Float(f)) => return serde_json::Value::from(f),
+                        None => {}
                     }
                     if text == "~" || text == "null" {
                         return serde_json::Value::Null;
@@ -169,6 +179,91 @@ impl Node {
             ),
         }
     }
+}
+
+/// A plain scalar's number.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Number {
+    Int(i64),
+    /// Above `i64::MAX`.
+    Uint(u64),
+    Float(f64),
+}
+
+/// A plain scalar read as a number the way go-yaml v3 (`resolve`, which Kustomize's kyaml and
+/// so Flux and `kubectl kustomize` use) reads it: text starting with a digit or a sign loses
+/// its underscores and is an integer if Go's `strconv.ParseInt(text, 0, 64)` (or `ParseUint`)
+/// takes it, with its `0x`, `0o`, `0b` and leading-`0` octal prefixes; otherwise, like text
+/// starting with `.`, a float if it matches `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`.
+/// `inf`, `nan` and `Infinity` are strings (go-yaml's `.inf` and `.nan` are left to the
+/// caller: JSON has no such numbers). YAML 1.1 timestamps are not converted.
+pub fn plain_number(text: &str) -> Option<Number> {
+    let first = text.chars().next()?;
+    if first == '.' {
+        return yaml_float(text).map(Number::Float);
+    }
+    if !(first.is_ascii_digit() || first == '+' || first == '-') {
+        return None;
+    }
+    let plain: String = text.chars().filter(|c| *c != '_').collect();
+    if let Some(number) = go_integer(&plain) {
+        return Some(number);
+    }
+    yaml_float(&plain).map(Number::Float)
+}
+
+/// Go's `strconv.ParseInt(s, 0, 64)`, then `ParseUint(s, 0, 64)` (no sign) for larger values.
+fn go_integer(text: &str) -> Option<Number> {
+    let (negative, unsigned) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let lower = unsigned.to_ascii_lowercase();
+    let (radix, digits) = if let Some(rest) = lower.strip_prefix("0x") {
+        (16, rest)
+    } else if let Some(rest) = lower.strip_prefix("0o") {
+        (8, rest)
+    } else if let Some(rest) = lower.strip_prefix("0b") {
+        (2, rest)
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, &lower[1..])
+    } else {
+        (10, lower.as_str())
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    let magnitude = u64::from_str_radix(digits, radix).ok()?;
+    if negative {
+        return 0i64.checked_sub_unsigned(magnitude).map(Number::Int);
+    }
+    match i64::try_from(magnitude) {
+        Ok(n) => Some(Number::Int(n)),
+        // ParseUint refuses a sign.
+        Err(_) if !text.starts_with('+') => Some(Number::Uint(magnitude)),
+        Err(_) => None,
+    }
+}
+
+/// go-yaml's `yamlStyleFloat`, then Go's `ParseFloat`.
+fn yaml_float(text: &str) -> Option<f64> {
+    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let (mantissa, exponent) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], Some(&body[i + 1..])),
+        None => (body, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    let mantissa_ok = match mantissa.split_once('.') {
+        Some(("", fraction)) => digits(fraction),
+        Some((whole, fraction)) => digits(whole) && fraction.chars().all(|c| c.is_ascii_digit()),
+        None => digits(mantissa),
+    };
+    let exponent_ok = exponent.is_none_or(|e| digits(e.strip_prefix(['-', '+']).unwrap_or(e)));
+    if !(mantissa_ok && exponent_ok) {
+        return None;
+    }
+    text.parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
 /// Every document of a YAML stream (empty documents left out). `file` is the
@@ -401,6 +496,35 @@ mod tests {
         assert_eq!(doc.entry("d").unwrap().as_i64(), None);
         assert!(doc.entry("e").unwrap().is_null());
         assert_eq!(doc.to_json()["c"], serde_json::json!(2));
+    }
+
+    #[test]
+    fn plain_numbers_are_typed_as_kustomizes_yaml_library_types_them() {
+        let doc = &parse(
+            "a.yaml",
+            "octal: 0775\nnew: 0o17\nhex: -0x1F\nbin: 0B11\nunder: 1_000\neight: 08\n\
+             float: 1e3\nhalf: .5\nwhole: 5.\nbig: 18446744073709551615\n\
+             words: [inf, nan, Infinity, .inf, 1.2.3, '12']\n",
+        )
+        .unwrap()[0];
+        let json = doc.to_json();
+        assert_eq!(json["octal"], serde_json::json!(509));
+        assert_eq!(json["new"], serde_json::json!(15));
+        assert_eq!(json["hex"], serde_json::json!(-31));
+        assert_eq!(json["bin"], serde_json::json!(3));
+        assert_eq!(json["under"], serde_json::json!(1000));
+        // Not octal, so a float, written by Go's JSON as the integer 8.
+        assert_eq!(json["eight"], serde_json::json!(8));
+        assert_eq!(json["float"], serde_json::json!(1000));
+        assert_eq!(json["half"], serde_json::json!(0.5));
+        assert_eq!(json["whole"], serde_json::json!(5));
+        assert_eq!(json["big"], serde_json::json!(u64::MAX));
+        assert_eq!(
+            json["words"],
+            serde_json::json!(["inf", "nan", "Infinity", ".inf", "1.2.3", "12"])
+        );
+        assert_eq!(doc.entry("octal").unwrap().as_i64(), Some(509));
+        assert_eq!(doc.entry("float").unwrap().as_i64(), None);
     }
 
     #[test]
