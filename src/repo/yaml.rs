@@ -331,6 +331,44 @@ fn merge_first_wins(first: &mut Node, later: Node) {
     }
 }
 
+/// A plain `<<` key while its mapping is built: a YAML merge key, resolved when the mapping
+/// ends (a quoted `"<<"` is an ordinary key).
+const MERGE_KEY: &str = "\u{0}<<";
+
+/// Resolve a mapping's merge key as go-yaml (Kustomize's kyaml, Helm) does, after YAML 1.1's
+/// merge key type: the keys of the aliased mapping, or of each mapping of a list with the
+/// first winning, that the mapping does not set itself; the merged values keep the lines of
+/// the anchored mapping.
+fn merge_keys(map: &mut Node) -> Result<(), RepoError> {
+    let Value::Map(entries) = &mut map.value else {
+        return Ok(());
+    };
+    let Some(index) = entries.iter().position(|(k, _)| k == MERGE_KEY) else {
+        return Ok(());
+    };
+    let (_, merged) = entries.remove(index);
+    let sources: Vec<Node> = match merged.value {
+        Value::Map(_) => vec![merged],
+        Value::Seq(items) if items.iter().all(|i| i.as_map().is_some()) => items,
+        _ => {
+            return Err(RepoError::new(
+                merged.site,
+                "a merge key `<<` takes a mapping or a list of mappings",
+            ));
+        }
+    };
+    for source in sources {
+        if let Value::Map(more) = source.value {
+            for (key, value) in more {
+                if !entries.iter().any(|(k, _)| *k == key) {
+                    entries.push((key, value));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 enum Frame {
     Seq(Node, usize),
     /// The map so far, its anchor, and a key waiting for its value.
@@ -368,6 +406,7 @@ impl Builder<'_> {
             Some(Frame::Map(map, _, pending)) => match pending.take() {
                 None => {
                     let key = match &node.value {
+                        Value::Scalar(text, true) if text == "<<" => MERGE_KEY.to_string(),
                         Value::Scalar(text, _) => text.clone(),
                         Value::Null => "null".to_string(),
                         Value::Seq(_) | Value::Map(_) => {
@@ -448,7 +487,11 @@ impl MarkedEventReceiver for Builder<'_> {
                 None,
             )),
             Event::SequenceEnd | Event::MappingEnd => match self.stack.pop() {
-                Some(Frame::Seq(node, anchor)) | Some(Frame::Map(node, anchor, _)) => {
+                Some(Frame::Seq(node, anchor)) => self.push(node, anchor),
+                Some(Frame::Map(mut node, anchor, _)) => {
+                    if let Err(error) = merge_keys(&mut node) {
+                        self.fail(error.site.clone(), error.message);
+                    }
                     self.push(node, anchor)
                 }
                 None => self.fail(site, "unbalanced YAML collection"),
@@ -525,6 +568,28 @@ mod tests {
         );
         assert_eq!(doc.entry("octal").unwrap().as_i64(), Some(509));
         assert_eq!(doc.entry("float").unwrap().as_i64(), None);
+    }
+
+    #[test]
+    fn merge_keys_bring_in_the_keys_a_mapping_does_not_set_the_first_source_winning() {
+        let doc = &parse(
+            "a.yaml",
+            "base: &base {a: 1, b: 1}\nmore: &more {b: 2, c: 2}\n\
+             one: {<<: *base, a: 9}\nlist:\n  a: 9\n  <<: [*base, *more]\n\
+             quoted: {\"<<\": x}\n",
+        )
+        .unwrap()[0];
+        let json = doc.to_json();
+        assert_eq!(json["one"], serde_json::json!({"a": 9, "b": 1}));
+        assert_eq!(json["list"], serde_json::json!({"a": 9, "b": 1, "c": 2}));
+        assert_eq!(json["quoted"], serde_json::json!({"<<": "x"}));
+        // A merged value keeps the line of the anchored mapping.
+        assert_eq!(doc.get(&["list", "c"]).unwrap().site.line, 2);
+        let err = parse("b.yaml", "a: {<<: 1}\n").unwrap_err();
+        assert!(
+            err.to_string().starts_with("b.yaml:1: a merge key"),
+            "{err}"
+        );
     }
 
     #[test]
