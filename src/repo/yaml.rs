@@ -289,6 +289,7 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<Vec<Node>, RepoError> {
 fn build(file: &str, text: &str, shift: usize, merge_maps: bool) -> Result<Vec<Node>, RepoError> {
     let mut builder = Builder {
         merge_maps,
+        source: text,
         file,
         shift,
         stack: Vec::new(),
@@ -369,6 +370,32 @@ fn merge_keys(map: &mut Node) -> Result<(), RepoError> {
     Ok(())
 }
 
+/// Whether a block scalar whose content starts at `mark` runs to the end of a source that has
+/// no final line break. yaml-rust2 then ends the value with a line break anyway (its scanner
+/// "considers there is a newline"); libyaml and go-yaml (Kustomize, `kubectl`) keep only the
+/// breaks that are there, so `|` at the very end of a file gives no final break.
+fn runs_to_an_unterminated_end(source: &str, mark: &Marker) -> bool {
+    if source.is_empty() || source.ends_with(['\n', '\r']) {
+        return false;
+    }
+    let indent = mark.col();
+    let mut lines = source
+        .lines()
+        .skip(mark.line().saturating_sub(1))
+        .peekable();
+    while let Some(line) = lines.next() {
+        let spaces = line.len() - line.trim_start_matches(' ').len();
+        if lines.peek().is_none() {
+            return line.chars().count() >= indent.max(1)
+                && (line.trim().is_empty() || spaces >= indent);
+        }
+        if !line.trim().is_empty() && spaces < indent {
+            return false;
+        }
+    }
+    false
+}
+
 enum Frame {
     Seq(Node, usize),
     /// The map so far, its anchor, and a key waiting for its value.
@@ -378,6 +405,7 @@ enum Frame {
 struct Builder<'a> {
     /// Merge a duplicate key's mapping into the first (see [`parse_manifest`]).
     merge_maps: bool,
+    source: &'a str,
     file: &'a str,
     shift: usize,
     stack: Vec<Frame>,
@@ -470,6 +498,13 @@ impl MarkedEventReceiver for Builder<'_> {
                     }
                     _ => site,
                 };
+                let mut text = text;
+                if matches!(style, TScalarStyle::Literal | TScalarStyle::Folded)
+                    && runs_to_an_unterminated_end(self.source, &mark)
+                    && text.ends_with('\n')
+                {
+                    text.pop();
+                }
                 let value = if plain && matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL")
                 {
                     Value::Null
@@ -590,6 +625,25 @@ mod tests {
             err.to_string().starts_with("b.yaml:1: a merge key"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_block_scalar_ending_the_file_without_a_line_break_has_no_final_break() {
+        let value = |text: &str, key: &str| {
+            parse("a.yaml", text).unwrap()[0]
+                .entry(key)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(value("a: |\n  x\n  y", "a"), "x\ny");
+        assert_eq!(value("a: |+\n  x", "a"), "x");
+        assert_eq!(value("a: >\n  x\n  y", "a"), "x y");
+        assert_eq!(value("a: |\n  x\n", "a"), "x\n");
+        // A block scalar before other keys, or before a comment that ends it, keeps its break.
+        assert_eq!(value("a: |\n  x\nb: 1", "a"), "x\n");
+        assert_eq!(value("a: |\n  x\n# end", "a"), "x\n");
     }
 
     #[test]
