@@ -1,7 +1,8 @@
 //! Kustomize `commonLabels` and `labels`: the labels are added to every object's metadata and,
 //! where asked, to pod templates and selectors, so a PDB or a Service still selects the pods
-//! the same Kustomization labelled. Each added label carries the line of the Kustomization
-//! entry that set it, since that line is the one that set it last.
+//! the same Kustomization labelled. Where they go is Kustomize's own field specs
+//! (`api/internal/konfig/builtinpluginconsts`: `commonlabels.go`, `metadatalabels.go`). Each added label carries the line of the Kustomization entry that
+//! set it, since that line is the one that set it last.
 
 use super::set_path;
 use crate::repo::site::RepoError;
@@ -79,56 +80,261 @@ impl Labels {
         Ok(out)
     }
 
-    /// Add the labels to the objects.
+    /// Add the labels to the objects: metadata only; with `includeTemplates` also the
+    /// template field specs; with selectors (`commonLabels`, `includeSelectors`) also the
+    /// selector field specs.
     pub fn apply(&self, objects: &mut [Node]) {
-        for object in objects {
-            let kind = object.get_str(&["kind"]).unwrap_or_default().to_string();
-            let mut paths: Vec<(&[&str], bool)> = vec![(&["metadata", "labels"], true)];
-            let workload = matches!(
-                kind.as_str(),
-                "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet"
-            );
-            if self.templates && (workload || kind == "Job") {
-                paths.push((&["spec", "template", "metadata", "labels"], true));
-            }
-            if self.templates && kind == "CronJob" {
-                paths.push((&["spec", "jobTemplate", "metadata", "labels"], true));
-                paths.push((
-                    &[
-                        "spec",
-                        "jobTemplate",
-                        "spec",
-                        "template",
-                        "metadata",
-                        "labels",
-                    ],
-                    true,
-                ));
-            }
-            if self.selectors {
-                match kind.as_str() {
-                    _ if workload => paths.push((&["spec", "selector", "matchLabels"], true)),
-                    "Job" | "PodDisruptionBudget" => {
-                        paths.push((&["spec", "selector", "matchLabels"], false))
-                    }
-                    "Service" | "ReplicationController" => {
-                        paths.push((&["spec", "selector"], false))
-                    }
-                    _ => {}
-                }
-            }
-            for (path, create) in paths {
-                if !create && object.get(path).is_none_or(|p| p.as_map().is_none()) {
-                    continue;
-                }
-                for (key, value) in &self.pairs {
-                    let mut full: Vec<&str> = path.to_vec();
-                    full.push(key);
-                    set_path(object, &full, value.clone());
-                }
-            }
+        let metadata = [FieldSpec::any("metadata/labels")];
+        let specs: Vec<&FieldSpec> = if self.selectors {
+            SELECTOR_LABELS.iter().chain(&TEMPLATE_LABELS).collect()
+        } else if self.templates {
+            TEMPLATE_LABELS.iter().collect()
+        } else {
+            metadata.iter().collect()
+        };
+        set_pairs(objects, &specs, &self.pairs);
+    }
+}
+
+/// One Kustomize field spec: the objects it applies to (each part optional) and a path of
+/// map keys, a sequence on the way applying the rest of the path to each item; `create`
+/// makes the maps on the way, otherwise a missing one leaves the object alone.
+pub struct FieldSpec {
+    group: Option<&'static str>,
+    version: Option<&'static str>,
+    kind: Option<&'static str>,
+    path: &'static str,
+    create: bool,
+}
+
+impl FieldSpec {
+    const fn any(path: &'static str) -> FieldSpec {
+        FieldSpec {
+            group: None,
+            version: None,
+            kind: None,
+            path,
+            create: true,
         }
     }
+
+    const fn of(
+        group: Option<&'static str>,
+        version: Option<&'static str>,
+        kind: &'static str,
+        path: &'static str,
+        create: bool,
+    ) -> FieldSpec {
+        FieldSpec {
+            group,
+            version,
+            kind: Some(kind),
+            path,
+            create,
+        }
+    }
+
+    fn selects(&self, object: &Node) -> bool {
+        let api = object.get_str(&["apiVersion"]).unwrap_or_default();
+        let (group, version) = api.rsplit_once('/').unwrap_or(("", api));
+        self.kind
+            .is_none_or(|k| object.get_str(&["kind"]) == Some(k))
+            && self.group.is_none_or(|g| g == group)
+            && self.version.is_none_or(|v| v == version)
+    }
+}
+
+const APPS: Option<&str> = Some("apps");
+const BATCH: Option<&str> = Some("batch");
+const V1: Option<&str> = Some("v1");
+
+/// `metadataLabelsFieldSpecs` (`templateLabels`): metadata, pod templates, volume claim
+/// templates.
+const TEMPLATE_LABELS: [FieldSpec; 10] = [
+    FieldSpec::any("metadata/labels"),
+    FieldSpec::of(
+        None,
+        V1,
+        "ReplicationController",
+        "spec/template/metadata/labels",
+        true,
+    ),
+    FieldSpec::of(
+        None,
+        None,
+        "Deployment",
+        "spec/template/metadata/labels",
+        true,
+    ),
+    FieldSpec::of(
+        None,
+        None,
+        "ReplicaSet",
+        "spec/template/metadata/labels",
+        true,
+    ),
+    FieldSpec::of(
+        None,
+        None,
+        "DaemonSet",
+        "spec/template/metadata/labels",
+        true,
+    ),
+    FieldSpec::of(
+        APPS,
+        None,
+        "StatefulSet",
+        "spec/template/metadata/labels",
+        true,
+    ),
+    FieldSpec::of(
+        APPS,
+        None,
+        "StatefulSet",
+        "spec/volumeClaimTemplates[]/metadata/labels",
+        true,
+    ),
+    FieldSpec::of(BATCH, None, "Job", "spec/template/metadata/labels", true),
+    FieldSpec::of(
+        BATCH,
+        None,
+        "CronJob",
+        "spec/jobTemplate/metadata/labels",
+        true,
+    ),
+    FieldSpec::of(
+        BATCH,
+        None,
+        "CronJob",
+        "spec/jobTemplate/spec/template/metadata/labels",
+        true,
+    ),
+];
+
+const AFFINITY: [&str; 5] = [
+    "spec/template/spec/affinity/podAffinity/preferredDuringSchedulingIgnoredDuringExecution/podAffinityTerm/labelSelector/matchLabels",
+    "spec/template/spec/affinity/podAffinity/requiredDuringSchedulingIgnoredDuringExecution/labelSelector/matchLabels",
+    "spec/template/spec/affinity/podAntiAffinity/preferredDuringSchedulingIgnoredDuringExecution/podAffinityTerm/labelSelector/matchLabels",
+    "spec/template/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution/labelSelector/matchLabels",
+    "spec/template/spec/topologySpreadConstraints/labelSelector/matchLabels",
+];
+
+/// `commonLabelFieldSpecs` without the metadata ones: the selectors, created for workloads
+/// and Services, changed where they exist for affinity and spread terms, Jobs, PDBs and
+/// NetworkPolicies.
+const SELECTOR_LABELS: [FieldSpec; 22] = [
+    FieldSpec::of(None, V1, "Service", "spec/selector", true),
+    FieldSpec::of(None, V1, "ReplicationController", "spec/selector", true),
+    FieldSpec::of(None, None, "Deployment", "spec/selector/matchLabels", true),
+    FieldSpec::of(APPS, None, "Deployment", AFFINITY[0], false),
+    FieldSpec::of(APPS, None, "Deployment", AFFINITY[1], false),
+    FieldSpec::of(APPS, None, "Deployment", AFFINITY[2], false),
+    FieldSpec::of(APPS, None, "Deployment", AFFINITY[3], false),
+    FieldSpec::of(APPS, None, "Deployment", AFFINITY[4], false),
+    FieldSpec::of(None, None, "ReplicaSet", "spec/selector/matchLabels", true),
+    FieldSpec::of(None, None, "DaemonSet", "spec/selector/matchLabels", true),
+    FieldSpec::of(APPS, None, "StatefulSet", "spec/selector/matchLabels", true),
+    FieldSpec::of(APPS, None, "StatefulSet", AFFINITY[0], false),
+    FieldSpec::of(APPS, None, "StatefulSet", AFFINITY[1], false),
+    FieldSpec::of(APPS, None, "StatefulSet", AFFINITY[2], false),
+    FieldSpec::of(APPS, None, "StatefulSet", AFFINITY[3], false),
+    FieldSpec::of(APPS, None, "StatefulSet", AFFINITY[4], false),
+    FieldSpec::of(BATCH, None, "Job", "spec/selector/matchLabels", false),
+    FieldSpec::of(
+        BATCH,
+        None,
+        "CronJob",
+        "spec/jobTemplate/spec/selector/matchLabels",
+        false,
+    ),
+    FieldSpec::of(
+        Some("policy"),
+        None,
+        "PodDisruptionBudget",
+        "spec/selector/matchLabels",
+        false,
+    ),
+    FieldSpec::of(
+        Some("networking.k8s.io"),
+        None,
+        "NetworkPolicy",
+        "spec/podSelector/matchLabels",
+        false,
+    ),
+    FieldSpec::of(
+        Some("networking.k8s.io"),
+        None,
+        "NetworkPolicy",
+        "spec/ingress/from/podSelector/matchLabels",
+        false,
+    ),
+    FieldSpec::of(
+        Some("networking.k8s.io"),
+        None,
+        "NetworkPolicy",
+        "spec/egress/to/podSelector/matchLabels",
+        false,
+    ),
+];
+
+/// Set every pair in the map each field spec that selects an object leads to.
+fn set_pairs(objects: &mut [Node], specs: &[&FieldSpec], pairs: &[(String, Node)]) {
+    for object in objects {
+        let selected: Vec<&FieldSpec> = specs
+            .iter()
+            .copied()
+            .filter(|s| s.selects(object))
+            .collect();
+        for spec in selected {
+            let path: Vec<&str> = spec.path.split('/').collect();
+            at_path(object, &path, spec.create, &mut |map| {
+                for (key, value) in pairs {
+                    set_path(map, &[key], value.clone());
+                }
+            });
+        }
+    }
+}
+
+/// Kustomize's field spec filter: walk `path` from `node`, over each item of a sequence met
+/// on the way, creating the maps when `create` (and the path names no sequence), and call
+/// `set` on the map it ends at. A null on the way becomes a map when created, else ends the
+/// walk, as a scalar does.
+fn at_path(node: &mut Node, path: &[&str], create: bool, set: &mut dyn FnMut(&mut Node)) {
+    if let Value::Seq(items) = &mut node.value {
+        for item in items {
+            at_path(item, path, create, set);
+        }
+        return;
+    }
+    let Some((first, rest)) = path.split_first() else {
+        if matches!(node.value, Value::Map(_)) {
+            set(node);
+        }
+        return;
+    };
+    let (key, sequence) = match first.strip_suffix("[]") {
+        Some(key) => (key, true),
+        None => (*first, false),
+    };
+    let create_here = create && !sequence;
+    let site = node.site.clone();
+    let Value::Map(entries) = &mut node.value else {
+        return;
+    };
+    let index = match entries.iter().position(|(k, _)| k == key) {
+        Some(i) => i,
+        None if create_here => {
+            entries.push((key.to_string(), Node::new(Value::Null, site)));
+            entries.len() - 1
+        }
+        None => return,
+    };
+    let child = &mut entries[index].1;
+    if child.is_null() && create_here {
+        child.value = Value::Map(Vec::new());
+    }
+    at_path(child, rest, create, set);
 }
 
 pub fn pairs(value: &Node, what: &str) -> Result<Vec<(String, Node)>, RepoError> {
