@@ -3,8 +3,8 @@
 //! `secretGenerator` and `generatorOptions` (with Kustomize's content-hash name suffix and the
 //! pod-template references to the generated names), `patches`, `patchesStrategicMerge`,
 //! `patchesJson6902` (targets by kind and name or by label and annotation selector),
-//! `commonLabels`, `labels`, `replicas` and `namespace`. Every value of the output keeps the
-//! file and line that set it last.
+//! `commonLabels`, `labels`, `commonAnnotations`, `replicas` and `namespace`. Every value of
+//! the output keeps the file and line that set it last.
 //!
 //! A kustomization is built as Kustomize's `accumulateTarget` builds it: its resources, then
 //! its generators, then each component in order (which adds its own resources and generated
@@ -16,7 +16,7 @@
 //! could only guess the line; this renderer keeps lines and refuses what it does not
 //! implement. Constructs that would change what the trials read (`helmCharts`, remote bases,
 //! name prefixes, transformers, `configurations`) are errors naming the file and line;
-//! constructs that cannot (`images`, `commonAnnotations`) are recorded as notes.
+//! constructs that cannot (`images`) are recorded as notes.
 
 use std::path::{Path, PathBuf};
 
@@ -49,7 +49,7 @@ const KUSTOMIZATION_VERSION: &str = "kustomize.config.k8s.io/v1beta1";
 const COMPONENT_VERSION: &str = "kustomize.config.k8s.io/v1alpha1";
 
 /// Keys gates evaluates.
-const EVALUATED: [&str; 17] = [
+const EVALUATED: [&str; 18] = [
     "apiVersion",
     "helmCharts",
     "replacements",
@@ -66,11 +66,12 @@ const EVALUATED: [&str; 17] = [
     "replicas",
     "commonLabels",
     "labels",
+    "commonAnnotations",
     "namespace",
 ];
 
 /// Keys that cannot change anything a trial reads.
-const NOTED: [(&str, &str); 6] = [
+const NOTED: [(&str, &str); 5] = [
     (
         "metadata",
         "the kustomization's own name and labels change no object it builds",
@@ -80,7 +81,6 @@ const NOTED: [(&str, &str); 6] = [
         "where charts are kept; gates reads a chart's name and values, not its files",
     ),
     ("images", "image names and tags are not read by any trial"),
-    ("commonAnnotations", "annotations are not read by any trial"),
     ("buildMetadata", "build metadata is not read by any trial"),
     ("sortOptions", "resource order is not read by any trial"),
 ];
@@ -405,7 +405,8 @@ fn local_path<'a>(dir: &str, item: &'a Node, what: &str) -> Result<(&'a str, Str
 
 /// This kustomization's transformers over `out.objects`, in the order Kustomize runs its
 /// builtin transformers (`kusttarget_configplugin.go`): strategic-merge patches, `patches`,
-/// `namespace`, `labels` then `commonLabels`, JSON 6902 patches, `replicas`, `replacements`.
+/// `namespace`, `labels` then `commonLabels`, `commonAnnotations`, JSON 6902 patches, `replicas`,
+/// `replacements`.
 fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), RepoError> {
     let charts = out.objects.iter().any(helm_charts::is_placeholder);
     for item in k.list("patchesStrategicMerge")? {
@@ -459,6 +460,9 @@ fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), R
     }
     if let Some(value) = k.node.entry("commonLabels") {
         labels::Labels::common(value)?.apply(&mut out.objects);
+    }
+    if let Some(value) = k.node.entry("commonAnnotations") {
+        labels::annotate(value, &mut out.objects)?;
     }
     for item in k.list("patchesJson6902")? {
         let target = Target::read(item.entry("target"), &item.site)?;

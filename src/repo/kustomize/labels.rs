@@ -1,7 +1,9 @@
-//! Kustomize `commonLabels` and `labels`: the labels are added to every object's metadata and,
-//! where asked, to pod templates and selectors, so a PDB or a Service still selects the pods
-//! the same Kustomization labelled. Where they go is Kustomize's own field specs
-//! (`api/internal/konfig/builtinpluginconsts`: `commonlabels.go`, `metadatalabels.go`). Each added label carries the line of the Kustomization entry that
+//! Kustomize `commonLabels`, `labels` and `commonAnnotations`: the labels are added to every
+//! object's metadata and, where asked, to pod templates and selectors, so a PDB or a Service
+//! still selects the pods the same Kustomization labelled; the annotations to metadata and pod
+//! templates. Where they go is Kustomize's own field specs
+//! (`api/internal/konfig/builtinpluginconsts`: `commonlabels.go`, `metadatalabels.go`,
+//! `commonannotations.go`). Each added label carries the line of the Kustomization entry that
 //! set it, since that line is the one that set it last.
 
 use super::set_path;
@@ -94,6 +96,14 @@ impl Labels {
         };
         set_pairs(objects, &specs, &self.pairs);
     }
+}
+
+/// `commonAnnotations`: object metadata and pod templates.
+pub fn annotate(value: &Node, objects: &mut [Node]) -> Result<(), RepoError> {
+    let pairs = pairs(value, "commonAnnotations")?;
+    let specs: Vec<&FieldSpec> = ANNOTATIONS.iter().collect();
+    set_pairs(objects, &specs, &pairs);
+    Ok(())
 }
 
 /// One Kustomize field spec: the objects it applies to (each part optional) and a path of
@@ -274,6 +284,67 @@ const SELECTOR_LABELS: [FieldSpec; 22] = [
         "NetworkPolicy",
         "spec/egress/to/podSelector/matchLabels",
         false,
+    ),
+];
+
+/// `commonAnnotationFieldSpecs`.
+const ANNOTATIONS: [FieldSpec; 9] = [
+    FieldSpec::any("metadata/annotations"),
+    FieldSpec::of(
+        None,
+        V1,
+        "ReplicationController",
+        "spec/template/metadata/annotations",
+        true,
+    ),
+    FieldSpec::of(
+        None,
+        None,
+        "Deployment",
+        "spec/template/metadata/annotations",
+        true,
+    ),
+    FieldSpec::of(
+        None,
+        None,
+        "ReplicaSet",
+        "spec/template/metadata/annotations",
+        true,
+    ),
+    FieldSpec::of(
+        None,
+        None,
+        "DaemonSet",
+        "spec/template/metadata/annotations",
+        true,
+    ),
+    FieldSpec::of(
+        None,
+        None,
+        "StatefulSet",
+        "spec/template/metadata/annotations",
+        true,
+    ),
+    FieldSpec::of(
+        BATCH,
+        None,
+        "Job",
+        "spec/template/metadata/annotations",
+        true,
+    ),
+    FieldSpec::of(
+        BATCH,
+        None,
+        "CronJob",
+        "spec/jobTemplate/metadata/annotations",
+        true,
+    ),
+    FieldSpec::of(
+        BATCH,
+        None,
+        "CronJob",
+        "spec/jobTemplate/spec/template/metadata/annotations",
+        true,
     ),
 ];
 
