@@ -332,8 +332,8 @@ fn merge_first_wins(first: &mut Node, later: Node) {
     }
 }
 
-/// A plain `<<` key while its mapping is built: a YAML merge key, resolved when the mapping
-/// ends (a quoted `"<<"` is an ordinary key).
+/// A plain `<<` key (or one tagged `!!merge`) while its mapping is built: a YAML merge key,
+/// resolved when the mapping ends (a quoted `"<<"` is an ordinary key).
 const MERGE_KEY: &str = "\u{0}<<";
 
 /// Resolve a mapping's merge key as go-yaml (Kustomize's kyaml, Helm) does, after YAML 1.1's
@@ -489,7 +489,14 @@ impl MarkedEventReceiver for Builder<'_> {
         let site = self.site(&mark);
         match event {
             Event::Scalar(text, style, anchor, tag) => {
-                let plain = matches!(style, TScalarStyle::Plain) && tag.is_none();
+                // A merge key may carry its type explicitly: `!!merge <<`.
+                let merge = text == "<<"
+                    && matches!(style, TScalarStyle::Plain)
+                    && tag.as_ref().is_some_and(|t| {
+                        t.suffix == "merge"
+                            && matches!(t.handle.as_str(), "!!" | "tag:yaml.org,2002:")
+                    });
+                let plain = matches!(style, TScalarStyle::Plain) && tag.is_none() || merge;
                 // A block scalar is marked where its content starts; its place is the line of
                 // its `|` or `>` indicator, so embedded YAML's line k is that line plus k.
                 let site = match style {
@@ -611,13 +618,14 @@ mod tests {
             "a.yaml",
             "base: &base {a: 1, b: 1}\nmore: &more {b: 2, c: 2}\n\
              one: {<<: *base, a: 9}\nlist:\n  a: 9\n  <<: [*base, *more]\n\
-             quoted: {\"<<\": x}\n",
+             quoted: {\"<<\": x}\ntagged:\n  !!merge <<: *more\n",
         )
         .unwrap()[0];
         let json = doc.to_json();
         assert_eq!(json["one"], serde_json::json!({"a": 9, "b": 1}));
         assert_eq!(json["list"], serde_json::json!({"a": 9, "b": 1, "c": 2}));
         assert_eq!(json["quoted"], serde_json::json!({"<<": "x"}));
+        assert_eq!(json["tagged"], serde_json::json!({"b": 2, "c": 2}));
         // A merged value keeps the line of the anchored mapping.
         assert_eq!(doc.get(&["list", "c"]).unwrap().site.line, 2);
         let err = parse("b.yaml", "a: {<<: 1}\n").unwrap_err();
