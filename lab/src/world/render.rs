@@ -1164,10 +1164,9 @@ impl World {
                 *min,
             ),
             (Some(min @ IntOrString::String(_)), None) => (scale, scaled(min, scale)),
-            (None, None) => (
-                matching.iter().filter(|p| p.deleting.is_none()).count() as i32,
-                0,
-            ),
+            // policy/v1 defaults neither field: the disruption controller expects no pods and
+            // never allows a disruption (`getExpectedPodCount`).
+            (None, None) => (0, 0),
         };
         let allowed = if expected <= 0 {
             0

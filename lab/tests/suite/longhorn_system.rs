@@ -266,3 +266,21 @@ async fn an_unreadable_guaranteed_instance_manager_cpu_setting_is_refused() {
         "390m"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_pdb_with_neither_field_expects_no_pods_and_allows_no_disruption() {
+    let mut s = Scenario::load("adr-007").expect("scenario");
+    s.environments[0].pdbs.push(gates_lab::scenario::PdbSpec {
+        namespace: "whoami".into(),
+        name: "whoami-neither".into(),
+        selector: Some([("app.kubernetes.io/name".to_string(), "whoami".to_string())].into()),
+        min_available: None,
+        max_unavailable: None,
+    });
+    let w = world_of(&s);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pdb = get(&w, Res::PodDisruptionBudgets, "whoami", "whoami-neither").expect("the PDB");
+    assert_eq!(pdb["status"]["currentHealthy"], 2, "{pdb:#}");
+    assert_eq!(pdb["status"]["expectedPods"], 0, "{pdb:#}");
+    assert_eq!(pdb["status"]["disruptionsAllowed"], 0, "{pdb:#}");
+}
