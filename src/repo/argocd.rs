@@ -150,13 +150,16 @@ fn kustomized(
     notes: &mut Vec<String>,
 ) -> Result<Rendered, RepoError> {
     let options = source.get(&["kustomize"]);
-    let mut rendered = match options.and_then(|o| o.get(&["components"])) {
-        Some(components) => kustomize::render_with_components(repo, dir, components)?,
-        None => kustomize::render(repo, dir)?,
+    let option = |key: &str| options.and_then(|o| o.get(&[key]));
+    let layer = kustomize::Layer {
+        components: option("components"),
+        name_prefix: option("namePrefix"),
+        name_suffix: option("nameSuffix"),
     };
+    let mut rendered = kustomize::render_layer(repo, dir, &layer)?;
     for (key, value) in options.and_then(Node::as_map).unwrap_or_default() {
         match key.as_str() {
-            "components" => {}
+            "components" | "namePrefix" | "nameSuffix" => {}
             "namespace" => {
                 if let Some(ns) = value.as_str().filter(|s| !s.is_empty()) {
                     kustomize::set_namespace(&mut rendered.objects, ns, &value.site);
@@ -189,6 +192,7 @@ fn kustomized(
             }
         }
     }
+    kustomize::names::finish(&mut rendered.objects)?;
     Ok(rendered)
 }
 

@@ -374,16 +374,6 @@ fn follow(
         ));
         return Ok(None);
     }
-    for refused in ["namePrefix", "nameSuffix"] {
-        if let Some(node) = ks.get(&["spec", refused]) {
-            return Err(RepoError::new(
-                node.site.clone(),
-                format!(
-                    "Flux Kustomization {name}: `spec.{refused}` changes the manifests in ways gates does not evaluate"
-                ),
-            ));
-        }
-    }
     let path = ks.get(&["spec", "path"]);
     let dir = kustomize::resolve(
         "",
@@ -402,10 +392,12 @@ fn follow(
             format!("Flux Kustomization {name}: path `{dir}` does not exist"),
         ));
     }
-    let mut rendered = match ks.get(&["spec", "components"]) {
-        Some(components) => kustomize::render_with_components(repo, &dir, components)?,
-        None => kustomize::autodetect(repo, &dir)?,
+    let layer = kustomize::Layer {
+        components: ks.get(&["spec", "components"]),
+        name_prefix: ks.get(&["spec", "namePrefix"]),
+        name_suffix: ks.get(&["spec", "nameSuffix"]),
     };
+    let mut rendered = kustomize::render_layer(repo, &dir, &layer)?;
     if let Some(patches) = ks.get(&["spec", "patches"]).and_then(Node::as_seq) {
         for item in patches {
             kustomize::apply_patch_entry(
@@ -428,6 +420,9 @@ fn follow(
         };
         kustomize::set_namespace(&mut rendered.objects, namespace, &ns.site);
     }
+    // Flux's patches and namespace belong to the layer just built: references to what they
+    // moved are fixed as Kustomize fixes them at the end of that build.
+    kustomize::names::finish(&mut rendered.objects)?;
     if let Some(meta) = ks.get(&["spec", "commonMetadata"]) {
         common_metadata(meta, name, &mut rendered.objects)?;
     }
@@ -935,7 +930,7 @@ mod tests {
 
     #[test]
     fn a_flux_kustomization_gates_cannot_read_is_set_aside_with_the_kinds_it_may_hold() {
-        let bad = with_spec("  namePrefix: prod-\n");
+        let bad = with_spec("  targetNamespace: \"\"\n");
         let good = SYNC
             .replace("name: infra,", "name: apps,")
             .replace("./infra", "./apps");
@@ -953,7 +948,12 @@ mod tests {
         assert_eq!(m.unread.len(), 1, "{:?}", m.unread);
         assert!(m.unread[0].kinds.may_hold(&["Deployment"]));
         assert!(!m.unread[0].kinds.may_hold(&["Service", "HelmRelease"]));
-        assert!(m.unread[0].error.to_string().contains("`spec.namePrefix`"));
+        assert!(
+            m.unread[0]
+                .error
+                .to_string()
+                .contains("`spec.targetNamespace`")
+        );
     }
 
     const APP: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels: {tier: web}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n";
@@ -993,6 +993,59 @@ mod tests {
             None
         );
         assert_eq!(web.get(&["spec", "selector", "matchLabels", "team"]), None);
+    }
+
+    #[test]
+    fn a_flux_name_prefix_and_suffix_rename_the_objects_and_every_reference_to_them() {
+        for own in [false, true] {
+            let sync =
+                with_spec("  targetNamespace: apps\n  namePrefix: prod-\n  nameSuffix: -a\n");
+            let app = format!(
+                "{APP}    spec:\n      serviceAccountName: runner\n      containers:\n        - name: web\n          image: nginx\n          envFrom: [{{configMapRef: {{name: settings}}}}]\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: runner}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: settings}}\ndata: {{A: b}}\n"
+            );
+            let mut files = vec![
+                ("clusters/env/infra.yaml", sync.as_str()),
+                ("infra/web.yaml", app.as_str()),
+            ];
+            if own {
+                // Flux writes its prefix in place of the directory's own.
+                files.push((
+                    "infra/kustomization.yaml",
+                    "namePrefix: own-\nresources: [web.yaml]\n",
+                ));
+            }
+            let dir = repo(&files);
+            let m = render(dir.path(), "clusters/env").unwrap();
+            assert!(m.unread.is_empty(), "{:?}", m.unread);
+            let web = m.of_kind("Deployment").next().expect("rendered");
+            let name = web.get(&["metadata", "name"]).unwrap();
+            assert_eq!(
+                (name.as_str(), name.site.to_string()),
+                (Some("prod-web-a"), "clusters/env/infra.yaml:9".to_string()),
+                "own kustomization: {own}"
+            );
+            let spec = ["spec", "template", "spec"];
+            assert_eq!(
+                web.get(&[&spec[..], &["serviceAccountName"]].concat())
+                    .and_then(Node::as_str),
+                Some("prod-runner-a")
+            );
+            let from = &web
+                .get(&[&spec[..], &["containers"]].concat())
+                .unwrap()
+                .as_seq()
+                .unwrap()[0];
+            let envs = from.get(&["envFrom"]).unwrap().as_seq().unwrap();
+            assert_eq!(
+                envs[0].get_str(&["configMapRef", "name"]),
+                Some("prod-settings-a")
+            );
+            assert_eq!(
+                web.get(&["metadata", "annotations"]),
+                None,
+                "no build marks left"
+            );
+        }
     }
 
     #[test]
@@ -1036,9 +1089,9 @@ mod tests {
                 "spec.commonMetadata.labels.tier must be a string",
             ),
             (
-                "  namePrefix: prod-\n",
+                "  namePrefix: [prod-]\n",
                 "clusters/env/infra.yaml:7",
-                "`spec.namePrefix`",
+                "`namePrefix` must be a string",
             ),
             (
                 "  targetNamespace: \"\"\n",

@@ -3,8 +3,9 @@
 //! `secretGenerator` and `generatorOptions` (with Kustomize's content-hash name suffix and the
 //! pod-template references to the generated names), `patches`, `patchesStrategicMerge`,
 //! `patchesJson6902` (targets by kind and name or by label and annotation selector),
-//! `commonLabels`, `labels`, `commonAnnotations`, `replicas` and `namespace`. Every value of
-//! the output keeps the file and line that set it last.
+//! `commonLabels`, `labels`, `commonAnnotations`, `replicas`, `namespace`, `namePrefix` and
+//! `nameSuffix` (with every reference to a renamed object rewritten, as Kustomize's name
+//! references do). Every value of the output keeps the file and line that set it last.
 //!
 //! A kustomization is built as Kustomize's `accumulateTarget` builds it: its resources, then
 //! its generators, then each component in order (which adds its own resources and generated
@@ -15,7 +16,7 @@
 //! `kubectl kustomize` renders faithfully but forgets where values came from, so evidence
 //! could only guess the line; this renderer keeps lines and refuses what it does not
 //! implement. Constructs that would change what the trials read (`helmCharts`, remote bases,
-//! name prefixes, transformers, `configurations`) are errors naming the file and line;
+//! transformers, `configurations`) are errors naming the file and line;
 //! constructs that cannot (`images`) are recorded as notes.
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 use super::label_query;
 use super::patch;
 
+mod back_references;
 pub mod generators;
 pub mod helm_charts;
 pub mod labels;
@@ -49,7 +51,9 @@ const KUSTOMIZATION_VERSION: &str = "kustomize.config.k8s.io/v1beta1";
 const COMPONENT_VERSION: &str = "kustomize.config.k8s.io/v1alpha1";
 
 /// Keys gates evaluates.
-const EVALUATED: [&str; 18] = [
+const EVALUATED: [&str; 20] = [
+    "namePrefix",
+    "nameSuffix",
     "apiVersion",
     "helmCharts",
     "replacements",
@@ -128,57 +132,85 @@ pub fn render(repo: &Path, dir: &str) -> Result<Rendered, RepoError> {
     let k = Kustomization::load(repo, dir, 0, "is rendered")?;
     let mut out = Rendered::default();
     accumulate(repo, &k, &mut out, 0)?;
-    names::add_hashes(&mut out.objects)?;
+    names::finish(&mut out.objects)?;
     Ok(out)
 }
 
-/// The path of a Flux Kustomization with its `spec.components` (paths relative to that path,
-/// per Flux's documentation): added after the components of the directory's own
-/// kustomization, or applied to the objects of a plain directory, as to the kustomization
-/// Flux generates for it.
-pub fn render_with_components(
-    repo: &Path,
-    dir: &str,
-    components: &Node,
-) -> Result<Rendered, RepoError> {
-    let Some(extra) = components.as_seq() else {
-        return Err(RepoError::new(
-            components.site.clone(),
-            "`spec.components` must be a list of paths",
-        ));
+/// What Flux (`spec.components`, `spec.namePrefix`, `spec.nameSuffix`) and Argo CD
+/// (`kustomize.components`, `namePrefix`, `nameSuffix`) add to the kustomization of the path
+/// they build, as their generators write it into that file: components after the
+/// directory's own (paths relative to that path), a prefix or suffix in place of its own.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Layer<'a> {
+    pub components: Option<&'a Node>,
+    pub name_prefix: Option<&'a Node>,
+    pub name_suffix: Option<&'a Node>,
+}
+
+/// Render `dir` with what a GitOps controller adds to its kustomization; a directory without
+/// one is read as Flux and Argo CD read it, with the additions applied to its objects.
+pub fn render_layer(repo: &Path, dir: &str, layer: &Layer<'_>) -> Result<Rendered, RepoError> {
+    let extra = match layer.components {
+        Some(components) => match components.as_seq() {
+            Some(extra) => Some((components, extra)),
+            None => {
+                return Err(RepoError::new(
+                    components.site.clone(),
+                    "`spec.components` must be a list of paths",
+                ));
+            }
+        },
+        None => None,
     };
     if kustomization_file(repo, dir).is_some() {
         let mut k = Kustomization::load(repo, dir, 0, "is rendered")?;
         if let Value::Map(entries) = &mut k.node.value {
-            match entries.iter_mut().find(|(key, _)| key == "components") {
-                Some((
-                    _,
-                    Node {
-                        value: Value::Seq(items),
-                        ..
-                    },
-                )) => items.extend(extra.iter().cloned()),
-                Some((_, other)) => *other = components.clone(),
-                None => entries.push(("components".to_string(), components.clone())),
+            if let Some((components, extra)) = extra {
+                match entries.iter_mut().find(|(key, _)| key == "components") {
+                    Some((
+                        _,
+                        Node {
+                            value: Value::Seq(items),
+                            ..
+                        },
+                    )) => items.extend(extra.iter().cloned()),
+                    Some((_, other)) => *other = components.clone(),
+                    None => entries.push(("components".to_string(), components.clone())),
+                }
+            }
+            for (key, value) in [
+                ("namePrefix", layer.name_prefix),
+                ("nameSuffix", layer.name_suffix),
+            ] {
+                let Some(value) = value else {
+                    continue;
+                };
+                match entries.iter_mut().find(|(k, _)| k == key) {
+                    Some((_, old)) => *old = value.clone(),
+                    None => entries.push((key.to_string(), value.clone())),
+                }
             }
         }
         let mut out = Rendered::default();
         accumulate(repo, &k, &mut out, 0)?;
-        names::add_hashes(&mut out.objects)?;
+        names::finish(&mut out.objects)?;
         return Ok(out);
     }
     let mut out = autodetect(repo, dir)?;
-    let k = Kustomization {
-        dir: dir.to_string(),
-        file: components.site.file.clone(),
-        node: Node::new(
-            Value::Map(vec![("components".to_string(), components.clone())]),
-            components.site.clone(),
-        ),
-        component: false,
-    };
-    accumulate_components(repo, &k, &mut out, 0)?;
-    names::add_hashes(&mut out.objects)?;
+    if let Some((components, _)) = extra {
+        let k = Kustomization {
+            dir: dir.to_string(),
+            file: components.site.file.clone(),
+            node: Node::new(
+                Value::Map(vec![("components".to_string(), components.clone())]),
+                components.site.clone(),
+            ),
+            component: false,
+        };
+        accumulate_components(repo, &k, &mut out, 0)?;
+    }
+    names::affix(&mut out.objects, layer.name_prefix, layer.name_suffix)?;
+    names::finish(&mut out.objects)?;
     Ok(out)
 }
 
@@ -455,6 +487,11 @@ fn transform(repo: &Path, k: &Kustomization, out: &mut Rendered) -> Result<(), R
     {
         set_namespace(&mut out.objects, name, &ns.site);
     }
+    names::affix(
+        &mut out.objects,
+        k.node.entry("namePrefix"),
+        k.node.entry("nameSuffix"),
+    )?;
     for item in k.list("labels")? {
         labels::Labels::entry(item)?.apply(&mut out.objects);
     }
@@ -570,8 +607,12 @@ pub fn is_cluster_scoped(kind: &str) -> bool {
 /// get it (created where missing), and a CustomResourceDefinition's conversion webhook
 /// service has it replaced where set.
 pub fn set_namespace(objects: &mut [Node], namespace: &str, site: &Site) {
+    if namespace.is_empty() {
+        return;
+    }
     let value = || Node::str(namespace, site.clone());
     for object in objects {
+        back_references::store_previous_id(object);
         let kind = object.get_str(&["kind"]).unwrap_or_default().to_string();
         let api = object.get_str(&["apiVersion"]).unwrap_or_default();
         let group = api.rsplit_once('/').map_or("", |(g, _)| g).to_string();
@@ -1063,6 +1104,62 @@ mod tests {
     use crate::repo::testing::repo;
 
     const RELEASE: &str = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: traefik\nspec:\n  values:\n    service:\n      spec:\n        externalTrafficPolicy: Local\n";
+
+    #[test]
+    fn a_reference_that_may_name_two_renamed_objects_is_refused_at_its_line_as_kustomize_refuses_it()
+     {
+        let dir = repo(&[
+            (
+                "a/kustomization.yaml",
+                "namespace: a\nconfigMapGenerator:\n  - name: settings\n    literals: [X=1]\n",
+            ),
+            (
+                "b/kustomization.yaml",
+                "namespace: b\nconfigMapGenerator:\n  - name: settings\n    literals: [X=2]\n",
+            ),
+            (
+                "top/kustomization.yaml",
+                "resources: [../a, ../b, role.yaml]\n",
+            ),
+            (
+                "top/role.yaml",
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\nrules:\n  - resources: [configmaps]\n    resourceNames: [settings]\n",
+            ),
+        ]);
+        let err = render(dir.path(), "top").unwrap_err().to_string();
+        assert!(err.starts_with("top/role.yaml:6:"), "{err}");
+        assert!(
+            err.contains("a/settings-") && err.contains("b/settings-"),
+            "{err}"
+        );
+        // Each alone is one candidate, renamed to its hashed name.
+        let dir = repo(&[
+            (
+                "a/kustomization.yaml",
+                "namespace: a\nconfigMapGenerator:\n  - name: settings\n    literals: [X=1]\n",
+            ),
+            ("top/kustomization.yaml", "resources: [../a, role.yaml]\n"),
+            (
+                "top/role.yaml",
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\nrules:\n  - resources: [configmaps]\n    resourceNames: [settings]\n",
+            ),
+        ]);
+        let out = render(dir.path(), "top").unwrap();
+        let role = out
+            .objects
+            .iter()
+            .find(|o| o.get_str(&["kind"]) == Some("ClusterRole"))
+            .unwrap();
+        let names = role.get(&["rules"]).unwrap().as_seq().unwrap()[0]
+            .get(&["resourceNames"])
+            .unwrap();
+        assert!(
+            names.as_seq().unwrap()[0]
+                .as_str()
+                .unwrap()
+                .starts_with("settings-")
+        );
+    }
 
     #[test]
     fn a_list_left_empty_is_no_items_as_kustomize_reads_it() {

@@ -224,3 +224,24 @@ fn values_that_do_not_parse_make_only_that_release_unknown() {
     let err = m.helm_releases[0].values.as_ref().unwrap_err();
     assert!(err.to_string().contains("duplicate key `agent`"), "{err}");
 }
+
+#[test]
+fn kustomize_name_prefix_and_suffix_of_an_application_replace_the_directorys_own() {
+    let m = render(&[
+        (
+            "argo/web.yaml",
+            &app(
+                "web",
+                &format!(
+                    "source:\n    repoURL: {URL}\n    path: apps/web\n    targetRevision: main\n    kustomize:\n      namePrefix: prod-\n      nameSuffix: -b"
+                ),
+            ),
+        ),
+        (
+            "apps/web/kustomization.yaml",
+            "namePrefix: own-\nresources: [deploy.yaml]\n",
+        ),
+        ("apps/web/deploy.yaml", DEPLOYMENT),
+    ]);
+    assert_eq!(names(&m, "Deployment"), vec!["web/prod-web-b".to_string()]);
+}

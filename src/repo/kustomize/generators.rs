@@ -21,7 +21,7 @@ use crate::repo::site::{RepoError, Site};
 use crate::repo::yaml::{Node, Value};
 
 /// The annotation Kustomize marks a generated object with while it still needs its name
-/// suffix (`utils.BuildAnnotationsGenAddHashSuffix`); [`super::names::add_hashes`] removes it.
+/// suffix (`utils.BuildAnnotationsGenAddHashSuffix`); [`super::names::finish`] removes it.
 pub const NEEDS_HASH: &str = "internal.config.kubernetes.io/needsHashSuffix";
 
 /// Run the generators of one kustomization over the accumulated objects: every

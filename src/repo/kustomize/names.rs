@@ -1,54 +1,108 @@
-//! The last steps of a Kustomize build (`KustTarget.makeCustomizedResMap`): generated objects
-//! get their content-hash name suffix (`HashTransformer`, `api/hasher`), then references to
-//! the old names are rewritten (`FixBackReferences`, the `nameReference` field specs). gates
-//! rewrites the pod-template references to ConfigMaps and Secrets (volumes, projected
-//! volumes, `env[].valueFrom`, `envFrom`, `imagePullSecrets`) of Pods, PodTemplates,
-//! Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs; any other reference
-//! stays as written.
+//! What changes names in a Kustomize build: `namePrefix` and `nameSuffix` in each layer
+//! (`PrefixTransformer`, `SuffixTransformer`), and, as the last steps of a build
+//! (`KustTarget.makeCustomizedResMap`), the content-hash suffix of generated objects
+//! (`HashTransformer`, `api/hasher`) and then the rewriting of every reference to an old name
+//! ([`back_references`]).
 
+use super::back_references;
 use super::generators::NEEDS_HASH;
 use crate::repo::site::RepoError;
 use crate::repo::yaml::{Node, Value};
 
-/// One generated object that got its suffix.
-struct Renamed {
-    kind: String,
-    namespace: String,
-    from: String,
-    to: String,
+/// The kinds `namePrefix` and `nameSuffix` leave alone (the transformers' skip lists), with
+/// the group each is limited to, if any.
+const KEEP_NAMES: [(&str, &str); 3] = [
+    ("CustomResourceDefinition", ""),
+    ("APIService", "apiregistration.k8s.io"),
+    ("Namespace", ""),
+];
+
+/// End a build: hash suffixes, then references to renamed objects, then no build marks.
+pub fn finish(objects: &mut [Node]) -> Result<(), RepoError> {
+    add_hashes(objects);
+    back_references::fix(objects)
 }
 
-/// Suffix the names of the objects marked for it and rewrite the references to them.
-pub fn add_hashes(objects: &mut [Node]) -> Result<(), RepoError> {
-    let mut renamed = Vec::new();
+/// `namePrefix` and `nameSuffix` of one layer, in Kustomize's order (prefix, then suffix).
+/// Each must be a string.
+pub fn affix(
+    objects: &mut [Node],
+    prefix: Option<&Node>,
+    suffix: Option<&Node>,
+) -> Result<(), RepoError> {
+    for (value, is_prefix) in [(prefix, true), (suffix, false)] {
+        let Some(value) = value else {
+            continue;
+        };
+        let text = match &value.value {
+            Value::Scalar(text, _) => text.clone(),
+            Value::Null => String::new(),
+            _ => {
+                return Err(RepoError::new(
+                    value.site.clone(),
+                    format!(
+                        "`{}` must be a string",
+                        if is_prefix {
+                            "namePrefix"
+                        } else {
+                            "nameSuffix"
+                        }
+                    ),
+                ));
+            }
+        };
+        for object in objects.iter_mut() {
+            let kind = object.get_str(&["kind"]).unwrap_or_default();
+            let group = object
+                .get_str(&["apiVersion"])
+                .and_then(|api| api.rsplit_once('/'))
+                .map_or("", |(g, _)| g);
+            if KEEP_NAMES
+                .iter()
+                .any(|(k, g)| *k == kind && (g.is_empty() || *g == group))
+            {
+                continue;
+            }
+            back_references::record_affix(object, is_prefix, &text);
+            if text.is_empty() {
+                continue;
+            }
+            back_references::store_previous_id(object);
+            let Some(name) = object
+                .entry_mut("metadata")
+                .and_then(|m| m.entry_mut("name"))
+            else {
+                continue;
+            };
+            let old = name.as_str().unwrap_or_default();
+            let new = if is_prefix {
+                format!("{text}{old}")
+            } else {
+                format!("{old}{text}")
+            };
+            *name = Node::str(new, value.site.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Suffix the names of the objects marked for it.
+fn add_hashes(objects: &mut [Node]) {
     for object in objects.iter_mut() {
         if !take_mark(object) {
             continue;
         }
         let suffix = hash(object);
+        back_references::store_previous_id(object);
         let Some(name) = object
             .entry_mut("metadata")
             .and_then(|m| m.entry_mut("name"))
         else {
             continue;
         };
-        let from = name.as_str().unwrap_or_default().to_string();
-        let to = format!("{from}-{suffix}");
-        *name = Node::str(&to, name.site.clone());
-        renamed.push(Renamed {
-            kind: object.get_str(&["kind"]).unwrap_or_default().to_string(),
-            namespace: namespace(object).to_string(),
-            from,
-            to,
-        });
+        let to = format!("{}-{suffix}", name.as_str().unwrap_or_default());
+        *name = Node::str(to, name.site.clone());
     }
-    if renamed.is_empty() {
-        return Ok(());
-    }
-    for object in objects.iter_mut() {
-        fix_references(object, &renamed);
-    }
-    Ok(())
 }
 
 /// Remove the needs-hash annotation (and the annotations, when it was the only one).
@@ -69,13 +123,6 @@ fn take_mark(object: &mut Node) -> bool {
         entries.retain(|(k, _)| k != "annotations");
     }
     marked
-}
-
-fn namespace(object: &Node) -> &str {
-    match object.get_str(&["metadata", "namespace"]) {
-        None | Some("") => "default",
-        Some(ns) => ns,
-    }
 }
 
 /// Kustomize's hash of a ConfigMap or Secret (`hasher.Hasher.Hash`): the SHA-256 of the JSON
@@ -180,105 +227,6 @@ fn go_string(s: &str, out: &mut String) {
         }
     }
     out.push('"');
-}
-
-/// Where a kind keeps its pod spec.
-fn pod_spec_path(kind: &str) -> Option<&'static [&'static str]> {
-    Some(match kind {
-        "Pod" => &["spec"],
-        "PodTemplate" => &["template", "spec"],
-        "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "Job" => {
-            &["spec", "template", "spec"]
-        }
-        "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
-        _ => return None,
-    })
-}
-
-/// Rewrite the references of a workload in the renamed objects' namespace.
-fn fix_references(object: &mut Node, renamed: &[Renamed]) {
-    let Some(path) = pod_spec_path(object.get_str(&["kind"]).unwrap_or_default()) else {
-        return;
-    };
-    let ns = namespace(object).to_string();
-    let mut spec = Some(object);
-    for key in path {
-        spec = spec.and_then(|n| n.entry_mut(key));
-    }
-    let Some(spec) = spec else {
-        return;
-    };
-    let rename = |kind: &str, node: &mut Node| {
-        let Some(name) = node.as_str() else {
-            return;
-        };
-        if let Some(r) = renamed
-            .iter()
-            .find(|r| r.kind == kind && r.namespace == ns && r.from == name)
-        {
-            *node = Node::str(&r.to, node.site.clone());
-        }
-    };
-    for volume in items(spec, "volumes") {
-        if let Some(n) = get_mut(volume, &["configMap", "name"]) {
-            rename("ConfigMap", n);
-        }
-        if let Some(n) = get_mut(volume, &["secret", "secretName"]) {
-            rename("Secret", n);
-        }
-        if let Some(sources) = get_mut(volume, &["projected"]) {
-            for source in items(sources, "sources") {
-                if let Some(n) = get_mut(source, &["configMap", "name"]) {
-                    rename("ConfigMap", n);
-                }
-                if let Some(n) = get_mut(source, &["secret", "name"]) {
-                    rename("Secret", n);
-                }
-            }
-        }
-    }
-    for pull in items(spec, "imagePullSecrets") {
-        if let Some(n) = pull.entry_mut("name") {
-            rename("Secret", n);
-        }
-    }
-    for key in ["containers", "initContainers"] {
-        for container in items(spec, key) {
-            for env in items(container, "env") {
-                if let Some(n) = get_mut(env, &["valueFrom", "configMapKeyRef", "name"]) {
-                    rename("ConfigMap", n);
-                }
-                if let Some(n) = get_mut(env, &["valueFrom", "secretKeyRef", "name"]) {
-                    rename("Secret", n);
-                }
-            }
-            for from in items(container, "envFrom") {
-                if let Some(n) = get_mut(from, &["configMapRef", "name"]) {
-                    rename("ConfigMap", n);
-                }
-                if let Some(n) = get_mut(from, &["secretRef", "name"]) {
-                    rename("Secret", n);
-                }
-            }
-        }
-    }
-}
-
-fn get_mut<'a>(node: &'a mut Node, path: &[&str]) -> Option<&'a mut Node> {
-    let mut node = node;
-    for key in path {
-        node = node.entry_mut(key)?;
-    }
-    Some(node)
-}
-
-/// The items of the list under `key`, none when it is absent or not a list.
-fn items<'a>(node: &'a mut Node, key: &str) -> impl Iterator<Item = &'a mut Node> {
-    let list = match node.entry_mut(key).map(|n| &mut n.value) {
-        Some(Value::Seq(items)) => Some(items.iter_mut()),
-        _ => None,
-    };
-    list.into_iter().flatten()
 }
 
 #[cfg(test)]
