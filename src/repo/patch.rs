@@ -2,9 +2,13 @@
 //! of the file that set it last: a patch's values carry the patch file's lines.
 //!
 //! - Strategic merge (Kustomize `patches`, `patchesStrategicMerge`, Flux `spec.patches`):
-//!   maps merge key by key, `key: null` deletes, lists whose items all carry `name` merge by
-//!   name (containers, env, volumes, ports) with the patch's items first, as Kustomize orders
-//!   them, other lists are replaced; `$patch: replace` and
+//!   maps merge key by key, `key: null` deletes, lists merge by their merge key with the
+//!   patch's items first, as Kustomize orders them, other lists are replaced. The merge key is
+//!   the one Kubernetes' OpenAPI schema gives a built-in kind's list (`volumeMounts` by
+//!   `mountPath`, a container's `ports` by `containerPort`, a Service's by `port`,
+//!   `topologySpreadConstraints` by `topologyKey`, ...), and `name` elsewhere, as kyaml infers
+//!   it for kinds it has no schema of; a list whose items do not all carry the key is
+//!   replaced. `$patch: replace` and
 //!   `$patch: delete` are honoured. Any other `$` directive is an error, not a guess.
 //! - JSON 6902 (`add`, `replace`, `remove`; `test` checks): paths with `~0`/`~1` escapes and
 //!   `-` for appending. `copy` and `move` are errors naming the patch.
@@ -13,8 +17,56 @@
 use super::site::{RepoError, Site};
 use super::yaml::{Node, Value};
 
+/// API groups of the built-in kinds, whose lists merge by their schema's merge keys.
+const BUILT_IN_GROUPS: [&str; 12] = [
+    "",
+    "apps",
+    "batch",
+    "policy",
+    "autoscaling",
+    "networking.k8s.io",
+    "rbac.authorization.k8s.io",
+    "storage.k8s.io",
+    "scheduling.k8s.io",
+    "admissionregistration.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+];
+
+/// The keys that identify an item of the list under `field`: the built-in types' list-map
+/// keys (`x-kubernetes-list-map-keys`, else the patch merge key), `name` for any other list
+/// (kyaml's inference). Items match when every key has the same value, absent alike.
+fn merge_keys(field: &str, schema: Option<&str>) -> &'static [&'static str] {
+    let Some(kind) = schema else {
+        return &["name"];
+    };
+    match field {
+        "volumeMounts" => &["mountPath"],
+        "volumeDevices" => &["devicePath"],
+        "hostAliases" => &["ip"],
+        "topologySpreadConstraints" => &["topologyKey", "whenUnsatisfiable"],
+        "conditions" => &["type"],
+        "ports" if kind == "Service" => &["port", "protocol"],
+        "ports" => &["containerPort", "protocol"],
+        _ => &["name"],
+    }
+}
+
 /// Apply a strategic-merge patch to `base`.
 pub fn strategic(base: &mut Node, patch: &Node) -> Result<(), RepoError> {
+    let api = base.get_str(&["apiVersion"]).unwrap_or_default();
+    let group = api.rsplit_once('/').map_or("", |(g, _)| g);
+    let kind = base.get_str(&["kind"]).unwrap_or_default().to_string();
+    let schema = BUILT_IN_GROUPS.contains(&group).then_some(kind.as_str());
+    merge(base, patch, "", schema)
+}
+
+fn merge(
+    base: &mut Node,
+    patch: &Node,
+    field: &str,
+    schema: Option<&str>,
+) -> Result<(), RepoError> {
     match (&mut base.value, &patch.value) {
         (Value::Map(base_entries), Value::Map(patch_entries)) => {
             if let Some(directive) = directive(patch) {
@@ -53,28 +105,35 @@ pub fn strategic(base: &mut Node, patch: &Node) -> Result<(), RepoError> {
                         base_entries.remove(i);
                     }
                     (None, true) => {}
-                    (Some(i), false) => strategic(&mut base_entries[i].1, value)?,
+                    (Some(i), false) => merge(&mut base_entries[i].1, value, key, schema)?,
                     (None, false) => base_entries.push((key.clone(), without_directives(value))),
                 }
             }
             Ok(())
         }
         (Value::Seq(base_items), Value::Seq(patch_items))
-            if named(base_items) && named(patch_items) =>
+            if keyed(base_items, merge_keys(field, schema)[0])
+                && keyed(patch_items, merge_keys(field, schema)[0]) =>
         {
+            let keys = merge_keys(field, schema);
+            let id = |n: &Node| -> Vec<Option<String>> {
+                keys.iter()
+                    .map(|k| n.get_str(&[k]).map(str::to_string))
+                    .collect()
+            };
             // Kustomize merges with kyaml's `ListIncreaseDirection: prepend`: the patch's
             // items come first, in the patch's order, then the items only the base has.
             let mut rest = std::mem::take(base_items);
             let mut merged: Vec<Node> = Vec::new();
             for item in patch_items {
-                let name = item.get_str(&["name"]).unwrap_or_default();
-                let same = |b: &Node| b.get_str(&["name"]) == Some(name);
+                let wanted = id(item);
+                let same = |b: &Node| id(b) == wanted;
                 let delete = directive(item).and_then(Node::as_str) == Some("delete");
                 if let Some(i) = merged.iter().position(same) {
                     if delete {
                         merged.remove(i);
                     } else {
-                        strategic(&mut merged[i], item)?;
+                        merge(&mut merged[i], item, "", schema)?;
                     }
                     continue;
                 }
@@ -85,7 +144,7 @@ pub fn strategic(base: &mut Node, patch: &Node) -> Result<(), RepoError> {
                     (None, true) => {}
                     (Some(i), false) => {
                         let mut existing = rest.remove(i);
-                        strategic(&mut existing, item)?;
+                        merge(&mut existing, item, "", schema)?;
                         merged.push(existing);
                     }
                     (None, false) => merged.push(without_directives(item)),
@@ -106,8 +165,8 @@ fn directive(node: &Node) -> Option<&Node> {
     node.entry("$patch")
 }
 
-fn named(items: &[Node]) -> bool {
-    !items.is_empty() && items.iter().all(|i| i.get_str(&["name"]).is_some())
+fn keyed(items: &[Node], key: &str) -> bool {
+    !items.is_empty() && items.iter().all(|i| i.get_str(&[key]).is_some())
 }
 
 fn without_directives(node: &Node) -> Node {

@@ -3,7 +3,9 @@
 //!
 //! Per node and resource: used = max(sum of the requests of its non-terminated pods, measured
 //! usage from metrics.k8s.io), or the requests alone with `capacity.basis: requests`;
-//! free = allocatable − used must be at least `capacity.margin` × allocatable. A pod's request
+//! free = allocatable − used must be at least (`capacity.margin` + `capacity.rebuild_margin`)
+//! × allocatable: the margin carries a lost host's workloads, and the ADR's "then add margin
+//! for Longhorn rebuild traffic" must still be free once they have moved. A pod's request
 //! follows the scheduler: its pod-level request if set, else max(app containers + sidecars,
 //! the largest init step), plus the pod overhead. Quantities are summed exactly.
 
@@ -65,12 +67,18 @@ impl super::Check for Params {
 }
 
 pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
-    let margin = ctx.env.capacity.margin;
-    if !(0.0..1.0).contains(&margin) {
+    let (base, rebuild) = (ctx.env.capacity.margin, ctx.env.capacity.rebuild_margin);
+    if !(0.0..1.0).contains(&base) {
         return Finding::error(format!(
-            "capacity.margin is {margin}; it must be at least 0 and below 1"
+            "capacity.margin is {base}; it must be at least 0 and below 1"
         ));
     }
+    if !(0.0..1.0).contains(&rebuild) || base + rebuild >= 1.0 {
+        return Finding::error(format!(
+            "capacity.rebuild_margin is {rebuild} with capacity.margin {base}; each must be at least 0 and their sum below 1"
+        ));
+    }
+    let margin = base + rebuild;
     let (nodes, pods) = match (ctx.state.nodes.get("nodes"), ctx.state.pods.get("pods")) {
         (Ok(n), Ok(p)) => (n, p),
         (Err(e), _) | (_, Err(e)) => return e,
@@ -93,7 +101,16 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         },
     };
     let hosts = Hosts::new(ctx, nodes);
-    let margin_text = percent_text(margin);
+    let margin_text = if rebuild > 0.0 {
+        format!(
+            "{} ({} + {} rebuild margin)",
+            percent_text(margin),
+            percent_text(base),
+            percent_text(rebuild)
+        )
+    } else {
+        percent_text(margin)
+    };
 
     let mut rows = vec![[
         "node".to_string(),
@@ -473,6 +490,33 @@ mod tests {
         let f = run(&env, &s, &Params {}, evaluate);
         assert_eq!(f.verdict, Verdict::Error);
         assert!(f.summary.contains("capacity.margin is 1.5"));
+    }
+
+    #[test]
+    fn the_rebuild_margin_is_kept_free_on_top_of_the_margin() {
+        let mut env = env();
+        env.capacity.margin = 0.25;
+        // 3 of 4 CPUs used: 25 % free passes the margin alone, not with 10 % for rebuilds.
+        let s = good()
+            .with(|s| s.node_metrics = Collected::Present(vec![]))
+            .node_metrics((1..=3).map(|i| node_metrics(&format!("cp-{i}"), "3", "1Gi")))
+            .build();
+        assert_eq!(run(&env, &s, &Params {}, evaluate).verdict, Verdict::Pass);
+        env.capacity.rebuild_margin = 0.1;
+        let f = run(&env, &s, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Fail, "{}", text(&f));
+        assert_eq!(
+            f.evidence[0],
+            "node cp-1 (host pve1): CPU free 1 of 4 (25%), below the 35% (25% + 10% rebuild margin) margin (requests 1, usage 3)"
+        );
+        env.capacity.rebuild_margin = 0.8;
+        let f = run(&env, &s, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Error);
+        assert!(
+            f.summary.contains("capacity.rebuild_margin is 0.8"),
+            "{}",
+            f.summary
+        );
     }
 
     #[test]
