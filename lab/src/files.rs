@@ -179,6 +179,25 @@ pub fn env_file(
         yq(&paths.proxmox_ca.display().to_string()),
         e.tag
     );
+    // What the scenario says each host hangs on, as an operator declares it.
+    let declared: Vec<String> = world
+        .hosts
+        .iter()
+        .filter(|h| h.switch.is_some() || h.power.is_some())
+        .map(|h| {
+            let mut parts = Vec::new();
+            if let Some(s) = &h.switch {
+                parts.push(format!("switch: {}", yq(s)));
+            }
+            if let Some(p) = &h.power {
+                parts.push(format!("power: {}", yq(p)));
+            }
+            format!("    {}: {{{}}}", yq(&h.name), parts.join(", "))
+        })
+        .collect();
+    if !declared.is_empty() {
+        let _ = writeln!(out, "  hosts:\n{}", declared.join("\n"));
+    }
     out.push_str(&chaos_section(world.clock.speed()));
     out
 }

@@ -57,6 +57,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "adr-007-rwo-deployment",
         include_str!("../../fixtures/lab/adr-007-rwo-deployment.yaml"),
     ),
+    (
+        "adr-007-shared-failure-domains",
+        include_str!("../../fixtures/lab/adr-007-shared-failure-domains.yaml"),
+    ),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +93,24 @@ pub struct Scenario {
     pub watch_history: usize,
     pub hosts: Vec<HostSpec>,
     pub environments: Vec<EnvSpec>,
+    /// Storages beside Proxmox's default `local` (dir) and `local-lvm` (lvmthin), as
+    /// `/storage` lists them.
+    #[serde(default)]
+    pub storages: Vec<StorageSpec>,
+}
+
+/// A Proxmox storage of the scenario.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageSpec {
+    pub name: String,
+    /// The storage type (`nfs`, `rbd`, `zfspool`, ...).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `shared: 1` in `storage.cfg`; the types Proxmox always counts as shared are shared
+    /// whatever this says.
+    #[serde(default)]
+    pub shared: bool,
 }
 
 /// Timings of the world rules, in simulated time. Defaults follow the research files.
@@ -186,6 +208,12 @@ pub struct HostSpec {
     /// shutdown).
     #[serde(default = "default_wakeonlan")]
     pub wakeonlan: bool,
+    /// The switch and power feed the environment file declares for the host
+    /// (`proxmox.hosts`); Proxmox does not know them.
+    #[serde(default)]
+    pub switch: Option<String>,
+    #[serde(default)]
+    pub power: Option<String>,
 }
 
 fn default_wakeonlan() -> bool {
@@ -279,6 +307,9 @@ pub struct NodeSpec {
     /// Proxmox HA resource for the VM.
     #[serde(default)]
     pub ha: bool,
+    /// The storage of the VM's disk (`scsi0`); `local-lvm` when absent.
+    #[serde(default)]
+    pub storage: Option<String>,
 }
 
 fn default_node_cpu() -> String {
@@ -556,6 +587,8 @@ impl Scenario {
                 cpus: 512,
                 memory: "4096Gi".into(),
                 wakeonlan: true,
+                switch: None,
+                power: None,
             })
             .collect();
         let mut node_specs = Vec::with_capacity(nodes);
@@ -575,6 +608,7 @@ impl Scenario {
                 labels: BTreeMap::new(),
                 uuid: None,
                 ha: false,
+                storage: None,
             });
         }
         let workers = nodes.saturating_sub(3).max(1);
@@ -611,6 +645,7 @@ impl Scenario {
             timings: Timings::default(),
             unreachable: crate::power::DownMode::default(),
             watch_history: crate::world::store::HISTORY,
+            storages: Vec::new(),
             hosts,
             environments: vec![EnvSpec {
                 name: "lab".into(),

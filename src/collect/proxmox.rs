@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::kube::resolve;
 use crate::config::{Config, Environment, ProxmoxAccess};
-use crate::state::{Placement, ProxmoxHost, ProxmoxState, ProxmoxVm};
+use crate::state::{Placement, ProxmoxHost, ProxmoxState, ProxmoxStorage, ProxmoxVm, VmDisk};
 
 /// Why no Proxmox client could be built from the environment file's `proxmox` section.
 #[derive(Debug, thiserror::Error)]
@@ -167,6 +167,15 @@ pub fn place(read: Read, nodes: Option<&[Node]>) -> ProxmoxState {
                 .filter(|(_, s)| s.matches(&vm.vm))
                 .map(|(n, _)| n.clone())
                 .collect(),
+            disks: vm
+                .disks
+                .iter()
+                .map(|d| VmDisk {
+                    key: d.key.clone(),
+                    storage: d.storage.clone(),
+                    volume: d.volume.clone(),
+                })
+                .collect(),
         })
         .collect();
     let in_scope: Vec<proxmox::InventoryVm> = inventory
@@ -229,8 +238,24 @@ pub fn place(read: Read, nodes: Option<&[Node]>) -> ProxmoxState {
             })
         })
         .collect();
+    let (storages, storages_unread) = match &inventory.storages {
+        Ok(list) => (
+            list.iter()
+                .map(|s| ProxmoxStorage {
+                    storage: s.storage.clone(),
+                    kind: s.kind.clone(),
+                    shared: s.shared,
+                    nodes: s.nodes.clone(),
+                })
+                .collect(),
+            None,
+        ),
+        Err(err) => (Vec::new(), Some(err.to_string())),
+    };
     ProxmoxState {
         unread_vm_configs,
+        storages,
+        storages_unread,
         hosts: inventory
             .nodes
             .iter()

@@ -35,6 +35,16 @@ pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {
             );
         }
     }
+    let (margin, rebuild) = (env.capacity.margin, env.capacity.rebuild_margin);
+    if (0.0..1.0).contains(&margin) && (0.0..1.0).contains(&rebuild) && margin + rebuild >= 1.0 {
+        v.error(
+            &["capacity", "rebuild_margin"],
+            format!(
+                "capacity.margin {margin} and capacity.rebuild_margin {rebuild} leave nothing for workloads: gate 5 keeps both free, so their sum must be below 1"
+            ),
+            "the ADR's third and a tenth for rebuilds: margin 0.3334, rebuild_margin 0.1",
+        );
+    }
     // kube.page_size: every u32 means something (0 reads each list unpaged).
     for (i, url) in env.ingress.urls.iter().enumerate() {
         v.whole(
@@ -180,6 +190,17 @@ pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {
                 "proxmox needs exactly one of ca_file, fingerprint and insecure_tls: true",
                 "ca_file verifies every host's certificate; a fingerprint pins one host",
             );
+        }
+        for (host, domains) in &proxmox.hosts {
+            for (key, value) in [("switch", &domains.switch), ("power", &domains.power)] {
+                if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                    v.error(
+                        &["proxmox", "hosts", host, key],
+                        format!("proxmox.hosts.{host}.{key} is empty"),
+                        "name the switch or power feed (e.g. sw-a, pdu-1), or leave the key out",
+                    );
+                }
+            }
         }
         v.url(
             &["proxmox", "url"],

@@ -101,6 +101,7 @@ async fn every_static_gate_passes_on_the_adr_target_and_check_only_reads() {
         "gate1::lab::talos-endpoints",
         "gate1::lab::api-endpoint",
         "gate1::lab::distinct-hosts",
+        "gate1::lab::failure-domains",
         "gate2::lab::replicated-controller::traefik",
         "gate3::lab::l2-announcement",
     ] {
@@ -185,6 +186,35 @@ async fn every_static_gate_passes_on_the_adr_target_and_check_only_reads() {
             "no {protocol} request in {protocols:?}"
         );
     }
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_switch_and_a_shared_datastore_fail_the_failure_domains_of_gates_1_and_5() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab("adr-007-shared-failure-domains", 107, dir.path()).await;
+    let envs = dir.path().join("environments");
+    // The switch comes from the environment file the lab writes, as an operator declares it.
+    let written = std::fs::read_to_string(envs.join("lab.yaml")).unwrap();
+    assert!(written.contains("\"pve2\": {switch: \"sw-a\""), "{written}");
+    let (_, json) = check_json(envs.clone(), "lab", &[]).await;
+    let staging = trial(&json, "gate1::lab::failure-domains");
+    assert_eq!(staging["verdict"], "fail", "{staging:#}");
+    assert_eq!(
+        staging["summary"],
+        "switch sw-a carries 2 of the 3 control planes (talos-lab-cp-01 on pve1, talos-lab-cp-02 on pve2): losing it loses etcd quorum"
+    );
+    // The disks come from Proxmox: the VM configs and /storage, which says rbd is shared.
+    let (_, json) = check_json(envs, "lab-production", &[]).await;
+    let production = trial(&json, "gate5::lab-production::failure-domains");
+    assert_eq!(production["verdict"], "fail", "{production:#}");
+    assert!(
+        production["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("shared datastore ceph-vm carries 2 of the 3 control planes (talos-prod-cp-01 on pve3, talos-prod-cp-02 on pve4)"),
+        "{production:#}"
+    );
     lab.stop().await;
 }
 

@@ -93,6 +93,7 @@ mod tests {
             uuid: None,
             ha_managed: false,
             environments: envs.iter().map(|e| e.to_string()).collect(),
+            disks: Vec::new(),
         }
     }
 

@@ -8,6 +8,7 @@ pub mod control_plane_nodes;
 pub mod distinct_hosts;
 pub mod etcd_members;
 pub mod external_traffic_policy;
+pub mod failure_domains;
 pub mod host_loss;
 pub mod host_sharing;
 pub mod l2_announcement;
@@ -111,6 +112,8 @@ registry! {
         "the kubeconfig points at the API VIP, which answers /readyz under the cluster CA";
     HostSharing => host_sharing, "host-sharing",
         "informational: which environments' VMs each Proxmox host runs";
+    FailureDomains => failure_domains, "failure-domains",
+        "no switch, power feed or shared datastore carries a quorum of the control planes";
     HostLoss => host_loss, "host-loss",
         "the loss of every Proxmox host is predicted survivable (etcd, VIP, L2, workloads, room, Longhorn)";
 }

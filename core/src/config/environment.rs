@@ -265,6 +265,20 @@ pub struct ProxmoxAccess {
     /// VM configs read at once (over kept-alive connections).
     #[serde(default = "default_proxmox_concurrency")]
     pub concurrency: usize,
+    /// What Proxmox cannot tell about each host: the switch and power feed it hangs on
+    /// (`hosts: {pve1: {switch: sw-a, power: pdu-1}}`), failure domains beyond the host.
+    #[serde(default)]
+    pub hosts: std::collections::BTreeMap<String, HostDomains>,
+}
+
+/// The failure domains of one Proxmox host the environment file declares.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostDomains {
+    #[serde(default)]
+    pub switch: Option<String>,
+    #[serde(default)]
+    pub power: Option<String>,
 }
 
 fn default_proxmox_concurrency() -> usize {

@@ -9,8 +9,9 @@ mod repo;
 
 pub use duration::Duration;
 pub use environment::{
-    ApiSpec, Budget, Budgets, CapacityBasis, CapacitySpec, ChaosSpec, Environment, IngressSpec,
-    IngressUrl, KubeAccess, NodesSpec, ProxmoxAccess, ServiceRef, TalosAccess, VmScope,
+    ApiSpec, Budget, Budgets, CapacityBasis, CapacitySpec, ChaosSpec, Environment, HostDomains,
+    IngressSpec, IngressUrl, KubeAccess, NodesSpec, ProxmoxAccess, ServiceRef, TalosAccess,
+    VmScope,
 };
 pub use error::{ConfigError, ConfigErrors, nearest};
 pub use gate::{EnvironmentSet, Gate, GateRole};

@@ -104,6 +104,34 @@ pub struct ProxmoxState {
     /// matches no VM while any of these exist has an unknown host, not a missing VM.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unread_vm_configs: Vec<String>,
+    /// `GET /storage`: the storages the token may audit (Proxmox leaves the others out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub storages: Vec<ProxmoxStorage>,
+    /// Why `GET /storage` could not be read, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storages_unread: Option<String>,
+}
+
+/// A Proxmox storage: one datastore for every node when `shared`, else each node's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProxmoxStorage {
+    pub storage: String,
+    /// The storage type (`lvmthin`, `nfs`, `rbd`, ...).
+    pub kind: String,
+    pub shared: bool,
+    /// The nodes it is restricted to; empty for all.
+    #[serde(default)]
+    pub nodes: Vec<String>,
+}
+
+/// A disk of a VM's config and the storage it lives on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmDisk {
+    /// `scsi0`, `virtio1`, ...
+    pub key: String,
+    /// `None` for a host path (`/dev/...`), which is the host's own.
+    pub storage: Option<String>,
+    pub volume: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -122,6 +150,9 @@ pub struct ProxmoxVm {
     pub ha_managed: bool,
     /// The environments whose VM scope selects this VM.
     pub environments: Vec<String>,
+    /// The disks its config attaches (read for this environment's VMs only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disks: Vec<VmDisk>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

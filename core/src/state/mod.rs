@@ -25,8 +25,8 @@ pub use crds::{
 pub use pod::{Container, ContainerPort, Pod, PodCondition, PodSpec, PodStatus};
 
 pub use infra::{
-    ApiState, EtcdMemberView, EtcdView, Placement, ProxmoxHost, ProxmoxState, ProxmoxVm,
-    TalosEndpoint, TalosState,
+    ApiState, EtcdMemberView, EtcdView, Placement, ProxmoxHost, ProxmoxState, ProxmoxStorage,
+    ProxmoxVm, TalosEndpoint, TalosState, VmDisk,
 };
 
 use chrono::{DateTime, Utc};

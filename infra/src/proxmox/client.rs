@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::error::{ProxmoxError, from_cause, from_status};
 use super::model::{
-    ClusterVm, HaResource, PveNode, PveVersion, RawHaResource, RawResource, RawVmStatus,
+    ClusterVm, HaResource, PveNode, PveVersion, RawHaResource, RawResource, RawVmStatus, Storage,
     TaskStatus, VmConfig, VmStatus,
 };
 use super::secret::ApiToken;
@@ -250,6 +250,12 @@ impl ProxmoxClient {
             .get(&["nodes", node, "qemu", &id, "config"], &[])
             .await?;
         Ok(VmConfig::from_value(&value))
+    }
+
+    /// `GET /storage`: the storages the token may audit (others are left out silently).
+    pub async fn storages(&self) -> Result<Vec<Storage>, ProxmoxError> {
+        let raw: Vec<Value> = self.get(&["storage"], &[]).await?;
+        Ok(raw.iter().filter_map(Storage::from_value).collect())
     }
 
     /// `GET /nodes/{node}/qemu/{vmid}/status/current`.

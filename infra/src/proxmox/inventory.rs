@@ -65,6 +65,8 @@ pub struct InventoryVm {
     pub smbios_uuid: Option<String>,
     /// Why the config could not be read (for example 595: its host is down).
     pub config_error: Option<ProxmoxError>,
+    /// The disks its config attaches; empty when the config was not read.
+    pub disks: Vec<super::model::VmDisk>,
     /// HA requested state, when HA lists the VM.
     pub ha: Option<HaRequestedState>,
 }
@@ -92,6 +94,8 @@ pub struct Inventory {
     /// Why `/cluster/ha/resources` could not be read (for example 403 without Sys.Audit);
     /// HA membership then comes only from `hastate` in `/cluster/resources`.
     pub ha_error: Option<ProxmoxError>,
+    /// `GET /storage`, or why it could not be read.
+    pub storages: Result<Vec<super::model::Storage>, ProxmoxError>,
 }
 
 impl Inventory {
@@ -126,8 +130,12 @@ pub async fn collect_inventory_reading(
     read: &VmScope,
     concurrency: usize,
 ) -> Result<Inventory, ProxmoxError> {
-    let (nodes, vms, ha) =
-        tokio::join!(client.nodes(), client.cluster_vms(), client.ha_resources());
+    let (nodes, vms, ha, storages) = tokio::join!(
+        client.nodes(),
+        client.cluster_vms(),
+        client.ha_resources(),
+        client.storages()
+    );
     let nodes = nodes?;
     let mut vms: Vec<ClusterVm> = vms?
         .into_iter()
@@ -172,12 +180,13 @@ pub async fn collect_inventory_reading(
         .into_iter()
         .zip(results)
         .map(|(vm, config)| {
-            let (smbios_uuid, config_error) = match config {
-                Some(Ok(Some(c))) => (c.smbios_uuid, None),
-                Some(Ok(None)) => (None, None),
-                Some(Err(e)) => (None, Some(e)),
+            let (smbios_uuid, disks, config_error) = match config {
+                Some(Ok(Some(c))) => (c.smbios_uuid, c.disks, None),
+                Some(Ok(None)) => (None, Vec::new(), None),
+                Some(Err(e)) => (None, Vec::new(), Some(e)),
                 None => (
                     None,
+                    Vec::new(),
                     Some(ProxmoxError::Decode {
                         path: format!("/nodes/{}/qemu/{}/config", vm.node, vm.vmid),
                         detail: "config read was aborted".into(),
@@ -189,6 +198,7 @@ pub async fn collect_inventory_reading(
                 vm,
                 smbios_uuid,
                 config_error,
+                disks,
                 ha,
             }
         })
@@ -197,5 +207,6 @@ pub async fn collect_inventory_reading(
         nodes,
         vms,
         ha_error,
+        storages,
     })
 }

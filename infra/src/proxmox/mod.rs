@@ -23,8 +23,8 @@ pub use mapping::{
     map_nodes_to_vms,
 };
 pub use model::{
-    ClusterVm, HaRequestedState, HaResource, PveNode, PveVersion, TaskStatus, VmConfig, VmStatus,
-    parse_smbios_uuid, parse_tags,
+    ClusterVm, HaRequestedState, HaResource, PveNode, PveVersion, Storage, TaskStatus, VmConfig,
+    VmDisk, VmStatus, parse_smbios_uuid, parse_tags,
 };
 pub use power::{PowerAction, PowerOptions, PowerReport, TaskOutcome};
 pub use secret::{ApiToken, TokenSecret};

@@ -95,16 +95,130 @@ pub struct VmConfig {
     /// The `smbios1` uuid as configured (case preserved); `None` if absent or malformed.
     pub smbios_uuid: Option<String>,
     pub tags: Vec<String>,
+    /// The attached disks, in key order (CD-ROM drives and `unusedN` left out).
+    pub disks: Vec<VmDisk>,
 }
 
 impl VmConfig {
     pub(crate) fn from_value(value: &Value) -> VmConfig {
         let text = |k: &str| value.get(k).and_then(value_to_string);
+        let mut disks: Vec<VmDisk> = value
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(key, _)| is_drive_key(key))
+            .filter_map(|(key, v)| VmDisk::parse(key, &value_to_string(v)?))
+            .collect();
+        disks.sort_by(|a, b| a.key.cmp(&b.key));
         VmConfig {
             name: text("name"),
             smbios_uuid: text("smbios1").as_deref().and_then(parse_smbios_uuid),
             tags: parse_tags(text("tags").as_deref().unwrap_or_default()),
+            disks,
         }
+    }
+}
+
+/// One attached disk of a VM config, and where it lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmDisk {
+    /// `scsi0`, `virtio1`, `efidisk0`, ...
+    pub key: String,
+    /// The storage id of a `STORAGE:VOLUME` volume; `None` for a host path (`/dev/...`),
+    /// which lives on the VM's host alone.
+    pub storage: Option<String>,
+    /// The volume as written (`local-lvm:vm-101-disk-0`, `/dev/sdb`).
+    pub volume: String,
+}
+
+impl VmDisk {
+    /// A drive property string (`[file=]VOLUME[,opt=...]`); `None` for a CD-ROM drive, an
+    /// empty drive (`none`) or a cloud-init drive's media.
+    pub fn parse(key: &str, property: &str) -> Option<VmDisk> {
+        let mut volume = None;
+        let mut cdrom = false;
+        for (i, part) in property.split(',').enumerate() {
+            match part.split_once('=') {
+                Some(("file" | "volume", v)) => volume = Some(v.trim().to_string()),
+                Some(("media", "cdrom")) => cdrom = true,
+                Some(_) => {}
+                None if i == 0 => volume = Some(part.trim().to_string()),
+                None => {}
+            }
+        }
+        let volume = volume.filter(|v| !v.is_empty() && v != "none" && v != "cdrom")?;
+        if cdrom {
+            return None;
+        }
+        let storage = if volume.starts_with('/') {
+            None
+        } else {
+            Some(
+                volume
+                    .split_once(':')
+                    .map_or(volume.as_str(), |(s, _)| s)
+                    .to_string(),
+            )
+        };
+        Some(VmDisk {
+            key: key.to_string(),
+            storage,
+            volume,
+        })
+    }
+}
+
+/// The drive keys of qemu-server's config schema (`PVE/QemuServer/Drive.pm`): `ide0`–`ide3`,
+/// `sata0`–`sata5`, `scsi0`–`scsi30`, `virtio0`–`virtio15`, `efidisk0`, `tpmstate0`
+/// (`unusedN` volumes are not attached).
+fn is_drive_key(key: &str) -> bool {
+    if key == "efidisk0" || key == "tpmstate0" {
+        return true;
+    }
+    let split = key.find(|c: char| c.is_ascii_digit()).unwrap_or(key.len());
+    let (bus, index) = key.split_at(split);
+    let Ok(index) = index.parse::<u32>() else {
+        return false;
+    };
+    match bus {
+        "ide" => index < 4,
+        "sata" => index < 6,
+        "scsi" => index < 31,
+        "virtio" => index < 16,
+        _ => false,
+    }
+}
+
+/// A storage of `GET /storage` (the entries the token may audit).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Storage {
+    pub storage: String,
+    /// `dir`, `lvmthin`, `zfspool`, `nfs`, `rbd`, ...
+    pub kind: String,
+    /// One storage with the same contents on every node (or those `nodes` lists): set by
+    /// the administrator, and always for the types Proxmox counts as shared (`iscsi`, `nfs`,
+    /// `cifs`, `rbd`, `cephfs`, `iscsidirect`, `zfs` over iSCSI, `drbd`, `pbs`).
+    pub shared: bool,
+    /// The nodes it is restricted to; empty for all.
+    pub nodes: Vec<String>,
+}
+
+impl Storage {
+    pub(crate) fn from_value(value: &Value) -> Option<Storage> {
+        let text = |k: &str| value.get(k).and_then(value_to_string);
+        Some(Storage {
+            storage: text("storage")?,
+            kind: text("type").unwrap_or_default(),
+            shared: text("shared").is_some_and(|s| s == "1" || s == "true"),
+            nodes: text("nodes")
+                .map(|n| {
+                    n.split([',', ';', ' '])
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
     }
 }
 
@@ -313,6 +427,48 @@ fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_vm_configs_disks_are_its_drives_with_their_storage_but_not_cd_roms_or_unused_volumes() {
+        let config = serde_json::json!({
+            "scsi0": "ceph-vm:vm-101-disk-0,iothread=1,size=64G",
+            "virtio1": "file=local-lvm:vm-101-disk-1,size=8G",
+            "sata2": "/dev/disk/by-id/ata-SSD,size=100G",
+            "ide2": "local:iso/talos.iso,media=cdrom",
+            "ide0": "none,media=cdrom",
+            "efidisk0": "local-lvm:vm-101-disk-2,efitype=4m,size=4M",
+            "unused0": "ceph-vm:vm-101-disk-9",
+            "scsi31": "local-lvm:vm-101-disk-3",
+            "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0",
+        });
+        let disks = VmConfig::from_value(&config).disks;
+        let found: Vec<(&str, Option<&str>)> = disks
+            .iter()
+            .map(|d| (d.key.as_str(), d.storage.as_deref()))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("efidisk0", Some("local-lvm")),
+                ("sata2", None),
+                ("scsi0", Some("ceph-vm")),
+                ("virtio1", Some("local-lvm")),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_storage_is_shared_when_proxmox_says_so_in_any_spelling() {
+        let one = |v: serde_json::Value| Storage::from_value(&v).unwrap();
+        assert!(one(serde_json::json!({"storage": "ceph-vm", "type": "rbd", "shared": 1})).shared);
+        assert!(one(serde_json::json!({"storage": "nas", "type": "nfs", "shared": "1"})).shared);
+        let local = one(
+            serde_json::json!({"storage": "local-lvm", "type": "lvmthin", "nodes": "pve1,pve2"}),
+        );
+        assert!(!local.shared);
+        assert_eq!(local.nodes, vec!["pve1", "pve2"]);
+        assert!(Storage::from_value(&serde_json::json!({"type": "dir"})).is_none());
+    }
 
     #[test]
     fn smbios_uuid_is_found_in_any_position_and_checked() {

@@ -19,6 +19,7 @@ fn vm(vmid: u32, name: &str, host: &str, uuid: Option<&str>, tags: &[&str]) -> I
         },
         smbios_uuid: uuid.map(str::to_string),
         config_error: None,
+        disks: Vec::new(),
         ha: None,
     }
 }

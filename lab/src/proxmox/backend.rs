@@ -37,6 +37,22 @@ pub trait ProxmoxBackend: Send + Sync + 'static {
     /// The configuration of guest `vmid` wherever it lives; `None` if no such guest exists.
     fn vm_config(&self, vmid: u32) -> Option<VmConfig>;
 
+    /// `GET /storage`: Proxmox's default storages unless the backend has others.
+    fn storages(&self) -> Vec<StorageInfo> {
+        vec![
+            StorageInfo {
+                storage: "local".into(),
+                kind: "dir".into(),
+                shared: false,
+            },
+            StorageInfo {
+                storage: "local-lvm".into(),
+                kind: "lvmthin".into(),
+                shared: false,
+            },
+        ]
+    }
+
     /// Carries out a power action on a guest that is not HA-managed. Called when the action's
     /// task finishes; the guest's state must reflect it afterwards. `Stop`/`Shutdown` of a
     /// stopped guest is not an error; `Start` of a running guest is [`ActionError::AlreadyRunning`].
@@ -174,6 +190,17 @@ pub struct VmConfig {
     /// MiB.
     pub memory_mib: u64,
     pub onboot: bool,
+    /// The storage of its disk (`scsi0`).
+    pub disk_storage: String,
+}
+
+/// A storage of `GET /storage`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageInfo {
+    pub storage: String,
+    /// `dir`, `lvmthin`, `nfs`, `rbd`, ...
+    pub kind: String,
+    pub shared: bool,
 }
 
 /// Guest power actions of `POST /nodes/{node}/qemu/{vmid}/status/{action}`.

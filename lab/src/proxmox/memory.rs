@@ -119,6 +119,7 @@ impl MemoryProxmox {
                         sockets: 1,
                         memory_mib: 8192,
                         onboot: true,
+                        disk_storage: "local-lvm".into(),
                     },
                 )
             })

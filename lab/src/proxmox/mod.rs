@@ -33,8 +33,8 @@ use crate::pki::tls::{ServerTls, server_config};
 
 pub use auth::ApiToken;
 pub use backend::{
-    ActionError, HaInfo, HaState, HostCommand, HostInfo, ProxmoxBackend, VmAction, VmConfig,
-    VmInfo, VmStatus,
+    ActionError, HaInfo, HaState, HostCommand, HostInfo, ProxmoxBackend, StorageInfo, VmAction,
+    VmConfig, VmInfo, VmStatus,
 };
 pub use tasks::Upid;
 

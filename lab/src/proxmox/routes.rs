@@ -106,6 +106,7 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
         ["version"] if get => ctx.checked(&[], |c| c.version()),
         ["nodes"] if get => ctx.checked(&[], |c| c.nodes()),
         ["cluster", "status"] if get => ctx.checked(&[], |c| c.cluster_status()),
+        ["storage"] if get => ctx.checked(&[opt("type", Kind::String)], |c| c.storages()),
         ["cluster", "resources"] if get => ctx.checked(RESOURCES_SCHEMA, |c| c.resources()),
         ["cluster", "ha", "resources"] if get => ctx
             .checked(&[opt("type", Kind::Enum(&["ct", "vm"]))], |c| {
@@ -507,6 +508,39 @@ impl Ctx<'_> {
         response::data(Value::Object(m))
     }
 
+    /// `GET /storage` as `PVE::API2::Storage::Config::index` answers it: each storage's
+    /// configuration with its id, `shared: 1` where Proxmox counts it shared, the config
+    /// digest; `type` filters.
+    fn storages(&self) -> Resp {
+        let wanted = self.values.get("type");
+        let list: Vec<Value> = self
+            .api
+            .backend
+            .storages()
+            .into_iter()
+            .filter(|s| wanted.is_none_or(|t| *t == s.kind))
+            .map(|s| {
+                let mut m = Map::new();
+                m.insert("storage".into(), json!(s.storage));
+                m.insert("type".into(), json!(s.kind));
+                let content = match s.kind.as_str() {
+                    "dir" => "backup,iso,vztmpl",
+                    _ => "images,rootdir",
+                };
+                m.insert("content".into(), json!(content));
+                if s.shared {
+                    m.insert("shared".into(), json!(1));
+                }
+                m.insert(
+                    "digest".into(),
+                    json!("0a4c2f1e9d8b7a6c5e4f3a2b1c0d9e8f7a6b5c4d"),
+                );
+                Value::Object(m)
+            })
+            .collect();
+        response::data(Value::Array(list))
+    }
+
     fn vm_config(&self, node: &str, vmid: u32) -> Resp {
         let (Some(_), Some(cfg)) = (self.vm_on(node, vmid), self.api.backend.vm_config(vmid))
         else {
@@ -523,7 +557,10 @@ impl Ctx<'_> {
         m.insert("boot".into(), json!("order=scsi0;net0"));
         m.insert(
             "scsi0".into(),
-            json!(format!("local-lvm:vm-{vmid}-disk-0,iothread=1,size=64G")),
+            json!(format!(
+                "{}:vm-{vmid}-disk-0,iothread=1,size=64G",
+                cfg.disk_storage
+            )),
         );
         let b = vmid.to_be_bytes();
         m.insert(

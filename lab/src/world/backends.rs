@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::proxmox::{
-    ActionError, HaInfo, HaState, HostCommand, HostInfo, ProxmoxBackend, VmAction, VmConfig,
-    VmInfo, VmStatus,
+    ActionError, HaInfo, HaState, HostCommand, HostInfo, ProxmoxBackend, StorageInfo, VmAction,
+    VmConfig, VmInfo, VmStatus,
 };
 use crate::talos::{
     EtcdAlarm, EtcdError, EtcdMember, EtcdMemberStatus, NodeRole, ServiceEvent, ServiceState,
@@ -114,7 +114,21 @@ impl ProxmoxBackend for LabBackend {
                 sockets: 1,
                 memory_mib: (n.memory_bytes >> 20).max(0) as u64,
                 onboot: false,
+                disk_storage: n.storage.clone(),
             })
+        })
+    }
+
+    fn storages(&self) -> Vec<StorageInfo> {
+        self.shared.read(|w| {
+            w.storages
+                .iter()
+                .map(|s| StorageInfo {
+                    storage: s.name.clone(),
+                    kind: s.kind.clone(),
+                    shared: s.shared,
+                })
+                .collect()
         })
     }
 

@@ -53,6 +53,7 @@ impl World {
             scenario: scenario.name.clone(),
             message,
         };
+        let storages = super::Storage::all(&scenario.storages);
         let hosts = scenario
             .hosts
             .iter()
@@ -67,6 +68,8 @@ impl World {
                     reboot: false,
                     online_since: Duration::ZERO,
                     wakeonlan: h.wakeonlan,
+                    switch: h.switch.clone(),
+                    power: h.power.clone(),
                 })
             })
             .collect::<Result<Vec<_>, BuildError>>()?;
@@ -138,6 +141,16 @@ impl World {
                         .unwrap_or_else(|| ids::uuid(&["smbios", &ns.name])),
                     ha: ns.ha,
                     tags: vec!["talos".into(), tag.clone()],
+                    storage: {
+                        let storage = ns.storage.clone().unwrap_or_else(|| "local-lvm".into());
+                        if !storages.iter().any(|s| s.name == storage) {
+                            return Err(invalid(format!(
+                                "node {}: storage {storage:?} is not among the storages (local, local-lvm and the scenario's `storages`)",
+                                ns.name
+                            )));
+                        }
+                        storage
+                    },
                     cpu_milli: quantity::cpu_milli(&ns.cpu).map_err(invalid)?,
                     memory_bytes: quantity::bytes(&ns.memory).map_err(invalid)?,
                     vm_running: true,
@@ -353,6 +366,7 @@ impl World {
             hosts,
             nodes,
             envs,
+            storages,
             truth,
             queue: BinaryHeap::new(),
             seq: 0,

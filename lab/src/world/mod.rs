@@ -43,6 +43,55 @@ pub struct Host {
     pub online_since: Duration,
     /// A wake-on-LAN MAC is configured for it.
     pub wakeonlan: bool,
+    /// What the environment file declares of it (`proxmox.hosts`).
+    pub switch: Option<String>,
+    pub power: Option<String>,
+}
+
+/// A storage `/storage` lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Storage {
+    pub name: String,
+    pub kind: String,
+    pub shared: bool,
+}
+
+/// The storage types Proxmox always marks shared (`@SHARED_STORAGE` of
+/// `PVE/Storage/Plugin.pm`).
+const SHARED_TYPES: [&str; 9] = [
+    "iscsi",
+    "nfs",
+    "cifs",
+    "rbd",
+    "cephfs",
+    "iscsidirect",
+    "zfs",
+    "drbd",
+    "pbs",
+];
+
+impl Storage {
+    /// Proxmox's defaults and the scenario's.
+    pub fn all(extra: &[crate::scenario::StorageSpec]) -> Vec<Storage> {
+        let mut out = vec![
+            Storage {
+                name: "local".into(),
+                kind: "dir".into(),
+                shared: false,
+            },
+            Storage {
+                name: "local-lvm".into(),
+                kind: "lvmthin".into(),
+                shared: false,
+            },
+        ];
+        out.extend(extra.iter().map(|s| Storage {
+            name: s.name.clone(),
+            kind: s.kind.clone(),
+            shared: s.shared || SHARED_TYPES.contains(&s.kind.as_str()),
+        }));
+        out
+    }
 }
 
 /// One VM, the Talos machine in it and the Kubernetes node it registers.
@@ -58,6 +107,8 @@ pub struct Node {
     pub uuid: String,
     pub ha: bool,
     pub tags: Vec<String>,
+    /// The storage its disk lives on.
+    pub storage: String,
     pub cpu_milli: i64,
     pub memory_bytes: i64,
     pub vm_running: bool,
@@ -342,6 +393,7 @@ pub struct World {
     pub hosts: Vec<Host>,
     pub nodes: Vec<Node>,
     pub envs: Vec<Env>,
+    pub storages: Vec<Storage>,
     pub truth: GroundTruth,
     queue: BinaryHeap<Reverse<Due>>,
     seq: u64,

@@ -102,6 +102,13 @@ def main():
 
     config = prox.nodes(node).qemu(vmid).config.get()
     expect(str(config.get("smbios1", "")).startswith("uuid="), "config carries smbios1 uuid")
+    disk = str(config.get("scsi0", ""))
+    expect(":" in disk.split(",")[0], "config carries its scsi0 disk as STORAGE:VOLUME")
+    storages = {s["storage"]: s for s in prox.storage.get()}
+    expect(disk.split(":")[0] in storages, "the disk's storage is listed by /storage")
+    expect(storages.get("local-lvm", {}).get("type") == "lvmthin", "local-lvm is lvmthin")
+    expect(not storages.get("local-lvm", {}).get("shared"), "local-lvm is not shared")
+    expect(all(s.get("type") == "dir" for s in prox.storage.get(type="dir")), "/storage?type= filters")
 
     wrong = ProxmoxAPI(
         args.host,

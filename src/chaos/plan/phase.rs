@@ -29,7 +29,8 @@ pub async fn preflight(config: &Config, env: &Environment, clients: &Clients) ->
     let specs = runner::trials(config, env);
     // The gates whose files declare `chaos-preflight`. The host-loss check judges every host;
     // the run holds only its target to the prediction, so `--expect-failure` can measure a
-    // predicted failure.
+    // predicted failure. Failure domains beyond a host (a shared switch) do not make one
+    // host's power loss less safe, so they do not hold the run back either.
     let preflight_gates: Vec<u32> = config
         .gates
         .iter()
@@ -38,7 +39,10 @@ pub async fn preflight(config: &Config, env: &Environment, clients: &Clients) ->
         .collect();
     let gated: Vec<&runner::TrialSpec> = specs
         .iter()
-        .filter(|s| preflight_gates.contains(&s.gate) && s.check.kind() != "host-loss")
+        .filter(|s| {
+            preflight_gates.contains(&s.gate)
+                && !matches!(s.check.kind(), "host-loss" | "failure-domains")
+        })
         .collect();
     let gate_results = runner::evaluate(&gated, env, &state);
     let controllers = cluster::protected_controllers(config);

@@ -286,6 +286,7 @@ mod tests {
             uuid: Some(format!("uuid-{vmid}")),
             ha_managed: false,
             environments: envs.iter().map(|e| e.to_string()).collect(),
+            disks: Vec::new(),
         }
     }
 

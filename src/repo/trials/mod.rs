@@ -80,9 +80,11 @@ impl RepoCheck {
             CheckSpec::LonghornDisks(_) => RepoCheck::LonghornDisks,
             CheckSpec::CapacityHeadroom(_) => RepoCheck::CapacityHeadroom,
             // Membership, host sharing, chaos and the host-loss prediction are about what
-            // runs, not what is declared.
+            // runs, not what is declared; failure domains need Proxmox's storage list and the
+            // environment's switches, which a repository does not hold.
             CheckSpec::EtcdMembers(_)
             | CheckSpec::HostSharing(_)
+            | CheckSpec::FailureDomains(_)
             | CheckSpec::ChaosReport(_)
             | CheckSpec::HostLoss(_) => {
                 return None;
