@@ -231,8 +231,13 @@ pub struct PredictArgs {
     /// The environment.
     pub env: String,
     /// Predict only the loss of this Proxmox host.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "domain")]
     pub host: Option<String>,
+    /// Predict the loss of a failure domain beyond a host: `switch:NAME` or `power:NAME`
+    /// (every host `proxmox.hosts` puts behind it), or `datastore:STORAGE` (every VM with a
+    /// disk on that shared storage).
+    #[arg(long, value_name = "KIND:NAME")]
+    pub domain: Option<String>,
     /// Read the state from kubectl output instead of the cluster (repeatable).
     #[arg(long, value_name = "FILE")]
     pub snapshot: Vec<PathBuf>,

@@ -39,6 +39,46 @@ pub fn over(config: &Config, env: &Environment, state: &State, host: Option<&str
     )
 }
 
+/// The prediction of one failure domain's loss; a domain that names nothing the environment
+/// has is a usage error naming the setting, one whose nodes cannot be told is a prediction
+/// that cannot tell.
+fn over_domain(
+    config: &Config,
+    env: &Environment,
+    state: &State,
+    text: &str,
+) -> Result<Prediction, AppError> {
+    use gates_core::checks::failure_domains::{Domain, NotADomain};
+    let domain = Domain::parse(text).map_err(AppError::Usage)?;
+    let declared = env
+        .proxmox
+        .as_ref()
+        .map(|p| p.hosts.clone())
+        .unwrap_or_default();
+    let Some(proxmox) = state.proxmox.present() else {
+        return Ok(Prediction::cannot_tell(format!(
+            "{domain}: Proxmox could not be read, so which nodes it carries is unknown"
+        )));
+    };
+    let (nodes, name) = match domain.nodes(proxmox, &declared) {
+        Ok(found) => found,
+        Err(NotADomain::Unknown(why)) => return Ok(Prediction::cannot_tell(why)),
+        Err(NotADomain::Named(why)) => {
+            return Err(AppError::Usage(format!("--domain {text}: {why}")));
+        }
+    };
+    let named = protected(config);
+    Ok(hostloss::predict_nodes(
+        Input {
+            env,
+            state,
+            protected: &named,
+        },
+        &name,
+        &nodes,
+    ))
+}
+
 #[derive(Serialize)]
 struct Document<'a> {
     environment: &'a str,
@@ -62,7 +102,10 @@ pub async fn run(
         }
         snapshot.state
     };
-    let prediction = over(config, env, &state, args.host.as_deref());
+    let prediction = match &args.domain {
+        None => over(config, env, &state, args.host.as_deref()),
+        Some(text) => over_domain(config, env, &state, text)?,
+    };
     match args.format {
         Format::Json => {
             let doc = Document {

@@ -262,3 +262,61 @@ async fn an_l2_policy_on_one_node_makes_only_its_hosts_loss_fatal() {
     assert_eq!(outcomes(&json).len(), 1);
     lab.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loss_of_a_switch_or_datastore_under_two_control_planes_loses_etcd_quorum() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab("adr-007-shared-failure-domains", 135, dir.path()).await;
+    let envs = dir.path().join("environments");
+    // pve1 and pve2 hang on sw-a (and pve4, with no lab node): both lab control planes there
+    // go at once.
+    let (out, json) = predict(envs.clone(), "lab", &["--domain", "switch:sw-a"]).await;
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    let lost = host(&json, "switch sw-a (pve1, pve2, pve4)");
+    assert_eq!(lost["outcome"], "lost", "{json:#}");
+    assert!(reasons(lost).contains("quorum"), "{}", reasons(lost));
+    // sw-b carries one control plane: survivable.
+    let (out, json) = predict(envs.clone(), "lab", &["--domain", "switch:sw-b"]).await;
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    // Two of production's control-plane VMs keep their disks on the Ceph datastore.
+    let (out, json) = predict(
+        envs.clone(),
+        "lab-production",
+        &["--domain", "datastore:ceph-vm"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    let lost = host(
+        &json,
+        "datastore ceph-vm (talos-prod-cp-01, talos-prod-cp-02)",
+    );
+    assert_eq!(lost["outcome"], "lost", "{json:#}");
+    // A name no host declares, or a storage that is each host's own, is a usage error.
+    for (domain, words) in [
+        (
+            "switch:sw-z",
+            "no host of proxmox.hosts has switch sw-z (declared: sw-a, sw-b, sw-c)",
+        ),
+        ("datastore:local-lvm", "storage local-lvm is not shared"),
+        (
+            "rack:r1",
+            "expected KIND:NAME with KIND switch, power or datastore",
+        ),
+    ] {
+        let envs = envs.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            let reports = tempfile::tempdir().unwrap();
+            gates_with_config(reports.path())
+                .arg("--env-dir")
+                .arg(&envs)
+                .args(["predict", "lab", "--domain", domain])
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{domain}: {}", stderr(&out));
+        assert!(stderr(&out).contains(words), "{domain}: {}", stderr(&out));
+    }
+    lab.stop().await;
+}

@@ -141,6 +141,123 @@ pub fn domains(
     out
 }
 
+impl Domain {
+    /// `switch:sw-a`, `power:pdu-1` or `datastore:ceph-vm`, as `gates predict --domain`
+    /// takes it.
+    pub fn parse(text: &str) -> Result<Domain, String> {
+        let bad = || {
+            format!(
+                "--domain {text:?}: expected KIND:NAME with KIND switch, power or datastore (e.g. switch:sw-a)"
+            )
+        };
+        let (kind, name) = text.split_once(':').ok_or_else(bad)?;
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(bad());
+        }
+        match kind.trim() {
+            "switch" => Ok(Domain::Switch(name.to_string())),
+            "power" => Ok(Domain::Power(name.to_string())),
+            "datastore" => Ok(Domain::Datastore(name.to_string())),
+            _ => Err(bad()),
+        }
+    }
+
+    /// The nodes of the environment the domain's loss takes down (every node on a host
+    /// behind the switch or feed; every node whose VM keeps a disk on the datastore), with
+    /// what they are, or why that cannot be told.
+    pub fn nodes(
+        &self,
+        proxmox: &ProxmoxState,
+        declared: &BTreeMap<String, crate::config::HostDomains>,
+    ) -> Result<(Vec<String>, String), NotADomain> {
+        let (hosts, what): (Vec<&str>, &str) = match self {
+            Domain::Switch(name) | Domain::Power(name) => {
+                let what = if matches!(self, Domain::Switch(_)) {
+                    "switch"
+                } else {
+                    "power"
+                };
+                let of = |d: &crate::config::HostDomains| match self {
+                    Domain::Switch(_) => d.switch.clone(),
+                    _ => d.power.clone(),
+                };
+                let hosts: Vec<&str> = declared
+                    .iter()
+                    .filter(|(_, d)| of(d).as_deref() == Some(name))
+                    .map(|(h, _)| h.as_str())
+                    .collect();
+                if hosts.is_empty() {
+                    let known: Vec<String> = declared
+                        .values()
+                        .filter_map(of)
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .into_iter()
+                        .collect();
+                    return Err(NotADomain::Named(format!(
+                        "no host of proxmox.hosts has {what} {name} (declared: {})",
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    )));
+                }
+                (hosts, what)
+            }
+            Domain::Datastore(id) => {
+                match proxmox.storages.iter().find(|s| &s.storage == id) {
+                    Some(s) if s.shared => {}
+                    Some(_) => {
+                        return Err(NotADomain::Named(format!(
+                            "storage {id} is not shared: each host has its own, so losing it is losing a host (gates predict --host)"
+                        )));
+                    }
+                    None => {
+                        return Err(NotADomain::Unknown(match &proxmox.storages_unread {
+                            Some(why) => format!("/storage could not be read: {why}"),
+                            None => format!(
+                                "/storage does not list {id} (the token needs Datastore.Audit on /storage/{id})"
+                            ),
+                        }));
+                    }
+                }
+                let on_it: Vec<String> = proxmox
+                    .placements
+                    .iter()
+                    .filter(|p| {
+                        proxmox.vms.iter().any(|v| {
+                            v.vmid == p.vmid
+                                && v.disks.iter().any(|d| d.storage.as_deref() == Some(id))
+                        })
+                    })
+                    .map(|p| p.node.clone())
+                    .collect();
+                let vms = on_it.join(", ");
+                return Ok((on_it, format!("datastore {id} ({vms})")));
+            }
+        };
+        let nodes = proxmox
+            .placements
+            .iter()
+            .filter(|p| hosts.contains(&p.host.as_str()))
+            .map(|p| p.node.clone())
+            .collect();
+        let name = match self {
+            Domain::Switch(n) | Domain::Power(n) | Domain::Datastore(n) => n,
+        };
+        Ok((nodes, format!("{what} {name} ({})", hosts.join(", "))))
+    }
+}
+
+/// Why a domain names no nodes: the name matches nothing the environment declares (a usage
+/// error), or what it holds cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotADomain {
+    Named(String),
+    Unknown(String),
+}
+
 fn push_once(list: &mut Vec<String>, host: &str) {
     if !list.iter().any(|h| h == host) {
         list.push(host.to_string());

@@ -127,6 +127,30 @@ fn each_host<T: Send>(hosts: &[&str], predict: impl Fn(&str) -> T + Sync) -> Vec
     crate::side_by_side::map(hosts, |host| predict(host))
 }
 
+/// Predicts the loss of a group of nodes at once, named `name`: a failure domain's (every
+/// node on the hosts behind one switch or power feed, every VM on one shared datastore),
+/// judged as a host's loss is judged.
+pub fn predict_nodes(input: Input<'_>, name: &str, nodes: &[String]) -> Prediction {
+    let cluster = match cluster::Cluster::build(input) {
+        Ok(cluster) => cluster,
+        Err(why) => return Prediction::cannot_tell(why),
+    };
+    let shared = schedule::Shared::new(&cluster);
+    let workloads = workloads::index(&cluster, input.protected);
+    let lost: Vec<usize> = (0..cluster.nodes.len())
+        .filter(|&i| nodes.iter().any(|n| n == cluster.nodes[i].name))
+        .collect();
+    let loss = predict_lost(
+        &cluster,
+        &shared,
+        &workloads,
+        name,
+        lost,
+        schedule::Mode::Fast,
+    );
+    Prediction::new(vec![loss], cluster.notes.clone(), None)
+}
+
 fn predict_host(
     cluster: &cluster::Cluster<'_>,
     shared: &schedule::Shared,
@@ -134,7 +158,24 @@ fn predict_host(
     host: &str,
     mode: schedule::Mode,
 ) -> HostLoss {
-    let lost = cluster.nodes_on(host);
+    predict_lost(
+        cluster,
+        shared,
+        workloads,
+        host,
+        cluster.nodes_on(host),
+        mode,
+    )
+}
+
+fn predict_lost(
+    cluster: &cluster::Cluster<'_>,
+    shared: &schedule::Shared,
+    workloads: &workloads::Workloads,
+    host: &str,
+    lost: Vec<usize>,
+    mode: schedule::Mode,
+) -> HostLoss {
     let mut loss = HostLoss::new(host, cluster, &lost);
     for why in &cluster.unknown {
         loss.reason(Outcome::Unknown, why.clone());
