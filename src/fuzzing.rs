@@ -2,8 +2,9 @@
 //! corpus (`tests/integration/fuzz_corpus.rs`). Each takes arbitrary bytes and runs one
 //! parser exactly as the CLI reaches it (through a file, since that is how input arrives):
 //! the snapshot reader, the environment and gate file loader, the chaos journal reader, the
-//! chaos report reader, a Jinja Talos template, and the splitter of a live list's pages (which
-//! reads an answer's text, not a file). The property asserted is the one users rely on: bad input
+//! chaos report reader, a Jinja Talos template, a Kustomize base and overlay, what gates
+//! reads of a Proxmox answer, and the splitter of a live list's pages (which reads an
+//! answer's text, not a file). The property asserted is the one users rely on: bad input
 //! gives an error, never a panic or a hang. The snapshot target also holds the parallel
 //! split of a large list to the scan in turn, on every input.
 
@@ -21,7 +22,51 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("chaos_report", chaos_report),
     ("list_page", list_page),
     ("talos_template", talos_template),
+    ("kustomize", kustomize),
+    ("proxmox_answer", proxmox_answer),
 ];
+
+/// Where one input is cut into the files of a Kustomize tree, in order: the overlay's
+/// kustomization.yaml, its resource, the base's kustomization.yaml and the base's resource.
+const FILE_BREAK: &[u8] = b"\n--- next file ---\n";
+
+/// The Kustomize renderer over a base and an overlay made of the input's parts (name
+/// prefixes, name references, patches and generators all reach the same code as a
+/// repository's trials).
+pub fn kustomize(data: &[u8]) {
+    let dir = scratch();
+    let mut parts = Vec::new();
+    let mut rest = data;
+    while let Some(at) = rest.windows(FILE_BREAK.len()).position(|w| w == FILE_BREAK) {
+        parts.push(&rest[..at]);
+        rest = &rest[at + FILE_BREAK.len()..];
+    }
+    parts.push(rest);
+    let files = [
+        "overlay/kustomization.yaml",
+        "overlay/resource.yaml",
+        "base/kustomization.yaml",
+        "base/resource.yaml",
+    ];
+    for (file, part) in files.iter().zip(parts) {
+        put(dir.path(), file, part);
+    }
+    let _ = crate::repo::kustomize::render(dir.path(), "overlay");
+    let _ = crate::repo::kustomize::render(dir.path(), "base");
+}
+
+/// What gates reads of a Proxmox answer: a VM config's drives and `/storage` entries.
+pub fn proxmox_answer(data: &[u8]) {
+    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) {
+        let _ = gates_infra::proxmox::VmConfig::from_value(&value);
+        for entry in value.as_array().into_iter().flatten() {
+            let _ = gates_infra::proxmox::Storage::from_value(entry);
+        }
+    }
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = gates_infra::proxmox::VmDisk::parse("scsi0", text);
+    }
+}
 
 /// A fresh scratch directory for one input.
 fn scratch() -> tempfile::TempDir {

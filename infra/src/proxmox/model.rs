@@ -100,7 +100,7 @@ pub struct VmConfig {
 }
 
 impl VmConfig {
-    pub(crate) fn from_value(value: &Value) -> VmConfig {
+    pub fn from_value(value: &Value) -> VmConfig {
         let text = |k: &str| value.get(k).and_then(value_to_string);
         let mut disks: Vec<VmDisk> = value
             .as_object()
@@ -204,7 +204,7 @@ pub struct Storage {
 }
 
 impl Storage {
-    pub(crate) fn from_value(value: &Value) -> Option<Storage> {
+    pub fn from_value(value: &Value) -> Option<Storage> {
         let text = |k: &str| value.get(k).and_then(value_to_string);
         Some(Storage {
             storage: text("storage")?,
