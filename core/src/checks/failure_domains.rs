@@ -472,17 +472,20 @@ mod tests {
         env
     }
 
+    /// Each control plane's host on a switch and power feed of its own.
+    const APART: [(&str, &str, &str); 3] = [
+        ("pve1", "sw-a", "pdu-1"),
+        ("pve2", "sw-b", "pdu-2"),
+        ("pve3", "sw-c", "pdu-3"),
+    ];
+
     fn check(env: &crate::config::Environment, state: &crate::state::State) -> Finding {
         run(env, state, &Params {}, evaluate)
     }
 
     #[test]
     fn separate_switches_feeds_and_local_disks_pass_naming_each_control_planes_domains() {
-        let env = with_hosts(&[
-            ("pve1", "sw-a", "pdu-1"),
-            ("pve2", "sw-b", "pdu-2"),
-            ("pve3", "sw-c", "pdu-3"),
-        ]);
+        let env = with_hosts(&APART);
         let f = check(&env, &cluster(["local-lvm"; 3]));
         assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
         assert_eq!(
@@ -509,11 +512,7 @@ mod tests {
 
     #[test]
     fn control_plane_disks_on_one_shared_datastore_fail_and_one_alone_is_a_warning() {
-        let env = with_hosts(&[
-            ("pve1", "sw-a", "pdu-1"),
-            ("pve2", "sw-b", "pdu-2"),
-            ("pve3", "sw-c", "pdu-3"),
-        ]);
+        let env = with_hosts(&APART);
         let f = check(&env, &cluster(["ceph-vm", "ceph-vm", "local-lvm"]));
         assert_eq!(f.verdict, Verdict::Fail, "{}", text(&f));
         assert!(
@@ -529,11 +528,7 @@ mod tests {
 
     #[test]
     fn a_storage_proxmox_does_not_list_or_an_unread_storage_list_is_an_error_never_a_pass() {
-        let env = with_hosts(&[
-            ("pve1", "sw-a", "pdu-1"),
-            ("pve2", "sw-b", "pdu-2"),
-            ("pve3", "sw-c", "pdu-3"),
-        ]);
+        let env = with_hosts(&APART);
         let f = check(&env, &cluster(["nfs-a", "local-lvm", "local-lvm"]));
         assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
         assert!(

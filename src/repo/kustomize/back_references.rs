@@ -536,213 +536,50 @@ const RBAC: &str = "rbac.authorization.k8s.io";
 const ADMISSION: &str = "admissionregistration.k8s.io";
 
 /// The other field specs, as (target, referrer, path).
+#[rustfmt::skip]
 const OTHERS: &[(Gvk, Gvk, &str)] = &[
-    (
-        gvk("", "", "Deployment"),
-        gvk("", "", "HorizontalPodAutoscaler"),
-        "spec/scaleTargetRef/name",
-    ),
-    (
-        gvk("", "", "ReplicationController"),
-        gvk("", "", "HorizontalPodAutoscaler"),
-        "spec/scaleTargetRef/name",
-    ),
-    (
-        gvk("", "", "ReplicaSet"),
-        gvk("", "", "HorizontalPodAutoscaler"),
-        "spec/scaleTargetRef/name",
-    ),
-    (
-        gvk("", "", "StatefulSet"),
-        gvk("", "", "HorizontalPodAutoscaler"),
-        "spec/scaleTargetRef/name",
-    ),
-    (
-        gvk("", "v1", "ConfigMap"),
-        gvk("", "", "Node"),
-        "spec/configSource/configMap",
-    ),
-    (
-        gvk("", "v1", "ConfigMap"),
-        gvk("", "", "Role"),
-        "rules/resourceNames",
-    ),
-    (
-        gvk("", "v1", "ConfigMap"),
-        gvk("", "", "ClusterRole"),
-        "rules/resourceNames",
-    ),
-    (
-        gvk("", "v1", "ConfigMap"),
-        gvk("", "", "Ingress"),
-        "metadata/annotations/nginx.ingress.kubernetes.io\\/fastcgi-params-configmap",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("", "", "Ingress"),
-        "spec/tls/secretName",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("", "", "Ingress"),
-        "metadata/annotations/ingress.kubernetes.io\\/auth-secret",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("", "", "Ingress"),
-        "metadata/annotations/nginx.ingress.kubernetes.io\\/auth-secret",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("", "", "Ingress"),
-        "metadata/annotations/nginx.ingress.kubernetes.io\\/auth-tls-secret",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("", "", "ServiceAccount"),
-        "imagePullSecrets/name",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("", "", "StorageClass"),
-        "parameters/secretName",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("", "", "StorageClass"),
-        "parameters/adminSecretName",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("", "", "StorageClass"),
-        "parameters/userSecretName",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("", "", "StorageClass"),
-        "parameters/secretRef",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("", "", "Role"),
-        "rules/resourceNames",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("", "", "ClusterRole"),
-        "rules/resourceNames",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("serving.knative.dev", "v1", "Service"),
-        "spec/template/spec/containers/env/valueFrom/secretKeyRef/name",
-    ),
-    (
-        gvk("", "v1", "Secret"),
-        gvk("", "", "PersistentVolume"),
-        "spec/azureFile/secretName",
-    ),
-    (
-        gvk("", "v1", "Service"),
-        gvk("apps", "", "StatefulSet"),
-        "spec/serviceName",
-    ),
-    (
-        gvk("", "v1", "Service"),
-        gvk("", "", "Ingress"),
-        "spec/rules/http/paths/backend/serviceName",
-    ),
-    (
-        gvk("", "v1", "Service"),
-        gvk("", "", "Ingress"),
-        "spec/backend/serviceName",
-    ),
-    (
-        gvk("", "v1", "Service"),
-        gvk("", "", "Ingress"),
-        "spec/rules/http/paths/backend/service/name",
-    ),
-    (
-        gvk("", "v1", "Service"),
-        gvk("", "", "Ingress"),
-        "spec/defaultBackend/service/name",
-    ),
-    (
-        gvk("", "v1", "Service"),
-        gvk("apiregistration.k8s.io", "", "APIService"),
-        "spec/service/name",
-    ),
-    (
-        gvk("", "v1", "Service"),
-        gvk(ADMISSION, "", "ValidatingWebhookConfiguration"),
-        "webhooks/clientConfig/service",
-    ),
-    (
-        gvk("", "v1", "Service"),
-        gvk(ADMISSION, "", "MutatingWebhookConfiguration"),
-        "webhooks/clientConfig/service",
-    ),
-    (
-        gvk(RBAC, "", "Role"),
-        gvk(RBAC, "", "RoleBinding"),
-        "roleRef/name",
-    ),
-    (
-        gvk(RBAC, "", "ClusterRole"),
-        gvk(RBAC, "", "RoleBinding"),
-        "roleRef/name",
-    ),
-    (
-        gvk(RBAC, "", "ClusterRole"),
-        gvk(RBAC, "", "ClusterRoleBinding"),
-        "roleRef/name",
-    ),
-    (
-        gvk("", "v1", "ServiceAccount"),
-        gvk(RBAC, "", "RoleBinding"),
-        "subjects",
-    ),
-    (
-        gvk("", "v1", "ServiceAccount"),
-        gvk(RBAC, "", "ClusterRoleBinding"),
-        "subjects",
-    ),
-    (
-        gvk("", "v1", "PersistentVolume"),
-        gvk("", "", "PersistentVolumeClaim"),
-        "spec/volumeName",
-    ),
-    (
-        gvk("", "v1", "PersistentVolume"),
-        gvk("", "", "ClusterRole"),
-        "rules/resourceNames",
-    ),
-    (
-        gvk("storage.k8s.io", "v1", "StorageClass"),
-        gvk("", "", "PersistentVolume"),
-        "spec/storageClassName",
-    ),
-    (
-        gvk("storage.k8s.io", "v1", "StorageClass"),
-        gvk("", "", "PersistentVolumeClaim"),
-        "spec/storageClassName",
-    ),
-    (
-        gvk("storage.k8s.io", "v1", "StorageClass"),
-        gvk("", "", "StatefulSet"),
-        "spec/volumeClaimTemplates/spec/storageClassName",
-    ),
+    (gvk("", "", "Deployment"), gvk("", "", "HorizontalPodAutoscaler"), "spec/scaleTargetRef/name"),
+    (gvk("", "", "ReplicationController"), gvk("", "", "HorizontalPodAutoscaler"), "spec/scaleTargetRef/name"),
+    (gvk("", "", "ReplicaSet"), gvk("", "", "HorizontalPodAutoscaler"), "spec/scaleTargetRef/name"),
+    (gvk("", "", "StatefulSet"), gvk("", "", "HorizontalPodAutoscaler"), "spec/scaleTargetRef/name"),
+    (gvk("", "v1", "ConfigMap"), gvk("", "", "Node"), "spec/configSource/configMap"),
+    (gvk("", "v1", "ConfigMap"), gvk("", "", "Role"), "rules/resourceNames"),
+    (gvk("", "v1", "ConfigMap"), gvk("", "", "ClusterRole"), "rules/resourceNames"),
+    (gvk("", "v1", "ConfigMap"), gvk("", "", "Ingress"), "metadata/annotations/nginx.ingress.kubernetes.io\\/fastcgi-params-configmap"),
+    (gvk("", "v1", "Secret"), gvk("", "", "Ingress"), "spec/tls/secretName"),
+    (gvk("", "v1", "Secret"), gvk("", "", "Ingress"), "metadata/annotations/ingress.kubernetes.io\\/auth-secret"),
+    (gvk("", "v1", "Secret"), gvk("", "", "Ingress"), "metadata/annotations/nginx.ingress.kubernetes.io\\/auth-secret"),
+    (gvk("", "v1", "Secret"), gvk("", "", "Ingress"), "metadata/annotations/nginx.ingress.kubernetes.io\\/auth-tls-secret"),
+    (gvk("", "v1", "Secret"), gvk("", "", "ServiceAccount"), "imagePullSecrets/name"),
+    (gvk("", "v1", "Secret"), gvk("", "", "StorageClass"), "parameters/secretName"),
+    (gvk("", "v1", "Secret"), gvk("", "", "StorageClass"), "parameters/adminSecretName"),
+    (gvk("", "v1", "Secret"), gvk("", "", "StorageClass"), "parameters/userSecretName"),
+    (gvk("", "v1", "Secret"), gvk("", "", "StorageClass"), "parameters/secretRef"),
+    (gvk("", "v1", "Secret"), gvk("", "", "Role"), "rules/resourceNames"),
+    (gvk("", "v1", "Secret"), gvk("", "", "ClusterRole"), "rules/resourceNames"),
+    (gvk("", "v1", "Secret"), gvk("serving.knative.dev", "v1", "Service"), "spec/template/spec/containers/env/valueFrom/secretKeyRef/name"),
+    (gvk("", "v1", "Secret"), gvk("", "", "PersistentVolume"), "spec/azureFile/secretName"),
+    (gvk("", "v1", "Service"), gvk("apps", "", "StatefulSet"), "spec/serviceName"),
+    (gvk("", "v1", "Service"), gvk("", "", "Ingress"), "spec/rules/http/paths/backend/serviceName"),
+    (gvk("", "v1", "Service"), gvk("", "", "Ingress"), "spec/backend/serviceName"),
+    (gvk("", "v1", "Service"), gvk("", "", "Ingress"), "spec/rules/http/paths/backend/service/name"),
+    (gvk("", "v1", "Service"), gvk("", "", "Ingress"), "spec/defaultBackend/service/name"),
+    (gvk("", "v1", "Service"), gvk("apiregistration.k8s.io", "", "APIService"), "spec/service/name"),
+    (gvk("", "v1", "Service"), gvk(ADMISSION, "", "ValidatingWebhookConfiguration"), "webhooks/clientConfig/service"),
+    (gvk("", "v1", "Service"), gvk(ADMISSION, "", "MutatingWebhookConfiguration"), "webhooks/clientConfig/service"),
+    (gvk(RBAC, "", "Role"), gvk(RBAC, "", "RoleBinding"), "roleRef/name"),
+    (gvk(RBAC, "", "ClusterRole"), gvk(RBAC, "", "RoleBinding"), "roleRef/name"),
+    (gvk(RBAC, "", "ClusterRole"), gvk(RBAC, "", "ClusterRoleBinding"), "roleRef/name"),
+    (gvk("", "v1", "ServiceAccount"), gvk(RBAC, "", "RoleBinding"), "subjects"),
+    (gvk("", "v1", "ServiceAccount"), gvk(RBAC, "", "ClusterRoleBinding"), "subjects"),
+    (gvk("", "v1", "PersistentVolume"), gvk("", "", "PersistentVolumeClaim"), "spec/volumeName"),
+    (gvk("", "v1", "PersistentVolume"), gvk("", "", "ClusterRole"), "rules/resourceNames"),
+    (gvk("storage.k8s.io", "v1", "StorageClass"), gvk("", "", "PersistentVolume"), "spec/storageClassName"),
+    (gvk("storage.k8s.io", "v1", "StorageClass"), gvk("", "", "PersistentVolumeClaim"), "spec/storageClassName"),
+    (gvk("storage.k8s.io", "v1", "StorageClass"), gvk("", "", "StatefulSet"), "spec/volumeClaimTemplates/spec/storageClassName"),
     // Kustomize writes this group with its version, so it never selects an IngressClass.
-    (
-        gvk("networking.k8s.io/v1", "v1", "IngressClass"),
-        gvk("", "", "Ingress"),
-        "spec/ingressClassName",
-    ),
-    (
-        gvk(ADMISSION, "", "ValidatingAdmissionPolicy"),
-        gvk(ADMISSION, "", "ValidatingAdmissionPolicyBinding"),
-        "spec/policyName",
-    ),
+    (gvk("networking.k8s.io/v1", "v1", "IngressClass"), gvk("", "", "Ingress"), "spec/ingressClassName"),
+    (gvk(ADMISSION, "", "ValidatingAdmissionPolicy"), gvk(ADMISSION, "", "ValidatingAdmissionPolicyBinding"), "spec/policyName"),
 ];
 
 /// Kustomize's default `nameReference` field specs, built once.

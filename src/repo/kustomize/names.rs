@@ -67,20 +67,10 @@ pub fn affix(
             if text.is_empty() {
                 continue;
             }
-            back_references::store_previous_id(object);
-            let Some(name) = object
-                .entry_mut("metadata")
-                .and_then(|m| m.entry_mut("name"))
-            else {
-                continue;
-            };
-            let old = name.as_str().unwrap_or_default();
-            let new = if is_prefix {
-                format!("{text}{old}")
-            } else {
-                format!("{old}{text}")
-            };
-            *name = Node::str(new, value.site.clone());
+            rename(object, Some(&value.site), |old| match is_prefix {
+                true => format!("{text}{old}"),
+                false => format!("{old}{text}"),
+            });
         }
     }
     Ok(())
@@ -93,15 +83,24 @@ fn add_hashes(objects: &mut [Node]) {
             continue;
         }
         let suffix = hash(object);
-        back_references::store_previous_id(object);
-        let Some(name) = object
-            .entry_mut("metadata")
-            .and_then(|m| m.entry_mut("name"))
-        else {
-            continue;
-        };
-        let to = format!("{}-{suffix}", name.as_str().unwrap_or_default());
-        *name = Node::str(to, name.site.clone());
+        rename(object, None, |old| format!("{old}-{suffix}"));
+    }
+}
+
+/// Give an object a new name made from its old one, remembering the old for the references
+/// to it; the name keeps its line unless `site` says who set it now.
+fn rename(
+    object: &mut Node,
+    site: Option<&crate::repo::site::Site>,
+    new: impl FnOnce(&str) -> String,
+) {
+    back_references::store_previous_id(object);
+    if let Some(name) = object
+        .entry_mut("metadata")
+        .and_then(|m| m.entry_mut("name"))
+    {
+        let site = site.unwrap_or(&name.site).clone();
+        *name = Node::str(new(name.as_str().unwrap_or_default()), site);
     }
 }
 
