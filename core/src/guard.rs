@@ -72,7 +72,7 @@ fn not_ready_nodes(state: &State) -> Option<String> {
                 .and_then(|s| s.conditions.as_ref())
                 .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
         })
-        .map(|n| n.metadata.name.as_deref().unwrap_or("<unnamed>"))
+        .map(|n| crate::meta::name(&n.metadata))
         .collect();
     (!down.is_empty()).then(|| {
         format!(

@@ -11,6 +11,7 @@ pub mod config;
 pub mod exit;
 pub mod guard;
 pub mod hostloss;
+pub mod meta;
 pub mod quantity;
 pub mod selector;
 pub mod side_by_side;

@@ -2,12 +2,10 @@
 //! node → physical host lookup, and finding the configured LoadBalancer Services.
 
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
 
 use k8s_openapi::api::core::v1::{Node, Service};
 
 use crate::state::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::Context;
 use crate::config::ServiceRef;
@@ -17,24 +15,7 @@ use crate::state::Collected;
 /// The marker label Talos puts on control-plane nodes.
 pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
 
-static NO_LABELS: LazyLock<BTreeMap<String, String>> = LazyLock::new(BTreeMap::new);
-
-/// An object's labels; none is the same as empty.
-pub fn labels(meta: &ObjectMeta) -> &BTreeMap<String, String> {
-    meta.labels.as_ref().unwrap_or(&NO_LABELS)
-}
-
-pub fn name(meta: &ObjectMeta) -> &str {
-    meta.name.as_deref().unwrap_or("<unnamed>")
-}
-
-/// `namespace/name`, or just the name for cluster-scoped objects.
-pub fn ns_name(meta: &ObjectMeta) -> String {
-    match meta.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{}", name(meta)),
-        _ => name(meta).to_string(),
-    }
-}
+pub use crate::meta::{labels, name, ns_name};
 
 pub fn is_control_plane(node: &Node) -> bool {
     labels(&node.metadata).contains_key(CONTROL_PLANE_LABEL)

@@ -8,11 +8,9 @@
 //! never guesses where a node runs or what a pod needs.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::LazyLock;
 
 use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::Input;
 use crate::config::{CapacityBasis, Environment};
@@ -27,23 +25,7 @@ pub const TAINT_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 /// What the kubelet offers when `status.allocatable` has no `pods` (the kubelet default).
 const DEFAULT_MAX_PODS: i64 = 110;
 
-static NO_LABELS: LazyLock<BTreeMap<String, String>> = LazyLock::new(BTreeMap::new);
-
-pub fn labels(meta: &ObjectMeta) -> &BTreeMap<String, String> {
-    meta.labels.as_ref().unwrap_or(&NO_LABELS)
-}
-
-pub fn name(meta: &ObjectMeta) -> &str {
-    meta.name.as_deref().unwrap_or("<unnamed>")
-}
-
-/// `namespace/name`, or the name for cluster-scoped objects.
-pub fn ns_name(meta: &ObjectMeta) -> String {
-    match meta.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{}", name(meta)),
-        _ => name(meta).to_string(),
-    }
-}
+pub use crate::meta::{labels, name, ns_name};
 
 /// CPU in millicores and memory in bytes, as the scheduler counts them, and a pod count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
