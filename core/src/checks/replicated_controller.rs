@@ -140,12 +140,71 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
         .filter_map(|p| p.metadata.namespace.as_deref())
         .collect();
 
-    let mut problems: Vec<String> = Vec::new();
-    let mut errors: Vec<String> = Vec::new();
-    let mut evidence: Vec<String> = Vec::new();
+    let mut found = Found::default();
+    let (ready, ready_nodes) = readiness_and_spread(&matched, &hosts, params, &mut found);
+    let (replicas, controller_names) = owners(ctx, &namespaces, &matched, &mut found.evidence);
+    let compiled = match compile_pdbs(pdbs, &namespaces) {
+        Ok(compiled) => compiled,
+        Err(finding) => return finding,
+    };
+    let used = judge_pdbs(
+        Pdbs {
+            params,
+            wanted: &wanted,
+            compiled: &compiled,
+            pods,
+            matched: &matched,
+            controller_names: &controller_names,
+            replicas,
+            hosts: &hosts,
+        },
+        &mut found,
+    );
+    let Found {
+        problems,
+        errors,
+        evidence,
+    } = found;
+    if let Some(first) = problems.first() {
+        let rest = problems.iter().skip(1).chain(errors.iter()).cloned();
+        return Finding::fail(first.clone()).with_evidence(rest.chain(evidence));
+    }
+    if let Some(first) = errors.first() {
+        return Finding::error(first.clone())
+            .with_evidence(errors.iter().skip(1).cloned().chain(evidence));
+    }
+    let ready_hosts: BTreeSet<&str> = ready_nodes.iter().filter_map(|n| hosts.of(n)).collect();
+    let pdb = used.iter().next().map(|&i| &compiled[i]);
+    let allowed = pdb
+        .and_then(|c| c.pdb.status.as_ref())
+        .map_or(0, |s| s.disruptions_allowed);
+    Finding::pass(format!(
+        "{} ready on {} nodes and {} hosts; PodDisruptionBudget {} allows {}",
+        crate::words::count(ready.len() as i128, "replica"),
+        ready_nodes.len(),
+        ready_hosts.len(),
+        pdb.map_or("<none>", |c| c.id.as_str()),
+        crate::words::count(allowed, "disruption"),
+    ))
+    .with_evidence(evidence)
+}
 
-    // Replicas, readiness and spread.
-    for pod in &matched {
+/// The problems (a fail), the errors (unknown) and the evidence of one evaluation.
+#[derive(Default)]
+struct Found {
+    problems: Vec<String>,
+    errors: Vec<String>,
+    evidence: Vec<String>,
+}
+
+/// The matched pods in the evidence; too few ready, or all ready ones on one node or host.
+fn readiness_and_spread<'p>(
+    matched: &[&'p Pod],
+    hosts: &Hosts,
+    params: &Params,
+    found: &mut Found,
+) -> (Vec<&'p Pod>, BTreeSet<&'p str>) {
+    for pod in matched {
         let place = match pod_node(pod) {
             Some(node) => format!("on {}", hosts.describe(node)),
             None => "not scheduled".to_string(),
@@ -157,7 +216,9 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
         } else {
             "not Ready"
         };
-        evidence.push(format!("pod {} {place}: {state}", ns_name(&pod.metadata)));
+        found
+            .evidence
+            .push(format!("pod {} {place}: {state}", ns_name(&pod.metadata)));
     }
     let ready: Vec<&Pod> = matched
         .iter()
@@ -165,7 +226,7 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
         .filter(|p| pod_is_ready(p))
         .collect();
     if ready.len() < params.min_replicas {
-        problems.push(format!(
+        found.problems.push(format!(
             "only {} of {} matching pods are Ready; {} needs at least {} ready",
             ready.len(),
             matched.len(),
@@ -177,7 +238,7 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
     if ready.len() >= 2 {
         if ready_nodes.len() < 2 {
             let node = ready_nodes.iter().next().copied().unwrap_or("<none>");
-            problems.push(format!(
+            found.problems.push(format!(
                 "all {} ready replicas run on one node, {}: losing it stops {}",
                 ready.len(),
                 hosts.describe(node),
@@ -193,7 +254,7 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
                 ready_nodes.iter().filter_map(|n| hosts.of(n)).collect();
             if ready_hosts.len() < 2 {
                 if unknown.is_empty() {
-                    problems.push(format!(
+                    found.problems.push(format!(
                         "the ready replicas run on {} nodes ({}) but all on host {}: losing it stops {}",
                         ready_nodes.len(),
                         ready_nodes.iter().copied().collect::<Vec<_>>().join(", "),
@@ -201,11 +262,11 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
                         params.name
                     ));
                 } else if let Some(why) = hosts.unread(unknown.iter().copied()) {
-                    errors.push(format!(
+                    found.errors.push(format!(
                         "cannot show the ready replicas sit on two hosts: {why}"
                     ));
                 } else {
-                    problems.push(format!(
+                    found.problems.push(format!(
                         "cannot show the ready replicas sit on two hosts: {} lack the host label {}",
                         unknown.join(", "),
                         hosts.label()
@@ -215,7 +276,17 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
         }
     }
 
-    // Owning controllers, for the replica count.
+    (ready, ready_nodes)
+}
+
+/// The Deployments and StatefulSets whose selectors take the matched pods: their replica
+/// count (the pods' count when none does) and names, each in the evidence.
+fn owners(
+    ctx: Context<'_>,
+    namespaces: &BTreeSet<&str>,
+    matched: &[&Pod],
+    evidence: &mut Vec<String>,
+) -> (i64, BTreeSet<String>) {
     let mut replicas: Option<i64> = None;
     let workload_pod_matches =
         |selector: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>| {
@@ -255,9 +326,16 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
             ));
         }
     }
-    let replicas = replicas.unwrap_or(matched.len() as i64);
 
-    // PDBs in the pods' namespaces.
+    (replicas.unwrap_or(matched.len() as i64), controller_names)
+}
+
+/// The PDBs in the pods' namespaces with their selectors compiled (an instance manager's
+/// own left out), or the error naming one whose selector is invalid.
+fn compile_pdbs<'a>(
+    pdbs: &'a [PodDisruptionBudget],
+    namespaces: &BTreeSet<&str>,
+) -> Result<Vec<CompiledPdb<'a>>, Finding> {
     let mut compiled: Vec<CompiledPdb<'_>> = Vec::new();
     for pdb in pdbs {
         if !namespaces.contains(pdb.metadata.namespace.as_deref().unwrap_or("")) {
@@ -279,16 +357,36 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
                 longhorn,
             }),
             Err(e) => {
-                return Finding::error(format!(
+                return Err(Finding::error(format!(
                     "PodDisruptionBudget {id} has an invalid selector: {e}"
-                ));
+                )));
             }
         }
     }
+    Ok(compiled)
+}
+
+/// What `judge_pdbs` reads.
+struct Pdbs<'a, 'p> {
+    params: &'a Params,
+    wanted: &'a Selector,
+    compiled: &'a [CompiledPdb<'p>],
+    pods: &'p [Pod],
+    matched: &'a [&'p Pod],
+    controller_names: &'a BTreeSet<String>,
+    replicas: i64,
+    hosts: &'a Hosts,
+}
+
+/// Which PDBs cover the matched pods, and what is wrong with them: none, a pod under two or
+/// none, a split controller, a budget that blocks every drain or allows nothing now, a status
+/// not yet or no longer current. Returns the PDBs in use.
+fn judge_pdbs(input: Pdbs<'_, '_>, found: &mut Found) -> BTreeSet<usize> {
     let mut covering: Vec<(&Pod, Vec<usize>)> = Vec::new();
     let mut used: BTreeSet<usize> = BTreeSet::new();
-    for pod in &matched {
-        let idx: Vec<usize> = compiled
+    for pod in input.matched {
+        let idx: Vec<usize> = input
+            .compiled
             .iter()
             .enumerate()
             .filter(|(_, c)| {
@@ -304,11 +402,11 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
     let mut overlap = false;
     for (pod, idx) in covering.iter().filter(|(_, idx)| idx.len() > 1) {
         overlap = true;
-        let names: Vec<&str> = idx.iter().map(|&i| compiled[i].id.as_str()).collect();
+        let names: Vec<&str> = idx.iter().map(|&i| input.compiled[i].id.as_str()).collect();
         let node = pod_node(pod)
-            .map(|n| hosts.describe(n))
+            .map(|n| input.hosts.describe(n))
             .unwrap_or_else(|| "no node".to_string());
-        problems.push(format!(
+        found.problems.push(format!(
             "pod {} is selected by {} PodDisruptionBudgets ({}): the eviction API refuses pods with more than one PDB (HTTP 500), so draining {node} stalls",
             ns_name(&pod.metadata),
             idx.len(),
@@ -317,14 +415,14 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
     }
 
     if used.is_empty() {
-        problems.push(no_pdb_message(
-            params,
-            &wanted,
-            &compiled,
-            pods,
-            &matched,
-            &controller_names,
-            &mut evidence,
+        found.problems.push(no_pdb_message(
+            input.params,
+            input.wanted,
+            input.compiled,
+            input.pods,
+            input.matched,
+            input.controller_names,
+            &mut found.evidence,
         ));
     } else {
         let uncovered: Vec<String> = covering
@@ -333,44 +431,49 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
             .map(|(p, _)| ns_name(&p.metadata))
             .collect();
         if !uncovered.is_empty() {
-            problems.push(format!(
+            found.problems.push(format!(
                 "{} of {} pods are selected by no PodDisruptionBudget: {}",
                 uncovered.len(),
-                matched.len(),
+                input.matched.len(),
                 uncovered.join(", ")
             ));
         }
         if used.len() > 1 && !overlap {
-            let names: Vec<&str> = used.iter().map(|&i| compiled[i].id.as_str()).collect();
-            problems.push(format!(
+            let names: Vec<&str> = used
+                .iter()
+                .map(|&i| input.compiled[i].id.as_str())
+                .collect();
+            found.problems.push(format!(
                 "the pods are split across {} PodDisruptionBudgets ({}); one PDB should cover the whole controller",
                 used.len(),
                 names.join(", ")
             ));
         }
         for &i in &used {
-            let c = &compiled[i];
-            evidence.push(describe_pdb(c));
-            match budget_blocks(c.pdb, replicas) {
-                Ok(Some(why)) => problems.push(format!(
+            let c = &input.compiled[i];
+            found.evidence.push(describe_pdb(c));
+            match budget_blocks(c.pdb, input.replicas) {
+                Ok(Some(why)) => found.problems.push(format!(
                     "PodDisruptionBudget {} blocks every drain: {why}",
                     c.id
                 )),
                 Ok(None) => {}
-                Err(why) => errors.push(format!("PodDisruptionBudget {}: {why}", c.id)),
+                Err(why) => found
+                    .errors
+                    .push(format!("PodDisruptionBudget {}: {why}", c.id)),
             }
             let generation = c.pdb.metadata.generation;
             let observed = c.pdb.status.as_ref().and_then(|s| s.observed_generation);
             match (c.pdb.status.as_ref(), generation, observed) {
-                (None, _, _) => errors.push(format!(
+                (None, _, _) => found.errors.push(format!(
                     "PodDisruptionBudget {} has no status yet: the disruption controller has not processed it",
                     c.id
                 )),
-                (Some(_), Some(g), Some(o)) if o < g => errors.push(format!(
+                (Some(_), Some(g), Some(o)) if o < g => found.errors.push(format!(
                     "PodDisruptionBudget {} status is stale (observedGeneration {o} < generation {g}); evictions are refused until the disruption controller catches up",
                     c.id
                 )),
-                (Some(status), _, _) if status.disruptions_allowed < 1 => problems.push(format!(
+                (Some(status), _, _) if status.disruptions_allowed < 1 => found.problems.push(format!(
                     "PodDisruptionBudget {} allows no disruption now (disruptionsAllowed {}, currentHealthy {}, desiredHealthy {}, expectedPods {}): a drain would block",
                     c.id, status.disruptions_allowed, status.current_healthy, status.desired_healthy, status.expected_pods
                 )),
@@ -379,28 +482,7 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
         }
     }
 
-    if let Some(first) = problems.first() {
-        let rest = problems.iter().skip(1).chain(errors.iter()).cloned();
-        return Finding::fail(first.clone()).with_evidence(rest.chain(evidence));
-    }
-    if let Some(first) = errors.first() {
-        return Finding::error(first.clone())
-            .with_evidence(errors.iter().skip(1).cloned().chain(evidence));
-    }
-    let ready_hosts: BTreeSet<&str> = ready_nodes.iter().filter_map(|n| hosts.of(n)).collect();
-    let pdb = used.iter().next().map(|&i| &compiled[i]);
-    let allowed = pdb
-        .and_then(|c| c.pdb.status.as_ref())
-        .map_or(0, |s| s.disruptions_allowed);
-    Finding::pass(format!(
-        "{} ready on {} nodes and {} hosts; PodDisruptionBudget {} allows {}",
-        crate::words::count(ready.len() as i128, "replica"),
-        ready_nodes.len(),
-        ready_hosts.len(),
-        pdb.map_or("<none>", |c| c.id.as_str()),
-        crate::words::count(allowed, "disruption"),
-    ))
-    .with_evidence(evidence)
+    used
 }
 
 /// The "no PDB" failure, or the more precise "a PDB meant for these pods selects nothing".
