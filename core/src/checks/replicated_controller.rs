@@ -450,39 +450,43 @@ fn judge_pdbs(input: Pdbs<'_, '_>, found: &mut Found) -> BTreeSet<usize> {
             ));
         }
         for &i in &used {
-            let c = &input.compiled[i];
-            found.evidence.push(describe_pdb(c));
-            match budget_blocks(c.pdb, input.replicas) {
-                Ok(Some(why)) => found.problems.push(format!(
-                    "PodDisruptionBudget {} blocks every drain: {why}",
-                    c.id
-                )),
-                Ok(None) => {}
-                Err(why) => found
-                    .errors
-                    .push(format!("PodDisruptionBudget {}: {why}", c.id)),
-            }
-            let generation = c.pdb.metadata.generation;
-            let observed = c.pdb.status.as_ref().and_then(|s| s.observed_generation);
-            match (c.pdb.status.as_ref(), generation, observed) {
-                (None, _, _) => found.errors.push(format!(
-                    "PodDisruptionBudget {} has no status yet: the disruption controller has not processed it",
-                    c.id
-                )),
-                (Some(_), Some(g), Some(o)) if o < g => found.errors.push(format!(
-                    "PodDisruptionBudget {} status is stale (observedGeneration {o} < generation {g}); evictions are refused until the disruption controller catches up",
-                    c.id
-                )),
-                (Some(status), _, _) if status.disruptions_allowed < 1 => found.problems.push(format!(
-                    "PodDisruptionBudget {} allows no disruption now (disruptionsAllowed {}, currentHealthy {}, desiredHealthy {}, expectedPods {}): a drain would block",
-                    c.id, status.disruptions_allowed, status.current_healthy, status.desired_healthy, status.expected_pods
-                )),
-                _ => {}
-            }
+            judge_budget(&input.compiled[i], input.replicas, found);
         }
     }
-
     used
+}
+
+/// One PDB in use, in the evidence: whether its budget blocks every drain, and whether its
+/// status is current and allows a disruption now.
+fn judge_budget(c: &CompiledPdb<'_>, replicas: i64, found: &mut Found) {
+    found.evidence.push(describe_pdb(c));
+    match budget_blocks(c.pdb, replicas) {
+        Ok(Some(why)) => found.problems.push(format!(
+            "PodDisruptionBudget {} blocks every drain: {why}",
+            c.id
+        )),
+        Ok(None) => {}
+        Err(why) => found
+            .errors
+            .push(format!("PodDisruptionBudget {}: {why}", c.id)),
+    }
+    let generation = c.pdb.metadata.generation;
+    let observed = c.pdb.status.as_ref().and_then(|s| s.observed_generation);
+    match (c.pdb.status.as_ref(), generation, observed) {
+        (None, _, _) => found.errors.push(format!(
+            "PodDisruptionBudget {} has no status yet: the disruption controller has not processed it",
+            c.id
+        )),
+        (Some(_), Some(g), Some(o)) if o < g => found.errors.push(format!(
+            "PodDisruptionBudget {} status is stale (observedGeneration {o} < generation {g}); evictions are refused until the disruption controller catches up",
+            c.id
+        )),
+        (Some(status), _, _) if status.disruptions_allowed < 1 => found.problems.push(format!(
+            "PodDisruptionBudget {} allows no disruption now (disruptionsAllowed {}, currentHealthy {}, desiredHealthy {}, expectedPods {}): a drain would block",
+            c.id, status.disruptions_allowed, status.current_healthy, status.desired_healthy, status.expected_pods
+        )),
+        _ => {}
+    }
 }
 
 /// The "no PDB" failure, or the more precise "a PDB meant for these pods selects nothing".
