@@ -112,6 +112,66 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         percent_text(margin)
     };
 
+    let Table {
+        rows,
+        short,
+        short_lines,
+        unknown,
+    } = table(nodes, pods, metrics, &hosts, margin, &margin_text);
+    let basis_text = match basis {
+        CapacityBasis::Usage => "used = max(requests, measured usage)",
+        CapacityBasis::Requests => "used = requests (capacity.basis: requests)",
+    };
+    let mut table = format_table(&rows);
+    table.push(basis_text.to_string());
+
+    // The verdict is per node; a host a failed read hides is only a column, but it is said.
+    let host_warning: Vec<String> = hosts
+        .unread(nodes.iter().map(|n| name(&n.metadata)))
+        .into_iter()
+        .collect();
+    if !short.is_empty() {
+        return Finding::fail(format!(
+            "{} of {} nodes keep less than {margin_text} of CPU or memory free: {}",
+            short.len(),
+            nodes.len(),
+            short.join(", ")
+        ))
+        .with_evidence(short_lines.into_iter().chain(unknown).chain(table))
+        .with_warnings(host_warning);
+    }
+    if let Some(first) = unknown.first() {
+        return Finding::error(format!("cannot measure headroom of {first}"))
+            .with_evidence(unknown.iter().skip(1).cloned().chain(table))
+            .with_warnings(host_warning);
+    }
+    if nodes.is_empty() {
+        return Finding::error("no nodes to measure");
+    }
+    Finding::pass(format!(
+        "every node keeps at least {margin_text} of its CPU and memory free"
+    ))
+    .with_evidence(table)
+    .with_warnings(host_warning)
+}
+
+/// The per-node table, the nodes short of the margin with a line each, and the nodes whose
+/// cells cannot be computed.
+struct Table<'n> {
+    rows: Vec<[String; 8]>,
+    short: Vec<&'n str>,
+    short_lines: Vec<String>,
+    unknown: Vec<String>,
+}
+
+fn table<'n>(
+    nodes: &'n [Node],
+    pods: &[Pod],
+    metrics: Option<&[NodeMetrics]>,
+    hosts: &Hosts,
+    margin: f64,
+    margin_text: &str,
+) -> Table<'n> {
     let mut rows = vec![[
         "node".to_string(),
         "host".into(),
@@ -191,41 +251,12 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             }
         }
     }
-    let basis_text = match basis {
-        CapacityBasis::Usage => "used = max(requests, measured usage)",
-        CapacityBasis::Requests => "used = requests (capacity.basis: requests)",
-    };
-    let mut table = format_table(&rows);
-    table.push(basis_text.to_string());
-
-    // The verdict is per node; a host a failed read hides is only a column, but it is said.
-    let host_warning: Vec<String> = hosts
-        .unread(nodes.iter().map(|n| name(&n.metadata)))
-        .into_iter()
-        .collect();
-    if !short.is_empty() {
-        return Finding::fail(format!(
-            "{} of {} nodes keep less than {margin_text} of CPU or memory free: {}",
-            short.len(),
-            nodes.len(),
-            short.join(", ")
-        ))
-        .with_evidence(short_lines.into_iter().chain(unknown).chain(table))
-        .with_warnings(host_warning);
+    Table {
+        rows,
+        short,
+        short_lines,
+        unknown,
     }
-    if let Some(first) = unknown.first() {
-        return Finding::error(format!("cannot measure headroom of {first}"))
-            .with_evidence(unknown.iter().skip(1).cloned().chain(table))
-            .with_warnings(host_warning);
-    }
-    if nodes.is_empty() {
-        return Finding::error("no nodes to measure");
-    }
-    Finding::pass(format!(
-        "every node keeps at least {margin_text} of its CPU and memory free"
-    ))
-    .with_evidence(table)
-    .with_warnings(host_warning)
 }
 
 /// CPU and memory cells of one node, or why they cannot be computed.
