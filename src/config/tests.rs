@@ -449,3 +449,22 @@ fn an_empty_label_key_in_a_gate_selector_is_an_error_at_its_line() {
         "{error}"
     );
 }
+
+#[test]
+fn margins_that_leave_nothing_and_an_empty_switch_are_named_at_their_lines() {
+    let env = format!(
+        "{STAGING}capacity:\n  margin: 0.6\n  rebuild_margin: 0.4\nproxmox:\n  url: https://pve1:8006\n  token_id: a@pve!b\n  token_secret_env: T\n  insecure_tls: true\n  hosts:\n    pve1: {{switch: '', power: pdu-1}}\n"
+    );
+    let (errors, text) = all_errors(&env);
+    assert!(
+        text.contains(
+            "capacity.margin 0.6 and capacity.rebuild_margin 0.4 leave nothing for workloads"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("proxmox.hosts.pve1.switch is empty"),
+        "{text}"
+    );
+    assert_eq!(errors.len(), 2, "{text}");
+}
