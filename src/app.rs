@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use chrono::Utc;
 use clap::Parser;
-use libtest_mimic::{Arguments, ColorSetting, FormatSetting};
 
 use crate::cli::{CheckArgs, Cli, Color, Command, Format, SnapshotArgs};
 use crate::collect;
@@ -289,29 +288,6 @@ fn list(config: &Config) -> String {
     out
 }
 
-fn libtest_args(args: &CheckArgs) -> Arguments {
-    Arguments {
-        filter: args.filter.clone(),
-        exact: args.exact,
-        skip: args.skip.clone(),
-        list: args.list,
-        quiet: args.quiet,
-        // Trials are evaluated before printing; one thread keeps the output in gate order.
-        test_threads: Some(1),
-        format: Some(match args.format {
-            Format::Terse => FormatSetting::Terse,
-            Format::Pretty | Format::Json => FormatSetting::Pretty,
-        }),
-        color: Some(match args.color {
-            Color::Auto if std::env::var_os("NO_COLOR").is_some() => ColorSetting::Never,
-            Color::Auto => ColorSetting::Auto,
-            Color::Always => ColorSetting::Always,
-            Color::Never => ColorSetting::Never,
-        }),
-        ..Arguments::default()
-    }
-}
-
 /// Whether to colour terminal output, decided as for the libtest lines.
 fn colour(setting: Color) -> bool {
     use std::io::IsTerminal;
@@ -331,7 +307,11 @@ pub async fn check_env(
 ) -> Result<ExitCode, AppError> {
     let env = config.environment(&args.env)?;
     let specs = runner::trials(config, env);
-    let largs = libtest_args(&args);
+    let lines = crate::output::libtest::Lines {
+        format: args.format,
+        color: args.color,
+        quiet: args.quiet,
+    };
     let repo = crate::repo::prepare(config, env, args.repo.as_deref())?;
     // A filter that leaves nothing is an error, counting the repository trials too.
     let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
@@ -344,24 +324,24 @@ pub async fn check_env(
         exact: args.exact,
         skip: &args.skip,
     };
-    let picked = runner::selected(&largs, &specs).len()
-        + repo.as_ref().map_or(0, |r| r.selected(&largs).len());
+    let picked = runner::selected(&asked, &specs).len()
+        + repo.as_ref().map_or(0, |r| r.selected(&asked).len());
     if let Some(message) = crate::selection::nothing_left(&env.name, &asked, &names, picked) {
         return Err(AppError::Usage(message));
     }
-    if args.list {
-        let repo_trials = repo
-            .as_ref()
-            .map(|r| r.trials.as_slice())
-            .unwrap_or_default();
-        crate::repo::list(&largs, &specs, repo_trials);
-        return Ok(ExitCode::Passed);
-    }
-    let selected = runner::selected(&largs, &specs);
+    let selected = runner::selected(&asked, &specs);
     let repo_selected = repo
         .as_ref()
-        .map(|r| r.selected(&largs))
+        .map(|r| r.selected(&asked))
         .unwrap_or_default();
+    if args.list {
+        let names = selected.iter().map(|s| s.name.as_str());
+        crate::output::libtest::list(
+            lines,
+            names.chain(repo_selected.iter().map(|t| t.name.as_str())),
+        );
+        return Ok(ExitCode::Passed);
+    }
     let notes: Vec<String> = repo.iter().flat_map(|r| r.notes()).collect();
     for line in notes_by_file(&notes).lines() {
         streams.say(line);
@@ -442,7 +422,7 @@ pub async fn check_env(
         Format::Pretty | Format::Terse => {
             // libtest writes the trial lines to the process's stdout itself.
             streams.flush();
-            runner::print(&largs, &run.trials);
+            crate::output::libtest::print(lines, &run.trials);
             let _ = std::io::stdout().flush();
             streams.print(&run.closing_lines_in(colour(args.color)));
         }

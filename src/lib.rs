@@ -10,6 +10,7 @@ pub mod config;
 pub mod demo;
 pub mod fuzzing;
 pub mod guard;
+pub mod output;
 pub mod predict;
 pub mod promotion;
 pub mod repo;

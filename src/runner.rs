@@ -1,15 +1,15 @@
 //! Trials: one per check of each gate that applies to the environment. The state is
-//! collected once, every selected trial is evaluated against it, and libtest-mimic prints
-//! the results so that libtest filters, `--list` and `--exact` behave as users expect.
+//! collected once and every selected trial is evaluated against it; the terminal's reporter
+//! (`output::libtest`) prints the results.
 
 use gates_core::exit::ExitCode;
 use std::time::{Duration, Instant};
 
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use serde::Serialize;
 
 use crate::checks::{CheckSpec, Context};
 use crate::config::{Config, Environment, Gate};
+use crate::selection::Asked;
 use crate::state::State;
 use crate::verdict::{Finding, Verdict};
 
@@ -60,11 +60,11 @@ fn trial_name(gate: &Gate, env: &str, check: &CheckSpec) -> String {
     }
 }
 
-/// The trials that the libtest arguments select (filter, `--exact`, `--skip`).
-pub fn selected<'a>(args: &Arguments, specs: &'a [TrialSpec]) -> Vec<&'a TrialSpec> {
+/// The trials the command line selects (filter, `--exact`, `--skip`).
+pub fn selected<'a>(asked: &Asked<'_>, specs: &'a [TrialSpec]) -> Vec<&'a TrialSpec> {
     specs
         .iter()
-        .filter(|spec| !args.is_filtered_out(&Trial::test(spec.name.clone(), || Ok(()))))
+        .filter(|spec| asked.selects(&spec.name))
         .collect()
 }
 
@@ -88,42 +88,6 @@ pub fn evaluate(specs: &[&TrialSpec], env: &Environment, state: &State) -> Vec<T
         }
     };
     gates_core::side_by_side::map(specs, |spec| one(spec))
-}
-
-/// Print the results libtest-style; the trials replay what was already evaluated.
-pub fn print(args: &Arguments, results: &[TrialResult]) {
-    let trials = results
-        .iter()
-        .map(|result| {
-            let finding = result.finding.clone();
-            match finding.verdict {
-                Verdict::Skip => Trial::ignorable_test(result.name.clone(), move || {
-                    Ok(Completion::ignored_with(finding.summary))
-                }),
-                _ => Trial::test(result.name.clone(), move || outcome(&finding)),
-            }
-        })
-        .collect();
-    // The exit code comes from our verdicts (fail vs could-not-evaluate), not libtest's.
-    let _conclusion = libtest_mimic::run(args, trials);
-}
-
-/// List the trials without collecting anything.
-pub fn list(args: &Arguments, specs: &[TrialSpec]) {
-    let trials = specs
-        .iter()
-        .map(|spec| Trial::test(spec.name.clone(), || Ok(())))
-        .collect();
-    // The exit code comes from our verdicts (fail vs could-not-evaluate), not libtest's.
-    let _conclusion = libtest_mimic::run(args, trials);
-}
-
-fn outcome(finding: &Finding) -> Result<(), Failed> {
-    match finding.verdict {
-        Verdict::Pass | Verdict::Skip => Ok(()),
-        Verdict::Fail => Err(finding.details().into()),
-        Verdict::Error => Err(format!("could not evaluate: {}", finding.details()).into()),
-    }
 }
 
 /// Counts over the results.

@@ -11,6 +11,23 @@ pub struct Asked<'a> {
     pub skip: &'a [String],
 }
 
+impl Asked<'_> {
+    /// Whether the trial called `name` is selected, as libtest selects a test: the filter is a
+    /// substring of the name (the whole name with `--exact`), and no `--skip` is (or, with
+    /// `--exact`, equals) it. The trials' names are what `--list` prints, so a name copied from
+    /// there with `--exact` selects that trial alone.
+    pub fn selects(&self, name: &str) -> bool {
+        let matches = |pattern: &str| {
+            if self.exact {
+                name == pattern
+            } else {
+                name.contains(pattern)
+            }
+        };
+        self.filter.is_none_or(matches) && !self.skip.iter().any(|skip| matches(skip))
+    }
+}
+
 /// The message for a selection that left no trial, or `None` when some trial is left.
 pub fn nothing_left(env: &str, asked: &Asked<'_>, all: &[&str], selected: usize) -> Option<String> {
     if selected > 0 {
@@ -122,6 +139,52 @@ mod tests {
             message.starts_with("--skip `gate` leaves no trial"),
             "{message}"
         );
+    }
+
+    /// libtest-mimic's own filter is the oracle: gates selects what `--list` would print.
+    #[test]
+    fn trials_are_selected_exactly_as_libtest_selects_tests() {
+        use libtest_mimic::{Arguments, Trial};
+        let patterns = [
+            None,
+            Some("gate1"),
+            Some("staging::distinct"),
+            Some("gate1::staging::distinct-hosts"),
+            Some("coredns"),
+            Some(""),
+            Some("nothing"),
+        ];
+        let skips: [&[&str]; 4] = [
+            &[],
+            &["gate2"],
+            &["gate1::staging::etcd-members"],
+            &["", "x"],
+        ];
+        let mut checked = 0;
+        for filter in patterns {
+            for skip in skips {
+                for exact in [false, true] {
+                    let skip: Vec<String> = skip.iter().map(|s| s.to_string()).collect();
+                    let asked = Asked {
+                        filter,
+                        exact,
+                        skip: &skip,
+                    };
+                    let args = Arguments {
+                        filter: filter.map(str::to_string),
+                        exact,
+                        skip: skip.clone(),
+                        ..Arguments::default()
+                    };
+                    for name in NAMES {
+                        let libtest = !args.is_filtered_out(&Trial::test(*name, || Ok(())));
+                        assert_eq!(asked.selects(name), libtest, "{name} with {asked:?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 7 * 4 * 2 * NAMES.len());
     }
 
     #[test]

@@ -26,4 +26,4 @@ pub mod unread;
 pub mod validate;
 pub mod yaml;
 
-pub use run::{RepoError, RepoRun, list, prepare};
+pub use run::{RepoError, RepoRun, prepare};

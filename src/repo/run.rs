@@ -5,12 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use libtest_mimic::{Arguments, Trial};
-
 use super::declared::{self, Declared, Layout};
 use super::trials::{self, RepoContext, RepoTrial};
 use crate::config::{Config, Environment, RepoSpec};
-use crate::runner::{TrialResult, TrialSpec};
+use crate::runner::TrialResult;
+use crate::selection::Asked;
 use crate::state::State;
 
 /// A repository read for one run.
@@ -160,11 +159,11 @@ impl RepoRun {
             .collect()
     }
 
-    /// The trials the libtest arguments select.
-    pub fn selected(&self, args: &Arguments) -> Vec<&RepoTrial> {
+    /// The trials the command line selects.
+    pub fn selected(&self, asked: &Asked<'_>) -> Vec<&RepoTrial> {
         self.trials
             .iter()
-            .filter(|t| !args.is_filtered_out(&Trial::test(t.name.clone(), || Ok(()))))
+            .filter(|t| asked.selects(&t.name))
             .collect()
     }
 
@@ -219,17 +218,6 @@ fn settings_for<'a>(
         return env;
     }
     trials::configured(config, name).unwrap_or(env)
-}
-
-/// `--list` over the live and repository trials together.
-pub fn list(args: &Arguments, specs: &[TrialSpec], repo: &[RepoTrial]) {
-    let trials = specs
-        .iter()
-        .map(|s| s.name.clone())
-        .chain(repo.iter().map(|t| t.name.clone()))
-        .map(|name| Trial::test(name, || Ok(())))
-        .collect();
-    let _conclusion = libtest_mimic::run(args, trials);
 }
 
 #[cfg(test)]

@@ -5,11 +5,8 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-use libtest_mimic::{Arguments, ColorSetting, FormatSetting};
-
 use super::report::{self, ChaosReport, Timeline};
 use crate::cli::Format;
-use crate::runner;
 use crate::streams::Streams;
 use crate::verdict::Verdict;
 
@@ -21,7 +18,12 @@ pub fn print(format: Format, report: &ChaosReport, streams: &mut Streams) {
         }
         Format::Pretty | Format::Terse => {
             streams.flush();
-            runner::print(&libtest_args(format), &report.trials);
+            let lines = crate::output::libtest::Lines {
+                format,
+                color: crate::cli::Color::Auto,
+                quiet: false,
+            };
+            crate::output::libtest::print(lines, &report.trials);
             let _ = std::io::stdout().flush();
             streams.print(&closing_text(report));
         }
@@ -45,22 +47,6 @@ pub fn write(
             }
         }
         Err(err) => streams.say(format_args!("error: cannot write the reports: {err}")),
-    }
-}
-
-fn libtest_args(format: Format) -> Arguments {
-    Arguments {
-        test_threads: Some(1),
-        format: Some(match format {
-            Format::Terse => FormatSetting::Terse,
-            Format::Pretty | Format::Json => FormatSetting::Pretty,
-        }),
-        color: Some(if std::env::var_os("NO_COLOR").is_some() {
-            ColorSetting::Never
-        } else {
-            ColorSetting::Auto
-        }),
-        ..Arguments::default()
     }
 }
 
