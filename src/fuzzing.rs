@@ -159,7 +159,7 @@ pub fn journal(data: &[u8]) {
 pub fn chaos_report(data: &[u8]) {
     let dir = scratch();
     put(dir.path(), "chaos-fuzz-20261129T200000Z.json", data);
-    if let Ok(Some(summary)) = crate::chaos::report::newest(dir.path(), "fuzz") {
+    if let Ok(Some(summary)) = gates_engine::report_files::newest_chaos(dir.path(), "fuzz") {
         let mut env: crate::config::Environment =
             serde_yaml_ng::from_str("{}").expect("the defaults parse");
         env.name = "fuzz".to_string();

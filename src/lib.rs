@@ -5,21 +5,16 @@ pub mod adr;
 pub mod app;
 pub mod chaos;
 pub mod cli;
-pub mod collect;
-pub mod config;
 pub mod demo;
 pub mod fuzzing;
 pub mod guard;
 pub mod output;
 pub mod predict;
-pub mod promotion;
-pub mod repo;
 pub mod report;
-pub mod runner;
-pub mod selection;
 pub mod streams;
 pub mod validate;
 pub mod version;
 
-// The pure core, under the paths the rest of this crate has always used.
+// The engine and the pure core, under the paths the rest of this crate has always used.
 pub use gates_core::{checks, hostloss, quantity, selector, state, verdict, words};
+pub use gates_engine::{collect, config, promotion, repo, runner, selection};

@@ -10,7 +10,7 @@ pub mod metrics;
 pub mod outputs;
 pub mod pushgateway;
 pub mod sarif;
-pub mod unique;
+pub use gates_engine::report_files as unique;
 
 use gates_core::exit::ExitCode;
 use std::path::{Path, PathBuf};

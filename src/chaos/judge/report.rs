@@ -246,46 +246,6 @@ fn wall_time(report: &ChaosReport) -> f64 {
 
 pub use gates_core::state::{Summary, SummaryTrial};
 
-/// The newest `chaos-ENV-*.json` under `dir` (by the timestamp in its name), read back.
-/// `Ok(None)` when there is none.
-pub fn newest(dir: &Path, environment: &str) -> Result<Option<Summary>, String> {
-    let prefix = format!("chaos-{environment}-");
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(format!("{}: {err}", dir.display())),
-    };
-    let newest = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter_map(|name| {
-            let rest = name.strip_prefix(&prefix)?.strip_suffix(".json")?;
-            let (stamp, sequence) = crate::report::unique::stamp_and_sequence(rest);
-            is_stamp(stamp).then(|| ((stamp.to_string(), sequence), name.clone()))
-        })
-        .max();
-    let Some((_, name)) = newest else {
-        return Ok(None);
-    };
-    let path = dir.join(&name);
-    let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut summary: Summary =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    summary.file = path.display().to_string();
-    Ok(Some(summary))
-}
-
-/// `20261129T201500Z`: the stamp alone, so `chaos-lab-production-…` is not read for `lab`.
-fn is_stamp(text: &str) -> bool {
-    text.len() == 16
-        && text.ends_with('Z')
-        && text.as_bytes()[8] == b'T'
-        && text
-            .bytes()
-            .enumerate()
-            .all(|(i, b)| i == 8 || i == 15 || b.is_ascii_digit())
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -407,52 +367,5 @@ pub(crate) mod tests {
         let second = stem(dir.path(), "lab", at);
         assert_ne!(first, second);
         assert!(second.ends_with("chaos-lab-20261129T201500Z-2"));
-    }
-
-    #[test]
-    fn only_this_environments_reports_are_read_newest_first() {
-        let dir = tempfile::tempdir().unwrap();
-        let body = |host: &str| {
-            format!(
-                r#"{{"environment":"lab","host":"{host}","started_at":"2026-11-29T20:00:00.000Z","finished_at":"2026-11-29T20:01:00.000Z","verdict":"pass","outcome":"completed","trials":[]}}"#
-            )
-        };
-        fs::write(
-            dir.path().join("chaos-lab-20261128T200000Z.json"),
-            body("pve1"),
-        )
-        .unwrap();
-        fs::write(
-            dir.path().join("chaos-lab-20261129T200000Z.json"),
-            body("pve2"),
-        )
-        .unwrap();
-        fs::write(
-            dir.path()
-                .join("chaos-lab-production-20261130T200000Z.json"),
-            body("pve9"),
-        )
-        .unwrap();
-        fs::write(
-            dir.path().join("chaos-lab-20261130T200000Z.timeline.json"),
-            "{}",
-        )
-        .unwrap();
-        fs::write(
-            dir.path().join("chaos-lab-20261129T200000Z-2.json"),
-            body("pve3"),
-        )
-        .unwrap();
-        let got = newest(dir.path(), "lab").unwrap().unwrap();
-        assert_eq!(
-            got.host, "pve3",
-            "the second report of that second is the newest"
-        );
-        assert!(newest(dir.path(), "staging").unwrap().is_none());
-        assert!(
-            newest(&dir.path().join("missing"), "lab")
-                .unwrap()
-                .is_none()
-        );
     }
 }

@@ -705,7 +705,7 @@ mod tests {
     #[test]
     fn every_prefix_of_a_real_manifest_parses_or_errors_without_panicking() {
         let text = include_str!(
-            "../../fixtures/repo/staging-today/kubernetes/infrastructure/controllers/traefik/release.yaml"
+            "../../../fixtures/repo/staging-today/kubernetes/infrastructure/controllers/traefik/release.yaml"
         );
         for end in (0..text.len()).filter(|i| text.is_char_boundary(*i)) {
             if let Err(err) = parse("release.yaml", &text[..end]) {

@@ -225,7 +225,7 @@ mod tests {
     use super::*;
 
     fn config() -> Config {
-        Config::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("gates"), &[])
+        Config::load(&Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("gates"), &[])
             .expect("the shipped configuration loads")
     }
 

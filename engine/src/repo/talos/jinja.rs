@@ -431,7 +431,7 @@ mod tests {
     #[test]
     fn the_line_preserving_rendering_reads_as_minijinjas_own() {
         let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
+            concat!(env!("CARGO_MANIFEST_DIR"), "/.."),
             "/fixtures/repo/talos-layouts/talos/rendered/machineconfig.yaml.j2"
         );
         let text = std::fs::read_to_string(path).unwrap();

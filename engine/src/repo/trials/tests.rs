@@ -10,7 +10,7 @@ use crate::state::State;
 use crate::verdict::{Finding, Verdict};
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
 pub(super) fn config() -> Config {

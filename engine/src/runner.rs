@@ -176,7 +176,7 @@ mod tests {
 
     #[test]
     fn results_keep_the_order_of_the_trials_whichever_thread_evaluated_them() {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
         let config = Config::load(&root.join("gates"), &[]).expect("the project's config");
         let env = config.environment("staging").expect("staging");
         let snapshot = crate::collect::snapshot::read(

@@ -137,7 +137,7 @@ fn unknown_environment_on_the_command_line_suggests_one() {
 
 #[test]
 fn shipped_configuration_is_valid() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("gates");
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("gates");
     let config = Config::load(&root, &[]).unwrap_or_else(|e| panic!("{e}"));
     assert!(config.environments.contains_key("staging"));
     assert!(config.environments.contains_key("production"));
