@@ -1,18 +1,15 @@
 //! gates: turns the rollout gates of an architecture decision into tests, runs them against
 //! live infrastructure or snapshots, and writes libtest-style output, JUnit and JSON reports.
 
-pub mod adr;
 pub mod app;
 pub mod chaos;
 pub mod cli;
-pub mod demo;
+pub mod commands;
+pub mod error;
 pub mod fuzzing;
-pub mod guard;
 pub mod output;
-pub mod predict;
 pub mod report;
 pub mod streams;
-pub mod validate;
 pub mod version;
 
 // The engine and the pure core, under the paths the rest of this crate has always used.

@@ -53,7 +53,6 @@ pub fn stamp_and_sequence(text: &str) -> (&str, u32) {
     }
 }
 
-
 /// A report file (or the directory holding them) that could not be read back as evidence.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportUnreadable {
@@ -78,7 +77,12 @@ pub fn newest_chaos(dir: &Path, environment: &str) -> Result<Option<Summary>, Re
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(ReportUnreadable::Read { path: dir.to_path_buf(), source }),
+        Err(source) => {
+            return Err(ReportUnreadable::Read {
+                path: dir.to_path_buf(),
+                source,
+            });
+        }
     };
     let newest = entries
         .filter_map(Result::ok)

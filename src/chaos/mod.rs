@@ -10,7 +10,6 @@
 pub mod act;
 pub mod clients;
 pub mod clock;
-pub mod cluster;
 pub mod context;
 pub mod error;
 pub mod judge;

@@ -27,7 +27,7 @@ pub fn for_target(
     state: &State,
     host: &str,
 ) -> Option<HostLoss> {
-    let prediction: Prediction = crate::predict::over(config, env, state, Some(host));
+    let prediction: Prediction = gates_engine::predict::over(config, env, state, Some(host));
     prediction.hosts.into_iter().next()
 }
 

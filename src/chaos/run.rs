@@ -35,12 +35,13 @@ use super::report::{self, Moments};
 use super::reporters::plain::PlainText;
 use super::reporters::{Reporters, RunEvent};
 use super::vip::VipWatch;
-use super::{ChaosError, JournalStep, cluster, journal_path, recovery};
+use super::{ChaosError, JournalStep, journal_path, recovery};
 use crate::cli::ChaosArgs;
 use crate::collect;
 use crate::config::{ChaosSpec, Config, Environment, ProxmoxAccess};
 use crate::streams::Streams;
 use chrono::{DateTime, Utc};
+use gates_engine::cluster;
 
 pub async fn run(
     config: &Config,

@@ -125,7 +125,8 @@ fn every_snapshot_fixture_types_the_same_from_text_as_from_json_values() {
 #[test]
 fn a_yaml_snapshot_types_the_same_as_its_json() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let json = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("fixtures/snapshots/staging-today.json");
+    let json = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .join("fixtures/snapshots/staging-today.json");
     let value: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("fixture"))
         .expect("fixture JSON");
     let yaml = dir.path().join("staging-today.yaml");

@@ -225,8 +225,11 @@ mod tests {
     use super::*;
 
     fn config() -> Config {
-        Config::load(&Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("gates"), &[])
-            .expect("the shipped configuration loads")
+        Config::load(
+            &Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("gates"),
+            &[],
+        )
+        .expect("the shipped configuration loads")
     }
 
     #[test]

@@ -1298,8 +1298,9 @@ resource "proxmox_virtual_environment_vm" "cp" {
 
     #[test]
     fn every_prefix_of_a_real_module_parses_or_errors_without_panicking() {
-        let text =
-            include_str!("../../../fixtures/repo/staging-today/terraform/modules/talos_vms/main.tf");
+        let text = include_str!(
+            "../../../fixtures/repo/staging-today/terraform/modules/talos_vms/main.tf"
+        );
         for end in (0..text.len()).filter(|i| text.is_char_boundary(*i)) {
             if let Err(err) = parse_text("main.tf", text[..end].to_string()) {
                 assert!(err.site.line >= 1, "{err}");

@@ -14,9 +14,9 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::chaos::cluster::{node_name, node_ready, selects};
 use crate::checks::replicated_controller::Params as Controller;
 use crate::hostloss::lineage::Lineage;
+use gates_engine::cluster::{node_name, node_ready, selects};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Event {

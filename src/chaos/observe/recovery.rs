@@ -3,11 +3,11 @@
 //! controller passing its gate-2 check again (two ready replicas on distinct hosts, its PDB
 //! allowing a disruption).
 
-use crate::chaos::cluster;
 use crate::checks::{CheckSpec, Context};
 use crate::config::Environment;
 use crate::state::State;
 use crate::verdict::Verdict;
+use gates_engine::cluster;
 
 /// What is not back yet; empty when everything is.
 pub fn outstanding(

@@ -11,12 +11,13 @@ use super::timings::Timings;
 use super::{Target, host_power, preflight};
 use crate::chaos::clients::Clients;
 use crate::chaos::probes::{self, LeaderLog, Probe, ProbeInputs};
-use crate::chaos::{ChaosError, cluster, report};
+use crate::chaos::{ChaosError, report};
 use crate::cli::ChaosArgs;
 use crate::collect;
 use crate::config::{ChaosSpec, Config, Environment, ProxmoxAccess};
 use crate::runner;
 use crate::state::State;
+use gates_engine::cluster;
 
 /// The cluster as read before the run, and every reason not to go ahead.
 pub struct Preflight {

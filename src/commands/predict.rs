@@ -6,38 +6,14 @@ use chrono::Utc;
 use gates_core::exit::ExitCode;
 use serde::Serialize;
 
-use crate::app::AppError;
 use crate::cli::{Format, PredictArgs};
 use crate::collect;
 use crate::config::{Config, Environment};
-use crate::hostloss::{self, Input, Prediction, ProtectedRef};
+use crate::error::AppError;
+use crate::hostloss::{self, Input, Prediction};
 use crate::state::State;
 use crate::streams::Streams;
-
-/// The controllers the gates protect by name, as the host-loss model takes them.
-pub fn protected(config: &Config) -> Vec<ProtectedRef> {
-    crate::chaos::cluster::protected_controllers(config)
-        .into_iter()
-        .map(|c| ProtectedRef {
-            name: c.name,
-            namespace: c.namespace,
-            selector: c.selector,
-        })
-        .collect()
-}
-
-/// The prediction over an already collected state.
-pub fn over(config: &Config, env: &Environment, state: &State, host: Option<&str>) -> Prediction {
-    let named = protected(config);
-    hostloss::predict(
-        Input {
-            env,
-            state,
-            protected: &named,
-        },
-        host,
-    )
-}
+use gates_engine::predict::{over, protected};
 
 /// The prediction of one failure domain's loss; a domain that names nothing the environment
 /// has is a usage error naming the setting, one whose nodes cannot be told is a prediction
@@ -93,7 +69,7 @@ pub async fn run(
     let env = config.environment(&args.env)?;
     let state = if args.snapshot.is_empty() {
         let state = collect::live(config, env).await;
-        crate::app::say_sources_down(&state, &env.name, streams);
+        crate::output::notes::say_sources_down(&state, &env.name, streams);
         state
     } else {
         let snapshot = collect::snapshot::read(&args.snapshot, Utc::now())?;

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use gates_lab::addr::{DEFAULT_SUBNET, SubnetChoice};
 use gates_lab::{Lab, LabOptions};
 
-use crate::app::{AppError, check_env};
 use crate::cli::{ChaosArgs, CheckArgs, Color, DemoArgs, Format, LabArgs};
 use crate::config::Config;
+use crate::error::AppError;
 use crate::streams::Streams;
 
 /// `gates lab`: run until Ctrl-C.
@@ -84,7 +84,7 @@ async fn run_demo(
             metrics: Default::default(),
             require_all: false,
         };
-        codes.push(check_env(&config, config_dir, check, streams).await?);
+        codes.push(crate::commands::check::run(&config, config_dir, check, streams).await?);
     }
     if !args.no_chaos {
         let env = config.environment("lab")?;

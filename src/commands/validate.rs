@@ -4,6 +4,7 @@
 //! the repository its `repo` section names is there and its declared state loads.
 //! Meant for a pre-commit hook or the first CI step, before credentials are even present.
 
+use gates_core::exit::ExitCode;
 use std::path::Path;
 
 use crate::collect::kube::resolve;
@@ -147,4 +148,15 @@ pub fn run(config: &Config) -> (String, bool) {
         ok &= found.problems.is_empty();
     }
     (out, ok)
+}
+
+/// `gates validate`: the report on `out`; 0 when nothing is wrong, else 2.
+pub fn command(config: &Config, streams: &mut crate::streams::Streams) -> ExitCode {
+    let (text, ok) = run(config);
+    streams.print(&text);
+    if ok {
+        ExitCode::Passed
+    } else {
+        ExitCode::CannotTell
+    }
 }

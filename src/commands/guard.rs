@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use gates_core::exit::ExitCode;
 use gates_core::guard::{self, Readiness};
 
-use crate::app::AppError;
 use crate::cli::GuardArgs;
 use crate::collect;
 use crate::config::Config;
+use crate::error::AppError;
 use crate::streams::Streams;
 
 pub async fn run(

@@ -11,9 +11,9 @@ pub mod document;
 use gates_core::exit::ExitCode;
 use std::path::Path;
 
-use crate::app::AppError;
 use crate::cli::AdrArgs;
 use crate::config::{Config, EnvironmentSet, Gate};
+use crate::error::AppError;
 use crate::report::history;
 use crate::streams::Streams;
 use document::{Document, unified_diff};

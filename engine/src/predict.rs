@@ -1,0 +1,32 @@
+//! The host-loss prediction's entry points over a collected state: which controllers the
+//! gates protect by name, and the model run for every host (or one). `gates predict` and the
+//! chaos step's refusal both start here.
+
+use crate::config::{Config, Environment};
+use crate::hostloss::{self, Input, Prediction, ProtectedRef};
+use crate::state::State;
+
+/// The controllers the gates protect by name, as the host-loss model takes them.
+pub fn protected(config: &Config) -> Vec<ProtectedRef> {
+    crate::cluster::protected_controllers(config)
+        .into_iter()
+        .map(|c| ProtectedRef {
+            name: c.name,
+            namespace: c.namespace,
+            selector: c.selector,
+        })
+        .collect()
+}
+
+/// The prediction over an already collected state.
+pub fn over(config: &Config, env: &Environment, state: &State, host: Option<&str>) -> Prediction {
+    let named = protected(config);
+    hostloss::predict(
+        Input {
+            env,
+            state,
+            protected: &named,
+        },
+        host,
+    )
+}

@@ -1,0 +1,14 @@
+//! One file per command: each takes its parsed arguments and the loaded configuration, runs
+//! the engine, and prints through the reporters under `output/`.
+
+pub mod adr;
+pub mod chaos;
+pub mod check;
+pub mod completions;
+pub mod demo;
+pub mod guard;
+pub mod history;
+pub mod list;
+pub mod predict;
+pub mod snapshot;
+pub mod validate;

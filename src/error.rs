@@ -1,0 +1,92 @@
+//! The one error type of the command line's boundary: every command's failure that stops it
+//! before it can report verdicts, each keeping its cause, and the one place it becomes an
+//! exit code.
+
+use gates_core::exit::ExitCode;
+use std::path::{Path, PathBuf};
+
+use crate::collect;
+use crate::config::ConfigErrors;
+use crate::report;
+
+/// Errors that stop a command before it can report verdicts: one variant per boundary, each
+/// keeping its cause as the source. [`AppError::exit_code`] is the one place they become exit
+/// codes.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("{0}")]
+    Config(#[from] ConfigErrors),
+    #[error(transparent)]
+    UnknownEnvironment(#[from] crate::config::UnknownEnvironment),
+    /// The command line asks for something that cannot be done (a filter that leaves nothing).
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Snapshot(#[from] collect::snapshot::SnapshotError),
+    #[error(transparent)]
+    ForeignSnapshot(#[from] collect::origin::ForeignSnapshot),
+    #[error(transparent)]
+    SnapshotWrite(#[from] collect::snapshot_writer::SnapshotWriteError),
+    /// The environment's repository section could not be prepared.
+    #[error("{0}")]
+    Repository(#[from] crate::repo::RepoError),
+    #[error(transparent)]
+    Reports(#[from] report::history::ReportsDirUnreadable),
+    #[error(transparent)]
+    Outputs(#[from] report::outputs::OutputError),
+    #[error(transparent)]
+    Adr(#[from] crate::commands::adr::document::AdrError),
+    /// A file the command reads or writes itself (a report, the ADR, stdout).
+    #[error("{}: cannot {doing}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        doing: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Chaos(#[from] crate::chaos::ChaosError),
+    /// The built-in lab of `gates demo` did not start.
+    #[error("cannot start the lab: {source}")]
+    Lab {
+        #[source]
+        source: gates_lab::LabError,
+    },
+    #[error("cannot encode {what}: {source}")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl AppError {
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            AppError::Config(_)
+            | AppError::UnknownEnvironment(_)
+            | AppError::Usage(_)
+            | AppError::Snapshot(_)
+            | AppError::ForeignSnapshot(_)
+            | AppError::SnapshotWrite(_)
+            | AppError::Repository(_)
+            | AppError::Reports(_)
+            | AppError::Outputs(_)
+            | AppError::Adr(_)
+            | AppError::File { .. }
+            | AppError::Lab { .. }
+            | AppError::Encode { .. } => ExitCode::CannotTell,
+            AppError::Chaos(err) => err.exit_code(),
+        }
+    }
+
+    /// An error for `path` that could not be read or written.
+    pub fn file(path: &Path, doing: &'static str) -> impl FnOnce(std::io::Error) -> AppError {
+        let path = path.to_path_buf();
+        move |source| AppError::File {
+            path,
+            doing,
+            source,
+        }
+    }
+}
