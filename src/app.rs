@@ -51,7 +51,9 @@ fn init_logging() {
 pub async fn run(cli: Cli, streams: &mut Streams) -> Result<ExitCode, AppError> {
     // The lab and the demo write the environment files they use; load the rest afterwards.
     let cli = match cli.command {
+        #[cfg(feature = "lab")]
         Command::Lab(args) => return commands::demo::lab(args).await,
+        #[cfg(feature = "lab")]
         Command::Demo(args) => return commands::demo::demo(&cli.config, args, streams).await,
         Command::Completions(args) => return Ok(commands::completions::completions(args.shell)),
         Command::Man => return commands::completions::man(),
@@ -73,7 +75,11 @@ pub async fn run(cli: Cli, streams: &mut Streams) -> Result<ExitCode, AppError> 
         Command::Adr(args) => commands::adr::run(&config, args, streams),
         Command::Validate => Ok(commands::validate::command(&config, streams)),
         Command::Recover(args) => commands::chaos::recover(&config, args, streams).await,
-        Command::Lab(_) | Command::Demo(_) | Command::Completions(_) | Command::Man => {
+        #[cfg(feature = "lab")]
+        Command::Lab(_) | Command::Demo(_) => {
+            unreachable!("handled before loading the configuration")
+        }
+        Command::Completions(_) | Command::Man => {
             unreachable!("handled before loading the configuration")
         }
     }

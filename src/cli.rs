@@ -1,8 +1,12 @@
-//! Command-line definitions (clap) only; the work happens in [`crate::app`].
+//! Command-line definitions (clap) only; the work happens in [`crate::app`]. Each command's
+//! arguments become the plain options the engine and the reporters take (`From` below).
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+
+pub use crate::output::{Color, Format};
+#[cfg(feature = "lab")]
 pub use gates_lab::cli::LabArgs;
 
 #[derive(Debug, Parser)]
@@ -47,8 +51,10 @@ pub enum Command {
     /// expected members and one leader, every node Ready, the API VIP answering (read-only).
     Guard(GuardArgs),
     /// Run the built-in lab (simulated Proxmox hosts, Talos nodes, Kubernetes) until Ctrl-C.
+    #[cfg(feature = "lab")]
     Lab(LabArgs),
     /// Start the lab, check its staging and production, run the chaos step, write reports.
+    #[cfg(feature = "lab")]
     Demo(DemoArgs),
     /// Per gate and per chaos host, the last results from the reports directory, with trends.
     History(HistoryArgs),
@@ -270,16 +276,36 @@ pub struct SnapshotArgs {
     pub allow_incomplete: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Pretty,
-    Terse,
-    Json,
+impl From<&ChaosArgs> for crate::chaos::ChaosOptions {
+    fn from(args: &ChaosArgs) -> Self {
+        crate::chaos::ChaosOptions {
+            host: args.host.clone(),
+            dry_run: args.dry_run,
+            yes: args.yes,
+            whole_host: args.whole_host,
+            expect_failure: args.expect_failure,
+            junit: args.junit.clone(),
+            reports: args.reports.clone(),
+            journal: args.journal.clone(),
+            format: args.format,
+        }
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Color {
-    Auto,
-    Always,
-    Never,
+impl From<&RecoverArgs> for crate::chaos::RecoverOptions {
+    fn from(args: &RecoverArgs) -> Self {
+        crate::chaos::RecoverOptions {
+            journal: args.journal.clone(),
+            reports: args.reports.clone(),
+        }
+    }
+}
+
+impl From<&MetricsArgs> for crate::report::outputs::MetricsOptions {
+    fn from(args: &MetricsArgs) -> Self {
+        crate::report::outputs::MetricsOptions {
+            file: args.metrics.clone(),
+            pushgateway: args.pushgateway.clone(),
+        }
+    }
 }

@@ -47,6 +47,7 @@ pub enum AppError {
     #[error("{0}")]
     Chaos(#[from] crate::chaos::ChaosError),
     /// The built-in lab of `gates demo` did not start.
+    #[cfg(feature = "lab")]
     #[error("cannot start the lab: {source}")]
     Lab {
         #[source]
@@ -74,9 +75,10 @@ impl AppError {
             | AppError::Outputs(_)
             | AppError::Adr(_)
             | AppError::File { .. }
-            | AppError::Lab { .. }
             | AppError::Encode { .. } => ExitCode::CannotTell,
             AppError::Chaos(err) => err.exit_code(),
+            #[cfg(feature = "lab")]
+            AppError::Lab { .. } => ExitCode::CannotTell,
         }
     }
 

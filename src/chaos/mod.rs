@@ -31,10 +31,39 @@ mod run;
 use gates_core::exit::ExitCode;
 use std::path::{Path, PathBuf};
 
-use crate::cli::RecoverArgs;
 use crate::config::{Config, Environment};
 
 pub use error::{ChaosError, ChaosErrorKind, JournalStep};
+
+/// What one chaos run is asked to do (the command line fills it from `gates chaos`'s flags).
+#[derive(Debug, Clone)]
+pub struct ChaosOptions {
+    /// A host's name, `auto` (the first host that carries the environment's VMs) or `worst`
+    /// (the host whose loss the model predicts hurts most).
+    pub host: String,
+    /// Plan and say the plan; touch nothing.
+    pub dry_run: bool,
+    /// The operator's consent, which a production environment needs.
+    pub yes: bool,
+    /// Shut the whole host down, not only the environment's VMs on it.
+    pub whole_host: bool,
+    /// The model predicts this host's loss is not survivable and the run is to show it.
+    pub expect_failure: bool,
+    /// A JUnit file besides the timestamped reports.
+    pub junit: Option<PathBuf>,
+    /// The directory of the reports and, unless `journal` says otherwise, of the journal.
+    pub reports: PathBuf,
+    pub journal: Option<PathBuf>,
+    /// How the results are printed.
+    pub format: crate::output::Format,
+}
+
+/// Where `gates recover` finds the journal of the run it restores.
+#[derive(Debug, Clone)]
+pub struct RecoverOptions {
+    pub journal: Option<PathBuf>,
+    pub reports: PathBuf,
+}
 pub use run::run;
 
 /// `reports/chaos-ENV.journal` unless `--journal` says otherwise.
@@ -50,7 +79,7 @@ pub fn journal_path(explicit: Option<&Path>, reports: &Path, env: &str) -> PathB
 pub async fn recover(
     _config: &Config,
     env: &Environment,
-    args: RecoverArgs,
+    args: &RecoverOptions,
     out: act::recover::Out<'_>,
 ) -> Result<ExitCode, ChaosError> {
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);

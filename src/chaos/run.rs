@@ -36,7 +36,7 @@ use super::reporters::plain::PlainText;
 use super::reporters::{Reporters, RunEvent};
 use super::vip::VipWatch;
 use super::{ChaosError, JournalStep, journal_path, recovery};
-use crate::cli::ChaosArgs;
+use crate::chaos::ChaosOptions;
 use crate::collect;
 use crate::config::{ChaosSpec, Config, Environment, ProxmoxAccess};
 use crate::streams::Streams;
@@ -46,7 +46,7 @@ use gates_engine::cluster;
 pub async fn run(
     config: &Config,
     env: &Environment,
-    args: ChaosArgs,
+    args: &ChaosOptions,
     streams: &mut Streams,
 ) -> Result<ExitCode, ChaosError> {
     run_with(config, env, args, &RealClock, streams).await
@@ -55,11 +55,11 @@ pub async fn run(
 async fn run_with(
     config: &Config,
     env: &Environment,
-    args: ChaosArgs,
+    args: &ChaosOptions,
     clock: &dyn Clock,
     streams: &mut Streams,
 ) -> Result<ExitCode, ChaosError> {
-    let (spec, access) = admit(env, &args)?;
+    let (spec, access) = admit(env, args)?;
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
     // One run per environment on this machine, whatever the journal path; then the journal.
     let _env_lock = EnvLock::acquire(env)?;
@@ -72,7 +72,7 @@ async fn run_with(
     let run = Run {
         config,
         env,
-        args: &args,
+        args,
         clock,
         spec: &spec,
         access,
@@ -87,7 +87,7 @@ async fn run_with(
 struct Run<'a> {
     config: &'a Config,
     env: &'a Environment,
-    args: &'a ChaosArgs,
+    args: &'a ChaosOptions,
     clock: &'a dyn Clock,
     spec: &'a ChaosSpec,
     access: &'a ProxmoxAccess,

@@ -9,8 +9,9 @@ use chrono::Utc;
 use super::journal::{Entry, Journal, PlannedFault, PlannedVm};
 use super::probes::Probe;
 use super::timeline::Observation;
-use crate::cli::{ChaosArgs, Format};
+use crate::chaos::ChaosOptions;
 use crate::config::{Budget, Environment};
+use crate::output::Format;
 
 /// An environment named `name` with a Proxmox section and `chaos: {chaos}`.
 pub fn environment(name: &str, chaos: &str) -> Environment {
@@ -23,9 +24,8 @@ pub fn environment(name: &str, chaos: &str) -> Environment {
     env
 }
 
-pub fn args() -> ChaosArgs {
-    ChaosArgs {
-        env: "lab".into(),
+pub fn args() -> ChaosOptions {
+    ChaosOptions {
         host: "auto".into(),
         dry_run: false,
         yes: false,
@@ -35,7 +35,6 @@ pub fn args() -> ChaosArgs {
         reports: PathBuf::from("reports"),
         journal: None,
         format: Format::Terse,
-        metrics: Default::default(),
     }
 }
 

@@ -5,10 +5,12 @@ use gates_core::exit::ExitCode;
 
 use chrono::Utc;
 
+use crate::chaos::{ChaosOptions, RecoverOptions};
 use crate::cli::{ChaosArgs, RecoverArgs};
 use crate::config::Config;
 use crate::error::AppError;
 use crate::report;
+use crate::report::outputs::MetricsOptions;
 use crate::streams::Streams;
 
 /// The chaos step, then the metrics of the reports it wrote (also after a refusal or failure).
@@ -18,10 +20,17 @@ pub async fn run(
     streams: &mut Streams,
 ) -> Result<ExitCode, AppError> {
     let env = config.environment(&args.env)?;
-    let (metrics, reports, since) = (args.metrics.clone(), args.reports.clone(), Utc::now());
-    let result = crate::chaos::run(config, env, args, streams).await;
-    let emitted =
-        report::outputs::after_chaos(&mut *streams.err, &metrics, &reports, &env.name, since).await;
+    let (metrics, since) = (MetricsOptions::from(&args.metrics), Utc::now());
+    let options = ChaosOptions::from(&args);
+    let result = crate::chaos::run(config, env, &options, streams).await;
+    let emitted = report::outputs::after_chaos(
+        &mut *streams.err,
+        &metrics,
+        &options.reports,
+        &env.name,
+        since,
+    )
+    .await;
     let code = result?;
     emitted?;
     Ok(code)
@@ -34,5 +43,5 @@ pub async fn recover(
     streams: &mut Streams,
 ) -> Result<ExitCode, AppError> {
     let env = config.environment(&args.env)?;
-    Ok(crate::chaos::recover(config, env, args, &mut *streams.out).await?)
+    Ok(crate::chaos::recover(config, env, &RecoverOptions::from(&args), &mut *streams.out).await?)
 }

@@ -166,7 +166,7 @@ pub async fn run(
     )?;
     report::outputs::emit(
         &mut *streams.err,
-        &args.metrics,
+        &(&args.metrics).into(),
         "check",
         &run.environment,
         &report::metrics::check(&run),

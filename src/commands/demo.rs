@@ -102,7 +102,7 @@ async fn run_demo(
             format: Format::Pretty,
             metrics: Default::default(),
         };
-        codes.push(crate::chaos::run(&config, env, chaos, streams).await?);
+        codes.push(crate::chaos::run(&config, env, &(&chaos).into(), streams).await?);
     }
     Ok((codes, report_files(&args.reports)))
 }

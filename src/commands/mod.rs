@@ -5,6 +5,7 @@ pub mod adr;
 pub mod chaos;
 pub mod check;
 pub mod completions;
+#[cfg(feature = "lab")]
 pub mod demo;
 pub mod guard;
 pub mod history;

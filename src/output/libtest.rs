@@ -4,7 +4,7 @@
 
 use libtest_mimic::{Arguments, ColorSetting, Completion, Failed, FormatSetting, Trial};
 
-use crate::cli::{Color, Format};
+use super::{Color, Format};
 use crate::runner::TrialResult;
 use crate::verdict::{Finding, Verdict};
 

@@ -4,3 +4,19 @@
 pub mod files;
 pub mod libtest;
 pub mod notes;
+
+/// How a command prints its results: libtest's lines, their one-line form, or JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Pretty,
+    Terse,
+    Json,
+}
+
+/// Whether the terminal lines are coloured (`auto`: on a terminal, unless `NO_COLOR` is set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}

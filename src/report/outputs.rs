@@ -9,7 +9,6 @@ use chrono::{DateTime, Utc};
 
 use super::chaos_view;
 use super::history::stamp_of;
-use crate::cli::MetricsArgs;
 
 /// Why a run's metrics were not written or pushed.
 #[derive(Debug, thiserror::Error)]
@@ -28,15 +27,24 @@ pub enum OutputError {
     ChaosReport(String),
 }
 
+/// Where a run's metrics go besides its reports (`--metrics`, `--pushgateway`).
+#[derive(Debug, Clone, Default)]
+pub struct MetricsOptions {
+    /// An OpenMetrics text file, e.g. for node_exporter's textfile collector.
+    pub file: Option<PathBuf>,
+    /// A Prometheus Pushgateway's URL.
+    pub pushgateway: Option<String>,
+}
+
 /// Write and push `text` as `--metrics`/`--pushgateway` ask; says on stderr what it did.
 pub async fn emit(
     said: &mut (dyn std::io::Write + Send),
-    args: &MetricsArgs,
+    args: &MetricsOptions,
     command: &str,
     environment: &str,
     text: &str,
 ) -> Result<(), OutputError> {
-    if let Some(path) = &args.metrics {
+    if let Some(path) = &args.file {
         write_atomically(path, text)?;
         let _ = writeln!(said, "metrics: {}", path.display());
     }
@@ -94,12 +102,12 @@ pub fn chaos_report_since(dir: &Path, environment: &str, since: DateTime<Utc>) -
 /// (a dry run, or refused before the plan).
 pub async fn after_chaos(
     said: &mut (dyn std::io::Write + Send),
-    args: &MetricsArgs,
+    args: &MetricsOptions,
     reports: &Path,
     environment: &str,
     since: DateTime<Utc>,
 ) -> Result<(), OutputError> {
-    if args.metrics.is_none() && args.pushgateway.is_none() {
+    if args.file.is_none() && args.pushgateway.is_none() {
         return Ok(());
     }
     let Some(stem) = chaos_report_since(reports, environment, since) else {

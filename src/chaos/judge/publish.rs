@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use super::report::{self, ChaosReport, Timeline};
-use crate::cli::Format;
+use crate::output::Format;
 use crate::streams::Streams;
 use crate::verdict::Verdict;
 
@@ -20,7 +20,7 @@ pub fn print(format: Format, report: &ChaosReport, streams: &mut Streams) {
             streams.flush();
             let lines = crate::output::libtest::Lines {
                 format,
-                color: crate::cli::Color::Auto,
+                color: crate::output::Color::Auto,
                 quiet: false,
             };
             crate::output::libtest::print(lines, &report.trials);

@@ -4,15 +4,15 @@
 
 use std::path::Path;
 
+use crate::chaos::ChaosOptions;
 use crate::chaos::journal;
 use crate::chaos::{ChaosError, JournalStep};
-use crate::cli::ChaosArgs;
 use crate::config::{ChaosSpec, Environment, ProxmoxAccess};
 
 /// The environment's chaos settings and Proxmox access, or why a run is refused.
 pub fn admit<'e>(
     env: &'e Environment,
-    args: &ChaosArgs,
+    args: &ChaosOptions,
 ) -> Result<(ChaosSpec, &'e ProxmoxAccess), ChaosError> {
     let spec = match &env.chaos {
         Some(spec) if spec.allowed => spec.clone(),

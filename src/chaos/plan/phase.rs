@@ -9,10 +9,10 @@ use gates_infra::proxmox::ProxmoxClient;
 
 use super::timings::Timings;
 use super::{Target, host_power, preflight};
+use crate::chaos::ChaosOptions;
 use crate::chaos::clients::Clients;
 use crate::chaos::probes::{self, LeaderLog, Probe, ProbeInputs};
 use crate::chaos::{ChaosError, report};
-use crate::cli::ChaosArgs;
 use crate::collect;
 use crate::config::{ChaosSpec, Config, Environment, ProxmoxAccess};
 use crate::runner;
@@ -72,7 +72,7 @@ pub async fn plan(
     env: &Environment,
     access: &ProxmoxAccess,
     spec: &ChaosSpec,
-    args: &ChaosArgs,
+    args: &ChaosOptions,
     pre: &Preflight,
     today: chrono::NaiveDate,
 ) -> Result<Planned, ChaosError> {

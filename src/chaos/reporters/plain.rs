@@ -4,7 +4,7 @@
 use std::io::Write as _;
 
 use super::{Reporter, RunEvent};
-use crate::cli::Format;
+use crate::output::Format;
 
 pub struct PlainText {
     pub format: Format,
