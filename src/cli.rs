@@ -309,3 +309,18 @@ impl From<&MetricsArgs> for crate::report::outputs::MetricsOptions {
         }
     }
 }
+
+impl From<&CheckArgs> for gates_engine::check::CheckOptions {
+    fn from(args: &CheckArgs) -> Self {
+        gates_engine::check::CheckOptions {
+            env: args.env.clone(),
+            filter: args.filter.clone(),
+            exact: args.exact,
+            skip: args.skip.clone(),
+            snapshots: args.snapshot.clone(),
+            repo: args.repo.clone(),
+            reports: args.reports.clone(),
+            require_all: args.require_all,
+        }
+    }
+}

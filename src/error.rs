@@ -24,12 +24,7 @@ pub enum AppError {
     #[error("{0}")]
     Snapshot(#[from] collect::snapshot::SnapshotError),
     #[error(transparent)]
-    ForeignSnapshot(#[from] collect::origin::ForeignSnapshot),
-    #[error(transparent)]
     SnapshotWrite(#[from] collect::snapshot_writer::SnapshotWriteError),
-    /// The environment's repository section could not be prepared.
-    #[error("{0}")]
-    Repository(#[from] crate::repo::RepoError),
     #[error(transparent)]
     Reports(#[from] report::history::ReportsDirUnreadable),
     #[error(transparent)]
@@ -46,6 +41,8 @@ pub enum AppError {
     },
     #[error("{0}")]
     Chaos(#[from] crate::chaos::ChaosError),
+    #[error(transparent)]
+    Check(#[from] gates_engine::check::CheckError),
     /// The built-in lab of `gates demo` did not start.
     #[cfg(feature = "lab")]
     #[error("cannot start the lab: {source}")]
@@ -68,15 +65,14 @@ impl AppError {
             | AppError::UnknownEnvironment(_)
             | AppError::Usage(_)
             | AppError::Snapshot(_)
-            | AppError::ForeignSnapshot(_)
             | AppError::SnapshotWrite(_)
-            | AppError::Repository(_)
             | AppError::Reports(_)
             | AppError::Outputs(_)
             | AppError::Adr(_)
             | AppError::File { .. }
             | AppError::Encode { .. } => ExitCode::CannotTell,
             AppError::Chaos(err) => err.exit_code(),
+            AppError::Check(_) => ExitCode::CannotTell,
             #[cfg(feature = "lab")]
             AppError::Lab { .. } => ExitCode::CannotTell,
         }

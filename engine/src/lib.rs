@@ -2,11 +2,13 @@
 //! snapshots, from its repository), names and selects its trials and evaluates them. It
 //! prints nothing and knows no command line: the `gates` crate parses arguments and reports.
 
+pub mod check;
 pub mod cluster;
 pub mod collect;
 pub mod config;
 pub mod predict;
 pub mod promotion;
+pub mod record;
 pub mod repo;
 pub mod report_files;
 pub mod runner;

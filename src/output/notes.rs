@@ -7,14 +7,18 @@ use crate::streams::Streams;
 /// reason: the trials that need it then name it in a few words.
 pub fn say_sources_down(state: &crate::state::State, env: &str, streams: &mut Streams) {
     for down in &state.sources_down {
-        streams.say(format_args!(
-            "error: {} of {env} cannot be used: {}",
-            down.source, down.reason
-        ));
-        streams.say(format_args!(
-            "  every trial that reads it is an error that refers to this"
-        ));
+        say_source_down(streams, env, &down.source, &down.reason);
     }
+}
+
+/// One source the run could not use, and that the trials reading it refer to this.
+pub fn say_source_down(streams: &mut Streams, env: &str, source: &str, reason: &str) {
+    streams.say(format_args!(
+        "error: {source} of {env} cannot be used: {reason}"
+    ));
+    streams.say(format_args!(
+        "  every trial that reads it is an error that refers to this"
+    ));
 }
 
 /// The repository's notes of a run (each construct read and left out, each value not read),
