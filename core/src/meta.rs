@@ -28,6 +28,14 @@ pub fn ns_name(meta: &ObjectMeta) -> String {
     }
 }
 
+/// The marker label Talos puts on control-plane nodes.
+pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
+
+/// Whether the node carries the control-plane role label (whatever its value).
+pub fn is_control_plane(node: &k8s_openapi::api::core::v1::Node) -> bool {
+    labels(&node.metadata).contains_key(CONTROL_PLANE_LABEL)
+}
+
 /// The same, on the objects themselves (`node.name_any()`), for any typed Kubernetes object.
 pub trait ResourceExt {
     fn name_any(&self) -> &str;

@@ -441,7 +441,7 @@ fn scheduling_objects(world: &gates_lab::world::World, env: usize) -> Vec<Value>
         .map(|o| {
             serde_json::json!({
                 "kind": o["kind"],
-                "name": gates::collect::raw::object_name(&o),
+                "name": gates::collect::registry::object_name(&o),
                 "labels": o["metadata"]["labels"],
                 "spec": o["spec"],
             })

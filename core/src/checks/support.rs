@@ -12,14 +12,7 @@ use crate::config::ServiceRef;
 use crate::selector::Selector;
 use crate::state::Collected;
 
-/// The marker label Talos puts on control-plane nodes.
-pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
-
-pub use crate::meta::{labels, name, ns_name};
-
-pub fn is_control_plane(node: &Node) -> bool {
-    labels(&node.metadata).contains_key(CONTROL_PLANE_LABEL)
-}
+pub use crate::meta::{CONTROL_PLANE_LABEL, is_control_plane, labels, name, ns_name};
 
 /// The node's Ready condition status (`True`, `False`, `Unknown`), `None` when not reported.
 pub fn node_ready_status(node: &Node) -> Option<&str> {

@@ -219,7 +219,7 @@ impl Topology {
     pub fn of(nodes: &[Node], host_label: &str) -> Topology {
         let mut control_planes: Vec<TopologyNode> = nodes
             .iter()
-            .filter(|n| crate::checks::support::is_control_plane(n))
+            .filter(|n| crate::meta::is_control_plane(n))
             .map(|n| TopologyNode {
                 node: n.metadata.name.clone().unwrap_or_default(),
                 host: n

@@ -73,7 +73,7 @@ pub fn typed<T: DeserializeOwned>(
     };
     let mut items = Vec::with_capacity(values.len());
     for value in values {
-        let name = object_name(&value);
+        let name = registry::object_name(&value);
         match serde_json::from_value(value) {
             Ok(item) => items.push(item),
             Err(err) => {
@@ -85,14 +85,4 @@ pub fn typed<T: DeserializeOwned>(
         }
     }
     Collected::Present(items)
-}
-
-/// `namespace/name` or `name` of a JSON object, for messages.
-pub fn object_name(value: &Value) -> String {
-    let meta = &value["metadata"];
-    match (meta["namespace"].as_str(), meta["name"].as_str()) {
-        (Some(ns), Some(name)) => format!("{ns}/{name}"),
-        (None, Some(name)) => name.to_string(),
-        _ => "(unnamed)".to_string(),
-    }
 }

@@ -164,7 +164,17 @@ pub fn name_in(text: &str) -> String {
     let meta = serde_json::from_str::<Meta>(text)
         .map(|m| m.metadata)
         .unwrap_or_default();
-    super::raw::object_name(&serde_json::json!({ "metadata": meta }))
+    object_name(&serde_json::json!({ "metadata": meta }))
+}
+
+/// `namespace/name` or `name` of a JSON object, for messages.
+pub fn object_name(value: &serde_json::Value) -> String {
+    let meta = &value["metadata"];
+    match (meta["namespace"].as_str(), meta["name"].as_str()) {
+        (Some(ns), Some(name)) => format!("{ns}/{name}"),
+        (None, Some(name)) => name.to_string(),
+        _ => "(unnamed)".to_string(),
+    }
 }
 
 /// Decode `texts` on every core, in order: the objects of a large cluster are many and

@@ -233,7 +233,7 @@ fn builtin_namespace(object: &Value) -> bool {
 pub async fn create(client: &kube::Client, object: Value) -> Result<DynamicObject, String> {
     let api_version = object["apiVersion"].as_str().unwrap_or("").to_string();
     let kind = object["kind"].as_str().unwrap_or("").to_string();
-    let name = gates::collect::raw::object_name(&object);
+    let name = gates::collect::registry::object_name(&object);
     let (resource, scope) = api_resource(client, &api_version, &kind).await?;
     let namespace = object["metadata"]["namespace"].as_str().map(str::to_string);
     let api: Api<DynamicObject> = match (&scope, &namespace) {
@@ -310,7 +310,7 @@ pub fn expected_ready(objects: &[Value]) -> Vec<Settled> {
             };
             Some(Settled {
                 kind: kind.to_string(),
-                name: gates::collect::raw::object_name(o),
+                name: gates::collect::registry::object_name(o),
                 ready,
             })
         })
@@ -363,7 +363,7 @@ pub async fn unsettled_workloads(
             .map_err(|e| format!("listing {kind}: {e}"))?;
         for object in list.items {
             let value = serde_json::to_value(&object).map_err(|e| e.to_string())?;
-            let name = gates::collect::raw::object_name(&value);
+            let name = gates::collect::registry::object_name(&value);
             if let Some(why) = unsettled(kind, &value, expected, &name) {
                 differences.push(format!("{kind} {name}: {why}"));
             }

@@ -17,7 +17,8 @@ use super::controllers::declared_replicas;
 use super::ingress::{TRAEFIK_ETP, traefik};
 use super::live_workloads::live_workloads;
 use super::{
-    RepoCheck, RepoContext, declared_nodes, drift_addresses, drift_placement, manifests, reads,
+    RepoCheck, RepoContext, both, declared_nodes, drift_addresses, drift_placement, manifests,
+    reads,
 };
 
 pub fn evaluate(check: &RepoCheck, ctx: &RepoContext<'_>) -> Finding {
@@ -34,11 +35,6 @@ pub fn evaluate(check: &RepoCheck, ctx: &RepoContext<'_>) -> Finding {
         RepoCheck::ApiVip => drift_addresses::vip(ctx),
         RepoCheck::CapacityHeadroom => Finding::skip("no drift trial for this check"),
     }
-}
-
-/// The two sides of a drift, as evidence lines.
-pub(super) fn both(live: String, declared: String) -> Vec<String> {
-    vec![format!("live: {live}"), format!("declared: {declared}")]
 }
 
 fn control_planes(ctx: &RepoContext<'_>) -> Finding {

@@ -10,8 +10,7 @@ use std::net::IpAddr;
 
 use crate::verdict::Finding;
 
-use super::drift::both;
-use super::{RepoContext, at, nodes_and_patches};
+use super::{RepoContext, at, both, nodes_and_patches};
 
 /// The host of an endpoint as talosconfigs and Terraform write it: `10.0.60.11`,
 /// `10.0.60.11:50000`, `https://cp.example:6443`, `[fd00::1]:50000`.

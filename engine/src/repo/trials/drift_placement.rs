@@ -13,9 +13,9 @@ use crate::selector::{Selector, WhenNil};
 use crate::verdict::Finding;
 
 use super::controllers::declared_pdb;
-use super::drift::both;
+
 use super::live_workloads::{in_namespace, live_workloads};
-use super::{RepoContext, at, named_nodes, nodes_and_patches};
+use super::{RepoContext, at, both, named_nodes, nodes_and_patches};
 use crate::repo::declared::DeclaredNode;
 use crate::repo::yaml::Node;
 

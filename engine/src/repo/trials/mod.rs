@@ -613,3 +613,8 @@ fn unnamed(err: &super::site::RepoError) -> Finding {
         "this trial matches nodes by name, and a VM's name is not known: {err}"
     ))
 }
+
+/// The two sides of a drift, as evidence lines.
+fn both(live: String, declared: String) -> Vec<String> {
+    vec![format!("live: {live}"), format!("declared: {declared}")]
+}
