@@ -19,6 +19,7 @@ use serde::Serialize;
 use super::cluster::{Cluster, Res};
 use super::outcome::{HostLoss, Outcome};
 use super::schedule::Placement;
+use crate::state::Collected;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeCapacity {
@@ -63,7 +64,19 @@ pub fn predict(cluster: &Cluster<'_>, _lost: &[usize], placement: &Placement, lo
                 .filter(|&&n| cluster.nodes[n].usage.is_none())
                 .map(|&n| cluster.nodes[n].name)
                 .collect();
-            if !unmeasured.is_empty() {
+            if let (false, Collected::Present(load)) =
+                (unmeasured.is_empty(), &cluster.state.node_load)
+            {
+                for node in &unmeasured {
+                    let why = load.of(node).err().unwrap_or_default();
+                    loss.reason(
+                        Outcome::Unknown,
+                        format!(
+                            "the load of {node} (taking moved pods) over the window is unknown: {why}"
+                        ),
+                    );
+                }
+            } else if !unmeasured.is_empty() {
                 loss.reason(
                     Outcome::Unknown,
                     format!(
