@@ -1,0 +1,364 @@
+//! A real Prometheus is the oracle for `capacity.basis: prometheus`: a week of the series
+//! kubelet's cAdvisor endpoint exposes, as kube-prometheus-stack labels them (a quiet node, a
+//! node that peaks at 90 % of its CPU every night, a node with a gap of 20 hours), is
+//! backfilled with `promtool tsdb create-blocks-from openmetrics`, the real `prometheus`
+//! serves it on loopback, and gates' collector and gate 5 judge it with the default queries.
+//! Needs the binaries of `tools/prometheus/build.sh` (`tools/test` builds them).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gates_core::checks::capacity_headroom::{Params, evaluate};
+use gates_core::checks::testing::{env, node, run, state, text};
+use gates_core::config::{CapacityBasis, Environment, PrometheusLoad};
+use gates_core::verdict::{Finding, Verdict};
+
+use crate::support::root;
+
+const MINUTE: i64 = 60;
+const HOUR: i64 = 60 * MINUTE;
+const DAY: i64 = 24 * HOUR;
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Where `prometheus` and `promtool` are: `$GATES_PROMETHEUS_BIN` (which must hold them),
+/// else `target/prometheus-bin/<version>` when both are built there. `None` (the test ends
+/// saying why) only when `GATES_REQUIRE_PROMETHEUS` is not set: with it, as in `tools/test`,
+/// missing binaries fail.
+fn binaries() -> Option<PathBuf> {
+    let complete = |dir: &Path| {
+        ["prometheus", "promtool"]
+            .iter()
+            .all(|n| dir.join(n).is_file())
+    };
+    if let Some(dir) = std::env::var_os("GATES_PROMETHEUS_BIN").map(PathBuf::from) {
+        assert!(
+            complete(&dir),
+            "GATES_PROMETHEUS_BIN={} lacks prometheus or promtool: run tools/prometheus/build.sh {}",
+            dir.display(),
+            dir.display()
+        );
+        return Some(dir);
+    }
+    let version = std::fs::read_to_string(root().join("tools/prometheus/VERSION")).unwrap();
+    let dir = root().join("target/prometheus-bin").join(version.trim());
+    if complete(&dir) {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("GATES_REQUIRE_PROMETHEUS").is_none(),
+        "GATES_REQUIRE_PROMETHEUS is set but prometheus and promtool are not in {}: run tools/prometheus/build.sh or set GATES_PROMETHEUS_BIN",
+        dir.display()
+    );
+    eprintln!(
+        "not run: no prometheus and promtool in {} and GATES_PROMETHEUS_BIN is not set (build them with tools/prometheus/build.sh)",
+        dir.display()
+    );
+    None
+}
+
+/// The week of samples, one a minute, ending at `end` (seconds): for each node one app
+/// container (`container`, `image` set) and its pod's own cgroup (`container=""`, which the
+/// default queries must not count twice), with the labels kubelet's ServiceMonitor gives.
+fn openmetrics(end: i64) -> String {
+    let start = end - 7 * DAY - HOUR;
+    // Seconds before `end` modulo a day: the peak runs from 19 to 17 hours before each `end`,
+    // so the newest sample is a quiet one, whatever the hour the test runs at.
+    let peaking =
+        |t: i64| ((end - t).rem_euclid(DAY)) > 17 * HOUR && (end - t).rem_euclid(DAY) <= 19 * HOUR;
+    let gap = |t: i64| t > end - 4 * DAY && t <= end - 4 * DAY + 20 * HOUR;
+    let cpu = |node: &str, t: i64| match node {
+        "cp-2" if peaking(t) => 3.6,
+        _ => 0.4,
+    };
+    let nodes = ["cp-1", "cp-2", "cp-3"];
+    let times = || {
+        (0..)
+            .map(move |k| start + k * MINUTE)
+            .take_while(move |&t| t <= end)
+    };
+    let has = |node: &str, t: i64| node != "cp-3" || !gap(t);
+    let labels = |node: &str, container: bool| {
+        format!(
+            "container=\"{}\",endpoint=\"https-metrics\",id=\"/kubepods/burstable/pod-{node}{}\",image=\"{}\",instance=\"10.0.50.1{}:10250\",job=\"kubelet\",metrics_path=\"/metrics/cadvisor\",namespace=\"apps\",node=\"{node}\",pod=\"app-{node}\",service=\"kube-prometheus-stack-kubelet\"",
+            if container { "app" } else { "" },
+            if container { "/app" } else { "" },
+            if container {
+                "registry.example/app:1"
+            } else {
+                ""
+            },
+            &node[3..],
+        )
+    };
+    let mut out = String::new();
+    out.push_str("# TYPE container_cpu_usage_seconds counter\n");
+    for node in nodes {
+        for container in [true, false] {
+            let mut total = 0.0;
+            for t in times() {
+                total += cpu(node, t) * MINUTE as f64;
+                if has(node, t) {
+                    out.push_str(&format!(
+                        "container_cpu_usage_seconds_total{{{}}} {total} {t}\n",
+                        labels(node, container)
+                    ));
+                }
+            }
+        }
+    }
+    out.push_str("# TYPE container_memory_working_set_bytes gauge\n");
+    for node in nodes {
+        for container in [true, false] {
+            for t in times().filter(|&t| has(node, t)) {
+                out.push_str(&format!(
+                    "container_memory_working_set_bytes{{{}}} {} {t}\n",
+                    labels(node, container),
+                    2.0 * GIB
+                ));
+            }
+        }
+    }
+    out.push_str("# EOF\n");
+    out
+}
+
+/// A real Prometheus on 127.0.0.1 over the backfilled week; stopped when dropped.
+struct Server {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start(bin: &Path, end: i64) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let samples = dir.path().join("week.om");
+    std::fs::write(&samples, openmetrics(end)).unwrap();
+    let backfill = Command::new(bin.join("promtool"))
+        .args(["tsdb", "create-blocks-from", "openmetrics"])
+        .arg(&samples)
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        backfill.status.success(),
+        "promtool backfill: {}",
+        String::from_utf8_lossy(&backfill.stderr)
+    );
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(&config, "global:\n  scrape_interval: 1m\n").unwrap();
+    let port = free_port();
+    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
+    let child = Command::new(bin.join("prometheus"))
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", data.display()))
+        .arg("--storage.tsdb.retention.time=30d")
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let server = Server {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+        _dir: dir,
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = stream.write_all(b"GET /-/ready HTTP/1.0\r\n\r\n");
+            let mut answer = String::new();
+            let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
+            if answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200") {
+                return server;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "prometheus was not ready within 60 s: {}",
+            std::fs::read_to_string(server._dir.path().join("prometheus.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn prometheus_env(url: &str, quantile: &str) -> (Environment, PrometheusLoad) {
+    let mut env = env();
+    env.capacity.basis = CapacityBasis::Prometheus;
+    let spec: PrometheusLoad = serde_yaml_ng::from_str(&format!(
+        "{{url: '{url}', window: 7d, step: 5m, quantile: {quantile}, max_gap_share: 0.05}}"
+    ))
+    .unwrap();
+    env.capacity.prometheus = Some(spec.clone());
+    (env, spec)
+}
+
+/// Gates' collection from the server, then gate 5 over the named nodes (4 cores, 8 GiB each).
+async fn gate5(env: &Environment, spec: &PrometheusLoad, end: i64, nodes: &[&str]) -> Finding {
+    let end = gates_core::load::time(end * 1000);
+    let (node_metrics, node_load) = gates::collect::prometheus::collect(env, spec, end).await;
+    let state = state()
+        .nodes(
+            nodes
+                .iter()
+                .map(|n| node(n).host(&format!("pve{}", &n[3..])).ready().build()),
+        )
+        .with(|s| {
+            s.node_metrics = node_metrics;
+            s.node_load = node_load;
+        })
+        .build();
+    run(env, &state, &Params {}, evaluate)
+}
+
+#[tokio::test]
+async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and_errs_on_the_gap() {
+    let Some(bin) = binaries() else { return };
+    let started = Instant::now();
+    let end = chrono::Utc::now().timestamp() / 300 * 300;
+    let server = start(&bin, end);
+    let ready = started.elapsed();
+
+    let (p95, spec) = prometheus_env(&server.url, "0.95");
+    let f = gate5(&p95, &spec, end, &["cp-1"]).await;
+    assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+    let all = text(&f);
+    // What was measured over which window: p95 of 0.4 cores, memory 2 GiB, every step.
+    assert!(
+        all.contains("used = max(requests, p95 of the load over the window)"),
+        "{all}"
+    );
+    assert!(all.contains("cp-1: cpu p95 400m cores"), "{all}");
+    assert!(all.contains("memory p95 2Gi"), "{all}");
+    assert!(all.contains("2017 of 2017 steps"), "{all}");
+
+    // The peaking node: its newest sample is quiet, the p95 and the max are not.
+    for (statistic, quantile) in [("p95", "0.95"), ("max", "max")] {
+        let (env, spec) = prometheus_env(&server.url, quantile);
+        let f = gate5(&env, &spec, end, &["cp-2"]).await;
+        assert_eq!(f.verdict, Verdict::Fail, "{statistic}: {}", text(&f));
+        let all = text(&f);
+        assert!(
+            all.contains(&format!(
+                "cp-2: cpu {statistic} 3.6 cores (peak 3.6 cores at "
+            )),
+            "{all}"
+        );
+    }
+    // A quantile the peak does not reach judges it as one quiet sample would: it passes.
+    let (median, spec) = prometheus_env(&server.url, "0.5");
+    assert_eq!(
+        gate5(&median, &spec, end, &["cp-2"]).await.verdict,
+        Verdict::Pass
+    );
+    // The peak's time is one of the nightly hours, 17 to 19 hours before the end.
+    let (_, node_load) =
+        gates::collect::prometheus::collect(&p95, &spec, gates_core::load::time(end * 1000)).await;
+    let load = node_load.present().expect("the load was read");
+    let peak = load.nodes["cp-2"].cpu.as_ref().unwrap().peak_at.timestamp();
+    let before_end = (end - peak).rem_euclid(DAY);
+    assert!(
+        (17 * HOUR..=19 * HOUR).contains(&before_end),
+        "peak {before_end} s before the end"
+    );
+
+    // The node with a 20-hour gap (12 % of the week, 5 % allowed): an error naming it.
+    let (_, spec) = prometheus_env(&server.url, "0.95");
+    let f = gate5(&p95, &spec, end, &["cp-3"]).await;
+    assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+    assert!(f.summary.contains("cp-3"), "{}", f.summary);
+    assert!(
+        f.summary.contains("capacity.prometheus.queries.cpu lacks"),
+        "{}",
+        f.summary
+    );
+    assert!(
+        f.summary
+            .contains("more than capacity.prometheus.max_gap_share 0.05 allows: no value from "),
+        "{}",
+        f.summary
+    );
+
+    // All three at once: the peak fails, and the gap stays in the evidence, never a pass.
+    let f = gate5(&p95, &spec, end, &["cp-1", "cp-2", "cp-3"]).await;
+    assert_eq!(f.verdict, Verdict::Fail, "{}", text(&f));
+    assert!(
+        text(&f).contains("cp-3: load unknown: capacity.prometheus.queries.cpu lacks"),
+        "{}",
+        text(&f)
+    );
+
+    // A node Prometheus has no series for: an error naming both queries and the node.
+    let f = gate5(&p95, &spec, end, &["cp-1", "cp-4"]).await;
+    assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+    assert!(
+        f.summary
+            .contains("capacity.prometheus.queries.cpu gave no series with node=\"cp-4\""),
+        "{}",
+        f.summary
+    );
+
+    // A query that gives nothing at all: an error naming the setting.
+    let mut empty = spec.clone();
+    empty.queries.cpu = "sum by (node) (rate(no_such_series_total[5m]))".into();
+    let f = gate5(&p95, &empty, end, &["cp-1"]).await;
+    assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+    assert!(
+        f.summary
+            .contains("capacity.prometheus.queries.cpu gave no series over the window"),
+        "{}",
+        f.summary
+    );
+
+    // A query Prometheus refuses: its own message, with the setting.
+    let mut bad = spec.clone();
+    bad.queries.memory = "sum by (node) (".into();
+    let f = gate5(&p95, &bad, end, &["cp-1"]).await;
+    assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+    assert!(
+        f.summary
+            .contains("answered 400 Bad Request to capacity.prometheus.queries.memory"),
+        "{}",
+        f.summary
+    );
+
+    eprintln!(
+        "prometheus: backfill and start {:.1} s, all judgements {:.1} s",
+        ready.as_secs_f64(),
+        (started.elapsed() - ready).as_secs_f64()
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_prometheus_is_an_error_naming_the_url_setting_and_the_fix() {
+    // Nothing listens on a port just freed; no Prometheus binary is needed.
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let (env, spec) = prometheus_env(&url, "max");
+    let f = gate5(&env, &spec, 1_733_400_000, &["cp-1"]).await;
+    assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+    assert!(
+        f.summary
+            .contains(&format!("Prometheus at {url} (capacity.prometheus.url in ")),
+        "{}",
+        f.summary
+    );
+    assert!(f.summary.contains("did not answer"), "{}", f.summary);
+    assert!(f.summary.contains("port-forward"), "{}", f.summary);
+}
