@@ -58,7 +58,11 @@ fn binaries() -> Option<PathBuf> {
     None
 }
 
-/// The week of samples, one a minute, ending at `end` (seconds): for each node one app
+/// Seconds between two samples (kube-prometheus-stack scrapes cAdvisor every 10 s; a minute
+/// keeps the file small and still gives `rate(...[5m])` four samples).
+const SCRAPE: i64 = 60;
+
+/// The week of samples, one every [`SCRAPE`] seconds, ending at `end`: for each node one app
 /// container (`container`, `image` set) and its pod's own cgroup (`container=""`, which the
 /// default queries must not count twice), with the labels kubelet's ServiceMonitor gives.
 fn openmetrics(end: i64) -> String {
@@ -75,7 +79,7 @@ fn openmetrics(end: i64) -> String {
     let nodes = ["cp-1", "cp-2", "cp-3"];
     let times = || {
         (0..)
-            .map(move |k| start + k * MINUTE)
+            .map(move |k| start + k * SCRAPE)
             .take_while(move |&t| t <= end)
     };
     let has = |node: &str, t: i64| node != "cp-3" || !gap(t);
@@ -98,7 +102,7 @@ fn openmetrics(end: i64) -> String {
         for container in [true, false] {
             let mut total = 0.0;
             for t in times() {
-                total += cpu(node, t) * MINUTE as f64;
+                total += cpu(node, t) * SCRAPE as f64;
                 if has(node, t) {
                     out.push_str(&format!(
                         "container_cpu_usage_seconds_total{{{}}} {total} {t}\n",
@@ -151,6 +155,7 @@ fn start(bin: &Path, end: i64) -> Server {
     let data = dir.path().join("data");
     let samples = dir.path().join("week.om");
     std::fs::write(&samples, openmetrics(end)).unwrap();
+    let began = Instant::now();
     let backfill = Command::new(bin.join("promtool"))
         .args(["tsdb", "create-blocks-from", "openmetrics"])
         .arg(&samples)
@@ -161,6 +166,10 @@ fn start(bin: &Path, end: i64) -> Server {
         backfill.status.success(),
         "promtool backfill: {}",
         String::from_utf8_lossy(&backfill.stderr)
+    );
+    eprintln!(
+        "prometheus: promtool backfilled the week in {:.1} s",
+        began.elapsed().as_secs_f64()
     );
     let config = dir.path().join("prometheus.yml");
     std::fs::write(&config, "global:\n  scrape_interval: 1m\n").unwrap();
