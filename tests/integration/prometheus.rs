@@ -124,9 +124,43 @@ fn openmetrics(end: i64) -> String {
             }
         }
     }
+    // node-exporter as kube-prometheus-stack scrapes it (no node name of its own: `instance`
+    // is the pod's host-network address) and kube-state-metrics' kube_pod_info, which the
+    // README's node-exporter query joins on (namespace, pod); the peaking node's four CPUs
+    // only (promtool's time grows with the series, so no more than one node's).
+    let exporter = |node: &str| {
+        format!(
+            "endpoint=\"http-metrics\",instance=\"10.0.50.1{}:9100\",job=\"node-exporter\",namespace=\"monitoring\",pod=\"kps-prometheus-node-exporter-{node}\",service=\"kps-prometheus-node-exporter\"",
+            &node[3..]
+        )
+    };
+    out.push_str("# TYPE node_cpu_seconds counter\n");
+    for node in ["cp-2"] {
+        for cpu_index in 0..4 {
+            let mut idle = 0.0;
+            for t in times() {
+                idle += (1.0 - cpu(node, t) / 4.0) * SCRAPE as f64;
+                out.push_str(&format!(
+                    "node_cpu_seconds_total{{cpu=\"{cpu_index}\",{},mode=\"idle\"}} {idle} {t}\n",
+                    exporter(node)
+                ));
+            }
+        }
+    }
+    out.push_str("# TYPE kube_pod_info gauge\n");
+    for node in ["cp-2"] {
+        for t in times() {
+            out.push_str(&format!(
+                "kube_pod_info{{created_by_kind=\"DaemonSet\",host_network=\"true\",job=\"kube-state-metrics\",namespace=\"monitoring\",node=\"{node}\",pod=\"kps-prometheus-node-exporter-{node}\"}} 1 {t}\n"
+            ));
+        }
+    }
     out.push_str("# EOF\n");
     out
 }
+
+/// The node-exporter query the README gives for kube-prometheus-stack.
+const NODE_EXPORTER_CPU: &str = r#"sum by (node) ((1 - rate(node_cpu_seconds_total{mode="idle"}[5m])) * on (namespace, pod) group_left(node) topk by (namespace, pod) (1, max by (node, namespace, pod) (kube_pod_info{node!=""})))"#;
 
 /// A real Prometheus on 127.0.0.1 over the backfilled week; stopped when dropped.
 struct Server {
@@ -313,6 +347,40 @@ async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and
         "{}",
         text(&f)
     );
+
+    // The README's node-exporter query measures the same CPU as the default.
+    let mut exporter = spec.clone();
+    exporter.queries.cpu = NODE_EXPORTER_CPU.into();
+    assert!(
+        std::fs::read_to_string(root().join("README.md"))
+            .unwrap()
+            .contains(NODE_EXPORTER_CPU),
+        "the README shows the node-exporter query this test runs"
+    );
+    let at_end = gates_core::load::time(end * 1000);
+    let (_, by_exporter) = gates::collect::prometheus::collect(&p95, &exporter, at_end).await;
+    let (_, by_cadvisor) = gates::collect::prometheus::collect(&p95, &spec, at_end).await;
+    let (by_exporter, by_cadvisor) = (
+        by_exporter.present().unwrap(),
+        by_cadvisor.present().unwrap(),
+    );
+    let with_cpu: Vec<&String> = by_exporter
+        .nodes
+        .iter()
+        .filter_map(|(node, m)| m.cpu.as_ref().map(|_| node))
+        .collect();
+    assert_eq!(with_cpu, ["cp-2"]);
+    for node in ["cp-2"] {
+        let (e, c) = (
+            by_exporter.nodes[node].cpu.as_ref().unwrap(),
+            by_cadvisor.nodes[node].cpu.as_ref().unwrap(),
+        );
+        assert!(
+            (e.value - c.value).abs() < 1e-6 && (e.peak - c.peak).abs() < 1e-6,
+            "{node}: {e:?} {c:?}"
+        );
+        assert_eq!((e.samples, e.peak_at), (c.samples, c.peak_at), "{node}");
+    }
 
     // A node Prometheus has no series for: an error naming both queries and the node.
     let f = gate5(&p95, &spec, end, &["cp-1", "cp-4"]).await;
