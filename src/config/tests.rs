@@ -551,4 +551,10 @@ fn a_quantile_that_is_neither_a_number_nor_max_and_too_many_steps_are_refused() 
             .contains("capacity.prometheus is set but capacity.basis is not prometheus"),
         "{error}"
     );
+    let error = only_error(load(
+        "capacity:\n  basis: prometheus\n  prometheus:\n    url: https://prometheus.example:9090\n",
+        GATE,
+    ));
+    let text = error.to_string();
+    assert!(text.contains("staging.yaml:4:10: capacity.prometheus.url `https://prometheus.example:9090` is https but capacity.prometheus.ca_file is not set"), "{text}");
 }

@@ -360,6 +360,21 @@ fn prometheus_load(v: &mut Check<'_>, env: &Environment) {
             "capacity.prometheus.ca_file",
             path,
         );
+    } else if p
+        .url
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("https:")
+    {
+        // The client trusts no system roots: without a CA no certificate can be verified.
+        v.error(
+            &["capacity", "prometheus", "url"],
+            format!(
+                "capacity.prometheus.url `{}` is https but capacity.prometheus.ca_file is not set, so its certificate cannot be verified",
+                p.url
+            ),
+            "set ca_file to the CA (PEM) that signed Prometheus's certificate; gates trusts no system roots",
+        );
     }
 }
 
