@@ -2,8 +2,9 @@
 //! kubelet's cAdvisor endpoint exposes, as kube-prometheus-stack labels them (a quiet node, a
 //! node that peaks at 90 % of its CPU every night, a node with a gap of 20 hours), is
 //! backfilled with `promtool tsdb create-blocks-from openmetrics`, the real `prometheus`
-//! serves it on loopback, and gates' collector and gate 5 judge it with the default queries.
-//! Needs the binaries of `tools/prometheus/build.sh` (`tools/test` builds them).
+//! serves it on loopback, and gates' collector and gate 5 judge it with the default queries;
+//! then `gates check` of the lab's production environment (whose nodes the series name, eight
+//! cores each) reads it through its environment file. Needs the binaries of `tools/prometheus/build.sh` (`tools/test` builds them).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -62,7 +63,9 @@ fn binaries() -> Option<PathBuf> {
 /// keeps the file small and still gives `rate(...[5m])` four samples).
 const SCRAPE: i64 = 60;
 
-/// The week of samples, one every [`SCRAPE`] seconds, ending at `end`: for each node one app
+/// The week of samples, one every [`SCRAPE`] seconds, ending at `end`, for the three nodes of
+/// the lab's `lab-production` (8 cores, 32 GiB): the first quiet at 0.4 cores, the second at
+/// 7.2 (90 %) two hours a day, the third quiet with 20 hours missing. For each node one app
 /// container (`container`, `image` set) and its pod's own cgroup (`container=""`, which the
 /// default queries must not count twice), with the labels kubelet's ServiceMonitor gives.
 fn openmetrics(end: i64) -> String {
@@ -73,16 +76,16 @@ fn openmetrics(end: i64) -> String {
         |t: i64| ((end - t).rem_euclid(DAY)) > 17 * HOUR && (end - t).rem_euclid(DAY) <= 19 * HOUR;
     let gap = |t: i64| t > end - 4 * DAY && t <= end - 4 * DAY + 20 * HOUR;
     let cpu = |node: &str, t: i64| match node {
-        "cp-2" if peaking(t) => 3.6,
+        "talos-prod-cp-02" if peaking(t) => 7.2,
         _ => 0.4,
     };
-    let nodes = ["cp-1", "cp-2", "cp-3"];
+    let nodes = ["talos-prod-cp-01", "talos-prod-cp-02", "talos-prod-cp-03"];
     let times = || {
         (0..)
             .map(move |k| start + k * SCRAPE)
             .take_while(move |&t| t <= end)
     };
-    let has = |node: &str, t: i64| node != "cp-3" || !gap(t);
+    let has = |node: &str, t: i64| node != "talos-prod-cp-03" || !gap(t);
     let labels = |node: &str, container: bool| {
         format!(
             "container=\"{}\",endpoint=\"https-metrics\",id=\"/kubepods/burstable/pod-{node}{}\",image=\"{}\",instance=\"10.0.50.1{}:10250\",job=\"kubelet\",metrics_path=\"/metrics/cadvisor\",namespace=\"apps\",node=\"{node}\",pod=\"app-{node}\",service=\"kube-prometheus-stack-kubelet\"",
@@ -93,7 +96,7 @@ fn openmetrics(end: i64) -> String {
             } else {
                 ""
             },
-            &node[3..],
+            &node[node.len() - 1..],
         )
     };
     let mut out = String::new();
@@ -126,21 +129,21 @@ fn openmetrics(end: i64) -> String {
     }
     // node-exporter as kube-prometheus-stack scrapes it (no node name of its own: `instance`
     // is the pod's host-network address) and kube-state-metrics' kube_pod_info, which the
-    // README's node-exporter query joins on (namespace, pod); the peaking node's four CPUs
+    // README's node-exporter query joins on (namespace, pod); the peaking node's eight CPUs
     // only (promtool's time grows with the series, so no more than one node's).
     let exporter = |node: &str| {
         format!(
             "endpoint=\"http-metrics\",instance=\"10.0.50.1{}:9100\",job=\"node-exporter\",namespace=\"monitoring\",pod=\"kps-prometheus-node-exporter-{node}\",service=\"kps-prometheus-node-exporter\"",
-            &node[3..]
+            &node[node.len() - 1..]
         )
     };
     out.push_str("# TYPE node_cpu_seconds counter\n");
     {
-        let node = "cp-2";
-        for cpu_index in 0..4 {
+        let node = "talos-prod-cp-02";
+        for cpu_index in 0..8 {
             let mut idle = 0.0;
             for t in times() {
-                idle += (1.0 - cpu(node, t) / 4.0) * SCRAPE as f64;
+                idle += (1.0 - cpu(node, t) / 8.0) * SCRAPE as f64;
                 out.push_str(&format!(
                     "node_cpu_seconds_total{{cpu=\"{cpu_index}\",{},mode=\"idle\"}} {idle} {t}\n",
                     exporter(node)
@@ -150,7 +153,7 @@ fn openmetrics(end: i64) -> String {
     }
     out.push_str("# TYPE kube_pod_info gauge\n");
     {
-        let node = "cp-2";
+        let node = "talos-prod-cp-02";
         for t in times() {
             out.push_str(&format!(
                 "kube_pod_info{{created_by_kind=\"DaemonSet\",host_network=\"true\",job=\"kube-state-metrics\",namespace=\"monitoring\",node=\"{node}\",pod=\"kps-prometheus-node-exporter-{node}\"}} 1 {t}\n"
@@ -260,11 +263,12 @@ async fn gate5(env: &Environment, spec: &PrometheusLoad, end: i64, nodes: &[&str
     let end = gates_core::load::time(end * 1000);
     let (node_metrics, node_load) = gates::collect::prometheus::collect(env, spec, end).await;
     let state = state()
-        .nodes(
-            nodes
-                .iter()
-                .map(|n| node(n).host(&format!("pve{}", &n[3..])).ready().build()),
-        )
+        .nodes(nodes.iter().map(|n| {
+            node(n)
+                .host(&format!("pve{}", &n[n.len() - 1..]))
+                .ready()
+                .build()
+        }))
         .with(|s| {
             s.node_metrics = node_metrics;
             s.node_load = node_load;
@@ -273,7 +277,7 @@ async fn gate5(env: &Environment, spec: &PrometheusLoad, end: i64, nodes: &[&str
     run(env, &state, &Params {}, evaluate)
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and_errs_on_the_gap() {
     let Some(bin) = binaries() else { return };
     let started = Instant::now();
@@ -282,7 +286,7 @@ async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and
     let ready = started.elapsed();
 
     let (p95, spec) = prometheus_env(&server.url, "0.95");
-    let f = gate5(&p95, &spec, end, &["cp-1"]).await;
+    let f = gate5(&p95, &spec, end, &["talos-prod-cp-01"]).await;
     assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
     let all = text(&f);
     // What was measured over which window: p95 of 0.4 cores, memory 2 GiB, every step.
@@ -290,19 +294,22 @@ async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and
         all.contains("used = max(requests, p95 of the load over the window)"),
         "{all}"
     );
-    assert!(all.contains("cp-1: cpu p95 400m cores"), "{all}");
+    assert!(
+        all.contains("talos-prod-cp-01: cpu p95 400m cores"),
+        "{all}"
+    );
     assert!(all.contains("memory p95 2Gi"), "{all}");
     assert!(all.contains("2017 of 2017 steps"), "{all}");
 
     // The peaking node: its newest sample is quiet, the p95 and the max are not.
     for (statistic, quantile) in [("p95", "0.95"), ("max", "max")] {
         let (env, spec) = prometheus_env(&server.url, quantile);
-        let f = gate5(&env, &spec, end, &["cp-2"]).await;
+        let f = gate5(&env, &spec, end, &["talos-prod-cp-02"]).await;
         assert_eq!(f.verdict, Verdict::Fail, "{statistic}: {}", text(&f));
         let all = text(&f);
         assert!(
             all.contains(&format!(
-                "cp-2: cpu {statistic} 3.6 cores (peak 3.6 cores at "
+                "talos-prod-cp-02: cpu {statistic} 7.2 cores (peak 7.2 cores at "
             )),
             "{all}"
         );
@@ -310,14 +317,21 @@ async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and
     // A quantile the peak does not reach judges it as one quiet sample would: it passes.
     let (median, spec) = prometheus_env(&server.url, "0.5");
     assert_eq!(
-        gate5(&median, &spec, end, &["cp-2"]).await.verdict,
+        gate5(&median, &spec, end, &["talos-prod-cp-02"])
+            .await
+            .verdict,
         Verdict::Pass
     );
     // The peak's time is one of the nightly hours, 17 to 19 hours before the end.
     let (_, node_load) =
         gates::collect::prometheus::collect(&p95, &spec, gates_core::load::time(end * 1000)).await;
     let load = node_load.present().expect("the load was read");
-    let peak = load.nodes["cp-2"].cpu.as_ref().unwrap().peak_at.timestamp();
+    let peak = load.nodes["talos-prod-cp-02"]
+        .cpu
+        .as_ref()
+        .unwrap()
+        .peak_at
+        .timestamp();
     let before_end = (end - peak).rem_euclid(DAY);
     assert!(
         (17 * HOUR..=19 * HOUR).contains(&before_end),
@@ -326,9 +340,9 @@ async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and
 
     // The node with a 20-hour gap (12 % of the week, 5 % allowed): an error naming it.
     let (_, spec) = prometheus_env(&server.url, "0.95");
-    let f = gate5(&p95, &spec, end, &["cp-3"]).await;
+    let f = gate5(&p95, &spec, end, &["talos-prod-cp-03"]).await;
     assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
-    assert!(f.summary.contains("cp-3"), "{}", f.summary);
+    assert!(f.summary.contains("talos-prod-cp-03"), "{}", f.summary);
     assert!(
         f.summary.contains("capacity.prometheus.queries.cpu lacks"),
         "{}",
@@ -342,10 +356,16 @@ async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and
     );
 
     // All three at once: the peak fails, and the gap stays in the evidence, never a pass.
-    let f = gate5(&p95, &spec, end, &["cp-1", "cp-2", "cp-3"]).await;
+    let f = gate5(
+        &p95,
+        &spec,
+        end,
+        &["talos-prod-cp-01", "talos-prod-cp-02", "talos-prod-cp-03"],
+    )
+    .await;
     assert_eq!(f.verdict, Verdict::Fail, "{}", text(&f));
     assert!(
-        text(&f).contains("cp-3: load unknown: capacity.prometheus.queries.cpu lacks"),
+        text(&f).contains("talos-prod-cp-03: load unknown: capacity.prometheus.queries.cpu lacks"),
         "{}",
         text(&f)
     );
@@ -371,10 +391,10 @@ async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and
         .iter()
         .filter_map(|(node, m)| m.cpu.as_ref().map(|_| node))
         .collect();
-    assert_eq!(with_cpu, ["cp-2"]);
+    assert_eq!(with_cpu, ["talos-prod-cp-02"]);
     let (e, c) = (
-        by_exporter.nodes["cp-2"].cpu.as_ref().unwrap(),
-        by_cadvisor.nodes["cp-2"].cpu.as_ref().unwrap(),
+        by_exporter.nodes["talos-prod-cp-02"].cpu.as_ref().unwrap(),
+        by_cadvisor.nodes["talos-prod-cp-02"].cpu.as_ref().unwrap(),
     );
     assert!(
         (e.value - c.value).abs() < 1e-6 && (e.peak - c.peak).abs() < 1e-6,
@@ -383,11 +403,12 @@ async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and
     assert_eq!((e.samples, e.peak_at), (c.samples, c.peak_at));
 
     // A node Prometheus has no series for: an error naming both queries and the node.
-    let f = gate5(&p95, &spec, end, &["cp-1", "cp-4"]).await;
+    let f = gate5(&p95, &spec, end, &["talos-prod-cp-01", "talos-prod-cp-04"]).await;
     assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
     assert!(
-        f.summary
-            .contains("capacity.prometheus.queries.cpu gave no series with node=\"cp-4\""),
+        f.summary.contains(
+            "capacity.prometheus.queries.cpu gave no series with node=\"talos-prod-cp-04\""
+        ),
         "{}",
         f.summary
     );
@@ -395,7 +416,7 @@ async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and
     // A query that gives nothing at all: an error naming the setting.
     let mut empty = spec.clone();
     empty.queries.cpu = "sum by (node) (rate(no_such_series_total[5m]))".into();
-    let f = gate5(&p95, &empty, end, &["cp-1"]).await;
+    let f = gate5(&p95, &empty, end, &["talos-prod-cp-01"]).await;
     assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
     assert!(
         f.summary
@@ -407,7 +428,7 @@ async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and
     // A query Prometheus refuses: its own message, with the setting.
     let mut bad = spec.clone();
     bad.queries.memory = "sum by (node) (".into();
-    let f = gate5(&p95, &bad, end, &["cp-1"]).await;
+    let f = gate5(&p95, &bad, end, &["talos-prod-cp-01"]).await;
     assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
     assert!(
         f.summary
@@ -416,10 +437,97 @@ async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and
         f.summary
     );
 
+    // The whole command on the lab: its production environment's file, on this basis.
+    let lab_started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let lab = gates_lab::Lab::start(gates_lab::LabOptions {
+        scenario: "adr-007".to_string(),
+        subnet: 125,
+        speed: 1.0,
+        state_dir: dir.path().to_path_buf(),
+        env_dir: Some(dir.path().join("environments")),
+        ..gates_lab::LabOptions::default()
+    })
+    .await
+    .unwrap_or_else(|err| panic!("the lab starts: {err}"));
+    let file = dir.path().join("environments/lab-production.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("basis: usage"), "{text}");
+    std::fs::write(
+        &file,
+        text.replace(
+            "basis: usage",
+            &format!(
+                "basis: prometheus\n  prometheus:\n    url: {}\n    window: 7d\n    quantile: 0.95",
+                server.url
+            ),
+        ),
+    )
+    .unwrap();
+    let envs = dir.path().join("environments");
+    let out = tokio::task::spawn_blocking(move || {
+        let reports = tempfile::tempdir().unwrap();
+        crate::support::gates_with_config(reports.path())
+            .arg("--env-dir")
+            .arg(&envs)
+            .args([
+                "check",
+                "lab-production",
+                "gate5",
+                "--format",
+                "json",
+                "--reports",
+            ])
+            .arg(reports.path())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|err| panic!("JSON ({err}): {}", String::from_utf8_lossy(&out.stderr)));
+    let capacity = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "gate5::lab-production::capacity-headroom")
+        .unwrap_or_else(|| panic!("no capacity trial: {json:#}"))
+        .to_string();
+    assert!(capacity.contains("\"verdict\":\"fail\""), "{capacity}");
+    for expected in [
+        "keep less than 33.3% of CPU or memory free: talos-prod-cp-02",
+        "p95 of the load over the window",
+        "talos-prod-cp-01: cpu p95 400m cores",
+        "talos-prod-cp-02: cpu p95 7.2 cores (peak 7.2 cores at ",
+        "talos-prod-cp-03: load unknown: capacity.prometheus.queries.cpu lacks",
+    ] {
+        assert!(capacity.contains(expected), "{expected:?} in {capacity}");
+    }
+    // The host-loss model cannot tell where the unmeasured node takes moved pods: exit 2.
+    let host_loss = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "gate5::lab-production::host-loss")
+        .unwrap()
+        .to_string();
+    assert!(host_loss.contains("\"verdict\":\"error\""), "{host_loss}");
+    assert!(
+        host_loss.contains("the load of talos-prod-cp-03 (taking moved pods) over the window is unknown: capacity.prometheus.queries.cpu lacks 240 of 2017 steps"),
+        "{host_loss}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{json:#}");
+    drop(lab);
+    let lab_took = lab_started.elapsed();
+
+    eprintln!(
+        "prometheus: the lab's gates check {:.1} s",
+        lab_took.as_secs_f64()
+    );
     eprintln!(
         "prometheus: backfill and start {:.1} s, all judgements {:.1} s",
         ready.as_secs_f64(),
-        (started.elapsed() - ready).as_secs_f64()
+        (started.elapsed() - ready - lab_took).as_secs_f64()
     );
 }
 
@@ -428,7 +536,7 @@ async fn an_unreachable_prometheus_is_an_error_naming_the_url_setting_and_the_fi
     // Nothing listens on a port just freed; no Prometheus binary is needed.
     let url = format!("http://127.0.0.1:{}", free_port());
     let (env, spec) = prometheus_env(&url, "max");
-    let f = gate5(&env, &spec, 1_733_400_000, &["cp-1"]).await;
+    let f = gate5(&env, &spec, 1_733_400_000, &["talos-prod-cp-01"]).await;
     assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
     assert!(
         f.summary
