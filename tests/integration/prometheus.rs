@@ -75,8 +75,11 @@ fn openmetrics(end: i64) -> String {
     let peaking =
         |t: i64| ((end - t).rem_euclid(DAY)) > 17 * HOUR && (end - t).rem_euclid(DAY) <= 19 * HOUR;
     let gap = |t: i64| t > end - 4 * DAY && t <= end - 4 * DAY + 20 * HOUR;
+    // The node with the gap ramps from 0.2 to 0.5 cores over each day, so that its quantile
+    // falls between values and can be held to Prometheus's own.
     let cpu = |node: &str, t: i64| match node {
         "talos-prod-cp-02" if peaking(t) => 7.2,
+        "talos-prod-cp-03" => 0.2 + 0.3 * (t.rem_euclid(DAY) as f64 / DAY as f64),
         _ => 0.4,
     };
     let nodes = ["talos-prod-cp-01", "talos-prod-cp-02", "talos-prod-cp-03"];
@@ -401,6 +404,44 @@ async fn a_real_prometheus_week_passes_the_quiet_node_fails_the_nightly_peak_and
         "{e:?} {c:?}"
     );
     assert_eq!((e.samples, e.peak_at), (c.samples, c.peak_at));
+
+    // Gates' quantile and peak over the window are Prometheus's quantile_over_time and
+    // max_over_time over the same steps (the subquery's range one millisecond longer than the
+    // window, as a range is left-open and the window counts its first step).
+    for function in ["quantile_over_time(0.95, ", "max_over_time("] {
+        let expr = format!(
+            "{function}({})[{}ms:5m])",
+            gates_core::config::DEFAULT_CPU_QUERY,
+            7 * DAY * 1000 + 1
+        );
+        let answer: serde_json::Value = reqwest::Client::new()
+            .get(format!("{}/api/v1/query", server.url))
+            .query(&[("query", expr.as_str()), ("time", &end.to_string())])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let results = answer["data"]["result"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer:#}"));
+        assert_eq!(results.len(), 3, "{answer:#}");
+        for r in results {
+            let node = r["metric"]["node"].as_str().unwrap();
+            let theirs: f64 = r["value"][1].as_str().unwrap().parse().unwrap();
+            let cpu = by_cadvisor.nodes[node].cpu.as_ref().unwrap();
+            let ours = if function.starts_with("max") {
+                cpu.peak
+            } else {
+                cpu.value
+            };
+            assert!(
+                (ours - theirs).abs() < 1e-9,
+                "{function}) of {node}: gates {ours}, Prometheus {theirs}"
+            );
+        }
+    }
 
     // A node Prometheus has no series for: an error naming both queries and the node.
     let f = gate5(&p95, &spec, end, &["talos-prod-cp-01", "talos-prod-cp-04"]).await;
