@@ -2,7 +2,10 @@
 //! CPU and memory"), so two nodes can carry the load while one host is down.
 //!
 //! Per node and resource: used = max(sum of the requests of its non-terminated pods, measured
-//! usage from metrics.k8s.io), or the requests alone with `capacity.basis: requests`;
+//! usage from metrics.k8s.io), or with `capacity.basis: prometheus` max(requests, the
+//! quantile of its load over a window, `state.node_load`, whose evidence names the window,
+//! the statistic and each node's peak and its time), or the requests alone with
+//! `capacity.basis: requests`;
 //! free = allocatable − used must be at least (`capacity.margin` + `capacity.rebuild_margin`)
 //! × allocatable: the margin carries a lost host's workloads, and the ADR's "then add margin
 //! for Longhorn rebuild traffic" must still be free once they have moved. A pod's request

@@ -10,7 +10,9 @@
 //! The ADR asks for the margin *measured*. With `capacity.basis: usage`, a receiving node
 //! whose measured usage is unknown (the metrics API is not served, or metrics-server has not
 //! reported the node) makes the outcome `unknown`, not a guess from requests: requests can
-//! still prove a loss fatal or degraded, never that it is fine.
+//! still prove a loss fatal or degraded, never that it is fine. With `capacity.basis:
+//! prometheus` a node's usage is its quantile over the window, and a node whose load over the
+//! window is unknown (no series, too many gaps) is unknown the same way, with the reason.
 
 use std::collections::HashMap;
 
