@@ -134,6 +134,7 @@ async fn read(
     end: DateTime<Utc>,
 ) -> Result<NodeLoad, String> {
     let client = client(env, spec)?;
+    let auth = credentials(env, spec)?;
     let window = window(spec, end);
     let mut nodes: BTreeMap<String, NodeMeasure> = BTreeMap::new();
     for (resource, key) in gates_core::load::QUERY_KEYS {
@@ -142,7 +143,7 @@ async fn read(
         } else {
             &spec.queries.memory
         };
-        let series = query_range(&client, env, spec, key, query, &window).await?;
+        let series = query_range(&client, &auth, env, spec, key, query, &window).await?;
         if series.is_empty() {
             return Err(format!(
                 "{key} gave no series over the window from {} (capacity.prometheus.url): is the query right for this Prometheus, and are its series kept for {}? The default reads kubelet's cAdvisor series as kube-prometheus-stack labels them (README, \"capacity.basis: prometheus\"); the query was: {query}",
@@ -203,8 +204,40 @@ fn client(env: &Environment, spec: &PrometheusLoad) -> Result<reqwest::Client, S
         .map_err(|err| format!("cannot build an HTTP client for Prometheus: {err}"))
 }
 
+/// How requests prove who they are; the secret is read from its file and never printed.
+enum Auth {
+    None,
+    Basic { username: String, password: String },
+    Bearer(String),
+}
+
+fn credentials(env: &Environment, spec: &PrometheusLoad) -> Result<Auth, String> {
+    let secret = |key: &str, file: &std::path::Path| {
+        let path = super::kube::resolve(&env.file, file);
+        std::fs::read_to_string(&path)
+            .map(|text| text.trim_end_matches(['\r', '\n']).to_string())
+            .map_err(|err| {
+                format!(
+                    "capacity.prometheus.{key} {} cannot be read: {err}",
+                    path.display()
+                )
+            })
+    };
+    Ok(
+        match (&spec.username, &spec.password_file, &spec.bearer_token_file) {
+            (Some(username), Some(file), _) => Auth::Basic {
+                username: username.clone(),
+                password: secret("password_file", file)?,
+            },
+            (_, _, Some(file)) => Auth::Bearer(secret("bearer_token_file", file)?),
+            _ => Auth::None,
+        },
+    )
+}
+
 async fn query_range(
     client: &reqwest::Client,
+    auth: &Auth,
     env: &Environment,
     spec: &PrometheusLoad,
     key: &str,
@@ -222,7 +255,12 @@ async fn query_range(
         .append_pair("start", &seconds(window.start_ms))
         .append_pair("end", &seconds(window.end_ms))
         .append_pair("step", &seconds(window.step_ms));
-    let response = client.get(url).send().await.map_err(|err| {
+    let request = match auth {
+        Auth::None => client.get(url),
+        Auth::Basic { username, password } => client.get(url).basic_auth(username, Some(password)),
+        Auth::Bearer(token) => client.get(url).bearer_auth(token),
+    };
+    let response = request.send().await.map_err(|err| {
         format!(
             "Prometheus at {} (capacity.prometheus.url in {}) did not answer: {}. Check the URL and that this machine reaches it (for a cluster's Prometheus, e.g. `kubectl -n monitoring port-forward svc/prometheus-operated 9090` and url: http://127.0.0.1:9090){}",
             spec.url,
@@ -243,6 +281,19 @@ async fn query_range(
             super::kube::chain(&err)
         )
     })?;
+    if matches!(status.as_u16(), 401 | 403) {
+        return Err(format!(
+            "Prometheus at {} (capacity.prometheus.url) answered {status} to {key}: {}",
+            spec.url,
+            match auth {
+                Auth::None =>
+                    "it wants credentials: set capacity.prometheus.username and password_file, or bearer_token_file",
+                Auth::Basic { .. } =>
+                    "check capacity.prometheus.username and the password in capacity.prometheus.password_file",
+                Auth::Bearer(_) => "check the token in capacity.prometheus.bearer_token_file",
+            }
+        ));
+    }
     match decode(&body) {
         Ok(series) if status.is_success() => Ok(series),
         Ok(_) => Err(format!(

@@ -558,3 +558,26 @@ fn a_quantile_that_is_neither_a_number_nor_max_and_too_many_steps_are_refused() 
     let text = error.to_string();
     assert!(text.contains("staging.yaml:4:10: capacity.prometheus.url `https://prometheus.example:9090` is https but capacity.prometheus.ca_file is not set"), "{text}");
 }
+
+#[test]
+fn prometheus_credentials_come_as_a_user_with_a_password_file_or_a_token_file_never_both() {
+    let (_, text) = all_errors(
+        "capacity:\n  basis: prometheus\n  prometheus:\n    url: http://p:9090\n    username: gates\n",
+    );
+    assert!(
+        text.contains(
+            "capacity.prometheus.username and capacity.prometheus.password_file go together"
+        ),
+        "{text}"
+    );
+    let (_, text) = all_errors(
+        "capacity:\n  basis: prometheus\n  prometheus:\n    url: http://p:9090\n    username: gates\n    password_file: missing-password\n    bearer_token_file: missing-token\n",
+    );
+    for expected in [
+        "staging.yaml:7:24: capacity.prometheus has both basic auth (password_file) and bearer_token_file",
+        "staging.yaml:6:20: capacity.prometheus.password_file `missing-password` does not exist",
+        "staging.yaml:7:24: capacity.prometheus.bearer_token_file `missing-token` does not exist",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+}

@@ -354,6 +354,32 @@ fn prometheus_load(v: &mut Check<'_>, env: &Environment) {
             );
         }
     }
+    if p.username.is_some() != p.password_file.is_some() {
+        v.error(
+            &["capacity", "prometheus"],
+            "capacity.prometheus.username and capacity.prometheus.password_file go together (basic auth)",
+            "name the user and the file that holds the password, or neither",
+        );
+    }
+    if p.password_file.is_some() && p.bearer_token_file.is_some() {
+        v.error(
+            &["capacity", "prometheus", "bearer_token_file"],
+            "capacity.prometheus has both basic auth (password_file) and bearer_token_file; a request carries one",
+            "keep the one your Prometheus (or the proxy in front of it) checks",
+        );
+    }
+    for (key, file) in [
+        ("password_file", &p.password_file),
+        ("bearer_token_file", &p.bearer_token_file),
+    ] {
+        if let Some(path) = file {
+            v.file_exists(
+                &["capacity", "prometheus", key],
+                &format!("capacity.prometheus.{key}"),
+                path,
+            );
+        }
+    }
     if let Some(path) = &p.ca_file {
         v.file_exists(
             &["capacity", "prometheus", "ca_file"],

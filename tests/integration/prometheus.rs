@@ -184,6 +184,14 @@ impl Drop for Server {
     }
 }
 
+/// The test's basic-auth user and password, and the bcrypt hash (cost 4) Prometheus's web
+/// configuration holds for it (made with Python's `crypt.crypt(PASSWORD, METHOD_BLOWFISH)`).
+const USER: &str = "gates";
+const PASSWORD: &str = "gates-test-password";
+const PASSWORD_BCRYPT: &str = "$2b$04$PxdW1ub89zPTiZoHqbKnyO/wbQgSSqemx8HNz1O6F2uLC4i0EOFBi";
+/// base64 of `gates:gates-test-password`, for the readiness probe.
+const PROBE_AUTH: &str = "Z2F0ZXM6Z2F0ZXMtdGVzdC1wYXNzd29yZA==";
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -194,14 +202,18 @@ fn free_port() -> u16 {
 
 fn start(bin: &Path, end: i64) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let samples = dir.path().join("week.om");
+    backfill(bin, end, &dir.path().join("data"), dir.path());
+    launch(bin, dir, &[])
+}
+
+fn backfill(bin: &Path, end: i64, data: &Path, dir: &Path) {
+    let samples = dir.join("week.om");
     std::fs::write(&samples, openmetrics(end)).unwrap();
     let began = Instant::now();
     let backfill = Command::new(bin.join("promtool"))
         .args(["tsdb", "create-blocks-from", "openmetrics"])
         .arg(&samples)
-        .arg(&data)
+        .arg(data)
         .output()
         .unwrap();
     assert!(
@@ -213,6 +225,13 @@ fn start(bin: &Path, end: i64) -> Server {
         "prometheus: promtool backfilled the week in {:.1} s",
         began.elapsed().as_secs_f64()
     );
+}
+
+/// `prometheus` on `dir`/data, with `extra` flags, once it answers `/-/ready` (which asks for
+/// no credentials of its own: the probe sends the test's basic auth, which is ignored when
+/// none is configured).
+fn launch(bin: &Path, dir: tempfile::TempDir, extra: &[String]) -> Server {
+    let data = dir.path().join("data");
     let config = dir.path().join("prometheus.yml");
     std::fs::write(&config, "global:\n  scrape_interval: 1m\n").unwrap();
     let port = free_port();
@@ -222,6 +241,7 @@ fn start(bin: &Path, end: i64) -> Server {
         .arg(format!("--storage.tsdb.path={}", data.display()))
         .arg("--storage.tsdb.retention.time=30d")
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -234,7 +254,10 @@ fn start(bin: &Path, end: i64) -> Server {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-            let _ = stream.write_all(b"GET /-/ready HTTP/1.0\r\n\r\n");
+            let _ = stream.write_all(
+                format!("GET /-/ready HTTP/1.0\r\nAuthorization: Basic {PROBE_AUTH}\r\n\r\n")
+                    .as_bytes(),
+            );
             let mut answer = String::new();
             let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
             if answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200") {
@@ -587,4 +610,61 @@ async fn an_unreachable_prometheus_is_an_error_naming_the_url_setting_and_the_fi
     );
     assert!(f.summary.contains("did not answer"), "{}", f.summary);
     assert!(f.summary.contains("port-forward"), "{}", f.summary);
+}
+
+#[tokio::test]
+async fn basic_auth_reaches_a_prometheus_that_asks_for_it_and_a_wrong_password_is_named_never_printed()
+ {
+    let Some(bin) = binaries() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let web = dir.path().join("web.yml");
+    std::fs::write(
+        &web,
+        format!("basic_auth_users:\n  {USER}: {PASSWORD_BCRYPT}\n"),
+    )
+    .unwrap();
+    let server = launch(&bin, dir, &[format!("--web.config.file={}", web.display())]);
+    let secrets = tempfile::tempdir().unwrap();
+    let (right, wrong) = (secrets.path().join("right"), secrets.path().join("wrong"));
+    std::fs::write(&right, format!("{PASSWORD}\n")).unwrap();
+    std::fs::write(&wrong, "not-the-password-4711\n").unwrap();
+    let (env, spec) = prometheus_env(&server.url, "0.95");
+    let end = gates_core::load::time(chrono::Utc::now().timestamp_millis());
+    let summary = |spec: PrometheusLoad| {
+        let env = env.clone();
+        async move {
+            match gates::collect::prometheus::collect(&env, &spec, end)
+                .await
+                .1
+            {
+                gates_core::state::Collected::Absent(why) => why,
+                other => panic!("an empty Prometheus gives no load: {other:?}"),
+            }
+        }
+    };
+    // No credentials: the answer names the settings to set.
+    let why = summary(spec.clone()).await;
+    assert!(
+        why.contains(
+            "answered 401 Unauthorized to capacity.prometheus.queries.cpu: it wants credentials"
+        ),
+        "{why}"
+    );
+    // The right password gets through: the empty server has no series.
+    let mut with = spec.clone();
+    with.username = Some(USER.into());
+    with.password_file = Some(right);
+    let why = summary(with.clone()).await;
+    assert!(
+        why.contains("capacity.prometheus.queries.cpu gave no series over the window"),
+        "{why}"
+    );
+    // A wrong one is named by its setting, and neither password is printed.
+    with.password_file = Some(wrong);
+    let why = summary(with).await;
+    assert!(why.contains("answered 401 Unauthorized to capacity.prometheus.queries.cpu: check capacity.prometheus.username and the password in capacity.prometheus.password_file"), "{why}");
+    assert!(
+        !why.contains("not-the-password-4711") && !why.contains(PASSWORD),
+        "{why}"
+    );
 }

@@ -247,6 +247,15 @@ pub struct PrometheusLoad {
     /// A CA bundle (PEM) to trust for an `https` URL; the system's roots are not used.
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
+    /// Basic auth: the user name; the password is read from `password_file`.
+    #[serde(default)]
+    pub username: Option<String>,
+    /// The basic-auth password, in a file of its own (never in this file, never printed).
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+    /// A bearer token, in a file of its own (never in this file, never printed).
+    #[serde(default)]
+    pub bearer_token_file: Option<PathBuf>,
     /// Per-request timeout.
     #[serde(default = "default_prometheus_timeout")]
     pub timeout: Duration,
