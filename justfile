@@ -58,6 +58,11 @@ fuzz-keep target="snapshot":
 k8s:
     tools/k8s/build.sh
 
+# Build the real Prometheus of the measured-load tests (prometheus, promtool) into
+# target/prometheus-bin/; only what is missing.
+prometheus:
+    tools/prometheus/build.sh
+
 # Repository trials on the public corpus of tools/corpus/repos.tsv, checked out under DIR as
 # owner+name (outside this project; `tools/corpus/run DIR --clone` clones them): per repository
 # the trials by verdict, the wrong ones against tools/corpus/EXPECTED.md, time and peak RSS;

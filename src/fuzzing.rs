@@ -3,7 +3,8 @@
 //! parser exactly as the CLI reaches it (through a file, since that is how input arrives):
 //! the snapshot reader, the environment and gate file loader, the chaos journal reader, the
 //! chaos report reader, a Jinja Talos template, a Kustomize base and overlay, what gates
-//! reads of a Proxmox answer, and the splitter of a live list's pages (which reads an
+//! reads of a Proxmox answer and of a Prometheus range answer (measured over a window), and
+//! the splitter of a live list's pages (which reads an
 //! answer's text, not a file). The property asserted is the one users rely on: bad input
 //! gives an error, never a panic or a hang. The snapshot target also holds the parallel
 //! split of a large list to the scan in turn, on every input.
@@ -24,6 +25,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("talos_template", talos_template),
     ("kustomize", kustomize),
     ("proxmox_answer", proxmox_answer),
+    ("prometheus_answer", prometheus_answer),
 ];
 
 /// Where one input is cut into the files of a Kustomize tree, in order: the overlay's
@@ -65,6 +67,26 @@ pub fn proxmox_answer(data: &[u8]) {
     }
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = gates_infra::proxmox::VmDisk::parse("scsi0", text);
+    }
+}
+
+/// What gates reads of a Prometheus range query's answer, and the measurement of each series
+/// over a window (times and values from the input, so every odd float reaches it).
+pub fn prometheus_answer(data: &[u8]) {
+    if let Ok(series) = crate::collect::prometheus::decode(data) {
+        let window = gates_core::load::Window {
+            start_ms: 1_733_400_000_000,
+            end_ms: 1_733_400_000_000 + 3_600_000,
+            step_ms: 300_000,
+        };
+        for s in &series {
+            for statistic in [
+                gates_core::config::LoadStatistic::Max,
+                gates_core::config::LoadStatistic::Quantile(0.95),
+            ] {
+                let _ = gates_core::load::measure(&window, &s.values, statistic);
+            }
+        }
     }
 }
 

@@ -11,6 +11,7 @@ pub mod config;
 pub mod exit;
 pub mod guard;
 pub mod hostloss;
+pub mod load;
 pub mod meta;
 pub mod quantity;
 pub mod selector;

@@ -12,6 +12,7 @@ mod guard;
 mod junit;
 mod lab;
 mod predict;
+mod prometheus;
 mod real_kube;
 mod real_kube_host_loss;
 mod real_kube_node_loss;

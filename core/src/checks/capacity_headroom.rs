@@ -2,7 +2,10 @@
 //! CPU and memory"), so two nodes can carry the load while one host is down.
 //!
 //! Per node and resource: used = max(sum of the requests of its non-terminated pods, measured
-//! usage from metrics.k8s.io), or the requests alone with `capacity.basis: requests`;
+//! usage from metrics.k8s.io), or with `capacity.basis: prometheus` max(requests, the
+//! quantile of its load over a window, `state.node_load`, whose evidence names the window,
+//! the statistic and each node's peak and its time), or the requests alone with
+//! `capacity.basis: requests`;
 //! free = allocatable − used must be at least (`capacity.margin` + `capacity.rebuild_margin`)
 //! × allocatable: the margin carries a lost host's workloads, and the ADR's "then add margin
 //! for Longhorn rebuild traffic" must still be free once they have moved. A pod's request
@@ -19,8 +22,9 @@ use std::collections::BTreeMap;
 use super::Context;
 use super::support::{Hosts, name, ns_name, pod_is_terminated, pod_node};
 use crate::config::CapacityBasis;
+use crate::load::{Measured, NodeLoad};
 use crate::quantity::Quantity;
-use crate::state::NodeMetrics;
+use crate::state::{Collected, NodeMetrics};
 use crate::verdict::Finding;
 
 /// No parameters: margin and basis come from the environment's `capacity` section.
@@ -84,6 +88,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         (Err(e), _) | (_, Err(e)) => return e,
     };
     let basis = ctx.env.capacity.basis;
+    let mut load: Option<&NodeLoad> = None;
     let metrics: Option<&[NodeMetrics]> = match basis {
         CapacityBasis::Requests => None,
         CapacityBasis::Usage => match ctx
@@ -96,6 +101,18 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
                 return Finding::error(format!(
                     "{}. Install metrics-server (on Talos with kubelet rotate-server-certificates and kubelet-serving-cert-approver), or set `capacity: {{basis: requests}}` in environment {} to judge by requests alone",
                     e.summary, ctx.env.name
+                ));
+            }
+        },
+        CapacityBasis::Prometheus => match (&ctx.state.node_load, &ctx.state.node_metrics) {
+            (Collected::Present(l), Collected::Present(m)) => {
+                load = Some(l);
+                Some(m)
+            }
+            (Collected::Absent(why) | Collected::NotApplicable(why), _)
+            | (_, Collected::Absent(why) | Collected::NotApplicable(why)) => {
+                return Finding::error(format!(
+                    "the load over the window (capacity.basis: prometheus) is unknown: {why}"
                 ));
             }
         },
@@ -117,13 +134,15 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         short,
         short_lines,
         unknown,
-    } = table(nodes, pods, metrics, &hosts, margin, &margin_text);
-    let basis_text = match basis {
-        CapacityBasis::Usage => "used = max(requests, measured usage)",
-        CapacityBasis::Requests => "used = requests (capacity.basis: requests)",
-    };
+    } = table(nodes, pods, metrics, load, &hosts, margin, &margin_text);
     let mut table = format_table(&rows);
-    table.push(basis_text.to_string());
+    match load {
+        None if basis == CapacityBasis::Requests => {
+            table.push("used = requests (capacity.basis: requests)".to_string())
+        }
+        None => table.push("used = max(requests, measured usage)".to_string()),
+        Some(load) => table.extend(load_evidence(load, nodes)),
+    }
 
     // The verdict is per node; a host a failed read hides is only a column, but it is said.
     let host_warning: Vec<String> = hosts
@@ -168,6 +187,7 @@ fn table<'n>(
     nodes: &'n [Node],
     pods: &[Pod],
     metrics: Option<&[NodeMetrics]>,
+    load: Option<&NodeLoad>,
     hosts: &Hosts,
     margin: f64,
     margin_text: &str,
@@ -199,9 +219,14 @@ fn table<'n>(
         let node_name = name(&node.metadata);
         let host = hosts.of(node_name).unwrap_or("?").to_string();
         let on_node = pods_by_node.get(node_name).map_or(&[][..], Vec::as_slice);
-        let usage = metrics_by_node
-            .as_ref()
-            .map(|by| by.get(node_name).copied());
+        let usage = metrics_by_node.as_ref().map(|by| {
+            by.get(node_name).copied().ok_or_else(|| match load {
+                Some(load) => load.of(node_name).err().unwrap_or_else(|| {
+                    "Prometheus measured it, but no usage was derived (internal)".to_string()
+                }),
+                None => "no node metrics (metrics-server has not reported this node)".to_string(),
+            })
+        });
         match node_cells(node, on_node, usage) {
             Err(why) => {
                 unknown.push(format!("{}: {why}", hosts.describe(node_name)));
@@ -261,18 +286,17 @@ fn table<'n>(
 
 /// CPU and memory cells of one node, or why they cannot be computed.
 /// The CPU and memory cells of one node. `pods` are the node's non-terminated pods;
-/// `metrics` is `None` on a requests basis, `Some(None)` when metrics lack this node.
+/// `metrics` is `None` on a requests basis, `Some(Err(why))` when the usage of this node is
+/// unknown.
 fn node_cells(
     node: &Node,
     pods: &[&Pod],
-    metrics: Option<Option<&NodeMetrics>>,
+    metrics: Option<Result<&NodeMetrics, String>>,
 ) -> Result<[Cell; 2], String> {
     let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
     let usage = match metrics {
         None => None,
-        Some(found) => {
-            Some(found.ok_or("no node metrics (metrics-server has not reported this node)")?)
-        }
+        Some(found) => Some(found?),
     };
     let mut cells = Vec::new();
     for (resource, _) in RESOURCES {
@@ -311,6 +335,53 @@ fn node_cells(
         .try_into()
         .map_err(|_| "internal: two resources expected".to_string())?;
     Ok([cpu, memory])
+}
+
+/// What was measured over which window: the statistic, the window and its step, and per node
+/// the statistic and the peak of CPU and memory with when it happened.
+fn load_evidence(load: &NodeLoad, nodes: &[Node]) -> Vec<String> {
+    let w = &load.window;
+    let mut lines = vec![format!(
+        "used = max(requests, {} of the load over the window): {} from {} to {}, one value every {}s, at most {}% of steps missing (capacity.basis: prometheus)",
+        load.statistic,
+        load.url,
+        crate::load::time(w.start_ms).format("%Y-%m-%d %H:%M"),
+        crate::load::time(w.end_ms).format("%Y-%m-%d %H:%M UTC"),
+        w.step_ms / 1000,
+        load.max_gap_share * 100.0,
+    )];
+    let show = |m: &Measured, cpu: bool| {
+        // Cores and bytes alike are units of a quantity.
+        let q = |v: f64| {
+            let q = Quantity::from_nanos((v * 1e9) as i128);
+            if cpu {
+                format!("{} cores", q.display_cpu())
+            } else {
+                q.display_bytes()
+            }
+        };
+        format!(
+            "{} {} (peak {} at {}; {} of {} steps)",
+            load.statistic,
+            q(m.value),
+            q(m.peak),
+            m.peak_at.format("%Y-%m-%d %H:%M UTC"),
+            m.samples,
+            m.steps
+        )
+    };
+    for node in nodes {
+        let node_name = name(&node.metadata);
+        lines.push(match load.of(node_name) {
+            Ok((cpu, memory)) => format!(
+                "{node_name}: cpu {}, memory {}",
+                show(cpu, true),
+                show(memory, false)
+            ),
+            Err(why) => format!("{node_name}: load unknown: {why}"),
+        });
+    }
+    lines
 }
 
 fn request_of(
@@ -413,6 +484,138 @@ mod tests {
         let mut env = env();
         env.capacity.basis = CapacityBasis::Requests;
         env
+    }
+
+    /// A day at five minutes: `quiet` all the time, `peak` for the two hours after 01:00.
+    fn day(quiet: f64, peak: f64) -> Vec<(i64, f64)> {
+        (0..288)
+            .map(|k| {
+                let v = if (12..36).contains(&k) { peak } else { quiet };
+                (k * 300_000, v)
+            })
+            .collect()
+    }
+
+    fn prometheus_state(
+        statistic: crate::config::LoadStatistic,
+        series: &[(&str, Vec<(i64, f64)>)],
+    ) -> (crate::config::Environment, State) {
+        use crate::load::{NodeLoad, NodeMeasure, Window, measure};
+        let mut env = env();
+        env.capacity.basis = CapacityBasis::Prometheus;
+        let window = Window {
+            start_ms: 0,
+            end_ms: 287 * 300_000,
+            step_ms: 300_000,
+        };
+        let gib = 1024.0 * 1024.0 * 1024.0;
+        let load = NodeLoad {
+            url: "http://127.0.0.1:9090".into(),
+            window,
+            statistic,
+            max_gap_share: 0.05,
+            node_label: "node".into(),
+            nodes: series
+                .iter()
+                .map(|(node, cores)| {
+                    let bytes: Vec<(i64, f64)> = cores.iter().map(|&(t, _)| (t, gib)).collect();
+                    (
+                        node.to_string(),
+                        NodeMeasure {
+                            cpu: measure(&window, cores, statistic),
+                            memory: measure(&window, &bytes, statistic),
+                        },
+                    )
+                })
+                .collect(),
+        };
+        let metrics = crate::load::node_metrics(&load);
+        let state = state()
+            .nodes(target_nodes())
+            .with(|s| {
+                s.node_metrics = Collected::Present(metrics);
+                s.node_load = Collected::Present(load);
+            })
+            .build();
+        (env, state)
+    }
+
+    #[test]
+    fn on_prometheus_a_nightly_peak_fails_the_node_a_quiet_moment_would_pass() {
+        use crate::config::LoadStatistic;
+        // 4-core nodes: 0.4 cores is 90 % free, 3.6 cores 10 %.
+        let series = [
+            ("cp-1", day(0.4, 0.4)),
+            ("cp-2", day(0.4, 3.6)),
+            ("cp-3", day(0.4, 0.4)),
+        ];
+        for statistic in [LoadStatistic::Quantile(0.95), LoadStatistic::Max] {
+            let (env, state) = prometheus_state(statistic, &series);
+            let f = run(&env, &state, &Params {}, evaluate);
+            assert_eq!(f.verdict, Verdict::Fail, "{}", text(&f));
+            assert!(
+                f.summary.contains("1 of 3 nodes keep less than"),
+                "{}",
+                f.summary
+            );
+            let all = text(&f);
+            assert!(all.contains(&format!("cp-2: cpu {statistic} 3.6 cores (peak 3.6 cores at 1970-01-01 01:00 UTC; 288 of 288 steps)")), "{all}");
+            assert!(all.contains("cp-1: cpu"), "{all}");
+            assert!(
+                all.contains(&format!(
+                    "used = max(requests, {statistic} of the load over the window)"
+                )),
+                "{all}"
+            );
+        }
+        // The median, like one sample at a quiet moment, passes the same node.
+        let (env, state) = prometheus_state(LoadStatistic::Quantile(0.5), &series);
+        let f = run(&env, &state, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", text(&f));
+    }
+
+    #[test]
+    fn on_prometheus_a_node_with_too_many_gaps_is_an_error_naming_the_gap_never_a_pass() {
+        let mut gappy = day(0.4, 0.4);
+        gappy.drain(100..130);
+        let (env, state) = prometheus_state(
+            crate::config::LoadStatistic::Quantile(0.95),
+            &[
+                ("cp-1", day(0.4, 0.4)),
+                ("cp-2", gappy),
+                ("cp-3", day(0.4, 0.4)),
+            ],
+        );
+        let f = run(&env, &state, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+        assert!(f.summary.contains("cp-2"), "{}", f.summary);
+        assert!(
+            f.summary
+                .contains("capacity.prometheus.queries.cpu lacks 30 of 288 steps"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary.contains("capacity.prometheus.max_gap_share 0.05"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn on_prometheus_an_unread_load_is_an_error_with_the_collectors_reason() {
+        let mut env = env();
+        env.capacity.basis = CapacityBasis::Prometheus;
+        let state = good()
+            .with(|s| s.node_load = Collected::Absent("capacity.prometheus.url refused".into()))
+            .build();
+        let f = run(&env, &state, &Params {}, evaluate);
+        assert_eq!(f.verdict, Verdict::Error, "{}", text(&f));
+        assert!(
+            f.summary.contains("capacity.prometheus.url refused"),
+            "{}",
+            f.summary
+        );
     }
 
     #[test]

@@ -186,6 +186,9 @@ pub struct CapacitySpec {
     /// loss (`gates predict`); 0 keeps none.
     #[serde(default)]
     pub rebuild_margin: f64,
+    /// Where `basis: prometheus` reads the load over a window.
+    #[serde(default)]
+    pub prometheus: Option<PrometheusLoad>,
 }
 
 impl Default for CapacitySpec {
@@ -194,6 +197,7 @@ impl Default for CapacitySpec {
             margin: default_margin(),
             basis: CapacityBasis::default(),
             rebuild_margin: 0.0,
+            prometheus: None,
         }
     }
 }
@@ -210,6 +214,162 @@ pub enum CapacityBasis {
     Usage,
     /// Sum of requests only.
     Requests,
+    /// max(sum of requests, a quantile of the load over a window read from Prometheus):
+    /// needs `capacity.prometheus`.
+    Prometheus,
+}
+
+/// `capacity.prometheus`: each node's CPU (cores) and memory (bytes) over a window, read
+/// with `/api/v1/query_range`; the defaults read kubelet's cAdvisor series as
+/// kube-prometheus-stack labels them (`docs/reality.md`, "Prometheus").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrometheusLoad {
+    /// The server, e.g. `http://prometheus-operated.monitoring:9090`.
+    pub url: String,
+    /// How far back from the collection the load is read.
+    #[serde(default = "default_load_window")]
+    pub window: Duration,
+    /// What stands for a node's load over the window: a quantile (0.95) or `max`.
+    #[serde(default)]
+    pub quantile: LoadStatistic,
+    /// The resolution of the range query: one value per step.
+    #[serde(default = "default_load_step")]
+    pub step: Duration,
+    /// The share of steps a node may lack in either series before its load counts as unknown.
+    #[serde(default = "default_max_gap_share")]
+    pub max_gap_share: f64,
+    /// The label of each query's result that holds the Kubernetes node name.
+    #[serde(default = "default_node_label")]
+    pub node_label: String,
+    #[serde(default)]
+    pub queries: LoadQueries,
+    /// A CA bundle (PEM) to trust for an `https` URL; the system's roots are not used.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// Basic auth: the user name; the password is read from `password_file`.
+    #[serde(default)]
+    pub username: Option<String>,
+    /// The basic-auth password, in a file of its own (never in this file, never printed).
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+    /// A bearer token, in a file of its own (never in this file, never printed).
+    #[serde(default)]
+    pub bearer_token_file: Option<PathBuf>,
+    /// Per-request timeout.
+    #[serde(default = "default_prometheus_timeout")]
+    pub timeout: Duration,
+}
+
+/// The PromQL expressions, one series per node carrying `node_label`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadQueries {
+    /// CPU in cores.
+    #[serde(default = "default_cpu_query")]
+    pub cpu: String,
+    /// Memory in bytes.
+    #[serde(default = "default_memory_query")]
+    pub memory: String,
+}
+
+impl Default for LoadQueries {
+    fn default() -> Self {
+        LoadQueries {
+            cpu: default_cpu_query(),
+            memory: default_memory_query(),
+        }
+    }
+}
+
+/// The default CPU query: the containers' CPU from kubelet's cAdvisor endpoint, per node.
+pub const DEFAULT_CPU_QUERY: &str =
+    r#"sum by (node) (rate(container_cpu_usage_seconds_total{container!="", image!=""}[5m]))"#;
+/// The default memory query: the containers' working set, as metrics-server counts memory.
+pub const DEFAULT_MEMORY_QUERY: &str =
+    r#"sum by (node) (container_memory_working_set_bytes{container!="", image!=""})"#;
+
+fn default_cpu_query() -> String {
+    DEFAULT_CPU_QUERY.to_string()
+}
+
+fn default_memory_query() -> String {
+    DEFAULT_MEMORY_QUERY.to_string()
+}
+
+fn default_load_window() -> Duration {
+    Duration::from_secs(7 * 24 * 3600)
+}
+
+fn default_load_step() -> Duration {
+    Duration::from_secs(5 * 60)
+}
+
+fn default_max_gap_share() -> f64 {
+    0.05
+}
+
+fn default_node_label() -> String {
+    "node".to_string()
+}
+
+fn default_prometheus_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+
+/// A quantile of the values over the window (as PromQL's `quantile_over_time` computes it),
+/// or their maximum. Written `0.95` or `max`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LoadStatistic {
+    Quantile(f64),
+    Max,
+}
+
+impl Default for LoadStatistic {
+    fn default() -> Self {
+        LoadStatistic::Quantile(0.95)
+    }
+}
+
+impl std::fmt::Display for LoadStatistic {
+    /// `p95`, `p99.9`, `max`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadStatistic::Max => f.write_str("max"),
+            LoadStatistic::Quantile(q) => write!(f, "p{}", (q * 1000.0).round() / 10.0),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for LoadStatistic {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StatisticVisitor;
+        impl serde::de::Visitor<'_> for StatisticVisitor {
+            type Value = LoadStatistic;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a quantile from 0 to 1 such as 0.95, or `max`")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<LoadStatistic, E> {
+                Ok(LoadStatistic::Quantile(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<LoadStatistic, E> {
+                Ok(LoadStatistic::Quantile(v as f64))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<LoadStatistic, E> {
+                Ok(LoadStatistic::Quantile(v as f64))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<LoadStatistic, E> {
+                if v == "max" {
+                    Ok(LoadStatistic::Max)
+                } else {
+                    Err(E::custom(format!(
+                        "invalid quantile {v:?} (write a fraction such as 0.95, or max)"
+                    )))
+                }
+            }
+        }
+        deserializer.deserialize_any(StatisticVisitor)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

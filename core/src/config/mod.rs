@@ -9,8 +9,9 @@ mod repo;
 
 pub use duration::Duration;
 pub use environment::{
-    ApiSpec, Budget, Budgets, CapacityBasis, CapacitySpec, ChaosSpec, Environment, HostDomains,
-    IngressSpec, IngressUrl, KubeAccess, NodesSpec, ProxmoxAccess, ServiceRef, TalosAccess,
+    ApiSpec, Budget, Budgets, CapacityBasis, CapacitySpec, ChaosSpec, DEFAULT_CPU_QUERY,
+    DEFAULT_MEMORY_QUERY, Environment, HostDomains, IngressSpec, IngressUrl, KubeAccess,
+    LoadQueries, LoadStatistic, NodesSpec, PrometheusLoad, ProxmoxAccess, ServiceRef, TalosAccess,
     VmScope,
 };
 pub use error::{ConfigError, ConfigErrors, nearest};

@@ -10,7 +10,9 @@
 //! The ADR asks for the margin *measured*. With `capacity.basis: usage`, a receiving node
 //! whose measured usage is unknown (the metrics API is not served, or metrics-server has not
 //! reported the node) makes the outcome `unknown`, not a guess from requests: requests can
-//! still prove a loss fatal or degraded, never that it is fine.
+//! still prove a loss fatal or degraded, never that it is fine. With `capacity.basis:
+//! prometheus` a node's usage is its quantile over the window, and a node whose load over the
+//! window is unknown (no series, too many gaps) is unknown the same way, with the reason.
 
 use std::collections::HashMap;
 
@@ -19,6 +21,7 @@ use serde::Serialize;
 use super::cluster::{Cluster, Res};
 use super::outcome::{HostLoss, Outcome};
 use super::schedule::Placement;
+use crate::state::Collected;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeCapacity {
@@ -63,7 +66,19 @@ pub fn predict(cluster: &Cluster<'_>, _lost: &[usize], placement: &Placement, lo
                 .filter(|&&n| cluster.nodes[n].usage.is_none())
                 .map(|&n| cluster.nodes[n].name)
                 .collect();
-            if !unmeasured.is_empty() {
+            if let (false, Collected::Present(load)) =
+                (unmeasured.is_empty(), &cluster.state.node_load)
+            {
+                for node in &unmeasured {
+                    let why = load.of(node).err().unwrap_or_default();
+                    loss.reason(
+                        Outcome::Unknown,
+                        format!(
+                            "the load of {node} (taking moved pods) over the window is unknown: {why}"
+                        ),
+                    );
+                }
+            } else if !unmeasured.is_empty() {
                 loss.reason(
                     Outcome::Unknown,
                     format!(

@@ -241,20 +241,30 @@ impl<'a> Cluster<'a> {
         };
         let mut sorted: Vec<&Node> = nodes.iter().collect();
         sorted.sort_by(|a, b| name(&a.metadata).cmp(name(&b.metadata)));
-        let usage_basis = input.env.capacity.basis == CapacityBasis::Usage;
+        let basis = input.env.capacity.basis;
+        let usage_basis = matches!(basis, CapacityBasis::Usage | CapacityBasis::Prometheus);
         let mut usage_unknown = None;
-        let node_metrics: Option<HashMap<&str, &crate::state::NodeMetrics>> = match &state
-            .node_metrics
-        {
-            Collected::Present(m) => Some(m.iter().map(|m| (name(&m.metadata), m)).collect()),
-            Collected::Absent(why) | Collected::NotApplicable(why) if usage_basis => {
+        let node_metrics: Option<HashMap<&str, &crate::state::NodeMetrics>> = match (
+            &state.node_metrics,
+            &state.node_load,
+        ) {
+            (_, Collected::Absent(why) | Collected::NotApplicable(why))
+                if basis == CapacityBasis::Prometheus =>
+            {
+                usage_unknown = Some(format!(
+                    "the load over the window (capacity.basis: prometheus) could not be read: {why}"
+                ));
+                None
+            }
+            (Collected::Present(m), _) => Some(m.iter().map(|m| (name(&m.metadata), m)).collect()),
+            (Collected::Absent(why) | Collected::NotApplicable(why), _) if usage_basis => {
                 usage_unknown = Some(format!(
                     "node metrics (metrics.k8s.io) could not be read ({why}). Install metrics-server, or set `capacity: {{basis: requests}}` in environment {} to judge by requests alone",
                     input.env.name
                 ));
                 None
             }
-            Collected::Absent(_) | Collected::NotApplicable(_) => None,
+            (Collected::Absent(_) | Collected::NotApplicable(_), _) => None,
         };
         if usage_basis && state.pod_metrics.present().is_none() {
             notes.push(

@@ -104,6 +104,9 @@ pub struct State {
     pub longhorn_settings: Collected<Vec<LonghornSetting>>,
     pub node_metrics: Collected<Vec<NodeMetrics>>,
     pub pod_metrics: Collected<Vec<PodMetrics>>,
+    /// Each node's load over a window from Prometheus (`capacity.basis: prometheus`); with
+    /// that basis `node_metrics` holds the statistic of each node whose load is known.
+    pub node_load: Collected<crate::load::NodeLoad>,
     /// Absent when the environment has no `talos` section.
     pub talos: Collected<TalosState>,
     /// Absent when the environment has no `proxmox` section.
@@ -153,6 +156,9 @@ impl State {
             longhorn_settings: Collected::default(),
             node_metrics: Collected::default(),
             pod_metrics: Collected::default(),
+            node_load: Collected::NotApplicable(
+                "the load over a window was not read from Prometheus (it is read on live runs with capacity.basis: prometheus; snapshots do not record it)".to_string(),
+            ),
             talos: Collected::NotApplicable("Talos was not read".to_string()),
             proxmox: Collected::NotApplicable("Proxmox was not read".to_string()),
             api: Collected::NotApplicable("the API endpoint was not read".to_string()),

@@ -12,6 +12,7 @@ pub mod kinds;
 pub mod kube;
 pub mod kube_error;
 pub mod origin;
+pub mod prometheus;
 pub mod proxmox;
 pub mod raw;
 pub mod registry;
@@ -43,7 +44,7 @@ pub async fn live_with(
 ) -> State {
     // Proxmox is read beside the Kubernetes lists; only matching its VMs to the nodes waits
     // for them.
-    let (mut state, talos, api, identity, proxmox) = tokio::join!(
+    let (mut state, talos, api, identity, proxmox, load) = tokio::join!(
         kube::collect(env, kube),
         talos_part(env),
         api_part(env),
@@ -53,13 +54,42 @@ pub async fn live_with(
             identity::live(env, kube.as_ref().ok()),
             |_| { identity::offline(env) }
         ),
-        proxmox_read(config, env)
+        proxmox_read(config, env),
+        load_part(env, chrono::Utc::now())
     );
+    if let Some((node_metrics, node_load)) = load {
+        state.node_metrics = node_metrics;
+        state.node_load = node_load;
+    }
     state.talos = talos;
     state.api = api;
     state.cluster_identity = identity;
     state.proxmox = proxmox_place(proxmox, state.nodes.present().map(Vec::as_slice));
     state
+}
+
+/// With `capacity.basis: prometheus`, each node's load over the window ending at `end` and
+/// the node metrics it stands for (in place of metrics-server's sample).
+pub async fn load_part(
+    env: &Environment,
+    end: chrono::DateTime<chrono::Utc>,
+) -> Option<(
+    Collected<Vec<crate::state::NodeMetrics>>,
+    Collected<gates_core::load::NodeLoad>,
+)> {
+    let spec = env.capacity.prometheus.as_ref()?;
+    if env.capacity.basis != crate::config::CapacityBasis::Prometheus {
+        return None;
+    }
+    Some(
+        deadline::within(
+            env,
+            "Prometheus",
+            prometheus::collect(env, spec, end),
+            |why| (Collected::Absent(why.clone()), Collected::Absent(why)),
+        )
+        .await,
+    )
 }
 
 /// The Talos API of each control plane, when the environment has a `talos` section.

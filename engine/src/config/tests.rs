@@ -468,3 +468,116 @@ fn margins_that_leave_nothing_and_an_empty_switch_are_named_at_their_lines() {
     );
     assert_eq!(errors.len(), 2, "{text}");
 }
+
+#[test]
+fn a_prometheus_basis_with_its_defaults_loads_and_reads_kubelets_series() {
+    let env = format!(
+        "{STAGING}capacity:\n  basis: prometheus\n  prometheus:\n    url: http://prometheus-operated.monitoring:9090\n    quantile: max\n"
+    );
+    let config = load(&env, GATE).unwrap();
+    let p = config
+        .environment("staging")
+        .unwrap()
+        .capacity
+        .prometheus
+        .clone()
+        .unwrap();
+    assert_eq!(p.quantile, gates_core::config::LoadStatistic::Max);
+    assert_eq!(
+        (p.window.to_string(), p.step.to_string()),
+        ("7days".into(), "5m".into())
+    );
+    assert_eq!(p.node_label, "node");
+    assert!(
+        p.queries.cpu.contains("container_cpu_usage_seconds_total"),
+        "{}",
+        p.queries.cpu
+    );
+}
+
+#[test]
+fn a_window_shorter_than_its_step_a_bad_quantile_and_a_missing_section_are_named_at_their_lines() {
+    let env = "capacity:\n  basis: prometheus\n  prometheus:\n    url: prometheus:9090\n    window: 5m\n    step: 10m\n    quantile: 1.5\n    max_gap_share: 1\n    node_label: kubernetes.io/hostname\n    queries:\n      cpu: ' '\n";
+    let (_, text) = all_errors(env);
+    for expected in [
+        "staging.yaml:4:10: capacity.prometheus.url `prometheus:9090` uses prometheus, but only http or https is allowed here",
+        "staging.yaml:5:13: capacity.prometheus.window 5m is shorter than capacity.prometheus.step 10m",
+        "staging.yaml:7:15: capacity.prometheus.quantile must be above 0 and at most 1, not 1.5",
+        "staging.yaml:8:20: capacity.prometheus.max_gap_share must be a fraction from 0 to below 1, not 1.0",
+        "staging.yaml:9:17: capacity.prometheus.node_label `kubernetes.io/hostname` is not a Prometheus label name",
+        "staging.yaml:11:12: capacity.prometheus.queries.cpu is empty",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    let error = only_error(load("capacity:\n  basis: prometheus\n", GATE));
+    assert_eq!(error.key.as_deref(), Some("capacity.basis"));
+    assert!(
+        error.to_string().contains(
+            "staging.yaml:2:10: capacity.basis is prometheus but capacity.prometheus is missing"
+        ),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_quantile_that_is_neither_a_number_nor_max_and_too_many_steps_are_refused() {
+    let error = only_error(load(
+        "capacity:\n  basis: prometheus\n  prometheus:\n    url: http://p:9090\n    quantile: p95\n",
+        GATE,
+    ));
+    let text = error.to_string();
+    assert!(text.contains("staging.yaml:5:15"), "{text}");
+    assert!(
+        text.contains("invalid quantile \"p95\" (write a fraction such as 0.95, or max)"),
+        "{text}"
+    );
+    let error = only_error(load(
+        "capacity:\n  basis: prometheus\n  prometheus:\n    url: http://p:9090\n    window: 30d\n    step: 1m\n",
+        GATE,
+    ));
+    assert!(
+        error
+            .to_string()
+            .contains("is 43200 steps; Prometheus answers at most 11,000"),
+        "{error}"
+    );
+    let error = only_error(load(
+        "capacity:\n  prometheus:\n    url: http://p:9090\n",
+        GATE,
+    ));
+    assert!(
+        error
+            .to_string()
+            .contains("capacity.prometheus is set but capacity.basis is not prometheus"),
+        "{error}"
+    );
+    let error = only_error(load(
+        "capacity:\n  basis: prometheus\n  prometheus:\n    url: https://prometheus.example:9090\n",
+        GATE,
+    ));
+    let text = error.to_string();
+    assert!(text.contains("staging.yaml:4:10: capacity.prometheus.url `https://prometheus.example:9090` is https but capacity.prometheus.ca_file is not set"), "{text}");
+}
+
+#[test]
+fn prometheus_credentials_come_as_a_user_with_a_password_file_or_a_token_file_never_both() {
+    let (_, text) = all_errors(
+        "capacity:\n  basis: prometheus\n  prometheus:\n    url: http://p:9090\n    username: gates\n",
+    );
+    assert!(
+        text.contains(
+            "capacity.prometheus.username and capacity.prometheus.password_file go together"
+        ),
+        "{text}"
+    );
+    let (_, text) = all_errors(
+        "capacity:\n  basis: prometheus\n  prometheus:\n    url: http://p:9090\n    username: gates\n    password_file: missing-password\n    bearer_token_file: missing-token\n",
+    );
+    for expected in [
+        "staging.yaml:7:24: capacity.prometheus has both basic auth (password_file) and bearer_token_file",
+        "staging.yaml:6:20: capacity.prometheus.password_file `missing-password` does not exist",
+        "staging.yaml:7:24: capacity.prometheus.bearer_token_file `missing-token` does not exist",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+}

@@ -45,6 +45,7 @@ pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {
             "the ADR's third and a tenth for rebuilds: margin 0.3334, rebuild_margin 0.1",
         );
     }
+    prometheus_load(&mut v, env);
     // kube.page_size: every u32 means something (0 reads each list unpaged).
     for (i, url) in env.ingress.urls.iter().enumerate() {
         v.whole(
@@ -64,6 +65,25 @@ pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {
     ];
     if let Some(talos) = &env.talos {
         durations.push((vec!["talos", "timeout"], talos.timeout, MS..=HOUR));
+    }
+    if let Some(prometheus) = &env.capacity.prometheus {
+        durations.extend([
+            (
+                vec!["capacity", "prometheus", "timeout"],
+                prometheus.timeout,
+                MS..=HOUR,
+            ),
+            (
+                vec!["capacity", "prometheus", "step"],
+                prometheus.step,
+                SECOND..=DAY,
+            ),
+            (
+                vec!["capacity", "prometheus", "window"],
+                prometheus.window,
+                SECOND..=DAY * 366,
+            ),
+        ]);
     }
     if let Some(proxmox) = &env.proxmox {
         durations.push((vec!["proxmox", "timeout"], proxmox.timeout, MS..=HOUR));
@@ -237,6 +257,151 @@ pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {
         }
     }
     v.errors
+}
+
+/// `capacity.basis: prometheus` and its section: one without the other, a quantile outside
+/// 0 to 1, a window shorter than its step or with more steps than Prometheus answers, a share
+/// of gaps outside 0 to 1, a label Prometheus cannot have, an empty query, a missing CA file.
+fn prometheus_load(v: &mut Check<'_>, env: &Environment) {
+    use gates_core::config::{CapacityBasis, LoadStatistic};
+    let capacity = &env.capacity;
+    let Some(p) = &capacity.prometheus else {
+        if capacity.basis == CapacityBasis::Prometheus {
+            v.error(
+                &["capacity", "basis"],
+                "capacity.basis is prometheus but capacity.prometheus is missing",
+                "add capacity.prometheus.url, e.g. `prometheus: {url: http://prometheus-operated.monitoring:9090}`",
+            );
+        }
+        return;
+    };
+    if capacity.basis != CapacityBasis::Prometheus {
+        v.error(
+            &["capacity", "prometheus"],
+            "capacity.prometheus is set but capacity.basis is not prometheus, so it would be ignored",
+            "set capacity.basis: prometheus, or remove capacity.prometheus",
+        );
+    }
+    v.url(
+        &["capacity", "prometheus", "url"],
+        "capacity.prometheus.url",
+        &p.url,
+        &["http", "https"],
+        "http://prometheus-operated.monitoring:9090",
+    );
+    if let LoadStatistic::Quantile(q) = p.quantile {
+        // NaN is not in the range either.
+        if !(q > 0.0 && q <= 1.0) {
+            v.error(
+                &["capacity", "prometheus", "quantile"],
+                format!("capacity.prometheus.quantile must be above 0 and at most 1, not {q:?}"),
+                "0.95 judges on the 95th percentile of the window; `max` on its peak",
+            );
+        }
+    }
+    if !(0.0..1.0).contains(&p.max_gap_share) {
+        v.error(
+            &["capacity", "prometheus", "max_gap_share"],
+            format!(
+                "capacity.prometheus.max_gap_share must be a fraction from 0 to below 1, not {:?}",
+                p.max_gap_share
+            ),
+            "the share of the window's steps a node may lack; 0.05 allows a twentieth",
+        );
+    }
+    let (window, step) = (p.window.0, p.step.0);
+    if !step.is_zero() && window < step {
+        v.error(
+            &["capacity", "prometheus", "window"],
+            format!(
+                "capacity.prometheus.window {} is shorter than capacity.prometheus.step {}: the window would hold a single value",
+                p.window, p.step
+            ),
+            "a week at five minutes: window: 7d, step: 5m",
+        );
+    } else if !step.is_zero() && window.as_millis() / step.as_millis() > 11_000 {
+        // Prometheus refuses a range query of more than 11,000 steps (web/api/v1/api.go).
+        v.error(
+            &["capacity", "prometheus", "step"],
+            format!(
+                "capacity.prometheus.window {} at capacity.prometheus.step {} is {} steps; Prometheus answers at most 11,000",
+                p.window,
+                p.step,
+                window.as_millis() / step.as_millis()
+            ),
+            "a longer step: a week at one minute is 10,080 steps",
+        );
+    }
+    let label = &p.node_label;
+    let mut chars = label.chars();
+    let label_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !label_ok {
+        v.error(
+            &["capacity", "prometheus", "node_label"],
+            format!("capacity.prometheus.node_label `{label}` is not a Prometheus label name"),
+            "the label of the queries' result that holds the node name; kube-prometheus-stack's kubelet series carry `node`",
+        );
+    }
+    for (key, query) in [("cpu", &p.queries.cpu), ("memory", &p.queries.memory)] {
+        if query.trim().is_empty() {
+            v.error(
+                &["capacity", "prometheus", "queries", key],
+                format!("capacity.prometheus.queries.{key} is empty"),
+                "leave the key out for the default, which the README shows",
+            );
+        }
+    }
+    if p.username.is_some() != p.password_file.is_some() {
+        v.error(
+            &["capacity", "prometheus"],
+            "capacity.prometheus.username and capacity.prometheus.password_file go together (basic auth)",
+            "name the user and the file that holds the password, or neither",
+        );
+    }
+    if p.password_file.is_some() && p.bearer_token_file.is_some() {
+        v.error(
+            &["capacity", "prometheus", "bearer_token_file"],
+            "capacity.prometheus has both basic auth (password_file) and bearer_token_file; a request carries one",
+            "keep the one your Prometheus (or the proxy in front of it) checks",
+        );
+    }
+    for (key, file) in [
+        ("password_file", &p.password_file),
+        ("bearer_token_file", &p.bearer_token_file),
+    ] {
+        if let Some(path) = file {
+            v.file_exists(
+                &["capacity", "prometheus", key],
+                &format!("capacity.prometheus.{key}"),
+                path,
+            );
+        }
+    }
+    if let Some(path) = &p.ca_file {
+        v.file_exists(
+            &["capacity", "prometheus", "ca_file"],
+            "capacity.prometheus.ca_file",
+            path,
+        );
+    } else if p
+        .url
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("https:")
+    {
+        // The client trusts no system roots: without a CA no certificate can be verified.
+        v.error(
+            &["capacity", "prometheus", "url"],
+            format!(
+                "capacity.prometheus.url `{}` is https but capacity.prometheus.ca_file is not set, so its certificate cannot be verified",
+                p.url
+            ),
+            "set ca_file to the CA (PEM) that signed Prometheus's certificate; gates trusts no system roots",
+        );
+    }
 }
 
 struct Check<'a> {
