@@ -92,6 +92,11 @@ async fn check_writes_its_json_report_to_out_and_names_each_report_file_on_err()
     assert_eq!(code, 1, "ADR 007's open items fail today");
     let json: serde_json::Value = serde_json::from_str(&said.out()).expect("out is the JSON");
     assert_eq!(json["environment"], "staging");
+    assert_eq!(
+        said.out().trim_start().lines().nth(1).map(str::trim),
+        Some(r#""schema_version": 1,"#),
+        "the version comes first"
+    );
     let err = said.err();
     let written: Vec<&str> = err
         .lines()

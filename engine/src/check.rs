@@ -197,6 +197,7 @@ pub async fn run(
         crate::promotion::judge(&titles, &gates, &results, &unproven)
     });
     let record = CheckRecord {
+        schema_version: gates_core::schema::SCHEMA_VERSION,
         provenance,
         environment: env.name.clone(),
         decision: decision_name(config, config_dir),

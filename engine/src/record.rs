@@ -15,6 +15,8 @@ use crate::state::Source;
 /// Everything a report says about one `gates check` run.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckRecord {
+    /// The report format's version ([`gates_core::schema::SCHEMA_VERSION`]), first in the file.
+    pub schema_version: u32,
     pub environment: String,
     /// Which cluster the verdicts are about, and when it was read.
     pub provenance: crate::state::provenance::Provenance,

@@ -68,6 +68,12 @@ pub enum ReportUnreadable {
         #[source]
         source: serde_json::Error,
     },
+    #[error("{}: {source}", path.display())]
+    Newer {
+        path: PathBuf,
+        #[source]
+        source: gates_core::schema::NewerReport,
+    },
 }
 
 /// The newest `chaos-ENV-*.json` under `dir` (by the timestamp in its name), read back.
@@ -101,6 +107,14 @@ pub fn newest_chaos(dir: &Path, environment: &str) -> Result<Option<Summary>, Re
         path: path.clone(),
         source,
     })?;
+    if let Ok(versioned) = serde_json::from_str::<gates_core::schema::Versioned>(&text) {
+        gates_core::schema::admit(versioned.schema_version).map_err(|source| {
+            ReportUnreadable::Newer {
+                path: path.clone(),
+                source,
+            }
+        })?;
+    }
     let mut summary: Summary =
         serde_json::from_str(&text).map_err(|source| ReportUnreadable::Parse {
             path: path.clone(),
@@ -194,6 +208,25 @@ mod tests {
             newest_chaos(&dir.path().join("missing"), "lab")
                 .unwrap()
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn a_chaos_report_from_a_newer_gates_is_refused_naming_its_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chaos-lab-20261129T200000Z.json");
+        fs::write(
+            &path,
+            r#"{"schema_version":99,"environment":"lab","host":"pve1","started_at":"","finished_at":"","verdict":"pass","outcome":"completed","trials":[]}"#,
+        )
+        .unwrap();
+        let err = newest_chaos(dir.path(), "lab").unwrap_err().to_string();
+        assert!(err.contains("chaos-lab-20261129T200000Z.json"), "{err}");
+        assert!(err.contains("schema_version 99"), "{err}");
+        fs::write(&path, r#"{"schema_version":1,"environment":"lab","host":"pve1","started_at":"","finished_at":"","verdict":"pass","outcome":"completed","trials":[]}"#).unwrap();
+        assert_eq!(
+            newest_chaos(dir.path(), "lab").unwrap().unwrap().host,
+            "pve1"
         );
     }
 }

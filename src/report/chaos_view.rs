@@ -262,9 +262,15 @@ fn timeline_path(stem: &Path, report: &ChaosView) -> PathBuf {
     }
 }
 
+/// A report read back: refused by name when a newer gates wrote it (`schema_version`), else
+/// decoded as `T`.
 pub fn parse<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
     let text =
         fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    if let Ok(versioned) = serde_json::from_str::<gates_core::schema::Versioned>(&text) {
+        gates_core::schema::admit(versioned.schema_version)
+            .map_err(|newer| format!("{}: {newer}", path.display()))?;
+    }
     serde_json::from_str(&text).map_err(|e| {
         format!(
             "{}:{}:{}: not a gates report: {e}",

@@ -426,6 +426,32 @@ fn family_longest(run: &ChaosRun, kind: &str) -> Option<f64> {
 mod tests {
     use super::*;
 
+    /// The shipped reports of an earlier gates (no `schema_version`) still read; a report a
+    /// newer gates wrote is named as unreadable with its version, the others still count.
+    #[test]
+    fn reports_without_a_version_read_and_a_newer_ones_is_refused_by_its_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/reports/lab-20261201T101742Z.json");
+        let old = fs::read_to_string(&fixtures).unwrap();
+        assert!(
+            !old.contains("schema_version"),
+            "the fixture predates versions"
+        );
+        fs::write(dir.path().join("lab-20261201T101742Z.json"), &old).unwrap();
+        let newer = old.replacen('{', r#"{"schema_version": 7,"#, 1);
+        fs::write(dir.path().join("lab-20261202T101742Z.json"), newer).unwrap();
+        let found = read(dir.path(), "lab").unwrap();
+        assert_eq!(found.checks.len(), 1, "{:?}", found.unreadable);
+        assert_eq!(found.unreadable.len(), 1);
+        let said = &found.unreadable[0];
+        assert!(said.contains("lab-20261202T101742Z.json"), "{said}");
+        assert!(
+            said.contains("schema_version 7; this gates reads up to 1"),
+            "{said}"
+        );
+    }
+
     #[test]
     fn a_newest_value_well_above_the_earlier_median_is_rising() {
         assert_eq!(trend(&[30.0, 31.0, 29.0, 45.0]), Trend::Rising);

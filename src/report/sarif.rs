@@ -359,6 +359,7 @@ mod tests {
     fn log(trials: Vec<TrialResult>) -> Value {
         let state = state().build();
         let run = Run {
+            schema_version: gates_core::schema::SCHEMA_VERSION,
             provenance: Provenance::of(&env(), &state, state.collected_at),
             environment: "staging".to_string(),
             decision: "adr-007".to_string(),

@@ -46,6 +46,7 @@ pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
         .unwrap_or_default();
     let target = a.target;
     let chaos_report = ChaosReport {
+        schema_version: gates_core::schema::SCHEMA_VERSION,
         environment: a.environment.to_string(),
         decision: decision(a.config),
         gate_title: a

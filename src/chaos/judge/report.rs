@@ -31,6 +31,8 @@ pub struct Moments {
 /// Everything one chaos run found.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChaosReport {
+    /// The report format's version ([`gates_core::schema::SCHEMA_VERSION`]), first in the file.
+    pub schema_version: u32,
     pub environment: String,
     pub decision: String,
     pub gate_title: String,
@@ -271,6 +273,7 @@ pub(crate) mod tests {
             trial("no-manual-work", Finding::pass("exactly the plan"), 0.0),
         ];
         ChaosReport {
+            schema_version: gates_core::schema::SCHEMA_VERSION,
             environment: "lab".into(),
             decision: "adr-007".into(),
             gate_title: "A host failure leaves the cluster available.".into(),
