@@ -198,265 +198,29 @@ impl<'a> Cluster<'a> {
         let state = input.state;
         let nodes = required(&state.nodes, "nodes")?;
         let pods = required(&state.pods, "pods")?;
-        let mut unknown = Vec::new();
-        let mut unplaced = Vec::new();
-        let mut notes = Vec::new();
-
-        let placed: Option<BTreeMap<&str, (&str, String)>> = match &state.proxmox {
-            Collected::Present(proxmox) => {
-                if let Some(err) = &proxmox.mapping_error {
-                    unknown.push(format!("Proxmox placement could not be mapped: {err}"));
-                }
-                Some(
-                    proxmox
-                        .placements
-                        .iter()
-                        .map(|p| {
-                            (
-                                p.node.as_str(),
-                                (p.host.as_str(), format!("VM {} {}", p.vmid, p.vm_name)),
-                            )
-                        })
-                        .collect(),
-                )
-            }
-            Collected::Absent(why) => {
-                unknown.push(format!(
-                    "Proxmox could not be read ({why}), so which host runs which node is unknown"
-                ));
-                None
-            }
-            Collected::NotApplicable(_) => {
-                notes.push(format!(
-                    "hosts come from the node label {} (no Proxmox placement)",
-                    input.env.nodes.host_label
-                ));
-                None
-            }
-        };
-
+        let mut said = Said::default();
+        let placed = placements(input.env, state, &mut said);
         let unread_vm_configs: &[String] = match (&state.proxmox, &placed) {
             (Collected::Present(proxmox), Some(_)) => &proxmox.unread_vm_configs,
             _ => &[],
         };
+        let usage = Usage::of(input.env, state, &mut said.notes);
         let mut sorted: Vec<&Node> = nodes.iter().collect();
         sorted.sort_by(|a, b| name(&a.metadata).cmp(name(&b.metadata)));
-        let basis = input.env.capacity.basis;
-        let usage_basis = matches!(basis, CapacityBasis::Usage | CapacityBasis::Prometheus);
-        let mut usage_unknown = None;
-        let node_metrics: Option<HashMap<&str, &crate::state::NodeMetrics>> = match (
-            &state.node_metrics,
-            &state.node_load,
-        ) {
-            (_, Collected::Absent(why) | Collected::NotApplicable(why))
-                if basis == CapacityBasis::Prometheus =>
-            {
-                usage_unknown = Some(format!(
-                    "the load over the window (capacity.basis: prometheus) could not be read: {why}"
-                ));
-                None
-            }
-            (Collected::Present(m), _) => Some(m.iter().map(|m| (name(&m.metadata), m)).collect()),
-            (Collected::Absent(why) | Collected::NotApplicable(why), _) if usage_basis => {
-                usage_unknown = Some(format!(
-                    "node metrics (metrics.k8s.io) could not be read ({why}). Install metrics-server, or set `capacity: {{basis: requests}}` in environment {} to judge by requests alone",
-                    input.env.name
-                ));
-                None
-            }
-            (Collected::Absent(_) | Collected::NotApplicable(_), _) => None,
-        };
-        if usage_basis && state.pod_metrics.present().is_none() {
-            notes.push(
-                "pod metrics (metrics.k8s.io) were not read: each moved pod counts at its requests on the node it moves to".to_string(),
-            );
-        }
-
-        let mut infos = Vec::with_capacity(sorted.len());
-        for node in sorted {
-            let node_name = name(&node.metadata);
-            let node_labels = labels(&node.metadata);
-            let host = match &placed {
-                Some(placed) => placed.get(node_name).map(|(h, _)| h.to_string()),
-                None => node_labels
-                    .get(&input.env.nodes.host_label)
-                    .filter(|h| !h.is_empty())
-                    .cloned(),
-            };
-            if host.is_none() && !unread_vm_configs.is_empty() {
-                // Its VM may be one whose config could not be read: unknown, not lost.
-                unknown.push(format!(
-                    "the host of node {node_name} is unknown: it matches no VM while {} Proxmox VM config(s) could not be read ({})",
-                    unread_vm_configs.len(),
-                    unread_vm_configs.join("; ")
-                ));
-            } else if host.is_none() {
-                unplaced.push(match &placed {
-                    Some(_) => format!(
-                        "node {node_name} has no VM in Proxmox: no host's loss can be shown survivable while a node's host is unknown"
-                    ),
-                    None => format!(
-                        "node {node_name} has no host label {}: no host's loss can be shown survivable while a node's host is unknown",
-                        input.env.nodes.host_label
-                    ),
-                });
-            }
-            let ready_status = node
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-                .map(|c| c.status.as_str());
-            let ready = ready_status == Some("True");
-            let mut taints: Vec<Taint> = node
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.clone())
-                .unwrap_or_default();
-            if !ready {
-                let key = if ready_status == Some("False") {
-                    TAINT_NOT_READY
-                } else {
-                    TAINT_UNREACHABLE
+        let mut infos: Vec<NodeInfo<'a>> = sorted
+            .into_iter()
+            .map(|node| {
+                let at = Placement {
+                    env: input.env,
+                    placed: placed.as_ref(),
+                    unread_vm_configs,
                 };
-                if !taints
-                    .iter()
-                    .any(|t| t.key == key && t.effect == "NoSchedule")
-                {
-                    taints.push(Taint {
-                        key: key.to_string(),
-                        effect: "NoSchedule".to_string(),
-                        ..Default::default()
-                    });
-                }
-            }
-            let allocatable = match allocatable(node) {
-                Ok(a) => a,
-                Err(why) => {
-                    unknown.push(format!("node {node_name}: {why}"));
-                    Res::default()
-                }
-            };
-            let usage = match node_metrics.as_ref().map(|m| m.get(node_name)) {
-                None => None,
-                Some(None) => None,
-                Some(Some(m)) => match usage_res(&m.usage) {
-                    Ok(u) => Some(u),
-                    Err(why) => {
-                        unknown.push(format!("node metrics of {node_name}: {why}"));
-                        None
-                    }
-                },
-            };
-            infos.push(NodeInfo {
-                name: node_name,
-                labels: node_labels,
-                host,
-                vm: placed
-                    .as_ref()
-                    .and_then(|p| p.get(node_name))
-                    .map(|(_, vm)| vm.clone()),
-                ready,
-                control_plane: node_labels.contains_key(CONTROL_PLANE_LABEL),
-                unschedulable: node
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.unschedulable)
-                    .unwrap_or(false),
-                taints,
-                allocatable,
-                requested: Res::default(),
-                usage,
-            });
-        }
+                node_info(node, &at, &usage, &mut said)
+            })
+            .collect();
         let node_index: HashMap<&str, usize> =
             infos.iter().enumerate().map(|(i, n)| (n.name, i)).collect();
-
-        let pod_metrics: Option<HashMap<(&str, &str), &crate::state::PodMetrics>> =
-            state.pod_metrics.present().map(|all| {
-                all.iter()
-                    .map(|m| {
-                        (
-                            (
-                                m.metadata.namespace.as_deref().unwrap_or(""),
-                                name(&m.metadata),
-                            ),
-                            m,
-                        )
-                    })
-                    .collect()
-            });
-        let mut pod_infos = Vec::with_capacity(pods.len());
-        let mut pods_on = vec![Vec::new(); infos.len()];
-        let mut bad_requests = 0usize;
-        for pod in pods {
-            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-            if matches!(phase, Some("Succeeded") | Some("Failed")) {
-                continue;
-            }
-            let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
-            let pod_name = name(&pod.metadata);
-            let node = pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.as_deref())
-                .and_then(|n| node_index.get(n).copied());
-            let requests = match pod_requests(pod) {
-                Ok(r) => r,
-                Err(why) => {
-                    bad_requests += 1;
-                    if bad_requests <= 3 {
-                        unknown.push(format!("pod {namespace}/{pod_name}: {why}"));
-                    }
-                    Res::default()
-                }
-            };
-            let usage = pod_metrics
-                .as_ref()
-                .and_then(|m| m.get(&(namespace, pod_name)))
-                .and_then(|m| {
-                    m.containers.iter().try_fold(Res::default(), |sum, c| {
-                        usage_res(&c.usage).ok().map(|u| sum.plus(u))
-                    })
-                });
-            let index = pod_infos.len();
-            if let Some(n) = node {
-                pods_on[n].push(index);
-                let requested = infos[n].requested;
-                infos[n].requested = requested.plus(requests);
-            }
-            pod_infos.push(PodInfo {
-                pod,
-                namespace,
-                name: pod_name,
-                labels: labels(&pod.metadata),
-                node,
-                owner: Owner::of(pod),
-                requests,
-                ready: pod.metadata.deletion_timestamp.is_none()
-                    && pod
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|cs| {
-                            cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")
-                        }),
-                terminating: pod.metadata.deletion_timestamp.is_some(),
-                priority: pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0),
-                never_preempts: pod
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.preemption_policy.as_deref())
-                    == Some("Never"),
-                usage,
-            });
-        }
-        if bad_requests > 3 {
-            unknown.push(format!(
-                "{} more pods have requests that do not parse",
-                bad_requests - 3
-            ));
-        }
+        let (pod_infos, pods_on) = index_pods(pods, state, &node_index, &mut infos, &mut said);
         let hosts: BTreeSet<String> = infos.iter().filter_map(|n| n.host.clone()).collect();
         let mut by_host: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, n) in infos.iter().enumerate() {
@@ -473,11 +237,11 @@ impl<'a> Cluster<'a> {
             pods_on,
             hosts: hosts.into_iter().collect(),
             by_host,
-            unknown,
-            unplaced,
-            notes,
-            usage_basis,
-            usage_unknown,
+            unknown: said.unknown,
+            unplaced: said.unplaced,
+            notes: said.notes,
+            usage_basis: usage.basis,
+            usage_unknown: usage.unknown,
         })
     }
 
@@ -499,6 +263,331 @@ impl<'a> Cluster<'a> {
             n.name,
             n.host.as_deref().unwrap_or("host unknown")
         )
+    }
+}
+
+/// What indexing the state learned on the way: what makes outcomes unknown, the nodes without
+/// a host, and notes for the reader.
+#[derive(Default)]
+struct Said {
+    unknown: Vec<String>,
+    unplaced: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// Each node's host and VM (`VM 101 talos-cp-01`), by node name, when Proxmox was read.
+type Placed<'s> = BTreeMap<&'s str, (&'s str, String)>;
+
+/// Proxmox's placement of the nodes: `None` when it was not read (the host label then says)
+/// or could not be (every node's host is then unknown).
+fn placements<'s>(env: &Environment, state: &'s State, said: &mut Said) -> Option<Placed<'s>> {
+    match &state.proxmox {
+        Collected::Present(proxmox) => {
+            if let Some(err) = &proxmox.mapping_error {
+                said.unknown
+                    .push(format!("Proxmox placement could not be mapped: {err}"));
+            }
+            Some(
+                proxmox
+                    .placements
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.node.as_str(),
+                            (p.host.as_str(), format!("VM {} {}", p.vmid, p.vm_name)),
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        Collected::Absent(why) => {
+            said.unknown.push(format!(
+                "Proxmox could not be read ({why}), so which host runs which node is unknown"
+            ));
+            None
+        }
+        Collected::NotApplicable(_) => {
+            said.notes.push(format!(
+                "hosts come from the node label {} (no Proxmox placement)",
+                env.nodes.host_label
+            ));
+            None
+        }
+    }
+}
+
+/// Where nodes run: Proxmox's placement or the host label, and the VM configs that could not
+/// be read (a node matching no VM may be one of them).
+struct Placement<'p, 's> {
+    env: &'p Environment,
+    placed: Option<&'p Placed<'s>>,
+    unread_vm_configs: &'p [String],
+}
+
+/// The measured usage the capacity judgement reads, by the environment's `capacity.basis`.
+struct Usage<'s> {
+    /// Whether measured usage is part of the judgement (`usage` or `prometheus`).
+    basis: bool,
+    /// Why no node's usage is known, when it should be.
+    unknown: Option<String>,
+    nodes: Option<HashMap<&'s str, &'s crate::state::NodeMetrics>>,
+}
+
+impl<'s> Usage<'s> {
+    fn of(env: &Environment, state: &'s State, notes: &mut Vec<String>) -> Usage<'s> {
+        let basis = env.capacity.basis;
+        let usage_basis = matches!(basis, CapacityBasis::Usage | CapacityBasis::Prometheus);
+        let mut unknown = None;
+        let nodes = match (&state.node_metrics, &state.node_load) {
+            (_, Collected::Absent(why) | Collected::NotApplicable(why))
+                if basis == CapacityBasis::Prometheus =>
+            {
+                unknown = Some(format!(
+                    "the load over the window (capacity.basis: prometheus) could not be read: {why}"
+                ));
+                None
+            }
+            (Collected::Present(m), _) => Some(m.iter().map(|m| (name(&m.metadata), m)).collect()),
+            (Collected::Absent(why) | Collected::NotApplicable(why), _) if usage_basis => {
+                unknown = Some(format!(
+                    "node metrics (metrics.k8s.io) could not be read ({why}). Install metrics-server, or set `capacity: {{basis: requests}}` in environment {} to judge by requests alone",
+                    env.name
+                ));
+                None
+            }
+            (Collected::Absent(_) | Collected::NotApplicable(_), _) => None,
+        };
+        if usage_basis && state.pod_metrics.present().is_none() {
+            notes.push(
+                "pod metrics (metrics.k8s.io) were not read: each moved pod counts at its requests on the node it moves to".to_string(),
+            );
+        }
+        Usage {
+            basis: usage_basis,
+            unknown,
+            nodes,
+        }
+    }
+}
+
+/// One node as the model sees it: its host (or why it is unknown), readiness with the taints
+/// the node lifecycle controller adds, allocatable and measured usage.
+fn node_info<'s>(
+    node: &'s Node,
+    at: &Placement<'_, 's>,
+    usage: &Usage<'s>,
+    said: &mut Said,
+) -> NodeInfo<'s> {
+    let node_name = name(&node.metadata);
+    let node_labels = labels(&node.metadata);
+    let host = match at.placed {
+        Some(placed) => placed.get(node_name).map(|(h, _)| h.to_string()),
+        None => node_labels
+            .get(&at.env.nodes.host_label)
+            .filter(|h| !h.is_empty())
+            .cloned(),
+    };
+    if host.is_none() && !at.unread_vm_configs.is_empty() {
+        // Its VM may be one whose config could not be read: unknown, not lost.
+        said.unknown.push(format!(
+            "the host of node {node_name} is unknown: it matches no VM while {} Proxmox VM config(s) could not be read ({})",
+            at.unread_vm_configs.len(),
+            at.unread_vm_configs.join("; ")
+        ));
+    } else if host.is_none() {
+        said.unplaced.push(match at.placed {
+            Some(_) => format!(
+                "node {node_name} has no VM in Proxmox: no host's loss can be shown survivable while a node's host is unknown"
+            ),
+            None => format!(
+                "node {node_name} has no host label {}: no host's loss can be shown survivable while a node's host is unknown",
+                at.env.nodes.host_label
+            ),
+        });
+    }
+    let (ready, taints) = readiness(node);
+    let allocatable = match allocatable(node) {
+        Ok(a) => a,
+        Err(why) => {
+            said.unknown.push(format!("node {node_name}: {why}"));
+            Res::default()
+        }
+    };
+    let measured = match usage.nodes.as_ref().map(|m| m.get(node_name)) {
+        None => None,
+        Some(None) => None,
+        Some(Some(m)) => match usage_res(&m.usage) {
+            Ok(u) => Some(u),
+            Err(why) => {
+                said.unknown
+                    .push(format!("node metrics of {node_name}: {why}"));
+                None
+            }
+        },
+    };
+    NodeInfo {
+        name: node_name,
+        labels: node_labels,
+        host,
+        vm: at
+            .placed
+            .and_then(|p| p.get(node_name))
+            .map(|(_, vm)| vm.clone()),
+        ready,
+        control_plane: node_labels.contains_key(CONTROL_PLANE_LABEL),
+        unschedulable: node
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false),
+        taints,
+        allocatable,
+        requested: Res::default(),
+        usage: measured,
+    }
+}
+
+/// Whether the node is Ready, and its taints with the `NoSchedule` taint the node lifecycle
+/// controller adds to a node that is not (`not-ready` when Ready is False, else `unreachable`).
+fn readiness(node: &Node) -> (bool, Vec<Taint>) {
+    let ready_status = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| c.status.as_str());
+    let ready = ready_status == Some("True");
+    let mut taints: Vec<Taint> = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default();
+    if !ready {
+        let key = if ready_status == Some("False") {
+            TAINT_NOT_READY
+        } else {
+            TAINT_UNREACHABLE
+        };
+        if !taints
+            .iter()
+            .any(|t| t.key == key && t.effect == "NoSchedule")
+        {
+            taints.push(Taint {
+                key: key.to_string(),
+                effect: "NoSchedule".to_string(),
+                ..Default::default()
+            });
+        }
+    }
+    (ready, taints)
+}
+
+/// The running pods (finished ones hold nothing) with their node, requests and usage, each
+/// node's pods, and what is requested on each node. Only the first three pods whose requests
+/// do not parse are named.
+fn index_pods<'s>(
+    pods: &'s [Pod],
+    state: &'s State,
+    node_index: &HashMap<&str, usize>,
+    infos: &mut [NodeInfo<'s>],
+    said: &mut Said,
+) -> (Vec<PodInfo<'s>>, Vec<Vec<usize>>) {
+    let pod_metrics: Option<HashMap<(&str, &str), &crate::state::PodMetrics>> =
+        state.pod_metrics.present().map(|all| {
+            all.iter()
+                .map(|m| {
+                    (
+                        (
+                            m.metadata.namespace.as_deref().unwrap_or(""),
+                            name(&m.metadata),
+                        ),
+                        m,
+                    )
+                })
+                .collect()
+        });
+    let mut pod_infos = Vec::with_capacity(pods.len());
+    let mut pods_on = vec![Vec::new(); infos.len()];
+    let mut bad_requests = 0usize;
+    for pod in pods {
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        if matches!(phase, Some("Succeeded") | Some("Failed")) {
+            continue;
+        }
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+        let pod_name = name(&pod.metadata);
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .and_then(|n| node_index.get(n).copied());
+        let requests = match pod_requests(pod) {
+            Ok(r) => r,
+            Err(why) => {
+                bad_requests += 1;
+                if bad_requests <= 3 {
+                    said.unknown
+                        .push(format!("pod {namespace}/{pod_name}: {why}"));
+                }
+                Res::default()
+            }
+        };
+        let usage = pod_metrics
+            .as_ref()
+            .and_then(|m| m.get(&(namespace, pod_name)))
+            .and_then(|m| {
+                m.containers.iter().try_fold(Res::default(), |sum, c| {
+                    usage_res(&c.usage).ok().map(|u| sum.plus(u))
+                })
+            });
+        let index = pod_infos.len();
+        if let Some(n) = node {
+            pods_on[n].push(index);
+            let requested = infos[n].requested;
+            infos[n].requested = requested.plus(requests);
+        }
+        pod_infos.push(pod_info(pod, namespace, pod_name, node, requests, usage));
+    }
+    if bad_requests > 3 {
+        said.unknown.push(format!(
+            "{} more pods have requests that do not parse",
+            bad_requests - 3
+        ));
+    }
+    (pod_infos, pods_on)
+}
+
+/// One pod as the model sees it.
+fn pod_info<'s>(
+    pod: &'s Pod,
+    namespace: &'s str,
+    pod_name: &'s str,
+    node: Option<usize>,
+    requests: Res,
+    usage: Option<Res>,
+) -> PodInfo<'s> {
+    PodInfo {
+        pod,
+        namespace,
+        name: pod_name,
+        labels: labels(&pod.metadata),
+        node,
+        owner: Owner::of(pod),
+        requests,
+        ready: pod.metadata.deletion_timestamp.is_none()
+            && pod
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")),
+        terminating: pod.metadata.deletion_timestamp.is_some(),
+        priority: pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0),
+        never_preempts: pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.preemption_policy.as_deref())
+            == Some("Never"),
+        usage,
     }
 }
 
