@@ -56,13 +56,13 @@ pub fn stamp_and_sequence(text: &str) -> (&str, u32) {
 /// A report file (or the directory holding them) that could not be read back as evidence.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportUnreadable {
-    #[error("{}: {source}", path.display())]
+    #[error("{}: cannot read: {source}", path.display())]
     Read {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("{}: {source}", path.display())]
+    #[error("{}:{}:{}: not a gates report: {source}", path.display(), source.line(), source.column())]
     Parse {
         path: PathBuf,
         #[source]
@@ -103,25 +103,30 @@ pub fn newest_chaos(dir: &Path, environment: &str) -> Result<Option<Summary>, Re
         return Ok(None);
     };
     let path = dir.join(&name);
-    let text = fs::read_to_string(&path).map_err(|source| ReportUnreadable::Read {
-        path: path.clone(),
+    let mut summary: Summary = read(&path)?;
+    summary.file = path.display().to_string();
+    Ok(Some(summary))
+}
+
+/// A report read back as `T`: refused by name when a newer gates wrote it (its
+/// `schema_version` is read before the rest, so a newer report is never half-read).
+pub fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ReportUnreadable> {
+    let text = fs::read_to_string(path).map_err(|source| ReportUnreadable::Read {
+        path: path.to_path_buf(),
         source,
     })?;
     if let Ok(versioned) = serde_json::from_str::<gates_core::schema::Versioned>(&text) {
         gates_core::schema::admit(versioned.schema_version).map_err(|source| {
             ReportUnreadable::Newer {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 source,
             }
         })?;
     }
-    let mut summary: Summary =
-        serde_json::from_str(&text).map_err(|source| ReportUnreadable::Parse {
-            path: path.clone(),
-            source,
-        })?;
-    summary.file = path.display().to_string();
-    Ok(Some(summary))
+    serde_json::from_str(&text).map_err(|source| ReportUnreadable::Parse {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// `20261129T201500Z`: the stamp alone, so `chaos-lab-production-…` is not read for `lab`.

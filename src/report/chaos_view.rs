@@ -5,7 +5,6 @@
 //! reshaped without touching them. Fields a report does not carry are left empty, never guessed.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -265,18 +264,5 @@ fn timeline_path(stem: &Path, report: &ChaosView) -> PathBuf {
 /// A report read back: refused by name when a newer gates wrote it (`schema_version`), else
 /// decoded as `T`.
 pub fn parse<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
-    let text =
-        fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    if let Ok(versioned) = serde_json::from_str::<gates_core::schema::Versioned>(&text) {
-        gates_core::schema::admit(versioned.schema_version)
-            .map_err(|newer| format!("{}: {newer}", path.display()))?;
-    }
-    serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{}:{}:{}: not a gates report: {e}",
-            path.display(),
-            e.line(),
-            e.column()
-        )
-    })
+    gates_engine::report_files::read(path).map_err(|err| err.to_string())
 }

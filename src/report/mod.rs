@@ -16,12 +16,7 @@ use crate::verdict::Verdict;
 
 pub use gates_engine::record::CheckRecord as Run;
 
-/// The closing lines: counts and how the rollout stands.
-pub fn closing_lines(run: &Run) -> String {
-    closing_lines_in(run, false)
-}
-
-/// The closing lines, the verdict words coloured as libtest colours its lines (green
+/// The closing lines (counts and how the rollout stands), the verdict words coloured as libtest colours its lines (green
 /// pass, red FAIL and ERROR, yellow skip) when `colour` is set.
 pub fn closing_lines_in(run: &Run, colour: bool) -> String {
     let t = &run.tally;
