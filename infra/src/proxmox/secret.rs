@@ -128,25 +128,36 @@ fn realm_like(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
 }
 
-fn validate_token_id(id: &str) -> Result<(), String> {
-    let (user_realm, token) = id
-        .split_once('!')
-        .ok_or("expected USER@REALM!TOKENID (no '!')")?;
-    let (user, realm) = user_realm
-        .rsplit_once('@')
-        .ok_or("expected USER@REALM!TOKENID (no '@')")?;
+/// What is wrong with the shape of a token id (`USER@REALM!TOKENID`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TokenIdError {
+    #[error("expected USER@REALM!TOKENID (no '!')")]
+    NoBang,
+    #[error("expected USER@REALM!TOKENID (no '@')")]
+    NoAt,
+    #[error("invalid user part")]
+    User,
+    #[error("invalid realm")]
+    Realm,
+    #[error("invalid token name (letters, digits, . - _; starts with a letter)")]
+    TokenName,
+}
+
+fn validate_token_id(id: &str) -> Result<(), TokenIdError> {
+    let (user_realm, token) = id.split_once('!').ok_or(TokenIdError::NoBang)?;
+    let (user, realm) = user_realm.rsplit_once('@').ok_or(TokenIdError::NoAt)?;
     if user.is_empty()
         || user
             .chars()
             .any(|c| c.is_whitespace() || c == ':' || c == '/')
     {
-        return Err("invalid user part".into());
+        return Err(TokenIdError::User);
     }
     if !realm_like(realm) {
-        return Err("invalid realm".into());
+        return Err(TokenIdError::Realm);
     }
     if !realm_like(token) {
-        return Err("invalid token name (letters, digits, . - _; starts with a letter)".into());
+        return Err(TokenIdError::TokenName);
     }
     Ok(())
 }

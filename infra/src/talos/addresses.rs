@@ -20,11 +20,24 @@ struct AddressSpec {
     link_name: String,
 }
 
+/// Why an AddressStatus spec cannot be read (the caller names the resource).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressSpecError {
+    #[error("spec is not valid YAML: {0}")]
+    NotYaml(String),
+    #[error("address {0:?} has no /prefix")]
+    NoPrefix(String),
+    #[error("address {0:?} is not an IP address with a prefix")]
+    NotAnAddress(String),
+    #[error("address {0:?} has an invalid prefix length")]
+    BadPrefix(String),
+}
+
 /// Parses the YAML spec of the AddressStatus resource `id`. The error says what is wrong
 /// with it, without the resource id (the caller names the resource).
-pub fn parse_address_spec(id: &str, yaml: &str) -> Result<NodeAddress, String> {
+pub fn parse_address_spec(id: &str, yaml: &str) -> Result<NodeAddress, AddressSpecError> {
     let spec: AddressSpec =
-        serde_yaml_ng::from_str(yaml).map_err(|e| format!("spec is not valid YAML: {e}"))?;
+        serde_yaml_ng::from_str(yaml).map_err(|e| AddressSpecError::NotYaml(e.to_string()))?;
     let (address, prefix_len) = parse_cidr(&spec.address)?;
     Ok(NodeAddress {
         id: id.to_string(),
@@ -35,19 +48,19 @@ pub fn parse_address_spec(id: &str, yaml: &str) -> Result<NodeAddress, String> {
 }
 
 /// `10.5.0.10/32` or `fd00::1/64` into the address and the prefix length.
-fn parse_cidr(text: &str) -> Result<(IpAddr, u8), String> {
+fn parse_cidr(text: &str) -> Result<(IpAddr, u8), AddressSpecError> {
     let (ip, prefix) = text
         .split_once('/')
-        .ok_or_else(|| format!("address {text:?} has no /prefix"))?;
+        .ok_or_else(|| AddressSpecError::NoPrefix(text.to_string()))?;
     let ip: IpAddr = ip
         .parse()
-        .map_err(|_| format!("address {text:?} is not an IP address with a prefix"))?;
+        .map_err(|_| AddressSpecError::NotAnAddress(text.to_string()))?;
     let max = if ip.is_ipv4() { 32 } else { 128 };
     let prefix_len = prefix
         .parse::<u8>()
         .ok()
         .filter(|p| *p <= max)
-        .ok_or_else(|| format!("address {text:?} has an invalid prefix length"))?;
+        .ok_or_else(|| AddressSpecError::BadPrefix(text.to_string()))?;
     Ok((ip, prefix_len))
 }
 
@@ -95,7 +108,7 @@ mod tests {
             ("", "YAML"),
         ] {
             let err = parse_address_spec("x", yaml).expect_err(yaml);
-            assert!(err.contains(needle), "{yaml:?}: {err}");
+            assert!(err.to_string().contains(needle), "{yaml:?}: {err}");
         }
     }
 

@@ -74,7 +74,7 @@ impl TalosClient {
     pub async fn connect(&self, endpoint: &str) -> Result<TalosNode, TalosError> {
         let addr = parse_endpoint(endpoint).map_err(|reason| TalosError::InvalidEndpoint {
             endpoint: endpoint.to_string(),
-            reason,
+            reason: reason.to_string(),
         })?;
         let shown = addr.to_string();
         let mut tls = ClientTlsConfig::new()
@@ -371,7 +371,7 @@ impl TalosNode {
                     endpoint: self.endpoint(),
                     method: METHOD,
                     resource: id,
-                    reason,
+                    reason: reason.to_string(),
                 })
             })
             .collect()

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde::Deserialize;
 
-use super::keys::normalize_private_key_pem;
+use super::keys::{PemError, normalize_private_key_pem};
 
 /// Port apid listens on; talosctl appends it to endpoints that have none.
 pub const APID_PORT: u16 = 50000;
@@ -58,6 +58,29 @@ pub enum TalosConfigError {
     },
 }
 
+/// Which part of a client's PEM material is unusable, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{part}: {source}")]
+pub struct CredentialsError {
+    /// `ca`, `crt` or `key`, as the talosconfig names them.
+    pub part: &'static str,
+    #[source]
+    pub source: PemError,
+}
+
+/// Why an endpoint cannot be dialled as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointError {
+    #[error("endpoint {0:?} has no host")]
+    NoHost(String),
+    #[error("endpoint {endpoint:?} has an invalid port {port:?}")]
+    BadPort { endpoint: String, port: String },
+    #[error("endpoint {0:?} has an unclosed '['")]
+    UnclosedBracket(String),
+    #[error("endpoint {0:?} is malformed")]
+    Malformed(String),
+}
+
 fn display_paths(paths: &[PathBuf]) -> String {
     if paths.is_empty() {
         return "no candidate path: neither $TALOSCONFIG nor $HOME is set".to_string();
@@ -104,10 +127,15 @@ pub struct TalosCredentials {
 
 impl TalosCredentials {
     /// Builds credentials from PEM bytes, accepting Talos's `ED25519 PRIVATE KEY` label.
-    pub fn from_pem(ca_pem: &[u8], cert_pem: &[u8], key_pem: &[u8]) -> Result<Self, String> {
-        check_certificates(ca_pem).map_err(|e| format!("ca: {e}"))?;
-        check_certificates(cert_pem).map_err(|e| format!("crt: {e}"))?;
-        let key_pem = normalize_private_key_pem(key_pem).map_err(|e| format!("key: {e}"))?;
+    pub fn from_pem(
+        ca_pem: &[u8],
+        cert_pem: &[u8],
+        key_pem: &[u8],
+    ) -> Result<Self, CredentialsError> {
+        let part = |part| move |source| CredentialsError { part, source };
+        check_certificates(ca_pem).map_err(part("ca"))?;
+        check_certificates(cert_pem).map_err(part("crt"))?;
+        let key_pem = normalize_private_key_pem(key_pem).map_err(part("key"))?;
         Ok(Self {
             ca_pem: ca_pem.to_vec(),
             identity: Some((cert_pem.to_vec(), key_pem)),
@@ -116,8 +144,8 @@ impl TalosCredentials {
 
     /// Server verification only, no client certificate: what a node in maintenance mode
     /// accepts. A configured node refuses it (mutual TLS), which the client reports.
-    pub fn ca_only(ca_pem: &[u8]) -> Result<Self, String> {
-        check_certificates(ca_pem).map_err(|e| format!("ca: {e}"))?;
+    pub fn ca_only(ca_pem: &[u8]) -> Result<Self, CredentialsError> {
+        check_certificates(ca_pem).map_err(|source| CredentialsError { part: "ca", source })?;
         Ok(Self {
             ca_pem: ca_pem.to_vec(),
             identity: None,
@@ -147,16 +175,16 @@ impl fmt::Debug for TalosCredentials {
     }
 }
 
-fn check_certificates(pem: &[u8]) -> Result<(), String> {
+fn check_certificates(pem: &[u8]) -> Result<(), PemError> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject as _;
     let mut count = 0;
     for cert in CertificateDer::pem_slice_iter(pem) {
-        cert.map_err(|e| format!("invalid PEM certificate: {e}"))?;
+        cert.map_err(|e| PemError::InvalidCertificate(e.to_string()))?;
         count += 1;
     }
     if count == 0 {
-        return Err("no PEM CERTIFICATE block".to_string());
+        return Err(PemError::NoCertificate);
     }
     Ok(())
 }
@@ -222,7 +250,7 @@ impl fmt::Display for EndpointAddr {
 
 /// Parses an endpoint the way talosctl does: strips a URL scheme and path, and adds
 /// port 50000 when none is given. `https://h` without a port keeps talosctl's `443`.
-pub fn parse_endpoint(endpoint: &str) -> Result<EndpointAddr, String> {
+pub fn parse_endpoint(endpoint: &str) -> Result<EndpointAddr, EndpointError> {
     let trimmed = endpoint.trim();
     let (rest, scheme_port) = match trimmed.split_once("://") {
         Some((scheme, rest)) => (
@@ -237,21 +265,23 @@ pub fn parse_endpoint(endpoint: &str) -> Result<EndpointAddr, String> {
     };
     let rest = rest.split('/').next().unwrap_or_default();
     if rest.is_empty() {
-        return Err(format!("endpoint {endpoint:?} has no host"));
+        return Err(EndpointError::NoHost(endpoint.to_string()));
     }
     let default_port = scheme_port.unwrap_or(APID_PORT);
     let parse_port = |p: &str| {
-        p.parse::<u16>()
-            .map_err(|_| format!("endpoint {endpoint:?} has an invalid port {p:?}"))
+        p.parse::<u16>().map_err(|_| EndpointError::BadPort {
+            endpoint: endpoint.to_string(),
+            port: p.to_string(),
+        })
     };
     if let Some(inner) = rest.strip_prefix('[') {
         let (host, after) = inner
             .split_once(']')
-            .ok_or_else(|| format!("endpoint {endpoint:?} has an unclosed '['"))?;
+            .ok_or_else(|| EndpointError::UnclosedBracket(endpoint.to_string()))?;
         let port = match after.strip_prefix(':') {
             Some(p) => parse_port(p)?,
             None if after.is_empty() => default_port,
-            None => return Err(format!("endpoint {endpoint:?} is malformed")),
+            None => return Err(EndpointError::Malformed(endpoint.to_string())),
         };
         return Ok(EndpointAddr {
             host: host.to_string(),
@@ -266,7 +296,7 @@ pub fn parse_endpoint(endpoint: &str) -> Result<EndpointAddr, String> {
         1 => {
             let (host, port) = rest.split_once(':').unwrap_or((rest, ""));
             if host.is_empty() {
-                return Err(format!("endpoint {endpoint:?} has no host"));
+                return Err(EndpointError::NoHost(endpoint.to_string()));
             }
             Ok(EndpointAddr {
                 host: host.to_string(),
@@ -391,11 +421,11 @@ pub fn parse_context(
     let ca = field("ca", &ctx.ca)?;
     let crt = field("crt", &ctx.crt)?;
     let key = field("key", &ctx.key)?;
-    let bad = |field: &'static str, reason: String| TalosConfigError::BadPem {
+    let bad = |field: &'static str, reason: PemError| TalosConfigError::BadPem {
         path: path.to_path_buf(),
         context: name.clone(),
         field,
-        reason,
+        reason: reason.to_string(),
     };
     check_certificates(&ca).map_err(|r| bad("ca", r))?;
     check_certificates(&crt).map_err(|r| bad("crt", r))?;

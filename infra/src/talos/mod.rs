@@ -11,14 +11,17 @@ mod types;
 mod views;
 mod vip;
 
-pub use addresses::{ADDRESS_STATUS_TYPE, NETWORK_NAMESPACE, holds_address, parse_address_spec};
+pub use addresses::{
+    ADDRESS_STATUS_TYPE, AddressSpecError, NETWORK_NAMESPACE, holds_address, parse_address_spec,
+};
 pub use client::{TalosClient, TalosNode, TalosOptions};
 pub use config::{
-    APID_PORT, EndpointAddr, TalosConfigError, TalosContext, TalosCredentials, candidate_paths,
-    load_context, load_context_from, locate, parse_context, parse_endpoint,
+    APID_PORT, CredentialsError, EndpointAddr, EndpointError, TalosConfigError, TalosContext,
+    TalosCredentials, candidate_paths, load_context, load_context_from, locate, parse_context,
+    parse_endpoint,
 };
 pub use error::TalosError;
-pub use keys::normalize_private_key_pem;
+pub use keys::{PemError, normalize_private_key_pem};
 pub use types::{
     EtcdAlarm, EtcdAlarmKind, EtcdMember, EtcdMemberStatus, NodeAddress, NodeVersion, ServiceState,
 };

@@ -59,7 +59,7 @@ fn talos_ed25519_label_is_rewritten_and_der_kept() {
     assert_eq!(plain, leaf.key_pem.as_bytes());
     // Garbage is refused without echoing it.
     let err = normalize_private_key_pem(b"not a key").expect_err("garbage");
-    assert!(err.contains("no private key"), "{err}");
+    assert!(err.to_string().contains("no private key"), "{err}");
 }
 
 #[test]
