@@ -14,10 +14,9 @@
 
 use k8s_openapi::api::core::v1::Node;
 
-use crate::state::{Container, Pod};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+use crate::requests::pod_request;
+use crate::state::Pod;
 use serde::Deserialize;
-use std::collections::BTreeMap;
 
 use super::Context;
 use super::support::{Hosts, name, ns_name, pod_is_terminated, pod_node};
@@ -382,53 +381,6 @@ fn load_evidence(load: &NodeLoad, nodes: &[Node]) -> Vec<String> {
         });
     }
     lines
-}
-
-fn request_of(
-    requests: Option<&BTreeMap<String, K8sQuantity>>,
-    resource: &str,
-) -> Result<Quantity, String> {
-    match requests.and_then(|r| r.get(resource)) {
-        None => Ok(Quantity::ZERO),
-        Some(q) => Quantity::parse(&q.0).map_err(|e| format!("{resource} request: {e}")),
-    }
-}
-
-fn container_request(c: &Container, resource: &str) -> Result<Quantity, String> {
-    request_of(
-        c.resources.as_ref().and_then(|r| r.requests.as_ref()),
-        resource,
-    )
-    .map_err(|e| format!("container {}: {e}", c.name))
-}
-
-/// The request the scheduler accounts for one pod.
-fn pod_request(pod: &Pod, resource: &str) -> Result<Quantity, String> {
-    let Some(spec) = pod.spec.as_ref() else {
-        return Ok(Quantity::ZERO);
-    };
-    let overhead = request_of(spec.overhead.as_ref(), resource)?;
-    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref())
-        && pod_level.contains_key(resource)
-    {
-        return Ok(request_of(Some(pod_level), resource)? + overhead);
-    }
-    let mut app = Quantity::ZERO;
-    for c in &spec.containers {
-        app = app + container_request(c, resource)?;
-    }
-    let mut sidecars = Quantity::ZERO;
-    let mut init_peak = Quantity::ZERO;
-    for c in spec.init_containers.iter().flatten() {
-        let r = container_request(c, resource)?;
-        if c.restart_policy.as_deref() == Some("Always") {
-            sidecars = sidecars + r;
-            init_peak = init_peak.max(sidecars);
-        } else {
-            init_peak = init_peak.max(sidecars + r);
-        }
-    }
-    Ok((app + sidecars).max(init_peak) + overhead)
 }
 
 /// `33%` for 1/3, `33.3%` for 0.333.
@@ -802,6 +754,7 @@ mod tests {
         assert!(
             pod_request(&bad, "cpu")
                 .unwrap_err()
+                .to_string()
                 .contains("container main: cpu request: invalid quantity \"lots\"")
         );
     }

@@ -14,8 +14,9 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 
 use super::Input;
 use crate::config::{CapacityBasis, Environment};
-use crate::quantity::Quantity;
-use crate::state::{Collected, Container, Pod, State};
+use crate::quantity::{Quantity, QuantityError};
+use crate::requests::{RequestError, pod_request};
+use crate::state::{Collected, Pod, State};
 
 pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
@@ -194,7 +195,7 @@ pub struct Cluster<'a> {
 
 impl<'a> Cluster<'a> {
     /// Indexes the state; `Err` when the nodes or pods themselves could not be read.
-    pub fn build(input: Input<'a>) -> Result<Self, String> {
+    pub fn build(input: Input<'a>) -> Result<Self, Unreadable> {
         let state = input.state;
         let nodes = required(&state.nodes, "nodes")?;
         let pods = required(&state.pods, "pods")?;
@@ -591,24 +592,49 @@ fn pod_info<'s>(
     }
 }
 
-fn required<'s, T>(list: &'s Collected<T>, what: &str) -> Result<&'s T, String> {
+/// Why the model cannot use a node's figures, or the cluster at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unreadable {
+    /// The nodes or the pods themselves.
+    #[error("{what} could not be read: {why}")]
+    Source { what: &'static str, why: String },
+    #[error("status.allocatable has no {0}")]
+    NoAllocatable(&'static str),
+    #[error("allocatable {key}: {source}")]
+    Allocatable {
+        key: &'static str,
+        #[source]
+        source: QuantityError,
+    },
+    #[error("no {0} usage")]
+    NoUsage(&'static str),
+    #[error("{what} usage: {source}")]
+    Usage {
+        what: &'static str,
+        #[source]
+        source: QuantityError,
+    },
+}
+
+fn required<'s, T>(list: &'s Collected<T>, what: &'static str) -> Result<&'s T, Unreadable> {
     match list {
         Collected::Present(v) => Ok(v),
-        Collected::Absent(why) | Collected::NotApplicable(why) => {
-            Err(format!("{what} could not be read: {why}"))
-        }
+        Collected::Absent(why) | Collected::NotApplicable(why) => Err(Unreadable::Source {
+            what,
+            why: why.clone(),
+        }),
     }
 }
 
 fn quantity(
     map: Option<&BTreeMap<String, K8sQuantity>>,
-    key: &str,
-) -> Result<Option<Quantity>, String> {
+    key: &'static str,
+) -> Result<Option<Quantity>, Unreadable> {
     match map.and_then(|m| m.get(key)) {
         None => Ok(None),
         Some(q) => Quantity::parse(&q.0)
             .map(Some)
-            .map_err(|e| format!("{key}: {e}")),
+            .map_err(|source| Unreadable::Allocatable { key, source }),
     }
 }
 
@@ -624,26 +650,21 @@ fn clamp(v: i128) -> i64 {
     v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
-fn allocatable(node: &Node) -> Result<Res, String> {
+fn allocatable(node: &Node) -> Result<Res, Unreadable> {
     let alloc = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
-    let cpu = quantity(alloc, "cpu")
-        .map_err(|e| format!("allocatable {e}"))?
-        .ok_or("status.allocatable has no cpu")?;
-    let mem = quantity(alloc, "memory")
-        .map_err(|e| format!("allocatable {e}"))?
-        .ok_or("status.allocatable has no memory")?;
-    let pods = quantity(alloc, "pods")
-        .map_err(|e| format!("allocatable {e}"))?
-        .map_or(DEFAULT_MAX_PODS, |q| clamp(q.units_ceil()));
+    let cpu = quantity(alloc, "cpu")?.ok_or(Unreadable::NoAllocatable("cpu"))?;
+    let mem = quantity(alloc, "memory")?.ok_or(Unreadable::NoAllocatable("memory"))?;
+    let pods =
+        quantity(alloc, "pods")?.map_or(DEFAULT_MAX_PODS, |q| clamp(q.units_ceil()));
     let mut res = to_res(cpu, mem);
     res.pods = pods;
     Ok(res)
 }
 
-fn usage_res(usage: &crate::state::ResourceUsage) -> Result<Res, String> {
-    let parse = |raw: &Option<String>, what: &str| -> Result<Quantity, String> {
-        let raw = raw.as_deref().ok_or_else(|| format!("no {what} usage"))?;
-        Quantity::parse(raw).map_err(|e| format!("{what} usage: {e}"))
+fn usage_res(usage: &crate::state::ResourceUsage) -> Result<Res, Unreadable> {
+    let parse = |raw: &Option<String>, what: &'static str| -> Result<Quantity, Unreadable> {
+        let raw = raw.as_deref().ok_or(Unreadable::NoUsage(what))?;
+        Quantity::parse(raw).map_err(|source| Unreadable::Usage { what, source })
     };
     Ok(to_res(
         parse(&usage.cpu, "cpu")?,
@@ -651,53 +672,10 @@ fn usage_res(usage: &crate::state::ResourceUsage) -> Result<Res, String> {
     ))
 }
 
-fn container_request(c: &Container, resource: &str) -> Result<Quantity, String> {
-    quantity(
-        c.resources.as_ref().and_then(|r| r.requests.as_ref()),
-        resource,
-    )
-    .map(Option::unwrap_or_default)
-    .map_err(|e| format!("container {}: {e} request", c.name))
-}
-
-/// What the scheduler accounts for a pod: its pod-level request if set, else max(app
-/// containers + restartable init containers, the largest init step), plus the overhead; one
-/// pod of the node's pod count.
-pub fn pod_requests(pod: &Pod) -> Result<Res, String> {
-    let Some(spec) = pod.spec.as_ref() else {
-        return Ok(Res {
-            pods: 1,
-            ..Res::default()
-        });
-    };
-    let mut out = [Quantity::ZERO; 2];
-    for (slot, resource) in out.iter_mut().zip(["cpu", "memory"]) {
-        let overhead = quantity(spec.overhead.as_ref(), resource)?.unwrap_or_default();
-        if let Some(q) = quantity(
-            spec.resources.as_ref().and_then(|r| r.requests.as_ref()),
-            resource,
-        )? {
-            *slot = q + overhead;
-            continue;
-        }
-        let mut app = Quantity::ZERO;
-        for c in &spec.containers {
-            app = app + container_request(c, resource)?;
-        }
-        let mut sidecars = Quantity::ZERO;
-        let mut init_peak = Quantity::ZERO;
-        for c in spec.init_containers.iter().flatten() {
-            let r = container_request(c, resource)?;
-            if c.restart_policy.as_deref() == Some("Always") {
-                sidecars = sidecars + r;
-                init_peak = init_peak.max(sidecars);
-            } else {
-                init_peak = init_peak.max(sidecars + r);
-            }
-        }
-        *slot = (app + sidecars).max(init_peak) + overhead;
-    }
-    let mut res = to_res(out[0], out[1]);
+/// What the scheduler accounts for a pod (`requests::pod_request`), as one pod of the node's
+/// pod count.
+pub fn pod_requests(pod: &Pod) -> Result<Res, RequestError> {
+    let mut res = to_res(pod_request(pod, "cpu")?, pod_request(pod, "memory")?);
     res.pods = 1;
     Ok(res)
 }

@@ -84,7 +84,7 @@ pub fn predict(input: Input<'_>, only: Option<&str>) -> Prediction {
 pub fn predict_with(input: Input<'_>, only: Option<&str>, mode: schedule::Mode) -> Prediction {
     let cluster = match cluster::Cluster::build(input) {
         Ok(cluster) => cluster,
-        Err(why) => return Prediction::cannot_tell(why),
+        Err(why) => return Prediction::cannot_tell(why.to_string()),
     };
     let shared = schedule::Shared::new(&cluster);
     let workloads = workloads::index(&cluster, input.protected);
@@ -133,7 +133,7 @@ fn each_host<T: Send>(hosts: &[&str], predict: impl Fn(&str) -> T + Sync) -> Vec
 pub fn predict_nodes(input: Input<'_>, name: &str, nodes: &[String]) -> Prediction {
     let cluster = match cluster::Cluster::build(input) {
         Ok(cluster) => cluster,
-        Err(why) => return Prediction::cannot_tell(why),
+        Err(why) => return Prediction::cannot_tell(why.to_string()),
     };
     let shared = schedule::Shared::new(&cluster);
     let workloads = workloads::index(&cluster, input.protected);
