@@ -193,11 +193,42 @@ pub const QUERY_KEYS: [(&str, &str); 2] = [
     ("memory", "capacity.prometheus.queries.memory"),
 ];
 
+/// Why a node's measured load cannot stand for its load: each query that gave no series for
+/// it or left too much of the window empty.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct LoadUnknown(pub Vec<LoadProblem>);
+
+/// One query's problem with one node.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LoadProblem {
+    #[error(
+        "{key} gave no series with {label}=\"{node}\" over the window (check that the query keeps that label, `sum by ({label})`, and that the node is scraped)"
+    )]
+    NoSeries {
+        key: &'static str,
+        label: String,
+        node: String,
+    },
+    #[error(
+        "{key} lacks {missing} of {steps} steps ({percent:.1}%), more than capacity.prometheus.max_gap_share {allowed} allows: {gaps}"
+    )]
+    Gaps {
+        key: &'static str,
+        missing: u64,
+        steps: u64,
+        percent: f64,
+        allowed: f64,
+        /// The gaps in words, with their times.
+        gaps: String,
+    },
+}
+
 impl NodeLoad {
     /// The node's CPU and memory over the window, or why they cannot stand for its load: a
     /// query gave no series for it, or more of the window's steps lack a value than
     /// `max_gap_share` allows.
-    pub fn of(&self, node: &str) -> Result<(&Measured, &Measured), String> {
+    pub fn of(&self, node: &str) -> Result<(&Measured, &Measured), LoadUnknown> {
         let measure = self.nodes.get(node);
         let mut problems = Vec::new();
         let mut found = Vec::new();
@@ -207,24 +238,25 @@ impl NodeLoad {
                 _ => m.memory.as_ref(),
             });
             match series {
-                None => problems.push(format!(
-                    "{key} gave no series with {}=\"{node}\" over the window (check that the query keeps that label, `sum by ({})`, and that the node is scraped)",
-                    self.node_label, self.node_label
-                )),
-                Some(m) if m.gap_share() > self.max_gap_share => problems.push(format!(
-                    "{key} lacks {} of {} steps ({:.1}%), more than capacity.prometheus.max_gap_share {} allows: {}",
-                    m.steps - m.samples,
-                    m.steps,
-                    m.gap_share() * 100.0,
-                    self.max_gap_share,
-                    describe_gaps(&m.gaps)
-                )),
+                None => problems.push(LoadProblem::NoSeries {
+                    key,
+                    label: self.node_label.clone(),
+                    node: node.to_string(),
+                }),
+                Some(m) if m.gap_share() > self.max_gap_share => problems.push(LoadProblem::Gaps {
+                    key,
+                    missing: (m.steps - m.samples) as u64,
+                    steps: m.steps as u64,
+                    percent: m.gap_share() * 100.0,
+                    allowed: self.max_gap_share,
+                    gaps: describe_gaps(&m.gaps),
+                }),
                 Some(m) => found.push(m),
             }
         }
         match (problems.is_empty(), found.as_slice()) {
             (true, [cpu, memory]) => Ok((cpu, memory)),
-            _ => Err(problems.join("; ")),
+            _ => Err(LoadUnknown(problems)),
         }
     }
 }
@@ -418,7 +450,10 @@ mod tests {
     fn a_node_with_more_gaps_than_allowed_is_unknown_naming_the_query_the_gap_and_the_setting() {
         let full = measure(&window(10), &series(&[1.0; 10]), LoadStatistic::Max);
         let gappy = measure(&window(10), &series(&[1.0; 8]), LoadStatistic::Max);
-        let why = load(full.clone(), gappy).of("cp-1").unwrap_err();
+        let why = load(full.clone(), gappy)
+            .of("cp-1")
+            .unwrap_err()
+            .to_string();
         assert!(
             why.contains("capacity.prometheus.queries.memory lacks 2 of 10 steps (20.0%)"),
             "{why}"
@@ -437,7 +472,7 @@ mod tests {
     #[test]
     fn a_node_no_query_mentions_is_unknown_naming_both_queries_and_the_label() {
         let full = measure(&window(10), &series(&[1.0; 10]), LoadStatistic::Max);
-        let why = load(full.clone(), full).of("cp-2").unwrap_err();
+        let why = load(full.clone(), full).of("cp-2").unwrap_err().to_string();
         assert!(
             why.contains("capacity.prometheus.queries.cpu gave no series with node=\"cp-2\""),
             "{why}"

@@ -455,7 +455,7 @@ async fn held_at_outage_end(
         RestoreReason::Deadline | RestoreReason::OverBudget { .. } => {
             let state = collect::kube::collect(env, kube).await;
             let lost: Vec<String> = target.vms.iter().map(|v| v.node.clone()).collect();
-            Some(gates_core::hostloss::attach::held_on(&state, &lost))
+            Some(gates_core::hostloss::attach::held_on(&state, &lost).map_err(|e| e.to_string()))
         }
     }
 }

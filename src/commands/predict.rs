@@ -25,7 +25,7 @@ fn over_domain(
     text: &str,
 ) -> Result<Prediction, AppError> {
     use gates_core::checks::failure_domains::{Domain, NotADomain};
-    let domain = Domain::parse(text).map_err(AppError::Usage)?;
+    let domain = Domain::parse(text).map_err(|e| AppError::Usage(e.to_string()))?;
     let declared = env
         .proxmox
         .as_ref()

@@ -220,10 +220,11 @@ fn table<'n>(
         let on_node = pods_by_node.get(node_name).map_or(&[][..], Vec::as_slice);
         let usage = metrics_by_node.as_ref().map(|by| {
             by.get(node_name).copied().ok_or_else(|| match load {
-                Some(load) => load.of(node_name).err().unwrap_or_else(|| {
-                    "Prometheus measured it, but no usage was derived (internal)".to_string()
-                }),
-                None => "no node metrics (metrics-server has not reported this node)".to_string(),
+                Some(load) => load
+                    .of(node_name)
+                    .err()
+                    .map_or(Unmeasured::NotDerived, Unmeasured::Load),
+                None => Unmeasured::NotReported,
             })
         });
         match node_cells(node, on_node, usage) {
@@ -283,32 +284,69 @@ fn table<'n>(
     }
 }
 
-/// CPU and memory cells of one node, or why they cannot be computed.
+/// Why a node's usage is unknown.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum Unmeasured {
+    #[error("{0}")]
+    Load(crate::load::LoadUnknown),
+    #[error("Prometheus measured it, but no usage was derived (internal)")]
+    NotDerived,
+    #[error("no node metrics (metrics-server has not reported this node)")]
+    NotReported,
+}
+
+/// Why one node's cells cannot be computed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum Uncounted {
+    #[error("{0}")]
+    Usage(Unmeasured),
+    #[error("status.allocatable has no {0}")]
+    NoAllocatable(&'static str),
+    #[error("allocatable {resource}: {source}")]
+    Allocatable {
+        resource: &'static str,
+        source: crate::quantity::QuantityError,
+    },
+    #[error("pod {pod}: {source}")]
+    Request {
+        pod: String,
+        source: crate::requests::RequestError,
+    },
+    #[error("node metrics have no {0} usage")]
+    NoUsage(&'static str),
+    #[error("node metrics {resource}: {source}")]
+    Metrics {
+        resource: &'static str,
+        source: crate::quantity::QuantityError,
+    },
+}
+
 /// The CPU and memory cells of one node. `pods` are the node's non-terminated pods;
 /// `metrics` is `None` on a requests basis, `Some(Err(why))` when the usage of this node is
 /// unknown.
 fn node_cells(
     node: &Node,
     pods: &[&Pod],
-    metrics: Option<Result<&NodeMetrics, String>>,
-) -> Result<[Cell; 2], String> {
+    metrics: Option<Result<&NodeMetrics, Unmeasured>>,
+) -> Result<[Cell; 2], Uncounted> {
     let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
     let usage = match metrics {
         None => None,
-        Some(found) => Some(found?),
+        Some(found) => Some(found.map_err(Uncounted::Usage)?),
     };
-    let mut cells = Vec::new();
-    for (resource, _) in RESOURCES {
+    let cell = |resource: &'static str| -> Result<Cell, Uncounted> {
         let alloc = allocatable
             .and_then(|a| a.get(resource))
-            .ok_or_else(|| format!("status.allocatable has no {resource}"))?;
-        let alloc =
-            Quantity::parse(&alloc.0).map_err(|e| format!("allocatable {resource}: {e}"))?;
+            .ok_or(Uncounted::NoAllocatable(resource))?;
+        let alloc = Quantity::parse(&alloc.0)
+            .map_err(|source| Uncounted::Allocatable { resource, source })?;
         let mut requests = Quantity::ZERO;
         for pod in pods {
             requests = requests
-                + pod_request(pod, resource)
-                    .map_err(|e| format!("pod {}: {e}", ns_name(&pod.metadata)))?;
+                + pod_request(pod, resource).map_err(|source| Uncounted::Request {
+                    pod: ns_name(&pod.metadata),
+                    source,
+                })?;
         }
         let usage = match usage {
             None => None,
@@ -318,22 +356,20 @@ fn node_cells(
                 } else {
                     &m.usage.memory
                 };
-                let raw = raw
-                    .as_deref()
-                    .ok_or_else(|| format!("node metrics have no {resource} usage"))?;
-                Some(Quantity::parse(raw).map_err(|e| format!("node metrics {resource}: {e}"))?)
+                let raw = raw.as_deref().ok_or(Uncounted::NoUsage(resource))?;
+                Some(
+                    Quantity::parse(raw)
+                        .map_err(|source| Uncounted::Metrics { resource, source })?,
+                )
             }
         };
-        cells.push(Cell {
+        Ok(Cell {
             alloc,
             requests,
             usage,
-        });
-    }
-    let [cpu, memory]: [Cell; 2] = cells
-        .try_into()
-        .map_err(|_| "internal: two resources expected".to_string())?;
-    Ok([cpu, memory])
+        })
+    };
+    Ok([cell(RESOURCES[0].0)?, cell(RESOURCES[1].0)?])
 }
 
 /// What was measured over which window: the statistic, the window and its step, and per node

@@ -141,15 +141,18 @@ pub fn domains(
     out
 }
 
+/// A `--domain` that is not `KIND:NAME` with a known kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--domain {0:?}: expected KIND:NAME with KIND switch, power or datastore (e.g. switch:sw-a)"
+)]
+pub struct NotADomainName(pub String);
+
 impl Domain {
     /// `switch:sw-a`, `power:pdu-1` or `datastore:ceph-vm`, as `gates predict --domain`
     /// takes it.
-    pub fn parse(text: &str) -> Result<Domain, String> {
-        let bad = || {
-            format!(
-                "--domain {text:?}: expected KIND:NAME with KIND switch, power or datastore (e.g. switch:sw-a)"
-            )
-        };
+    pub fn parse(text: &str) -> Result<Domain, NotADomainName> {
+        let bad = || NotADomainName(text.to_string());
         let (kind, name) = text.split_once(':').ok_or_else(bad)?;
         let name = name.trim();
         if name.is_empty() {

@@ -601,22 +601,31 @@ fn int_or_string(v: &IntOrString) -> String {
     }
 }
 
+/// A PDB's `minAvailable` or `maxUnavailable` that is neither a number nor a percentage
+/// (the API server accepts any string there; the disruption controller then refuses it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is neither a number nor a percentage")]
+struct NotAPercentage(String);
+
 /// Scales an int-or-percent against `total`, rounding up like the disruption controller.
-fn scaled(v: &IntOrString, total: i64) -> Result<i64, String> {
+fn scaled(v: &IntOrString, total: i64) -> Result<i64, NotAPercentage> {
     match v {
         IntOrString::Int(i) => Ok(i64::from(*i)),
         IntOrString::String(s) => {
             let pct: i64 = s
                 .strip_suffix('%')
                 .and_then(|p| p.parse().ok())
-                .ok_or_else(|| format!("{s:?} is neither a number nor a percentage"))?;
+                .ok_or_else(|| NotAPercentage(s.clone()))?;
             Ok((pct * total + 99).div_euclid(100))
         }
     }
 }
 
 /// Why the PDB's spec forbids every voluntary disruption for `replicas` pods, if it does.
-fn budget_blocks(pdb: &PodDisruptionBudget, replicas: i64) -> Result<Option<String>, String> {
+fn budget_blocks(
+    pdb: &PodDisruptionBudget,
+    replicas: i64,
+) -> Result<Option<String>, NotAPercentage> {
     let Some(spec) = pdb.spec.as_ref() else {
         return Ok(None);
     };

@@ -29,17 +29,36 @@ const POLICIES: [&str; 4] = [
     "delete-both-statefulset-and-deployment-pod",
 ];
 
+/// What gates cannot tell about Longhorn's hold on a lost node's pods, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AttachUnknown {
+    #[error(
+        "Longhorn volume {volume} has accessMode `{mode}`, which gates does not know (rwo, rwop, rwx): whether a pod on a lost node holds it back is unknown"
+    )]
+    AccessMode { volume: String, mode: String },
+    #[error(
+        "Longhorn's {SETTING} is `{0}`, which gates does not know ({known}): whether Longhorn releases the volumes of pods on a lost node is not known",
+        known = POLICIES.join(", ")
+    )]
+    Policy(String),
+    #[error("whether Longhorn releases the volumes of pods on a lost node is not known: {0}")]
+    SettingsUnread(String),
+    /// The volumes or the pods could not be read (the finding's summary says why).
+    #[error("{0}")]
+    Unread(String),
+}
+
 /// A volume's `spec.accessMode` (`k8s/pkg/apis/longhorn/v1beta2/volume.go`): whether one node
 /// at a time mounts it (`rwo`, `rwop`; empty is what the webhook turns into `rwo`), or a share
 /// manager serves it to many (`rwx`); `Err` for a value gates does not know.
-fn single_node(volume: &LonghornVolume) -> Result<bool, String> {
+fn single_node(volume: &LonghornVolume) -> Result<bool, AttachUnknown> {
     match volume.spec.access_mode.as_str() {
         "" | "rwo" | "rwop" => Ok(true),
         "rwx" => Ok(false),
-        other => Err(format!(
-            "Longhorn volume {} has accessMode `{other}`, which gates does not know (rwo, rwop, rwx): whether a pod on a lost node holds it back is unknown",
-            name(&volume.metadata)
-        )),
+        other => Err(AttachUnknown::AccessMode {
+            volume: name(&volume.metadata).to_string(),
+            mode: other.to_string(),
+        }),
     }
 }
 
@@ -85,7 +104,7 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
     };
     let mut stuck = Vec::new();
     let mut waits = Vec::new();
-    let mut policy: Option<Result<String, String>> = None;
+    let mut policy: Option<Result<String, AttachUnknown>> = None;
     for volume in single {
         let Some(k8s) = &volume.status.kubernetes_status else {
             continue;
@@ -110,14 +129,14 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
                 continue;
             }
             if let Err(why) = single_node(volume) {
-                loss.reason(Outcome::Unknown, why);
+                loss.reason(Outcome::Unknown, why.to_string());
                 return;
             }
             let policy = policy.get_or_insert_with(|| read_policy(cluster.state));
             let policy = match policy {
                 Ok(p) => p.as_str(),
                 Err(why) => {
-                    loss.reason(Outcome::Unknown, why.clone());
+                    loss.reason(Outcome::Unknown, why.to_string());
                     return;
                 }
             };
@@ -179,7 +198,7 @@ fn users<'a>(
 
 /// The policy Longhorn runs with: the setting's value, Longhorn's default when the
 /// settings were read and it is not among them, `Err` when the settings could not be read.
-fn read_policy(state: &State) -> Result<String, String> {
+fn read_policy(state: &State) -> Result<String, AttachUnknown> {
     match state
         .longhorn_settings
         .get("Longhorn settings (longhorn.io)")
@@ -194,16 +213,10 @@ fn read_policy(state: &State) -> Result<String, String> {
             if POLICIES.contains(&value.as_str()) {
                 Ok(value)
             } else {
-                Err(format!(
-                    "Longhorn's {SETTING} is `{value}`, which gates does not know ({}): whether Longhorn releases the volumes of pods on a lost node is not known",
-                    POLICIES.join(", ")
-                ))
+                Err(AttachUnknown::Policy(value))
             }
         }
-        Err(e) => Err(format!(
-            "whether Longhorn releases the volumes of pods on a lost node is not known: {}",
-            e.summary
-        )),
+        Err(e) => Err(AttachUnknown::SettingsUnread(e.summary)),
     }
 }
 
@@ -212,7 +225,7 @@ fn read_policy(state: &State) -> Result<String, String> {
 /// with the setting that would have released it. Nobody but a person force-deleting the pod
 /// frees such a volume while the host stays down, so each is manual work the host's loss
 /// asked for. `Err` names what could not be read.
-pub fn held_on(state: &State, lost_nodes: &[String]) -> Result<Held, String> {
+pub fn held_on(state: &State, lost_nodes: &[String]) -> Result<Held, AttachUnknown> {
     let volumes = match state.longhorn_volumes.present() {
         Some(v) => v,
         // Longhorn not installed: no Longhorn volume holds a pod.
@@ -224,15 +237,20 @@ pub fn held_on(state: &State, lost_nodes: &[String]) -> Result<Held, String> {
             return Ok(Held::default());
         }
         None => {
-            return Err(state
-                .longhorn_volumes
-                .get("Longhorn volumes (longhorn.io)")
-                .err()
-                .map(|f| f.summary)
-                .unwrap_or_default());
+            return Err(AttachUnknown::Unread(
+                state
+                    .longhorn_volumes
+                    .get("Longhorn volumes (longhorn.io)")
+                    .err()
+                    .map(|f| f.summary)
+                    .unwrap_or_default(),
+            ));
         }
     };
-    let pods = state.pods.get("pods").map_err(|f| f.summary)?;
+    let pods = state
+        .pods
+        .get("pods")
+        .map_err(|f| AttachUnknown::Unread(f.summary))?;
     let mut held = Vec::new();
     for volume in volumes.iter() {
         let Some(k8s) = &volume.status.kubernetes_status else {

@@ -70,7 +70,11 @@ pub fn predict(cluster: &Cluster<'_>, _lost: &[usize], placement: &Placement, lo
                 (unmeasured.is_empty(), &cluster.state.node_load)
             {
                 for node in &unmeasured {
-                    let why = load.of(node).err().unwrap_or_default();
+                    let why = load
+                        .of(node)
+                        .err()
+                        .map(|e| e.to_string())
+                        .unwrap_or_default();
                     loss.reason(
                         Outcome::Unknown,
                         format!(

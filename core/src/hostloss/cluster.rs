@@ -654,8 +654,7 @@ fn allocatable(node: &Node) -> Result<Res, Unreadable> {
     let alloc = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
     let cpu = quantity(alloc, "cpu")?.ok_or(Unreadable::NoAllocatable("cpu"))?;
     let mem = quantity(alloc, "memory")?.ok_or(Unreadable::NoAllocatable("memory"))?;
-    let pods =
-        quantity(alloc, "pods")?.map_or(DEFAULT_MAX_PODS, |q| clamp(q.units_ceil()));
+    let pods = quantity(alloc, "pods")?.map_or(DEFAULT_MAX_PODS, |q| clamp(q.units_ceil()));
     let mut res = to_res(cpu, mem);
     res.pods = pods;
     Ok(res)

@@ -490,7 +490,9 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
                     waits_for_deletion: matches!(p.owner, Owner::StatefulSet(_)) && !job.preempted,
                 }
             }
-            Err(why) => MoveOutcome::Unschedulable { why },
+            Err(why) => MoveOutcome::Unschedulable {
+                why: why.to_string(),
+            },
         };
         out.moves.push(PodMove {
             index: job.pod,
@@ -505,10 +507,20 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
     out
 }
 
+/// Why a pod fits on no node, as the scheduler's FailedScheduling event says it: how many
+/// nodes turned it away for each reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("0/{nodes} nodes are available: {}", .reasons.join(", "))]
+pub struct Unschedulable {
+    pub nodes: usize,
+    /// `COUNT REASON`, in the scheduler's order of reasons.
+    pub reasons: Vec<String>,
+}
+
 impl Sim<'_, '_> {
     /// The node the pod goes to, or the scheduler's "0/N nodes are available: ..." message:
     /// every filter on every node, in the scheduler's order (the reference).
-    fn place(&self, p: &PodInfo<'_>) -> Result<usize, String> {
+    fn place(&self, p: &PodInfo<'_>) -> Result<usize, Unschedulable> {
         let cluster = self.cluster;
         let ask = Ask::new(self, p);
         let mut best: Option<(Score, usize)> = None;
@@ -530,17 +542,13 @@ impl Sim<'_, '_> {
         }
         match best {
             Some((_, n)) => Ok(n),
-            None => {
-                let list: Vec<String> = reasons
+            None => Err(Unschedulable {
+                nodes: cluster.nodes.len(),
+                reasons: reasons
                     .iter()
                     .map(|(r, count)| format!("{count} {r}"))
-                    .collect();
-                Err(format!(
-                    "0/{} nodes are available: {}",
-                    cluster.nodes.len(),
-                    list.join(", ")
-                ))
-            }
+                    .collect(),
+            }),
         }
     }
 

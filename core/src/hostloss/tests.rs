@@ -1254,7 +1254,7 @@ fn an_access_mode_longhorn_does_not_define_is_unknown_not_skipped() {
     );
     let err = super::attach::held_on(&rwo_state("ReplicaSet", "rwm", None), &["cp-1".to_string()])
         .unwrap_err();
-    assert!(err.contains("accessMode `rwm`"), "{err}");
+    assert!(err.to_string().contains("accessMode `rwm`"), "{err}");
 }
 
 #[test]
@@ -1491,7 +1491,7 @@ fn held_pods_are_unknown_when_the_volumes_could_not_be_read_and_none_without_lon
     ));
     s.longhorn_volumes = Collected::Absent("the list timed out".into());
     let err = super::attach::held_on(&s, &["cp-1".to_string()]).unwrap_err();
-    assert!(err.contains("the list timed out"), "{err}");
+    assert!(err.to_string().contains("the list timed out"), "{err}");
     s.longhorn_volumes = Collected::NotApplicable("Longhorn is not installed".into());
     assert_eq!(
         super::attach::held_on(&s, &["cp-1".to_string()]).unwrap(),
