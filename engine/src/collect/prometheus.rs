@@ -51,25 +51,39 @@ struct RawSeries {
     values: Vec<(f64, String)>,
 }
 
+/// Why a body is not a range query's series.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AnswerError {
+    #[error("the answer is not Prometheus's API JSON: {0}")]
+    NotJson(String),
+    /// What Prometheus said was wrong: its `errorType` and `error`.
+    #[error("{kind}: {message}")]
+    Refused { kind: String, message: String },
+    #[error("the answer has no `data`")]
+    NoData,
+    #[error("the answer is a {0}, not the matrix a range query gives")]
+    NotMatrix(String),
+    #[error("value {0:?} is not a number")]
+    NotANumber(String),
+    #[error("time {0} is not a number")]
+    BadTime(f64),
+}
+
 /// The series of a `/api/v1/query_range` answer, or what Prometheus said was wrong (its
 /// `errorType` and `error`), or why the body is not such an answer. Values are Prometheus's
 /// float text (`"0.25"`, `"NaN"`, `"+Inf"`); times are seconds with milliseconds.
-pub fn decode(body: &[u8]) -> Result<Vec<Series>, String> {
-    let answer: Answer = serde_json::from_slice(body)
-        .map_err(|err| format!("the answer is not Prometheus's API JSON: {err}"))?;
+pub fn decode(body: &[u8]) -> Result<Vec<Series>, AnswerError> {
+    let answer: Answer =
+        serde_json::from_slice(body).map_err(|err| AnswerError::NotJson(err.to_string()))?;
     if answer.status != "success" {
-        return Err(format!(
-            "{}: {}",
-            answer.error_type.as_deref().unwrap_or("error"),
-            answer.error.as_deref().unwrap_or("(no message)")
-        ));
+        return Err(AnswerError::Refused {
+            kind: answer.error_type.unwrap_or_else(|| "error".to_string()),
+            message: answer.error.unwrap_or_else(|| "(no message)".to_string()),
+        });
     }
-    let data = answer.data.ok_or("the answer has no `data`")?;
+    let data = answer.data.ok_or(AnswerError::NoData)?;
     if data.result_type != "matrix" {
-        return Err(format!(
-            "the answer is a {}, not the matrix a range query gives",
-            data.result_type
-        ));
+        return Err(AnswerError::NotMatrix(data.result_type));
     }
     data.result
         .into_iter()
@@ -84,14 +98,14 @@ pub fn decode(body: &[u8]) -> Result<Vec<Series>, String> {
                         "-Inf" => f64::NEG_INFINITY,
                         _ => text
                             .parse::<f64>()
-                            .map_err(|_| format!("value {text:?} is not a number"))?,
+                            .map_err(|_| AnswerError::NotANumber(text.clone()))?,
                     };
                     if !at.is_finite() {
-                        return Err(format!("time {at} is not a number"));
+                        return Err(AnswerError::BadTime(at));
                     }
                     Ok(((at * 1000.0).round() as i64, value))
                 })
-                .collect::<Result<Vec<_>, String>>()?;
+                .collect::<Result<Vec<_>, AnswerError>>()?;
             Ok(Series {
                 labels: raw.metric,
                 values,
@@ -120,7 +134,10 @@ pub async fn collect(
 ) -> (Collected<Vec<NodeMetrics>>, Collected<NodeLoad>) {
     let load = match read(env, spec, end).await {
         Ok(load) => load,
-        Err(why) => return (Collected::Absent(why.clone()), Collected::Absent(why)),
+        Err(why) => {
+            let why = why.to_string();
+            return (Collected::Absent(why.clone()), Collected::Absent(why));
+        }
     };
     (
         Collected::Present(gates_core::load::node_metrics(&load)),
@@ -128,11 +145,114 @@ pub async fn collect(
     )
 }
 
+/// Why the load over the window could not be read from Prometheus: each says which setting
+/// to look at, and none holds a secret.
+#[derive(Debug, thiserror::Error)]
+pub enum PrometheusError {
+    #[error(
+        "{key} gave no series over the window from {url} (capacity.prometheus.url): is the query right for this Prometheus, and are its series kept for {window}? The default reads kubelet's cAdvisor series as kube-prometheus-stack labels them (README, \"capacity.basis: prometheus\"); the query was: {query}"
+    )]
+    NoSeries {
+        key: &'static str,
+        url: String,
+        window: String,
+        query: String,
+    },
+    #[error(
+        "{key} gave a series without the label {label} (capacity.prometheus.node_label): {labels:?}; aggregate by the label that holds the node name, e.g. `sum by ({label}) (...)`"
+    )]
+    NoNodeLabel {
+        key: &'static str,
+        label: String,
+        labels: BTreeMap<String, String>,
+    },
+    #[error(
+        "{key} gave more than one series for {label}=\"{node}\"; aggregate by that label alone, e.g. `sum by ({label}) (...)`"
+    )]
+    TwoSeries {
+        key: &'static str,
+        label: String,
+        node: String,
+    },
+    #[error("capacity.prometheus.ca_file {}: {detail}", path.display())]
+    CaFile {
+        path: std::path::PathBuf,
+        detail: String,
+    },
+    #[error("cannot build an HTTP client for Prometheus: {0}")]
+    Client(String),
+    #[error("capacity.prometheus.{key} {} cannot be read: {source}", path.display())]
+    Secret {
+        key: &'static str,
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("capacity.prometheus.url `{url}`: {detail}")]
+    BadUrl { url: String, detail: String },
+    #[error(
+        "Prometheus at {url} (capacity.prometheus.url in {}) did not answer: {chain}. Check the URL and that this machine reaches it (for a cluster's Prometheus, e.g. `kubectl -n monitoring port-forward svc/prometheus-operated 9090` and url: http://127.0.0.1:9090){}",
+        file.display(),
+        if *.needs_ca { "; an https URL needs capacity.prometheus.ca_file, the CA that signed its certificate" } else { "" }
+    )]
+    Unanswered {
+        url: String,
+        file: std::path::PathBuf,
+        chain: String,
+        needs_ca: bool,
+    },
+    #[error("Prometheus at {url} (capacity.prometheus.url) broke off its answer to {key}: {chain}")]
+    BrokeOff {
+        url: String,
+        key: &'static str,
+        chain: String,
+    },
+    #[error(
+        "Prometheus at {url} (capacity.prometheus.url) answered {status} to {key}: {}",
+        match .sent {
+            AuthKind::None => "it wants credentials: set capacity.prometheus.username and password_file, or bearer_token_file",
+            AuthKind::Basic => "check capacity.prometheus.username and the password in capacity.prometheus.password_file",
+            AuthKind::Bearer => "check the token in capacity.prometheus.bearer_token_file",
+        }
+    )]
+    Unauthorized {
+        url: String,
+        status: reqwest::StatusCode,
+        key: &'static str,
+        sent: AuthKind,
+    },
+    #[error("Prometheus at {url} (capacity.prometheus.url) answered {status} to {key}")]
+    Status {
+        url: String,
+        status: reqwest::StatusCode,
+        key: &'static str,
+    },
+    #[error(
+        "Prometheus at {url} (capacity.prometheus.url) answered {status} to {key} ({query}): {source}"
+    )]
+    Answer {
+        url: String,
+        status: reqwest::StatusCode,
+        key: &'static str,
+        query: String,
+        #[source]
+        source: AnswerError,
+    },
+}
+
+/// Which credentials a refused request carried (never the credentials themselves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthKind {
+    None,
+    Basic,
+    Bearer,
+}
+
 async fn read(
     env: &Environment,
     spec: &PrometheusLoad,
     end: DateTime<Utc>,
-) -> Result<NodeLoad, String> {
+) -> Result<NodeLoad, PrometheusError> {
     let client = client(env, spec)?;
     let auth = credentials(env, spec)?;
     let window = window(spec, end);
@@ -145,17 +265,20 @@ async fn read(
         };
         let series = query_range(&client, &auth, env, spec, key, query, &window).await?;
         if series.is_empty() {
-            return Err(format!(
-                "{key} gave no series over the window from {} (capacity.prometheus.url): is the query right for this Prometheus, and are its series kept for {}? The default reads kubelet's cAdvisor series as kube-prometheus-stack labels them (README, \"capacity.basis: prometheus\"); the query was: {query}",
-                spec.url, spec.window
-            ));
+            return Err(PrometheusError::NoSeries {
+                key,
+                url: spec.url.clone(),
+                window: spec.window.to_string(),
+                query: query.clone(),
+            });
         }
         for s in series {
             let Some(node) = s.labels.get(&spec.node_label) else {
-                return Err(format!(
-                    "{key} gave a series without the label {} (capacity.prometheus.node_label): {:?}; aggregate by the label that holds the node name, e.g. `sum by ({}) (...)`",
-                    spec.node_label, s.labels, spec.node_label
-                ));
+                return Err(PrometheusError::NoNodeLabel {
+                    key,
+                    label: spec.node_label.clone(),
+                    labels: s.labels,
+                });
             };
             let entry = nodes.entry(node.clone()).or_default();
             let slot = if resource == "cpu" {
@@ -164,10 +287,11 @@ async fn read(
                 &mut entry.memory
             };
             if slot.is_some() {
-                return Err(format!(
-                    "{key} gave more than one series for {}=\"{node}\"; aggregate by that label alone, e.g. `sum by ({}) (...)`",
-                    spec.node_label, spec.node_label
-                ));
+                return Err(PrometheusError::TwoSeries {
+                    key,
+                    label: spec.node_label.clone(),
+                    node: node.clone(),
+                });
             }
             *slot = measure(&window, &s.values, spec.quantile);
         }
@@ -182,7 +306,7 @@ async fn read(
     })
 }
 
-fn client(env: &Environment, spec: &PrometheusLoad) -> Result<reqwest::Client, String> {
+fn client(env: &Environment, spec: &PrometheusLoad) -> Result<reqwest::Client, PrometheusError> {
     let timeout: Duration = spec.timeout.into();
     let mut builder = reqwest::Client::builder()
         .use_rustls_tls()
@@ -191,17 +315,20 @@ fn client(env: &Environment, spec: &PrometheusLoad) -> Result<reqwest::Client, S
         .tls_built_in_root_certs(false);
     if let Some(ca) = &spec.ca_file {
         let path = super::kube::resolve(&env.file, ca);
-        let pem = std::fs::read(&path)
-            .map_err(|err| format!("capacity.prometheus.ca_file {}: {err}", path.display()))?;
-        for cert in reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|err| format!("capacity.prometheus.ca_file {}: {err}", path.display()))?
+        let unusable = |detail: String| PrometheusError::CaFile {
+            path: path.clone(),
+            detail,
+        };
+        let pem = std::fs::read(&path).map_err(|err| unusable(err.to_string()))?;
+        for cert in
+            reqwest::Certificate::from_pem_bundle(&pem).map_err(|err| unusable(err.to_string()))?
         {
             builder = builder.add_root_certificate(cert);
         }
     }
     builder
         .build()
-        .map_err(|err| format!("cannot build an HTTP client for Prometheus: {err}"))
+        .map_err(|err| PrometheusError::Client(err.to_string()))
 }
 
 /// How requests prove who they are; the secret is read from its file and never printed.
@@ -211,17 +338,13 @@ enum Auth {
     Bearer(String),
 }
 
-fn credentials(env: &Environment, spec: &PrometheusLoad) -> Result<Auth, String> {
-    let secret = |key: &str, file: &std::path::Path| {
+fn credentials(env: &Environment, spec: &PrometheusLoad) -> Result<Auth, PrometheusError> {
+    let secret = |key: &'static str, file: &std::path::Path| {
         let path = super::kube::resolve(&env.file, file);
-        std::fs::read_to_string(&path)
-            .map(|text| text.trim_end_matches(['\r', '\n']).to_string())
-            .map_err(|err| {
-                format!(
-                    "capacity.prometheus.{key} {} cannot be read: {err}",
-                    path.display()
-                )
-            })
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(text.trim_end_matches(['\r', '\n']).to_string()),
+            Err(source) => Err(PrometheusError::Secret { key, path, source }),
+        }
     };
     Ok(
         match (&spec.username, &spec.password_file, &spec.bearer_token_file) {
@@ -240,15 +363,18 @@ async fn query_range(
     auth: &Auth,
     env: &Environment,
     spec: &PrometheusLoad,
-    key: &str,
+    key: &'static str,
     query: &str,
     window: &Window,
-) -> Result<Vec<Series>, String> {
+) -> Result<Vec<Series>, PrometheusError> {
     let mut url = reqwest::Url::parse(&format!(
         "{}/api/v1/query_range",
         spec.url.trim_end_matches('/')
     ))
-    .map_err(|err| format!("capacity.prometheus.url `{}`: {err}", spec.url))?;
+    .map_err(|err| PrometheusError::BadUrl {
+        url: spec.url.clone(),
+        detail: err.to_string(),
+    })?;
     let seconds = |ms: i64| format!("{}.{:03}", ms.div_euclid(1000), ms.rem_euclid(1000));
     url.query_pairs_mut()
         .append_pair("query", query)
@@ -260,50 +386,50 @@ async fn query_range(
         Auth::Basic { username, password } => client.get(url).basic_auth(username, Some(password)),
         Auth::Bearer(token) => client.get(url).bearer_auth(token),
     };
-    let response = request.send().await.map_err(|err| {
-        format!(
-            "Prometheus at {} (capacity.prometheus.url in {}) did not answer: {}. Check the URL and that this machine reaches it (for a cluster's Prometheus, e.g. `kubectl -n monitoring port-forward svc/prometheus-operated 9090` and url: http://127.0.0.1:9090){}",
-            spec.url,
-            env.file.display(),
-            super::kube::chain(&err),
-            if spec.url.starts_with("https") && spec.ca_file.is_none() {
-                "; an https URL needs capacity.prometheus.ca_file, the CA that signed its certificate"
-            } else {
-                ""
-            }
-        )
-    })?;
+    let response = request
+        .send()
+        .await
+        .map_err(|err| PrometheusError::Unanswered {
+            url: spec.url.clone(),
+            file: env.file.clone(),
+            chain: super::kube::chain(&err),
+            needs_ca: spec.url.starts_with("https") && spec.ca_file.is_none(),
+        })?;
     let status = response.status();
-    let body = response.bytes().await.map_err(|err| {
-        format!(
-            "Prometheus at {} (capacity.prometheus.url) broke off its answer to {key}: {}",
-            spec.url,
-            super::kube::chain(&err)
-        )
-    })?;
+    let body = response
+        .bytes()
+        .await
+        .map_err(|err| PrometheusError::BrokeOff {
+            url: spec.url.clone(),
+            key,
+            chain: super::kube::chain(&err),
+        })?;
     if matches!(status.as_u16(), 401 | 403) {
-        return Err(format!(
-            "Prometheus at {} (capacity.prometheus.url) answered {status} to {key}: {}",
-            spec.url,
-            match auth {
-                Auth::None =>
-                    "it wants credentials: set capacity.prometheus.username and password_file, or bearer_token_file",
-                Auth::Basic { .. } =>
-                    "check capacity.prometheus.username and the password in capacity.prometheus.password_file",
-                Auth::Bearer(_) => "check the token in capacity.prometheus.bearer_token_file",
-            }
-        ));
+        return Err(PrometheusError::Unauthorized {
+            url: spec.url.clone(),
+            status,
+            key,
+            sent: match auth {
+                Auth::None => AuthKind::None,
+                Auth::Basic { .. } => AuthKind::Basic,
+                Auth::Bearer(_) => AuthKind::Bearer,
+            },
+        });
     }
     match decode(&body) {
         Ok(series) if status.is_success() => Ok(series),
-        Ok(_) => Err(format!(
-            "Prometheus at {} (capacity.prometheus.url) answered {status} to {key}",
-            spec.url
-        )),
-        Err(why) => Err(format!(
-            "Prometheus at {} (capacity.prometheus.url) answered {status} to {key} ({query}): {why}",
-            spec.url
-        )),
+        Ok(_) => Err(PrometheusError::Status {
+            url: spec.url.clone(),
+            status,
+            key,
+        }),
+        Err(source) => Err(PrometheusError::Answer {
+            url: spec.url.clone(),
+            status,
+            key,
+            query: query.to_string(),
+            source,
+        }),
     }
 }
 
@@ -329,16 +455,24 @@ mod tests {
         let why =
             decode(br#"{"status":"error","errorType":"bad_data","error":"parse error at char 5"}"#)
                 .unwrap_err();
-        assert_eq!(why, "bad_data: parse error at char 5");
+        assert_eq!(why.to_string(), "bad_data: parse error at char 5");
         let why = decode(br#"{"status":"success","data":{"resultType":"vector","result":[]}}"#)
             .unwrap_err();
-        assert!(why.contains("a vector, not the matrix"), "{why}");
+        assert_eq!(why, AnswerError::NotMatrix("vector".to_string()));
+        assert!(
+            why.to_string().contains("a vector, not the matrix"),
+            "{why}"
+        );
         let why = decode(br#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"x"]]}]}}"#)
             .unwrap_err();
-        assert!(why.contains("value \"x\" is not a number"), "{why}");
+        assert!(
+            why.to_string().contains("value \"x\" is not a number"),
+            "{why}"
+        );
         assert!(
             decode(b"<html>")
                 .unwrap_err()
+                .to_string()
                 .starts_with("the answer is not Prometheus's API JSON")
         );
     }
