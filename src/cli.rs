@@ -155,6 +155,10 @@ pub struct ChaosArgs {
     /// Shut the whole host down instead of its VMs of ENV (refused when it runs anything else).
     #[arg(long)]
     pub whole_host: bool,
+    /// The fault: `power` stops the host's VMs of ENV; `partition` keeps them running and pulls
+    /// the link of every network device (`link_down=1`), restored with `link_down=0`.
+    #[arg(long, value_enum, default_value_t = FaultArg::Power)]
+    pub fault: FaultArg,
     /// Run even when the host-loss prediction says the loss is not survivable (to measure it).
     #[arg(long)]
     pub expect_failure: bool,
@@ -172,6 +176,15 @@ pub struct ChaosArgs {
     pub format: Format,
     #[command(flatten)]
     pub metrics: MetricsArgs,
+}
+
+/// `gates chaos --fault`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FaultArg {
+    /// The host's VMs of the environment lose power (hard stop).
+    Power,
+    /// The host's VMs of the environment keep running, cut off the network.
+    Partition,
 }
 
 #[derive(Debug, Args)]
@@ -283,6 +296,10 @@ impl From<&ChaosArgs> for crate::chaos::ChaosOptions {
             dry_run: args.dry_run,
             yes: args.yes,
             whole_host: args.whole_host,
+            fault: match args.fault {
+                FaultArg::Power => crate::chaos::journal::FaultKind::Power,
+                FaultArg::Partition => crate::chaos::journal::FaultKind::Partition,
+            },
             expect_failure: args.expect_failure,
             junit: args.junit.clone(),
             reports: args.reports.clone(),

@@ -3,7 +3,7 @@
 //! parser exactly as the CLI reaches it (through a file, since that is how input arrives):
 //! the snapshot reader, the environment and gate file loader, the chaos journal reader, the
 //! chaos report reader, a Jinja Talos template, a Kustomize base and overlay, what gates
-//! reads of a Proxmox answer and of a Prometheus range answer (measured over a window), and
+//! reads of a Proxmox answer, a VM's network device (parsed, pulled and rendered back), and of a Prometheus range answer (measured over a window), and
 //! the splitter of a live list's pages (which reads an
 //! answer's text, not a file). The property asserted is the one users rely on: bad input
 //! gives an error, never a panic or a hang. The snapshot target also holds the parallel
@@ -18,6 +18,7 @@ pub type Target = fn(&[u8]);
 pub const TARGETS: &[(&str, Target)] = &[
     ("snapshot", snapshot),
     ("environment", environment),
+    ("net_device", net_device),
     ("gate", gate),
     ("journal", journal),
     ("chaos_report", chaos_report),
@@ -67,6 +68,25 @@ pub fn proxmox_answer(data: &[u8]) {
     }
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = gates_infra::proxmox::VmDisk::parse("scsi0", text);
+    }
+}
+
+/// A VM's `netN` property string as the partition fault reads it: parsed, or refused; a
+/// parsed one rendered back unchanged, and with its link pulled and put back.
+pub fn net_device(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(device) = gates_infra::proxmox::NetDevice::parse(text) {
+        assert_eq!(device.to_string(), text, "rendered back unchanged");
+        let down = device.with_link_down(true);
+        assert_eq!(down.link_down(), Ok(true));
+        let again = gates_infra::proxmox::NetDevice::parse(&down.to_string());
+        assert_eq!(again.as_ref(), Ok(&down), "a pulled device parses back");
+        assert_eq!(down.with_link_down(false).link_down(), Ok(false));
+    }
+    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) {
+        let _ = gates_infra::proxmox::VmNetDevices::from_value(&value);
     }
 }
 

@@ -47,6 +47,8 @@ pub struct ChaosOptions {
     pub yes: bool,
     /// Shut the whole host down, not only the environment's VMs on it.
     pub whole_host: bool,
+    /// Which fault to inject: power loss (the default) or a network partition.
+    pub fault: journal::FaultKind,
     /// The model predicts this host's loss is not survivable and the run is to show it.
     pub expect_failure: bool,
     /// A JUnit file besides the timestamped reports.

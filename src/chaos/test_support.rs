@@ -30,6 +30,7 @@ pub fn args() -> ChaosOptions {
         dry_run: false,
         yes: false,
         whole_host: false,
+        fault: crate::chaos::journal::FaultKind::Power,
         expect_failure: false,
         junit: None,
         reports: PathBuf::from("reports"),
@@ -44,6 +45,7 @@ pub fn vm(vmid: u32, name: &str) -> PlannedVm {
         name: name.into(),
         host: "pve2".into(),
         node: name.into(),
+        nets: Vec::new(),
     }
 }
 
@@ -53,6 +55,7 @@ pub fn planned_fault(environment: &str) -> PlannedFault {
         host: "pve2".into(),
         vms: vec![vm(201, "talos-lab-cp-02"), vm(202, "talos-lab-w-02")],
         restore_by: Utc::now(),
+        fault: crate::chaos::journal::FaultKind::Power,
         host_power: None,
         provenance: None,
     }

@@ -95,6 +95,7 @@ async fn run_demo(
             dry_run: false,
             yes: false,
             whole_host: false,
+            fault: crate::cli::FaultArg::Power,
             expect_failure: false,
             junit: None,
             reports: args.reports.clone(),

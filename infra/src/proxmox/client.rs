@@ -13,6 +13,7 @@ use super::model::{
     ClusterVm, HaResource, PveNode, PveVersion, RawHaResource, RawResource, RawVmStatus, Storage,
     TaskStatus, VmConfig, VmStatus,
 };
+use super::net::VmNetDevices;
 use super::secret::ApiToken;
 use super::tls::{TlsTrust, client_config};
 use super::upid::Upid;
@@ -139,7 +140,7 @@ impl ProxmoxClient {
             .http
             .request(method.clone(), url)
             .header(AUTHORIZATION, self.token.header_value()?);
-        if method == Method::POST {
+        if method == Method::POST || method == Method::PUT {
             request = request.form(form);
         }
         let response = request
@@ -250,6 +251,47 @@ impl ProxmoxClient {
             .get(&["nodes", node, "qemu", &id, "config"], &[])
             .await?;
         Ok(VmConfig::from_value(&value))
+    }
+
+    /// The network devices (`netN`) of a VM's running configuration (`current=1`: without
+    /// it Proxmox shows pending changes as if applied, and a link change left pending because
+    /// network hotplug is off would read as done), in key order, with the config's digest.
+    pub async fn vm_net_devices(
+        &self,
+        node: &str,
+        vmid: u32,
+    ) -> Result<VmNetDevices, ProxmoxError> {
+        let id = vmid.to_string();
+        let value: Value = self
+            .get(&["nodes", node, "qemu", &id, "config"], &[("current", "1")])
+            .await?;
+        Ok(VmNetDevices::from_value(&value))
+    }
+
+    /// `PUT /nodes/{node}/qemu/{vmid}/config` with one option (the synchronous update: on a
+    /// running VM qemu-server applies a `netN` change live, `vmconfig_update_net`), guarded by
+    /// the digest read before so a concurrent edit is refused, not overwritten. Never retried.
+    pub async fn set_vm_option(
+        &self,
+        node: &str,
+        vmid: u32,
+        key: &str,
+        value: &str,
+        digest: Option<&str>,
+    ) -> Result<(), ProxmoxError> {
+        let id = vmid.to_string();
+        let mut form = vec![(key, value)];
+        if let Some(digest) = digest {
+            form.push(("digest", digest));
+        }
+        self.send(
+            Method::PUT,
+            &["nodes", node, "qemu", &id, "config"],
+            &[],
+            &form,
+        )
+        .await
+        .map(|_| ())
     }
 
     /// `GET /storage`: the storages the token may audit (others are left out silently).

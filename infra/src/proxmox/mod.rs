@@ -6,6 +6,7 @@ mod host;
 mod inventory;
 mod mapping;
 mod model;
+mod net;
 mod power;
 mod secret;
 mod tls;
@@ -26,6 +27,7 @@ pub use model::{
     ClusterVm, HaRequestedState, HaResource, PveNode, PveVersion, Storage, TaskStatus, VmConfig,
     VmDisk, VmStatus, parse_smbios_uuid, parse_tags,
 };
+pub use net::{LINK_DOWN, NetDevice, NetDeviceError, VmNetDevices, is_net_key};
 pub use power::{PowerAction, PowerOptions, PowerReport, TaskOutcome};
 pub use secret::{ApiToken, TokenSecret};
 pub use tls::{TlsTrust, certificate_fingerprint, format_fingerprint, parse_fingerprint};

@@ -71,6 +71,15 @@ pub trait ProxmoxBackend: Send + Sync + 'static {
     fn wake_on_lan(&self, from: &str, target: &str) -> Result<String, ActionError>;
 
     /// The `wakeonlan` property of `host`'s node config (`GET /nodes/{host}/config`), if set.
+    /// Pull (`down`) or put back the link of a VM's network devices, as a config update of
+    /// `link_down` applies it live. Backends without a network refuse it.
+    fn set_link(&self, vmid: u32, down: bool) -> Result<(), ActionError> {
+        let _ = (vmid, down);
+        Err(ActionError::Failed(
+            "this backend models no network links".into(),
+        ))
+    }
+
     fn wakeonlan_property(&self, host: &str) -> Option<String>;
 }
 
@@ -192,6 +201,8 @@ pub struct VmConfig {
     pub onboot: bool,
     /// The storage of its disk (`scsi0`).
     pub disk_storage: String,
+    /// `net0`'s `link_down`.
+    pub link_down: bool,
 }
 
 /// A storage of `GET /storage`.

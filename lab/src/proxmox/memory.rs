@@ -120,6 +120,7 @@ impl MemoryProxmox {
                         memory_mib: 8192,
                         onboot: true,
                         disk_storage: "local-lvm".into(),
+                        link_down: false,
                     },
                 )
             })

@@ -92,6 +92,7 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
     if post && !may_power {
         let denied = match seg.as_slice() {
             ["nodes", _, "qemu", vmid, "status", _] => Some(format!("/vms/{vmid}, VM.PowerMgmt")),
+            ["nodes", _, "qemu", vmid, "config"] => Some(format!("/vms/{vmid}, VM.Config.Network")),
             ["nodes", node, "status" | "wakeonlan"] => {
                 let node = if *node == "localhost" { inc.host } else { node };
                 Some(format!("/nodes/{node}, Sys.PowerMgmt"))
@@ -134,6 +135,18 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
                     Ok(id) => ctx.checked(CONFIG_SCHEMA, |c| c.vm_config(&node, id)),
                     Err(r) => *r,
                 },
+                (["qemu", vmid, "config"], false, false) if *inc.method == Method::PUT => {
+                    if !may_power {
+                        return response::error(
+                            403,
+                            &format!("Permission check failed (/vms/{vmid}, VM.Config.Network)"),
+                        );
+                    }
+                    match parse_vmid(vmid) {
+                        Ok(id) => ctx.checked(SET_CONFIG_SCHEMA, |c| c.set_vm_config(&node, id)),
+                        Err(r) => *r,
+                    }
+                }
                 (["qemu", vmid, "status", action], _, true) => {
                     let (action, schema) = match *action {
                         "start" => (VmAction::Start, START_SCHEMA),
@@ -166,6 +179,40 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
     }
 }
 
+/// The lab's `net0`: one virtio device on vmbr0 with the firewall on, its MAC from the vmid.
+fn net0(vmid: u32, link_down: bool) -> String {
+    let b = vmid.to_be_bytes();
+    let mut text = format!(
+        "virtio=BC:24:11:{:02X}:{:02X}:{:02X},bridge=vmbr0,firewall=1",
+        b[1], b[2], b[3]
+    );
+    if link_down {
+        text.push_str(",link_down=1");
+    }
+    text
+}
+
+/// A `netN` string without its `link_down` part, and that part's boolean (read with the
+/// lab's own reading of Proxmox booleans), if present and valid.
+fn split_link_down(value: &str) -> (String, Option<bool>) {
+    let mut down = None;
+    let rest: Vec<&str> = value
+        .split(',')
+        .filter(|part| match part.strip_prefix("link_down=") {
+            Some(v) => {
+                down = match v {
+                    "1" | "true" | "yes" | "on" => Some(true),
+                    "0" | "false" | "no" | "off" => Some(false),
+                    _ => None,
+                };
+                false
+            }
+            None => true,
+        })
+        .collect();
+    (rest.join(","), down)
+}
+
 /// A Proxmox boolean parameter that is set.
 fn truthy(v: &str) -> bool {
     matches!(v, "1" | "true" | "yes" | "on")
@@ -184,6 +231,8 @@ const TASKS_SCHEMA: &[Param] = &[
     opt("vmid", Kind::Integer),
 ];
 const RESOURCES_SCHEMA: &[Param] = &[opt("type", Kind::Enum(&["vm", "storage", "node", "sdn"]))];
+/// What the lab lets a config update change: `net0` (its `link_down` alone) under a digest.
+const SET_CONFIG_SCHEMA: &[Param] = &[opt("net0", Kind::String), opt("digest", Kind::String)];
 const CONFIG_SCHEMA: &[Param] = &[opt("current", Kind::Boolean), opt("snapshot", Kind::String)];
 const START_SCHEMA: &[Param] = &[
     opt("timeout", Kind::Integer),
@@ -542,9 +591,17 @@ impl Ctx<'_> {
     }
 
     fn vm_config(&self, node: &str, vmid: u32) -> Resp {
+        match self.config_map(node, vmid) {
+            Some(m) => response::data(Value::Object(m)),
+            None => response::error(500, &Self::missing_config(node, vmid)),
+        }
+    }
+
+    /// The VM's config as served, with its digest; `None` when it is not on `node`.
+    fn config_map(&self, node: &str, vmid: u32) -> Option<Map<String, Value>> {
         let (Some(_), Some(cfg)) = (self.vm_on(node, vmid), self.api.backend.vm_config(vmid))
         else {
-            return response::error(500, &Self::missing_config(node, vmid));
+            return None;
         };
         let mut m = Map::new();
         m.insert("name".into(), json!(cfg.name));
@@ -562,14 +619,7 @@ impl Ctx<'_> {
                 cfg.disk_storage
             )),
         );
-        let b = vmid.to_be_bytes();
-        m.insert(
-            "net0".into(),
-            json!(format!(
-                "virtio=BC:24:11:{:02X}:{:02X}:{:02X},bridge=vmbr0",
-                b[1], b[2], b[3]
-            )),
-        );
+        m.insert("net0".into(), json!(net0(vmid, cfg.link_down)));
         if cfg.onboot {
             m.insert("onboot".into(), json!(1));
         }
@@ -581,7 +631,41 @@ impl Ctx<'_> {
         }
         let digest = sha1_hex(Value::Object(m.clone()).to_string().as_bytes());
         m.insert("digest".into(), json!(digest));
-        response::data(Value::Object(m))
+        Some(m)
+    }
+
+    /// `PUT /nodes/{node}/qemu/{vmid}/config` (the synchronous update): the digest must be the
+    /// config's, and `net0` must be the device as rendered with only `link_down` changed,
+    /// which is applied live as qemu-server's `set_link` does. Returns `null`.
+    fn set_vm_config(&self, node: &str, vmid: u32) -> Resp {
+        let (Some(_), Some(cfg)) = (self.vm_on(node, vmid), self.api.backend.vm_config(vmid))
+        else {
+            return response::error(500, &Self::missing_config(node, vmid));
+        };
+        let current = self.config_map(node, vmid).unwrap_or_default();
+        if let Some(digest) = self.values.get("digest")
+            && current.get("digest").and_then(Value::as_str) != Some(digest.as_str())
+        {
+            return response::error(
+                500,
+                "detected modified configuration - file changed by other user? Try again.",
+            );
+        }
+        let Some(value) = self.values.get("net0") else {
+            return response::data(Value::Null);
+        };
+        let (rest, down) = split_link_down(value);
+        if rest != net0(vmid, false) || down.is_none() {
+            return response::error(
+                400,
+                &format!("the lab changes only link_down of net0, written back whole: {value:?}"),
+            );
+        }
+        let down = down.unwrap_or(cfg.link_down);
+        match self.api.backend.set_link(vmid, down) {
+            Ok(()) => response::data(Value::Null),
+            Err(e) => response::error(500, &e.to_string()),
+        }
     }
 
     fn host_pstart(&self, node: &str) -> u64 {

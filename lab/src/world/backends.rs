@@ -115,6 +115,7 @@ impl ProxmoxBackend for LabBackend {
                 memory_mib: (n.memory_bytes >> 20).max(0) as u64,
                 onboot: false,
                 disk_storage: n.storage.clone(),
+                link_down: n.link_down,
             })
         })
     }
@@ -130,6 +131,10 @@ impl ProxmoxBackend for LabBackend {
                 })
                 .collect()
         })
+    }
+
+    fn set_link(&self, vmid: u32, down: bool) -> Result<(), ActionError> {
+        self.shared.set_link(vmid, down).map_err(action_error)
     }
 
     fn vm_power(&self, vmid: u32, action: VmAction) -> Result<(), ActionError> {
@@ -460,6 +465,49 @@ mod tests {
         LabBackend {
             shared: Shared::new(world),
         }
+    }
+
+    #[test]
+    fn a_pulled_link_cuts_a_running_machine_off_and_putting_it_back_restarts_nothing() {
+        let lab = backend();
+        let (vmid, n, env) = lab.shared.read(|w| {
+            let n = w.nodes.iter().position(|n| n.is_control_plane()).unwrap();
+            (w.nodes[n].vmid, n, w.nodes[n].env)
+        });
+        let pods_on = |w: &World| -> Vec<(bool, i32)> {
+            w.envs[env]
+                .pods
+                .values()
+                .filter(|p| p.node == Some(n))
+                .map(|p| (p.running, p.restarts))
+                .collect()
+        };
+        let before = lab.shared.read(pods_on);
+        assert!(before.iter().all(|(running, _)| *running), "{before:?}");
+        lab.set_link(vmid, true).expect("the link is pulled");
+        lab.shared.read(|w| {
+            assert!(w.nodes[n].vm_running, "the VM runs on");
+            let reach = w.reachability();
+            assert!(!reach.apid[n] && !reach.node_api[n], "nobody reaches it");
+            assert!(w.has_quorum(env), "two of three members keep the quorum");
+            assert_ne!(
+                w.etcd_leader(env),
+                Some(n),
+                "the cut-off member leads nothing"
+            );
+            assert_eq!(pods_on(w), before, "its pods keep running");
+        });
+        assert_eq!(lab.vm_config(vmid).map(|c| c.link_down), Some(true));
+        lab.set_link(vmid, false).expect("the link is put back");
+        lab.shared.read(|w| {
+            assert!(w.reachability().apid[n], "reachable again");
+            assert_eq!(
+                pods_on(w),
+                before,
+                "no pod restarted: the machine never stopped"
+            );
+        });
+        assert_eq!(lab.vm_config(vmid).map(|c| c.link_down), Some(false));
     }
 
     #[test]

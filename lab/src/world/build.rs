@@ -168,6 +168,7 @@ impl World {
                     heartbeat: Duration::ZERO,
                     etcd_member_id: ids::hash64(&["etcd-member", &ns.name]),
                     instance_manager_evicted: None,
+                    link_down: false,
                 });
                 env_nodes.push(index);
             }

@@ -135,6 +135,9 @@ pub struct Node {
     /// only the 300 s the admission plugin adds); cleared when the kubelet is back and Longhorn
     /// makes the pod anew.
     pub instance_manager_evicted: Option<Duration>,
+    /// Its network device's link is pulled (Proxmox `link_down=1`): the VM runs, nobody
+    /// reaches it and it reaches nobody.
+    pub link_down: bool,
 }
 
 impl Node {
@@ -712,6 +715,10 @@ impl Shared {
     /// Evict a pod through the Eviction API (the PDB check is the API's).
     pub fn evict_pod(&self, env: usize, key: &Key) -> Result<(), eviction::EvictError> {
         self.change(|w, now| w.evict_pod(env, key, now))
+    }
+
+    pub fn set_link(&self, vmid: u32, down: bool) -> Result<(), PowerError> {
+        self.change(|w, now| w.set_link(vmid, down, now))
     }
 
     pub fn stop_vm(&self, vmid: u32) -> Result<(), PowerError> {

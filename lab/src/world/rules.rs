@@ -93,8 +93,81 @@ impl World {
             format!("vmid {}", self.nodes[n].vmid),
         );
         if self.nodes[n].booted {
-            self.machine_down(n, false, now);
+            self.machine_down(n, Down::PowerLost, now);
         }
+    }
+
+    /// A network device's link pulled or put back (the config update Proxmox applies live).
+    /// A running machine cut off looks, from everywhere else, as one that lost power: its
+    /// apid, API and etcd member go dark (etcd counts it out of the quorum), its kubelet stops
+    /// renewing so the node goes NotReady after the grace period, the VIP and the L2 lease
+    /// it held move only once their leases expire. Unlike power loss its pods keep running.
+    /// Put back, it rejoins without a reboot: its kubelet reports again, Terminating pods
+    /// finish deleting, the others are Ready again as they never stopped.
+    pub(crate) fn set_link(
+        &mut self,
+        vmid: u32,
+        down: bool,
+        now: Duration,
+    ) -> Result<(), PowerError> {
+        let n = self.vm(vmid)?;
+        if self.nodes[n].link_down == down {
+            return Ok(());
+        }
+        self.nodes[n].link_down = down;
+        let (name, env) = (self.nodes[n].name.clone(), self.nodes[n].env);
+        let kind = if down { "link-down" } else { "link-up" };
+        self.event(now, kind, Some(env), &name, format!("vmid {vmid}"));
+        if down && self.nodes[n].booted {
+            self.machine_down(n, Down::CutOff, now);
+        } else if !down && self.nodes[n].vm_running && !self.nodes[n].booted {
+            self.rejoin(n, now);
+        }
+        Ok(())
+    }
+
+    /// The link is back: the machine never stopped, so only what the network hid changes.
+    fn rejoin(&mut self, n: usize, now: Duration) {
+        // Restarted while cut off: it comes back as a machine that booted.
+        if self.nodes[n].vm_started_at > self.nodes[n].down_since {
+            self.machine_up(n, now);
+            return;
+        }
+        let env = self.nodes[n].env;
+        let name = self.nodes[n].name.clone();
+        self.nodes[n].booted = true;
+        self.nodes[n].heartbeat = now;
+        self.event(now, "machine-rejoined", Some(env), &name, String::new());
+        if !self.nodes[n].ready {
+            self.nodes[n].ready = true;
+            self.nodes[n].ready_changed = now;
+            self.event(now, "node-ready", Some(env), &name, String::new());
+        }
+        let keys: Vec<Key> = self.envs[env]
+            .pods
+            .iter()
+            .filter(|(_, p)| p.node == Some(n))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in keys {
+            let deleting = self.envs[env]
+                .pods
+                .get(&k)
+                .is_some_and(|p| p.deleting.is_some());
+            if deleting {
+                self.remove_pod(env, &k, now);
+                continue;
+            }
+            if let Some(p) = self.envs[env].pods.get_mut(&k)
+                && p.running
+                && !p.api_ready
+            {
+                p.api_ready = true;
+                p.ready_changed = now;
+                self.envs[env].dirty.pods.insert(k);
+            }
+        }
+        self.after_return(n, now);
     }
 
     pub(crate) fn start_vm(&mut self, vmid: u32, now: Duration) -> Result<(), PowerError> {
@@ -131,7 +204,7 @@ impl World {
         let (name, env) = (node.name.clone(), node.env);
         self.event(now, "vm-off", Some(env), &name, "guest shut down".into());
         if self.nodes[n].booted {
-            self.machine_down(n, true, now);
+            self.machine_down(n, Down::Graceful, now);
         }
         Ok(())
     }
@@ -214,23 +287,20 @@ impl World {
 
     // ---- consequences ----
 
-    /// The machine is gone: endpoints go dark now, the rest follows on the timings.
-    fn machine_down(&mut self, n: usize, graceful: bool, now: Duration) {
+    /// The machine is gone: endpoints go dark now, the rest follows on the timings. Cut off
+    /// the network, its pods keep running where nobody sees them.
+    fn machine_down(&mut self, n: usize, why: Down, now: Duration) {
         let env = self.nodes[n].env;
+        let graceful = why == Down::Graceful;
         self.nodes[n].booted = false;
         self.nodes[n].down_since = now;
         let name = self.nodes[n].name.clone();
-        self.event(
-            now,
-            "machine-down",
-            Some(env),
-            &name,
-            if graceful {
-                "graceful".into()
-            } else {
-                "power lost".into()
-            },
-        );
+        let (kind, detail) = match why {
+            Down::Graceful => ("machine-down", "graceful"),
+            Down::PowerLost => ("machine-down", "power lost"),
+            Down::CutOff => ("machine-cut-off", "link down: running, unreachable"),
+        };
+        self.event(now, kind, Some(env), &name, detail.into());
         let keys: Vec<Key> = self.envs[env]
             .pods
             .iter()
@@ -238,7 +308,9 @@ impl World {
             .map(|(k, _)| k.clone())
             .collect();
         for k in keys {
-            if let Some(p) = self.envs[env].pods.get_mut(&k) {
+            if let Some(p) = self.envs[env].pods.get_mut(&k)
+                && why != Down::CutOff
+            {
                 p.running = false;
             }
             self.envs[env].dirty.pods.insert(k);
@@ -418,6 +490,7 @@ impl World {
                 if self.nodes[node].epoch != epoch
                     || !self.nodes[node].vm_running
                     || self.nodes[node].booted
+                    || self.nodes[node].link_down
                 {
                     return;
                 }
@@ -435,7 +508,7 @@ impl World {
                 self.nodes[node].epoch += 1;
                 self.event(now, "vm-off", Some(env), &name, "guest shut down".into());
                 if self.nodes[node].booted {
-                    self.machine_down(node, true, now);
+                    self.machine_down(node, Down::Graceful, now);
                 }
             }
             Action::PodStarted { env, key, uid } => {
@@ -580,7 +653,6 @@ impl World {
     fn machine_up(&mut self, n: usize, now: Duration) {
         let env = self.nodes[n].env;
         let name = self.nodes[n].name.clone();
-        let epoch = self.nodes[n].epoch;
         self.nodes[n].booted = true;
         self.nodes[n].booted_at = now;
         // The kubelet finishes deleting an evicted instance manager; Longhorn makes it anew.
@@ -620,6 +692,15 @@ impl World {
                 Action::PodStarted { env, key: k, uid },
             );
         }
+        self.after_return(n, now);
+    }
+
+    /// A machine is back in the cluster (booted, or its link put back): quorum, the VIP and
+    /// the L2 lease are elected again where nobody up holds them, Longhorn rebuilds, and
+    /// pending pods may now fit.
+    fn after_return(&mut self, n: usize, now: Duration) {
+        let env = self.nodes[n].env;
+        let epoch = self.nodes[n].epoch;
         self.envs[env].dirty.nodes = true;
         self.envs[env].dirty.longhorn = true;
         self.update_quorum(env, now);
@@ -1003,4 +1084,15 @@ impl World {
             );
         }
     }
+}
+
+/// How a machine leaves the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Down {
+    /// An orderly shutdown: the VIP is resigned, the L2 lease released.
+    Graceful,
+    /// Power lost: everything on it stops at once.
+    PowerLost,
+    /// Its link pulled: it runs on, unreachable; leases expire as after power loss.
+    CutOff,
 }

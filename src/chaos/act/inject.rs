@@ -7,6 +7,7 @@ use tokio::time::Instant;
 
 use super::power::Power;
 use crate::chaos::context::Ctx;
+use crate::chaos::journal::FaultKind;
 use crate::chaos::observe::observers::Observers;
 use crate::chaos::plan::Target;
 
@@ -29,6 +30,9 @@ pub async fn inject(
     target: &Target,
     outage: Duration,
 ) -> Injected {
+    if target.fault == FaultKind::Partition {
+        return partition(ctx, observers, power, target).await;
+    }
     let at = ctx.clock.now();
     let fault = ctx.seconds();
     for vm in &target.vms {
@@ -86,6 +90,54 @@ pub async fn inject(
         fault,
         stop_errors,
         host_shut_down,
+    }
+}
+
+/// A partition: every planned device's link pulled at once; the VMs keep running.
+async fn partition(
+    ctx: &Ctx<'_>,
+    observers: &Observers<'_>,
+    power: &Power,
+    target: &Target,
+) -> Injected {
+    let at = ctx.clock.now();
+    let fault = ctx.seconds();
+    for vm in &target.vms {
+        ctx.event(
+            "link-down-requested",
+            &vm.name,
+            format!(
+                "vmid {} on {} (node {}): {}",
+                vm.vmid,
+                vm.host,
+                vm.node,
+                vm.nets.join(", ")
+            ),
+        );
+    }
+    observers.show(
+        ctx,
+        Some(&format!(
+            "fault: pulling the links of {} VM(s) on {}",
+            target.vms.len(),
+            target.host
+        )),
+    );
+    let stop_errors = power.pull_links(&target.vms).await;
+    ctx.event(
+        "links-down",
+        &target.host,
+        if stop_errors.is_empty() {
+            "every planned VM runs cut off the network".to_string()
+        } else {
+            stop_errors.join("; ")
+        },
+    );
+    Injected {
+        at,
+        fault,
+        stop_errors,
+        host_shut_down: false,
     }
 }
 

@@ -20,6 +20,31 @@ pub struct PlannedVm {
     pub host: String,
     /// The Kubernetes node it carries.
     pub node: String,
+    /// A partition: the network devices (`netN`) whose link the plan pulls, read and parsed
+    /// before anything was touched. Empty for a power fault.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nets: Vec<String>,
+}
+
+/// Which fault a plan injects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// The VMs are hard-stopped, as a host losing power.
+    #[default]
+    Power,
+    /// The VMs keep running with every network device's link pulled (`link_down=1`), as a
+    /// host that drops off the network.
+    Partition,
+}
+
+impl FaultKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::Power => "power",
+            FaultKind::Partition => "partition",
+        }
+    }
 }
 
 /// What a run is allowed to touch. Nothing outside it is ever powered off.
@@ -27,6 +52,9 @@ pub struct PlannedVm {
 pub struct PlannedFault {
     pub environment: String,
     pub host: String,
+    /// Journals written before partitions existed planned a power fault.
+    #[serde(default)]
+    pub fault: FaultKind,
     pub vms: Vec<PlannedVm>,
     /// When the VMs must be running again at the latest.
     pub restore_by: DateTime<Utc>,
@@ -74,6 +102,31 @@ pub enum Entry {
         vmid: u32,
         action: String,
         error: String,
+    },
+    /// The link of one network device is about to be pulled; `before` is the property string
+    /// as read, for a person restoring by hand.
+    LinkDownRequested {
+        vmid: u32,
+        host: String,
+        device: String,
+        before: String,
+    },
+    /// Read back after the update: the link is down.
+    LinkDown {
+        vmid: u32,
+        host: String,
+        device: String,
+    },
+    LinkUpRequested {
+        vmid: u32,
+        host: String,
+        device: String,
+    },
+    /// Read back after the update: the link is up again.
+    LinkUp {
+        vmid: u32,
+        host: String,
+        device: String,
     },
     HostShutdownRequested {
         host: String,
@@ -336,6 +389,41 @@ pub fn pending_restore(records: &[Record]) -> Vec<PlannedVm> {
         .collect()
 }
 
+/// The planned VMs with a network device whose link-down was requested and whose link-up has
+/// not been read back since, each with those devices in the plan's order.
+pub fn links_owed(records: &[Record]) -> Vec<(PlannedVm, Vec<String>)> {
+    let Some(plan) = plan(records) else {
+        return Vec::new();
+    };
+    let mut owed: Vec<(PlannedVm, Vec<String>)> = Vec::new();
+    for vm in &plan.vms {
+        let devices: Vec<String> = vm
+            .nets
+            .iter()
+            .filter(|net| link_owed(records, vm.vmid, net))
+            .cloned()
+            .collect();
+        if !devices.is_empty() {
+            owed.push((vm.clone(), devices));
+        }
+    }
+    owed
+}
+
+fn link_owed(records: &[Record], vm: u32, net: &str) -> bool {
+    let mut owed = false;
+    for record in records {
+        match &record.entry {
+            Entry::LinkDownRequested { vmid, device, .. } if *vmid == vm && device == net => {
+                owed = true
+            }
+            Entry::LinkUp { vmid, device, .. } if *vmid == vm && device == net => owed = false,
+            _ => {}
+        }
+    }
+    owed
+}
+
 /// The host a whole-host run asked to shut down and has not seen online again since.
 pub fn host_owed(records: &[Record]) -> Option<String> {
     let mut owed = None;
@@ -355,6 +443,14 @@ pub fn owed_text(records: &[Record]) -> Option<String> {
         .iter()
         .map(|v| format!("{} {}", v.vmid, v.name))
         .collect();
+    for (vm, devices) in links_owed(records) {
+        parts.push(format!(
+            "{} {} link of {} pulled",
+            vm.vmid,
+            vm.name,
+            devices.join(", ")
+        ));
+    }
     if let Some(host) = host_owed(records) {
         parts.insert(0, format!("host {host}"));
     }
@@ -375,18 +471,84 @@ mod tests {
                     name: "talos-stag-cp-02".into(),
                     host: "pve2".into(),
                     node: "talos-stag-cp-02".into(),
+                    nets: vec!["net0".into(), "net1".into()],
                 },
                 PlannedVm {
                     vmid: 202,
                     name: "talos-stag-w-02".into(),
                     host: "pve2".into(),
                     node: "talos-stag-w-02".into(),
+                    nets: Vec::new(),
                 },
             ],
             restore_by: Utc::now(),
+            fault: FaultKind::Partition,
             host_power: None,
             provenance: None,
         }
+    }
+
+    #[test]
+    fn a_pulled_link_is_owed_until_its_link_up_is_read_back_and_refuses_a_new_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("staging.journal");
+        let mut journal = Journal::create(&path, &plan()).unwrap();
+        for device in ["net0", "net1"] {
+            journal
+                .append(Entry::LinkDownRequested {
+                    vmid: 201,
+                    host: "pve2".into(),
+                    device: device.into(),
+                    before: "virtio=AA:BB,bridge=vmbr0".into(),
+                })
+                .unwrap();
+        }
+        journal
+            .append(Entry::LinkUpRequested {
+                vmid: 201,
+                host: "pve2".into(),
+                device: "net0".into(),
+            })
+            .unwrap();
+        let owed = links_owed(&read(&path).unwrap());
+        assert_eq!(owed.len(), 1);
+        assert_eq!(
+            owed[0].1,
+            vec!["net0".to_string(), "net1".to_string()],
+            "asked, not read back"
+        );
+        journal
+            .append(Entry::LinkUp {
+                vmid: 201,
+                host: "pve2".into(),
+                device: "net0".into(),
+            })
+            .unwrap();
+        let records = read(&path).unwrap();
+        assert_eq!(links_owed(&records)[0].1, vec!["net1".to_string()]);
+        assert!(pending_restore(&records).is_empty(), "nothing was stopped");
+        let err = Journal::create(&path, &plan()).err().expect("refused");
+        assert!(
+            err.to_string()
+                .contains("201 talos-stag-cp-02 link of net1 pulled"),
+            "{err}"
+        );
+        journal
+            .append(Entry::LinkUp {
+                vmid: 201,
+                host: "pve2".into(),
+                device: "net1".into(),
+            })
+            .unwrap();
+        assert!(owed_text(&read(&path).unwrap()).is_none());
+    }
+
+    #[test]
+    fn a_journal_written_before_partitions_reads_as_a_power_fault() {
+        let old = r#"{"environment":"staging","host":"pve2","vms":[{"vmid":201,"name":"a","host":"pve2","node":"a"}],"restore_by":"2026-11-29T10:00:00Z"}"#;
+        let plan: PlannedFault = serde_json::from_str(old).unwrap();
+        assert_eq!(plan.fault, FaultKind::Power);
+        assert!(plan.vms[0].nets.is_empty());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod inject;
 pub mod journal;
 pub mod lease;
+pub mod link;
 pub mod power;
 pub mod recover;
 pub mod restore;

@@ -40,6 +40,9 @@ pub struct Issued {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vmid: Option<u32>,
     pub host: String,
+    /// The network device, for a partition's link actions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// `ok`, or the error.
     pub result: String,
 }
@@ -63,6 +66,26 @@ impl Power {
             },
             journal: Arc::new(Mutex::new(journal)),
             issued: Arc::default(),
+        }
+    }
+
+    pub(super) fn client(&self) -> &ProxmoxClient {
+        &self.client
+    }
+
+    /// Count one request about one network device of a VM.
+    pub(super) fn count_device<T, E: std::fmt::Display>(
+        &self,
+        action: &'static str,
+        vm: &PlannedVm,
+        device: &str,
+        result: &Result<T, E>,
+    ) {
+        self.count(action, Some(vm.vmid), &vm.host, result);
+        if let Ok(mut issued) = self.issued.lock()
+            && let Some(last) = issued.last_mut()
+        {
+            last.device = Some(device.to_string());
         }
     }
 
@@ -261,6 +284,7 @@ impl Power {
                 action,
                 vmid,
                 host: host.to_string(),
+                device: None,
                 result: match result {
                     Ok(_) => "ok".to_string(),
                     Err(err) => err.to_string(),
@@ -299,7 +323,16 @@ pub fn beyond_plan(vms: &[PlannedVm], whole_host: Option<&str>, issued: &[Issued
         let subject = format!("VM {} {}", vm.vmid, vm.name);
         let stops = times("stop", Some(vm.vmid), "");
         let starts = times("start", Some(vm.vmid), "");
-        paired(&mut out, &subject, (stops, "stopped"), (starts, "started"));
+        if vm.nets.is_empty() {
+            paired(&mut out, &subject, (stops, "stopped"), (starts, "started"));
+        } else {
+            links_paired(&mut out, vm, issued);
+            if stops + starts > 0 {
+                out.push(format!(
+                    "{subject} was stopped or started, but the plan only pulls its links"
+                ));
+            }
+        }
     }
     if let Some(host) = whole_host {
         let shutdowns = times("host-shutdown", None, host);
@@ -312,6 +345,32 @@ pub fn beyond_plan(vms: &[PlannedVm], whole_host: Option<&str>, issued: &[Issued
         );
     }
     out
+}
+
+/// A partitioned VM: each planned device's link pulled once and put back once (retries of
+/// the put-back aside), and no other device of it touched.
+fn links_paired(out: &mut Vec<String>, vm: &PlannedVm, issued: &[Issued]) {
+    let times = |action: &str, device: &str| {
+        issued
+            .iter()
+            .filter(|a| {
+                a.action == action && a.vmid == Some(vm.vmid) && a.device.as_deref() == Some(device)
+            })
+            .count()
+    };
+    for net in &vm.nets {
+        let subject = format!("{net} of VM {} {}", vm.vmid, vm.name);
+        let (downs, ups) = (times("link-down", net), times("link-up", net));
+        paired(out, &subject, (downs, "pulled"), (ups, "put back"));
+    }
+    for action in issued.iter().filter(|a| a.vmid == Some(vm.vmid)) {
+        if let Some(device) = action.device.as_ref().filter(|d| !vm.nets.contains(d)) {
+            out.push(format!(
+                "{} of {device} of VM {} which the plan does not pull",
+                action.action, vm.vmid
+            ));
+        }
+    }
 }
 
 /// A fault and its undo each happen at most once, and the undo only after the fault.
@@ -358,6 +417,7 @@ mod tests {
             name: format!("cp-{vmid}"),
             host: "pve3".into(),
             node: format!("cp-{vmid}"),
+            nets: Vec::new(),
         }
     }
 
@@ -366,6 +426,7 @@ mod tests {
             action,
             vmid: Some(vmid),
             host: "pve3".into(),
+            device: None,
             result: "ok".into(),
         }
     }
@@ -375,6 +436,7 @@ mod tests {
             action,
             vmid: None,
             host: host.into(),
+            device: None,
             result: "ok".into(),
         }
     }
@@ -450,6 +512,46 @@ mod tests {
         assert_eq!(extra.len(), 2, "{extra:?}");
         assert!(extra[0].contains("201 which is not in the plan"));
         assert!(extra[1].contains("started 2 times"));
+    }
+
+    #[test]
+    fn a_partition_pulls_and_puts_back_each_planned_link_once_and_stops_nothing() {
+        let mut planned = vm(103);
+        planned.nets = vec!["net0".into(), "net1".into()];
+        let link = |action: &'static str, device: &str| Issued {
+            device: Some(device.into()),
+            ..issued(action, 103)
+        };
+        let clean = [
+            link("link-down", "net0"),
+            link("link-down", "net1"),
+            link("link-up", "net0"),
+            link("link-up-retry", "net1"),
+            link("link-up", "net1"),
+        ];
+        assert!(beyond_plan(std::slice::from_ref(&planned), None, &clean).is_empty());
+        let extra = beyond_plan(
+            std::slice::from_ref(&planned),
+            None,
+            &[
+                link("link-down", "net0"),
+                link("link-down", "net2"),
+                issued("stop", 103),
+                issued("start", 103),
+            ],
+        );
+        assert!(
+            extra
+                .iter()
+                .any(|e| e.contains("link-down of net2 of VM 103 which the plan does not pull")),
+            "{extra:?}"
+        );
+        assert!(
+            extra
+                .iter()
+                .any(|e| e.contains("stopped or started, but the plan only pulls its links")),
+            "{extra:?}"
+        );
     }
 
     #[test]

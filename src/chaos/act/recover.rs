@@ -14,11 +14,14 @@ use super::power::Power;
 use crate::chaos::{ChaosError, JournalStep};
 use crate::config::{Environment, ProxmoxAccess};
 
-/// What a journal still owes: VMs whose stop was asked for and whose start was not seen, and
-/// a host shut down and not seen online again.
+/// What a journal still owes: VMs whose stop was asked for and whose start was not seen,
+/// network devices whose link was pulled and not read back up, and a host shut down and not
+/// seen online again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owed {
     pub vms: Vec<PlannedVm>,
+    /// Each VM with only the devices still owed in `nets`.
+    pub links: Vec<PlannedVm>,
     pub host: Option<String>,
 }
 
@@ -26,12 +29,16 @@ impl Owed {
     pub fn of(records: &[journal::Record]) -> Owed {
         Owed {
             vms: journal::pending_restore(records),
+            links: journal::links_owed(records)
+                .into_iter()
+                .map(|(vm, nets)| PlannedVm { nets, ..vm })
+                .collect(),
             host: journal::host_owed(records),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.vms.is_empty() && self.host.is_none()
+        self.vms.is_empty() && self.links.is_empty() && self.host.is_none()
     }
 }
 
@@ -210,7 +217,17 @@ async fn settle(
         }
     }
     let patience = env.chaos.clone().unwrap_or_default().recovery_timeout;
-    let errors = power.start_all(&to_start, patience.into()).await;
+    let mut errors = power.start_all(&to_start, patience.into()).await;
+    for vm in &owed.links {
+        say!(
+            out,
+            "VM {} {}: the link of {} is still pulled: putting it back (link_down=0)",
+            vm.vmid,
+            vm.name,
+            vm.nets.join(", ")
+        );
+    }
+    errors.extend(power.restore_links(&owed.links, patience.into()).await);
     if !errors.is_empty() {
         return Err(ChaosError::NotStarted {
             env: env.name.clone(),
@@ -234,10 +251,20 @@ async fn settle(
             vm.node
         );
     }
+    for vm in &owed.links {
+        say!(
+            out,
+            "VM {} {} (node {}) is back on the network",
+            vm.vmid,
+            vm.name,
+            vm.node
+        );
+    }
     say!(
         out,
-        "started {} VM(s); {} is settled",
+        "started {} VM(s), put back the links of {}; {} is settled",
         to_start.len(),
+        owed.links.len(),
         path.display()
     );
     Ok(())

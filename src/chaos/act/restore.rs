@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::journal::Entry;
+use super::journal::{Entry, FaultKind};
 use super::power::Power;
 use crate::chaos::context::Ctx;
 use crate::chaos::observe::observers::Observers;
@@ -58,21 +58,36 @@ pub async fn restore(
             Err(err) => start_errors.push(err),
         }
     }
+    let partition = target.fault == FaultKind::Partition;
+    let doing = if partition {
+        "putting back the links of"
+    } else {
+        "starting"
+    };
     observers.show(
         ctx,
         Some(&format!(
-            "restore: starting {} VM(s) on {}",
+            "restore: {doing} {} VM(s) on {}",
             target.vms.len(),
             target.host
         )),
     );
     if start_errors.is_empty() {
-        start_errors = power.start_all(&target.vms, recovery_timeout).await;
+        start_errors = if partition {
+            power.restore_links(&target.vms, recovery_timeout).await
+        } else {
+            power.start_all(&target.vms, recovery_timeout).await
+        };
     }
     let mut running_again = None;
     if start_errors.is_empty() {
         running_again = Some(ctx.seconds());
-        ctx.event("vms-running", &target.host, "every planned VM runs again");
+        let detail = if partition {
+            "every planned VM is back on the network"
+        } else {
+            "every planned VM runs again"
+        };
+        ctx.event("vms-running", &target.host, detail);
         let _ = power.note(Entry::Restored);
     } else {
         ctx.event("restore-failed", &target.host, start_errors.join("; "));

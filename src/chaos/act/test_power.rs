@@ -58,6 +58,7 @@ pub fn target() -> Target {
         bystanders: Vec::new(),
         whole_host: false,
         host_power: None,
+        fault: crate::chaos::journal::FaultKind::Power,
     }
 }
 

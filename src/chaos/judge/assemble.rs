@@ -58,10 +58,10 @@ pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
             .unwrap_or_else(|| "A host failure leaves the cluster available.".into()),
         host: target.host.clone(),
         host_choice: target.reason.clone(),
-        mode: if target.whole_host {
-            "whole-host"
-        } else {
-            "environment-vms"
+        mode: match (target.fault, target.whole_host) {
+            (crate::chaos::journal::FaultKind::Partition, _) => "partition",
+            (crate::chaos::journal::FaultKind::Power, true) => "whole-host",
+            (crate::chaos::journal::FaultKind::Power, false) => "environment-vms",
         }
         .into(),
         vms: target.vms.clone(),

@@ -271,6 +271,7 @@ mod tests {
             action,
             vmid: Some(vmid),
             host: "pve2".into(),
+            device: None,
             result: "ok".into(),
         }
     }

@@ -4,6 +4,7 @@
 
 pub mod admit;
 pub mod host_power;
+pub mod partition;
 pub mod phase;
 pub mod preflight;
 pub mod target;

@@ -11,6 +11,7 @@ use super::timings::Timings;
 use super::{Target, host_power, preflight};
 use crate::chaos::ChaosOptions;
 use crate::chaos::clients::Clients;
+use crate::chaos::journal::FaultKind;
 use crate::chaos::probes::{self, LeaderLog, Probe, ProbeInputs};
 use crate::chaos::{ChaosError, report};
 use crate::collect;
@@ -84,6 +85,19 @@ pub async fn plan(
     let (host, reason) =
         super::choose_host(&args.host, &pre.state, proxmox, today).map_err(refuse)?;
     let mut target = super::target(env, proxmox, &host, reason, args.whole_host).map_err(refuse)?;
+    target.fault = args.fault;
+    if args.fault == FaultKind::Partition {
+        if target.whole_host {
+            return Err(refuse(
+                "--whole-host shuts the host down, a partition keeps it running: give one or the other".into(),
+            ));
+        }
+        let client =
+            collect::proxmox::client(env, access).map_err(|err| refuse(err.to_string()))?;
+        super::partition::read_devices(&client, &mut target)
+            .await
+            .map_err(refuse)?;
+    }
     // Whole-host mode acts through another host's API: the one that can wake this host.
     let wake_client = if target.whole_host {
         let (client, how) = host_power::prepare(env, access, &host)

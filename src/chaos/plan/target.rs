@@ -7,7 +7,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 
-use crate::chaos::journal::{HostPower, PlannedFault, PlannedVm};
+use crate::chaos::journal::{FaultKind, HostPower, PlannedFault, PlannedVm};
 use crate::config::Environment;
 use crate::state::{ProxmoxState, State};
 
@@ -30,6 +30,8 @@ pub struct Target {
     pub whole_host: bool,
     /// Whole-host mode: how the host is woken again (set once preflight found a way).
     pub host_power: Option<HostPower>,
+    /// Power loss, or a partition (the VMs' `nets` then name the devices it pulls).
+    pub fault: FaultKind,
 }
 
 impl Target {
@@ -39,6 +41,7 @@ impl Target {
             host: self.host.clone(),
             vms: self.vms.clone(),
             restore_by,
+            fault: self.fault,
             host_power: self.host_power.clone(),
             provenance: None,
         }
@@ -226,6 +229,7 @@ pub fn target(
                 name: vm.name.clone(),
                 host: host.to_string(),
                 node: p.node.clone(),
+                nets: Vec::new(),
             }),
             Some(p) => unknown.push(format!(
                 "VM {} {} is matched to node {} by name only, not by SMBIOS UUID",
@@ -254,6 +258,7 @@ pub fn target(
         bystanders,
         whole_host,
         host_power: None,
+        fault: FaultKind::Power,
     })
 }
 

@@ -1,0 +1,209 @@
+//! The partition's writes: a VM's network device with its link pulled (`link_down=1`) or put
+//! back (`link_down=0`), through a config update Proxmox applies live on a running VM
+//! (qemu-server `vmconfig_update_net` → QMP `set_link`). Each device is read (the running
+//! configuration, `current=1`), rendered back whole with only `link_down` changed, written
+//! with the digest read (a concurrent edit is refused, not overwritten) and read back: only a
+//! read-back link state counts, since a change Proxmox left pending (network hotplug off) would
+//! otherwise pass for a partition. Every request is journaled before it is sent.
+
+use std::time::Duration;
+
+use gates_infra::proxmox::{NetDevice, ProxmoxError};
+
+use super::journal::{Entry, PlannedVm};
+use super::power::Power;
+
+/// The first pause between two attempts to put a link back; doubled up to five seconds.
+const UP_BACKOFF: Duration = Duration::from_millis(500);
+const UP_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+impl Power {
+    /// Pull every planned device's link at once (as a switch port going dark does). Returns
+    /// the errors, one per device whose link is not read back down.
+    pub async fn pull_links(&self, vms: &[PlannedVm]) -> Vec<String> {
+        let devices: Vec<(&PlannedVm, &String)> = vms
+            .iter()
+            .flat_map(|vm| vm.nets.iter().map(move |net| (vm, net)))
+            .collect();
+        let results =
+            futures::future::join_all(devices.iter().map(|(vm, net)| self.pull(vm, net))).await;
+        results.into_iter().filter_map(Result::err).collect()
+    }
+
+    async fn pull(&self, vm: &PlannedVm, net: &str) -> Result<(), String> {
+        let subject = format!("pull the link of {net} of VM {} {}", vm.vmid, vm.name);
+        let (device, digest) = self
+            .read_device(vm, net)
+            .await
+            .map_err(|e| format!("{subject}: {e}; nothing was sent"))?;
+        self.note(Entry::LinkDownRequested {
+            vmid: vm.vmid,
+            host: vm.host.clone(),
+            device: net.to_string(),
+            before: device.to_string(),
+        })
+        .map_err(|e| format!("{subject}: journal: {e}; nothing was sent"))?;
+        let result = self.set_link(vm, net, &device, true, digest).await;
+        self.count_device("link-down", vm, net, &result);
+        match result {
+            Ok(()) => self
+                .note(Entry::LinkDown {
+                    vmid: vm.vmid,
+                    host: vm.host.clone(),
+                    device: net.to_string(),
+                })
+                .map_err(|e| format!("{subject}: journal: {e}")),
+            Err(err) => {
+                let _ = self.note(Entry::ActionFailed {
+                    vmid: vm.vmid,
+                    action: format!("link-down {net}"),
+                    error: err.clone(),
+                });
+                Err(format!("{subject}: {err}"))
+            }
+        }
+    }
+
+    /// Put every planned device's link back, retrying each (with backoff) until `patience`
+    /// (`chaos.recovery_timeout`) is spent: a slow Proxmox must not leave a VM cut off.
+    pub async fn restore_links(&self, vms: &[PlannedVm], patience: Duration) -> Vec<String> {
+        let devices: Vec<(&PlannedVm, &String)> = vms
+            .iter()
+            .flat_map(|vm| vm.nets.iter().map(move |net| (vm, net)))
+            .collect();
+        let results = futures::future::join_all(
+            devices
+                .iter()
+                .map(|(vm, net)| self.restore_link(vm, net, patience)),
+        )
+        .await;
+        results.into_iter().filter_map(Result::err).collect()
+    }
+
+    async fn restore_link(
+        &self,
+        vm: &PlannedVm,
+        net: &str,
+        patience: Duration,
+    ) -> Result<(), String> {
+        let began = tokio::time::Instant::now();
+        let mut backoff = UP_BACKOFF;
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            self.note(Entry::LinkUpRequested {
+                vmid: vm.vmid,
+                host: vm.host.clone(),
+                device: net.to_string(),
+            })
+            .map_err(|e| format!("journal: {e}"))?;
+            let result = match self.read_device(vm, net).await {
+                Ok((device, digest)) => self.set_link(vm, net, &device, false, digest).await,
+                Err(err) => Err(err),
+            };
+            let counted = if attempts == 1 {
+                "link-up"
+            } else {
+                "link-up-retry"
+            };
+            self.count_device(counted, vm, net, &result);
+            let err = match result {
+                Ok(()) => {
+                    return self
+                        .note(Entry::LinkUp {
+                            vmid: vm.vmid,
+                            host: vm.host.clone(),
+                            device: net.to_string(),
+                        })
+                        .map_err(|e| format!("journal: {e}"));
+                }
+                Err(err) => err,
+            };
+            let _ = self.note(Entry::ActionFailed {
+                vmid: vm.vmid,
+                action: format!("link-up {net}"),
+                error: err.clone(),
+            });
+            let spent = began.elapsed();
+            if spent >= patience {
+                return Err(format!(
+                    "put the link of {net} of VM {} {} back: gave up after {attempts} attempts over {:.1}s (chaos.recovery_timeout {}): {err}; run `gates recover` or set link_down=0 on {net} by hand",
+                    vm.vmid,
+                    vm.name,
+                    spent.as_secs_f64(),
+                    humantime::format_duration(patience)
+                ));
+            }
+            tokio::time::sleep(backoff.min(patience - spent)).await;
+            backoff = (backoff * 2).min(UP_BACKOFF_MAX);
+        }
+    }
+
+    /// The device as running now, parsed, and the config's digest.
+    async fn read_device(
+        &self,
+        vm: &PlannedVm,
+        net: &str,
+    ) -> Result<(NetDevice, Option<String>), String> {
+        let read = self
+            .client()
+            .vm_net_devices(&vm.host, vm.vmid)
+            .await
+            .map_err(|e| format!("reading its config: {e}"))?;
+        let text = read
+            .devices
+            .iter()
+            .find(|(key, _)| key == net)
+            .map(|(_, text)| text.clone())
+            .ok_or_else(|| format!("{net} is no longer in its config"))?;
+        let device = NetDevice::parse(&text)
+            .map_err(|e| format!("{net} = {text:?} cannot be parsed ({e})"))?;
+        Ok((device, read.digest))
+    }
+
+    /// Write the device with its link set, then read it back.
+    async fn set_link(
+        &self,
+        vm: &PlannedVm,
+        net: &str,
+        device: &NetDevice,
+        down: bool,
+        digest: Option<String>,
+    ) -> Result<(), String> {
+        let value = device.with_link_down(down).to_string();
+        self.client()
+            .set_vm_option(&vm.host, vm.vmid, net, &value, digest.as_deref())
+            .await
+            .map_err(|e: ProxmoxError| e.to_string())?;
+        let (back, _) = self.read_device(vm, net).await?;
+        match back.link_down() {
+            Ok(now) if now == down => Ok(()),
+            _ => Err(format!(
+                "{net} reads back as {back:?} after the update: the change is pending, not applied (is network hotplug off for this VM?)",
+                back = back.to_string()
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::chaos::journal;
+
+    #[tokio::test]
+    async fn a_device_that_cannot_be_read_is_never_written_nor_journaled_as_pulled() {
+        let (power, path, _dir) = crate::chaos::act::test_power::unreachable_power();
+        let mut vm = crate::chaos::test_support::vm(201, "talos-lab-cp-02");
+        vm.nets = vec!["net0".into()];
+        let errors = power.pull_links(&[vm]).await;
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].contains("pull the link of net0 of VM 201")
+                && errors[0].contains("nothing was sent"),
+            "{errors:?}"
+        );
+        let records = journal::read(&path).unwrap();
+        assert!(journal::links_owed(&records).is_empty());
+        assert!(power.issued().is_empty(), "no write was sent");
+    }
+}
