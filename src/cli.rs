@@ -200,10 +200,22 @@ pub struct RecoverArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The environment (a file name under gates/environments without .yaml).
-    pub env: String,
+    /// The environment (a file name under gates/environments without .yaml); with `--all` or
+    /// `--envs`, the one word given is the filter.
+    #[arg(required_unless_present_any = ["all", "envs"])]
+    pub env: Option<String>,
     /// Run only trials whose name contains this (libtest filter).
     pub filter: Option<String>,
+    /// Check every environment of the configuration (a fleet run: one JUnit, JSON and HTML
+    /// summary over all, the exit code the worst of them).
+    #[arg(long, conflicts_with = "envs")]
+    pub all: bool,
+    /// Check the environments this file names, one per line (`#` comments), as `--all` does.
+    #[arg(long, value_name = "FILE")]
+    pub envs: Option<PathBuf>,
+    /// At most this many environments at once in a fleet run.
+    #[arg(long, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: u16,
     /// Read the state from kubectl output instead of the cluster (repeatable).
     #[arg(long, value_name = "FILE")]
     pub snapshot: Vec<PathBuf>,
@@ -330,7 +342,7 @@ impl From<&MetricsArgs> for crate::report::outputs::MetricsOptions {
 impl From<&CheckArgs> for gates_engine::check::CheckOptions {
     fn from(args: &CheckArgs) -> Self {
         gates_engine::check::CheckOptions {
-            env: args.env.clone(),
+            env: args.env.clone().unwrap_or_default(),
             filter: args.filter.clone(),
             exact: args.exact,
             skip: args.skip.clone(),
@@ -338,6 +350,7 @@ impl From<&CheckArgs> for gates_engine::check::CheckOptions {
             repo: args.repo.clone(),
             reports: args.reports.clone(),
             require_all: args.require_all,
+            long_lived: false,
         }
     }
 }

@@ -43,6 +43,9 @@ pub enum AppError {
     Chaos(#[from] crate::chaos::ChaosError),
     #[error(transparent)]
     Check(#[from] gates_engine::check::CheckError),
+    /// The environments of a fleet run could not be listed.
+    #[error(transparent)]
+    Fleet(#[from] gates_engine::fleet::FleetError),
     /// The built-in lab of `gates demo` did not start.
     #[cfg(feature = "lab")]
     #[error("cannot start the lab: {source}")]
@@ -72,7 +75,7 @@ impl AppError {
             | AppError::File { .. }
             | AppError::Encode { .. } => ExitCode::CannotTell,
             AppError::Chaos(err) => err.exit_code(),
-            AppError::Check(_) => ExitCode::CannotTell,
+            AppError::Check(_) | AppError::Fleet(_) => ExitCode::CannotTell,
             #[cfg(feature = "lab")]
             AppError::Lab { .. } => ExitCode::CannotTell,
         }

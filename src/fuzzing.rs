@@ -3,7 +3,7 @@
 //! parser exactly as the CLI reaches it (through a file, since that is how input arrives):
 //! the snapshot reader, the environment and gate file loader, the chaos journal reader, the
 //! chaos report reader, a Jinja Talos template, a Kustomize base and overlay, what gates
-//! reads of a Proxmox answer, a VM's network device (parsed, pulled and rendered back), and of a Prometheus range answer (measured over a window), and
+//! reads of a Proxmox answer, a VM's network device (parsed, pulled and rendered back), a Prometheus range answer (measured over a window), a fleet's environment list, and
 //! the splitter of a live list's pages (which reads an
 //! answer's text, not a file). The property asserted is the one users rely on: bad input
 //! gives an error, never a panic or a hang. The snapshot target also holds the parallel
@@ -27,6 +27,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("kustomize", kustomize),
     ("proxmox_answer", proxmox_answer),
     ("prometheus_answer", prometheus_answer),
+    ("env_list", env_list),
 ];
 
 /// Where one input is cut into the files of a Kustomize tree, in order: the overlay's
@@ -105,6 +106,29 @@ pub fn prometheus_answer(data: &[u8]) {
                 gates_core::config::LoadStatistic::Quantile(0.95),
             ] {
                 let _ = gates_core::load::measure(&window, &s.values, statistic);
+            }
+        }
+    }
+}
+
+/// An environment list of a fleet run (`gates check --envs FILE`): names read are known and
+/// listed once, and every problem names a line of the input.
+pub fn env_list(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let known = ["staging", "production", "lab", "lab-production"];
+    match gates_engine::fleet::parse_list(Path::new("fleet.txt"), text, &known) {
+        Ok(names) => {
+            for (i, name) in names.iter().enumerate() {
+                assert!(known.contains(&name.as_str()), "{name} is not known");
+                assert!(!names[..i].contains(name), "{name} twice");
+            }
+        }
+        Err(problems) => {
+            let lines = text.lines().count();
+            for problem in problems {
+                assert!((1..=lines).contains(&problem.line), "{problem}");
             }
         }
     }

@@ -36,6 +36,9 @@ pub struct CheckOptions {
     pub reports: PathBuf,
     /// Judge promotion: anything short of every gate passing blocks it.
     pub require_all: bool,
+    /// The process goes on after the run (a fleet, an exporter): the collected state is freed
+    /// rather than left to the process's exit.
+    pub long_lived: bool,
 }
 
 impl CheckOptions {
@@ -186,8 +189,12 @@ pub async fn run(
     let provenance = crate::state::provenance::Provenance::of(env, &state, collected_at);
     let source = state.source.clone();
     // A large cluster's objects are freed with the process, not one by one (an eighth of
-    // a large offline check was spent freeing them).
-    std::mem::forget(state);
+    // a large offline check was spent freeing them), unless the process goes on.
+    if options.long_lived {
+        drop(state);
+    } else {
+        std::mem::forget(state);
+    }
     let gates = runner::gate_statuses(config, env, &results);
     let promotion = options.require_all.then(|| {
         let titles: Vec<(u32, String)> = config

@@ -6,6 +6,7 @@ pub mod check;
 pub mod cluster;
 pub mod collect;
 pub mod config;
+pub mod fleet;
 pub mod predict;
 pub mod promotion;
 pub mod record;

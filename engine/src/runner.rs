@@ -113,6 +113,16 @@ impl Tally {
         tally
     }
 
+    /// Both tallies together (a fleet run's over its environments).
+    pub fn plus(&self, other: &Tally) -> Tally {
+        Tally {
+            passed: self.passed + other.passed,
+            failed: self.failed + other.failed,
+            errors: self.errors + other.errors,
+            skipped: self.skipped + other.skipped,
+        }
+    }
+
     /// 0 all pass, 1 a gate failed, 2 something could not be evaluated.
     pub fn exit_code(&self) -> ExitCode {
         ExitCode::from_findings(self.failed > 0, self.errors > 0)

@@ -3,7 +3,7 @@
 
 use gates_core::exit::ExitCode;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gates_engine::check::{self, CheckEvent, CheckOptions, Reporter};
 
@@ -17,7 +17,7 @@ use crate::report::{self, Run};
 use crate::streams::Streams;
 
 /// Whether to colour terminal output, decided as for the libtest lines.
-fn colour(setting: Color) -> bool {
+pub(crate) fn colour(setting: Color) -> bool {
     use std::io::IsTerminal;
     match setting {
         Color::Always => true,
@@ -33,6 +33,9 @@ pub async fn run(
     args: CheckArgs,
     streams: &mut Streams,
 ) -> Result<ExitCode, AppError> {
+    if args.all || args.envs.is_some() {
+        return crate::commands::fleet::run(config, config_dir, args, streams).await;
+    }
     let options = CheckOptions::from(&args);
     let plan = check::plan(config, &options)?;
     let lines = Lines {
@@ -110,23 +113,10 @@ fn write_reports(
     repo_root: Option<&Path>,
     streams: &mut Streams,
 ) -> Result<(), AppError> {
-    let junit = report::junit::render(run);
-    let json = report::json::render(run);
-    let stem = run.default_stem(&args.reports);
+    write_timestamped(run, &args.reports, streams)?;
     let mut written = Vec::new();
-    for (path, text) in [
-        (stem.with_extension("xml"), &junit),
-        (stem.with_extension("json"), &json),
-        (
-            stem.with_extension("html"),
-            &report::html::check::render(run),
-        ),
-    ] {
-        write_file(&path, text)?;
-        written.push(path);
-    }
     if let Some(path) = &args.junit {
-        write_file(path, &junit)?;
+        write_file(path, &report::junit::render(run))?;
         written.push(path.clone());
     }
     if let Some(path) = &args.sarif {
@@ -137,4 +127,27 @@ fn write_reports(
         streams.say(format_args!("report: {}", path.display()));
     }
     Ok(())
+}
+
+/// `DIR/ENV-STAMP.{xml,json,html}`, each said as written; the paths, in that order.
+pub(crate) fn write_timestamped(
+    run: &Run,
+    dir: &Path,
+    streams: &mut Streams,
+) -> Result<Vec<PathBuf>, AppError> {
+    let stem = run.default_stem(dir);
+    let mut written = Vec::new();
+    for (path, text) in [
+        (stem.with_extension("xml"), report::junit::render(run)),
+        (stem.with_extension("json"), report::json::render(run)),
+        (
+            stem.with_extension("html"),
+            report::html::check::render(run),
+        ),
+    ] {
+        write_file(&path, &text)?;
+        streams.say(format_args!("report: {}", path.display()));
+        written.push(path);
+    }
+    Ok(written)
 }

@@ -68,8 +68,11 @@ async fn run_demo(
             env.description
         ));
         let check = CheckArgs {
-            env: env_name.to_string(),
+            env: Some(env_name.to_string()),
             filter: None,
+            all: false,
+            envs: None,
+            jobs: 1,
             snapshot: Vec::new(),
             repo: None,
             junit: None,

@@ -7,6 +7,7 @@ pub mod check;
 pub mod completions;
 #[cfg(feature = "lab")]
 pub mod demo;
+pub mod fleet;
 pub mod guard;
 pub mod history;
 pub mod list;

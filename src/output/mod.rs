@@ -2,6 +2,7 @@
 //! engine evaluates; these only print.
 
 pub mod files;
+pub mod fleet;
 pub mod libtest;
 pub mod notes;
 

@@ -13,12 +13,17 @@ pub fn say_sources_down(state: &crate::state::State, env: &str, streams: &mut St
 
 /// One source the run could not use, and that the trials reading it refer to this.
 pub fn say_source_down(streams: &mut Streams, env: &str, source: &str, reason: &str) {
-    streams.say(format_args!(
-        "error: {source} of {env} cannot be used: {reason}"
-    ));
-    streams.say(format_args!(
-        "  every trial that reads it is an error that refers to this"
-    ));
+    for line in source_down_lines(env, source, reason) {
+        streams.say(line);
+    }
+}
+
+/// The lines [`say_source_down`] says.
+pub fn source_down_lines(env: &str, source: &str, reason: &str) -> [String; 2] {
+    [
+        format!("error: {source} of {env} cannot be used: {reason}"),
+        "  every trial that reads it is an error that refers to this".to_string(),
+    ]
 }
 
 /// The repository's notes of a run (each construct read and left out, each value not read),

@@ -14,21 +14,101 @@ use super::Run;
 use crate::runner::{Tally, TrialResult};
 use crate::state::Source;
 use crate::verdict::Verdict;
+use gates_engine::record::{FleetRecord, MemberOutcome};
 
 /// `gates check`: one suite per gate.
 pub fn render(run: &Run) -> String {
-    let total: f64 = run.collect_time.as_secs_f64()
+    let mut junit = JunitWriter::new(
+        &format!("gates {} {}", run.decision, run.environment),
+        &run.tally,
+        total_time(run),
+    );
+    suites(&mut junit, run, &run.decision.replace('-', ""));
+    junit.finish()
+}
+
+/// A fleet run: one suite per environment and gate (`adr007.staging.gate2`), and for an
+/// environment that could not be checked at all one suite with that error as its one case, so
+/// a dashboard sees it beside the others.
+pub fn render_fleet(fleet: &FleetRecord) -> String {
+    let mut tally = Tally::default();
+    let mut time = 0.0;
+    let mut refused = Vec::new();
+    for member in &fleet.environments {
+        match &member.outcome {
+            MemberOutcome::Judged { record } => {
+                tally = tally.plus(&record.tally);
+                time += total_time(record);
+            }
+            MemberOutcome::Refused { error } => {
+                let case = refusal(&member.environment, error);
+                tally = tally.plus(&Tally::of(std::slice::from_ref(&case)));
+                refused.push(case);
+            }
+            MemberOutcome::NothingSelected { .. } => {}
+        }
+    }
+    let mut junit = JunitWriter::new("gates fleet", &tally, time);
+    let timestamp = fleet.started_at.format("%Y-%m-%dT%H:%M:%S").to_string();
+    for member in &fleet.environments {
+        match &member.outcome {
+            MemberOutcome::Judged { record } => {
+                let prefix = format!(
+                    "{}.{}",
+                    record.decision.replace('-', ""),
+                    member.environment
+                );
+                suites(&mut junit, record, &prefix);
+            }
+            MemberOutcome::Refused { .. } => {
+                let Some(case) = refused
+                    .iter()
+                    .find(|c| c.instance.as_deref() == Some(&member.environment))
+                else {
+                    continue;
+                };
+                let classname = format!("gates.{}", member.environment);
+                junit.start_suite(
+                    &classname,
+                    &Tally::of(std::slice::from_ref(case)),
+                    0.0,
+                    &timestamp,
+                );
+                junit.properties(&[("environment", member.environment.as_str())]);
+                junit.testcase(case, &classname);
+                junit.end_suite();
+            }
+            MemberOutcome::NothingSelected { .. } => {}
+        }
+    }
+    junit.finish()
+}
+
+/// The one case of an environment a fleet run could not check.
+fn refusal(environment: &str, error: &str) -> TrialResult {
+    TrialResult {
+        name: format!("{environment}::check"),
+        gate: 0,
+        kind: "check",
+        instance: Some(environment.to_string()),
+        finding: crate::verdict::Finding::error(format!(
+            "{environment} could not be checked: {error}"
+        )),
+        duration: std::time::Duration::ZERO,
+    }
+}
+
+fn total_time(run: &Run) -> f64 {
+    run.collect_time.as_secs_f64()
         + run
             .trials
             .iter()
             .map(|t| t.duration.as_secs_f64())
-            .sum::<f64>();
-    let mut junit = JunitWriter::new(
-        &format!("gates {} {}", run.decision, run.environment),
-        &run.tally,
-        total,
-    );
-    let class_prefix = run.decision.replace('-', "");
+            .sum::<f64>()
+}
+
+/// The suites of one run, one per gate, named `PREFIX.gateN`.
+fn suites(junit: &mut JunitWriter, run: &Run, class_prefix: &str) {
     let source = match &run.source {
         Source::Live { context } => format!("live, kube context {context}"),
         Source::Snapshot { files } => format!("snapshot {}", files.join(", ")),
@@ -76,7 +156,6 @@ pub fn render(run: &Run) -> String {
         }
         junit.end_suite();
     }
-    junit.finish()
 }
 
 /// Writes one JUnit document: root, then suites with properties and testcases.

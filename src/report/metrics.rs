@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use crate::report::Run;
 use crate::report::chaos_view::ChaosView;
 use crate::verdict::Verdict;
+use gates_engine::record::{FleetMember, FleetRecord, MemberOutcome};
 
 const VERDICTS: [&str; 4] = ["pass", "fail", "error", "skip"];
 
@@ -114,6 +115,45 @@ fn number(value: f64) -> String {
 /// The metrics of a `gates check` run.
 pub fn check(run: &Run) -> String {
     let mut m = Exposition::default();
+    check_into(&mut m, run);
+    m.render()
+}
+
+/// The metrics of a fleet run: each judged environment's as its own run gives them (every
+/// series labelled by its environment), in one exposition, and for every environment whether
+/// it could be checked at all, so one that could not does not vanish from a dashboard.
+pub fn fleet(fleet: &FleetRecord) -> String {
+    let mut m = Exposition::default();
+    for member in &fleet.environments {
+        refused_into(&mut m, member);
+    }
+    for record in fleet.environments.iter().filter_map(|m| m.record()) {
+        check_into(&mut m, record);
+    }
+    m.render()
+}
+
+/// One environment of a fleet run alone (its Pushgateway group).
+pub fn fleet_member(member: &FleetMember) -> String {
+    let mut m = Exposition::default();
+    refused_into(&mut m, member);
+    if let Some(record) = member.record() {
+        check_into(&mut m, record);
+    }
+    m.render()
+}
+
+fn refused_into(m: &mut Exposition, member: &FleetMember) {
+    let refused = matches!(member.outcome, MemberOutcome::Refused { .. });
+    m.gauge(
+        "gates_check_refused",
+        "1 when the environment could not be checked at all in a fleet run (its configuration or repository), 0 otherwise.",
+        vec![("environment", member.environment.clone())],
+        f64::from(u8::from(refused)),
+    );
+}
+
+fn check_into(m: &mut Exposition, run: &Run) {
     let env = || ("environment", run.environment.clone());
     let evaluated: f64 = run.trials.iter().map(|t| t.duration.as_secs_f64()).sum();
     m.gauge(
@@ -183,7 +223,6 @@ pub fn check(run: &Run) -> String {
             count as f64,
         );
     }
-    m.render()
 }
 
 /// The metrics of a chaos run, from its JSON report.

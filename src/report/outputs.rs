@@ -64,6 +64,41 @@ pub async fn emit(
     Ok(())
 }
 
+/// A fleet run's metrics: the file holds every environment's (`metrics::fleet`); each
+/// environment is pushed to its own Pushgateway group, so one environment's push replaces
+/// only its own series.
+pub async fn emit_fleet(
+    said: &mut (dyn std::io::Write + Send),
+    args: &MetricsOptions,
+    fleet: &gates_engine::record::FleetRecord,
+) -> Result<(), OutputError> {
+    if let Some(path) = &args.file {
+        write_atomically(path, &super::metrics::fleet(fleet))?;
+        let _ = writeln!(said, "metrics: {}", path.display());
+    }
+    if let Some(url) = &args.pushgateway {
+        for member in &fleet.environments {
+            let text = super::metrics::fleet_member(member);
+            super::pushgateway::push(
+                url,
+                &[
+                    ("job", "gates"),
+                    ("environment", &member.environment),
+                    ("command", "check"),
+                ],
+                text,
+            )
+            .await?;
+        }
+        let _ = writeln!(
+            said,
+            "metrics pushed: {url} ({} groups)",
+            fleet.environments.len()
+        );
+    }
+    Ok(())
+}
+
 /// The textfile collector may read at any moment: write beside, then rename over.
 fn write_atomically(path: &Path, text: &str) -> Result<(), OutputError> {
     let failed = |path: &Path, doing| {

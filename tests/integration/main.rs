@@ -7,6 +7,7 @@ mod config_errors;
 mod control_plane;
 mod credentials;
 mod fixtures_agree;
+mod fleet;
 mod fuzz_corpus;
 mod guard;
 mod junit;

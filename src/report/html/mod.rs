@@ -6,6 +6,7 @@
 
 pub mod chaos;
 pub mod check;
+pub mod fleet;
 pub mod prediction;
 pub mod timeline;
 
