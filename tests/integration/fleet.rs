@@ -38,6 +38,56 @@ async fn gates_run(envs: PathBuf, reports: PathBuf, args: Vec<String>) -> Output
     .unwrap()
 }
 
+/// An HTTP server on 127.0.0.1 that answers `200 OK` to `count` requests, one connection each,
+/// and hands back each request's first line.
+fn pushgateway(count: usize) -> (String, std::thread::JoinHandle<Vec<String>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for _ in 0..count {
+            let (mut stream, _) = listener.accept().unwrap();
+            stream
+                .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+                .unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0u8; 65536];
+            loop {
+                let n = stream.read(&mut buf).unwrap();
+                request.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&request).into_owned();
+                let Some(head_end) = text.find("\r\n\r\n") else {
+                    if n == 0 {
+                        break;
+                    }
+                    continue;
+                };
+                let length = text[..head_end]
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().unwrap())
+                    })
+                    .unwrap_or(0);
+                if request.len() >= head_end + 4 + length || n == 0 {
+                    break;
+                }
+            }
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            let text = String::from_utf8_lossy(&request).into_owned();
+            lines.push(text.lines().next().unwrap_or("").to_string());
+        }
+        lines
+    });
+    (url, handle)
+}
+
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
@@ -120,6 +170,7 @@ async fn a_fleet_judges_each_environment_as_alone_and_an_unreachable_cluster_err
     let reports = dir.path().join("reports");
     let metrics = dir.path().join("fleet.prom");
     let junit = dir.path().join("fleet.xml");
+    let (push_url, pushed) = pushgateway(4);
     let out = gates_run(
         envs.clone(),
         reports.clone(),
@@ -132,6 +183,7 @@ async fn a_fleet_judges_each_environment_as_alone_and_an_unreachable_cluster_err
             vec![metrics.display().to_string()],
             strings(&["--junit"]),
             vec![junit.display().to_string()],
+            vec!["--pushgateway".to_string(), push_url],
         ]
         .concat(),
     )
@@ -222,7 +274,14 @@ async fn a_fleet_judges_each_environment_as_alone_and_an_unreachable_cluster_err
     }
     // The metrics of every environment in one exposition, each series labelled by it.
     let prom = std::fs::read_to_string(&metrics).unwrap();
+    crate::reports::parse_metrics(&prom).unwrap_or_else(|e| panic!("{e}\n{prom}"));
     assert_eq!(prom.matches("# TYPE gates_gate_verdict gauge").count(), 1);
+    // Each environment pushed to its own group, so one replaces only its own series.
+    assert_eq!(
+        pushed.join().unwrap(),
+        ["lab-production", "lab", "lab-dark", "lab-gone"]
+            .map(|env| format!("PUT /metrics/job/gates/environment/{env}/command/check HTTP/1.1"))
+    );
     assert!(
         prom.contains("gates_check_refused{environment=\"lab-gone\"} 1"),
         "{prom}"

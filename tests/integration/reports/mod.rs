@@ -287,7 +287,7 @@ fn read_json(path: &Path) -> Value {
 }
 
 /// The samples prometheus_client's parsers read from the text, or their complaint.
-fn parse_metrics(text: &str) -> Result<Vec<Value>, String> {
+pub(crate) fn parse_metrics(text: &str) -> Result<Vec<Value>, String> {
     let mut child = Command::new(python())
         .arg(root().join("tests/integration/py/parse_metrics.py"))
         .stdin(Stdio::piped())
