@@ -305,119 +305,193 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
         Ok(m) => m,
         Err(finding) => return finding,
     };
-    let mut problems = Vec::new();
-    let mut evidence = Vec::new();
-    let mut unknown = Vec::new();
+    let mut said = Said::default();
     let min = params.min_replicas as i64;
     let found = workloads(&m.objects, params);
     for workload in &found {
-        let name = format!(
-            "{}/{}",
-            workload
-                .get_str(&["metadata", "namespace"])
-                .unwrap_or("default"),
-            workload.get_str(&["metadata", "name"]).unwrap_or("?")
-        );
-        let replicas = workload.get(&["spec", "replicas"]);
-        let count = replicas.and_then(Node::as_i64).unwrap_or(1);
-        let line = match replicas {
-            Some(r) => at(&r.site, &format!("{name} spec.replicas"), r.show()),
-            None => format!("{}: {name} spec.replicas: unset (1)", workload.site),
-        };
-        if count < min {
-            problems.push(line)
-        } else {
-            evidence.push(line)
-        }
-        let labels = workload
-            .get(&["spec", "template", "metadata", "labels"])
-            .and_then(Node::string_map)
-            .unwrap_or_default();
-        let owner = Owner {
-            namespace: workload.get_str(&["metadata", "namespace"]),
-            name: workload.get_str(&["metadata", "name"]).unwrap_or("?"),
-            site: &workload.site,
-        };
-        pdbs(
-            &m.objects,
-            &owner,
-            &labels,
-            count,
-            &mut problems,
-            &mut evidence,
-        );
-        let spec = workload.get(&["spec", "template", "spec"]);
-        match spread::of(
-            spec.and_then(|s| s.get(&["affinity"])),
-            spec.and_then(|s| s.get(&["topologySpreadConstraints"])),
-            &ctx.settings.nodes.host_label,
-        ) {
-            Spread::Host(site, how) => evidence.push(at(&site, &format!("{name} spread"), how)),
-            Spread::Soft(site, why) => problems.push(at(&site, &format!("{name} spread"), why)),
-            Spread::None => problems.push(format!(
-                "{}: {name} declares neither a required podAntiAffinity nor a topologySpreadConstraint over the host",
-                workload.site
-            )),
-        }
+        judge_workload(ctx, &m.objects, params, workload, &mut said);
     }
     let charts = match helm(ctx, params) {
         Ok(c) => c,
         Err(finding) => return finding,
     };
     for (values, keys) in &charts {
-        let default = |path: &[&str]| -> Option<Node> {
-            let site = values.site.clone();
-            if path == keys.replicas {
-                let n = keys.defaults.replicas?;
-                return Some(Node::new(
-                    crate::repo::yaml::Value::Scalar(n.to_string(), true),
-                    site,
-                ));
-            }
-            if matches!(keys.pdb, Pdb::Value { enabled, .. } if enabled == path) {
-                let on = keys.defaults.pdb?;
-                return Some(Node::new(
-                    crate::repo::yaml::Value::Scalar(on.to_string(), true),
-                    site,
-                ));
-            }
-            None
-        };
-        let check = |path: &[&str],
-                     ok: &dyn Fn(&Node) -> bool,
-                     problems: &mut Vec<String>,
-                     evidence: &mut Vec<String>,
-                     unknown: &mut Vec<String>| {
-            let key = format!("{} values {}", keys.chart, path.join("."));
-            match values.get(path) {
-                Some(v) if ok(v) => evidence.push(at(&v.site, &key, v.show())),
-                Some(v) => problems.push(at(&v.site, &key, v.show())),
-                None => match default(path) {
-                    Some(d) => {
-                        let line = at(
-                            &values.site,
-                            &key,
-                            format!(
-                                "{} (the chart's default; the repository does not set it)",
-                                d.show()
-                            ),
-                        );
-                        if ok(&d) {
-                            evidence.push(line);
-                        } else {
-                            problems.push(line);
-                        }
+        let chart = Chart { values, keys, min };
+        chart.judge_replicas_and_pdb(&m.objects, params, &mut said);
+        chart.judge_spread(ctx, &mut said);
+    }
+    if found.is_empty() && charts.is_empty() {
+        if let Some(finding) = talos_coredns(ctx, params) {
+            return finding;
+        }
+        return Finding::skip(format!(
+            "nothing in the repository for {} runs pods labelled {} (installed another way, e.g. by Talos or a chart gates does not map)",
+            ctx.env.name,
+            params
+                .selector
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        ));
+    }
+    said.conclude(params, min)
+}
+
+/// What the trial found so far: what breaks the gate, what holds, and the chart values the
+/// repository leaves to defaults gates does not model.
+#[derive(Default)]
+struct Said {
+    problems: Vec<String>,
+    evidence: Vec<String>,
+    unknown: Vec<String>,
+}
+
+impl Said {
+    fn conclude(self, params: &Params, min: i64) -> Finding {
+        if !self.problems.is_empty() {
+            Finding::fail(format!(
+                "{} is not declared with {min} replicas, a PDB and a spread",
+                params.name
+            ))
+            .with_evidence(self.problems.into_iter().chain(self.evidence))
+        } else if !self.unknown.is_empty() {
+            Finding::skip(format!(
+                "not set in the repository, so the chart's defaults decide: {}",
+                self.unknown.join(", ")
+            ))
+            .with_evidence(self.evidence)
+        } else {
+            Finding::pass(format!(
+                "{} is declared with {min}+ replicas, a PDB and a spread",
+                params.name
+            ))
+            .with_evidence(self.evidence)
+        }
+    }
+}
+
+/// A plain manifest's Deployment, StatefulSet or DaemonSet: its replicas, the PDBs over its
+/// pods and its spread.
+fn judge_workload(
+    ctx: &RepoContext<'_>,
+    objects: &[Node],
+    params: &Params,
+    workload: &Node,
+    said: &mut Said,
+) {
+    let min = params.min_replicas as i64;
+    let name = format!(
+        "{}/{}",
+        workload
+            .get_str(&["metadata", "namespace"])
+            .unwrap_or("default"),
+        workload.get_str(&["metadata", "name"]).unwrap_or("?")
+    );
+    let replicas = workload.get(&["spec", "replicas"]);
+    let count = replicas.and_then(Node::as_i64).unwrap_or(1);
+    let line = match replicas {
+        Some(r) => at(&r.site, &format!("{name} spec.replicas"), r.show()),
+        None => format!("{}: {name} spec.replicas: unset (1)", workload.site),
+    };
+    if count < min {
+        said.problems.push(line)
+    } else {
+        said.evidence.push(line)
+    }
+    let labels = workload
+        .get(&["spec", "template", "metadata", "labels"])
+        .and_then(Node::string_map)
+        .unwrap_or_default();
+    let owner = Owner {
+        namespace: workload.get_str(&["metadata", "namespace"]),
+        name: workload.get_str(&["metadata", "name"]).unwrap_or("?"),
+        site: &workload.site,
+    };
+    pdbs(
+        objects,
+        &owner,
+        &labels,
+        count,
+        &mut said.problems,
+        &mut said.evidence,
+    );
+    let spec = workload.get(&["spec", "template", "spec"]);
+    match spread::of(
+        spec.and_then(|s| s.get(&["affinity"])),
+        spec.and_then(|s| s.get(&["topologySpreadConstraints"])),
+        &ctx.settings.nodes.host_label,
+    ) {
+        Spread::Host(site, how) => said.evidence.push(at(&site, &format!("{name} spread"), how)),
+        Spread::Soft(site, why) => said.problems.push(at(&site, &format!("{name} spread"), why)),
+        Spread::None => said.problems.push(format!(
+            "{}: {name} declares neither a required podAntiAffinity nor a topologySpreadConstraint over the host",
+            workload.site
+        )),
+    }
+}
+
+/// One chart's values for the controller, with the table of where it takes each.
+struct Chart<'a> {
+    values: &'a Node,
+    keys: &'static ChartKeys,
+    min: i64,
+}
+
+impl Chart<'_> {
+    /// The chart's default for a value the repository does not set, where gates models it.
+    fn default(&self, path: &[&str]) -> Option<Node> {
+        let (keys, site) = (self.keys, self.values.site.clone());
+        if path == keys.replicas {
+            let n = keys.defaults.replicas?;
+            return Some(Node::new(
+                crate::repo::yaml::Value::Scalar(n.to_string(), true),
+                site,
+            ));
+        }
+        if matches!(keys.pdb, Pdb::Value { enabled, .. } if enabled == path) {
+            let on = keys.defaults.pdb?;
+            return Some(Node::new(
+                crate::repo::yaml::Value::Scalar(on.to_string(), true),
+                site,
+            ));
+        }
+        None
+    }
+
+    /// One value judged by `ok`: as set, else by the chart's default, else unknown.
+    fn judge_value(&self, path: &[&str], ok: &dyn Fn(&Node) -> bool, said: &mut Said) {
+        let key = format!("{} values {}", self.keys.chart, path.join("."));
+        match self.values.get(path) {
+            Some(v) if ok(v) => said.evidence.push(at(&v.site, &key, v.show())),
+            Some(v) => said.problems.push(at(&v.site, &key, v.show())),
+            None => match self.default(path) {
+                Some(d) => {
+                    let line = at(
+                        &self.values.site,
+                        &key,
+                        format!(
+                            "{} (the chart's default; the repository does not set it)",
+                            d.show()
+                        ),
+                    );
+                    if ok(&d) {
+                        said.evidence.push(line);
+                    } else {
+                        said.problems.push(line);
                     }
-                    None => unknown.push(key),
-                },
-            }
-        };
-        check(
+                }
+                None => said.unknown.push(key),
+            },
+        }
+    }
+
+    fn judge_replicas_and_pdb(&self, objects: &[Node], params: &Params, said: &mut Said) {
+        let (values, keys, min) = (self.values, self.keys, self.min);
+        self.judge_value(
             keys.replicas,
             &|v| v.as_i64().is_some_and(|n| n >= min),
-            &mut problems,
-            &mut evidence,
-            &mut unknown,
+            said,
         );
         let replicas = values
             .get(keys.replicas)
@@ -430,39 +504,13 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
             site: &values.site,
         };
         match keys.pdb {
-            Pdb::Value { enabled, fields } => {
-                check(
-                    enabled,
-                    &|v| v.as_bool() == Some(true),
-                    &mut problems,
-                    &mut evidence,
-                    &mut unknown,
-                );
-                // Rendered with only the fields set: enabled with neither is a policy/v1
-                // PDB that allows no disruption (a falsy 0 is left out too).
-                let on = values.get(enabled).and_then(Node::as_bool) == Some(true);
-                let set = |path: &[&str]| {
-                    values
-                        .get(path)
-                        .is_some_and(|v| !v.is_null() && v.show() != "0" && !v.show().is_empty())
-                };
-                if on && !fields.is_empty() && !fields.iter().any(|f| set(f)) {
-                    problems.push(at(
-                        &values.get(enabled).map(|v| v.site.clone()).unwrap_or_else(|| values.site.clone()),
-                        &format!("{} values {}", keys.chart, enabled.join(".")),
-                        format!(
-                            "true with neither {} set: the chart renders a PodDisruptionBudget with neither field, which allows no disruption, so every drain blocks (set maxUnavailable: 1)",
-                            fields.iter().map(|f| f.join(".")).collect::<Vec<_>>().join(" nor ")
-                        ),
-                    ));
-                }
-            }
+            Pdb::Value { enabled, fields } => self.judge_pdb_value(enabled, fields, said),
             Pdb::Component(by) => {
                 // The component's PDB; a second one in the repository makes evictions fail.
                 let mut own = Vec::new();
                 let mut none = Vec::new();
                 pdbs(
-                    &m.objects,
+                    objects,
                     &owner,
                     &params.selector,
                     replicas,
@@ -477,13 +525,13 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
                     )
                     .collect();
                 if extra.is_empty() {
-                    evidence.push(at(
+                    said.evidence.push(at(
                         &values.site,
                         &format!("PodDisruptionBudget of {}", params.name),
                         format!("made by {by} itself (minAvailable: 1) while a volume is attached; the repository needs none"),
                     ));
                 } else {
-                    problems.push(format!(
+                    said.problems.push(format!(
                         "{by} makes the PodDisruptionBudget of {} itself; a second one in the repository makes every eviction of its pods fail (more than one PodDisruptionBudget): {}",
                         params.name,
                         extra.join("; ")
@@ -493,20 +541,53 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
             Pdb::Manifest => {
                 let mut missing = Vec::new();
                 pdbs(
-                    &m.objects,
+                    objects,
                     &owner,
                     &params.selector,
                     replicas,
                     &mut missing,
-                    &mut evidence,
+                    &mut said.evidence,
                 );
-                problems.extend(
+                said.problems.extend(
                     missing
                         .into_iter()
                         .map(|p| format!("{p} (the {} chart makes none)", keys.chart)),
                 );
             }
         }
+    }
+
+    /// A PDB the chart renders when a value is true: on, and with a field that lets a pod go.
+    fn judge_pdb_value(
+        &self,
+        enabled: &'static [&'static str],
+        fields: &'static [&'static [&'static str]],
+        said: &mut Said,
+    ) {
+        let values = self.values;
+        self.judge_value(enabled, &|v| v.as_bool() == Some(true), said);
+        // Rendered with only the fields set: enabled with neither is a policy/v1
+        // PDB that allows no disruption (a falsy 0 is left out too).
+        let on = values.get(enabled).and_then(Node::as_bool) == Some(true);
+        let set = |path: &[&str]| {
+            values
+                .get(path)
+                .is_some_and(|v| !v.is_null() && v.show() != "0" && !v.show().is_empty())
+        };
+        if on && !fields.is_empty() && !fields.iter().any(|f| set(f)) {
+            said.problems.push(at(
+                &values.get(enabled).map(|v| v.site.clone()).unwrap_or_else(|| values.site.clone()),
+                &format!("{} values {}", self.keys.chart, enabled.join(".")),
+                format!(
+                    "true with neither {} set: the chart renders a PodDisruptionBudget with neither field, which allows no disruption, so every drain blocks (set maxUnavailable: 1)",
+                    fields.iter().map(|f| f.join(".")).collect::<Vec<_>>().join(" nor ")
+                ),
+            ));
+        }
+    }
+
+    fn judge_spread(&self, ctx: &RepoContext<'_>, said: &mut Said) {
+        let (values, keys) = (self.values, self.keys);
         let spread = match &keys.spread {
             SpreadKeys::Pod {
                 affinity,
@@ -545,56 +626,22 @@ pub fn evaluate(ctx: &RepoContext<'_>, params: &Params) -> Finding {
             }
         };
         match spread {
-            Some(Spread::Host(site, how)) => evidence.push(at(&site, &spread_key, how)),
-            Some(Spread::Soft(site, why)) => problems.push(at(&site, &spread_key, why)),
+            Some(Spread::Host(site, how)) => said.evidence.push(at(&site, &spread_key, how)),
+            Some(Spread::Soft(site, why)) => said.problems.push(at(&site, &spread_key, why)),
             Some(Spread::None) | None => match keys.defaults.spread {
-                Some(true) => evidence.push(at(
+                Some(true) => said.evidence.push(at(
                     &values.site,
                     &spread_key,
                     "not set: the chart's default requires one pod per node",
                 )),
-                Some(false) => problems.push(at(
+                Some(false) => said.problems.push(at(
                     &values.site,
                     &spread_key,
                     "not set: the chart's default sets no required anti-affinity or spread, so copies may share a host",
                 )),
-                None => unknown.push(spread_key),
+                None => said.unknown.push(spread_key),
             },
         }
-    }
-    if found.is_empty() && charts.is_empty() {
-        if let Some(finding) = talos_coredns(ctx, params) {
-            return finding;
-        }
-        return Finding::skip(format!(
-            "nothing in the repository for {} runs pods labelled {} (installed another way, e.g. by Talos or a chart gates does not map)",
-            ctx.env.name,
-            params
-                .selector
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        ));
-    }
-    if !problems.is_empty() {
-        Finding::fail(format!(
-            "{} is not declared with {min} replicas, a PDB and a spread",
-            params.name
-        ))
-        .with_evidence(problems.into_iter().chain(evidence))
-    } else if !unknown.is_empty() {
-        Finding::skip(format!(
-            "not set in the repository, so the chart's defaults decide: {}",
-            unknown.join(", ")
-        ))
-        .with_evidence(evidence)
-    } else {
-        Finding::pass(format!(
-            "{} is declared with {min}+ replicas, a PDB and a spread",
-            params.name
-        ))
-        .with_evidence(evidence)
     }
 }
 
