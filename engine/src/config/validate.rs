@@ -18,6 +18,28 @@ pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {
         tree,
         errors: Vec::new(),
     };
+    margins(&mut v, env);
+    prometheus_load(&mut v, env);
+    // kube.page_size: every u32 means something (0 reads each list unpaged).
+    for (i, url) in env.ingress.urls.iter().enumerate() {
+        v.whole(
+            &["ingress", "urls", &i.to_string(), "expect_status"],
+            u64::from(url.expect_status),
+            100..=599,
+            "an HTTP status, e.g. 200",
+        );
+    }
+    ranges(&mut v, env);
+    nodes_and_endpoints(&mut v, env);
+    talos(&mut v, env);
+    if let Some(proxmox) = &env.proxmox {
+        proxmox_section(&mut v, proxmox);
+    }
+    v.errors
+}
+
+/// The capacity margins: each a fraction, and together leaving something for workloads.
+fn margins(v: &mut Check<'_>, env: &Environment) {
     for (key, value, hint) in [
         ("margin", env.capacity.margin, "a third is 0.3334"),
         (
@@ -45,16 +67,10 @@ pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {
             "the ADR's third and a tenth for rebuilds: margin 0.3334, rebuild_margin 0.1",
         );
     }
-    prometheus_load(&mut v, env);
-    // kube.page_size: every u32 means something (0 reads each list unpaged).
-    for (i, url) in env.ingress.urls.iter().enumerate() {
-        v.whole(
-            &["ingress", "urls", &i.to_string(), "expect_status"],
-            u64::from(url.expect_status),
-            100..=599,
-            "an HTTP status, e.g. 200",
-        );
-    }
+}
+
+/// Every duration within what it can mean, and Proxmox's concurrency.
+fn ranges(v: &mut Check<'_>, env: &Environment) {
     const MS: Duration = Duration::from_millis(1);
     const SECOND: Duration = Duration::from_secs(1);
     const HOUR: Duration = Duration::from_secs(3600);
@@ -132,6 +148,10 @@ pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {
     for (path, value, range) in durations {
         v.duration(&path, value.0, range);
     }
+}
+
+/// The topology's numbers and labels, the kubeconfig, the API endpoint and ingress URLs.
+fn nodes_and_endpoints(v: &mut Check<'_>, env: &Environment) {
     if env.nodes.control_planes == 0 {
         v.error(
             &["nodes", "control_planes"],
@@ -175,6 +195,9 @@ pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {
             );
         }
     }
+}
+
+fn talos(v: &mut Check<'_>, env: &Environment) {
     if let Some(talos) = &env.talos {
         if let Some(path) = &talos.talosconfig {
             v.file_exists(&["talos", "talosconfig"], "talos.talosconfig", path);
@@ -187,83 +210,84 @@ pub fn environment(env: &Environment, tree: &Node) -> Vec<ConfigError> {
             );
         }
     }
-    if let Some(proxmox) = &env.proxmox {
-        let sources = [
-            proxmox.token_secret_env.is_some(),
-            proxmox.token_secret_file.is_some(),
-        ];
-        if sources.iter().filter(|s| **s).count() != 1 {
-            v.error(
-                &["proxmox"],
-                "proxmox needs exactly one of token_secret_env and token_secret_file",
-                "the secret itself never goes in this file",
-            );
-        }
-        let trusts = [
-            proxmox.ca_file.is_some(),
-            proxmox.fingerprint.is_some(),
-            proxmox.insecure_tls,
-        ];
-        if trusts.iter().filter(|s| **s).count() != 1 {
-            v.error(
-                &["proxmox"],
-                "proxmox needs exactly one of ca_file, fingerprint and insecure_tls: true",
-                "ca_file verifies every host's certificate; a fingerprint pins one host",
-            );
-        }
-        for (host, domains) in &proxmox.hosts {
-            for (key, value) in [("switch", &domains.switch), ("power", &domains.power)] {
-                if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-                    v.error(
-                        &["proxmox", "hosts", host, key],
-                        format!("proxmox.hosts.{host}.{key} is empty"),
-                        "name the switch or power feed (e.g. sw-a, pdu-1), or leave the key out",
-                    );
-                }
+}
+
+/// Exactly one secret and one trust, named domains, https URLs, files that exist, a token id.
+fn proxmox_section(v: &mut Check<'_>, proxmox: &super::ProxmoxAccess) {
+    let sources = [
+        proxmox.token_secret_env.is_some(),
+        proxmox.token_secret_file.is_some(),
+    ];
+    if sources.iter().filter(|s| **s).count() != 1 {
+        v.error(
+            &["proxmox"],
+            "proxmox needs exactly one of token_secret_env and token_secret_file",
+            "the secret itself never goes in this file",
+        );
+    }
+    let trusts = [
+        proxmox.ca_file.is_some(),
+        proxmox.fingerprint.is_some(),
+        proxmox.insecure_tls,
+    ];
+    if trusts.iter().filter(|s| **s).count() != 1 {
+        v.error(
+            &["proxmox"],
+            "proxmox needs exactly one of ca_file, fingerprint and insecure_tls: true",
+            "ca_file verifies every host's certificate; a fingerprint pins one host",
+        );
+    }
+    for (host, domains) in &proxmox.hosts {
+        for (key, value) in [("switch", &domains.switch), ("power", &domains.power)] {
+            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                v.error(
+                    &["proxmox", "hosts", host, key],
+                    format!("proxmox.hosts.{host}.{key} is empty"),
+                    "name the switch or power feed (e.g. sw-a, pdu-1), or leave the key out",
+                );
             }
         }
+    }
+    v.url(
+        &["proxmox", "url"],
+        "proxmox.url",
+        &proxmox.url,
+        &["https"],
+        "https://HOST:8006",
+    );
+    for (i, url) in proxmox.fallback_urls.iter().enumerate() {
         v.url(
-            &["proxmox", "url"],
-            "proxmox.url",
-            &proxmox.url,
+            &["proxmox", "fallback_urls", &i.to_string()],
+            "proxmox.fallback_urls",
+            url,
             &["https"],
             "https://HOST:8006",
         );
-        for (i, url) in proxmox.fallback_urls.iter().enumerate() {
-            v.url(
-                &["proxmox", "fallback_urls", &i.to_string()],
-                "proxmox.fallback_urls",
-                url,
-                &["https"],
-                "https://HOST:8006",
-            );
-        }
-        if let Some(path) = &proxmox.ca_file {
-            v.file_exists(&["proxmox", "ca_file"], "proxmox.ca_file", path);
-        }
-        if let Some(path) = &proxmox.token_secret_file {
-            v.file_exists(
-                &["proxmox", "token_secret_file"],
-                "proxmox.token_secret_file",
-                path,
-            );
-        }
-        if proxmox.token_id.trim().is_empty() {
-            v.error(
-                &["proxmox", "token_id"],
-                "proxmox.token_id is empty",
-                "USER@REALM!TOKENID, e.g. gates@pve!staging",
-            );
-        }
     }
-    v.errors
+    if let Some(path) = &proxmox.ca_file {
+        v.file_exists(&["proxmox", "ca_file"], "proxmox.ca_file", path);
+    }
+    if let Some(path) = &proxmox.token_secret_file {
+        v.file_exists(
+            &["proxmox", "token_secret_file"],
+            "proxmox.token_secret_file",
+            path,
+        );
+    }
+    if proxmox.token_id.trim().is_empty() {
+        v.error(
+            &["proxmox", "token_id"],
+            "proxmox.token_id is empty",
+            "USER@REALM!TOKENID, e.g. gates@pve!staging",
+        );
+    }
 }
 
 /// `capacity.basis: prometheus` and its section: one without the other, a quantile outside
 /// 0 to 1, a window shorter than its step or with more steps than Prometheus answers, a share
 /// of gaps outside 0 to 1, a label Prometheus cannot have, an empty query, a missing CA file.
 fn prometheus_load(v: &mut Check<'_>, env: &Environment) {
-    use gates_core::config::{CapacityBasis, LoadStatistic};
+    use gates_core::config::CapacityBasis;
     let capacity = &env.capacity;
     let Some(p) = &capacity.prometheus else {
         if capacity.basis == CapacityBasis::Prometheus {
@@ -289,6 +313,14 @@ fn prometheus_load(v: &mut Check<'_>, env: &Environment) {
         &["http", "https"],
         "http://prometheus-operated.monitoring:9090",
     );
+    prometheus_window(v, p);
+    prometheus_queries(v, p);
+    prometheus_credentials(v, p);
+}
+
+/// The statistic, the share of gaps allowed, and a window Prometheus can answer.
+fn prometheus_window(v: &mut Check<'_>, p: &gates_core::config::PrometheusLoad) {
+    use gates_core::config::LoadStatistic;
     if let LoadStatistic::Quantile(q) = p.quantile {
         // NaN is not in the range either.
         if !(q > 0.0 && q <= 1.0) {
@@ -332,6 +364,10 @@ fn prometheus_load(v: &mut Check<'_>, env: &Environment) {
             "a longer step: a week at one minute is 10,080 steps",
         );
     }
+}
+
+/// The node label and the queries.
+fn prometheus_queries(v: &mut Check<'_>, p: &gates_core::config::PrometheusLoad) {
     let label = &p.node_label;
     let mut chars = label.chars();
     let label_ok = chars
@@ -354,6 +390,10 @@ fn prometheus_load(v: &mut Check<'_>, env: &Environment) {
             );
         }
     }
+}
+
+/// One way to prove who gates is, files that exist, and a CA for an https URL.
+fn prometheus_credentials(v: &mut Check<'_>, p: &gates_core::config::PrometheusLoad) {
     if p.username.is_some() != p.password_file.is_some() {
         v.error(
             &["capacity", "prometheus"],
