@@ -19,10 +19,11 @@ use serde::Deserialize;
 use super::Context;
 use super::support::{Hosts, labels, name, ns_name};
 use crate::state::{
-    LonghornCondition, LonghornConditionState, LonghornDisk, LonghornNode, LonghornSetting,
-    longhorn_condition,
+    LonghornCondition, LonghornConditionState, LonghornDisk, LonghornNode, LonghornReplica,
+    LonghornSetting, LonghornVolume, longhorn_condition,
 };
 use crate::verdict::Finding;
+use k8s_openapi::api::core::v1::Node;
 
 /// No parameters.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -205,13 +206,63 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         return Finding::error("the node list is empty, so there is nothing to store data on");
     }
     let hosts = Hosts::new(ctx, nodes);
-    let mut problems = Vec::new();
-    // Replicas whose host a failed read hides: unknown, not misplaced.
-    let mut unread = Vec::new();
-    let mut details = Vec::new();
-    let mut evidence = Vec::new();
+    let mut found = Found::default();
+    usable_nodes(nodes, lh_nodes, &hosts, &mut found);
+    let attached = attached_health(volumes, &hosts, &mut found);
+    let placed = replica_hosts(replicas, &hosts, &mut found);
+    found.evidence.push(format!(
+        "{} volume(s), {attached} attached; replicas of {placed} volume(s) placed",
+        volumes.len(),
+    ));
+    let warnings = setting_warnings(
+        ctx.state
+            .longhorn_settings
+            .present()
+            .map(Vec::as_slice)
+            .unwrap_or(&[]),
+    );
+    let Found {
+        problems,
+        unread,
+        details,
+        evidence,
+    } = found;
+    match (problems.first(), unread.first()) {
+        (Some(first), _) => Finding::fail(first.clone())
+            .with_evidence(
+                problems
+                    .iter()
+                    .skip(1)
+                    .chain(&unread)
+                    .cloned()
+                    .chain(details)
+                    .chain(evidence),
+            )
+            .with_warnings(warnings),
+        (None, Some(first)) => Finding::error(first.clone())
+            .with_evidence(unread.iter().skip(1).cloned().chain(details).chain(evidence))
+            .with_warnings(warnings),
+        (None, None) => Finding::pass(format!(
+            "Longhorn can store data on all {} nodes; {attached} attached volume(s) healthy; replicas on distinct hosts",
+            nodes.len()
+        ))
+        .with_evidence(evidence)
+        .with_warnings(warnings),
+    }
+}
 
-    // Every node can hold replicas.
+/// What the check found: what breaks the gate, what could not be read (replicas whose host
+/// a failed read hides are unknown, not misplaced), each unusable node's reason, and what holds.
+#[derive(Default)]
+struct Found {
+    problems: Vec<String>,
+    unread: Vec<String>,
+    details: Vec<String>,
+    evidence: Vec<String>,
+}
+
+/// Every node can hold replicas.
+fn usable_nodes(nodes: &[Node], lh_nodes: &[LonghornNode], hosts: &Hosts, found: &mut Found) {
     let mut unusable = Vec::new();
     for node in nodes {
         let node_name = name(&node.metadata);
@@ -220,29 +271,31 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             None => Judged::Refused(
                 "has no Longhorn node object (longhorn-manager does not run there)".to_string(),
             ),
-            Some(l) => node_judged(l, &who, &mut evidence),
+            Some(l) => node_judged(l, &who, &mut found.evidence),
         };
         match judged {
             Judged::Usable => {}
             Judged::Refused(reason) => {
                 unusable.push(node_name);
-                details.push(format!("{who} {reason}"));
+                found.details.push(format!("{who} {reason}"));
             }
-            Judged::Unknown(what) => unread.push(format!(
+            Judged::Unknown(what) => found.unread.push(format!(
                 "whether Longhorn's replica scheduler may place replicas on {who} is unknown: {what}"
             )),
         }
     }
     if !unusable.is_empty() {
-        problems.push(format!(
+        found.problems.push(format!(
             "Longhorn cannot store data on {} of {} nodes: {}",
             unusable.len(),
             nodes.len(),
             unusable.join(", ")
         ));
     }
+}
 
-    // Attached volumes are healthy.
+/// Attached volumes are healthy; how many are attached.
+fn attached_health(volumes: &[LonghornVolume], hosts: &Hosts, found: &mut Found) -> usize {
     let mut attached = 0;
     for volume in volumes.iter().filter(|v| v.status.state == "attached") {
         attached += 1;
@@ -253,7 +306,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             } else {
                 hosts.describe(node)
             };
-            problems.push(format!(
+            found.problems.push(format!(
                 "volume {} attached to {place} is {} (wants {} healthy replicas)",
                 ns_name(&volume.metadata),
                 if volume.status.robustness.is_empty() {
@@ -265,8 +318,11 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             ));
         }
     }
+    attached
+}
 
-    // Replicas of one volume sit on distinct hosts.
+/// Replicas of one volume sit on distinct hosts; how many volumes have replicas placed.
+fn replica_hosts(replicas: &[LonghornReplica], hosts: &Hosts, found: &mut Found) -> usize {
     let mut by_volume: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
     for replica in replicas {
         let volume = labels(&replica.metadata)
@@ -291,10 +347,10 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
                     .or_default()
                     .push(format!("replica {replica} on node {node}")),
                 None => match hosts.unread([*node]) {
-                    Some(why) => {
-                        unread.push(format!("replica {replica} of volume {volume}: {why}"))
-                    }
-                    None => problems.push(format!(
+                    Some(why) => found
+                        .unread
+                        .push(format!("replica {replica} of volume {volume}: {why}")),
+                    None => found.problems.push(format!(
                         "replica {replica} of volume {volume} sits on {}, so its host is unknown",
                         hosts.describe(node)
                     )),
@@ -302,48 +358,14 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             }
         }
         for (host, members) in by_host.iter().filter(|(_, m)| m.len() > 1) {
-            problems.push(format!(
+            found.problems.push(format!(
                 "volume {volume} has {} on host {host} ({}): losing the host loses them all",
                 crate::words::count(members.len() as i128, "replica"),
                 members.join(", ")
             ));
         }
     }
-    evidence.push(format!(
-        "{} volume(s), {attached} attached; replicas of {} volume(s) placed",
-        volumes.len(),
-        by_volume.len()
-    ));
-
-    let warnings = setting_warnings(
-        ctx.state
-            .longhorn_settings
-            .present()
-            .map(Vec::as_slice)
-            .unwrap_or(&[]),
-    );
-    match (problems.first(), unread.first()) {
-        (Some(first), _) => Finding::fail(first.clone())
-            .with_evidence(
-                problems
-                    .iter()
-                    .skip(1)
-                    .chain(&unread)
-                    .cloned()
-                    .chain(details)
-                    .chain(evidence),
-            )
-            .with_warnings(warnings),
-        (None, Some(first)) => Finding::error(first.clone())
-            .with_evidence(unread.iter().skip(1).cloned().chain(details).chain(evidence))
-            .with_warnings(warnings),
-        (None, None) => Finding::pass(format!(
-            "Longhorn can store data on all {} nodes; {attached} attached volume(s) healthy; replicas on distinct hosts",
-            nodes.len()
-        ))
-        .with_evidence(evidence)
-        .with_warnings(warnings),
-    }
+    by_volume.len()
 }
 
 /// Settings that let Longhorn put two replicas of a volume on one node.
