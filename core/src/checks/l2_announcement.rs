@@ -95,10 +95,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         );
     }
 
-    let mut problems = Vec::new();
-    let mut details = Vec::new();
-    let mut evidence = Vec::new();
-    let mut warnings = Vec::new();
+    let mut f = Found::default();
     for wanted in &ctx.env.ingress.services {
         let found = find_services(services, wanted);
         if found.load_balancers.is_empty() {
@@ -113,24 +110,25 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
                     service_type(s)
                 ));
             }
-            problems.push(line);
+            f.problems.push(line);
             continue;
         }
         for svc in found.load_balancers {
-            check_service(
+            let on = Announcing {
                 ctx,
-                svc,
-                &compiled,
+                policies: &compiled,
                 nodes,
-                &hosts,
-                &mut problems,
-                &mut details,
-                &mut evidence,
-                &mut warnings,
-            );
+                hosts: &hosts,
+            };
+            on.check_service(svc, &mut f);
         }
     }
-
+    let Found {
+        problems,
+        details,
+        evidence,
+        warnings,
+    } = f;
     match problems.first() {
         Some(first) => Finding::fail(first.clone())
             .with_evidence(
@@ -151,155 +149,188 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn check_service(
-    ctx: Context<'_>,
-    svc: &Service,
-    policies: &[Policy<'_>],
-    nodes: &[k8s_openapi::api::core::v1::Node],
-    hosts: &Hosts,
-    problems: &mut Vec<String>,
-    details: &mut Vec<String>,
-    evidence: &mut Vec<String>,
-    warnings: &mut Vec<String>,
-) {
-    let id = ns_name(&svc.metadata);
-    if let Some(class) = svc
-        .spec
-        .as_ref()
-        .and_then(|s| s.load_balancer_class.as_deref())
-        && class != L2_CLASS
-    {
-        problems.push(format!(
-            "Service {id} has loadBalancerClass {class}: Cilium's L2 announcer only announces Services without a class or with {L2_CLASS}"
-        ));
-        return;
-    }
+/// What the check found: what breaks the gate, why (each node or policy left out), what
+/// holds, and what is worth knowing.
+#[derive(Default)]
+struct Found {
+    problems: Vec<String>,
+    details: Vec<String>,
+    evidence: Vec<String>,
+    warnings: Vec<String>,
+}
 
-    let namespace = svc.metadata.namespace.as_deref().unwrap_or("");
-    let svc_name = name(&svc.metadata);
-    let mut svc_labels: BTreeMap<String, String> = labels(&svc.metadata).clone();
-    svc_labels.insert("io.kubernetes.service.namespace".into(), namespace.into());
-    svc_labels.insert("io.kubernetes.service.name".into(), svc_name.into());
+/// The cluster one ingress Service is judged in: its L2 policies, nodes and hosts.
+struct Announcing<'a> {
+    ctx: Context<'a>,
+    policies: &'a [Policy<'a>],
+    nodes: &'a [k8s_openapi::api::core::v1::Node],
+    hosts: &'a Hosts,
+}
 
-    let selecting: Vec<&Policy<'_>> = policies
-        .iter()
-        .filter(|p| p.services.matches(&svc_labels))
-        .collect();
-    if selecting.is_empty() {
-        problems.push(format!(
-            "no CiliumL2AnnouncementPolicy selects Service {id}"
-        ));
-        for p in policies {
-            details.push(format!(
-                "policy {}: serviceSelector excludes Service {id} ({} not met)",
-                p.name,
-                p.services.excluded_by(&svc_labels).join("; ")
+impl Announcing<'_> {
+    fn check_service(&self, svc: &Service, f: &mut Found) {
+        let id = ns_name(&svc.metadata);
+        if let Some(class) = svc
+            .spec
+            .as_ref()
+            .and_then(|s| s.load_balancer_class.as_deref())
+            && class != L2_CLASS
+        {
+            f.problems.push(format!(
+                "Service {id} has loadBalancerClass {class}: Cilium's L2 announcer only announces Services without a class or with {L2_CLASS}"
             ));
+            return;
         }
-        return;
-    }
-    let announcing: Vec<&Policy<'_>> = selecting
-        .iter()
-        .copied()
-        .filter(|p| p.policy.spec.load_balancer_ips)
-        .collect();
-    if announcing.is_empty() {
-        let names: Vec<&str> = selecting.iter().map(|p| p.name).collect();
-        problems.push(format!(
-            "the policies that select Service {id} ({}) do not announce loadBalancerIPs (spec.loadBalancerIPs is false)",
-            names.join(", ")
-        ));
-        return;
+        let Some(announcing) = self.announcing(svc, &id, f) else {
+            return;
+        };
+        let selected = self.selected_nodes(&announcing, &id, f);
+        self.current_announcer(svc, &id, &selected, f);
     }
 
-    let mut left_out = Vec::new();
-    let mut selected = Vec::new();
-    for node in nodes {
-        let node_name = name(&node.metadata);
-        let node_labels = labels(&node.metadata);
-        if announcing.iter().any(|p| p.nodes.matches(node_labels)) {
-            selected.push(node_name);
-            if node_labels.contains_key(EXCLUDE_LABEL) {
-                warnings.push(format!(
-                    "{} carries {EXCLUDE_LABEL}; Cilium's L2 announcer does not read it, so the node still announces, but other load balancers honour it (Talos sets it on control planes since 1.8; remove it with a machine-config patch `$patch: delete` on machine.nodeLabels)",
-                    hosts.describe(node_name)
+    /// The policies that select the Service and announce its load-balancer address; `None`
+    /// (with the problem said) when none does.
+    fn announcing(&self, svc: &Service, id: &str, f: &mut Found) -> Option<Vec<&Policy<'_>>> {
+        let namespace = svc.metadata.namespace.as_deref().unwrap_or("");
+        let svc_name = name(&svc.metadata);
+        let mut svc_labels: BTreeMap<String, String> = labels(&svc.metadata).clone();
+        svc_labels.insert("io.kubernetes.service.namespace".into(), namespace.into());
+        svc_labels.insert("io.kubernetes.service.name".into(), svc_name.into());
+        let selecting: Vec<&Policy<'_>> = self
+            .policies
+            .iter()
+            .filter(|p| p.services.matches(&svc_labels))
+            .collect();
+        if selecting.is_empty() {
+            f.problems.push(format!(
+                "no CiliumL2AnnouncementPolicy selects Service {id}"
+            ));
+            for p in self.policies {
+                f.details.push(format!(
+                    "policy {}: serviceSelector excludes Service {id} ({} not met)",
+                    p.name,
+                    p.services.excluded_by(&svc_labels).join("; ")
                 ));
             }
-        } else {
-            left_out.push(node_name);
-            let reasons: Vec<String> = announcing
-                .iter()
-                .map(|p| {
-                    format!(
-                        "policy {} requires {}",
-                        p.name,
-                        p.nodes.excluded_by(node_labels).join("; ")
-                    )
-                })
-                .collect();
-            details.push(format!(
-                "{} is not selected: {}",
-                hosts.describe(node_name),
-                reasons.join(", ")
+            return None;
+        }
+        let announcing: Vec<&Policy<'_>> = selecting
+            .iter()
+            .copied()
+            .filter(|p| p.policy.spec.load_balancer_ips)
+            .collect();
+        if announcing.is_empty() {
+            let names: Vec<&str> = selecting.iter().map(|p| p.name).collect();
+            f.problems.push(format!(
+                "the policies that select Service {id} ({}) do not announce loadBalancerIPs (spec.loadBalancerIPs is false)",
+                names.join(", ")
+            ));
+            return None;
+        }
+        Some(announcing)
+    }
+
+    /// The nodes the announcing policies select, each left out said with why.
+    fn selected_nodes<'n>(
+        &'n self,
+        announcing: &[&Policy<'_>],
+        id: &str,
+        f: &mut Found,
+    ) -> Vec<&'n str> {
+        let (nodes, hosts) = (self.nodes, self.hosts);
+        let mut left_out = Vec::new();
+        let mut selected = Vec::new();
+        for node in nodes {
+            let node_name = name(&node.metadata);
+            let node_labels = labels(&node.metadata);
+            if announcing.iter().any(|p| p.nodes.matches(node_labels)) {
+                selected.push(node_name);
+                if node_labels.contains_key(EXCLUDE_LABEL) {
+                    f.warnings.push(format!(
+                        "{} carries {EXCLUDE_LABEL}; Cilium's L2 announcer does not read it, so the node still announces, but other load balancers honour it (Talos sets it on control planes since 1.8; remove it with a machine-config patch `$patch: delete` on machine.nodeLabels)",
+                        hosts.describe(node_name)
+                    ));
+                }
+            } else {
+                left_out.push(node_name);
+                let reasons: Vec<String> = announcing
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "policy {} requires {}",
+                            p.name,
+                            p.nodes.excluded_by(node_labels).join("; ")
+                        )
+                    })
+                    .collect();
+                f.details.push(format!(
+                    "{} is not selected: {}",
+                    hosts.describe(node_name),
+                    reasons.join(", ")
+                ));
+            }
+        }
+        let names: Vec<&str> = announcing.iter().map(|p| p.name).collect();
+        if !left_out.is_empty() {
+            f.problems.push(format!(
+                "the L2 policies announcing Service {id} ({}) leave out {} of {} nodes: {}",
+                names.join(", "),
+                left_out.len(),
+                nodes.len(),
+                left_out.join(", ")
             ));
         }
-    }
-    let names: Vec<&str> = announcing.iter().map(|p| p.name).collect();
-    if !left_out.is_empty() {
-        problems.push(format!(
-            "the L2 policies announcing Service {id} ({}) leave out {} of {} nodes: {}",
-            names.join(", "),
-            left_out.len(),
-            nodes.len(),
-            left_out.join(", ")
-        ));
-    }
-    evidence.push(format!(
-        "Service {id} is announced by {} on {}",
-        names
-            .iter()
-            .map(|n| format!("policy {n}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        if selected.is_empty() {
-            "no node".to_string()
-        } else {
-            selected.join(", ")
-        }
-    ));
-
-    // The current announcer, from the election lease.
-    let lease_name = format!("{LEASE_PREFIX}-{namespace}-{svc_name}");
-    let Some(leases) = ctx.state.leases.present() else {
-        warnings.push(format!(
-            "leases were not collected, so the current announcer of Service {id} is unknown"
-        ));
-        return;
-    };
-    let lease: Option<&Lease> = leases
-        .iter()
-        .filter(|l| l.metadata.name.as_deref() == Some(lease_name.as_str()))
-        .min_by_key(|l| l.metadata.namespace.as_deref() != Some(CILIUM_NAMESPACE));
-    match lease {
-        None => warnings.push(format!(
-            "no Lease {lease_name}: no node announces Service {id} right now (is l2announcements.enabled set in Cilium?)"
-        )),
-        Some(l) => match l.spec.as_ref().and_then(|s| s.holder_identity.as_deref()).filter(|h| !h.is_empty()) {
-            None => warnings.push(format!(
-                "Lease {} has no holder: the announcer released it and no node has taken over yet",
-                ns_name(&l.metadata)
-            )),
-            Some(holder) => {
-                evidence.push(format!("Lease {} is held by {}", ns_name(&l.metadata), hosts.describe(holder)));
-                if let Some(warning) = stale_lease(ctx, l) {
-                    warnings.push(warning);
-                }
-                if !selected.contains(&holder) {
-                    warnings.push(format!("the holder of Lease {}, node {holder}, is not selected by the policies", ns_name(&l.metadata)));
-                }
+        f.evidence.push(format!(
+            "Service {id} is announced by {} on {}",
+            names
+                .iter()
+                .map(|n| format!("policy {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if selected.is_empty() {
+                "no node".to_string()
+            } else {
+                selected.join(", ")
             }
-        },
+        ));
+        selected
+    }
+
+    /// The current announcer, from the election lease.
+    fn current_announcer(&self, svc: &Service, id: &str, selected: &[&str], f: &mut Found) {
+        let (ctx, hosts) = (self.ctx, self.hosts);
+        let namespace = svc.metadata.namespace.as_deref().unwrap_or("");
+        let lease_name = format!("{LEASE_PREFIX}-{namespace}-{}", name(&svc.metadata));
+        let Some(leases) = ctx.state.leases.present() else {
+            f.warnings.push(format!(
+                "leases were not collected, so the current announcer of Service {id} is unknown"
+            ));
+            return;
+        };
+        let lease: Option<&Lease> = leases
+            .iter()
+            .filter(|l| l.metadata.name.as_deref() == Some(lease_name.as_str()))
+            .min_by_key(|l| l.metadata.namespace.as_deref() != Some(CILIUM_NAMESPACE));
+        match lease {
+            None => f.warnings.push(format!(
+                "no Lease {lease_name}: no node announces Service {id} right now (is l2announcements.enabled set in Cilium?)"
+            )),
+            Some(l) => match l.spec.as_ref().and_then(|s| s.holder_identity.as_deref()).filter(|h| !h.is_empty()) {
+                None => f.warnings.push(format!(
+                    "Lease {} has no holder: the announcer released it and no node has taken over yet",
+                    ns_name(&l.metadata)
+                )),
+                Some(holder) => {
+                    f.evidence.push(format!("Lease {} is held by {}", ns_name(&l.metadata), hosts.describe(holder)));
+                    if let Some(warning) = stale_lease(ctx, l) {
+                        f.warnings.push(warning);
+                    }
+                    if !selected.contains(&holder) {
+                        f.warnings.push(format!("the holder of Lease {}, node {holder}, is not selected by the policies", ns_name(&l.metadata)));
+                    }
+                }
+            },
+        }
     }
 }
 
