@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::Context;
 use super::support::{is_control_plane, name};
-use crate::state::EtcdMemberView;
+use crate::state::{EtcdMemberView, TalosEndpoint};
 use crate::verdict::Finding;
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -31,112 +31,33 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         Ok(talos) => talos,
         Err(finding) => return finding,
     };
-    let expected = ctx.env.nodes.control_planes;
-    let mut problems = Vec::new();
-    let mut silent = Vec::new();
-    let mut evidence = Vec::new();
-    let mut answered: Vec<(&str, BTreeSet<(String, String)>)> = Vec::new();
-    let mut learners = BTreeSet::new();
-    let mut alarms = BTreeSet::new();
-    let mut by_id: BTreeMap<String, &EtcdMemberView> = BTreeMap::new();
+    let mut seen = Seen::default();
     for endpoint in &talos.endpoints {
-        match &endpoint.view {
-            Ok(view) => {
-                let set: BTreeSet<(String, String)> = view
-                    .members
-                    .iter()
-                    .map(|m| (m.id.clone(), m.hostname.clone()))
-                    .collect();
-                for member in &view.members {
-                    by_id.entry(member.id.clone()).or_insert(member);
-                    if member.learner {
-                        learners.insert(format!("{} ({})", member.hostname, member.id));
-                    }
-                }
-                alarms.extend(view.alarms.iter().cloned());
-                for error in &view.errors {
-                    problems.push(format!(
-                        "endpoint {} reports an etcd error: {error}",
-                        endpoint.endpoint
-                    ));
-                }
-                evidence.push(format!(
-                    "endpoint {}: Talos {}, member {}, leader {}, sees {} members",
-                    endpoint.endpoint,
-                    view.talos_version,
-                    view.member_id,
-                    if view.leader.is_empty() {
-                        "none"
-                    } else {
-                        &view.leader
-                    },
-                    view.members.len()
-                ));
-                answered.push((&endpoint.endpoint, set));
-            }
-            Err(reason) => silent.push(format!(
-                "endpoint {} did not answer: {reason}",
-                endpoint.endpoint
-            )),
-        }
+        seen.read(endpoint);
     }
-    if answered.is_empty() {
+    if seen.answered.is_empty() {
         return Finding::error(format!("no Talos endpoint of {} answered", ctx.env.name))
-            .with_evidence(problems.into_iter().chain(silent));
+            .with_evidence(seen.problems.into_iter().chain(seen.silent));
     }
-    let reference = &answered[0];
-    for (endpoint, set) in &answered[1..] {
-        if set != &reference.1 {
-            problems.push(format!(
-                "endpoint {endpoint} sees members {} but endpoint {} sees {}",
-                describe(set),
-                reference.0,
-                describe(&reference.1)
-            ));
-        }
-    }
-    let members: Vec<&EtcdMemberView> = by_id.values().copied().collect();
-    if members.len() != expected {
-        problems.push(format!(
-            "etcd has {} members, the ADR expects {expected}",
-            members.len()
-        ));
-    }
-    if !learners.is_empty() {
-        problems.push(format!(
-            "learner members (not voting yet): {}",
-            join(&learners)
-        ));
-    }
-    if !alarms.is_empty() {
-        problems.push(format!("etcd alarms raised: {}", join(&alarms)));
-    }
-    if let Some(nodes) = ctx.state.nodes.present() {
-        let control_planes: BTreeSet<&str> = nodes
-            .iter()
-            .filter(|n| is_control_plane(n))
-            .map(|n| name(&n.metadata))
-            .collect();
-        for member in &members {
-            if !control_planes.contains(member.hostname.as_str()) {
-                problems.push(format!(
-                    "member {} ({}) is not a control-plane node of {}",
-                    member.hostname, member.id, ctx.env.name
-                ));
-            }
-        }
-    }
+    let members = seen.judge_membership(ctx);
     let voting = members.iter().filter(|m| !m.learner).count();
     let quorum = voting / 2 + 1;
+    let member_count = members.len();
+    let listed = members
+        .iter()
+        .map(|m| format!("{} ({})", m.hostname, m.id))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let Seen {
+        mut problems,
+        silent,
+        mut evidence,
+        ..
+    } = seen;
     evidence.insert(
         0,
         format!(
-            "members: {}; quorum {quorum} of {voting}, tolerates {} failure(s)",
-            members
-                .iter()
-                .map(|m| format!("{} ({})", m.hostname, m.id))
-                .collect::<Vec<_>>()
-                .join(", "),
+            "members: {listed}; quorum {quorum} of {voting}, tolerates {} failure(s)",
             voting.saturating_sub(quorum)
         ),
     );
@@ -158,8 +79,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     problems.extend(silent);
     if problems.is_empty() {
         Finding::pass(format!(
-            "{} etcd members agree on every endpoint; quorum {quorum}, tolerates {} failure(s)",
-            members.len(),
+            "{member_count} etcd members agree on every endpoint; quorum {quorum}, tolerates {} failure(s)",
             voting.saturating_sub(quorum)
         ))
         .with_evidence(evidence)
@@ -169,6 +89,116 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             problems[0]
         ))
         .with_evidence(problems.into_iter().skip(1).chain(evidence))
+    }
+}
+
+/// What the control planes' Talos endpoints said about etcd, gathered one endpoint at a time.
+#[derive(Default)]
+struct Seen<'s> {
+    problems: Vec<String>,
+    silent: Vec<String>,
+    evidence: Vec<String>,
+    /// Each endpoint that answered, with the members (id, hostname) it sees.
+    answered: Vec<(&'s str, BTreeSet<(String, String)>)>,
+    learners: BTreeSet<String>,
+    alarms: BTreeSet<String>,
+    by_id: BTreeMap<String, &'s EtcdMemberView>,
+}
+
+impl<'s> Seen<'s> {
+    fn read(&mut self, endpoint: &'s TalosEndpoint) {
+        let view = match &endpoint.view {
+            Ok(view) => view,
+            Err(reason) => {
+                self.silent.push(format!(
+                    "endpoint {} did not answer: {reason}",
+                    endpoint.endpoint
+                ));
+                return;
+            }
+        };
+        let set: BTreeSet<(String, String)> = view
+            .members
+            .iter()
+            .map(|m| (m.id.clone(), m.hostname.clone()))
+            .collect();
+        for member in &view.members {
+            self.by_id.entry(member.id.clone()).or_insert(member);
+            if member.learner {
+                self.learners
+                    .insert(format!("{} ({})", member.hostname, member.id));
+            }
+        }
+        self.alarms.extend(view.alarms.iter().cloned());
+        for error in &view.errors {
+            self.problems.push(format!(
+                "endpoint {} reports an etcd error: {error}",
+                endpoint.endpoint
+            ));
+        }
+        self.evidence.push(format!(
+            "endpoint {}: Talos {}, member {}, leader {}, sees {} members",
+            endpoint.endpoint,
+            view.talos_version,
+            view.member_id,
+            if view.leader.is_empty() {
+                "none"
+            } else {
+                &view.leader
+            },
+            view.members.len()
+        ));
+        self.answered.push((&endpoint.endpoint, set));
+    }
+
+    /// The members, once every endpoint's view is in: the views agree, the count is the
+    /// ADR's, every member votes and is a control plane, no alarm is raised.
+    fn judge_membership(&mut self, ctx: Context<'_>) -> Vec<&'s EtcdMemberView> {
+        let expected = ctx.env.nodes.control_planes;
+        let reference = &self.answered[0];
+        for (endpoint, set) in &self.answered[1..] {
+            if set != &reference.1 {
+                self.problems.push(format!(
+                    "endpoint {endpoint} sees members {} but endpoint {} sees {}",
+                    describe(set),
+                    reference.0,
+                    describe(&reference.1)
+                ));
+            }
+        }
+        let members: Vec<&EtcdMemberView> = self.by_id.values().copied().collect();
+        if members.len() != expected {
+            self.problems.push(format!(
+                "etcd has {} members, the ADR expects {expected}",
+                members.len()
+            ));
+        }
+        if !self.learners.is_empty() {
+            self.problems.push(format!(
+                "learner members (not voting yet): {}",
+                join(&self.learners)
+            ));
+        }
+        if !self.alarms.is_empty() {
+            self.problems
+                .push(format!("etcd alarms raised: {}", join(&self.alarms)));
+        }
+        if let Some(nodes) = ctx.state.nodes.present() {
+            let control_planes: BTreeSet<&str> = nodes
+                .iter()
+                .filter(|n| is_control_plane(n))
+                .map(|n| name(&n.metadata))
+                .collect();
+            for member in &members {
+                if !control_planes.contains(member.hostname.as_str()) {
+                    self.problems.push(format!(
+                        "member {} ({}) is not a control-plane node of {}",
+                        member.hostname, member.id, ctx.env.name
+                    ));
+                }
+            }
+        }
+        members
     }
 }
 
