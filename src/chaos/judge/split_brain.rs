@@ -170,6 +170,14 @@ fn unread_after<T>(
         .collect()
 }
 
+/// One term of a Lease: holder, when acquired, the latest renewal seen, and when it was seen.
+type Term<'a> = (
+    &'a str,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+    Duration,
+);
+
 fn l2(samples: &[BrainSample], p: &Partition<'_>) -> SignalOutcome {
     let read: Vec<&BrainSample> = samples.iter().filter(|s| s.leases.is_ok()).collect();
     let out = |finding| SignalOutcome {
@@ -178,10 +186,7 @@ fn l2(samples: &[BrainSample], p: &Partition<'_>) -> SignalOutcome {
         finding,
     };
     // Per Lease: each term (holder, acquired) with the latest renewal seen in it.
-    let mut terms: BTreeMap<
-        &str,
-        Vec<(&str, Option<DateTime<Utc>>, Option<DateTime<Utc>>, Duration)>,
-    > = BTreeMap::new();
+    let mut terms: BTreeMap<&str, Vec<Term<'_>>> = BTreeMap::new();
     for s in &read {
         for l in s.leases.as_ref().into_iter().flatten() {
             let list = terms.entry(l.name.as_str()).or_default();
