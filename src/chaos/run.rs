@@ -16,15 +16,18 @@ use super::clients::Clients;
 use super::clock::{Clock, RealClock};
 use super::context::Ctx;
 use super::events::Events;
+use super::journal::FaultKind;
 use super::journal::{Entry, Journal, RunLock};
 use super::judge::assemble::{Assembly, assemble};
 use super::judge::publish;
+use super::judge::split_brain;
 use super::judge::verdicts::{Measured, judge_run};
 use super::observe::baseline::{Baseline, baseline};
 use super::observe::leaders::leader_events;
 use super::observe::observers::{ApiWatch, Observers};
 use super::observe::outage::{RestoreReason, observe};
 use super::observe::recover::{Recovery, recover};
+use super::observe::split_brain::BrainWatch;
 use super::plan::admit::{admit, nothing_owed};
 use super::plan::phase::{self as planning, Planned, Preflight, plan_text};
 use super::plan::timings::Timings;
@@ -254,7 +257,14 @@ async fn execute(
         controllers: cluster::protected_controllers(run.config),
     };
     let vip = vip_watch(&p.clients, &p.pre.state);
-    let observers = Observers::start(&ctx, &p.probes, &timings, Some(api), vip, &events);
+    let mut observers = Observers::start(&ctx, &p.probes, &timings, Some(api), vip, &events);
+    let brain = (p.planned.target.fault == FaultKind::Partition).then(|| {
+        let (watch, unwatched) = brain_watch(&p.clients, &p.pre.state, &p.kube);
+        (
+            observers.watch_split_brain(&ctx, &timings, watch),
+            unwatched,
+        )
+    });
     match baseline(&ctx, &observers, &mut signals, &timings).await {
         Baseline::Steady => {}
         Baseline::Interrupted(sig) => {
@@ -319,6 +329,26 @@ async fn execute(
     let samples = observers.stop().await;
     ctx.out.emit(RunEvent::Quiet);
     leader_events(&p.leaders, &p.pre.state, origin, &events);
+    let split_brain = brain.map(|(log, unwatched)| {
+        let samples = log.lock().map(|l| l.clone()).unwrap_or_default();
+        let cut_off: Vec<String> = p
+            .planned
+            .target
+            .vms
+            .iter()
+            .map(|v| v.node.clone())
+            .collect();
+        split_brain::judge(
+            &samples,
+            &split_brain::Partition {
+                cut_off: &cut_off,
+                fault: moments.fault,
+                back: moments.running_again,
+                vip_unwatched: unwatched.vip,
+                talos_unwatched: unwatched.talos,
+            },
+        )
+    });
     let ran = Ran {
         started_at,
         moments,
@@ -327,6 +357,7 @@ async fn execute(
         restored,
         recovered,
         held,
+        split_brain,
         controller_checks: controller_checks.len(),
         lease: format!(
             "Lease {}/{} taken before the first power action, given up after the run",
@@ -348,6 +379,7 @@ struct Ran {
     recovered: Recovery,
     /// Pods the lost nodes held their volumes for at the end of the outage.
     held: Option<Result<Held, String>>,
+    split_brain: Option<Vec<split_brain::SignalOutcome>>,
     controller_checks: usize,
     lease: String,
 }
@@ -384,6 +416,7 @@ fn conclude(
         lease: Some(&ran.lease),
         edge_slack: p.planned.timings.interval + p.planned.timings.timeout,
         held: ran.held.as_ref(),
+        split_brain: ran.split_brain.as_deref(),
     });
     let stem = report::stem(&run.args.reports, &env.name, ran.started_at);
     let all_events = events.all();
@@ -536,4 +569,63 @@ fn vip_watch(clients: &Clients, state: &crate::state::State) -> Option<VipWatch>
         }),
         _ => None,
     }
+}
+
+/// Why part of the split-brain watch cannot read: the VIP, or the Talos API altogether.
+#[derive(Default)]
+struct Unwatched {
+    vip: Option<String>,
+    talos: Option<String>,
+}
+
+/// The split-brain watch of every control plane the preflight read, and what it cannot see.
+fn brain_watch(
+    clients: &Clients,
+    state: &crate::state::State,
+    kube: &kube::Client,
+) -> (BrainWatch, Unwatched) {
+    let mut unwatched = Unwatched::default();
+    let endpoints: Vec<(String, String)> = match state.talos.present() {
+        Some(talos) => talos
+            .endpoints
+            .iter()
+            .map(|e| {
+                let node = talos.node_of(e).unwrap_or_else(|| e.endpoint.clone());
+                (e.endpoint.clone(), node)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let pool = match (&clients.talos, endpoints.is_empty()) {
+        (Some(pool), false) => Some(pool.clone()),
+        _ => {
+            unwatched.talos = Some(
+                "no control plane's Talos API was read at preflight: set talos.endpoints and the talosconfig in the environment file".into(),
+            );
+            None
+        }
+    };
+    let vip = state
+        .api
+        .present()
+        .map(|api| api.vip_addresses.clone())
+        .unwrap_or_default();
+    if vip.is_empty() {
+        unwatched.vip = Some(
+            "the API VIP's address is not known (the API endpoint was not read, or its name did not resolve at preflight): check the environment file's API endpoint".into(),
+        );
+    } else if let Some(why) = &unwatched.talos {
+        unwatched.vip = Some(why.clone());
+    }
+    let watch = BrainWatch {
+        endpoints: if pool.is_some() {
+            endpoints
+        } else {
+            Vec::new()
+        },
+        pool,
+        vip,
+        kube: kube.clone(),
+    };
+    (watch, unwatched)
 }

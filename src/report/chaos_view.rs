@@ -51,6 +51,27 @@ pub struct ChaosView {
     /// could not predict, and in reports written before the chaos step compared them.
     #[serde(default)]
     pub prediction: Option<PredictionView>,
+    /// A partition run's split-brain signals; absent for a power loss.
+    #[serde(default)]
+    pub split_brain: Option<Vec<SignalView>>,
+}
+
+/// One split-brain signal as judged.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SignalView {
+    pub signal: String,
+    #[serde(default)]
+    pub samples: usize,
+    pub finding: SignalFindingView,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct SignalFindingView {
+    pub verdict: String,
+    #[serde(default)]
+    pub summary: String,
+    #[serde(default)]
+    pub evidence: Vec<String>,
 }
 
 /// The report's `prediction`: what the host-loss model expected for the target host, and

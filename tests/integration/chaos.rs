@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::support::{root, stderr, stdout, validate_junit};
 
 mod campaign;
+mod partition;
 
 /// Simulated seconds per real second: a 60 s VIP failover takes 1.5 s, the host stays down
 /// for 9 s (six simulated minutes).

@@ -278,7 +278,14 @@ impl TalosBackend for LabBackend {
                 .etcd_leader(env)
                 .map(|l| w.nodes[l].etcd_member_id)
                 .unwrap_or(0);
-            let rv = w.envs[env].store.rv();
+            // A misbehaving node back from a partition: it led a minority that took writes.
+            let minority = w.clock.now() < w.nodes[n].cut_off.minority_until;
+            let (leader, ahead) = if minority {
+                (w.nodes[n].etcd_member_id, 1_000)
+            } else {
+                (leader, 0)
+            };
+            let rv = w.envs[env].store.rv() + ahead;
             Ok(EtcdMemberStatus {
                 member_id: w.nodes[n].etcd_member_id,
                 protocol_version: "3.6.0".into(),
@@ -392,7 +399,8 @@ impl TalosBackend for LabBackend {
                 at("lo", std::net::Ipv4Addr::LOCALHOST, 8),
                 at("eth0", w.plan.node_ip(n), 24),
             ];
-            if w.envs[nd.env].vip_holder == Some(n) && w.vip_up(nd.env) {
+            let stale = w.clock.now() < nd.cut_off.stale_vip_until;
+            if (w.envs[nd.env].vip_holder == Some(n) && w.vip_up(nd.env)) || stale {
                 out.push(at("eth0", w.plan.vip_ip(nd.env), 32));
             }
             out
@@ -508,6 +516,60 @@ mod tests {
             );
         });
         assert_eq!(lab.vm_config(vmid).map(|c| c.link_down), Some(false));
+    }
+
+    #[test]
+    fn a_misbehaving_node_back_from_a_partition_shows_each_split_brain_signal_for_a_while() {
+        let scenario = Scenario::load("adr-007").expect("built-in scenario");
+        let world =
+            World::build(&scenario, Plan::new(91), SimClock::new(400.0)).expect("world builds");
+        let lab = LabBackend {
+            shared: Shared::new(world),
+        };
+        lab.shared
+            .change(|w, _| w.misbehave = crate::world::Misbehaviour::ALL);
+        let (n, vmid, name, acquired) = lab.shared.read(|w| {
+            let n = w.envs[0].vip_holder.expect("a VIP holder");
+            let lease = w.envs[0].lease.as_ref().expect("an L2 lease");
+            assert_eq!(lease.holder, Some(n), "the VIP holder announces too");
+            (n, w.nodes[n].vmid, w.nodes[n].name.clone(), lease.acquired)
+        });
+        lab.set_link(vmid, true).expect("pulled");
+        // 100 simulated seconds: the VIP (60 s) and the lease (15 s) moved to the majority.
+        std::thread::sleep(Duration::from_millis(250));
+        lab.shared.change(|_, _| ());
+        let moved = lab.shared.read(|w| {
+            (
+                w.envs[0].vip_holder,
+                w.envs[0].lease.as_ref().and_then(|l| l.holder),
+            )
+        });
+        assert!(
+            moved.0.is_some_and(|h| h != n) && moved.1.is_some_and(|h| h != n),
+            "{moved:?}"
+        );
+        lab.set_link(vmid, false).expect("put back");
+        let vip = lab.shared.read(|w| w.plan.vip_ip(0));
+        let listed = |node: usize| {
+            let name = lab.shared.read(|w| w.nodes[node].name.clone());
+            lab.addresses(&name)
+                .iter()
+                .any(|a| a.address == std::net::IpAddr::from(vip))
+        };
+        assert!(listed(n) && listed(moved.0.unwrap()), "both list the VIP");
+        let status = lab.etcd_status(&name).expect("status");
+        assert_eq!(status.leader, status.member_id, "it leads its minority");
+        let lease = lab.shared.read(|w| w.envs[0].lease.clone().unwrap());
+        assert_eq!(
+            (lease.holder, lease.acquired),
+            (Some(n), acquired),
+            "the old term renewed"
+        );
+        // Past the split brain's time it behaves again.
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(!listed(n), "the stale VIP is gone");
+        let status = lab.etcd_status(&name).expect("status");
+        assert_ne!(status.leader, status.member_id);
     }
 
     #[test]

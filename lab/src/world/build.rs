@@ -169,6 +169,7 @@ impl World {
                     etcd_member_id: ids::hash64(&["etcd-member", &ns.name]),
                     instance_manager_evicted: None,
                     link_down: false,
+                    cut_off: Default::default(),
                 });
                 env_nodes.push(index);
             }
@@ -372,6 +373,7 @@ impl World {
             queue: BinaryHeap::new(),
             seq: 0,
             last_reach: Reachability::default(),
+            misbehave: Default::default(),
         };
 
         let t0 = Duration::ZERO;

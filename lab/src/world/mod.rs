@@ -138,6 +138,43 @@ pub struct Node {
     /// Its network device's link is pulled (Proxmox `link_down=1`): the VM runs, nobody
     /// reaches it and it reaches nobody.
     pub link_down: bool,
+    /// What it held when cut off, and what a misbehaving one still claims after.
+    pub cut_off: CutOff,
+}
+
+/// A cut-off node's split brain, when the world's [`Misbehaviour`] asks for one.
+#[derive(Debug, Clone, Default)]
+pub struct CutOff {
+    /// It held the VIP when its link was pulled.
+    pub held_vip: bool,
+    /// When it acquired the L2 lease it held when its link was pulled.
+    pub held_lease: Option<Duration>,
+    /// Back on the network, it still lists the VIP until then.
+    pub stale_vip_until: Duration,
+    /// Back on the network, it still calls itself etcd leader with entries of its own
+    /// until then.
+    pub minority_until: Duration,
+}
+
+/// How a cut-off node misbehaves once its link is back: a test hook that makes each
+/// split-brain signal happen (Talos and Cilium do none of it by design; docs/reality.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Misbehaviour {
+    /// It keeps listing the VIP it held for a while.
+    pub keep_vip: bool,
+    /// It renews the L2 lease term it held, as if it never lost it.
+    pub keep_l2_lease: bool,
+    /// Its etcd member led a minority and accepted writes the quorum never had.
+    pub accept_writes: bool,
+}
+
+impl Misbehaviour {
+    /// Every split-brain signal at once.
+    pub const ALL: Misbehaviour = Misbehaviour {
+        keep_vip: true,
+        keep_l2_lease: true,
+        accept_writes: true,
+    };
 }
 
 impl Node {
@@ -401,6 +438,8 @@ pub struct World {
     queue: BinaryHeap<Reverse<Due>>,
     seq: u64,
     last_reach: Reachability,
+    /// How cut-off nodes misbehave (none by default): set by tests.
+    pub misbehave: Misbehaviour,
 }
 
 impl World {

@@ -119,6 +119,12 @@ impl World {
         let kind = if down { "link-down" } else { "link-up" };
         self.event(now, kind, Some(env), &name, format!("vmid {vmid}"));
         if down && self.nodes[n].booted {
+            self.nodes[n].cut_off.held_vip = self.envs[env].vip_holder == Some(n);
+            self.nodes[n].cut_off.held_lease = self.envs[env]
+                .lease
+                .as_ref()
+                .filter(|l| l.holder == Some(n))
+                .map(|l| l.acquired);
             self.machine_down(n, Down::CutOff, now);
         } else if !down && self.nodes[n].vm_running && !self.nodes[n].booted {
             self.rejoin(n, now);
@@ -138,6 +144,7 @@ impl World {
         self.nodes[n].booted = true;
         self.nodes[n].heartbeat = now;
         self.event(now, "machine-rejoined", Some(env), &name, String::new());
+        self.misbehave_on_return(n, now);
         if !self.nodes[n].ready {
             self.nodes[n].ready = true;
             self.nodes[n].ready_changed = now;
@@ -168,6 +175,38 @@ impl World {
             }
         }
         self.after_return(n, now);
+    }
+
+    /// A misbehaving node back from a partition: what it kept claiming while cut off shows
+    /// for [`SPLIT_BRAIN_FOR`] (the L2 lease term it renews stays renewed).
+    fn misbehave_on_return(&mut self, n: usize, now: Duration) {
+        let (env, name) = (self.nodes[n].env, self.nodes[n].name.clone());
+        let m = self.misbehave;
+        let held = std::mem::take(&mut self.nodes[n].cut_off);
+        if m.keep_vip && held.held_vip {
+            self.nodes[n].cut_off.stale_vip_until = now + SPLIT_BRAIN_FOR;
+            self.event(now, "vip-kept", Some(env), &name, "split brain".into());
+        }
+        if m.accept_writes {
+            self.nodes[n].cut_off.minority_until = now + SPLIT_BRAIN_FOR;
+            self.event(
+                now,
+                "minority-writes",
+                Some(env),
+                &name,
+                "split brain".into(),
+            );
+        }
+        if m.keep_l2_lease
+            && let Some(acquired) = held.held_lease
+            && let Some(l) = self.envs[env].lease.as_mut()
+        {
+            l.holder = Some(n);
+            l.acquired = acquired;
+            l.renewed = now;
+            self.envs[env].dirty.leases = true;
+            self.event(now, "lease-kept", Some(env), &name, "split brain".into());
+        }
     }
 
     pub(crate) fn start_vm(&mut self, vmid: u32, now: Duration) -> Result<(), PowerError> {
@@ -1085,6 +1124,9 @@ impl World {
         }
     }
 }
+
+/// How long a misbehaving node's split brain shows once its link is back.
+pub const SPLIT_BRAIN_FOR: Duration = Duration::from_secs(40);
 
 /// How a machine leaves the cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

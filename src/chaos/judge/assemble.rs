@@ -90,6 +90,7 @@ pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
         timeline_file,
         provenance: a.provenance,
         prediction: a.prediction,
+        split_brain: judged.split_brain.clone(),
     };
     let timeline = Timeline {
         environment: a.environment.to_string(),

@@ -6,4 +6,5 @@ pub mod attribution;
 pub mod budget;
 pub mod publish;
 pub mod report;
+pub mod split_brain;
 pub mod verdicts;

@@ -39,7 +39,7 @@ pub struct ChaosReport {
     pub host: String,
     /// How the host was chosen.
     pub host_choice: String,
-    /// `environment-vms` or `whole-host`.
+    /// `environment-vms`, `whole-host` or `partition`.
     pub mode: String,
     pub vms: Vec<PlannedVm>,
     /// VMs on the host that the run left running (other environments').
@@ -70,6 +70,9 @@ pub struct ChaosReport {
     /// The host-loss prediction for the host, beside what was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prediction: Option<crate::chaos::prediction::Comparison>,
+    /// A partition run's split-brain signals (API VIP, L2 announcement, etcd minority).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split_brain: Option<Vec<crate::chaos::judge::split_brain::SignalOutcome>>,
 }
 
 /// The event kinds that say who took over from whom.
@@ -297,6 +300,7 @@ pub(crate) mod tests {
             timeline_file: String::new(),
             provenance: None,
             prediction: None,
+            split_brain: None,
         }
     }
 

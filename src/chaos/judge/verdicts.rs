@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::attribution::{ApiOutages, reads_through_api};
 use super::budget::{ProbeOutcome, judge_within};
+use super::split_brain::SignalOutcome;
 use crate::chaos::act::signals::signal_name;
 use crate::chaos::observe::outage::RestoreReason;
 use crate::chaos::observe::recover::Recovery;
@@ -38,6 +39,8 @@ pub struct Measured<'a> {
     /// The pods the lost nodes still held their volumes for at the end of the outage; `None`
     /// when the run restored before it could look (a failed stop, a signal).
     pub held: Option<&'a Result<Held, String>>,
+    /// The split-brain signals of a partition run; `None` for a power loss.
+    pub split_brain: Option<&'a [SignalOutcome]>,
 }
 
 pub struct Judged {
@@ -48,6 +51,8 @@ pub struct Judged {
     pub tally: Tally,
     pub verdict: Verdict,
     pub outcome: String,
+    /// The split-brain signals, each also a trial.
+    pub split_brain: Option<Vec<SignalOutcome>>,
 }
 
 pub fn judge_run(m: &Measured<'_>) -> Judged {
@@ -101,6 +106,19 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
         finding: no_manual_work(m.target, m.issued, m.lease, m.held),
         duration: Duration::ZERO,
     });
+    for signal in m.split_brain.into_iter().flatten() {
+        trials.push(TrialResult {
+            name: format!(
+                "gate4::{}::chaos::split-brain::{}",
+                m.environment, signal.signal
+            ),
+            gate: 4,
+            kind: "chaos-split-brain",
+            instance: Some(format!("split-brain::{}", signal.signal)),
+            finding: signal.finding.clone(),
+            duration: Duration::ZERO,
+        });
+    }
     let tally = Tally::of(&trials);
     let verdict = if tally.errors > 0 {
         Verdict::Error
@@ -124,6 +142,7 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
         tally,
         verdict,
         outcome,
+        split_brain: m.split_brain.map(<[SignalOutcome]>::to_vec),
     }
 }
 
@@ -322,6 +341,7 @@ mod tests {
             lease: Some("Lease kube-system/gates-chaos-lab taken before the first power action"),
             edge_slack: Duration::from_secs(1),
             held: None,
+            split_brain: None,
         });
         let names: Vec<&str> = judged.trials.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(
@@ -385,6 +405,7 @@ mod tests {
             lease: None,
             edge_slack: Duration::from_secs(1),
             held: None,
+            split_brain: None,
         })
     }
 

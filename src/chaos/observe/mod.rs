@@ -10,6 +10,7 @@ pub mod probes;
 pub mod recover;
 pub mod recovery;
 pub mod sampler;
+pub mod split_brain;
 pub mod talos_pool;
 pub mod timeline;
 pub mod vip;

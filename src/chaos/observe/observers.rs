@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use super::events::{self, Events};
 use super::probes::Probe;
 use super::sampler::{self, Live};
+use super::split_brain::{self, BrainLog, BrainWatch};
 use super::timeline::{Observation, Sample};
 use super::vip::{self, VipWatch};
 use crate::chaos::budget::judge;
@@ -88,6 +89,26 @@ impl<'p> Observers<'p> {
             watchers,
             stop,
         }
+    }
+
+    /// Watch for a split brain too (a partition run), into the log returned; stopped with
+    /// the rest.
+    pub fn watch_split_brain(
+        &mut self,
+        ctx: &Ctx<'_>,
+        timings: &Timings,
+        brain: BrainWatch,
+    ) -> BrainLog {
+        let log = BrainLog::default();
+        self.watchers.push(tokio::spawn(split_brain::watch(
+            brain,
+            ctx.origin,
+            timings.interval,
+            timings.timeout.mul_f64(0.75),
+            log.clone(),
+            self.stop.subscribe(),
+        )));
+        log
     }
 
     /// The probes' states to the reporters, with a phase line first when given.

@@ -33,7 +33,14 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
         ("outcome", report.outcome.clone()),
         ("host", format!("{} ({})", report.host, report.host_choice)),
         ("mode", report.mode.clone()),
-        ("VMs stopped", list_or_none(&vms)),
+        (
+            if report.mode == "partition" {
+                "VMs cut off"
+            } else {
+                "VMs stopped"
+            },
+            list_or_none(&vms),
+        ),
         ("left running", list_or_none(&report.untouched)),
         (
             "sample interval",
@@ -112,6 +119,8 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
     }
     b.push_str("</tbody></table></section>");
 
+    b.push_str(&split_brain(report));
+
     b.push_str("<section><h2>Handovers</h2>");
     if report.handovers.is_empty() {
         b.push_str("<p>No API VIP, L2 lease or etcd leader changed hands.</p>");
@@ -168,6 +177,39 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
         ),
         &b,
     )
+}
+
+/// A partition run's split-brain signals: what each means and what it found.
+fn split_brain(report: &ChaosView) -> String {
+    let Some(signals) = &report.split_brain else {
+        return String::new();
+    };
+    let mut b = String::from(
+        "<section id=\"split-brain\"><h2>Split brain</h2><p class=\"sub\">Sampled during the \
+         partition and after the links came back. A signal seen fails the run; one that could \
+         not be read is an error.</p><table><thead><tr><th>signal</th><th>what it would mean</th>\
+         <th>verdict</th><th class=\"num\">samples</th><th>what it found</th></tr></thead><tbody>",
+    );
+    for s in signals {
+        let meaning = match s.signal.as_str() {
+            "api-vip" => "two control planes list the API VIP at once",
+            "l2-announcement" => "two nodes announce one L2 address",
+            "etcd-minority" => "the cut-off etcd member led or took writes on its own",
+            _ => "",
+        };
+        let _ = write!(
+            b,
+            "<tr data-signal=\"{}\"><td>{}</td><td>{meaning}</td><td>{}</td><td class=\"num\">{}</td><td>{}{}</td></tr>",
+            escape(&s.signal),
+            escape(&s.signal),
+            badge(&s.finding.verdict),
+            s.samples,
+            escape(&s.finding.summary),
+            evidence(&s.finding.verdict, &s.finding.evidence, &[])
+        );
+    }
+    b.push_str("</tbody></table></section>");
+    b
 }
 
 fn list_or_none(items: &[String]) -> String {
@@ -235,6 +277,33 @@ mod tests {
         assert!(page.contains("<span class=\"badge fail\">FAIL</span>"));
         let within = render(&report_with_api_outage(1.5), &TimelineView::default());
         assert!(!within.contains("class=\"num over\""));
+    }
+
+    #[test]
+    fn a_partition_runs_split_brain_signals_are_shown_with_their_evidence() {
+        let mut report = report_with_api_outage(1.5);
+        report.mode = "partition".into();
+        report.split_brain = serde_json::from_value(serde_json::json!([
+            {"signal": "api-vip", "samples": 12, "finding": {"verdict": "fail",
+             "summary": "two control planes held the API VIP at once in 1 sample(s)",
+             "evidence": ["at 31.0s: cp-1 and cp-2"]}},
+            {"signal": "etcd-minority", "samples": 12, "finding": {"verdict": "error",
+             "summary": "the etcd status of cp-1 was never read"}}
+        ]))
+        .unwrap();
+        let page = render(&report, &TimelineView::default());
+        assert!(page.contains("<h2>Split brain</h2>"), "{page}");
+        assert!(page.contains("VMs cut off</dt>"), "{page}");
+        assert!(
+            page.contains("data-signal=\"api-vip\"") && page.contains("at 31.0s: cp-1 and cp-2"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<span class=\"badge error\">ERROR</span>"),
+            "{page}"
+        );
+        let power = render(&report_with_api_outage(1.5), &TimelineView::default());
+        assert!(!power.contains("Split brain"), "a power loss has none");
     }
 
     #[test]
