@@ -255,6 +255,10 @@ pub struct CheckArgs {
     /// Promotion: every gate of ENV must pass; a skipped trial or gate exits 1, naming it.
     #[arg(long)]
     pub require_all: bool,
+    /// Also write the verdicts into the cluster checked, as the ClusterPolicyReport
+    /// `gates-ENV` (wgpolicyk8s.io/v1alpha2), replacing the last run's.
+    #[arg(long, conflicts_with = "snapshot")]
+    pub policy_report: bool,
 }
 
 #[derive(Debug, Args)]

@@ -43,6 +43,9 @@ pub enum AppError {
     Chaos(#[from] crate::chaos::ChaosError),
     #[error(transparent)]
     Check(#[from] gates_engine::check::CheckError),
+    /// The verdicts could not be written as a PolicyReport (`--policy-report`).
+    #[error(transparent)]
+    PolicyReport(#[from] gates_engine::policy_report::PolicyReportError),
     /// The environments of a fleet run could not be listed.
     #[error(transparent)]
     Fleet(#[from] gates_engine::fleet::FleetError),
@@ -75,7 +78,9 @@ impl AppError {
             | AppError::File { .. }
             | AppError::Encode { .. } => ExitCode::CannotTell,
             AppError::Chaos(err) => err.exit_code(),
-            AppError::Check(_) | AppError::Fleet(_) => ExitCode::CannotTell,
+            AppError::Check(_) | AppError::Fleet(_) | AppError::PolicyReport(_) => {
+                ExitCode::CannotTell
+            }
             #[cfg(feature = "lab")]
             AppError::Lab { .. } => ExitCode::CannotTell,
         }

@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod collect;
 pub mod config;
 pub mod fleet;
+pub mod policy_report;
 pub mod predict;
 pub mod promotion;
 pub mod record;

@@ -53,6 +53,9 @@ pub async fn run(
     };
     let run = check::run(config, config_dir, &plan, &options, &mut terminal).await?;
     write_reports(&run, &args, plan.repo_root(), streams)?;
+    if args.policy_report {
+        write_policy_report(config, &run, streams).await?;
+    }
     report::outputs::emit(
         &mut *streams.err,
         &(&args.metrics).into(),
@@ -103,6 +106,21 @@ impl Reporter for Terminal<'_> {
             }
         }
     }
+}
+
+/// `--policy-report`: the run's verdicts as the environment's ClusterPolicyReport.
+pub(crate) async fn write_policy_report(
+    config: &Config,
+    run: &Run,
+    streams: &mut Streams,
+) -> Result<(), AppError> {
+    let env = config.environment(&run.environment)?;
+    let name = gates_engine::policy_report::apply(env, run).await?;
+    streams.say(format_args!(
+        "policy report: ClusterPolicyReport {name} in the cluster of {}",
+        run.environment
+    ));
+    Ok(())
 }
 
 /// The timestamped reports, then the ones asked for by path (`--junit`, `--sarif`);

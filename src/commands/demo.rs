@@ -86,6 +86,7 @@ async fn run_demo(
             quiet: false,
             metrics: Default::default(),
             require_all: false,
+            policy_report: false,
         };
         codes.push(crate::commands::check::run(&config, config_dir, check, streams).await?);
     }

@@ -14,7 +14,7 @@ use gates_engine::fleet::{self, Members};
 use gates_engine::record::{FleetMember, FleetRecord, MemberOutcome};
 
 use crate::cli::{CheckArgs, Format};
-use crate::commands::check::{colour, write_timestamped};
+use crate::commands::check::{colour, write_policy_report, write_timestamped};
 use crate::config::Config;
 use crate::error::AppError;
 use crate::output::files::write_file;
@@ -56,10 +56,18 @@ pub async fn run(
     let mut runs = std::pin::pin!(runs);
     let mut environments = Vec::new();
     let mut pages = BTreeMap::new();
+    let mut unwritten = false;
     while let Some(finished) = runs.next().await {
         print_block(&finished.member, &finished.reporter, lines, streams);
         if let Some(record) = finished.member.record() {
             let written = write_timestamped(record, &args.reports, streams)?;
+            // One cluster refusing its report does not stop the others'.
+            if args.policy_report
+                && let Err(err) = write_policy_report(config, record, streams).await
+            {
+                streams.say(format_args!("error: {err}"));
+                unwritten = true;
+            }
             if let Some(page) = written
                 .iter()
                 .find(|p| p.extension().is_some_and(|e| e == "html"))
@@ -98,7 +106,12 @@ pub async fn run(
     }
     write_fleet_reports(&fleet, &pages, &args, streams)?;
     report::outputs::emit_fleet(&mut *streams.err, &(&args.metrics).into(), &fleet).await?;
-    Ok(fleet.exit_code())
+    let asked_not_done = if unwritten {
+        ExitCode::CannotTell
+    } else {
+        ExitCode::Passed
+    };
+    Ok(fleet.exit_code().worst(asked_not_done))
 }
 
 /// Which environments, and the filter: with `--all` or `--envs` the one word given is the

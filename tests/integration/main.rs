@@ -17,6 +17,7 @@ mod prometheus;
 mod real_kube;
 mod real_kube_host_loss;
 mod real_kube_node_loss;
+mod real_kube_policy_report;
 mod repo;
 mod reports;
 mod strictness;

@@ -37,7 +37,7 @@ async fn lab(scenario: &str, subnet: u8, dir: &Path) -> Lab {
 
 /// Load environment `env` of the lab into the plane and wait until the real controllers and
 /// kwok agree with the lab about every workload.
-async fn load_env(plane: &ControlPlane, lab: &Lab, env: usize) {
+pub(crate) async fn load_env(plane: &ControlPlane, lab: &Lab, env: usize) {
     let objects = lab.shared.read(|w| gates_lab::export::manifests(w, env));
     let expected = load::expected_ready(&objects);
     load::load_manifests(plane, objects)

@@ -61,8 +61,12 @@ pub async fn apply_rbac(plane: &ControlPlane) -> Result<(), String> {
 
 /// Install the project's CRDs and wait until the API serves each.
 pub async fn install_crds(plane: &ControlPlane) -> Result<(), String> {
+    install(plane, gates_lab::export::crds()?).await
+}
+
+/// Install `crds` and wait until the API serves each.
+pub async fn install(plane: &ControlPlane, crds: Vec<Value>) -> Result<(), String> {
     let client = plane.client(Identity::Admin).await?;
-    let crds = gates_lab::export::crds()?;
     let mut names = Vec::new();
     for crd in crds {
         names.push(crd["metadata"]["name"].as_str().unwrap_or("").to_string());

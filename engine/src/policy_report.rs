@@ -1,0 +1,195 @@
+//! A check's verdicts as a `wgpolicyk8s.io/v1alpha2` `ClusterPolicyReport` in the cluster
+//! checked (opt-in, `--policy-report`), where Policy Reporter and other dashboards of policy
+//! results already look. One report per environment, `gates-ENV`, written by server-side apply
+//! with the field manager `gates`, so each run replaces the last run's results in place. Each
+//! trial is one result: the policy is the decision's gate (`adr-007/gate2`), the rule the trial,
+//! the category the gate's title; gates' verdicts map one to one onto the report's results
+//! (pass, fail, error, skip). The shape follows the v1alpha2 types as Kyverno ships them
+//! (`api/policyreport/v1alpha2/common.go`, docs/reality.md).
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+
+use crate::config::Environment;
+use crate::record::CheckRecord;
+use crate::runner::TrialResult;
+use gates_core::verdict::Verdict;
+
+/// The report's API group, version and kind.
+pub const GROUP: &str = "wgpolicyk8s.io";
+pub const VERSION: &str = "v1alpha2";
+pub const KIND: &str = "ClusterPolicyReport";
+const PLURAL: &str = "clusterpolicyreports";
+/// The field manager of every write, so a run's apply owns (and replaces) its results.
+pub const FIELD_MANAGER: &str = "gates";
+
+/// Why the report could not be written: each names the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyReportError {
+    #[error("the Kubernetes API of {env} cannot be used to write the policy report: {reason}")]
+    Client { env: String, reason: String },
+    #[error(
+        "ClusterPolicyReport {name}: the API does not serve {GROUP}/{VERSION} clusterpolicyreports: install the PolicyReport CRDs (Policy Reporter's or Kyverno's chart ships them), or leave out --policy-report"
+    )]
+    NotServed { name: String },
+    #[error(
+        "ClusterPolicyReport {name}: forbidden ({message}): bind deploy/rbac/gates-policy-reports.yaml to the identity of the kubeconfig"
+    )]
+    Forbidden { name: String, message: String },
+    #[error("ClusterPolicyReport {name}: the API refused it: {message}")]
+    Refused { name: String, message: String },
+}
+
+/// `gates-ENV`, lowercased, with what a name cannot hold turned into `-` (a DNS subdomain).
+pub fn name(environment: &str) -> String {
+    let cleaned: String = environment
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = format!("gates-{}", cleaned.trim_matches(['-', '.']));
+    name.chars().take(253).collect()
+}
+
+/// The report of one run, as the object server-side apply is given.
+pub fn render(record: &CheckRecord) -> Value {
+    let results: Vec<Value> = record.trials.iter().map(|t| result(record, t)).collect();
+    let t = &record.tally;
+    json!({
+        "apiVersion": format!("{GROUP}/{VERSION}"),
+        "kind": KIND,
+        "metadata": {
+            "name": name(&record.environment),
+            "labels": {
+                "app.kubernetes.io/managed-by": "gates",
+                "gates.environment": label_value(&record.environment),
+            },
+        },
+        "summary": {
+            "pass": t.passed,
+            "fail": t.failed,
+            "warn": 0,
+            "error": t.errors,
+            "skip": t.skipped,
+        },
+        "results": results,
+    })
+}
+
+fn result(record: &CheckRecord, trial: &TrialResult) -> Value {
+    let title = record
+        .gates
+        .iter()
+        .find(|g| g.gate == trial.gate)
+        .map(|g| g.title.as_str())
+        .unwrap_or("");
+    let mut properties = serde_json::Map::new();
+    properties.insert("environment".into(), json!(record.environment));
+    properties.insert("gate".into(), json!(trial.gate.to_string()));
+    properties.insert("kind".into(), json!(trial.kind));
+    if let Some(instance) = &trial.instance {
+        properties.insert("instance".into(), json!(instance));
+    }
+    json!({
+        "source": "gates",
+        "policy": format!("{}/gate{}", record.decision, trial.gate),
+        "rule": trial.name,
+        "category": title,
+        "result": verdict(trial.finding.verdict),
+        "message": trial.finding.summary,
+        "scored": true,
+        "properties": properties,
+        "timestamp": {"seconds": record.started_at.timestamp(), "nanos": 0},
+    })
+}
+
+/// gates' verdicts are the report's results of the same name.
+fn verdict(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Pass => "pass",
+        Verdict::Fail => "fail",
+        Verdict::Error => "error",
+        Verdict::Skip => "skip",
+    }
+}
+
+/// A label value: at most 63 of `[A-Za-z0-9._-]`, starting and ending alphanumeric.
+fn label_value(text: &str) -> String {
+    let cleaned: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(63)
+        .collect();
+    cleaned
+        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_string()
+}
+
+/// Apply the run's report to the environment's cluster, replacing the last run's; the name
+/// written.
+pub async fn apply(env: &Environment, record: &CheckRecord) -> Result<String, PolicyReportError> {
+    let object = render(record);
+    let name = name(&record.environment);
+    let client =
+        crate::collect::kube::client(env)
+            .await
+            .map_err(|err| PolicyReportError::Client {
+                env: env.name.clone(),
+                reason: err.to_string(),
+            })?;
+    let resource =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, VERSION, KIND), PLURAL);
+    let api: Api<DynamicObject> = Api::all_with(client, &resource);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    match api.patch(&name, &params, &Patch::Apply(&object)).await {
+        Ok(_) => Ok(name),
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            Err(PolicyReportError::NotServed { name })
+        }
+        Err(kube::Error::Api(status)) if status.code == 403 => Err(PolicyReportError::Forbidden {
+            name,
+            message: status.message,
+        }),
+        Err(err) => Err(PolicyReportError::Refused {
+            name,
+            message: err.to_string(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_the_environment_made_a_dns_name() {
+        assert_eq!(name("staging"), "gates-staging");
+        assert_eq!(name("Lab_Production"), "gates-lab-production");
+        assert_eq!(label_value("lab production!"), "lab-production");
+    }
+
+    #[test]
+    fn each_verdict_is_the_result_of_the_same_name() {
+        for (v, word) in [
+            (Verdict::Pass, "pass"),
+            (Verdict::Fail, "fail"),
+            (Verdict::Error, "error"),
+            (Verdict::Skip, "skip"),
+        ] {
+            assert_eq!(verdict(v), word);
+        }
+    }
+}
