@@ -16,6 +16,7 @@ mod predict;
 mod prometheus;
 mod real_kube;
 mod real_kube_host_loss;
+mod real_kube_in_cluster;
 mod real_kube_node_loss;
 mod real_kube_policy_report;
 mod repo;

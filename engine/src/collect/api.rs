@@ -22,6 +22,16 @@ pub struct ClusterAccess {
 
 /// Read the cluster of the environment's kubeconfig context.
 pub fn cluster_access(env: &Environment) -> Result<ClusterAccess, String> {
+    if env.kube.kubeconfig.is_none()
+        && let Some(in_cluster) = super::in_cluster::from_process()
+    {
+        return Ok(ClusterAccess {
+            context: "(in-cluster service account)".to_string(),
+            server: in_cluster.server.clone(),
+            ca_pem: Some(in_cluster.ca_pem().map_err(|err| err.to_string())?),
+            insecure: false,
+        });
+    }
     let kubeconfig = match &env.kube.kubeconfig {
         Some(path) => {
             let path = resolve(&env.file, path);

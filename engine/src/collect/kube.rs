@@ -33,10 +33,18 @@ pub async fn client(env: &Environment) -> Result<Client, KubeError> {
             let path = resolve(&env.file, path);
             Kubeconfig::read_from(&path).map_err(|source| KubeError::Kubeconfig { path, source })?
         }
-        None => Kubeconfig::read().map_err(|source| KubeError::DefaultKubeconfig {
-            env_file: env.file.clone(),
-            source,
-        })?,
+        None => match super::in_cluster::from_process() {
+            // In a pod with no kubeconfig: the service account.
+            Some(in_cluster) => {
+                return in_cluster
+                    .client(env.kube.timeout.into())
+                    .map_err(|err| KubeError::InCluster(err.to_string()));
+            }
+            None => Kubeconfig::read().map_err(|source| KubeError::DefaultKubeconfig {
+                env_file: env.file.clone(),
+                source,
+            })?,
+        },
     };
     let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
@@ -114,11 +122,13 @@ where
 /// Collect the state of an environment from its cluster through `client` (or record for
 /// every kind why there is none).
 pub async fn collect(env: &Environment, client: &Result<Client, KubeError>) -> State {
-    let context = env
-        .kube
-        .context
-        .clone()
-        .unwrap_or_else(|| "(current context)".to_string());
+    let context = match (&env.kube.context, &env.kube.kubeconfig) {
+        (Some(context), _) => context.clone(),
+        (None, None) if super::in_cluster::from_process().is_some() => {
+            "(in-cluster service account)".to_string()
+        }
+        (None, _) => "(current context)".to_string(),
+    };
     let mut state = State::empty(Source::Live { context }, Utc::now());
     match client {
         Ok(client) => {
@@ -163,6 +173,7 @@ fn short_cause(err: &KubeError) -> &'static str {
             "no readable kubeconfig"
         }
         KubeError::Context { .. } => "the kubeconfig context is unusable",
+        KubeError::InCluster(_) => "the service account's files are unusable",
         KubeError::Client { .. } => "no Kubernetes client",
         KubeError::Deadline(_) => "its deadline passed",
         KubeError::List(ListError::Unreachable { .. }) => "it does not answer",

@@ -40,6 +40,9 @@ pub enum KubeError {
         #[source]
         source: KubeconfigError,
     },
+    /// In a pod, the service account's files could not be used.
+    #[error("{0}")]
+    InCluster(String),
     #[error("cannot build a Kubernetes client: {source}")]
     Client {
         #[source]

@@ -6,6 +6,7 @@ pub mod completeness;
 pub mod deadline;
 mod file_text;
 pub mod identity;
+pub mod in_cluster;
 pub mod infra_record;
 pub mod json_spans;
 pub mod kinds;

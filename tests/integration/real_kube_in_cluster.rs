@@ -1,0 +1,144 @@
+//! gates in a pod, against a real kube-apiserver: no kubeconfig anywhere, the API server's
+//! address in `KUBERNETES_SERVICE_HOST`/`_PORT` and the service account's token and CA in their
+//! directory (the reader identity's token here), as the kubelet gives a pod. The verdicts are
+//! those a kubeconfig for the same identity gives; an unreadable token is an error naming it.
+
+use std::path::Path;
+use std::process::Output;
+
+use gates_lab::{Lab, LabOptions};
+use serde_json::Value;
+
+use crate::control_plane::{self, ControlPlane, Identity, Kubelets, Timing};
+use crate::real_kube::{load_env, real_env_dir};
+use crate::support::*;
+
+const PLANE_SUBNET: u8 = 175;
+const LAB_SUBNET: u8 = 177;
+
+/// `gates check lab --format json` with `env` as the process's whole environment (plus PATH).
+async fn check(env_dir: &Path, env: Vec<(String, String)>) -> (Output, Value) {
+    let env_dir = env_dir.to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        let reports = tempfile::tempdir().unwrap();
+        let mut cmd = gates_with_config(reports.path());
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(env)
+            .arg("--env-dir")
+            .arg(&env_dir)
+            .args(["check", "lab", "--format", "json", "--reports"])
+            .arg(reports.path());
+        cmd.output().unwrap()
+    })
+    .await
+    .unwrap();
+    let json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|err| panic!("JSON ({err}): {}\n{}", stdout(&out), stderr(&out)));
+    (out, json)
+}
+
+fn verdicts(json: &Value) -> Vec<(String, String)> {
+    json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_pod_the_service_account_gives_the_kubeconfigs_verdicts() {
+    let Some(bin) = control_plane::binaries() else {
+        return;
+    };
+    let _one = control_plane::ONE_AT_A_TIME.lock().await;
+    let plane = ControlPlane::start(&bin, PLANE_SUBNET, Timing::default(), Kubelets::Shared)
+        .await
+        .unwrap_or_else(|err| panic!("the real control plane starts: {err}"));
+    crate::control_plane::load::install_crds(&plane)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let lab = Lab::start(LabOptions {
+        scenario: "adr-007".to_string(),
+        subnet: LAB_SUBNET,
+        speed: 1.0,
+        state_dir: dir.path().to_path_buf(),
+        env_dir: Some(dir.path().join("environments")),
+        ..LabOptions::default()
+    })
+    .await
+    .unwrap_or_else(|err| panic!("the lab starts: {err}"));
+    load_env(&plane, &lab, 0).await;
+    let with_kubeconfig = real_env_dir(&lab, &plane, Identity::Reader, dir.path(), None);
+    let home = tempfile::tempdir().unwrap();
+    let home_env = vec![("HOME".to_string(), home.path().display().to_string())];
+    let (_, by_kubeconfig) = check(&with_kubeconfig, home_env.clone()).await;
+
+    // The same environment file without its `kube` keys, and the pod's service account.
+    let in_pod = dir.path().join("in-pod");
+    std::fs::create_dir_all(&in_pod).unwrap();
+    let text = std::fs::read_to_string(with_kubeconfig.join("lab.yaml")).unwrap();
+    let mut section = String::new();
+    let text: String = text
+        .lines()
+        .filter(|l| {
+            if !l.starts_with(' ') && !l.is_empty() {
+                section = l.split(':').next().unwrap_or("").to_string();
+            }
+            section != "kube"
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!text.contains("kubeconfig"), "{text}");
+    std::fs::write(in_pod.join("lab.yaml"), &text).unwrap();
+    let account = dir.path().join("serviceaccount");
+    std::fs::create_dir_all(&account).unwrap();
+    std::fs::write(account.join("token"), plane.token(Identity::Reader)).unwrap();
+    std::fs::write(account.join("ca.crt"), &plane.ca_pem).unwrap();
+    let url = plane.url();
+    let (host, port) = url.trim_start_matches("https://").rsplit_once(':').unwrap();
+    let mut pod_env = home_env.clone();
+    pod_env.extend([
+        ("KUBERNETES_SERVICE_HOST".to_string(), host.to_string()),
+        ("KUBERNETES_SERVICE_PORT".to_string(), port.to_string()),
+        (
+            "GATES_SERVICE_ACCOUNT_DIR".to_string(),
+            account.display().to_string(),
+        ),
+    ]);
+    let (out, in_cluster) = check(&in_pod, pod_env.clone()).await;
+    assert_eq!(
+        verdicts(&in_cluster),
+        verdicts(&by_kubeconfig),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        in_cluster["source"]["context"], "(in-cluster service account)",
+        "{:#}",
+        in_cluster["source"]
+    );
+    // The Kubernetes trials were read, not errors for want of a client.
+    assert!(
+        !stderr(&out).contains("Kubernetes API of lab cannot be used"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A pod whose token is not mounted: an error naming the file and the fix.
+    std::fs::remove_file(account.join("token")).unwrap();
+    let (out, _) = check(&in_pod, pod_env).await;
+    let said = stderr(&out);
+    assert!(
+        said.contains("the service account's token")
+            && said.contains("automountServiceAccountToken"),
+        "{said}"
+    );
+}
