@@ -10,6 +10,7 @@ mod fixtures_agree;
 mod fleet;
 mod fuzz_corpus;
 mod guard;
+mod helm_chart;
 mod junit;
 mod lab;
 mod predict;

@@ -4,7 +4,7 @@
 //! those a kubeconfig for the same identity gives; an unreadable token is an error naming it.
 
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 use gates_lab::{Lab, LabOptions};
 use serde_json::Value;
@@ -132,6 +132,15 @@ async fn in_a_pod_the_service_account_gives_the_kubeconfigs_verdicts() {
         stderr(&out)
     );
 
+    the_charts_manifests_apply_and_its_service_account_reads_as_the_reader(
+        &plane,
+        &in_pod,
+        &account,
+        &pod_env,
+        &verdicts(&by_kubeconfig),
+    )
+    .await;
+
     // A pod whose token is not mounted: an error naming the file and the fix.
     std::fs::remove_file(account.join("token")).unwrap();
     let (out, _) = check(&in_pod, pod_env).await;
@@ -141,4 +150,85 @@ async fn in_a_pod_the_service_account_gives_the_kubeconfigs_verdicts() {
             && said.contains("automountServiceAccountToken"),
         "{said}"
     );
+}
+
+fn kubectl(plane: &ControlPlane, args: &[&str]) -> Output {
+    Command::new(plane.bin.join("kubectl"))
+        .arg("--kubeconfig")
+        .arg(plane.kubeconfig(Identity::Admin))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The chart rendered by the real Helm CLI: every manifest passes the API server's
+/// server-side dry-run; its service account, role and binding applied for real, a token of that
+/// service account gives the reader's verdicts in the pod.
+async fn the_charts_manifests_apply_and_its_service_account_reads_as_the_reader(
+    plane: &ControlPlane,
+    in_pod: &Path,
+    account: &Path,
+    pod_env: &[(String, String)],
+    reader_verdicts: &[(String, String)],
+) {
+    let Some(helm) = crate::helm_chart::helm() else {
+        return;
+    };
+    let docs = crate::helm_chart::template(&helm, &crate::helm_chart::staging_values());
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("chart.json");
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": docs});
+    std::fs::write(&all, list.to_string()).unwrap();
+    let path = all.display().to_string();
+    let out = kubectl(
+        plane,
+        &["apply", "--server-side", "--dry-run=server", "-f", &path],
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("cronjob.batch/t-gates serverside-applied (server dry run)"),
+        "{}",
+        stdout(&out)
+    );
+
+    let rbac: Vec<&Value> = docs
+        .iter()
+        .filter(|d| {
+            ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"]
+                .contains(&d["kind"].as_str().unwrap())
+        })
+        .collect();
+    let rbac_file = dir.path().join("rbac.json");
+    std::fs::write(
+        &rbac_file,
+        serde_json::json!({"apiVersion": "v1", "kind": "List", "items": rbac}).to_string(),
+    )
+    .unwrap();
+    let out = kubectl(
+        plane,
+        &[
+            "apply",
+            "--server-side",
+            "-f",
+            &rbac_file.display().to_string(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = kubectl(
+        plane,
+        &["create", "token", "t-gates", "--namespace", "default"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::write(account.join("token"), stdout(&out).trim()).unwrap();
+    // RBAC's cache takes a moment to see the new binding.
+    let mut last = Vec::new();
+    for _ in 0..20 {
+        let (_, json) = check(in_pod, pod_env.to_vec()).await;
+        last = verdicts(&json);
+        if last == reader_verdicts {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    assert_eq!(last, reader_verdicts);
 }

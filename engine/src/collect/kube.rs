@@ -122,11 +122,12 @@ where
 /// Collect the state of an environment from its cluster through `client` (or record for
 /// every kind why there is none).
 pub async fn collect(env: &Environment, client: &Result<Client, KubeError>) -> State {
+    // In a pod, the service account is used whatever context the file names.
     let context = match (&env.kube.context, &env.kube.kubeconfig) {
-        (Some(context), _) => context.clone(),
-        (None, None) if super::in_cluster::from_process().is_some() => {
+        (_, None) if super::in_cluster::from_process().is_some() => {
             "(in-cluster service account)".to_string()
         }
+        (Some(context), _) => context.clone(),
         (None, _) => "(current context)".to_string(),
     };
     let mut state = State::empty(Source::Live { context }, Utc::now());

@@ -1,0 +1,265 @@
+//! The Helm chart (`deploy/helm/gates`), judged by the real Helm CLI built from helm.sh/helm/v4
+//! (`tools/helm/build.sh`): it lints, renders a CronJob that runs `gates check ENV` as a
+//! service account bound to exactly the shipped read-only role, mounts a configuration gates
+//! itself validates, and refuses to render without what it needs, naming it. The rendered
+//! manifests are applied with server-side dry-run to a real kube-apiserver in
+//! `real_kube_in_cluster.rs`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// The Helm CLI: `GATES_HELM_BIN` (a directory), else `target/helm-bin/<version>/helm`.
+/// `None` (the tests end early) when neither is built, unless `GATES_REQUIRE_HELM` is set.
+pub fn helm() -> Option<PathBuf> {
+    let version = std::fs::read_to_string(root().join("tools/helm/VERSION")).unwrap();
+    let dir = std::env::var_os("GATES_HELM_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/helm-bin").join(version.trim()));
+    let bin = dir.join("helm");
+    if bin.is_file() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var_os("GATES_REQUIRE_HELM").is_none(),
+        "GATES_REQUIRE_HELM is set but {} is missing: run tools/helm/build.sh",
+        bin.display()
+    );
+    None
+}
+
+/// The chart's values for the repository's staging environment and ADR 007's gate files.
+pub fn staging_values() -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--set",
+        "image.repository=registry.example.internal/platform/gates",
+        "--set",
+        "image.tag=0.1.0",
+        "--set",
+        "environment=staging",
+    ]
+    .map(String::from)
+    .to_vec();
+    for env in ["staging", "production"] {
+        args.push("--set-file".into());
+        args.push(format!(
+            "environmentFiles.{env}={}",
+            root()
+                .join(format!("gates/environments/{env}.yaml"))
+                .display()
+        ));
+    }
+    for file in gate_files() {
+        args.push("--set-file".into());
+        args.push(format!(
+            "gateFiles.adr-007/{}={}",
+            file.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .replace('.', "\\."),
+            file.display()
+        ));
+    }
+    args
+}
+
+fn gate_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("gates/adr-007"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+fn run(helm: &Path, args: &[&str], values: &[String]) -> Output {
+    Command::new(helm)
+        .env(
+            "HELM_CACHE_HOME",
+            std::env::temp_dir().join("gates-helm-cache"),
+        )
+        .env(
+            "HELM_CONFIG_HOME",
+            std::env::temp_dir().join("gates-helm-config"),
+        )
+        .env(
+            "HELM_DATA_HOME",
+            std::env::temp_dir().join("gates-helm-data"),
+        )
+        .args(args)
+        .arg(root().join("deploy/helm/gates"))
+        .args(values)
+        .output()
+        .unwrap()
+}
+
+/// `helm template` with `values`, its documents parsed.
+pub fn template(helm: &Path, values: &[String]) -> Vec<Value> {
+    let out = run(helm, &["template", "t", "--namespace", "default"], values);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_yaml_ng::Deserializer::from_str(&stdout(&out))
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+        .filter(|doc: &Value| !doc.is_null())
+        .collect()
+}
+
+fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    docs.iter().filter(|d| d["kind"] == kind).collect()
+}
+
+fn shipped_rules(file: &str) -> Value {
+    let text = std::fs::read_to_string(root().join("deploy/rbac").join(file)).unwrap();
+    let role: Value = serde_yaml_ng::from_str(&text).unwrap();
+    role["rules"].clone()
+}
+
+#[test]
+fn the_chart_lints_and_renders_a_nightly_check_bound_to_the_shipped_read_only_role() {
+    let Some(helm) = helm() else { return };
+    let values = staging_values();
+    let lint = run(&helm, &["lint", "--strict"], &values);
+    assert!(
+        lint.status.success(),
+        "{}\n{}",
+        stdout(&lint),
+        stderr(&lint)
+    );
+    let docs = template(&helm, &values);
+    let kinds: std::collections::BTreeSet<&str> =
+        docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds.into_iter().collect::<Vec<_>>(),
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ConfigMap",
+            "CronJob",
+            "ServiceAccount"
+        ]
+    );
+    // Exactly the read-only role, and no PolicyReport writer unless asked for.
+    let roles = of_kind(&docs, "ClusterRole");
+    assert_eq!(roles.len(), 1);
+    assert_eq!(roles[0]["rules"], shipped_rules("gates-reader.yaml"));
+    let job = of_kind(&docs, "CronJob")[0];
+    let pod = &job["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    let args: Vec<&str> = pod["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        &args[..6],
+        [
+            "--config",
+            "/etc/gates",
+            "check",
+            "staging",
+            "--reports",
+            "/reports"
+        ]
+    );
+    assert!(!args.contains(&"--policy-report"));
+    assert_eq!(
+        pod["serviceAccountName"],
+        of_kind(&docs, "ServiceAccount")[0]["metadata"]["name"]
+    );
+    assert_eq!(job["spec"]["jobTemplate"]["spec"]["backoffLimit"], 0);
+
+    let with_reports = [
+        values.clone(),
+        vec!["--set".into(), "policyReport.enabled=true".into()],
+    ]
+    .concat();
+    let docs = template(&helm, &with_reports);
+    let roles = of_kind(&docs, "ClusterRole");
+    assert_eq!(roles.len(), 2);
+    assert_eq!(
+        roles[1]["rules"],
+        shipped_rules("gates-policy-reports.yaml")
+    );
+    let job = of_kind(&docs, "CronJob")[0];
+    let args = &job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert!(
+        args.as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "--policy-report")
+    );
+}
+
+#[test]
+fn the_mounted_configuration_is_one_gates_validates() {
+    let Some(helm) = helm() else { return };
+    let docs = template(&helm, &staging_values());
+    let config = of_kind(&docs, "ConfigMap")[0];
+    let job = of_kind(&docs, "CronJob")[0];
+    let volumes = &job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["volumes"];
+    let items = volumes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "config")
+        .unwrap()["configMap"]["items"]
+        .as_array()
+        .unwrap();
+    // The directory the kubelet makes of the ConfigMap at /etc/gates.
+    let dir = tempfile::tempdir().unwrap();
+    for item in items {
+        let path = dir.path().join(item["path"].as_str().unwrap());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let text = config["data"][item["key"].as_str().unwrap()]
+            .as_str()
+            .unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    for file in gate_files() {
+        let mounted = dir.path().join("adr-007").join(file.file_name().unwrap());
+        assert_eq!(
+            std::fs::read_to_string(mounted).unwrap(),
+            std::fs::read_to_string(&file).unwrap()
+        );
+    }
+    let reports = tempfile::tempdir().unwrap();
+    let out = gates(reports.path())
+        .arg("--config")
+        .arg(dir.path())
+        .arg("validate")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+}
+
+#[test]
+fn the_chart_refuses_to_render_without_what_it_needs_naming_it() {
+    let Some(helm) = helm() else { return };
+    let values = staging_values();
+    // The values come in pairs (`--set K=V`, `--set-file K=FILE`): leave out the pairs of `key`.
+    let without = |key: &str| -> Vec<String> {
+        values
+            .chunks(2)
+            .filter(|pair| !pair[1].starts_with(key))
+            .flatten()
+            .cloned()
+            .collect()
+    };
+    for (key, said) in [
+        (
+            "image.repository=",
+            "image.repository is required: gates ships no image",
+        ),
+        (
+            "environmentFiles.staging=",
+            "environmentFiles.staging is required",
+        ),
+        ("gateFiles.", "gateFiles is required"),
+    ] {
+        let out = run(&helm, &["template", "t"], &without(key));
+        assert!(!out.status.success(), "{key}: rendered anyway");
+        assert!(stderr(&out).contains(said), "{key}: {}", stderr(&out));
+    }
+}
