@@ -78,11 +78,65 @@ fn released(policy: &str, owner: &str) -> bool {
     }
 }
 
+/// A pod of a lost node that uses a ReadWriteOnce Longhorn volume, and whether Longhorn's
+/// policy force-deletes it once it is evicted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    /// `namespace/pod`.
+    pub pod: String,
+    /// `namespace/pod (Deployment) uses ReadWriteOnce Longhorn volume NAME`.
+    pub line: String,
+    /// Owned by a StatefulSet (else by a Deployment's ReplicaSet).
+    pub stateful: bool,
+    /// Longhorn's policy names the pod's owner, so it force-deletes the pod.
+    pub released: bool,
+    /// The `node-down-pod-deletion-policy` Longhorn runs with.
+    pub policy: String,
+}
+
+/// Power loss: a held pod needs someone to force-delete it, a released one lets its
+/// replacement start after the eviction and the detach.
 pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
+    let holds = holds(cluster, lost, loss);
+    let (released, stuck): (Vec<&Hold>, Vec<&Hold>) = holds.iter().partition(|h| h.released);
+    if let Some(first) = stuck.first() {
+        loss.reason(
+            Outcome::Lost,
+            format!(
+                "{}: with Longhorn's {SETTING} `{}` the pod stays Terminating on the dead node and the volume stays attached there, so its replacement cannot start until someone force-deletes it; set {SETTING} to delete-both-statefulset-and-deployment-pod",
+                lines(&stuck),
+                first.policy
+            ),
+        );
+    }
+    if !released.is_empty() {
+        loss.reason(
+            Outcome::Degraded,
+            format!(
+                "{}: Longhorn force-deletes the pod once it is evicted and releases the volume, so the replacement starts after the eviction and the detach",
+                lines(&released)
+            ),
+        );
+    }
+}
+
+/// The holds' lines, joined.
+pub fn lines(holds: &[&Hold]) -> String {
+    holds
+        .iter()
+        .map(|h| h.line.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The pods of the `lost` nodes that a ReadWriteOnce Longhorn volume ties to them, with what
+/// Longhorn's policy does about each; what cannot be told goes into `loss` as unknown, and
+/// then no hold is returned.
+pub fn holds(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) -> Vec<Hold> {
     let state = cluster.state;
     let Ok(volumes) = state.longhorn_volumes.get("Longhorn volumes (longhorn.io)") else {
         // longhorn::predict names why the volumes are not known.
-        return;
+        return Vec::new();
     };
     // A volume served to many nodes by a share manager holds no pod back.
     let single: Vec<_> = volumes
@@ -91,7 +145,7 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
         .filter(|v| single_node(v) != Ok(false))
         .collect();
     if single.is_empty() {
-        return;
+        return Vec::new();
     }
     let pods = match state.pods.get("pods") {
         Ok(p) => p,
@@ -99,83 +153,71 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
             if e.verdict == crate::verdict::Verdict::Error {
                 loss.reason(Outcome::Unknown, e.summary);
             }
-            return;
+            return Vec::new();
         }
     };
-    let mut stuck = Vec::new();
-    let mut waits = Vec::new();
+    let mut holds = Vec::new();
     let mut policy: Option<Result<String, AttachUnknown>> = None;
     for volume in single {
         let Some(k8s) = &volume.status.kubernetes_status else {
             continue;
         };
         for (user, pod) in users(k8s, pods) {
-            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
-            let on_lost = node
-                .and_then(|n| cluster.node_index.get(n))
-                .is_some_and(|i| lost.contains(i));
-            if !on_lost {
+            let Some(owner) = lost_owner(cluster, lost, pod) else {
                 continue;
-            }
-            let owner = pod
-                .metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|o| o.controller == Some(true))
-                .map(|o| o.kind.as_str())
-                .unwrap_or("");
-            if !matches!(owner, "ReplicaSet" | "StatefulSet") {
-                continue;
-            }
+            };
             if let Err(why) = single_node(volume) {
                 loss.reason(Outcome::Unknown, why.to_string());
-                return;
+                return Vec::new();
             }
-            let policy = policy.get_or_insert_with(|| read_policy(cluster.state));
-            let policy = match policy {
-                Ok(p) => p.as_str(),
+            let policy = match policy.get_or_insert_with(|| read_policy(cluster.state)) {
+                Ok(p) => p.clone(),
                 Err(why) => {
                     loss.reason(Outcome::Unknown, why.to_string());
-                    return;
+                    return Vec::new();
                 }
             };
-            let line = format!(
-                "{}/{} ({}) uses ReadWriteOnce Longhorn volume {}",
-                k8s.namespace,
-                user.pod_name,
-                if owner == "ReplicaSet" {
-                    "Deployment"
-                } else {
-                    "StatefulSet"
-                },
-                name(&volume.metadata)
-            );
-            if released(policy, owner) {
-                waits.push(line);
-            } else {
-                stuck.push((line, policy.to_string()));
-            }
+            let stateful = owner == "StatefulSet";
+            holds.push(Hold {
+                pod: format!("{}/{}", k8s.namespace, user.pod_name),
+                line: format!(
+                    "{}/{} ({}) uses ReadWriteOnce Longhorn volume {}",
+                    k8s.namespace,
+                    user.pod_name,
+                    if stateful {
+                        "StatefulSet"
+                    } else {
+                        "Deployment"
+                    },
+                    name(&volume.metadata)
+                ),
+                stateful,
+                released: released(&policy, owner),
+                policy,
+            });
         }
     }
-    if let Some((_, policy)) = stuck.first() {
-        loss.reason(
-            Outcome::Lost,
-            format!(
-                "{}: with Longhorn's {SETTING} `{policy}` the pod stays Terminating on the dead node and the volume stays attached there, so its replacement cannot start until someone force-deletes it; set {SETTING} to delete-both-statefulset-and-deployment-pod",
-                stuck.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>().join("; ")
-            ),
-        );
+    holds
+}
+
+/// The kind of the controller (`ReplicaSet` or `StatefulSet`) of a pod bound to a lost node;
+/// `None` for a pod elsewhere or of another owner.
+fn lost_owner<'p>(cluster: &Cluster<'_>, lost: &[usize], pod: &'p Pod) -> Option<&'p str> {
+    let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref())?;
+    if !cluster
+        .node_index
+        .get(node)
+        .is_some_and(|i| lost.contains(i))
+    {
+        return None;
     }
-    if !waits.is_empty() {
-        loss.reason(
-            Outcome::Degraded,
-            format!(
-                "{}: Longhorn force-deletes the pod once it is evicted and releases the volume, so the replacement starts after the eviction and the detach",
-                waits.join("; ")
-            ),
-        );
-    }
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+        .map(|o| o.kind.as_str())
+        .filter(|kind| matches!(*kind, "ReplicaSet" | "StatefulSet"))
 }
 
 /// The pods Longhorn records as using a volume, each with its record, that the state holds.

@@ -1,6 +1,6 @@
-//! etcd and the API VIP after a host loss: the voting members left against the quorum, and a
-//! surviving Ready control plane to take the VIP (which Talos moves within about a minute when
-//! its holder goes).
+//! etcd and the API VIP after a host loss or partition: the voting members left against the
+//! quorum, and a surviving Ready control plane to take the VIP (which Talos moves within about
+//! a minute when its holder goes or is cut off).
 //!
 //! Members come from the Talos API (each endpoint's member list; the member name is the node's
 //! hostname) when the environment has a `talos` section, else every control-plane node is taken
@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use super::cluster::Cluster;
-use super::outcome::{HostLoss, Outcome};
+use super::outcome::{Fault, HostLoss, Outcome};
 use crate::state::Collected;
 
 #[derive(Debug, Clone, Serialize)]
@@ -33,7 +33,10 @@ pub struct EtcdLoss {
     pub vip_moves: bool,
 }
 
-pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
+/// etcd's quorum is the same question for either fault: a cut-off member is a minority of
+/// one, out of the quorum as a member without power is (etcd's `failures.md`: "there is no
+/// split-brain in etcd"). Only the words for the VIP's move differ ([`vip`]).
+pub fn predict(cluster: &Cluster<'_>, lost: &[usize], fault: Fault, loss: &mut HostLoss) {
     let (members, source): (Vec<String>, &str) = match &cluster.state.talos {
         Collected::Present(talos) => {
             let Some(view) = talos.endpoints.iter().find_map(|e| e.view.as_ref().ok()) else {
@@ -99,6 +102,42 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
         );
     }
 
+    let (candidates, holder, holder_lost) = vip(cluster, lost, fault, loss);
+    if fault == Fault::Partition && kept && !gone.is_empty() {
+        loss.reason(
+            Outcome::Survives,
+            format!(
+                "etcd member{} {} cut off: a minority, which can neither lead nor commit an entry; the {left} of {} members left keep quorum",
+                if gone.len() == 1 { "" } else { "s" },
+                gone.join(", "),
+                members.len()
+            ),
+        );
+    }
+    loss.etcd = Some(EtcdLoss {
+        members: members.len(),
+        left,
+        quorum,
+        kept,
+        source: source.to_string(),
+        lost: gone,
+        vip_candidates: candidates,
+        vip_moves: holder_lost,
+        vip_holder: holder,
+    });
+}
+
+/// The Ready control planes left to take the API VIP, its holder now, and whether the holder
+/// goes; says how long the API through the VIP is down when it does. Talos's holder keeps
+/// the VIP while its etcd session lives (etcd's default session TTL, 60 s): a cut-off holder
+/// cannot keep the session alive, and the majority elects a new holder only once it expired,
+/// so a partition moves the VIP in about the minute a power loss does.
+fn vip(
+    cluster: &Cluster<'_>,
+    lost: &[usize],
+    fault: Fault,
+    loss: &mut HostLoss,
+) -> (Vec<String>, Option<String>, bool) {
     let candidates: Vec<String> = cluster
         .nodes
         .iter()
@@ -117,26 +156,22 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
             "no Ready control plane survives to take the API VIP",
         );
     } else if holder_lost {
+        let old = holder.as_deref().unwrap_or_default();
+        let when = match fault {
+            Fault::Power => "(about a minute)".to_string(),
+            Fault::Partition => format!(
+                "(about a minute, as after power loss: cut off, {old} cannot keep its etcd session alive and answers no one, and a new holder is elected once the session's 60 s TTL ran out)"
+            ),
+        };
         loss.reason(
             Outcome::Degraded,
             format!(
-                "the API VIP moves from {} to one of {}: the API through the VIP is down until then (about a minute)",
-                holder.as_deref().unwrap_or_default(),
+                "the API VIP moves from {old} to one of {}: the API through the VIP is down until then {when}",
                 candidates.join(", ")
             ),
         );
     }
-    loss.etcd = Some(EtcdLoss {
-        members: members.len(),
-        left,
-        quorum,
-        kept,
-        source: source.to_string(),
-        lost: gone,
-        vip_candidates: candidates,
-        vip_moves: holder_lost,
-        vip_holder: holder,
-    });
+    (candidates, holder, holder_lost)
 }
 
 /// The node whose Talos addresses carry the API VIP, when both were read.

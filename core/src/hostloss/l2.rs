@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::cluster::{Cluster, labels, name, ns_name};
-use super::outcome::{HostLoss, Outcome};
+use super::outcome::{Fault, HostLoss, Outcome};
 use crate::selector::{Selector, WhenNil};
 
 const L2_CLASS: &str = "io.cilium/l2-announcer";
@@ -30,7 +30,7 @@ pub struct L2Loss {
     pub holder_lost: bool,
 }
 
-pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
+pub fn predict(cluster: &Cluster<'_>, lost: &[usize], fault: Fault, loss: &mut HostLoss) {
     if cluster.env.ingress.services.is_empty() {
         return;
     }
@@ -154,14 +154,8 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
                     ),
                 );
             } else if holder_lost {
-                loss.reason(
-                    Outcome::Degraded,
-                    format!(
-                        "ingress to Service {id} blinks: lease holder {} goes, {} can take the lease (10 to 20 s with default timings)",
-                        holder.as_deref().unwrap_or_default(),
-                        left.join(", ")
-                    ),
-                );
+                let holder = holder.as_deref().unwrap_or_default();
+                loss.reason(Outcome::Degraded, blink(fault, &id, holder, &left));
             }
             loss.l2.push(L2Loss {
                 service: id,
@@ -170,5 +164,23 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
                 holder_lost,
             });
         }
+    }
+}
+
+/// How long ingress to a Service blinks when its lease holder goes or is cut off. Cilium's
+/// agent announces only while it holds the Service's Lease: after power loss nobody renews
+/// it; a cut-off agent stops announcing once it could not renew within the renew deadline
+/// (5 s) and its datapath stops answering ARP, and another agent takes the Lease only after
+/// it went unrenewed for the lease duration (15 s). Either way the address is unanswered
+/// for the same 10 to 20 s, and never answered twice.
+fn blink(fault: Fault, id: &str, holder: &str, left: &[String]) -> String {
+    let left = left.join(", ");
+    match fault {
+        Fault::Power => format!(
+            "ingress to Service {id} blinks: lease holder {holder} goes, {left} can take the lease (10 to 20 s with default timings)"
+        ),
+        Fault::Partition => format!(
+            "ingress to Service {id} blinks: lease holder {holder} is cut off and stops announcing within the 5 s renew deadline, {left} can take the lease once it went 15 s unrenewed (10 to 20 s with default timings, as after power loss)"
+        ),
     }
 }

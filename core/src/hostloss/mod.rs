@@ -15,6 +15,11 @@
 //!   ([`capacity`]); no Longhorn volume loses its last replica ([`longhorn`]); and no pod
 //!   with a ReadWriteOnce volume is left for someone to delete by hand ([`attach`]).
 //!
+//! The same questions are asked of a host's **partition** ([`Fault::Partition`]): its VMs
+//! keep running with every link pulled. What differs is said in [`partition`]: the pods keep
+//! running on the cut-off side beside their replacements, Longhorn releases a cut-off pod's
+//! volume as it would a dead one's, and the VIP and the L2 lease move on their lease timings.
+//!
 //! A host's outcome is `survives` (nothing is interrupted), `degraded` (survivable, with the
 //! expected outages named: VIP failover, ingress blink, a degraded volume), `lost` (not
 //! survivable, with the reasons) or `unknown` (something it needs could not be read).
@@ -32,6 +37,7 @@ pub mod l2;
 pub mod lineage;
 pub mod longhorn;
 pub mod outcome;
+pub mod partition;
 pub mod render;
 mod runs;
 pub mod schedule;
@@ -45,12 +51,14 @@ mod fast_matches_reference;
 mod testing;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_partition;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use outcome::{HostLoss, Outcome, Prediction, Reason};
+pub use outcome::{Fault, HostLoss, Outcome, Prediction, Reason};
 
 use crate::config::Environment;
 use crate::state::State;
@@ -76,12 +84,28 @@ pub struct Input<'a> {
 
 /// Predicts the loss of every host (or only `only`, when given).
 pub fn predict(input: Input<'_>, only: Option<&str>) -> Prediction {
-    predict_with(input, only, schedule::Mode::Fast)
+    predict_fault(input, only, Fault::Power)
+}
+
+/// Predicts `fault` for every host (or only `only`, when given).
+pub fn predict_fault(input: Input<'_>, only: Option<&str>, fault: Fault) -> Prediction {
+    let mut prediction = predict_as(input, only, schedule::Mode::Fast, fault);
+    prediction.fault = fault;
+    prediction
 }
 
 /// [`predict`] with the pods placed as `mode` says: the reference evaluates every filter on
 /// every node and exists to hold the fast placement to the same answers.
 pub fn predict_with(input: Input<'_>, only: Option<&str>, mode: schedule::Mode) -> Prediction {
+    predict_as(input, only, mode, Fault::Power)
+}
+
+fn predict_as(
+    input: Input<'_>,
+    only: Option<&str>,
+    mode: schedule::Mode,
+    fault: Fault,
+) -> Prediction {
     let cluster = match cluster::Cluster::build(input) {
         Ok(cluster) => cluster,
         Err(why) => return Prediction::cannot_tell(why.to_string()),
@@ -96,7 +120,8 @@ pub fn predict_with(input: Input<'_>, only: Option<&str>, mode: schedule::Mode) 
         .filter(|host| only.is_none_or(|h| h == *host))
         .collect();
     let hosts = each_host(&chosen, |host| {
-        predict_host(&cluster, &shared, &workloads, host, mode)
+        let lost = cluster.nodes_on(host);
+        predict_lost(&cluster, &shared, &workloads, host, lost, (mode, fault))
     });
     if let Some(wanted) = only
         && hosts.is_empty()
@@ -140,32 +165,9 @@ pub fn predict_nodes(input: Input<'_>, name: &str, nodes: &[String]) -> Predicti
     let lost: Vec<usize> = (0..cluster.nodes.len())
         .filter(|&i| nodes.iter().any(|n| n == cluster.nodes[i].name))
         .collect();
-    let loss = predict_lost(
-        &cluster,
-        &shared,
-        &workloads,
-        name,
-        lost,
-        schedule::Mode::Fast,
-    );
+    let how = (schedule::Mode::Fast, Fault::Power);
+    let loss = predict_lost(&cluster, &shared, &workloads, name, lost, how);
     Prediction::new(vec![loss], cluster.notes.clone(), None)
-}
-
-fn predict_host(
-    cluster: &cluster::Cluster<'_>,
-    shared: &schedule::Shared,
-    workloads: &workloads::Workloads,
-    host: &str,
-    mode: schedule::Mode,
-) -> HostLoss {
-    predict_lost(
-        cluster,
-        shared,
-        workloads,
-        host,
-        cluster.nodes_on(host),
-        mode,
-    )
 }
 
 fn predict_lost(
@@ -174,7 +176,7 @@ fn predict_lost(
     workloads: &workloads::Workloads,
     host: &str,
     lost: Vec<usize>,
-    mode: schedule::Mode,
+    (mode, fault): (schedule::Mode, Fault),
 ) -> HostLoss {
     let mut loss = HostLoss::new(host, cluster, &lost);
     for why in &cluster.unknown {
@@ -183,8 +185,8 @@ fn predict_lost(
     for why in &cluster.unplaced {
         loss.reason(Outcome::Lost, why.clone());
     }
-    etcd::predict(cluster, &lost, &mut loss);
-    l2::predict(cluster, &lost, &mut loss);
+    etcd::predict(cluster, &lost, fault, &mut loss);
+    l2::predict(cluster, &lost, fault, &mut loss);
     let placement = schedule::reschedule(cluster, shared, &lost, mode);
     for preemption in &placement.preemptions {
         loss.reason(Outcome::Degraded, preemption.describe());
@@ -192,7 +194,10 @@ fn predict_lost(
     workloads::predict(cluster, workloads, &lost, &placement, &mut loss);
     capacity::predict(cluster, &lost, &placement, &mut loss);
     longhorn::predict(cluster, &lost, &mut loss);
-    attach::predict(cluster, &lost, &mut loss);
+    match fault {
+        Fault::Power => attach::predict(cluster, &lost, &mut loss),
+        Fault::Partition => partition::predict(cluster, &lost, &placement, &mut loss),
+    }
     loss.pods = placement.moves;
     loss.settle();
     loss

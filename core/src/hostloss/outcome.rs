@@ -39,6 +39,25 @@ impl Outcome {
     }
 }
 
+/// The fault a prediction is for: the host's VMs lose power, or they keep running cut off
+/// the network (every network device's link pulled, as `gates chaos --fault partition` does).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fault {
+    #[default]
+    Power,
+    Partition,
+}
+
+impl Fault {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fault::Power => "power",
+            Fault::Partition => "partition",
+        }
+    }
+}
+
 /// One reason for a host's outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Reason {
@@ -120,6 +139,8 @@ impl HostLoss {
 /// The prediction for every host.
 #[derive(Debug, Clone, Serialize)]
 pub struct Prediction {
+    /// The fault predicted for each host.
+    pub fault: Fault,
     pub hosts: Vec<HostLoss>,
     /// The host whose loss is worst (the most severe outcome, then the most reasons).
     pub worst: Option<String>,
@@ -146,6 +167,7 @@ impl Prediction {
             })
             .map(|h| h.host.clone());
         Prediction {
+            fault: Fault::Power,
             hosts,
             worst,
             cannot_tell: unknown_host.into_iter().collect(),
@@ -156,6 +178,7 @@ impl Prediction {
 
     pub fn cannot_tell(why: String) -> Self {
         Prediction {
+            fault: Fault::Power,
             hosts: Vec::new(),
             worst: None,
             cannot_tell: vec![why],

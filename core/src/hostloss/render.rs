@@ -2,7 +2,7 @@
 //! host, and the details of each host (for `gates predict`); and the lines the chaos plan shows
 //! for its target host.
 
-use super::outcome::{HostLoss, Outcome, Prediction};
+use super::outcome::{Fault, HostLoss, Outcome, Prediction};
 
 /// The whole prediction for a terminal.
 pub fn text(prediction: &Prediction, env: &str) -> String {
@@ -34,7 +34,15 @@ pub fn text(prediction: &Prediction, env: &str) -> String {
         out.push('\n');
     }
     for h in &prediction.hosts {
-        out.push_str(&format!("\nLoss of {} ({}):\n", h.host, h.outcome.as_str()));
+        let what = match prediction.fault {
+            Fault::Power => "Loss",
+            Fault::Partition => "Partition",
+        };
+        out.push_str(&format!(
+            "\n{what} of {} ({}):\n",
+            h.host,
+            h.outcome.as_str()
+        ));
         for line in details(h) {
             out.push_str(&format!("  {line}\n"));
         }
@@ -43,8 +51,12 @@ pub fn text(prediction: &Prediction, env: &str) -> String {
         out.push_str(&format!("\nnote: {note}\n"));
     }
     let survivable = prediction.hosts.iter().filter(|h| h.survivable()).count();
+    let (fault, things) = match prediction.fault {
+        Fault::Power => (String::new(), "host losses"),
+        Fault::Partition => (" (partition)".to_string(), "host partitions"),
+    };
     out.push_str(&format!(
-        "\nPrediction for {env}: {survivable} of {} host losses survivable",
+        "\nPrediction for {env}{fault}: {survivable} of {} {things} survivable",
         prediction.hosts.len()
     ));
     if let Some(worst) = prediction.worst.as_deref().and_then(|w| prediction.host(w)) {
@@ -69,7 +81,11 @@ pub fn details(h: &HostLoss) -> Vec<String> {
         lines.push(format!("VMs: {}", h.vms.join(", ")));
     }
     for r in &h.reasons {
-        lines.push(format!("{}: {}", r.severity.as_str(), r.text));
+        let label = match r.severity {
+            Outcome::Survives => "note",
+            severity => severity.as_str(),
+        };
+        lines.push(format!("{label}: {}", r.text));
     }
     if let Some(e) = &h.etcd {
         lines.push(format!(

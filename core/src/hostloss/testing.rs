@@ -14,7 +14,7 @@ pub use crate::checks::testing::{
     traefik_service,
 };
 use crate::config::{CapacityBasis, Environment};
-use crate::hostloss::{Input, Prediction, ProtectedRef, predict};
+use crate::hostloss::{Fault, Input, Prediction, ProtectedRef, predict, predict_fault};
 use crate::state::{Pod, State};
 
 /// The checks' default environment, judged by requests (no metrics needed), with no ingress
@@ -41,6 +41,16 @@ pub fn run(state: &State) -> Prediction {
         },
         None,
     )
+}
+
+/// [`run_with`] for `fault`.
+pub fn run_fault(env: &Environment, state: &State, fault: Fault) -> Prediction {
+    let input = Input {
+        env,
+        state,
+        protected: &[],
+    };
+    predict_fault(input, None, fault)
 }
 
 pub fn run_with(env: &Environment, state: &State, protected: &[ProtectedRef]) -> Prediction {

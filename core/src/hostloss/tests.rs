@@ -8,15 +8,15 @@ use crate::hostloss::schedule::MoveOutcome;
 use crate::state::{Collected, State};
 
 /// cp-1..3 on pve1..3, Ready control planes with 4 CPUs and 8Gi each.
-fn three() -> Vec<k8s_openapi::api::core::v1::Node> {
+pub(super) fn three() -> Vec<k8s_openapi::api::core::v1::Node> {
     crate::checks::testing::target_nodes()
 }
 
-fn moves_of<'a>(p: &'a super::Prediction, host: &str) -> &'a [super::schedule::PodMove] {
+pub(super) fn moves_of<'a>(p: &'a super::Prediction, host: &str) -> &'a [super::schedule::PodMove] {
     &p.host(host).expect("the host is predicted").pods
 }
 
-fn reasons(p: &super::Prediction, host: &str) -> String {
+pub(super) fn reasons(p: &super::Prediction, host: &str) -> String {
     p.host(host)
         .expect("the host is predicted")
         .reasons
@@ -560,7 +560,7 @@ fn a_member_already_down_counts_against_quorum() {
 
 // ------------------------------------------------------------------ L2
 
-fn with_ingress(policy_nodes: &[(&str, &str)], holder: &str) -> State {
+pub(super) fn with_ingress(policy_nodes: &[(&str, &str)], holder: &str) -> State {
     state()
         .nodes(three())
         .services([traefik_service().build()])
@@ -1108,7 +1108,7 @@ fn hosts_predicted_side_by_side_come_back_in_the_order_asked() {
 /// cp-1's database pod (owned by `owner`) uses ReadWriteOnce volume pvc-db, whose replicas
 /// are on every node, under Longhorn's node-down-pod-deletion-policy `policy` (`None`: not
 /// set, Longhorn's default).
-fn rwo_state(owner: &str, access: &str, policy: Option<&str>) -> State {
+pub(super) fn rwo_state(owner: &str, access: &str, policy: Option<&str>) -> State {
     let mut volume = crate::checks::testing::used_by(
         crate::checks::testing::longhorn_volume("pvc-db", "attached", "healthy", "cp-1"),
         "apps",
