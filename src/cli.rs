@@ -273,6 +273,10 @@ pub struct PredictArgs {
     /// disk on that shared storage).
     #[arg(long, value_name = "KIND:NAME")]
     pub domain: Option<String>,
+    /// The fault to predict: `power` (the host's VMs stop) or `partition` (they keep running,
+    /// cut off the network, as `gates chaos --fault partition` does).
+    #[arg(long, value_enum, default_value_t = FaultArg::Power, conflicts_with = "domain")]
+    pub fault: FaultArg,
     /// Read the state from kubectl output instead of the cluster (repeatable).
     #[arg(long, value_name = "FILE")]
     pub snapshot: Vec<PathBuf>,

@@ -1,19 +1,20 @@
 //! `gates predict ENV`: read the environment once (live, or from `--snapshot` files), run the
-//! host-loss model for every host (or one), print a table or JSON, and exit 0 when every
-//! host's loss is survivable, 1 when one is not, 2 when it cannot tell.
+//! host-loss model for every host (or one), for a power loss or (`--fault partition`) a
+//! partition, print a table or JSON, and exit 0 when every host's loss is survivable, 1 when
+//! one is not, 2 when it cannot tell.
 
 use chrono::Utc;
 use gates_core::exit::ExitCode;
 use serde::Serialize;
 
-use crate::cli::{Format, PredictArgs};
+use crate::cli::{FaultArg, Format, PredictArgs};
 use crate::collect;
 use crate::config::{Config, Environment};
 use crate::error::AppError;
-use crate::hostloss::{self, Input, Prediction};
+use crate::hostloss::{self, Fault, Input, Prediction};
 use crate::state::State;
 use crate::streams::Streams;
-use gates_engine::predict::{over, protected};
+use gates_engine::predict::{over_fault, protected};
 
 /// The prediction of one failure domain's loss; a domain that names nothing the environment
 /// has is a usage error naming the setting, one whose nodes cannot be told is a prediction
@@ -79,7 +80,13 @@ pub async fn run(
         snapshot.state
     };
     let prediction = match &args.domain {
-        None => over(config, env, &state, args.host.as_deref()),
+        None => {
+            let fault = match args.fault {
+                FaultArg::Power => Fault::Power,
+                FaultArg::Partition => Fault::Partition,
+            };
+            over_fault(config, env, &state, args.host.as_deref(), fault)
+        }
         Some(text) => over_domain(config, env, &state, text)?,
     };
     match args.format {

@@ -320,3 +320,107 @@ async fn the_loss_of_a_switch_or_datastore_under_two_control_planes_loses_etcd_q
     }
     lab.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_of_every_host_is_predicted_and_named_beside_the_power_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab("adr-007", 136, dir.path()).await;
+    let envs = dir.path().join("environments");
+    let (out, json) = predict(envs.clone(), "lab", &["--fault", "partition"]).await;
+    assert_eq!(out.status.code(), Some(0), "{json:#}\n{}", stderr(&out));
+    assert_eq!(json["prediction"]["fault"], "partition", "{json:#}");
+    let hosts = outcomes(&json);
+    assert_eq!(hosts.len(), 3, "{json:#}");
+    for (name, outcome) in &hosts {
+        assert!(
+            outcome == "survives" || outcome == "degraded",
+            "{name}: {}",
+            reasons(host(&json, name))
+        );
+    }
+    // The VIP holder is cut off: the VIP moves on its etcd session's timing, as after power
+    // loss, and its etcd member is a minority.
+    let holder = lab
+        .shared
+        .read(|w| w.envs[0].vip_holder.map(|h| w.nodes[h].name.clone()))
+        .expect("the lab's VIP has a holder");
+    let worst = host(&json, json["prediction"]["worst"].as_str().unwrap());
+    let text = reasons(worst);
+    assert!(
+        text.contains(&format!("the API VIP moves from {holder}"))
+            && text.contains("as after power loss")
+            && text.contains(&format!("etcd member {holder} cut off: a minority")),
+        "{text}"
+    );
+    // The pods of the cut-off nodes are placed as after power loss.
+    let (_, power) = predict(envs.clone(), "lab", &[]).await;
+    assert_eq!(power["prediction"]["fault"], "power");
+    let moves = |j: &Value, h: &str| host(j, h)["pods"].clone();
+    for (name, _) in &hosts {
+        assert_eq!(moves(&json, name), moves(&power, name), "{name}");
+    }
+
+    let (text, bad) = tokio::task::spawn_blocking(move || {
+        let run = |args: &[&str]| {
+            let reports = tempfile::tempdir().unwrap();
+            gates_with_config(reports.path())
+                .arg("--env-dir")
+                .arg(&envs)
+                .args(args)
+                .output()
+                .unwrap()
+        };
+        (
+            run(&["predict", "lab", "--fault", "partition"]),
+            run(&["predict", "lab", "--fault", "flood"]),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(text.status.code(), Some(0));
+    let text = stdout(&text);
+    assert!(
+        text.contains("\nPartition of pve1 (")
+            && text.contains("Prediction for lab (partition): 3 of 3 host partitions survivable"),
+        "{text}"
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("invalid value 'flood' for '--fault <FAULT>'")
+            && stderr(&bad).contains("[possible values: power, partition]"),
+        "{}",
+        stderr(&bad)
+    );
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_pod_holding_its_read_write_once_volume_is_lost_until_the_links_come_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab("adr-007-rwo-deployment", 137, dir.path()).await;
+    let envs = dir.path().join("environments");
+    let (out, json) = predict(envs.clone(), "lab", &["--fault", "partition"]).await;
+    assert_eq!(out.status.code(), Some(1), "{json:#}\n{}", stderr(&out));
+    assert_eq!(json["prediction"]["fault"], "partition");
+    let lost: Vec<_> = outcomes(&json)
+        .into_iter()
+        .filter(|(_, o)| o == "lost")
+        .collect();
+    assert_eq!(lost.len(), 1, "{json:#}");
+    let text = reasons(host(&json, &lost[0].0));
+    assert!(
+        text.contains("uses ReadWriteOnce Longhorn volume")
+            && text.contains("the pod stays Terminating on the cut-off node")
+            && text.contains("restore the network, or power the node off"),
+        "{text}"
+    );
+    // The power loss of the same host is lost too, with the force delete as its fix.
+    let (_, power) = predict(envs, "lab", &[]).await;
+    let power_text = reasons(host(&power, &lost[0].0));
+    assert_eq!(host(&power, &lost[0].0)["outcome"], "lost");
+    assert!(
+        power_text.contains("until someone force-deletes it"),
+        "{power_text}"
+    );
+    lab.stop().await;
+}
