@@ -19,15 +19,22 @@ use crate::hostloss::schedule::MoveOutcome;
 use crate::hostloss::{HostLoss, Outcome, Prediction, Reason};
 use crate::state::State;
 
-/// The prediction for the run's target host; `None` when the model has nothing for it (it
-/// runs none of the environment's nodes, or the state could not be read).
+/// The prediction for the run's target host under the run's fault (a partition run is judged
+/// against the partition's prediction, not a power loss's); `None` when the model has nothing
+/// for it (it runs none of the environment's nodes, or the state could not be read).
 pub fn for_target(
     config: &Config,
     env: &Environment,
     state: &State,
     host: &str,
+    fault: super::act::journal::FaultKind,
 ) -> Option<HostLoss> {
-    let prediction: Prediction = gates_engine::predict::over(config, env, state, Some(host));
+    let fault = match fault {
+        super::act::journal::FaultKind::Power => crate::hostloss::Fault::Power,
+        super::act::journal::FaultKind::Partition => crate::hostloss::Fault::Partition,
+    };
+    let prediction: Prediction =
+        gates_engine::predict::over_fault(config, env, state, Some(host), fault);
     prediction.hosts.into_iter().next()
 }
 

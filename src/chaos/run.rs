@@ -153,7 +153,13 @@ async fn prepare(run: &Run<'_>, plain: Arc<PlainText>) -> Result<Option<Prepared
         restore_by,
         &pre.refusals,
     )));
-    let predicted = prediction::for_target(run.config, env, &pre.state, &planned.target.host);
+    let predicted = prediction::for_target(
+        run.config,
+        env,
+        &pre.state,
+        &planned.target.host,
+        planned.target.fault,
+    );
     out.emit(RunEvent::Plan(&prediction::plan_section(
         predicted.as_ref(),
     )));

@@ -82,6 +82,11 @@ async fn a_partition_run_pulls_the_links_probes_puts_them_back_and_judges_with_s
         .await;
     let (o, e) = (stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(0), "stdout:\n{o}\nstderr:\n{e}");
+    // The plan's prediction is the partition's (the VIP holder is cut off), not a power loss's.
+    assert!(
+        o.contains("prediction: ") && o.contains("is cut off and stops announcing"),
+        "{o}"
+    );
     let report = bench.report();
     assert_eq!(report["mode"], "partition", "{report:#}");
     assert_eq!(report["host"], "pve1");
