@@ -58,9 +58,28 @@ pub fn name(environment: &str) -> String {
     name.chars().take(253).collect()
 }
 
+/// The labels of the objects each trial judges, by trial name (`CheckSpec::subject_labels`):
+/// a result's `resourceSelector`. A trial not here is about the cluster, the report's scope.
+pub type Subjects = std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>;
+
+/// Each live trial's subject labels, for the environment's trials.
+pub fn subjects(config: &crate::config::Config, env: &Environment) -> Subjects {
+    crate::runner::trials(config, env)
+        .into_iter()
+        .filter_map(|spec| {
+            let labels = spec.check.subject_labels(env)?;
+            Some((spec.name, labels))
+        })
+        .collect()
+}
+
 /// The report of one run, as the object server-side apply is given.
-pub fn render(record: &CheckRecord) -> Value {
-    let results: Vec<Value> = record.trials.iter().map(|t| result(record, t)).collect();
+pub fn render(record: &CheckRecord, subjects: &Subjects) -> Value {
+    let results: Vec<Value> = record
+        .trials
+        .iter()
+        .map(|t| result(record, t, subjects.get(&t.name)))
+        .collect();
     let t = &record.tally;
     json!({
         "apiVersion": format!("{GROUP}/{VERSION}"),
@@ -83,7 +102,11 @@ pub fn render(record: &CheckRecord) -> Value {
     })
 }
 
-fn result(record: &CheckRecord, trial: &TrialResult) -> Value {
+fn result(
+    record: &CheckRecord,
+    trial: &TrialResult,
+    labels: Option<&std::collections::BTreeMap<String, String>>,
+) -> Value {
     let title = record
         .gates
         .iter()
@@ -97,7 +120,7 @@ fn result(record: &CheckRecord, trial: &TrialResult) -> Value {
     if let Some(instance) = &trial.instance {
         properties.insert("instance".into(), json!(instance));
     }
-    json!({
+    let mut result = json!({
         "source": "gates",
         "policy": format!("{}/gate{}", record.decision, trial.gate),
         "rule": trial.name,
@@ -107,7 +130,11 @@ fn result(record: &CheckRecord, trial: &TrialResult) -> Value {
         "scored": true,
         "properties": properties,
         "timestamp": {"seconds": record.started_at.timestamp(), "nanos": 0},
-    })
+    });
+    if let Some(labels) = labels {
+        result["resourceSelector"] = json!({ "matchLabels": labels });
+    }
+    result
 }
 
 /// gates' verdicts are the report's results of the same name.
@@ -140,8 +167,12 @@ fn label_value(text: &str) -> String {
 
 /// Apply the run's report to the environment's cluster, replacing the last run's; the name
 /// written.
-pub async fn apply(env: &Environment, record: &CheckRecord) -> Result<String, PolicyReportError> {
-    let object = render(record);
+pub async fn apply(
+    config: &crate::config::Config,
+    env: &Environment,
+    record: &CheckRecord,
+) -> Result<String, PolicyReportError> {
+    let object = render(record, &subjects(config, env));
     let name = name(&record.environment);
     let client =
         crate::collect::kube::client(env)

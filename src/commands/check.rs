@@ -115,7 +115,7 @@ pub(crate) async fn write_policy_report(
     streams: &mut Streams,
 ) -> Result<(), AppError> {
     let env = config.environment(&run.environment)?;
-    let name = gates_engine::policy_report::apply(env, run).await?;
+    let name = gates_engine::policy_report::apply(config, env, run).await?;
     streams.say(format_args!(
         "policy report: ClusterPolicyReport {name} in the cluster of {}",
         run.environment

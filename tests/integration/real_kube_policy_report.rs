@@ -217,6 +217,21 @@ async fn a_policy_report_needs_its_role_then_holds_each_verdict_and_is_replaced_
         first.metadata.labels.as_ref().unwrap()["app.kubernetes.io/managed-by"],
         "gates"
     );
+    // A controller's result names its pods by their labels; a node check's is the cluster's.
+    let result_of = |rule: &str| {
+        report["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["rule"] == rule)
+            .unwrap_or_else(|| panic!("no result {rule}"))
+            .clone()
+    };
+    assert_eq!(
+        result_of("gate2::lab::replicated-controller::coredns")["resourceSelector"],
+        serde_json::json!({"matchLabels": {"k8s-app": "kube-dns"}})
+    );
+    assert!(result_of("gate1::lab::control-plane-nodes")["resourceSelector"].is_null());
 
     // A second run (gate 1 only) replaces the first's results in place.
     let (_, json) = check(envs.clone(), &["gate1"]).await;

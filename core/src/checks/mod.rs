@@ -119,6 +119,39 @@ registry! {
 }
 
 impl CheckSpec {
+    /// The labels of the objects a trial judges, where one label selector names them: a
+    /// controller's pods, the one ingress Service. `None` where the subject is the cluster
+    /// itself (its nodes, etcd, the Talos and Proxmox APIs, the host-loss model) or more than
+    /// one selector (several ingress Services). What a PolicyReport result's
+    /// `resourceSelector` says.
+    pub fn subject_labels(
+        &self,
+        env: &crate::config::Environment,
+    ) -> Option<std::collections::BTreeMap<String, String>> {
+        let one_ingress_service = || match env.ingress.services.as_slice() {
+            [one] => Some(one.selector.clone()),
+            _ => None,
+        };
+        match self {
+            CheckSpec::ReplicatedController(p) => Some(p.selector.clone()),
+            CheckSpec::L2Announcement(_) | CheckSpec::ExternalTrafficPolicy(_) => {
+                one_ingress_service()
+            }
+            CheckSpec::ControlPlaneNodes(_)
+            | CheckSpec::DistinctHosts(_)
+            | CheckSpec::SchedulableControlPlane(_)
+            | CheckSpec::LonghornDisks(_)
+            | CheckSpec::CapacityHeadroom(_)
+            | CheckSpec::ChaosReport(_)
+            | CheckSpec::EtcdMembers(_)
+            | CheckSpec::TalosEndpoints(_)
+            | CheckSpec::ApiEndpoint(_)
+            | CheckSpec::HostSharing(_)
+            | CheckSpec::FailureDomains(_)
+            | CheckSpec::HostLoss(_) => None,
+        }
+    }
+
     /// The instance name that tells trials of one kind apart (`coredns`).
     pub fn instance(&self) -> Option<&str> {
         self.check().instance()
