@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Node;
+
 use serde::Deserialize;
 
 use super::Context;
@@ -37,57 +39,15 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         ));
     }
     let hosts = Hosts::new(ctx, nodes);
-    let expected = ctx.env.nodes.control_planes;
     let unread = ctx
         .state
         .proxmox
         .present()
         .map(|p| p.unread_vm_configs.as_slice())
         .unwrap_or_default();
-    let mut unknown = Vec::new();
-
-    let mut problems = Vec::new();
-    let unlabelled: Vec<&str> = nodes
-        .iter()
-        .map(|n| name(&n.metadata))
-        .filter(|n| hosts.labelled(n).is_none())
-        .collect();
-    if !unlabelled.is_empty() {
-        problems.push(format!(
-            "{} node(s) lack the host label {}: {}",
-            unlabelled.len(),
-            hosts.label(),
-            unlabelled.join(", ")
-        ));
-    }
-
-    if hosts.proxmox_known() {
-        for node in nodes {
-            let node_name = name(&node.metadata);
-            match (hosts.placement(node_name), hosts.labelled(node_name)) {
-                (Some((real, vm)), Some(claimed)) if real != claimed => problems.push(format!(
-                    "node {node_name} is labelled {}={claimed} but runs on Proxmox host {real} ({vm}): the label lies",
-                    hosts.label()
-                )),
-                // Its VM may be one whose config could not be read: unknown, not broken.
-                (None, _) if !unread.is_empty() => unknown.push(node_name),
-                (None, _) => problems.push(format!(
-                    "node {node_name} matches no VM of the environment in Proxmox (by SMBIOS uuid): its host is unknown"
-                )),
-                _ => {}
-            }
-        }
-    }
-
-    let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut control_planes = 0;
-    for node in nodes.iter().filter(|n| is_control_plane(n)) {
-        control_planes += 1;
-        let node_name = name(&node.metadata);
-        if let Some(host) = hosts.of(node_name) {
-            by_host.entry(host).or_default().push(node_name);
-        }
-    }
+    let mut problems = labels_match_hosts(nodes, &hosts);
+    let unknown = placements(nodes, &hosts, unread, &mut problems);
+    let (by_host, control_planes) = control_planes_by_host(nodes, &hosts);
     for (host, members) in by_host.iter().filter(|(_, m)| m.len() > 1) {
         problems.push(format!(
             "host {host} carries {} control-plane nodes: {}; losing it loses all of them",
@@ -95,6 +55,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             members.join(", ")
         ));
     }
+    let expected = ctx.env.nodes.control_planes;
     // With hosts unknown the count of distinct hosts proves nothing either way.
     if by_host.len() < expected && unknown.is_empty() {
         problems.push(format!(
@@ -102,7 +63,6 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             by_host.len()
         ));
     }
-
     let evidence: Vec<String> = nodes
         .iter()
         .map(|n| {
@@ -141,6 +101,70 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         ))
         .with_evidence(evidence),
     }
+}
+
+/// Every node names its host with the host label.
+fn labels_match_hosts(nodes: &[Node], hosts: &Hosts) -> Vec<String> {
+    let unlabelled: Vec<&str> = nodes
+        .iter()
+        .map(|n| name(&n.metadata))
+        .filter(|n| hosts.labelled(n).is_none())
+        .collect();
+    if unlabelled.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "{} node(s) lack the host label {}: {}",
+        unlabelled.len(),
+        hosts.label(),
+        unlabelled.join(", ")
+    )]
+}
+
+/// Where Proxmox is known, each node's label agrees with the host its VM runs on; the nodes
+/// whose VM may be one whose config could not be read (unknown, not broken).
+fn placements<'n>(
+    nodes: &'n [Node],
+    hosts: &Hosts,
+    unread: &[String],
+    problems: &mut Vec<String>,
+) -> Vec<&'n str> {
+    let mut unknown = Vec::new();
+    if !hosts.proxmox_known() {
+        return unknown;
+    }
+    for node in nodes {
+        let node_name = name(&node.metadata);
+        match (hosts.placement(node_name), hosts.labelled(node_name)) {
+            (Some((real, vm)), Some(claimed)) if real != claimed => problems.push(format!(
+                "node {node_name} is labelled {}={claimed} but runs on Proxmox host {real} ({vm}): the label lies",
+                hosts.label()
+            )),
+            (None, _) if !unread.is_empty() => unknown.push(node_name),
+            (None, _) => problems.push(format!(
+                "node {node_name} matches no VM of the environment in Proxmox (by SMBIOS uuid): its host is unknown"
+            )),
+            _ => {}
+        }
+    }
+    unknown
+}
+
+/// The control planes on each known host, and how many control planes there are.
+fn control_planes_by_host<'n>(
+    nodes: &'n [Node],
+    hosts: &'n Hosts,
+) -> (BTreeMap<&'n str, Vec<&'n str>>, usize) {
+    let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut control_planes = 0;
+    for node in nodes.iter().filter(|n| is_control_plane(n)) {
+        control_planes += 1;
+        let node_name = name(&node.metadata);
+        if let Some(host) = hosts.of(node_name) {
+            by_host.entry(host).or_default().push(node_name);
+        }
+    }
+    (by_host, control_planes)
 }
 
 #[cfg(test)]
