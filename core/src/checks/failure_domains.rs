@@ -267,6 +267,79 @@ fn push_once(list: &mut Vec<String>, host: &str) {
     }
 }
 
+/// `proxmox.hosts` naming a host Proxmox does not list: an error naming them and the hosts.
+fn strangers(
+    declared: &BTreeMap<String, crate::config::HostDomains>,
+    proxmox: &crate::state::ProxmoxState,
+    environment: &str,
+) -> Option<Finding> {
+    let strangers: Vec<&str> = declared
+        .keys()
+        .filter(|h| !proxmox.hosts.iter().any(|p| &p.name == *h))
+        .map(String::as_str)
+        .collect();
+    if strangers.is_empty() {
+        return None;
+    }
+    Some(Finding::error(format!(
+        "proxmox.hosts names {}, which Proxmox does not list as a host (it lists {}): correct the host names in environment {environment}",
+        strangers.join(", "),
+        proxmox
+            .hosts
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    )))
+}
+
+/// The domains that carry a quorum of the control planes (failing), and those that carry more
+/// than one below quorum (worth a warning).
+fn shared_domains(members: &[Member], total: usize, quorum: usize) -> (Vec<String>, Vec<String>) {
+    let mut by_domain: BTreeMap<&Domain, Vec<&Member>> = BTreeMap::new();
+    for member in members {
+        for domain in &member.domains {
+            by_domain.entry(domain).or_default().push(member);
+        }
+    }
+    let mut failing = Vec::new();
+    let mut shared = Vec::new();
+    for (domain, members) in &by_domain {
+        let on: Vec<String> = members
+            .iter()
+            .map(|m| format!("{} on {}", m.node, m.host))
+            .collect();
+        let line = format!(
+            "{domain} carries {} of the {total} control planes ({})",
+            members.len(),
+            on.join(", ")
+        );
+        if members.len() >= quorum {
+            failing.push(format!("{line}: losing it loses etcd quorum"));
+        } else if members.len() > 1 {
+            shared.push(format!(
+                "{line}: below quorum ({quorum}), but one fault takes both"
+            ));
+        }
+    }
+    (failing, shared)
+}
+
+fn describe_member(m: &Member) -> String {
+    let domains: Vec<String> = m.domains.iter().map(ToString::to_string).collect();
+    format!(
+        "node {} (host {}, {}): {}",
+        m.node,
+        m.host,
+        m.vm,
+        if domains.is_empty() {
+            "no switch, power feed or shared datastore declared or found".to_string()
+        } else {
+            domains.join(", ")
+        }
+    )
+}
+
 pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     let Some(access) = ctx.env.proxmox.as_ref() else {
         return Finding::skip(
@@ -286,24 +359,8 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         }
         Collected::NotApplicable(why) => return Finding::skip(why.clone()),
     };
-    let strangers: Vec<&str> = access
-        .hosts
-        .keys()
-        .filter(|h| !proxmox.hosts.iter().any(|p| &p.name == *h))
-        .map(String::as_str)
-        .collect();
-    if !strangers.is_empty() {
-        return Finding::error(format!(
-            "proxmox.hosts names {}, which Proxmox does not list as a host (it lists {}): correct the host names in environment {}",
-            strangers.join(", "),
-            proxmox
-                .hosts
-                .iter()
-                .map(|h| h.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            ctx.env.name
-        ));
+    if let Some(finding) = strangers(&access.hosts, proxmox, &ctx.env.name) {
+        return finding;
     }
     let control_planes: Vec<&str> = nodes
         .iter()
@@ -317,53 +374,8 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     let total = control_planes.len();
     let quorum = total / 2 + 1;
 
-    let mut by_domain: BTreeMap<&Domain, Vec<&Member>> = BTreeMap::new();
-    for member in &found.members {
-        for domain in &member.domains {
-            by_domain.entry(domain).or_default().push(member);
-        }
-    }
-    let describe = |members: &[&Member]| {
-        members
-            .iter()
-            .map(|m| format!("{} on {}", m.node, m.host))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut failing = Vec::new();
-    let mut shared = Vec::new();
-    for (domain, members) in &by_domain {
-        let line = format!(
-            "{domain} carries {} of the {total} control planes ({})",
-            members.len(),
-            describe(members)
-        );
-        if members.len() >= quorum {
-            failing.push(format!("{line}: losing it loses etcd quorum"));
-        } else if members.len() > 1 {
-            shared.push(format!(
-                "{line}: below quorum ({quorum}), but one fault takes both"
-            ));
-        }
-    }
-    let mut evidence: Vec<String> = found
-        .members
-        .iter()
-        .map(|m| {
-            let domains: Vec<String> = m.domains.iter().map(ToString::to_string).collect();
-            format!(
-                "node {} (host {}, {}): {}",
-                m.node,
-                m.host,
-                m.vm,
-                if domains.is_empty() {
-                    "no switch, power feed or shared datastore declared or found".to_string()
-                } else {
-                    domains.join(", ")
-                }
-            )
-        })
-        .collect();
+    let (failing, shared) = shared_domains(&found.members, total, quorum);
+    let mut evidence: Vec<String> = found.members.iter().map(describe_member).collect();
     let mut warnings = shared;
     for (list, what) in [(&found.no_switch, "switch"), (&found.no_power, "power")] {
         if !list.is_empty() {
