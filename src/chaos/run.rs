@@ -211,39 +211,7 @@ async fn execute(
     let mut signals = Signals::install()?;
     // One run per cluster on this machine, whatever the environment is called.
     let _cluster_lock = EnvLock::acquire_cluster(env, &p.pre.state.cluster_identity)?;
-    let claim = Claim::new(p.restore_by, clock.utc());
-    let until =
-        p.restore_by + chrono::Duration::from_std(timings.recovery_timeout).unwrap_or_default();
-    let run_lease = RunLease::acquire(
-        p.kube.clone(),
-        &env.name,
-        &run.spec.lease_namespace,
-        &claim,
-        clock.utc(),
-        until,
-    )
-    .await
-    .map_err(|source| ChaosError::LeaseNotTaken {
-        env: env.name.clone(),
-        source: Box::new(source),
-    })?;
-    // Which cluster this run acts on: recorded in the journal and in the report.
-    let provenance = Provenance::of(env, &p.pre.state, p.pre.state.collected_at);
-    let power = match open_journal(
-        env,
-        run.access,
-        path,
-        &p.planned,
-        p.restore_by,
-        &run_lease,
-        &provenance,
-    ) {
-        Ok(power) => power,
-        Err(err) => {
-            let _ = run_lease.release(clock.utc()).await;
-            return Err(err);
-        }
-    };
+    let (run_lease, power) = lease_and_journal(run, path, &p).await?;
     let origin = clock.now();
     let events = Events::default();
     let ctx = Ctx {
@@ -288,14 +256,104 @@ async fn execute(
             });
         }
     }
+    let acted = act(run, &ctx, &observers, &power, &p, &mut signals).await;
+    // A few more samples after recovery show the probes settled (short, even after a signal).
+    tokio::time::sleep(timings.interval * 2).await;
+    let samples = observers.stop().await;
+    ctx.out.emit(RunEvent::Quiet);
+    leader_events(&p.leaders, &p.pre.state, origin, &events);
+    let split_brain = brain.map(|(log, unwatched)| judge_split_brain(&log, &unwatched, &p, &acted));
+    let ran = Ran {
+        started_at,
+        moments: acted.moments,
+        samples,
+        reason: acted.reason,
+        restored: acted.restored,
+        recovered: acted.recovered,
+        held: acted.held,
+        split_brain,
+        controller_checks: acted.controller_checks,
+        lease: format!(
+            "Lease {}/{} taken before the first power action, given up after the run",
+            run_lease.namespace, run_lease.name
+        ),
+    };
+    let code = conclude(run, &ctx, &p, &power, &events, ran, streams);
+    release(&ctx, &power, run_lease).await;
+    code
+}
+
+/// The cluster's Lease for this run, then the journal with the plan on disk (the Lease given
+/// back when the journal cannot be opened).
+async fn lease_and_journal(
+    run: &Run<'_>,
+    path: &std::path::Path,
+    p: &Prepared,
+) -> Result<(RunLease, Power), ChaosError> {
+    let (env, clock, timings) = (run.env, run.clock, p.planned.timings);
+    let claim = Claim::new(p.restore_by, clock.utc());
+    let until =
+        p.restore_by + chrono::Duration::from_std(timings.recovery_timeout).unwrap_or_default();
+    let run_lease = RunLease::acquire(
+        p.kube.clone(),
+        &env.name,
+        &run.spec.lease_namespace,
+        &claim,
+        clock.utc(),
+        until,
+    )
+    .await
+    .map_err(|source| ChaosError::LeaseNotTaken {
+        env: env.name.clone(),
+        source: Box::new(source),
+    })?;
+    // Which cluster this run acts on: recorded in the journal and in the report.
+    let provenance = Provenance::of(env, &p.pre.state, p.pre.state.collected_at);
+    match open_journal(
+        env,
+        run.access,
+        path,
+        &p.planned,
+        p.restore_by,
+        &run_lease,
+        &provenance,
+    ) {
+        Ok(power) => Ok((run_lease, power)),
+        Err(err) => {
+            let _ = run_lease.release(clock.utc()).await;
+            Err(err)
+        }
+    }
+}
+
+/// What the acting phases did and saw.
+struct Acted {
+    moments: Moments,
+    reason: RestoreReason,
+    held: Option<Result<Held, String>>,
+    restored: Restored,
+    recovered: Recovery,
+    controller_checks: usize,
+}
+
+/// Inject the fault, observe the outage, restore, and wait for recovery.
+async fn act(
+    run: &Run<'_>,
+    ctx: &Ctx<'_>,
+    observers: &Observers<'_>,
+    power: &Power,
+    p: &Prepared,
+    signals: &mut Signals,
+) -> Acted {
+    let (env, timings) = (run.env, p.planned.timings);
     let target = &p.planned.target;
     let mut moments = Moments::default();
-    let injected = inject(&ctx, &observers, &power, target, timings.outage).await;
+    let injected = inject(ctx, observers, power, target, timings.outage).await;
     moments.fault = Some(injected.fault);
     let reason = observe(
-        &ctx,
-        &observers,
-        &mut signals,
+        ctx,
+        observers,
+        signals,
         &target.host,
         (injected.at, timings.outage),
         timings.interval,
@@ -305,9 +363,9 @@ async fn execute(
     let held = held_at_outage_end(env, &p.clients.kube, target, &reason).await;
     ctx.log(&format!("restoring: {reason}"));
     let restored = restore(
-        &ctx,
-        &observers,
-        &power,
+        ctx,
+        observers,
+        power,
         target,
         injected.host_shut_down,
         timings.recovery_timeout,
@@ -318,9 +376,9 @@ async fn execute(
     moments.running_again = restored.running_again;
     let controller_checks = recovery::controller_checks(run.config);
     let recovered = recover(
-        &ctx,
-        &observers,
-        &mut signals,
+        ctx,
+        observers,
+        signals,
         &timings,
         restored.start_errors.is_empty(),
         || async {
@@ -330,49 +388,41 @@ async fn execute(
     )
     .await;
     moments.recovered = recovered.recovered;
-    // A few more samples after recovery show the probes settled (short, even after a signal).
-    tokio::time::sleep(timings.interval * 2).await;
-    let samples = observers.stop().await;
-    ctx.out.emit(RunEvent::Quiet);
-    leader_events(&p.leaders, &p.pre.state, origin, &events);
-    let split_brain = brain.map(|(log, unwatched)| {
-        let samples = log.lock().map(|l| l.clone()).unwrap_or_default();
-        let cut_off: Vec<String> = p
-            .planned
-            .target
-            .vms
-            .iter()
-            .map(|v| v.node.clone())
-            .collect();
-        split_brain::judge(
-            &samples,
-            &split_brain::Partition {
-                cut_off: &cut_off,
-                fault: moments.fault,
-                back: moments.running_again,
-                vip_unwatched: unwatched.vip,
-                talos_unwatched: unwatched.talos,
-            },
-        )
-    });
-    let ran = Ran {
-        started_at,
+    Acted {
         moments,
-        samples,
         reason,
+        held,
         restored,
         recovered,
-        held,
-        split_brain,
         controller_checks: controller_checks.len(),
-        lease: format!(
-            "Lease {}/{} taken before the first power action, given up after the run",
-            run_lease.namespace, run_lease.name
-        ),
-    };
-    let code = conclude(run, &ctx, &p, &power, &events, ran, streams);
-    release(&ctx, &power, run_lease).await;
-    code
+    }
+}
+
+/// The split-brain signals of a partition run, from the samples of its watch.
+fn judge_split_brain(
+    log: &super::observe::split_brain::BrainLog,
+    unwatched: &Unwatched,
+    p: &Prepared,
+    acted: &Acted,
+) -> Vec<split_brain::SignalOutcome> {
+    let samples = log.lock().map(|l| l.clone()).unwrap_or_default();
+    let cut_off: Vec<String> = p
+        .planned
+        .target
+        .vms
+        .iter()
+        .map(|v| v.node.clone())
+        .collect();
+    split_brain::judge(
+        &samples,
+        &split_brain::Partition {
+            cut_off: &cut_off,
+            fault: acted.moments.fault,
+            back: acted.moments.running_again,
+            vip_unwatched: unwatched.vip.clone(),
+            talos_unwatched: unwatched.talos.clone(),
+        },
+    )
 }
 
 /// What the acting phases measured.
