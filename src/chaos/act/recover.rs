@@ -150,41 +150,86 @@ async fn settle(
     if let (Some(host), Some(how)) = (&owed.host, &plan.host_power) {
         wake_owed_host(env, &power, &client, host, how, url, path, out).await?;
     }
-    let mut to_start = Vec::new();
+    let to_start = vms_to_start(env, &client, &power, &owed.vms, path, &mut *out).await?;
+    let patience = env.chaos.clone().unwrap_or_default().recovery_timeout;
+    let mut errors = power.start_all(&to_start, patience.into()).await;
+    for vm in &owed.links {
+        say!(
+            out,
+            "VM {} {}: the link of {} is still pulled: putting it back (link_down=0)",
+            vm.vmid,
+            vm.name,
+            vm.nets.join(", ")
+        );
+    }
+    errors.extend(power.restore_links(&owed.links, patience.into()).await);
+    if !errors.is_empty() {
+        return Err(ChaosError::NotStarted {
+            env: env.name.clone(),
+            errors,
+        });
+    }
+    power
+        .note(Entry::Restored)
+        .and_then(|()| {
+            power.note(Entry::Finished {
+                outcome: "recovered by gates recover".into(),
+            })
+        })
+        .map_err(append())?;
+    say_settled(&owed, to_start.len(), path, out);
+    Ok(())
+}
+
+/// What `gates recover` did, VM by VM, and that the journal is settled.
+fn say_settled(owed: &Owed, started: usize, path: &Path, out: Out<'_>) {
     for vm in &owed.vms {
+        say!(
+            out,
+            "VM {} {} (node {}) is running",
+            vm.vmid,
+            vm.name,
+            vm.node
+        );
+    }
+    for vm in &owed.links {
+        say!(
+            out,
+            "VM {} {} (node {}) is back on the network",
+            vm.vmid,
+            vm.name,
+            vm.node
+        );
+    }
+    say!(
+        out,
+        "started {started} VM(s), put back the links of {}; {} is settled",
+        owed.links.len(),
+        path.display()
+    );
+}
+
+/// The owed VMs that are not running: each judged once no task for it is under way (the dead
+/// run's stop may still be), a running one noted as started.
+async fn vms_to_start(
+    env: &Environment,
+    client: &gates_infra::proxmox::ProxmoxClient,
+    power: &Power,
+    owed: &[PlannedVm],
+    path: &Path,
+    out: Out<'_>,
+) -> Result<Vec<PlannedVm>, ChaosError> {
+    let append = || ChaosError::journal(&env.name, JournalStep::Append);
+    let mut to_start = Vec::new();
+    for vm in owed {
         let mut located = client.locate_vm(vm.vmid).await;
         // Running, but the dead run's stop may still be under way (Proxmox stops a VM in a
         // task of its own): wait for the VM's active tasks to end before judging it.
         if let Ok(found) = &located
             && found.status == "running"
+            && wait_for_tasks(env, client, vm, &found.node, path, &mut *out).await?
         {
-            let active = client
-                .active_vm_tasks(&found.node, vm.vmid)
-                .await
-                .map_err(|source| ChaosError::TasksUnreadable {
-                    env: env.name.clone(),
-                    vmid: vm.vmid,
-                    name: vm.name.clone(),
-                    journal: path.to_path_buf(),
-                    source: Box::new(source),
-                })?;
-            for upid in &active {
-                say!(
-                    out,
-                    "VM {} {} is running, but a task for it is still under way ({}): waiting for it before judging it",
-                    vm.vmid,
-                    vm.name,
-                    upid.as_str()
-                );
-                let deadline = gates_infra::proxmox::PowerOptions::default().task_deadline;
-                // A failed or timed-out task is judged by the VM's state that follows.
-                let _ = client
-                    .wait_task(upid, deadline, std::time::Duration::from_secs(1))
-                    .await;
-            }
-            if !active.is_empty() {
-                located = client.locate_vm(vm.vmid).await;
-            }
+            located = client.locate_vm(vm.vmid).await;
         }
         match located {
             // Started before the crash, but the journal never heard of it.
@@ -216,58 +261,43 @@ async fn settle(
             }
         }
     }
-    let patience = env.chaos.clone().unwrap_or_default().recovery_timeout;
-    let mut errors = power.start_all(&to_start, patience.into()).await;
-    for vm in &owed.links {
-        say!(
-            out,
-            "VM {} {}: the link of {} is still pulled: putting it back (link_down=0)",
-            vm.vmid,
-            vm.name,
-            vm.nets.join(", ")
-        );
-    }
-    errors.extend(power.restore_links(&owed.links, patience.into()).await);
-    if !errors.is_empty() {
-        return Err(ChaosError::NotStarted {
+    Ok(to_start)
+}
+
+/// Wait for the VM's tasks still under way; whether there were any (its state is then read
+/// again). A failed or timed-out task is judged by the VM's state that follows.
+async fn wait_for_tasks(
+    env: &Environment,
+    client: &gates_infra::proxmox::ProxmoxClient,
+    vm: &PlannedVm,
+    node: &str,
+    path: &Path,
+    out: Out<'_>,
+) -> Result<bool, ChaosError> {
+    let active = client
+        .active_vm_tasks(node, vm.vmid)
+        .await
+        .map_err(|source| ChaosError::TasksUnreadable {
             env: env.name.clone(),
-            errors,
-        });
-    }
-    power
-        .note(Entry::Restored)
-        .and_then(|()| {
-            power.note(Entry::Finished {
-                outcome: "recovered by gates recover".into(),
-            })
-        })
-        .map_err(append())?;
-    for vm in &owed.vms {
+            vmid: vm.vmid,
+            name: vm.name.clone(),
+            journal: path.to_path_buf(),
+            source: Box::new(source),
+        })?;
+    for upid in &active {
         say!(
             out,
-            "VM {} {} (node {}) is running",
+            "VM {} {} is running, but a task for it is still under way ({}): waiting for it before judging it",
             vm.vmid,
             vm.name,
-            vm.node
+            upid.as_str()
         );
+        let deadline = gates_infra::proxmox::PowerOptions::default().task_deadline;
+        let _ = client
+            .wait_task(upid, deadline, std::time::Duration::from_secs(1))
+            .await;
     }
-    for vm in &owed.links {
-        say!(
-            out,
-            "VM {} {} (node {}) is back on the network",
-            vm.vmid,
-            vm.name,
-            vm.node
-        );
-    }
-    say!(
-        out,
-        "started {} VM(s), put back the links of {}; {} is settled",
-        to_start.len(),
-        owed.links.len(),
-        path.display()
-    );
-    Ok(())
+    Ok(!active.is_empty())
 }
 
 /// The dead run's Lease, if it took one and never gave it up and still holds it (the holder
