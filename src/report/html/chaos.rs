@@ -23,6 +23,42 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
         escape(&report.gate_title),
     );
 
+    run_facts(&mut b, report);
+
+    b.push_str("<section id=\"timeline\"><h2>Timeline</h2><figure>");
+    b.push_str(&legend());
+    b.push_str(&timeline::svg(report, timeline_view));
+    b.push_str(
+        "<figcaption class=\"sub\">Seconds since the start of the run. Outages run from the \
+         first failed sample to the first good one; unknown means the probe could not tell \
+         (for example, workloads while the API itself was down).</figcaption></figure></section>",
+    );
+
+    b.push_str(&super::prediction::section(report));
+
+    probe_budgets(&mut b, report);
+
+    trials(&mut b, report);
+
+    b.push_str(&split_brain(report));
+
+    handovers(&mut b, report);
+
+    every_event(&mut b, timeline_view);
+
+    power_actions(&mut b, report);
+    b.push_str("<footer>Written by gates from the run's JSON report and timeline.</footer>");
+    page(
+        &format!(
+            "gates chaos {} {}: {}",
+            report.environment, report.host, report.verdict
+        ),
+        &b,
+    )
+}
+
+/// The run's facts: outcome, host, mode, the VMs acted on, timings.
+fn run_facts(b: &mut String, report: &ChaosView) {
     b.push_str("<section><h2>Run</h2><dl class=\"facts\">");
     let vms: Vec<String> = report
         .vms
@@ -61,18 +97,10 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
         let _ = write!(b, "<dt>{key}</dt><dd>{}</dd>", escape(&value));
     }
     b.push_str("</dl></section>");
+}
 
-    b.push_str("<section id=\"timeline\"><h2>Timeline</h2><figure>");
-    b.push_str(&legend());
-    b.push_str(&timeline::svg(report, timeline_view));
-    b.push_str(
-        "<figcaption class=\"sub\">Seconds since the start of the run. Outages run from the \
-         first failed sample to the first good one; unknown means the probe could not tell \
-         (for example, workloads while the API itself was down).</figcaption></figure></section>",
-    );
-
-    b.push_str(&super::prediction::section(report));
-
+/// Each probe against its budgets.
+fn probe_budgets(b: &mut String, report: &ChaosView) {
     b.push_str(
         "<section><h2>Probes against their budgets</h2><table><thead><tr><th>probe</th>\
          <th>verdict</th><th class=\"num\">longest</th><th class=\"num\">budget</th>\
@@ -105,7 +133,10 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
         );
     }
     b.push_str("</tbody></table></section>");
+}
 
+/// The trials with their evidence.
+fn trials(b: &mut String, report: &ChaosView) {
     b.push_str("<section><h2>Trials</h2><table><thead><tr><th>trial</th><th>verdict</th><th>what it found</th></tr></thead><tbody>");
     for t in &report.trials {
         let _ = write!(
@@ -118,9 +149,10 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
         );
     }
     b.push_str("</tbody></table></section>");
+}
 
-    b.push_str(&split_brain(report));
-
+/// Who took over the API VIP, an L2 lease or etcd's leadership.
+fn handovers(b: &mut String, report: &ChaosView) {
     b.push_str("<section><h2>Handovers</h2>");
     if report.handovers.is_empty() {
         b.push_str("<p>No API VIP, L2 lease or etcd leader changed hands.</p>");
@@ -139,7 +171,10 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
         b.push_str("</tbody></table>");
     }
     b.push_str("</section>");
+}
 
+/// Every event on the timeline, folded.
+fn every_event(b: &mut String, timeline_view: &TimelineView) {
     if !timeline_view.events.is_empty() {
         b.push_str("<section><h2>Events</h2><details><summary>every event on the timeline</summary><table><thead><tr><th class=\"num\">at</th><th>event</th><th>subject</th><th>detail</th></tr></thead><tbody>");
         for e in &timeline_view.events {
@@ -154,7 +189,10 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
         }
         b.push_str("</tbody></table></details></section>");
     }
+}
 
+/// The power (and link) actions the harness sent.
+fn power_actions(b: &mut String, report: &ChaosView) {
     if !report.power_actions.is_empty() {
         b.push_str("<section><h2>Power actions</h2><table><thead><tr><th>action</th><th>VM</th><th>host</th><th>result</th></tr></thead><tbody>");
         for a in &report.power_actions {
@@ -169,14 +207,6 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
         }
         b.push_str("</tbody></table></section>");
     }
-    b.push_str("<footer>Written by gates from the run's JSON report and timeline.</footer>");
-    page(
-        &format!(
-            "gates chaos {} {}: {}",
-            report.environment, report.host, report.verdict
-        ),
-        &b,
-    )
 }
 
 /// A partition run's split-brain signals: what each means and what it found.

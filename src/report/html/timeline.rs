@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use super::escape;
-use crate::report::chaos_view::{ChaosView, EventView, TimelineView};
+use crate::report::chaos_view::{ChaosView, EventView, ProbeView, SampleView, TimelineView};
 
 const WIDTH: f64 = 1100.0;
 const LEFT: f64 = 262.0;
@@ -151,7 +151,36 @@ pub fn svg(report: &ChaosView, timeline: &TimelineView) -> String {
         escape(&describe(report)),
     );
 
-    // Grid and axis.
+    grid(&mut out, &scale, bottom);
+    let mut y = TOP;
+    for probe in &report.probes {
+        probe_lane(
+            &mut out,
+            probe,
+            timeline.probes.get(&probe.probe),
+            &scale,
+            y,
+        );
+        y += PROBE_LANE + GAP;
+    }
+    for (lane, label) in &event_lanes {
+        let lane_h = lane_height(lane);
+        let lane = EventLane {
+            lane,
+            label,
+            y,
+            label_rows: &label_rows,
+        };
+        lane.draw(&mut out, &events, &scale);
+        y += lane_h + GAP;
+    }
+    marks(&mut out, report, &scale, bottom);
+    out.push_str("</svg>");
+    out
+}
+
+/// The grid and the time axis.
+fn grid(out: &mut String, scale: &Scale, bottom: f64) {
     let step = tick_step(scale.end);
     let mut t = 0.0;
     while t <= scale.end + 1e-9 {
@@ -165,68 +194,81 @@ pub fn svg(report: &ChaosView, timeline: &TimelineView) -> String {
         );
         t += step;
     }
+}
 
-    // Probe lanes.
-    let mut y = TOP;
-    for probe in &report.probes {
-        let samples = timeline.probes.get(&probe.probe);
+/// One probe's lane: when it was sampled, and its unknown and down intervals.
+fn probe_lane(
+    out: &mut String,
+    probe: &ProbeView,
+    samples: Option<&Vec<SampleView>>,
+    scale: &Scale,
+    y: f64,
+) {
+    let _ = write!(
+        out,
+        "<g class=\"lane probe\" data-probe=\"{}\" data-verdict=\"{}\">\
+         <text class=\"lane-label\" x=\"8\" y=\"{:.1}\">{}</text>",
+        escape(&probe.probe),
+        escape(probe.verdict()),
+        y + PROBE_LANE / 2.0 + 4.0,
+        escape(&probe.probe)
+    );
+    let sampled = samples.and_then(|s| {
+        let first = s.iter().map(|s| s.at).reduce(f64::min)?;
+        let last = s.iter().map(|s| s.at).reduce(f64::max)?;
+        Some((first, last))
+    });
+    if let Some((first, last)) = sampled {
         let _ = write!(
             out,
-            "<g class=\"lane probe\" data-probe=\"{}\" data-verdict=\"{}\">\
-             <text class=\"lane-label\" x=\"8\" y=\"{:.1}\">{}</text>",
+            "<rect class=\"sampled\" x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{PROBE_LANE}\" \
+             data-start=\"{first:.3}\" data-end=\"{last:.3}\"><title>{} sampled from {}s to {}s ({} samples)</title></rect>",
+            scale.x(first),
+            (scale.x(last) - scale.x(first)).max(1.0),
             escape(&probe.probe),
-            escape(probe.verdict()),
-            y + PROBE_LANE / 2.0 + 4.0,
-            escape(&probe.probe)
+            trim(first),
+            trim(last),
+            samples.map_or(0, Vec::len)
         );
-        let sampled = samples.and_then(|s| {
-            let first = s.iter().map(|s| s.at).reduce(f64::min)?;
-            let last = s.iter().map(|s| s.at).reduce(f64::max)?;
-            Some((first, last))
-        });
-        if let Some((first, last)) = sampled {
+    }
+    for (class, word, intervals) in [
+        ("unknown", "unknown", &probe.unknown),
+        ("outage", "down", &probe.outages),
+    ] {
+        for interval in intervals {
+            let x = scale.x(interval.start);
+            // A one-sample outage still shows.
+            let width = (scale.x(interval.end) - x).max(2.0);
             let _ = write!(
                 out,
-                "<rect class=\"sampled\" x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{PROBE_LANE}\" \
-                 data-start=\"{first:.3}\" data-end=\"{last:.3}\"><title>{} sampled from {}s to {}s ({} samples)</title></rect>",
-                scale.x(first),
-                (scale.x(last) - scale.x(first)).max(1.0),
+                "<rect class=\"{class}\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{:.1}\" \
+                 data-start=\"{:.3}\" data-end=\"{:.3}\"><title>{} {word} from {}s to {}s ({}s)</title></rect>",
+                y + 3.0,
+                PROBE_LANE - 6.0,
+                interval.start,
+                interval.end,
                 escape(&probe.probe),
-                trim(first),
-                trim(last),
-                samples.map_or(0, Vec::len)
+                trim(interval.start),
+                trim(interval.end),
+                trim(interval.length()),
             );
         }
-        for (class, word, intervals) in [
-            ("unknown", "unknown", &probe.unknown),
-            ("outage", "down", &probe.outages),
-        ] {
-            for interval in intervals {
-                let x = scale.x(interval.start);
-                // A one-sample outage still shows.
-                let width = (scale.x(interval.end) - x).max(2.0);
-                let _ = write!(
-                    out,
-                    "<rect class=\"{class}\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{:.1}\" \
-                     data-start=\"{:.3}\" data-end=\"{:.3}\"><title>{} {word} from {}s to {}s ({}s)</title></rect>",
-                    y + 3.0,
-                    PROBE_LANE - 6.0,
-                    interval.start,
-                    interval.end,
-                    escape(&probe.probe),
-                    trim(interval.start),
-                    trim(interval.end),
-                    trim(interval.length()),
-                );
-            }
-        }
-        out.push_str("</g>");
-        y += PROBE_LANE + GAP;
     }
+    out.push_str("</g>");
+}
 
-    // Event lanes.
-    for (lane, label) in &event_lanes {
-        let lane_h = lane_height(lane);
+/// One lane of events (harness actions, nodes, handovers, replaced pods): a marker each,
+/// handovers with their labels in rows that do not overlap.
+struct EventLane<'a> {
+    lane: &'a str,
+    label: &'a str,
+    y: f64,
+    label_rows: &'a [usize],
+}
+
+impl EventLane<'_> {
+    fn draw(&self, out: &mut String, events: &[&EventView], scale: &Scale) {
+        let (lane, label, y, label_rows) = (self.lane, self.label, self.y, self.label_rows);
         let _ = write!(
             out,
             "<g class=\"lane events\" data-lane=\"{lane}\">\
@@ -240,7 +282,7 @@ pub fn svg(report: &ChaosView, timeline: &TimelineView) -> String {
         );
         for (i, event) in events
             .iter()
-            .filter(|e| lane_of(&e.kind) == *lane)
+            .filter(|e| lane_of(&e.kind) == lane)
             .enumerate()
         {
             let x = scale.x(event.at);
@@ -260,7 +302,7 @@ pub fn svg(report: &ChaosView, timeline: &TimelineView) -> String {
                     format!(": {}", escape(&event.detail))
                 },
             );
-            if *lane == "handovers" {
+            if lane == "handovers" {
                 // Each label on the first row below the line where it does not overlap the
                 // one before it, joined to its marker by a thin line.
                 let row = label_rows.get(i).copied().unwrap_or(0) as f64;
@@ -277,10 +319,12 @@ pub fn svg(report: &ChaosView, timeline: &TimelineView) -> String {
             }
         }
         out.push_str("</g>");
-        y += lane_h + GAP;
     }
+}
 
-    // Marks across every lane, labels staggered in two rows.
+/// The fault, restore, running-again and recovered marks across every lane, labels staggered
+/// in two rows.
+fn marks(out: &mut String, report: &ChaosView, scale: &Scale, bottom: f64) {
     let m = &report.moments;
     let marks = [
         ("fault", "fault", m.fault),
@@ -309,8 +353,6 @@ pub fn svg(report: &ChaosView, timeline: &TimelineView) -> String {
             trim(at)
         );
     }
-    out.push_str("</svg>");
-    out
 }
 
 /// Height of one row of handover labels.
