@@ -6,23 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use gates_lab::{Lab, LabOptions};
 use serde_json::Value;
 
 use crate::support::*;
-
-async fn lab(dir: &Path) -> Lab {
-    Lab::start(LabOptions {
-        scenario: "adr-007".to_string(),
-        subnet: 126,
-        speed: 1.0,
-        state_dir: dir.to_path_buf(),
-        env_dir: Some(dir.join("environments")),
-        ..LabOptions::default()
-    })
-    .await
-    .unwrap_or_else(|err| panic!("the lab starts: {err}"))
-}
 
 /// `gates --env-dir ENVS ARGS...` in a blocking task, reports under `reports`.
 async fn gates_run(envs: PathBuf, reports: PathBuf, args: Vec<String>) -> Output {
@@ -139,25 +125,11 @@ fn repository_gone_copy(envs: &Path) {
     .unwrap();
 }
 
-fn verdicts(record: &Value) -> Vec<(String, String)> {
-    record["trials"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["name"].as_str().unwrap().to_string(),
-                t["verdict"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_judges_each_environment_as_alone_and_an_unreachable_cluster_errs_only_for_its_own()
 {
     let dir = tempfile::tempdir().unwrap();
-    let _lab = lab(dir.path()).await;
+    let _lab = start_lab("adr-007", 126, dir.path()).await;
     let envs = dir.path().join("environments");
     unreachable_copy(&envs, dir.path());
     repository_gone_copy(&envs);
@@ -216,14 +188,14 @@ async fn a_fleet_judges_each_environment_as_alone_and_an_unreachable_cluster_err
         .await;
         let alone: Value = serde_json::from_slice(&alone.stdout).unwrap();
         assert_eq!(
-            verdicts(&members[index]["record"]),
-            verdicts(&alone),
+            trial_verdicts(&members[index]["record"]),
+            trial_verdicts(&alone),
             "{env}"
         );
     }
     // The lab's staging passes its static gates in the fleet as alone.
     assert!(
-        verdicts(&members[1]["record"])
+        trial_verdicts(&members[1]["record"])
             .iter()
             .all(|(name, v)| v == "pass" || v == "skip" || name.starts_with("gate4")),
         "{:#}",
@@ -233,7 +205,7 @@ async fn a_fleet_judges_each_environment_as_alone_and_an_unreachable_cluster_err
     // not refused, and nothing of it leaks into the other environments.
     let dark = &members[2];
     assert_eq!(dark["outcome"], "judged");
-    let dark_verdicts = verdicts(&dark["record"]);
+    let dark_verdicts = trial_verdicts(&dark["record"]);
     assert!(dark_verdicts.iter().any(|(_, v)| v == "error"));
     assert!(
         dark_verdicts

@@ -6,7 +6,6 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use gates_lab::{Lab, LabOptions};
 use serde_json::Value;
 
 use crate::control_plane::{self, ControlPlane, Identity, Kubelets, Timing};
@@ -38,20 +37,6 @@ async fn check(env_dir: &Path, env: Vec<(String, String)>) -> (Output, Value) {
     (out, json)
 }
 
-fn verdicts(json: &Value) -> Vec<(String, String)> {
-    json["trials"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["name"].as_str().unwrap().to_string(),
-                t["verdict"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_a_pod_the_service_account_gives_the_kubeconfigs_verdicts() {
     let Some(bin) = control_plane::binaries() else {
@@ -65,16 +50,7 @@ async fn in_a_pod_the_service_account_gives_the_kubeconfigs_verdicts() {
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let lab = Lab::start(LabOptions {
-        scenario: "adr-007".to_string(),
-        subnet: LAB_SUBNET,
-        speed: 1.0,
-        state_dir: dir.path().to_path_buf(),
-        env_dir: Some(dir.path().join("environments")),
-        ..LabOptions::default()
-    })
-    .await
-    .unwrap_or_else(|err| panic!("the lab starts: {err}"));
+    let lab = start_lab("adr-007", LAB_SUBNET, dir.path()).await;
     load_env(&plane, &lab, 0).await;
     let with_kubeconfig = real_env_dir(&lab, &plane, Identity::Reader, dir.path(), None);
     let home = tempfile::tempdir().unwrap();
@@ -115,8 +91,8 @@ async fn in_a_pod_the_service_account_gives_the_kubeconfigs_verdicts() {
     ]);
     let (out, in_cluster) = check(&in_pod, pod_env.clone()).await;
     assert_eq!(
-        verdicts(&in_cluster),
-        verdicts(&by_kubeconfig),
+        trial_verdicts(&in_cluster),
+        trial_verdicts(&by_kubeconfig),
         "{}",
         stderr(&out)
     );
@@ -137,7 +113,7 @@ async fn in_a_pod_the_service_account_gives_the_kubeconfigs_verdicts() {
         &in_pod,
         &account,
         &pod_env,
-        &verdicts(&by_kubeconfig),
+        &trial_verdicts(&by_kubeconfig),
     )
     .await;
 
@@ -224,7 +200,7 @@ async fn the_charts_manifests_apply_and_its_service_account_reads_as_the_reader(
     let mut last = Vec::new();
     for _ in 0..20 {
         let (_, json) = check(in_pod, pod_env.to_vec()).await;
-        last = verdicts(&json);
+        last = trial_verdicts(&json);
         if last == reader_verdicts {
             break;
         }

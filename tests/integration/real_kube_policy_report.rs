@@ -8,7 +8,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gates_lab::{Lab, LabOptions};
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;
 
@@ -104,16 +103,7 @@ async fn a_policy_report_needs_its_role_then_holds_each_verdict_and_is_replaced_
         .unwrap_or_else(|err| panic!("the real control plane starts: {err}"));
     load::install_crds(&plane).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let lab = Lab::start(LabOptions {
-        scenario: "adr-007".to_string(),
-        subnet: LAB_SUBNET,
-        speed: 1.0,
-        state_dir: dir.path().to_path_buf(),
-        env_dir: Some(dir.path().join("environments")),
-        ..LabOptions::default()
-    })
-    .await
-    .unwrap_or_else(|err| panic!("the lab starts: {err}"));
+    let lab = start_lab("adr-007", LAB_SUBNET, dir.path()).await;
     load_env(&plane, &lab, 0).await;
     let envs = real_env_dir(&lab, &plane, Identity::Reader, dir.path(), None);
     let narrow = real_env_dir(&lab, &plane, Identity::Narrow, dir.path(), None);

@@ -90,3 +90,33 @@ pub fn validate_junit(xml: &std::path::Path) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A built-in scenario's lab on `127.<subnet>.x.y` (or the next free subnet), its state and
+/// environment files under `dir` (`dir/environments`).
+pub async fn start_lab(scenario: &str, subnet: u8, dir: &Path) -> gates_lab::Lab {
+    gates_lab::Lab::start(gates_lab::LabOptions {
+        scenario: scenario.to_string(),
+        subnet,
+        speed: 1.0,
+        state_dir: dir.to_path_buf(),
+        env_dir: Some(dir.join("environments")),
+        ..gates_lab::LabOptions::default()
+    })
+    .await
+    .unwrap_or_else(|err| panic!("the lab starts on 127.{subnet}.x.y: {err}"))
+}
+
+/// Each trial of a check's JSON report as (name, verdict), in report order.
+pub fn trial_verdicts(json: &serde_json::Value) -> Vec<(String, String)> {
+    json["trials"]
+        .as_array()
+        .expect("trials")
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
