@@ -64,6 +64,17 @@ impl Cell {
 }
 
 impl super::Check for Params {
+    fn inputs(&self) -> &'static [crate::state::Input] {
+        use crate::state::Input;
+        &[
+            Input::Nodes,
+            Input::Pods,
+            Input::NodeMetrics,
+            Input::PodMetrics,
+            Input::NodeLoad,
+        ]
+    }
+
     fn evaluate(&self, ctx: Context<'_>) -> Finding {
         evaluate(ctx, self)
     }

@@ -25,6 +25,18 @@ use crate::verdict::Finding;
 pub struct Params {}
 
 impl super::Check for Params {
+    fn inputs(&self) -> &'static [crate::state::Input] {
+        use crate::state::Input;
+        &[
+            Input::ChaosReport,
+            Input::Clock,
+            Input::Nodes,
+            Input::Proxmox,
+            Input::Talos,
+            Input::ClusterIdentity,
+        ]
+    }
+
     fn evaluate(&self, ctx: Context<'_>) -> Finding {
         evaluate(ctx, self)
     }

@@ -19,6 +19,11 @@ use crate::verdict::Finding;
 pub struct Params {}
 
 impl super::Check for Params {
+    fn inputs(&self) -> &'static [crate::state::Input] {
+        use crate::state::Input;
+        &[Input::Nodes, Input::Proxmox]
+    }
+
     fn evaluate(&self, ctx: Context<'_>) -> Finding {
         evaluate(ctx, self)
     }

@@ -15,6 +15,11 @@ use crate::verdict::Finding;
 pub struct Params {}
 
 impl super::Check for Params {
+    fn inputs(&self) -> &'static [crate::state::Input] {
+        use crate::state::Input;
+        &[Input::Services]
+    }
+
     fn evaluate(&self, ctx: Context<'_>) -> Finding {
         evaluate(ctx, self)
     }

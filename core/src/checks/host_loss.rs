@@ -19,6 +19,30 @@ use crate::verdict::Finding;
 pub struct Params {}
 
 impl super::Check for Params {
+    fn inputs(&self) -> &'static [crate::state::Input] {
+        use crate::state::Input;
+        &[
+            Input::Nodes,
+            Input::Pods,
+            Input::Deployments,
+            Input::DaemonSets,
+            Input::StatefulSets,
+            Input::Pdbs,
+            Input::Services,
+            Input::Leases,
+            Input::L2Policies,
+            Input::LonghornNodes,
+            Input::LonghornVolumes,
+            Input::LonghornReplicas,
+            Input::LonghornSettings,
+            Input::NodeMetrics,
+            Input::PodMetrics,
+            Input::NodeLoad,
+            Input::Talos,
+            Input::Proxmox,
+        ]
+    }
+
     fn evaluate(&self, ctx: Context<'_>) -> Finding {
         evaluate(ctx, self)
     }

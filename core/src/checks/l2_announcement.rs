@@ -45,6 +45,18 @@ struct Policy<'a> {
 }
 
 impl super::Check for Params {
+    fn inputs(&self) -> &'static [crate::state::Input] {
+        use crate::state::Input;
+        &[
+            Input::Nodes,
+            Input::Services,
+            Input::Leases,
+            Input::L2Policies,
+            Input::Clock,
+            Input::Proxmox,
+        ]
+    }
+
     fn evaluate(&self, ctx: Context<'_>) -> Finding {
         evaluate(ctx, self)
     }

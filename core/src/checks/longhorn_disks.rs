@@ -31,6 +31,19 @@ use k8s_openapi::api::core::v1::Node;
 pub struct Params {}
 
 impl super::Check for Params {
+    fn inputs(&self) -> &'static [crate::state::Input] {
+        use crate::state::Input;
+        &[
+            Input::Nodes,
+            Input::Pods,
+            Input::LonghornNodes,
+            Input::LonghornVolumes,
+            Input::LonghornReplicas,
+            Input::LonghornSettings,
+            Input::Proxmox,
+        ]
+    }
+
     fn evaluate(&self, ctx: Context<'_>) -> Finding {
         evaluate(ctx, self)
     }

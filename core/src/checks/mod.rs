@@ -41,6 +41,10 @@ pub trait Check {
     /// Evaluate the check. Pure: the same state always gives the same finding.
     fn evaluate(&self, ctx: Context<'_>) -> Finding;
 
+    /// The parts of the state the evaluation reads (every one, or a watch re-evaluates the
+    /// trial too seldom and lets a stale part pass).
+    fn inputs(&self) -> &'static [crate::state::Input];
+
     /// The instance name that tells trials of one kind apart (`coredns`).
     fn instance(&self) -> Option<&str> {
         None
@@ -160,6 +164,11 @@ impl CheckSpec {
     /// Evaluate the check. Pure: the same state always gives the same finding.
     pub fn evaluate(&self, ctx: Context<'_>) -> Finding {
         self.check().evaluate(ctx)
+    }
+
+    /// The parts of the state the check reads.
+    pub fn inputs(&self) -> &'static [crate::state::Input] {
+        self.check().inputs()
     }
 }
 

@@ -93,6 +93,19 @@ struct CompiledPdb<'a> {
 }
 
 impl super::Check for Params {
+    fn inputs(&self) -> &'static [crate::state::Input] {
+        use crate::state::Input;
+        &[
+            Input::Nodes,
+            Input::Pods,
+            Input::Deployments,
+            Input::DaemonSets,
+            Input::StatefulSets,
+            Input::Pdbs,
+            Input::Proxmox,
+        ]
+    }
+
     fn evaluate(&self, ctx: Context<'_>) -> Finding {
         evaluate(ctx, self)
     }

@@ -956,3 +956,22 @@ pub fn node_metrics(node: &str, cpu: &str, memory: &str) -> NodeMetrics {
         },
     }
 }
+
+/// The parts of `state` that `spec` reads without declaring them: each part it does not
+/// declare is withheld in turn ([`State::without`]), and a part whose withholding changes
+/// the finding is read. Empty when the declaration is whole, as far as `state` can show.
+pub fn undeclared_inputs(
+    spec: &super::CheckSpec,
+    env: &Environment,
+    state: &State,
+) -> Vec<crate::state::Input> {
+    let finding = |state: &State| {
+        serde_json::to_value(spec.evaluate(super::Context { env, state })).unwrap_or_default()
+    };
+    let whole = finding(state);
+    crate::state::Input::ALL
+        .into_iter()
+        .filter(|input| !spec.inputs().contains(input))
+        .filter(|input| finding(&state.without(*input)) != whole)
+        .collect()
+}

@@ -8,11 +8,13 @@
 mod chaos_summary;
 mod crds;
 mod infra;
+mod input;
 mod meta;
 mod pod;
 pub mod provenance;
 
 pub use chaos_summary::{Summary, SummaryTrial};
+pub use input::Input;
 
 pub use crds::{
     ContainerMetrics, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornCondition,
