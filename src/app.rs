@@ -68,6 +68,7 @@ pub async fn run(cli: Cli, streams: &mut Streams) -> Result<ExitCode, AppError> 
         }
         Command::Check(args) => commands::check::run(&config, &cli.config, args, streams).await,
         Command::Snapshot(args) => commands::snapshot::run(&config, args, streams).await,
+        Command::Watch(args) => commands::watch::run(&config, &cli.config, args, streams).await,
         Command::Predict(args) => commands::predict::run(&config, args, streams).await,
         Command::Guard(args) => commands::guard::run(&config, args, streams).await,
         Command::Chaos(args) => commands::chaos::run(&config, args, streams).await,

@@ -39,6 +39,9 @@ pub enum Command {
     List,
     /// Evaluate the gates that apply to an environment (read-only).
     Check(CheckArgs),
+    /// Keep ENV's state current and serve its verdicts over HTTP (metrics, health, the check
+    /// page), re-evaluating the trials whose inputs change (read-only).
+    Watch(WatchArgs),
     /// Write what `check` would read from a live cluster to a file, for offline runs.
     Snapshot(SnapshotArgs),
     /// Gate 4: power off one Proxmox host's VMs of ENV, probe, measure, restore, verify.
@@ -66,6 +69,29 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff).
     Man,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The environment.
+    pub env: String,
+    /// Where to serve /metrics, /healthz, /readyz and the check page. Loopback unless told
+    /// otherwise (in a pod: `0.0.0.0:9848`).
+    #[arg(long, default_value = "127.0.0.1:9848", value_name = "ADDR")]
+    pub listen: std::net::SocketAddr,
+    /// Between reads of the sources that cannot be watched (Talos, Proxmox, the API endpoint,
+    /// Prometheus, the chaos reports, the Metrics API).
+    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub interval: std::time::Duration,
+    /// How long a source may be unreadable before the trials that read it are errors.
+    #[arg(long, default_value = "3m", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub stale_after: std::time::Duration,
+    /// How long changes gather before they are evaluated together.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub debounce: std::time::Duration,
+    /// Directory of the chaos reports gate 4 judges.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub reports: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -49,6 +49,16 @@ pub enum AppError {
     /// The environments of a fleet run could not be listed.
     #[error(transparent)]
     Fleet(#[from] gates_engine::fleet::FleetError),
+    /// `gates watch` could not start (no client for the cluster).
+    #[error(transparent)]
+    Watch(#[from] gates_engine::watch::WatchError),
+    /// `gates watch` could not listen where it was told.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     /// The built-in lab of `gates demo` did not start.
     #[cfg(feature = "lab")]
     #[error("cannot start the lab: {source}")]
@@ -78,9 +88,11 @@ impl AppError {
             | AppError::File { .. }
             | AppError::Encode { .. } => ExitCode::CannotTell,
             AppError::Chaos(err) => err.exit_code(),
-            AppError::Check(_) | AppError::Fleet(_) | AppError::PolicyReport(_) => {
-                ExitCode::CannotTell
-            }
+            AppError::Check(_)
+            | AppError::Fleet(_)
+            | AppError::PolicyReport(_)
+            | AppError::Watch(_)
+            | AppError::Listen { .. } => ExitCode::CannotTell,
             #[cfg(feature = "lab")]
             AppError::Lab { .. } => ExitCode::CannotTell,
         }

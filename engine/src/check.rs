@@ -195,29 +195,63 @@ pub async fn run(
     } else {
         std::mem::forget(state);
     }
-    let gates = runner::gate_statuses(config, env, &results);
-    let promotion = options.require_all.then(|| {
-        let titles: Vec<(u32, String)> = config
-            .gates_for(env)
-            .map(|g| (g.number, g.title.clone()))
-            .collect();
-        crate::promotion::judge(&titles, &gates, &results, &unproven)
-    });
-    let record = CheckRecord {
-        schema_version: gates_core::schema::SCHEMA_VERSION,
-        provenance,
-        environment: env.name.clone(),
-        decision: decision_name(config, config_dir),
+    let judged = Judged {
+        config,
+        config_dir,
+        env,
         started_at,
-        source,
         collect_time,
-        tally: Tally::of(&results),
-        gates,
-        trials: results,
-        promotion,
+        require_all: options.require_all,
     };
+    let record = judged.record(provenance, source, results, &unproven);
     reporter.event(CheckEvent::RunFinished(&record));
     Ok(record)
+}
+
+/// What a record says beside the trials: the run it closes.
+pub struct Judged<'a> {
+    pub config: &'a Config,
+    pub config_dir: &'a Path,
+    pub env: &'a Environment,
+    pub started_at: chrono::DateTime<Utc>,
+    pub collect_time: std::time::Duration,
+    /// Judge promotion: anything short of every gate passing blocks it.
+    pub require_all: bool,
+}
+
+impl Judged<'_> {
+    /// The record of `results`, judged over a state of `source` whose provenance is
+    /// `provenance`; `unproven` are the snapshot files among it that record no origin.
+    pub fn record(
+        &self,
+        provenance: crate::state::provenance::Provenance,
+        source: Source,
+        results: Vec<TrialResult>,
+        unproven: &[String],
+    ) -> CheckRecord {
+        let (config, env) = (self.config, self.env);
+        let gates = runner::gate_statuses(config, env, &results);
+        let promotion = self.require_all.then(|| {
+            let titles: Vec<(u32, String)> = config
+                .gates_for(env)
+                .map(|g| (g.number, g.title.clone()))
+                .collect();
+            crate::promotion::judge(&titles, &gates, &results, unproven)
+        });
+        CheckRecord {
+            schema_version: gates_core::schema::SCHEMA_VERSION,
+            provenance,
+            environment: env.name.clone(),
+            decision: decision_name(config, self.config_dir),
+            started_at: self.started_at,
+            source,
+            collect_time: self.collect_time,
+            tally: Tally::of(&results),
+            gates,
+            trials: results,
+            promotion,
+        }
+    }
 }
 
 /// The state the plan's trials read, and the snapshot files among it that record no origin

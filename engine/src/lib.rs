@@ -15,6 +15,7 @@ pub mod repo;
 pub mod report_files;
 pub mod runner;
 pub mod selection;
+pub mod watch;
 
 // The pure core, under the paths this code has always used.
 pub use gates_core::{checks, hostloss, quantity, selector, state, verdict, words};

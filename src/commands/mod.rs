@@ -14,3 +14,4 @@ pub mod list;
 pub mod predict;
 pub mod snapshot;
 pub mod validate;
+pub mod watch;

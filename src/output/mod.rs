@@ -5,6 +5,7 @@ pub mod files;
 pub mod fleet;
 pub mod libtest;
 pub mod notes;
+pub mod served;
 
 /// How a command prints its results: libtest's lines, their one-line form, or JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -119,6 +119,63 @@ pub fn check(run: &Run) -> String {
     m.render()
 }
 
+/// The metrics `gates watch` serves: its newest evaluation's, as a `check` run gives them,
+/// and for each source whether it is current, since when it has not been, and when it last
+/// was (a dashboard alerts on a source broken for long, before its trials turn to errors).
+pub fn watch(
+    published: Option<&gates_engine::watch::Published>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> String {
+    let mut m = Exposition::default();
+    m.gauge(
+        "gates_watch_ready",
+        "1 once every source's first whole read is in, 0 before.",
+        Vec::new(),
+        f64::from(u8::from(published.is_some_and(|p| p.ready))),
+    );
+    let Some(published) = published else {
+        return m.render();
+    };
+    let source = |s: &gates_engine::watch::SourceHealth| vec![("source", s.source.clone())];
+    for s in &published.sources {
+        m.gauge(
+            "gates_watch_source_up",
+            "1 while the source is read (its watch open, its last poll answered), 0 while it is not.",
+            source(s),
+            f64::from(u8::from(s.health.read && s.health.broken.is_none())),
+        );
+    }
+    for s in &published.sources {
+        let broken = s.health.broken.as_ref().map_or(0.0, |(since, _)| {
+            (now - *since).to_std().unwrap_or_default().as_secs_f64()
+        });
+        m.gauge(
+            "gates_watch_source_unread_seconds",
+            "How long the source has not been readable (0 while it is); past --stale-after its trials are errors.",
+            source(s),
+            broken,
+        );
+    }
+    for s in &published.sources {
+        if let Some(at) = s.health.current_at {
+            m.gauge(
+                "gates_watch_source_current_timestamp_seconds",
+                "When the source was last known current (a list, a watch event or bookmark, a poll), as a Unix time.",
+                source(s),
+                at.timestamp_millis() as f64 / 1000.0,
+            );
+        }
+    }
+    m.gauge(
+        "gates_watch_evaluation_timestamp_seconds",
+        "When the newest evaluation was made, as a Unix time.",
+        vec![("environment", published.record.environment.clone())],
+        published.at.timestamp_millis() as f64 / 1000.0,
+    );
+    check_into(&mut m, &published.record);
+    m.render()
+}
+
 /// The metrics of a fleet run: each judged environment's as its own run gives them (every
 /// series labelled by its environment), in one exposition, and for every environment whether
 /// it could be checked at all, so one that could not does not vanish from a dashboard.

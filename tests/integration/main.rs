@@ -24,3 +24,4 @@ mod repo;
 mod reports;
 mod strictness;
 mod support;
+mod watch;

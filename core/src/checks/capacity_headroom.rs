@@ -72,6 +72,7 @@ impl super::Check for Params {
             Input::NodeMetrics,
             Input::PodMetrics,
             Input::NodeLoad,
+            Input::Proxmox,
         ]
     }
 

@@ -40,6 +40,7 @@ impl super::Check for Params {
             Input::NodeLoad,
             Input::Talos,
             Input::Proxmox,
+            Input::Api,
         ]
     }
 

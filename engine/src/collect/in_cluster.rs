@@ -86,7 +86,11 @@ impl InCluster {
     }
 
     /// A client that trusts only that CA and sends the token from its file.
-    pub fn client(&self, timeout: std::time::Duration) -> Result<kube::Client, InClusterError> {
+    pub fn client(
+        &self,
+        timeout: std::time::Duration,
+        read_timeout: Option<std::time::Duration>,
+    ) -> Result<kube::Client, InClusterError> {
         std::fs::metadata(&self.token_file).map_err(|source| InClusterError::Unreadable {
             what: "token",
             path: self.token_file.clone(),
@@ -110,7 +114,7 @@ impl InCluster {
         config.root_cert = Some(certs);
         config.auth_info.token_file = Some(self.token_file.display().to_string());
         config.connect_timeout = Some(timeout);
-        config.read_timeout = Some(timeout);
+        config.read_timeout = read_timeout;
         kube::Client::try_from(config).map_err(|e| InClusterError::Client(e.to_string()))
     }
 }

@@ -23,6 +23,16 @@ use crate::state::{Source, State};
 
 /// Build a client for the environment's kubeconfig and context.
 pub async fn client(env: &Environment) -> Result<Client, KubeError> {
+    client_reading(env, Some(env.kube.timeout.into())).await
+}
+
+/// A client whose reads may wait `read_timeout` (`None`: as long as the server keeps the
+/// connection): a watch is quiet for as long as nothing changes, so it cannot have a list's
+/// read timeout.
+pub async fn client_reading(
+    env: &Environment,
+    read_timeout: Option<std::time::Duration>,
+) -> Result<Client, KubeError> {
     let options = KubeConfigOptions {
         context: env.kube.context.clone(),
         cluster: None,
@@ -37,7 +47,7 @@ pub async fn client(env: &Environment) -> Result<Client, KubeError> {
             // In a pod with no kubeconfig: the service account.
             Some(in_cluster) => {
                 return in_cluster
-                    .client(env.kube.timeout.into())
+                    .client(env.kube.timeout.into(), read_timeout)
                     .map_err(|err| KubeError::InCluster(err.to_string()));
             }
             None => Kubeconfig::read().map_err(|source| KubeError::DefaultKubeconfig {
@@ -52,9 +62,8 @@ pub async fn client(env: &Environment) -> Result<Client, KubeError> {
             context: env.kube.context.clone(),
             source,
         })?;
-    let timeout: std::time::Duration = env.kube.timeout.into();
-    config.connect_timeout = Some(timeout);
-    config.read_timeout = Some(timeout);
+    config.connect_timeout = Some(env.kube.timeout.into());
+    config.read_timeout = read_timeout;
     Client::try_from(config).map_err(|source| KubeError::Client { source })
 }
 
@@ -85,7 +94,7 @@ pub async fn collect_raw(
                 Ok(())
             })
             .await
-            .map(|()| items)
+            .map(|_| items)
         }
     })
     .await
@@ -122,15 +131,7 @@ where
 /// Collect the state of an environment from its cluster through `client` (or record for
 /// every kind why there is none).
 pub async fn collect(env: &Environment, client: &Result<Client, KubeError>) -> State {
-    // In a pod, the service account is used whatever context the file names.
-    let context = match (&env.kube.context, &env.kube.kubeconfig) {
-        (_, None) if super::in_cluster::from_process().is_some() => {
-            "(in-cluster service account)".to_string()
-        }
-        (Some(context), _) => context.clone(),
-        (None, _) => "(current context)".to_string(),
-    };
-    let mut state = State::empty(Source::Live { context }, Utc::now());
+    let mut state = State::empty(source(env), Utc::now());
     match client {
         Ok(client) => {
             let listed = each_kind(env, |kind| {
@@ -150,6 +151,19 @@ pub async fn collect(env: &Environment, client: &Result<Client, KubeError>) -> S
     }
     state.collected_at = Utc::now();
     state
+}
+
+/// Where a live state comes from: the kubeconfig context, or in a pod the service account
+/// (used whatever context the file names).
+pub fn source(env: &Environment) -> Source {
+    let context = match (&env.kube.context, &env.kube.kubeconfig) {
+        (_, None) if super::in_cluster::from_process().is_some() => {
+            "(in-cluster service account)".to_string()
+        }
+        (Some(context), _) => context.clone(),
+        (None, _) => "(current context)".to_string(),
+    };
+    Source::Live { context }
 }
 
 /// The Kubernetes API could not be used at all: the whole reason once, in
@@ -213,8 +227,19 @@ fn whole_api_down<'a, T: 'a>(
 
 /// Every object of one kind, typed page by page.
 pub async fn list_typed(client: Client, kind: Kind, page_size: u32) -> Result<Objects, KubeError> {
+    list_typed_at(client, kind, page_size)
+        .await
+        .map(|(objects, _)| objects)
+}
+
+/// [`list_typed`], with the revision the list is of (what a watch resumes from).
+pub async fn list_typed_at(
+    client: Client,
+    kind: Kind,
+    page_size: u32,
+) -> Result<(Objects, Option<String>), KubeError> {
     let mut all: Option<Objects> = None;
-    list_pages(client, kind, page_size, |texts, expected| {
+    let revision = list_pages(client, kind, page_size, |texts, expected| {
         let decode_error = |reason| ListError::Decode {
             resource: kind.coordinates().resource_name(),
             reason,
@@ -230,20 +255,22 @@ pub async fn list_typed(client: Client, kind: Kind, page_size: u32) -> Result<Ob
         Ok(())
     })
     .await?;
-    Ok(all.unwrap_or_else(|| Objects::empty(kind)))
+    Ok((all.unwrap_or_else(|| Objects::empty(kind)), revision))
 }
 
 /// Every page of one kind, following `continue` tokens; `each` gets the texts of a page's
 /// objects, and how many objects the list is expected to hold from this page on (this
 /// page's plus the server's `remainingItemCount`, at most [`ROOM_AT_MOST`]: a hint for room,
 /// never a count anything is judged by), while the next page is fetched. A page that fails
-/// after the first leaves a partial list, so the whole kind is unread.
+/// after the first leaves a partial list, so the whole kind is unread. The list's
+/// `resourceVersion` (the first page's: every page is of that revision) is what a watch
+/// resumes from.
 pub async fn list_pages(
     client: Client,
     kind: Kind,
     page_size: u32,
     mut each: impl FnMut(&[&str], usize) -> Result<(), ListError>,
-) -> Result<(), KubeError> {
+) -> Result<Option<String>, KubeError> {
     let c = kind.coordinates();
     let resource = ApiResource {
         group: c.group.to_string(),
@@ -277,6 +304,7 @@ pub async fn list_pages(
         })
     };
     let mut listed = 0usize;
+    let mut revision = None;
     let mut pending = Some(fetch(None));
     while let Some(fetching) = pending.take() {
         let text = match fetching.await {
@@ -302,11 +330,14 @@ pub async fn list_pages(
         })?;
         // Ask for the next page before decoding this one.
         pending = page.next.clone().map(|token| fetch(Some(token)));
+        if revision.is_none() {
+            revision = page.revision.clone();
+        }
         let items = page.items();
         listed += items.len();
         each(&items, room(items.len(), page.remaining))?;
     }
-    Ok(())
+    Ok(revision)
 }
 
 /// One page of a list: its objects' texts and the token of the next page.
@@ -317,6 +348,8 @@ struct Page<'t> {
     next: Option<String>,
     /// The server's `remainingItemCount` (0 when it gives none).
     remaining: usize,
+    /// The list's `resourceVersion`.
+    revision: Option<String>,
 }
 
 /// For the page fuzz target: splitting a page never panics, and when both the one-pass scan
@@ -348,6 +381,7 @@ pub fn assert_page_paths_agree(text: &str) {
         fast.remaining, full.remaining,
         "remaining count of {text:?}"
     );
+    assert_eq!(fast.revision, full.revision, "revision of {text:?}");
 }
 
 /// `remainingItemCount` as a count of objects, when it is one.
@@ -376,6 +410,8 @@ impl<'t> Page<'t> {
             /// A hint only: a value that is not a count is no hint, never an error.
             #[serde(default, rename = "remainingItemCount")]
             remaining: Option<Value>,
+            #[serde(default, rename = "resourceVersion")]
+            revision: Option<String>,
         }
         // One pass splits the page and its items (an `items` that is not a list holds none).
         let Ok(page) = json_spans::document(text) else {
@@ -394,6 +430,7 @@ impl<'t> Page<'t> {
             canonical: None,
             next: meta.next.filter(|n| !n.is_empty()),
             remaining: count_hint(meta.remaining.as_ref()),
+            revision: meta.revision.filter(|r| !r.is_empty()),
         })
     }
 
@@ -405,6 +442,10 @@ impl<'t> Page<'t> {
             .filter(|n| !n.is_empty())
             .map(str::to_string);
         let remaining = count_hint(value["metadata"].get("remainingItemCount"));
+        let revision = value["metadata"]["resourceVersion"]
+            .as_str()
+            .filter(|r| !r.is_empty())
+            .map(str::to_string);
         let mut joined = String::new();
         let mut ranges = Vec::new();
         for item in value["items"]
@@ -421,6 +462,7 @@ impl<'t> Page<'t> {
             canonical: Some(Box::new((joined, ranges))),
             next,
             remaining,
+            revision,
         })
     }
 

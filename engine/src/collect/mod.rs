@@ -144,7 +144,15 @@ pub fn proxmox_place(
 
 /// Gate 4's evidence: the newest chaos report of the environment under `reports`.
 pub fn chaos_report(state: &mut State, env: &Environment, reports: &std::path::Path) {
-    state.chaos_report = match crate::report_files::newest_chaos(reports, &env.name) {
+    state.chaos_report = newest_chaos_report(env, reports);
+}
+
+/// The newest chaos report of the environment under `reports`, or why there is none.
+pub fn newest_chaos_report(
+    env: &Environment,
+    reports: &std::path::Path,
+) -> Collected<crate::state::Summary> {
+    match crate::report_files::newest_chaos(reports, &env.name) {
         Ok(Some(summary)) => Collected::Present(summary),
         Ok(None) => Collected::NotApplicable(format!(
             "no chaos report for {} under {}",
@@ -152,7 +160,7 @@ pub fn chaos_report(state: &mut State, env: &Environment, reports: &std::path::P
             reports.display()
         )),
         Err(err) => Collected::Absent(format!("the newest chaos report: {err}")),
-    };
+    }
 }
 
 #[cfg(test)]

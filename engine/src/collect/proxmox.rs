@@ -99,6 +99,7 @@ fn scope(access: &ProxmoxAccess) -> proxmox::VmScope {
 
 /// What Proxmox answered, before its VMs are matched to the Kubernetes nodes. Reading it
 /// does not need the nodes, so a live run reads it beside the Kubernetes lists.
+#[derive(Debug, Clone)]
 pub struct Read {
     inventory: proxmox::Inventory,
     /// This environment's VM scope.

@@ -86,6 +86,66 @@ macro_rules! registry {
             }
         }
 
+        /// One kind's objects by `namespace/name`, as a watch keeps them between events.
+        #[derive(Debug, Clone)]
+        pub enum Keyed {
+            $($kind(std::collections::BTreeMap<String, $ty>),)*
+        }
+
+        impl Keyed {
+            /// A listed kind's objects, by name (a name listed twice keeps the later).
+            pub fn from_objects(objects: Objects) -> Keyed {
+                match objects {
+                    $(Objects::$kind(items) => Keyed::$kind(
+                        items
+                            .into_iter()
+                            .map(|o| (gates_core::meta::ns_name(&o.metadata), o))
+                            .collect(),
+                    ),)*
+                }
+            }
+
+            /// Add or replace one object from a watch event; an object that does not fit
+            /// the kind's shape is the error, with its name.
+            pub fn upsert(&mut self, value: serde_json::Value) -> Result<(), String> {
+                match self {
+                    $(Keyed::$kind(items) => {
+                        let name = object_name(&value);
+                        let object: $ty = serde_json::from_value(value).map_err(|err| {
+                            format!("{} {name} has an unexpected shape: {err}", Kind::$kind.coordinates().kind)
+                        })?;
+                        items.insert(gates_core::meta::ns_name(&object.metadata), object);
+                    })*
+                }
+                Ok(())
+            }
+
+            /// Take away the object a watch said was deleted.
+            pub fn remove(&mut self, value: &serde_json::Value) {
+                let key = key_of(value);
+                match self {
+                    $(Keyed::$kind(items) => { items.remove(&key); })*
+                }
+            }
+
+            /// The objects, by name, for a state.
+            pub fn objects(&self) -> Objects {
+                match self {
+                    $(Keyed::$kind(items) => Objects::$kind(items.values().cloned().collect()),)*
+                }
+            }
+
+            pub fn len(&self) -> usize {
+                match self {
+                    $(Keyed::$kind(items) => items.len(),)*
+                }
+            }
+
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+        }
+
         /// The name of `kind`'s field in [`State`] (as it serializes).
         pub fn field_name(kind: Kind) -> &'static str {
             match kind {
@@ -165,6 +225,17 @@ pub fn name_in(text: &str) -> String {
         .map(|m| m.metadata)
         .unwrap_or_default();
     object_name(&serde_json::json!({ "metadata": meta }))
+}
+
+/// The key [`Keyed`] files an object under, read from its JSON as `meta::ns_name` reads it
+/// from the typed object (an empty namespace is none).
+fn key_of(value: &serde_json::Value) -> String {
+    let meta = &value["metadata"];
+    let name = meta["name"].as_str().unwrap_or("<unnamed>");
+    match meta["namespace"].as_str() {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    }
 }
 
 /// `namespace/name` or `name` of a JSON object, for messages.

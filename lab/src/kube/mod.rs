@@ -576,9 +576,10 @@ impl KubeApi {
             Ok(r) => r,
             Err(_) => return status(500, "InternalError", "response", None),
         };
+        let ends = self.shared.subscribe_watch_ends();
         match setup {
             Err(_) => {
-                let ev = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": format!("too old resource version: {}", since.unwrap_or(0)), "reason": "Expired", "code": 410}});
+                let ev = expired(since.unwrap_or(0));
                 tokio::spawn(async move {
                     let _ = tx.send(line(&ev)).await;
                 });
@@ -611,10 +612,19 @@ impl KubeApi {
                     tokio::pin!(deadline);
                     let mut tick = tokio::time::interval(Duration::from_secs(60));
                     tick.tick().await;
+                    let mut ends = ends;
+                    ends.borrow_and_update();
                     loop {
                         tokio::select! {
                             _ = &mut deadline => return,
                             _ = tx.closed() => return,
+                            _ = ends.changed() => {
+                                let expire = matches!(*ends.borrow(), crate::world::WatchEnd::Expire(_));
+                                if expire {
+                                    let _ = tx.send(line(&expired(last_rv))).await;
+                                }
+                                return;
+                            }
                             _ = tick.tick(), if bookmarks => {
                                 let bm = json!({"type": "BOOKMARK", "object": {"kind": def.kind, "apiVersion": def.api_version(), "metadata": {"resourceVersion": last_rv.to_string()}}});
                                 if tx.send(line(&bm)).await.is_err() { return; }
@@ -782,4 +792,10 @@ fn selectors(
         .transpose()
         .map_err(|e| bad_request(&e))?;
     Ok((labels, fields))
+}
+
+/// The error event a watch from a compacted revision gets (410 Expired, in the stream, as the
+/// API server's watch cache sends it).
+fn expired(revision: u64) -> Value {
+    json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": format!("too old resource version: {revision}"), "reason": "Expired", "code": 410}})
 }

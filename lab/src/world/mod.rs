@@ -645,6 +645,22 @@ pub struct Shared {
     notify: Notify,
     reach_tx: watch::Sender<Reachability>,
     stopped: std::sync::atomic::AtomicBool,
+    /// Open Kubernetes watches end when this changes, as they end on a real API server.
+    watch_ends: watch::Sender<WatchEnd>,
+}
+
+/// How the API server ends every open watch (a test hook).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WatchEnd {
+    /// Nothing has ended them yet.
+    #[default]
+    None,
+    /// The connections close, as when the API server restarts: a client resumes each watch
+    /// from the last revision it saw.
+    Close(u64),
+    /// Every watch gets a 410 Expired error event and every revision before now is compacted
+    /// away, as when etcd compacts past a watcher that fell behind: a client must list again.
+    Expire(u64),
 }
 
 impl Shared {
@@ -657,7 +673,35 @@ impl Shared {
             notify: Notify::new(),
             reach_tx,
             stopped: std::sync::atomic::AtomicBool::new(false),
+            watch_ends: watch::channel(WatchEnd::None).0,
         })
+    }
+
+    /// End every open Kubernetes watch `how` (a test hook: an API server restarting, or a
+    /// compaction past every watcher).
+    pub fn end_watches(&self, expire: bool) {
+        if expire {
+            let mut w = self.lock();
+            for env in &mut w.envs {
+                env.store.compact();
+            }
+        }
+        self.watch_ends.send_modify(|end| {
+            let n = match *end {
+                WatchEnd::None => 1,
+                WatchEnd::Close(n) | WatchEnd::Expire(n) => n + 1,
+            };
+            *end = if expire {
+                WatchEnd::Expire(n)
+            } else {
+                WatchEnd::Close(n)
+            };
+        });
+    }
+
+    /// Told when open watches are to end.
+    pub fn subscribe_watch_ends(&self) -> watch::Receiver<WatchEnd> {
+        self.watch_ends.subscribe()
     }
 
     fn lock(&self) -> MutexGuard<'_, World> {
@@ -697,6 +741,8 @@ impl Shared {
     pub fn shutdown(&self) {
         self.stopped
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        // Its connections close with it, as a server process's do when it exits.
+        self.end_watches(false);
         self.reach_tx.send_modify(|r| {
             for v in r
                 .hosts

@@ -247,6 +247,13 @@ impl Store {
         self.objs.get(&res).map(|m| m.len()).unwrap_or(0)
     }
 
+    /// Forget every past event: a watch or an exact list from any revision before now is
+    /// answered 410 Gone (etcd compacted to the current revision).
+    pub fn compact(&mut self) {
+        self.history.clear();
+        self.floor = self.rv;
+    }
+
     /// Events after `since` (for resuming a watch) and a receiver for what follows. Called
     /// under the world lock, so nothing can slip between the replay and the subscription.
     pub fn subscribe(&self, since: u64) -> Result<Subscription, TooOld> {

@@ -1,0 +1,514 @@
+//! What the feeds and the polls hand to the evaluation: each source's latest objects or
+//! answer, how current it is, and which parts of the state changed since the evaluation last
+//! took them. One lock, held only to move data in or out.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
+
+use crate::collect::kinds::Kind;
+use crate::collect::registry::{self, Keyed};
+use crate::state::{Collected, Input, State};
+
+/// How current one source is.
+#[derive(Debug, Clone, Default)]
+pub struct Health {
+    /// Its first whole read is in (objects, or the cluster's answer that there are none).
+    pub read: bool,
+    /// The last moment it was known current: a list, an event or bookmark, a watch opened.
+    pub current_at: Option<DateTime<Utc>>,
+    /// Since when it has not been, and the last reason.
+    pub broken: Option<(DateTime<Utc>, String)>,
+}
+
+impl Health {
+    fn current(&mut self, now: DateTime<Utc>) {
+        self.read = true;
+        self.current_at = Some(now);
+        self.broken = None;
+    }
+
+    fn broke(&mut self, now: DateTime<Utc>, why: &str) {
+        let since = self.broken.take().map_or(now, |(since, _)| since.min(now));
+        self.broken = Some((since, why.to_string()));
+    }
+
+    /// Known current at most `within` before `now`.
+    pub fn read_within(&self, now: DateTime<Utc>, within: std::time::Duration) -> bool {
+        self.current_at
+            .is_some_and(|at| (now - at).to_std().unwrap_or_default() <= within)
+    }
+
+    /// Broken for longer than `stale_after` at `now` (or never read, and broken that long).
+    pub fn stale(&self, now: DateTime<Utc>, stale_after: std::time::Duration) -> bool {
+        self.broken
+            .as_ref()
+            .is_some_and(|(since, _)| (now - *since).to_std().unwrap_or_default() >= stale_after)
+    }
+}
+
+/// One kind's latest objects, or the cluster's answer why there are none.
+#[derive(Debug)]
+struct KindFeed {
+    objects: Result<Keyed, String>,
+    /// An event whose object gates could not read: the kind is unread until listed again.
+    unreadable: Option<String>,
+    health: Health,
+}
+
+/// A polled part's latest value and its health.
+#[derive(Debug)]
+pub struct PolledPart<T> {
+    pub value: Collected<T>,
+    pub health: Health,
+}
+
+/// The measured load and the node metrics it stands for (`capacity.basis: prometheus`).
+pub type MeasuredLoad = (
+    Collected<Vec<crate::state::NodeMetrics>>,
+    Collected<gates_core::load::NodeLoad>,
+);
+
+/// Everything the polls read at once.
+#[derive(Debug, Default)]
+pub struct Polled {
+    pub talos: Option<Collected<crate::state::TalosState>>,
+    pub api: Option<Collected<crate::state::ApiState>>,
+    pub proxmox: Option<Collected<crate::collect::proxmox::Read>>,
+    /// `None` when not read this round; `Some(None)` when the load is not measured here.
+    pub load: Option<Option<MeasuredLoad>>,
+    pub chaos_report: Option<Collected<crate::state::Summary>>,
+    pub identity: Option<crate::state::provenance::ClusterIdentity>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    kinds: BTreeMap<Kind, KindFeed>,
+    talos: Option<PolledPart<crate::state::TalosState>>,
+    api: Option<PolledPart<crate::state::ApiState>>,
+    proxmox: Option<PolledPart<crate::collect::proxmox::Read>>,
+    /// `capacity.basis: prometheus`: the measured load, and the node metrics it stands for.
+    load: Option<PolledPart<(Vec<crate::state::NodeMetrics>, gates_core::load::NodeLoad)>>,
+    load_configured: bool,
+    chaos_report: Option<PolledPart<crate::state::Summary>>,
+    identity: Option<crate::state::provenance::ClusterIdentity>,
+    polls: usize,
+    /// Between polls: a polled part not read for longer than this and `stale_after` is stale
+    /// even while its poll has not yet failed (it hangs).
+    poll_interval: std::time::Duration,
+    dirty: BTreeSet<Input>,
+}
+
+/// The hand-over between the feeds, the polls and the evaluation.
+#[derive(Debug, Default)]
+pub struct Shared {
+    inner: Mutex<Inner>,
+    /// Woken on every change.
+    pub changed: Notify,
+}
+
+/// A source's name as the metrics and the page say it, and its health.
+#[derive(Debug, Clone)]
+pub struct SourceHealth {
+    pub source: String,
+    pub health: Health,
+}
+
+fn input_of(kind: Kind) -> Input {
+    match kind {
+        Kind::Node => Input::Nodes,
+        Kind::Pod => Input::Pods,
+        Kind::Deployment => Input::Deployments,
+        Kind::DaemonSet => Input::DaemonSets,
+        Kind::StatefulSet => Input::StatefulSets,
+        Kind::PodDisruptionBudget => Input::Pdbs,
+        Kind::Service => Input::Services,
+        Kind::Lease => Input::Leases,
+        Kind::L2AnnouncementPolicy => Input::L2Policies,
+        Kind::LonghornNode => Input::LonghornNodes,
+        Kind::LonghornVolume => Input::LonghornVolumes,
+        Kind::LonghornReplica => Input::LonghornReplicas,
+        Kind::LonghornSetting => Input::LonghornSettings,
+        Kind::NodeMetrics => Input::NodeMetrics,
+        Kind::PodMetrics => Input::PodMetrics,
+    }
+}
+
+/// Keep a polled value: a failed read keeps the last good value until it is stale (the
+/// evaluation then says so), anything else replaces it.
+fn keep<T>(part: &mut Option<PolledPart<T>>, fresh: Collected<T>, now: DateTime<Utc>) -> bool {
+    match (part.as_mut(), fresh) {
+        (Some(old), Collected::Absent(why)) if matches!(old.value, Collected::Present(_)) => {
+            old.health.broke(now, &why);
+            false
+        }
+        (Some(old), Collected::Absent(why)) => {
+            old.health.broke(now, &why);
+            old.health.read = true;
+            old.value = Collected::Absent(why);
+            true
+        }
+        (Some(old), value) => {
+            old.health.current(now);
+            old.value = value;
+            true
+        }
+        (None, value) => {
+            let mut health = Health::default();
+            match &value {
+                Collected::Absent(why) => {
+                    health.read = true;
+                    health.broke(now, why);
+                }
+                Collected::Present(_) | Collected::NotApplicable(_) => health.current(now),
+            }
+            *part = Some(PolledPart { value, health });
+            true
+        }
+    }
+}
+
+impl Shared {
+    /// A hand-over for polls every `poll_interval`.
+    pub fn new(poll_interval: std::time::Duration) -> Shared {
+        Shared {
+            inner: Mutex::new(Inner {
+                poll_interval,
+                ..Inner::default()
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let r = f(&mut inner);
+        drop(inner);
+        self.changed.notify_one();
+        r
+    }
+
+    fn feed(inner: &mut Inner, kind: Kind) -> &mut KindFeed {
+        inner.kinds.entry(kind).or_insert_with(|| KindFeed {
+            objects: Err("not read yet".to_string()),
+            unreadable: None,
+            health: Health::default(),
+        })
+    }
+
+    /// A whole list of `kind` came in.
+    pub fn listed(&self, kind: Kind, objects: Keyed) {
+        self.with(|inner| {
+            let feed = Shared::feed(inner, kind);
+            feed.objects = Ok(objects);
+            feed.unreadable = None;
+            feed.health.current(Utc::now());
+            inner.dirty.insert(input_of(kind));
+        });
+    }
+
+    /// The cluster answered that `kind` cannot be listed, and why.
+    pub fn answered(&self, kind: Kind, why: String) {
+        self.with(|inner| {
+            let feed = Shared::feed(inner, kind);
+            feed.objects = Err(why);
+            feed.unreadable = None;
+            feed.health.current(Utc::now());
+            inner.dirty.insert(input_of(kind));
+        });
+    }
+
+    /// `kind`'s feed failed, and has not been current since `since`; what it holds stays
+    /// until it is stale.
+    pub fn broken(&self, kind: Kind, since: DateTime<Utc>, why: &str) {
+        self.with(|inner| Shared::feed(inner, kind).health.broke(since, why));
+    }
+
+    /// A watch of `kind` is open (or told it is current with a bookmark).
+    pub fn watching(&self, kind: Kind) {
+        self.with(|inner| {
+            let feed = Shared::feed(inner, kind);
+            let was_broken = feed.health.broken.is_some();
+            feed.health.current(Utc::now());
+            if was_broken {
+                inner.dirty.insert(input_of(kind));
+            }
+        });
+    }
+
+    /// An object added or changed.
+    pub fn upsert(&self, kind: Kind, object: serde_json::Value) {
+        self.with(|inner| {
+            let feed = Shared::feed(inner, kind);
+            feed.health.current(Utc::now());
+            if let Ok(objects) = &mut feed.objects
+                && let Err(why) = objects.upsert(object)
+            {
+                feed.unreadable = Some(why);
+            }
+            inner.dirty.insert(input_of(kind));
+        });
+    }
+
+    /// An object deleted.
+    pub fn remove(&self, kind: Kind, object: &serde_json::Value) {
+        self.with(|inner| {
+            let feed = Shared::feed(inner, kind);
+            feed.health.current(Utc::now());
+            if let Ok(objects) = &mut feed.objects {
+                objects.remove(object);
+            }
+            inner.dirty.insert(input_of(kind));
+        });
+    }
+
+    /// One round of polls came in.
+    pub fn polled(&self, polled: Polled) {
+        self.with(|inner| {
+            let now = Utc::now();
+            inner.polls += 1;
+            inner.dirty.insert(Input::Clock);
+            if let Some(value) = polled.talos
+                && keep(&mut inner.talos, value, now)
+            {
+                inner.dirty.insert(Input::Talos);
+            }
+            if let Some(value) = polled.api
+                && keep(&mut inner.api, value, now)
+            {
+                inner.dirty.insert(Input::Api);
+            }
+            if let Some(value) = polled.proxmox
+                && keep(&mut inner.proxmox, value, now)
+            {
+                inner.dirty.insert(Input::Proxmox);
+            }
+            if let Some(value) = polled.chaos_report
+                && keep(&mut inner.chaos_report, value, now)
+            {
+                inner.dirty.insert(Input::ChaosReport);
+            }
+            if let Some(Some((metrics, load))) = polled.load {
+                inner.load_configured = true;
+                let value = match (metrics, load) {
+                    (Collected::Present(m), Collected::Present(l)) => Collected::Present((m, l)),
+                    (Collected::Absent(why), _) | (_, Collected::Absent(why)) => {
+                        Collected::Absent(why)
+                    }
+                    (Collected::NotApplicable(why), _) | (_, Collected::NotApplicable(why)) => {
+                        Collected::NotApplicable(why)
+                    }
+                };
+                if keep(&mut inner.load, value, now) {
+                    inner.dirty.extend([Input::NodeLoad, Input::NodeMetrics]);
+                }
+            }
+            if let Some(identity) = polled.identity
+                && inner.identity.as_ref() != Some(&identity)
+            {
+                inner.identity = Some(identity);
+                inner.dirty.insert(Input::ClusterIdentity);
+            }
+        });
+    }
+
+    /// Whether every source's first read is in.
+    pub fn ready(&self) -> bool {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.polls > 0
+            && Kind::ALL
+                .iter()
+                .all(|kind| inner.kinds.get(kind).is_some_and(|f| f.health.read))
+    }
+
+    /// Every source with its health, kinds first, for the metrics.
+    pub fn health(&self) -> Vec<SourceHealth> {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all: Vec<SourceHealth> = Kind::ALL
+            .iter()
+            .map(|kind| SourceHealth {
+                source: kind.coordinates().resource_name(),
+                health: inner
+                    .kinds
+                    .get(kind)
+                    .map(|f| f.health.clone())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        let polled = [
+            ("talos", inner.talos.as_ref().map(|p| &p.health)),
+            ("api-endpoint", inner.api.as_ref().map(|p| &p.health)),
+            ("proxmox", inner.proxmox.as_ref().map(|p| &p.health)),
+            ("prometheus", inner.load.as_ref().map(|p| &p.health)),
+            (
+                "chaos-report",
+                inner.chaos_report.as_ref().map(|p| &p.health),
+            ),
+        ];
+        all.extend(polled.into_iter().filter_map(|(source, health)| {
+            health.map(|h| SourceHealth {
+                source: source.to_string(),
+                health: h.clone(),
+            })
+        }));
+        all
+    }
+
+    /// Move what changed into `state`, and make stale what has been broken longer than
+    /// `stale_after` (and fresh again what recovered); the parts that changed.
+    pub fn apply(
+        &self,
+        state: &mut State,
+        stale: &mut BTreeSet<Input>,
+        stale_after: std::time::Duration,
+    ) -> BTreeSet<Input> {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Utc::now();
+        let mut dirty = std::mem::take(&mut inner.dirty);
+        // What went stale, and what is no longer.
+        let stale_now = stale_parts(&inner, now, stale_after);
+        dirty.extend(stale_now.symmetric_difference(stale).copied());
+        if dirty.contains(&Input::Nodes) {
+            // The VMs are matched to the nodes.
+            dirty.insert(Input::Proxmox);
+        }
+        for input in &dirty {
+            apply_one(&inner, state, *input, now);
+            if let Some(why) = stale_now
+                .get(input)
+                .and_then(|_| stale_reason(&inner, *input, stale_after))
+            {
+                state.make_absent(*input, &why);
+            }
+        }
+        *stale = stale_now;
+        dirty
+    }
+}
+
+/// The parts broken for longer than `stale_after`.
+fn stale_parts(
+    inner: &Inner,
+    now: DateTime<Utc>,
+    stale_after: std::time::Duration,
+) -> BTreeSet<Input> {
+    let mut parts: BTreeSet<Input> = inner
+        .kinds
+        .iter()
+        .filter(|(_, feed)| feed.health.stale(now, stale_after))
+        .map(|(kind, _)| input_of(*kind))
+        .collect();
+    let polled = [
+        (Input::Talos, inner.talos.as_ref().map(|p| &p.health)),
+        (Input::Api, inner.api.as_ref().map(|p| &p.health)),
+        (Input::Proxmox, inner.proxmox.as_ref().map(|p| &p.health)),
+        (Input::NodeLoad, inner.load.as_ref().map(|p| &p.health)),
+        (
+            Input::ChaosReport,
+            inner.chaos_report.as_ref().map(|p| &p.health),
+        ),
+    ];
+    let unread_at_most = inner.poll_interval + stale_after;
+    parts.extend(
+        polled
+            .into_iter()
+            .filter(|(_, h)| {
+                h.is_some_and(|h| h.stale(now, stale_after) || !h.read_within(now, unread_at_most))
+            })
+            .map(|(input, _)| input),
+    );
+    if parts.contains(&Input::NodeLoad) {
+        parts.insert(Input::NodeMetrics);
+    }
+    parts
+}
+
+/// `state older than 2m: pods/v1 has not been current since 12:00:01Z (connection refused)`.
+fn stale_reason(inner: &Inner, input: Input, stale_after: std::time::Duration) -> Option<String> {
+    let (source, health) = match input {
+        Input::Talos => ("the Talos API".to_string(), &inner.talos.as_ref()?.health),
+        Input::Api => ("the API endpoint".to_string(), &inner.api.as_ref()?.health),
+        Input::Proxmox => ("Proxmox".to_string(), &inner.proxmox.as_ref()?.health),
+        Input::NodeLoad | Input::NodeMetrics if inner.load_configured => {
+            ("Prometheus".to_string(), &inner.load.as_ref()?.health)
+        }
+        Input::ChaosReport => (
+            "the chaos reports".to_string(),
+            &inner.chaos_report.as_ref()?.health,
+        ),
+        other => {
+            let kind = *Kind::ALL.iter().find(|k| input_of(**k) == other)?;
+            (
+                kind.coordinates().resource_name(),
+                &inner.kinds.get(&kind)?.health,
+            )
+        }
+    };
+    let unanswered = (
+        health.current_at.unwrap_or_default(),
+        "its last read has not answered".to_string(),
+    );
+    let (since, why) = health.broken.as_ref().unwrap_or(&unanswered);
+    Some(format!(
+        "state older than {}: {source} has not been current since {}: {why}",
+        humantime::format_duration(stale_after),
+        since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    ))
+}
+
+/// Put the latest of `input` into `state`.
+fn apply_one(inner: &Inner, state: &mut State, input: Input, now: DateTime<Utc>) {
+    fn value<T: Clone>(part: &Option<PolledPart<T>>) -> Collected<T> {
+        part.as_ref().map_or_else(
+            || Collected::Absent("not read yet".to_string()),
+            |p| p.value.clone(),
+        )
+    }
+    match input {
+        Input::Clock => state.collected_at = now,
+        Input::ClusterIdentity => {
+            state.cluster_identity = inner.identity.clone().unwrap_or_default();
+        }
+        Input::Talos => state.talos = value(&inner.talos),
+        Input::Api => state.api = value(&inner.api),
+        Input::ChaosReport => state.chaos_report = value(&inner.chaos_report),
+        Input::Proxmox => {
+            state.proxmox = crate::collect::proxmox_place(
+                value(&inner.proxmox),
+                state.nodes.present().map(Vec::as_slice),
+            );
+        }
+        Input::NodeLoad => {
+            if inner.load_configured {
+                state.node_load = match value(&inner.load) {
+                    Collected::Present((_, load)) => Collected::Present(load),
+                    Collected::Absent(why) => Collected::Absent(why),
+                    Collected::NotApplicable(why) => Collected::NotApplicable(why),
+                };
+            }
+        }
+        Input::NodeMetrics if inner.load_configured => {
+            state.node_metrics = match value(&inner.load) {
+                Collected::Present((metrics, _)) => Collected::Present(metrics),
+                Collected::Absent(why) => Collected::Absent(why),
+                Collected::NotApplicable(why) => Collected::NotApplicable(why),
+            };
+        }
+        kind_input => {
+            let Some(kind) = Kind::ALL.into_iter().find(|k| input_of(*k) == kind_input) else {
+                return;
+            };
+            let objects = match inner.kinds.get(&kind) {
+                None => Err("not read yet".to_string()),
+                Some(feed) => match (&feed.unreadable, &feed.objects) {
+                    (Some(why), _) => Err(why.clone()),
+                    (None, Ok(objects)) => Ok(objects.objects()),
+                    (None, Err(why)) => Err(why.clone()),
+                },
+            };
+            registry::store(state, kind, objects);
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! `gates watch ENV`: the engine's watch (`gates_engine::watch`) serving its evaluations over
+//! HTTP (`output::served`), with a line on stderr for each verdict that changes, until
+//! SIGTERM or Ctrl-C stops it cleanly.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use gates_core::exit::ExitCode;
+use gates_engine::watch::{Published, WatchOptions};
+
+use crate::cli::WatchArgs;
+use crate::config::Config;
+use crate::error::AppError;
+use crate::streams::Streams;
+use crate::verdict::Verdict;
+
+pub async fn run(
+    config: &Config,
+    config_dir: &Path,
+    args: WatchArgs,
+    streams: &mut Streams,
+) -> Result<ExitCode, AppError> {
+    config.environment(&args.env)?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|source| AppError::Listen {
+            addr: args.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| AppError::Listen {
+        addr: args.listen,
+        source,
+    })?;
+    let (publish, mut newest) = tokio::sync::watch::channel(None);
+    let options = WatchOptions {
+        env: args.env.clone(),
+        reports: args.reports.clone(),
+        interval: args.interval,
+        stale_after: args.stale_after,
+        debounce: args.debounce,
+    };
+    let mut engine = tokio::spawn(gates_engine::watch::run(
+        config.clone(),
+        config_dir.to_path_buf(),
+        options,
+        publish,
+    ));
+    let server = tokio::spawn(crate::output::served::serve(listener, newest.clone()));
+    streams.say(format_args!(
+        "watching {}: serving http://{addr}/ (/metrics, /healthz, /readyz)",
+        args.env
+    ));
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|source| AppError::Listen {
+        addr: args.listen,
+        source,
+    })?;
+    let mut lines = Lines::default();
+    let outcome = loop {
+        tokio::select! {
+            _ = terminate.recv() => break Ok("SIGTERM"),
+            _ = tokio::signal::ctrl_c() => break Ok("Ctrl-C"),
+            ended = &mut engine => break match ended {
+                Ok(Err(err)) => Err(AppError::Watch(err)),
+                // The engine runs until it is dropped; ending otherwise is a bug, said as one.
+                Ok(Ok(())) | Err(_) => Err(AppError::Usage("the watch ended by itself".into())),
+            },
+            changed = newest.changed() => {
+                if changed.is_err() {
+                    continue;
+                }
+                let published = newest.borrow_and_update().clone();
+                if let Some(published) = published {
+                    lines.say(&published, streams);
+                }
+            }
+        }
+    };
+    engine.abort();
+    server.abort();
+    let stopped_by = outcome?;
+    streams.say(format_args!("stopped by {stopped_by}"));
+    Ok(ExitCode::Passed)
+}
+
+/// What the terminal was last told: each trial's verdict, and readiness.
+#[derive(Default)]
+struct Lines {
+    verdicts: BTreeMap<String, Verdict>,
+    ready: bool,
+}
+
+impl Lines {
+    /// A line for each trial whose verdict changed, and one when the watch becomes ready.
+    fn say(&mut self, published: &Arc<Published>, streams: &mut Streams) {
+        let at = published.at.format("%H:%M:%SZ");
+        for trial in &published.record.trials {
+            let now = trial.finding.verdict;
+            let before = self.verdicts.insert(trial.name.clone(), now);
+            if before != Some(now) && self.ready {
+                let was = before.map_or("-", Verdict::as_str);
+                let now = now.as_str();
+                streams.say(format_args!(
+                    "{at} {}: {was} -> {now}: {}",
+                    trial.name, trial.finding.summary
+                ));
+            }
+        }
+        if published.ready && !self.ready {
+            let tally = &published.record.tally;
+            streams.say(format_args!(
+                "{at} ready: every source read; {} passed, {} failed, {} errors, {} skipped",
+                tally.passed, tally.failed, tally.errors, tally.skipped
+            ));
+        }
+        self.ready = published.ready;
+    }
+}

@@ -1,0 +1,376 @@
+//! `gates watch` on the lab: it serves the verdicts a one-shot `check` gives once every
+//! source is read; a change in the cluster reaches its metrics through the watch; a watch the
+//! API server closes is resumed from its revision and one it expires (410) is listed again;
+//! a cluster that stops answering turns the trials into errors naming the state's age, never
+//! a stale pass; SIGTERM stops it cleanly.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use gates_lab::resources::Res;
+
+use crate::support::*;
+
+const LAB_SUBNET: u8 = 186;
+const COREDNS: &str = "gate2::lab::replicated-controller::coredns";
+
+/// A running `gates watch` and everything it has said on stderr.
+struct Watch {
+    child: Child,
+    said: Arc<Mutex<Vec<String>>>,
+    base: String,
+}
+
+impl Watch {
+    fn start(env_dir: &std::path::Path, reports: &std::path::Path) -> Watch {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("gates"))
+            .current_dir(root())
+            .env("NO_COLOR", "1")
+            .env_remove("GATES_LOG")
+            .arg("--config")
+            .arg(root().join("gates"))
+            .arg("--env-dir")
+            .arg(env_dir)
+            .args([
+                "watch",
+                "lab",
+                "--listen",
+                "127.0.0.1:0",
+                "--interval",
+                "2s",
+                "--stale-after",
+                "3s",
+                "--debounce",
+                "100ms",
+                "--reports",
+            ])
+            .arg(reports)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("gates watch starts");
+        let said = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let said = said.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if let Some(at) = line.find("http://") {
+                        let addr = line[at..].split_whitespace().next().unwrap().to_string();
+                        let _ = tx.send(addr.trim_end_matches('/').to_string());
+                    }
+                    said.lock().unwrap().push(line);
+                }
+            });
+        }
+        let base = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("gates watch says where it serves");
+        assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+        Watch { child, said, base }
+    }
+
+    async fn get(&self, path: &str) -> (u16, String) {
+        let response = reqwest::get(format!("{}{path}", self.base))
+            .await
+            .unwrap_or_else(|err| panic!("GET {path}: {err}"));
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+
+    /// Each trial's verdict as the served metrics say it.
+    async fn verdicts(&self) -> Vec<(String, String)> {
+        let (status, text) = self.get("/metrics").await;
+        assert_eq!(status, 200);
+        let mut verdicts: Vec<(String, String)> = text
+            .lines()
+            .filter(|l| l.starts_with("gates_trial_verdict{") && l.ends_with(" 1"))
+            .map(|l| (label(l, "trial"), label(l, "verdict")))
+            .collect();
+        verdicts.sort();
+        verdicts
+    }
+
+    async fn verdict_of(&self, trial: &str) -> Option<String> {
+        self.verdicts()
+            .await
+            .into_iter()
+            .find(|(name, _)| name == trial)
+            .map(|(_, v)| v)
+    }
+
+    /// Wait until `trial`'s served verdict is `want`.
+    async fn until_verdict(&self, trial: &str, want: &str, within: Duration) {
+        let start = Instant::now();
+        loop {
+            let now = self.verdict_of(trial).await;
+            if now.as_deref() == Some(want) {
+                return;
+            }
+            assert!(
+                start.elapsed() < within,
+                "{trial} stayed {now:?}, not {want}, for {within:?}; said:\n{}",
+                self.said.lock().unwrap().join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn said(&self) -> String {
+        self.said.lock().unwrap().join("\n")
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+fn label(line: &str, key: &str) -> String {
+    let start = line.find(&format!("{key}=\"")).unwrap() + key.len() + 2;
+    line[start..][..line[start..].find('"').unwrap()].to_string()
+}
+
+/// The lab's Kubernetes requests for `path_part` (as `verb path`), in order.
+async fn kube_requests(lab: &gates_lab::Lab, path_part: &str) -> Vec<String> {
+    let log: serde_json::Value = reqwest::get(format!("{}/requests", lab.control_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    log.as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["protocol"] == "kube")
+        .map(|r| r["path"].as_str().unwrap().to_string())
+        .filter(|p| p.contains(path_part))
+        .collect()
+}
+
+fn coredns_pdb(lab: &gates_lab::Lab, delete: bool) -> Option<serde_json::Value> {
+    lab.shared.change(|w, _| {
+        let env = w.envs.iter_mut().find(|e| e.spec.name == "lab").unwrap();
+        let pdb = env
+            .store
+            .get(Res::PodDisruptionBudgets, "kube-system", "coredns")
+            .map(|o| (*o).clone());
+        if delete {
+            env.store
+                .delete(Res::PodDisruptionBudgets, "kube-system", "coredns");
+        }
+        pdb
+    })
+}
+
+fn put_back(lab: &gates_lab::Lab, pdb: serde_json::Value) {
+    lab.shared.change(|w, _| {
+        let env = w.envs.iter_mut().find(|e| e.spec.name == "lab").unwrap();
+        env.store.put(Res::PodDisruptionBudgets, pdb);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_serves_what_check_says_follows_changes_resumes_relists_goes_stale_and_stops_on_sigterm()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    // A stopped API server refuses connections and closes the open ones, as a server process
+    // does when it exits (the default, a stalling address, is a host that lost power: its
+    // open watches go silent, which a watch notices when no bookmark comes).
+    let scenario = dir.path().join("refusing.yaml");
+    std::fs::write(
+        &scenario,
+        "name: adr-007-refusing\nextends: adr-007\nset:\n  unreachable: refuse\n",
+    )
+    .unwrap();
+    let lab = start_lab(scenario.to_str().unwrap(), LAB_SUBNET, dir.path()).await;
+    let env_dir = dir.path().join("environments");
+    let reports = dir.path().join("reports");
+    let watch = Watch::start(&env_dir, &reports);
+
+    // Not ready until every source is read; then ready, and healthy all along.
+    let start = Instant::now();
+    loop {
+        let (status, body) = watch.get("/readyz").await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        assert!(body.starts_with("not ready"), "{body}");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "never ready: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(watch.get("/healthz").await.0, 200);
+    assert_eq!(watch.get("/nothing-here").await.0, 404);
+
+    // The served verdicts are the one-shot check's.
+    let out = tokio::task::spawn_blocking({
+        let env_dir = env_dir.clone();
+        let reports = reports.clone();
+        move || {
+            gates_with_config(&reports)
+                .arg("--env-dir")
+                .arg(&env_dir)
+                .args(["check", "lab", "--format", "json", "--reports"])
+                .arg(&reports)
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|err| panic!("{err}: {}", stderr(&out)));
+    let mut checked = trial_verdicts(&json);
+    checked.sort();
+    assert!(checked.len() > 15, "{checked:?}");
+    assert_eq!(watch.verdicts().await, checked);
+    assert_eq!(watch.verdict_of(COREDNS).await.as_deref(), Some("pass"));
+    let (status, page) = watch.get("/").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("<title>gates check lab"), "{page}");
+    let metrics = watch.get("/metrics").await.1;
+    assert!(metrics.contains("gates_watch_ready 1"), "{metrics}");
+    assert!(
+        metrics.contains("gates_watch_source_up{source=\"pods/v1\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.ends_with("# EOF\n"));
+
+    // A change reaches the metrics through the watch (no list of PDBs after the first).
+    let pdb_lists = |paths: &[String]| paths.iter().filter(|p| !p.contains("watch=")).count();
+    let before = kube_requests(&lab, "/poddisruptionbudgets").await;
+    let pdb = coredns_pdb(&lab, true).expect("the lab has coredns's PDB");
+    watch
+        .until_verdict(COREDNS, "fail", Duration::from_secs(10))
+        .await;
+    // The terminal line follows the same evaluation (printed after it is served).
+    let start = Instant::now();
+    while !watch.said().contains(&format!("{COREDNS}: pass -> fail")) {
+        assert!(start.elapsed() < Duration::from_secs(5), "{}", watch.said());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = kube_requests(&lab, "/poddisruptionbudgets").await;
+    assert_eq!(pdb_lists(&after), pdb_lists(&before), "{after:#?}");
+
+    // The API server closes every watch (a restart): each is resumed from its revision,
+    // without a list, and changes still arrive.
+    lab.shared.end_watches(false);
+    put_back(&lab, pdb.clone());
+    watch
+        .until_verdict(COREDNS, "pass", Duration::from_secs(10))
+        .await;
+    let resumed = kube_requests(&lab, "/poddisruptionbudgets").await;
+    assert_eq!(pdb_lists(&resumed), pdb_lists(&before), "{resumed:#?}");
+    let watches: Vec<&String> = resumed.iter().filter(|p| p.contains("watch=")).collect();
+    assert!(watches.len() >= 2, "{resumed:#?}");
+    let last = watches.last().unwrap();
+    let revision: u64 = last
+        .split(['?', '&'])
+        .find_map(|pair| pair.strip_prefix("resourceVersion="))
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_default();
+    assert!(revision > 0, "the watch resumes from a revision: {last}");
+
+    // The API server expires every watch (410 Gone): each kind is listed again, and changes
+    // still arrive.
+    lab.shared.end_watches(true);
+    let start = Instant::now();
+    while pdb_lists(&kube_requests(&lab, "/poddisruptionbudgets").await) == pdb_lists(&before) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no list after 410"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    coredns_pdb(&lab, true);
+    watch
+        .until_verdict(COREDNS, "fail", Duration::from_secs(10))
+        .await;
+    put_back(&lab, pdb);
+    watch
+        .until_verdict(COREDNS, "pass", Duration::from_secs(10))
+        .await;
+
+    // The cluster stops answering: past --stale-after every trial that reads it is an error
+    // that says how old its state is.
+    lab.stop().await;
+    watch
+        .until_verdict(COREDNS, "error", Duration::from_secs(20))
+        .await;
+    let (_, page) = watch.get("/").await;
+    assert!(page.contains("state older than 3s"), "{page}");
+    // The polled sources too (Talos, Proxmox, the API endpoint), once a poll has gone
+    // unanswered past the interval and the allowance.
+    let start = Instant::now();
+    loop {
+        let passing: Vec<(String, String)> = watch
+            .verdicts()
+            .await
+            .into_iter()
+            .filter(|(_, v)| v == "pass")
+            .collect();
+        let metrics = watch.get("/metrics").await.1;
+        if passing.is_empty() && metrics.contains("gates_watch_source_up{source=\"pods/v1\"} 0") {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "still passing on a stale state: {passing:?}\n{}",
+            watch.said()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // SIGTERM stops it cleanly.
+    let mut watch = watch;
+    let pid = watch.child.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = watch.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", watch.said());
+    assert!(
+        watch.said().contains("stopped by SIGTERM"),
+        "{}",
+        watch.said()
+    );
+}
+
+/// The check kinds' declared inputs, on a whole live state (the fixtures have no Talos,
+/// Proxmox or API endpoint): withholding any part a kind does not declare leaves its
+/// findings as they were, so a watch re-evaluates every trial a change can move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_live_lab_state_every_check_kind_declares_every_part_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let _lab = start_lab("adr-007", LAB_SUBNET + 1, dir.path()).await;
+    let config = gates_engine::config::Config::load(
+        &root().join("gates"),
+        &[dir.path().join("environments")],
+    )
+    .expect("the configuration with the lab's environments");
+    for name in ["lab", "lab-production"] {
+        let env = config.environment(name).unwrap();
+        let state = gates_engine::collect::live(&config, env).await;
+        assert!(state.talos.present().is_some() && state.proxmox.present().is_some());
+        let specs = gates_engine::runner::trials(&config, env);
+        assert!(specs.len() > 5, "{name}: {} trials", specs.len());
+        for spec in &specs {
+            let undeclared =
+                gates_core::checks::testing::undeclared_inputs(&spec.check, env, &state);
+            assert!(
+                undeclared.is_empty(),
+                "{} reads {undeclared:?} undeclared",
+                spec.name
+            );
+        }
+    }
+}
