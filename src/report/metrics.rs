@@ -166,6 +166,14 @@ pub fn watch(
             );
         }
     }
+    for s in &published.sources {
+        m.gauge(
+            "gates_watch_source_reads",
+            "Whole reads of the source since the watch started: a kind is listed once, then again after each 410 Gone; a polled source once per interval.",
+            source(s),
+            s.health.reads as f64,
+        );
+    }
     m.gauge(
         "gates_watch_evaluation_timestamp_seconds",
         "When the newest evaluation was made, as a Unix time.",

@@ -17,14 +17,14 @@ const LAB_SUBNET: u8 = 186;
 const COREDNS: &str = "gate2::lab::replicated-controller::coredns";
 
 /// A running `gates watch` and everything it has said on stderr.
-struct Watch {
-    child: Child,
+pub(crate) struct Watch {
+    pub(crate) child: Child,
     said: Arc<Mutex<Vec<String>>>,
     base: String,
 }
 
 impl Watch {
-    fn start(env_dir: &std::path::Path, reports: &std::path::Path) -> Watch {
+    pub(crate) fn start(env_dir: &std::path::Path, reports: &std::path::Path) -> Watch {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("gates"))
             .current_dir(root())
             .env("NO_COLOR", "1")
@@ -73,7 +73,7 @@ impl Watch {
         Watch { child, said, base }
     }
 
-    async fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, String) {
         let response = reqwest::get(format!("{}{path}", self.base))
             .await
             .unwrap_or_else(|err| panic!("GET {path}: {err}"));
@@ -81,7 +81,7 @@ impl Watch {
     }
 
     /// Each trial's verdict as the served metrics say it.
-    async fn verdicts(&self) -> Vec<(String, String)> {
+    pub(crate) async fn verdicts(&self) -> Vec<(String, String)> {
         let (status, text) = self.get("/metrics").await;
         assert_eq!(status, 200);
         let mut verdicts: Vec<(String, String)> = text
@@ -93,7 +93,7 @@ impl Watch {
         verdicts
     }
 
-    async fn verdict_of(&self, trial: &str) -> Option<String> {
+    pub(crate) async fn verdict_of(&self, trial: &str) -> Option<String> {
         self.verdicts()
             .await
             .into_iter()
@@ -102,7 +102,7 @@ impl Watch {
     }
 
     /// Wait until `trial`'s served verdict is `want`.
-    async fn until_verdict(&self, trial: &str, want: &str, within: Duration) {
+    pub(crate) async fn until_verdict(&self, trial: &str, want: &str, within: Duration) {
         let start = Instant::now();
         loop {
             let now = self.verdict_of(trial).await;
@@ -120,6 +120,25 @@ impl Watch {
 
     fn said(&self) -> String {
         self.said.lock().unwrap().join("\n")
+    }
+
+    /// A served metric's value, by its whole series text (`name{labels}`).
+    pub(crate) async fn metric(&self, series: &str) -> Option<f64> {
+        let text = self.get("/metrics").await.1;
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
+    /// SIGTERM, and the exit status with everything said.
+    pub(crate) fn terminate(mut self) -> (Option<i32>, String) {
+        let pid = self.child.id().to_string();
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = self.child.wait().unwrap();
+        (status.code(), self.said())
     }
 }
 
@@ -329,20 +348,9 @@ async fn a_watch_serves_what_check_says_follows_changes_resumes_relists_goes_sta
     }
 
     // SIGTERM stops it cleanly.
-    let mut watch = watch;
-    let pid = watch.child.id().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = watch.child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{}", watch.said());
-    assert!(
-        watch.said().contains("stopped by SIGTERM"),
-        "{}",
-        watch.said()
-    );
+    let (code, said) = watch.terminate();
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("stopped by SIGTERM"), "{said}");
 }
 
 /// The check kinds' declared inputs, on a whole live state (the fixtures have no Talos,

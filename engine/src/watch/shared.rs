@@ -21,6 +21,9 @@ pub struct Health {
     pub current_at: Option<DateTime<Utc>>,
     /// Since when it has not been, and the last reason.
     pub broken: Option<(DateTime<Utc>, String)>,
+    /// Whole lists (or polls) read: one, then one more for each 410 Gone (or each interval
+    /// for what cannot be watched). Lists that keep growing are a watch that cannot resume.
+    pub reads: u64,
 }
 
 impl Health {
@@ -139,6 +142,9 @@ fn input_of(kind: Kind) -> Input {
 /// Keep a polled value: a failed read keeps the last good value until it is stale (the
 /// evaluation then says so), anything else replaces it.
 fn keep<T>(part: &mut Option<PolledPart<T>>, fresh: Collected<T>, now: DateTime<Utc>) -> bool {
+    if let Some(old) = part.as_mut() {
+        old.health.reads += 1;
+    }
     match (part.as_mut(), fresh) {
         (Some(old), Collected::Absent(why)) if matches!(old.value, Collected::Present(_)) => {
             old.health.broke(now, &why);
@@ -156,7 +162,10 @@ fn keep<T>(part: &mut Option<PolledPart<T>>, fresh: Collected<T>, now: DateTime<
             true
         }
         (None, value) => {
-            let mut health = Health::default();
+            let mut health = Health {
+                reads: 1,
+                ..Health::default()
+            };
             match &value {
                 Collected::Absent(why) => {
                     health.read = true;
@@ -205,6 +214,7 @@ impl Shared {
             feed.objects = Ok(objects);
             feed.unreadable = None;
             feed.health.current(Utc::now());
+            feed.health.reads += 1;
             inner.dirty.insert(input_of(kind));
         });
     }
@@ -216,6 +226,7 @@ impl Shared {
             feed.objects = Err(why);
             feed.unreadable = None;
             feed.health.current(Utc::now());
+            feed.health.reads += 1;
             inner.dirty.insert(input_of(kind));
         });
     }

@@ -357,6 +357,54 @@ impl ControlPlane {
         }
     }
 
+    /// Stop kube-apiserver and start it again (etcd and the controllers keep running): its
+    /// watch cache starts over from etcd, as after a rollout of the API server.
+    pub async fn restart_apiserver(&mut self, timing: Timing) -> Result<(), String> {
+        if let Some(at) = self
+            .processes
+            .iter()
+            .position(|p| p.name == "kube-apiserver")
+        {
+            let mut p = self.processes.remove(at);
+            let _ = p.child.kill();
+            let _ = p.child.wait();
+        }
+        self.start_apiserver(timing).await
+    }
+
+    /// Write a key of gates' own straight to etcd (through its JSON gateway) and compact etcd
+    /// to the revision that makes: every revision a client saw before is gone, as after the
+    /// API server's periodic compaction when a watcher fell behind.
+    pub async fn compact_etcd(&self) -> Result<i64, String> {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let base = format!("http://{}:{ETCD_PORT}/v3", self.ip);
+        let http = plain_client()?;
+        let put: serde_json::Value = http
+            .post(format!("{base}/kv/put"))
+            .json(&serde_json::json!({"key": b64("/gates-test/compaction"), "value": b64("now")}))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        let revision: i64 = put["header"]["revision"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .ok_or_else(|| format!("etcd put answered {put}"))?;
+        let compacted = http
+            .post(format!("{base}/kv/compaction"))
+            .json(&serde_json::json!({"revision": revision.to_string(), "physical": true}))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if !compacted.status().is_success() {
+            return Err(format!("etcd compaction answered {}", compacted.status()));
+        }
+        Ok(revision)
+    }
+
     pub fn url(&self) -> String {
         format!("https://{}:{API_PORT}", self.ip)
     }
