@@ -263,3 +263,91 @@ fn the_chart_refuses_to_render_without_what_it_needs_naming_it() {
         assert!(stderr(&out).contains(said), "{key}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn the_chart_adds_a_watch_deployment_its_service_and_a_service_monitor_when_asked() {
+    let Some(helm) = helm() else { return };
+    // Off by default.
+    let docs = template(&helm, &staging_values());
+    assert!(of_kind(&docs, "Deployment").is_empty());
+    let values = [
+        staging_values(),
+        [
+            "--set",
+            "watch.enabled=true",
+            "--set",
+            "watch.serviceMonitor.enabled=true",
+            "--set",
+            "watch.serviceMonitor.labels.release=kube-prometheus-stack",
+            "--set",
+            "watch.staleAfter=5m",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ]
+    .concat();
+    let lint = run(&helm, &["lint", "--strict"], &values);
+    assert!(lint.status.success(), "{}\n{}", stdout(&lint), stderr(&lint));
+    let docs = template(&helm, &values);
+    let deployment = of_kind(&docs, "Deployment")[0];
+    let pod = &deployment["spec"]["template"];
+    let container = &pod["spec"]["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        args,
+        [
+            "--config",
+            "/etc/gates",
+            "watch",
+            "staging",
+            "--listen",
+            "0.0.0.0:9848",
+            "--interval",
+            "1m",
+            "--stale-after",
+            "5m",
+            "--reports",
+            "/reports"
+        ]
+    );
+    // The arguments are ones `gates watch` accepts.
+    let reports = tempfile::tempdir().unwrap();
+    let help = gates(reports.path()).args(["watch", "--help"]).output().unwrap();
+    for flag in args.iter().filter(|a| a.starts_with("--") && **a != "--config") {
+        assert!(stdout(&help).contains(flag), "{flag}");
+    }
+    assert_eq!(deployment["spec"]["replicas"], 1);
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["ports"][0]["containerPort"], 9848);
+    assert_eq!(
+        pod["spec"]["serviceAccountName"],
+        of_kind(&docs, "ServiceAccount")[0]["metadata"]["name"]
+    );
+    // The same configuration and secrets as the CronJob's pod.
+    let job = of_kind(&docs, "CronJob")[0];
+    let job_pod = &job["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(pod["spec"]["volumes"], job_pod["volumes"]);
+    assert_eq!(
+        container["volumeMounts"],
+        job_pod["containers"][0]["volumeMounts"]
+    );
+    // The Service selects the Deployment's pods, and the ServiceMonitor the Service.
+    let selector = &deployment["spec"]["selector"]["matchLabels"];
+    let service = of_kind(&docs, "Service")[0];
+    assert_eq!(&service["spec"]["selector"], selector);
+    for (key, value) in selector.as_object().unwrap() {
+        assert_eq!(&pod["metadata"]["labels"][key], value, "{key}");
+        assert_eq!(&service["metadata"]["labels"][key], value, "{key}");
+    }
+    let monitor = of_kind(&docs, "ServiceMonitor")[0];
+    assert_eq!(&monitor["spec"]["selector"]["matchLabels"], selector);
+    assert_eq!(monitor["spec"]["endpoints"][0]["port"], service["spec"]["ports"][0]["name"]);
+    assert_eq!(monitor["spec"]["endpoints"][0]["path"], "/metrics");
+    assert_eq!(monitor["metadata"]["labels"]["release"], "kube-prometheus-stack");
+}

@@ -150,7 +150,14 @@ async fn the_charts_manifests_apply_and_its_service_account_reads_as_the_reader(
     let Some(helm) = crate::helm_chart::helm() else {
         return;
     };
-    let docs = crate::helm_chart::template(&helm, &crate::helm_chart::staging_values());
+    // With the watch's Deployment and Service too (the ServiceMonitor needs the Prometheus
+    // Operator's CRDs, which this API server does not serve).
+    let values = [
+        crate::helm_chart::staging_values(),
+        vec!["--set".into(), "watch.enabled=true".into()],
+    ]
+    .concat();
+    let docs = crate::helm_chart::template(&helm, &values);
     let dir = tempfile::tempdir().unwrap();
     let all = dir.path().join("chart.json");
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": docs});
@@ -161,11 +168,13 @@ async fn the_charts_manifests_apply_and_its_service_account_reads_as_the_reader(
         &["apply", "--server-side", "--dry-run=server", "-f", &path],
     );
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
-    assert!(
-        stdout(&out).contains("cronjob.batch/t-gates serverside-applied (server dry run)"),
-        "{}",
-        stdout(&out)
-    );
+    for applied in [
+        "cronjob.batch/t-gates serverside-applied (server dry run)",
+        "deployment.apps/t-gates-watch serverside-applied (server dry run)",
+        "service/t-gates-watch serverside-applied (server dry run)",
+    ] {
+        assert!(stdout(&out).contains(applied), "{}", stdout(&out));
+    }
 
     let rbac: Vec<&Value> = docs
         .iter()

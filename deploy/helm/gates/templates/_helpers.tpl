@@ -22,3 +22,68 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "gates.fileKey" -}}
 {{- . | replace "/" "__" -}}
 {{- end -}}
+
+{{/* The image, which gates does not ship: required. */}}
+{{- define "gates.image" -}}
+{{ printf "%s:%s" (required "image.repository is required: gates ships no image" .Values.image.repository) (toString (required "image.tag is required" .Values.image.tag)) | quote }}
+{{- end -}}
+
+{{/* The pod's security context, the same for the CronJob's and the watch's pods. */}}
+{{- define "gates.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+seccompProfile: {type: RuntimeDefault}
+{{- end -}}
+
+{{/* What the gates container needs besides its arguments: secrets as variables, its
+     security context and its mounts. */}}
+{{- define "gates.containerCommon" -}}
+{{- with .Values.secretEnv }}
+env:
+  {{- range . }}
+  - name: {{ .name }}
+    valueFrom:
+      secretKeyRef: {name: {{ .secretName }}, key: {{ .key }}}
+  {{- end }}
+{{- end }}
+securityContext:
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  capabilities: {drop: [ALL]}
+volumeMounts:
+  - {name: config, mountPath: /etc/gates, readOnly: true}
+  - {name: reports, mountPath: /reports}
+  {{- range $i, $m := .Values.secretMounts }}
+  - {name: {{ printf "secret-%d" $i }}, mountPath: {{ $m.mountPath }}, readOnly: true}
+  {{- end }}
+{{- end -}}
+
+{{/* The configuration (environment and gate files from the ConfigMap), the reports'
+     scratch directory, and the secrets. */}}
+{{- define "gates.volumes" -}}
+- name: config
+  configMap:
+    name: {{ include "gates.fullname" . }}
+    items:
+      {{- range $name, $_ := .Values.environmentFiles }}
+      - key: {{ printf "environments__%s.yaml" $name }}
+        path: {{ printf "environments/%s.yaml" $name }}
+      {{- end }}
+      {{- range $path, $_ := .Values.gateFiles }}
+      - key: {{ include "gates.fileKey" $path }}
+        path: {{ $path }}
+      {{- end }}
+- name: reports
+  emptyDir: {}
+{{- range $i, $m := .Values.secretMounts }}
+- name: {{ printf "secret-%d" $i }}
+  secret: {secretName: {{ $m.secretName }}}
+{{- end }}
+{{- end -}}
+
+{{/* The labels that select the watch's pod (the Deployment's selector, the Service's). */}}
+{{- define "gates.watchSelector" -}}
+app.kubernetes.io/name: gates
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: watch
+{{- end -}}
