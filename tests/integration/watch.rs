@@ -382,3 +382,41 @@ async fn on_a_live_lab_state_every_check_kind_declares_every_part_it_reads() {
         }
     }
 }
+
+#[test]
+fn a_watch_that_cannot_reach_its_cluster_at_all_or_listen_stops_at_once_saying_why_once() {
+    let reports = tempfile::tempdir().unwrap();
+    let out = gates_with_config(reports.path())
+        .args([
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+            "watch",
+            "staging",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert_eq!(
+        said.matches("cannot read kubeconfig /nonexistent/kubeconfig").count(),
+        1,
+        "{said}"
+    );
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = gates_with_config(reports.path())
+        .args(["watch", "staging", "--listen", &addr])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("cannot listen on {addr}")),
+        "{}",
+        stderr(&out)
+    );
+}
