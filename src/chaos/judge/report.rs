@@ -261,7 +261,7 @@ pub(crate) mod tests {
         TrialResult {
             name: format!("gate4::lab::chaos::{name}"),
             gate: 4,
-            kind: "chaos-probe",
+            kind: "chaos-probe".into(),
             instance: Some(name.into()),
             finding,
             duration: Duration::from_secs_f64(secs),

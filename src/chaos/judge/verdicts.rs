@@ -84,7 +84,7 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
         .map(|(p, o)| TrialResult {
             name: format!("gate4::{}::chaos::{}", m.environment, p.name),
             gate: 4,
-            kind: "chaos-probe",
+            kind: "chaos-probe".into(),
             instance: Some(p.name.clone()),
             finding: o.finding.clone(),
             duration: sampled(&o.samples_span),
@@ -93,7 +93,7 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
     trials.push(TrialResult {
         name: format!("gate4::{}::chaos::recovery", m.environment),
         gate: 4,
-        kind: "chaos-recovery",
+        kind: "chaos-recovery".into(),
         instance: Some("recovery".into()),
         finding: recovery_finding(m),
         duration: m.recovery.took,
@@ -101,7 +101,7 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
     trials.push(TrialResult {
         name: format!("gate4::{}::chaos::no-manual-work", m.environment),
         gate: 4,
-        kind: "chaos-no-manual-work",
+        kind: "chaos-no-manual-work".into(),
         instance: Some("no-manual-work".into()),
         finding: no_manual_work(m.target, m.issued, m.lease, m.held),
         duration: Duration::ZERO,
@@ -113,7 +113,7 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
                 m.environment, signal.signal
             ),
             gate: 4,
-            kind: "chaos-split-brain",
+            kind: "chaos-split-brain".into(),
             instance: Some(format!("split-brain::{}", signal.signal)),
             finding: signal.finding.clone(),
             duration: Duration::ZERO,
