@@ -5,5 +5,9 @@
 //! Times on a run's timeline are [`std::time::Duration`]s in memory and seconds in the files
 //! ([`seconds`] says to what precision, and reads them back exactly).
 
+pub mod chaos;
+pub mod event;
+pub mod probe;
 pub mod seconds;
+pub mod timeline;
 pub mod trial;

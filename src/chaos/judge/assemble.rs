@@ -72,7 +72,7 @@ pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
             .collect(),
         started_at: report::timestamp(a.started_at),
         finished_at: report::timestamp(a.finished_at),
-        sample_interval: report::seconds(a.sample_interval),
+        sample_interval: gates_core::record::seconds::rounded(a.sample_interval),
         moments: a.moments.clone(),
         outcome: judged.outcome.clone(),
         interrupted: judged.interrupted.map(str::to_string),

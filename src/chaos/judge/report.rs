@@ -2,31 +2,23 @@
 //! `gates check` reads back for gate 4), `.xml` (JUnit, gate 4's testcases, in the Jenkins
 //! junit-10.xsd profile) and `.timeline.json` (every probe sample and event on one timeline).
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::chaos::budget::ProbeOutcome;
 use crate::chaos::events::Event;
 use crate::chaos::journal::PlannedVm;
 use crate::chaos::power::Issued;
-use crate::chaos::timeline::{Interval, Sample};
 use crate::report::junit::JunitWriter;
 use crate::runner::{Tally, TrialResult};
 use crate::verdict::Verdict;
 
-/// Times on the run's timeline (seconds since `started_at`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Moments {
-    pub fault: Option<f64>,
-    pub restore: Option<f64>,
-    pub running_again: Option<f64>,
-    pub recovered: Option<f64>,
-}
+pub use gates_core::record::chaos::Moments;
+pub use gates_core::record::event::HANDOVER_KINDS;
+pub use gates_core::record::timeline::Timeline;
 
 /// Everything one chaos run found.
 #[derive(Debug, Clone, Serialize)]
@@ -75,32 +67,8 @@ pub struct ChaosReport {
     pub split_brain: Option<Vec<crate::chaos::judge::split_brain::SignalOutcome>>,
 }
 
-/// The event kinds that say who took over from whom.
-pub const HANDOVER_KINDS: [&str; 3] = [
-    "api-vip-holder-changed",
-    "lease-holder-changed",
-    "etcd-leader-changed",
-];
-
-/// Every sample and event, for plotting and for comparing with other sources.
-#[derive(Debug, Clone, Serialize)]
-pub struct Timeline {
-    pub environment: String,
-    pub host: String,
-    pub started_at: String,
-    pub moments: Moments,
-    pub probes: BTreeMap<String, Vec<Sample>>,
-    /// Per probe, the intervals in which it could not tell (down or up).
-    pub unknown: BTreeMap<String, Vec<Interval>>,
-    pub events: Vec<Event>,
-}
-
 pub fn timestamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-pub fn seconds(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
 /// `reports/chaos-lab-20261129T201500Z` (extensions added by the writer), claimed so that
@@ -256,6 +224,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::verdict::Finding;
     use serde_json::Value;
+    use std::time::Duration;
 
     fn trial(name: &str, finding: Finding, secs: f64) -> TrialResult {
         TrialResult {
