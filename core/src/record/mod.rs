@@ -7,7 +7,10 @@
 
 pub mod chaos;
 pub mod event;
+pub mod power;
+pub mod prediction;
 pub mod probe;
 pub mod seconds;
+pub mod split_brain;
 pub mod timeline;
 pub mod trial;
