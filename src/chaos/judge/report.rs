@@ -6,66 +6,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
 
-use crate::chaos::budget::ProbeOutcome;
-use crate::chaos::events::Event;
-use crate::chaos::journal::PlannedVm;
-use crate::chaos::power::Issued;
 use crate::report::junit::JunitWriter;
-use crate::runner::{Tally, TrialResult};
-use crate::verdict::Verdict;
 
-pub use gates_core::record::chaos::Moments;
+pub use gates_core::record::chaos::{ChaosRecord, Mode, Moments};
 pub use gates_core::record::event::HANDOVER_KINDS;
 pub use gates_core::record::timeline::Timeline;
-
-/// Everything one chaos run found.
-#[derive(Debug, Clone, Serialize)]
-pub struct ChaosReport {
-    /// The report format's version ([`gates_core::schema::SCHEMA_VERSION`]), first in the file.
-    pub schema_version: u32,
-    pub environment: String,
-    pub decision: String,
-    pub gate_title: String,
-    pub host: String,
-    /// How the host was chosen.
-    pub host_choice: String,
-    /// `environment-vms`, `whole-host` or `partition`.
-    pub mode: String,
-    pub vms: Vec<PlannedVm>,
-    /// VMs on the host that the run left running (other environments').
-    pub untouched: Vec<String>,
-    /// Wall-clock time of the timeline's zero, to the millisecond.
-    pub started_at: String,
-    pub finished_at: String,
-    /// Seconds between two samples of a probe: the resolution of every measured interval.
-    pub sample_interval: f64,
-    pub moments: Moments,
-    /// `completed`, `interrupted by SIGINT`, ...
-    pub outcome: String,
-    /// The signal that interrupted the run (`SIGINT`, `SIGTERM`); null when none did. An
-    /// interrupted run restored early: its verdicts do not stand for gate 4.
-    pub interrupted: Option<String>,
-    pub verdict: Verdict,
-    pub tally: Tally,
-    pub trials: Vec<TrialResult>,
-    pub probes: Vec<ProbeOutcome>,
-    pub power_actions: Vec<Issued>,
-    /// Who took over what: API VIP, L2 lease and etcd leader changes, in time order.
-    pub handovers: Vec<Event>,
-    pub timeline_file: String,
-    /// The cluster the run acted on, as read at preflight; gate 4 counts the report only
-    /// for a cluster with the same identity and topology.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub provenance: Option<crate::state::provenance::Provenance>,
-    /// The host-loss prediction for the host, beside what was measured.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prediction: Option<crate::chaos::prediction::Comparison>,
-    /// A partition run's split-brain signals (API VIP, L2 announcement, etcd minority).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub split_brain: Option<Vec<crate::chaos::judge::split_brain::SignalOutcome>>,
-}
 
 pub fn timestamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -85,7 +31,7 @@ pub fn stem(dir: &Path, environment: &str, at: DateTime<Utc>) -> PathBuf {
 
 /// Write the three files (and `--junit` when given); returns the paths written.
 pub fn write(
-    report: &ChaosReport,
+    report: &ChaosRecord,
     timeline: &Timeline,
     stem: &Path,
     junit: Option<&Path>,
@@ -115,7 +61,7 @@ pub fn write(
 
 /// JUnit for gate 4: one suite `adr007.gate4`, host, VMs and measured outages as suite
 /// properties (the schema allows none on testcases), the intervals in failure bodies.
-pub fn render_junit(report: &ChaosReport) -> String {
+pub fn render_junit(report: &ChaosRecord) -> String {
     // The suite took the run's wall time; each case carries what it measured.
     let total = wall_time(report);
     let classname = format!("{}.gate4", report.decision.replace('-', ""));
@@ -138,7 +84,7 @@ pub fn render_junit(report: &ChaosReport) -> String {
         ("gate".into(), report.gate_title.clone()),
         ("host".into(), report.host.clone()),
         ("host-choice".into(), report.host_choice.clone()),
-        ("mode".into(), report.mode.clone()),
+        ("mode".into(), report.mode.as_str().to_string()),
         ("vms".into(), vms),
         (
             "untouched".into(),
@@ -209,7 +155,7 @@ pub fn render_junit(report: &ChaosReport) -> String {
 }
 
 /// Seconds from `started_at` to `finished_at` (0 when either cannot be read).
-fn wall_time(report: &ChaosReport) -> f64 {
+fn wall_time(report: &ChaosRecord) -> f64 {
     let at = |s: &str| DateTime::parse_from_rfc3339(s).ok();
     match (at(&report.started_at), at(&report.finished_at)) {
         (Some(start), Some(end)) => ((end - start).num_milliseconds().max(0) as f64) / 1000.0,
@@ -222,7 +168,8 @@ pub use gates_core::state::{Summary, SummaryTrial};
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::verdict::Finding;
+    use crate::runner::{Tally, TrialResult};
+    use crate::verdict::{Finding, Verdict};
     use serde_json::Value;
     use std::time::Duration;
 
@@ -238,20 +185,20 @@ pub(crate) mod tests {
     }
 
     /// A 12.9 s run whose three trials measured 11.5 s, 6.2 s and nothing.
-    pub(crate) fn report(interrupted: Option<&str>) -> ChaosReport {
+    pub(crate) fn report(interrupted: Option<&str>) -> ChaosRecord {
         let trials = vec![
             trial("api", Finding::pass("api: available throughout"), 11.5),
             trial("recovery", Finding::pass("everything is back"), 6.2),
             trial("no-manual-work", Finding::pass("exactly the plan"), 0.0),
         ];
-        ChaosReport {
-            schema_version: gates_core::schema::SCHEMA_VERSION,
+        ChaosRecord {
+            schema_version: Some(gates_core::schema::SCHEMA_VERSION),
             environment: "lab".into(),
             decision: "adr-007".into(),
             gate_title: "A host failure leaves the cluster available.".into(),
             host: "pve1".into(),
             host_choice: "named".into(),
-            mode: "environment-vms".into(),
+            mode: Mode::EnvironmentVms,
             vms: Vec::new(),
             untouched: Vec::new(),
             started_at: "2026-11-29T20:15:00.000Z".into(),
