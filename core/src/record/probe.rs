@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::seconds::millis;
+use super::seconds::{millis, rounded};
 use super::timeline::Interval;
 use crate::verdict::Finding;
 
@@ -41,6 +41,18 @@ pub struct ProbeOutcome {
     pub budget_total: Duration,
     #[serde(default = "no_finding")]
     pub finding: Finding,
+}
+
+impl ProbeOutcome {
+    /// The seconds the probe could not tell, added up from its unknown intervals as the file
+    /// holds them (each to the millisecond): what the chaos page and the metrics show.
+    pub fn unknown_seconds(&self) -> f64 {
+        // A fold from +0.0: an empty f64 sum is -0.0, which prints as `-0`.
+        self.unknown
+            .iter()
+            .map(|i| (rounded(i.end) - rounded(i.start)).max(0.0))
+            .fold(0.0, |a, b| a + b)
+    }
 }
 
 /// A probe's finding in a report that holds none: nothing was judged, so nothing passed.
