@@ -1,6 +1,7 @@
 //! The reports of a chaos run: `reports/chaos-ENV-<UTC ts>.json` (everything, and what
 //! `gates check` reads back for gate 4), `.xml` (JUnit, gate 4's testcases, in the Jenkins
-//! junit-10.xsd profile) and `.timeline.json` (every probe sample and event on one timeline).
+//! junit-10.xsd profile), `.timeline.json` (every probe sample and event on one timeline)
+//! and `.html` (the page, drawn from the record in hand).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ pub fn stem(dir: &Path, environment: &str, at: DateTime<Utc>) -> PathBuf {
     )
 }
 
-/// Write the three files (and `--junit` when given); returns the paths written.
+/// Write the three files (and `--junit` when given) and the page; returns the paths written.
 pub fn write(
     report: &ChaosRecord,
     timeline: &Timeline,
@@ -55,7 +56,8 @@ pub fn write(
         fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         written.push(path);
     }
-    written.push(crate::report::html::chaos::write_beside(stem)?);
+    // The page from the record in hand: what the files just written would redraw.
+    written.push(crate::report::html::chaos::write(report, timeline, stem)?);
     Ok(written)
 }
 
@@ -168,6 +170,8 @@ pub use gates_core::state::{Summary, SummaryTrial};
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::chaos::events::Event;
+    use crate::chaos::timeline::{Observation, Sample};
     use crate::runner::{Tally, TrialResult};
     use crate::verdict::{Finding, Verdict};
     use serde_json::Value;
@@ -278,6 +282,67 @@ pub(crate) mod tests {
             serde_json::to_value(report(None)).unwrap()["interrupted"],
             Value::Null
         );
+    }
+
+    /// A record and timeline as a run holds them: times to the nanosecond, not yet rounded
+    /// to the millisecond the files hold. The handover at 1.0495 s is held as 1.05 s, which
+    /// the page prints as 1.1 s where the unrounded time prints as 1.0 s.
+    fn measured() -> (ChaosRecord, Timeline) {
+        let mut record = report(None);
+        let samples: Vec<Sample> = [true, false, false, true, true]
+            .iter()
+            .enumerate()
+            .map(|(i, up)| Sample {
+                at: Duration::from_nanos(1_000_000_000 * i as u64 + 123_456_789),
+                observation: if *up {
+                    Observation::Up
+                } else {
+                    Observation::Down("refused".into())
+                },
+            })
+            .collect();
+        record.probes = vec![crate::chaos::budget::judge(
+            "api",
+            &samples,
+            crate::chaos::test_support::budget(1, 1),
+        )];
+        record.moments = Moments {
+            fault: Some(0.5),
+            restore: Some(2.25),
+            running_again: Some(3.001),
+            recovered: Some(4.5),
+        };
+        let handover = Event {
+            at: Duration::from_nanos(1_049_500_000),
+            kind: "api-vip-holder-changed".into(),
+            subject: "api-vip".into(),
+            detail: "cp-1 -> cp-2".into(),
+            lineage: None,
+        };
+        record.handovers = vec![handover.clone()];
+        let timeline = Timeline {
+            environment: record.environment.clone(),
+            host: record.host.clone(),
+            started_at: record.started_at.clone(),
+            moments: record.moments.clone(),
+            probes: [("api".to_string(), samples)].into_iter().collect(),
+            unknown: Default::default(),
+            events: vec![handover],
+        };
+        (record, timeline)
+    }
+
+    #[test]
+    fn the_page_drawn_from_the_run_in_hand_is_the_page_its_files_redraw() {
+        let (record, timeline) = measured();
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("chaos-lab-20261129T201500Z");
+        write(&record, &timeline, &stem, None).unwrap();
+        let drawn = fs::read_to_string(stem.with_extension("html")).unwrap();
+        let (read, read_timeline) = crate::report::read_back::chaos(&stem).unwrap();
+        let redrawn = crate::report::html::chaos::render(&read, &read_timeline);
+        assert!(drawn.contains("data-probe=\"api\""), "{drawn}");
+        assert!(drawn == redrawn, "the page differs from its redrawing");
     }
 
     #[test]
