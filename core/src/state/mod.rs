@@ -5,14 +5,14 @@
 //! metrics-server) is recorded as [`Collected::Absent`] with the reason, so a check that
 //! needs it can give an `error` verdict that says why.
 
-mod chaos_summary;
+mod chaos_evidence;
 mod crds;
 mod infra;
 mod meta;
 mod pod;
 pub mod provenance;
 
-pub use chaos_summary::{Summary, SummaryTrial};
+pub use chaos_evidence::ChaosEvidence;
 
 pub use crds::{
     ContainerMetrics, L2AnnouncementPolicy, L2AnnouncementPolicySpec, LonghornCondition,
@@ -114,7 +114,7 @@ pub struct State {
     /// Absent when the environment has no `api` section.
     pub api: Collected<ApiState>,
     /// The newest chaos report of the environment (gate 4), when one was found.
-    pub chaos_report: Collected<Summary>,
+    pub chaos_report: Collected<ChaosEvidence>,
     /// Who the cluster is (kube-system UID, API CA digest), as far as it could be read.
     pub cluster_identity: provenance::ClusterIdentity,
     /// What a snapshot recorded of its own origin; `None` for live runs and kubectl output.

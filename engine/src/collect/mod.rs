@@ -145,7 +145,7 @@ pub fn proxmox_place(
 /// Gate 4's evidence: the newest chaos report of the environment under `reports`.
 pub fn chaos_report(state: &mut State, env: &Environment, reports: &std::path::Path) {
     state.chaos_report = match crate::report_files::newest_chaos(reports, &env.name) {
-        Ok(Some(summary)) => Collected::Present(summary),
+        Ok(Some(evidence)) => Collected::Present(evidence),
         Ok(None) => Collected::NotApplicable(format!(
             "no chaos report for {} under {}",
             env.name,

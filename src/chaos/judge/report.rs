@@ -165,8 +165,6 @@ fn wall_time(report: &ChaosRecord) -> f64 {
     }
 }
 
-pub use gates_core::state::{Summary, SummaryTrial};
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
