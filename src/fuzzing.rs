@@ -225,7 +225,7 @@ pub fn journal(data: &[u8]) {
 pub fn chaos_report(data: &[u8]) {
     let dir = scratch();
     put(dir.path(), "chaos-fuzz-20261129T200000Z.json", data);
-    if let Ok(Some(summary)) = gates_engine::report_files::newest_chaos(dir.path(), "fuzz") {
+    if let Ok(Some(evidence)) = gates_engine::report_files::newest_chaos(dir.path(), "fuzz") {
         let mut env: crate::config::Environment =
             serde_yaml_ng::from_str("{}").expect("the defaults parse");
         env.name = "fuzz".to_string();
@@ -233,7 +233,7 @@ pub fn chaos_report(data: &[u8]) {
             crate::state::Source::Snapshot { files: Vec::new() },
             chrono::Utc::now(),
         );
-        state.chaos_report = crate::state::Collected::Present(summary);
+        state.chaos_report = crate::state::Collected::Present(evidence);
         let spec: crate::checks::CheckSpec =
             serde_yaml_ng::from_str("{kind: chaos-report}").expect("a check");
         let _ = spec.evaluate(crate::checks::Context {

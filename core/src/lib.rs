@@ -14,6 +14,7 @@ pub mod hostloss;
 pub mod load;
 pub mod meta;
 pub mod quantity;
+pub mod record;
 pub mod requests;
 pub mod schema;
 pub mod selector;

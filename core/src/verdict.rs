@@ -1,9 +1,9 @@
 //! The four verdicts a trial can reach, and the evidence that goes with them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a check concluded. "Could not look" is `Error`, never `Pass` or `Fail`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Pass,
@@ -25,14 +25,15 @@ impl Verdict {
 
 /// A verdict with a one-line summary and the evidence an operator needs to act on it:
 /// every line names the objects (`namespace/name`), nodes and physical hosts involved.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     pub verdict: Verdict,
+    #[serde(default)]
     pub summary: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<String>,
     /// Things worth knowing that do not change the verdict.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
 

@@ -100,7 +100,7 @@ mod tests {
         TrialResult {
             name: name.to_string(),
             gate,
-            kind: "chaos-report",
+            kind: "chaos-report".into(),
             instance: None,
             finding,
             duration: Duration::ZERO,

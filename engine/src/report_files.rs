@@ -7,7 +7,7 @@
 use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use gates_core::state::Summary;
+use gates_core::state::ChaosEvidence;
 
 /// The first of `base`, `base-2`, `base-3`, ... whose `.EXT` file this call could create
 /// (empty; the writer fills it). The directory is created if needed. When nothing can be
@@ -76,9 +76,12 @@ pub enum ReportUnreadable {
     },
 }
 
-/// The newest `chaos-ENV-*.json` under `dir` (by the timestamp in its name), read back.
-/// `Ok(None)` when there is none.
-pub fn newest_chaos(dir: &Path, environment: &str) -> Result<Option<Summary>, ReportUnreadable> {
+/// The newest `chaos-ENV-*.json` under `dir` (by the timestamp in its name), read back as
+/// the record the chaos run wrote. `Ok(None)` when there is none.
+pub fn newest_chaos(
+    dir: &Path,
+    environment: &str,
+) -> Result<Option<ChaosEvidence>, ReportUnreadable> {
     let prefix = format!("chaos-{environment}-");
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -103,9 +106,10 @@ pub fn newest_chaos(dir: &Path, environment: &str) -> Result<Option<Summary>, Re
         return Ok(None);
     };
     let path = dir.join(&name);
-    let mut summary: Summary = read(&path)?;
-    summary.file = path.display().to_string();
-    Ok(Some(summary))
+    Ok(Some(ChaosEvidence {
+        record: read(&path)?,
+        file: path.display().to_string(),
+    }))
 }
 
 /// A report read back as `T`: refused by name when a newer gates wrote it (its
@@ -174,7 +178,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let body = |host: &str| {
             format!(
-                r#"{{"environment":"lab","host":"{host}","started_at":"2026-11-29T20:00:00.000Z","finished_at":"2026-11-29T20:01:00.000Z","verdict":"pass","outcome":"completed","trials":[]}}"#
+                r#"{{"environment":"lab","host":"{host}","mode":"environment-vms","started_at":"2026-11-29T20:00:00.000Z","finished_at":"2026-11-29T20:01:00.000Z","verdict":"pass","outcome":"completed","trials":[]}}"#
             )
         };
         fs::write(
@@ -205,7 +209,7 @@ mod tests {
         .unwrap();
         let got = newest_chaos(dir.path(), "lab").unwrap().unwrap();
         assert_eq!(
-            got.host, "pve3",
+            got.record.host, "pve3",
             "the second report of that second is the newest"
         );
         assert!(newest_chaos(dir.path(), "staging").unwrap().is_none());
@@ -222,15 +226,19 @@ mod tests {
         let path = dir.path().join("chaos-lab-20261129T200000Z.json");
         fs::write(
             &path,
-            r#"{"schema_version":99,"environment":"lab","host":"pve1","started_at":"","finished_at":"","verdict":"pass","outcome":"completed","trials":[]}"#,
+            r#"{"schema_version":99,"environment":"lab","host":"pve1","mode":"environment-vms","started_at":"","finished_at":"","verdict":"pass","outcome":"completed","trials":[]}"#,
         )
         .unwrap();
         let err = newest_chaos(dir.path(), "lab").unwrap_err().to_string();
         assert!(err.contains("chaos-lab-20261129T200000Z.json"), "{err}");
         assert!(err.contains("schema_version 99"), "{err}");
-        fs::write(&path, r#"{"schema_version":1,"environment":"lab","host":"pve1","started_at":"","finished_at":"","verdict":"pass","outcome":"completed","trials":[]}"#).unwrap();
+        fs::write(&path, r#"{"schema_version":1,"environment":"lab","host":"pve1","mode":"environment-vms","started_at":"","finished_at":"","verdict":"pass","outcome":"completed","trials":[]}"#).unwrap();
         assert_eq!(
-            newest_chaos(dir.path(), "lab").unwrap().unwrap().host,
+            newest_chaos(dir.path(), "lab")
+                .unwrap()
+                .unwrap()
+                .record
+                .host,
             "pve1"
         );
     }

@@ -2,8 +2,7 @@
 //! collected once and every selected trial is evaluated against it; the terminal's reporter
 //! (`output::libtest`) prints the results.
 
-use gates_core::exit::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -11,7 +10,8 @@ use crate::checks::{CheckSpec, Context};
 use crate::config::{Config, Environment, Gate};
 use crate::selection::Asked;
 use crate::state::State;
-use crate::verdict::{Finding, Verdict};
+use crate::verdict::Verdict;
+pub use gates_core::record::trial::{Tally, TrialResult};
 
 /// One check of one gate in one environment, before it runs.
 #[derive(Debug, Clone)]
@@ -20,24 +20,6 @@ pub struct TrialSpec {
     pub name: String,
     pub gate: u32,
     pub check: CheckSpec,
-}
-
-/// A trial and what it found.
-#[derive(Debug, Clone, Serialize)]
-pub struct TrialResult {
-    pub name: String,
-    pub gate: u32,
-    pub kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub instance: Option<String>,
-    #[serde(flatten)]
-    pub finding: Finding,
-    #[serde(serialize_with = "as_seconds")]
-    pub duration: Duration,
-}
-
-fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
 }
 
 /// The trials of an environment in gate order.
@@ -81,52 +63,13 @@ pub fn evaluate(specs: &[&TrialSpec], env: &Environment, state: &State) -> Vec<T
         TrialResult {
             name: spec.name.clone(),
             gate: spec.gate,
-            kind: spec.check.kind(),
+            kind: spec.check.kind().into(),
             instance: spec.check.instance().map(str::to_string),
             finding,
             duration: started.elapsed(),
         }
     };
     gates_core::side_by_side::map(specs, |spec| one(spec))
-}
-
-/// Counts over the results.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Tally {
-    pub passed: usize,
-    pub failed: usize,
-    pub errors: usize,
-    pub skipped: usize,
-}
-
-impl Tally {
-    pub fn of(results: &[TrialResult]) -> Tally {
-        let mut tally = Tally::default();
-        for result in results {
-            match result.finding.verdict {
-                Verdict::Pass => tally.passed += 1,
-                Verdict::Fail => tally.failed += 1,
-                Verdict::Error => tally.errors += 1,
-                Verdict::Skip => tally.skipped += 1,
-            }
-        }
-        tally
-    }
-
-    /// Both tallies together (a fleet run's over its environments).
-    pub fn plus(&self, other: &Tally) -> Tally {
-        Tally {
-            passed: self.passed + other.passed,
-            failed: self.failed + other.failed,
-            errors: self.errors + other.errors,
-            skipped: self.skipped + other.skipped,
-        }
-    }
-
-    /// 0 all pass, 1 a gate failed, 2 something could not be evaluated.
-    pub fn exit_code(&self) -> ExitCode {
-        ExitCode::from_findings(self.failed > 0, self.errors > 0)
-    }
 }
 
 /// How one gate stands after a run: the worst verdict of its evaluated trials.

@@ -26,7 +26,7 @@ impl Ctx<'_> {
 
     /// Time since the start of the run, in seconds to the millisecond, for the report.
     pub fn seconds(&self) -> f64 {
-        super::report::seconds(self.at())
+        gates_core::record::seconds::rounded(self.at())
     }
 
     pub fn phase(&self, text: &str) {

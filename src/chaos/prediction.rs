@@ -8,15 +8,13 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
-
 use super::ChaosError;
 use super::budget::ProbeOutcome;
 use super::events::Event;
 use crate::config::{Config, Environment};
 use crate::hostloss::lineage::Lineage;
 use crate::hostloss::schedule::MoveOutcome;
-use crate::hostloss::{HostLoss, Outcome, Prediction, Reason};
+use crate::hostloss::{HostLoss, Outcome, Prediction};
 use crate::state::State;
 
 /// The prediction for the run's target host under the run's fault (a partition run is judged
@@ -59,36 +57,7 @@ pub fn refusal(predicted: Option<&HostLoss>, expect_failure: bool) -> Option<Cha
     })
 }
 
-/// The report's `prediction` section.
-#[derive(Debug, Clone, Serialize)]
-pub struct Comparison {
-    pub host: String,
-    pub outcome: Outcome,
-    pub reasons: Vec<Reason>,
-    pub probes: Vec<ProbeComparison>,
-    pub pods: Vec<PodComparison>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ProbeComparison {
-    pub probe: String,
-    pub predicted: String,
-    pub measured: String,
-    /// Whether the measurement agrees: an outage where one was predicted, none where none was.
-    /// `None` when the model makes no claim about the probe.
-    pub agrees: Option<bool>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PodComparison {
-    pub pod: String,
-    pub controller: String,
-    /// `talos-stg-cp-02 after 300s`, `nowhere: 0/3 nodes are available: ...`
-    pub predicted: String,
-    /// `talos-stg-cp-02 after 4m12s (kube-system/coredns-xyz)`, or why it was not seen.
-    pub measured: String,
-    pub agrees: Option<bool>,
-}
+pub use gates_core::record::prediction::{Comparison, PodComparison, ProbeComparison};
 
 /// Predicted beside measured. `fault_at` is when the VMs were stopped, on the run's timeline.
 pub fn compare(
@@ -258,6 +227,7 @@ fn minutes(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hostloss::Reason;
     use crate::hostloss::schedule::PodMove;
 
     fn lineage(kind: &str, owner: &str, hash: Option<&str>, ordinal: Option<&str>) -> Lineage {

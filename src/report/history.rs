@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::chaos_view::{self, ChaosView};
+use super::read_back;
+use gates_core::record::chaos::ChaosRecord;
+use gates_core::record::seconds::rounded;
 
 /// The parts of a `gates check` JSON report that history needs.
 #[derive(Debug, Clone, Deserialize)]
@@ -34,7 +36,7 @@ pub struct GateView {
 #[derive(Debug, Default)]
 pub struct Found {
     pub checks: Vec<(PathBuf, CheckView)>,
-    pub chaos: Vec<(PathBuf, ChaosView)>,
+    pub chaos: Vec<(PathBuf, ChaosRecord)>,
     pub unreadable: Vec<String>,
 }
 
@@ -96,12 +98,12 @@ pub fn read(dir: &Path, environment: &str) -> Result<Found, ReportsDirUnreadable
     for name in names {
         let path = dir.join(&name);
         if stamp_of(&name, &format!("{environment}-")).is_some() {
-            match chaos_view::parse::<CheckView>(&path) {
+            match read_back::parse::<CheckView>(&path) {
                 Ok(view) => found.checks.push((path, view)),
                 Err(err) => found.unreadable.push(err),
             }
         } else if stamp_of(&name, &format!("chaos-{environment}-")).is_some() {
-            match chaos_view::parse::<ChaosView>(&path) {
+            match read_back::parse::<ChaosRecord>(&path) {
                 Ok(view) => found.chaos.push((path, view)),
                 Err(err) => found.unreadable.push(err),
             }
@@ -242,7 +244,7 @@ impl History {
                 .or_default()
                 .push(ChaosRun {
                     at: report.started_at.clone(),
-                    verdict: report.verdict.clone(),
+                    verdict: report.verdict.as_str().to_string(),
                     recovery_seconds: report.recovery_seconds(),
                     outages: report
                         .probes
@@ -251,8 +253,8 @@ impl History {
                             (
                                 p.probe.clone(),
                                 Outage {
-                                    longest: p.longest,
-                                    total: p.total,
+                                    longest: rounded(p.longest),
+                                    total: rounded(p.total),
                                 },
                             )
                         })

@@ -89,7 +89,7 @@ fn refusal(environment: &str, error: &str) -> TrialResult {
     TrialResult {
         name: format!("{environment}::check"),
         gate: 0,
-        kind: "check",
+        kind: "check".into(),
         instance: Some(environment.to_string()),
         finding: crate::verdict::Finding::error(format!(
             "{environment} could not be checked: {error}"

@@ -11,8 +11,9 @@
 use std::fmt::Write as _;
 
 use crate::report::Run;
-use crate::report::chaos_view::ChaosView;
 use crate::verdict::Verdict;
+use gates_core::record::chaos::ChaosRecord;
+use gates_core::record::seconds::rounded;
 use gates_engine::record::{FleetMember, FleetRecord, MemberOutcome};
 
 const VERDICTS: [&str; 4] = ["pass", "fail", "error", "skip"];
@@ -291,7 +292,7 @@ fn check_into(m: &mut Exposition, run: &Run) {
 }
 
 /// The metrics of a chaos run, from its JSON report.
-pub fn chaos(report: &ChaosView) -> String {
+pub fn chaos(report: &ChaosRecord) -> String {
     let mut m = Exposition::default();
     let base = || {
         vec![
@@ -328,7 +329,7 @@ pub fn chaos(report: &ChaosView) -> String {
         "gates_chaos_verdict",
         "The verdict of the chaos run: 1 on the verdict reached.",
         &base(),
-        &report.verdict,
+        report.verdict.as_str(),
     );
     for trial in &report.trials {
         let mut labels = base();
@@ -337,7 +338,7 @@ pub fn chaos(report: &ChaosView) -> String {
             "gates_chaos_trial_verdict",
             "The verdict of each chaos trial: 1 on the verdict reached.",
             &labels,
-            &trial.verdict,
+            trial.finding.verdict.as_str(),
         );
     }
     for probe in &report.probes {
@@ -350,13 +351,13 @@ pub fn chaos(report: &ChaosView) -> String {
             "gates_chaos_outage_longest_seconds",
             "The longest outage a probe saw.",
             labels(),
-            probe.longest,
+            rounded(probe.longest),
         );
         m.gauge(
             "gates_chaos_outage_seconds",
             "All outages a probe saw, added up.",
             labels(),
-            probe.total,
+            rounded(probe.total),
         );
         m.gauge(
             "gates_chaos_outages",
@@ -368,11 +369,11 @@ pub fn chaos(report: &ChaosView) -> String {
             "gates_chaos_unknown_seconds",
             "How long a probe could not tell whether its target was up.",
             labels(),
-            probe.unknown_total(),
+            probe.unknown_seconds(),
         );
         for (bound, value) in [
-            ("longest", probe.budget_longest),
-            ("total", probe.budget_total),
+            ("longest", rounded(probe.budget_longest)),
+            ("total", rounded(probe.budget_total)),
         ] {
             let mut l = labels();
             l.push(("bound", bound.to_string()));

@@ -1,7 +1,6 @@
 //! Reports of one run: JUnit XML for dashboards and CI, JSON for machines, SARIF for code
 //! scanning on pull requests, and the closing lines of the terminal output.
 
-pub mod chaos_view;
 pub mod history;
 pub mod html;
 pub mod json;
@@ -9,6 +8,7 @@ pub mod junit;
 pub mod metrics;
 pub mod outputs;
 pub mod pushgateway;
+pub mod read_back;
 pub mod sarif;
 pub use gates_engine::report_files as unique;
 

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use super::chaos_view;
 use super::history::stamp_of;
+use super::read_back;
 
 /// Why a run's metrics were not written or pushed.
 #[derive(Debug, thiserror::Error)]
@@ -149,7 +149,7 @@ pub async fn after_chaos(
         let _ = writeln!(said, "metrics: none, the run wrote no chaos report");
         return Ok(());
     };
-    let (report, _) = chaos_view::read(&stem).map_err(OutputError::ChaosReport)?;
+    let (report, _) = read_back::chaos(&stem).map_err(OutputError::ChaosReport)?;
     emit(
         said,
         args,

@@ -74,7 +74,7 @@ pub fn level(verdict: Verdict) -> Option<&'static str> {
 
 /// `("repo", "vip")` for a repository trial's kind `repo::vip`, `("drift", "pdb")` for a
 /// drift trial's; `None` for a live trial.
-fn side_and_name(trial: &TrialResult) -> Option<(&'static str, &'static str)> {
+fn side_and_name(trial: &TrialResult) -> Option<(&str, &str)> {
     match trial.kind.split_once("::")? {
         (side @ ("repo" | "drift"), name) => Some((side, name)),
         _ => None,
@@ -82,7 +82,7 @@ fn side_and_name(trial: &TrialResult) -> Option<(&'static str, &'static str)> {
 }
 
 fn log(run: &Run, root: Option<&Path>) -> Value {
-    let mut trials: Vec<(&TrialResult, &'static str, &'static str)> = run
+    let mut trials: Vec<(&TrialResult, &str, &str)> = run
         .trials
         .iter()
         .filter_map(|t| side_and_name(t).map(|(side, name)| (t, side, name)))
@@ -349,7 +349,7 @@ mod tests {
         TrialResult {
             name: name.to_string(),
             gate: name[4..5].parse().unwrap(),
-            kind,
+            kind: kind.into(),
             instance: None,
             finding,
             duration: Duration::ZERO,

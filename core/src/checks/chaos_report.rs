@@ -18,7 +18,7 @@ use serde::Deserialize;
 use super::Context;
 use crate::state::Collected;
 use crate::state::provenance::{Provenance, Sameness, TopologyNode, short};
-use crate::verdict::Finding;
+use crate::verdict::{Finding, Verdict};
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,8 +48,8 @@ const CLOCK_SKEW: chrono::Duration = chrono::Duration::seconds(60);
 
 pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     let env = &ctx.env.name;
-    let summary = match &ctx.state.chaos_report {
-        Collected::Present(summary) => summary,
+    let (file, report) = match &ctx.state.chaos_report {
+        Collected::Present(evidence) => (&evidence.file, &evidence.record),
         Collected::Absent(reason) => {
             return Finding::error(format!("gate 4 evidence unreadable: {reason}"));
         }
@@ -67,31 +67,31 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
         .unwrap_or_default()
         .report_max_age
         .into();
-    let finished = match DateTime::parse_from_rfc3339(&summary.finished_at) {
+    let finished = match DateTime::parse_from_rfc3339(&report.finished_at) {
         Ok(at) => at.with_timezone(&Utc),
         Err(err) => {
             return Finding::error(format!(
-                "{}: finished_at {:?} is not a time: {err}",
-                summary.file, summary.finished_at
+                "{file}: finished_at {:?} is not a time: {err}",
+                report.finished_at
             ));
         }
     };
     let now = ctx.state.collected_at;
     let when = finished.format("%Y-%m-%d %H:%M UTC");
-    let report = format!("report {}", summary.file);
-    if summary.interrupted.is_some() || summary.outcome.starts_with("interrupted") {
+    let named = format!("report {file}");
+    if report.interrupted.is_some() || report.outcome.starts_with("interrupted") {
         return Finding::skip(format!(
             "the newest chaos run of {env} ({when}) was interrupted ({}): it proves nothing; run `gates chaos {env}`",
-            summary.outcome
+            report.outcome
         ))
-        .with_evidence([report]);
+        .with_evidence([named]);
     }
     if finished > now + CLOCK_SKEW {
         return Finding::error(format!(
             "the newest chaos report of {env} finished at {when}, after this check started ({}): a clock is wrong or the report is not genuine",
             now.format("%Y-%m-%d %H:%M UTC")
         ))
-        .with_evidence([report]);
+        .with_evidence([named]);
     }
     let age_std = now
         .signed_duration_since(finished)
@@ -100,54 +100,67 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     if age_std > max_age {
         return Finding::skip(format!(
             "the newest chaos report for {env} ({when}, host {}) is older than {}: run `gates chaos {env}`",
-            summary.host,
+            report.host,
             humantime::format_duration(max_age)
         ))
-        .with_evidence([summary.file.clone()]);
+        .with_evidence([file.clone()]);
     }
-    if let Some(reason) = not_this_cluster(ctx, summary.provenance.as_ref()) {
+    if let Some(reason) = not_this_cluster(ctx, report.provenance.as_ref()) {
         return Finding::skip(format!(
             "the newest chaos report of {env} ({when}) cannot stand for this cluster: {}; run `gates chaos {env}`",
             reason.0
         ))
-        .with_evidence(std::iter::once(report).chain(reason.1));
+        .with_evidence(std::iter::once(named).chain(reason.1));
     }
-    let not_passed: Vec<String> = summary
+    let not_passed: Vec<String> = report
         .trials
         .iter()
-        .filter(|t| t.verdict != "pass")
-        .map(|t| format!("{} {}: {}", t.name, t.verdict, t.summary))
+        .filter(|t| t.finding.verdict != Verdict::Pass)
+        .map(|t| {
+            format!(
+                "{} {}: {}",
+                t.name,
+                t.finding.verdict.as_str(),
+                t.finding.summary
+            )
+        })
         .collect();
-    let contradiction = match summary.verdict.as_str() {
-        "pass" if summary.trials.is_empty() => Some("it passes with no trial".to_string()),
-        "pass" if !not_passed.is_empty() => Some(format!(
+    let contradiction = match report.verdict {
+        Verdict::Pass if report.trials.is_empty() => Some("it passes with no trial".to_string()),
+        Verdict::Pass if !not_passed.is_empty() => Some(format!(
             "it passes, but {} of its trials did not",
             not_passed.len()
         )),
-        "fail" if !summary.trials.iter().any(|t| t.verdict == "fail") => {
+        Verdict::Fail
+            if !report
+                .trials
+                .iter()
+                .any(|t| t.finding.verdict == Verdict::Fail) =>
+        {
             Some("it fails, but none of its trials failed".to_string())
         }
-        _ => None,
+        Verdict::Pass | Verdict::Fail | Verdict::Error | Verdict::Skip => None,
     };
     if let Some(contradiction) = contradiction {
         return Finding::error(format!(
             "the newest chaos report of {env} ({when}) contradicts itself: {contradiction}"
         ))
-        .with_evidence(std::iter::once(report).chain(not_passed));
+        .with_evidence(std::iter::once(named).chain(not_passed));
     }
-    let evidence = std::iter::once(report).chain(not_passed);
+    let evidence = std::iter::once(named).chain(not_passed);
     let head = format!(
         "chaos run of {when} took {} down ({})",
-        summary.host, summary.outcome
+        report.host, report.outcome
     );
-    match summary.verdict.as_str() {
-        "pass" => Finding::pass(format!(
+    match report.verdict {
+        Verdict::Pass => Finding::pass(format!(
             "{head}: every probe within budget, recovered without manual work"
         ))
         .with_evidence(evidence),
-        "fail" => Finding::fail(format!("{head}: the run failed")).with_evidence(evidence),
-        other => {
-            Finding::error(format!("{head}: the run ended with `{other}`")).with_evidence(evidence)
+        Verdict::Fail => Finding::fail(format!("{head}: the run failed")).with_evidence(evidence),
+        other @ (Verdict::Error | Verdict::Skip) => {
+            Finding::error(format!("{head}: the run ended with `{}`", other.as_str()))
+                .with_evidence(evidence)
         }
     }
 }
@@ -222,10 +235,11 @@ mod tests {
     use super::*;
     use crate::checks::testing::{node, state as state_builder, target_nodes};
     use crate::config::Environment;
+    use crate::record::chaos::{ChaosRecord, Mode, Moments};
+    use crate::record::trial::{Tally, TrialResult};
+    use crate::state::ChaosEvidence;
     use crate::state::State;
     use crate::state::provenance::ClusterIdentity;
-    use crate::state::{Summary, SummaryTrial};
-    use crate::verdict::Verdict;
 
     fn env() -> Environment {
         let mut env: Environment =
@@ -259,26 +273,54 @@ mod tests {
     }
 
     /// A report of the run on `of` (its provenance), with one trial of `verdict`.
-    fn summary(verdict: &str, of: &State) -> Summary {
-        Summary {
+    fn summary(verdict: Verdict, of: &State) -> ChaosEvidence {
+        let trials = vec![TrialResult {
+            name: "gate4::staging::chaos::ingress::whoami".into(),
+            gate: 4,
+            kind: "chaos-probe".into(),
+            instance: Some("ingress::whoami".into()),
+            finding: Finding {
+                verdict,
+                summary: "ingress: longest outage 31.0s".into(),
+                evidence: Vec::new(),
+                warnings: Vec::new(),
+            },
+            duration: std::time::Duration::from_secs(600),
+        }];
+        let record = ChaosRecord {
+            schema_version: Some(crate::schema::SCHEMA_VERSION),
             environment: "staging".into(),
+            decision: "adr-007".into(),
+            gate_title: "A host failure leaves the cluster available.".into(),
             host: "pve2".into(),
+            host_choice: "named".into(),
+            mode: Mode::EnvironmentVms,
+            vms: Vec::new(),
+            untouched: Vec::new(),
             started_at: "2026-11-29T20:00:00.000Z".into(),
             finished_at: "2026-11-29T20:10:00.000Z".into(),
-            verdict: verdict.into(),
+            sample_interval: 0.5,
+            moments: Moments::default(),
             outcome: "completed".into(),
-            trials: vec![SummaryTrial {
-                name: "gate4::staging::chaos::ingress::whoami".into(),
-                verdict: verdict.into(),
-                summary: "ingress: longest outage 31.0s".into(),
-            }],
-            file: "reports/chaos-staging-20261129T200000Z.json".into(),
-            provenance: Some(Provenance::of(&env(), of, at("2026-11-29T20:00:00Z"))),
             interrupted: None,
+            verdict,
+            tally: Tally::of(&trials),
+            trials,
+            probes: Vec::new(),
+            power_actions: Vec::new(),
+            handovers: Vec::new(),
+            timeline_file: String::new(),
+            provenance: Some(Provenance::of(&env(), of, at("2026-11-29T20:00:00Z"))),
+            prediction: None,
+            split_brain: None,
+        };
+        ChaosEvidence {
+            file: "reports/chaos-staging-20261129T200000Z.json".into(),
+            record,
         }
     }
 
-    fn run_on(mut state: State, report: Collected<Summary>) -> Finding {
+    fn run_on(mut state: State, report: Collected<ChaosEvidence>) -> Finding {
         let env = env();
         state.chaos_report = report;
         evaluate(
@@ -290,7 +332,7 @@ mod tests {
         )
     }
 
-    fn run(report: Collected<Summary>, now: &str) -> Finding {
+    fn run(report: Collected<ChaosEvidence>, now: &str) -> Finding {
         run_on(cluster(now), report)
     }
 
@@ -298,7 +340,10 @@ mod tests {
 
     #[test]
     fn a_recent_passing_report_of_this_cluster_passes_with_date_and_host() {
-        let f = run(Collected::Present(summary("pass", &cluster(NOW))), NOW);
+        let f = run(
+            Collected::Present(summary(Verdict::Pass, &cluster(NOW))),
+            NOW,
+        );
         assert_eq!(f.verdict, Verdict::Pass, "{}", f.details());
         assert!(
             f.summary.contains("2026-11-29 20:10 UTC") && f.summary.contains("pve2"),
@@ -309,7 +354,10 @@ mod tests {
 
     #[test]
     fn a_recent_failing_report_fails_and_names_the_trial() {
-        let f = run(Collected::Present(summary("fail", &cluster(NOW))), NOW);
+        let f = run(
+            Collected::Present(summary(Verdict::Fail, &cluster(NOW))),
+            NOW,
+        );
         assert_eq!(f.verdict, Verdict::Fail);
         assert!(
             f.evidence
@@ -323,7 +371,7 @@ mod tests {
     #[test]
     fn an_old_report_is_skipped_with_the_command() {
         let f = run(
-            Collected::Present(summary("pass", &cluster(NOW))),
+            Collected::Present(summary(Verdict::Pass, &cluster(NOW))),
             "2026-12-05T08:00:00Z",
         );
         assert_eq!(f.verdict, Verdict::Skip);
@@ -350,7 +398,7 @@ mod tests {
     fn a_passing_report_of_another_cluster_does_not_count() {
         let mut other = cluster(NOW);
         other.cluster_identity = identity("uid-2");
-        let f = run(Collected::Present(summary("pass", &other)), NOW);
+        let f = run(Collected::Present(summary(Verdict::Pass, &other)), NOW);
         assert_eq!(f.verdict, Verdict::Skip, "{}", f.details());
         assert!(
             f.summary
@@ -370,15 +418,15 @@ mod tests {
             ])
             .with(|s| s.cluster_identity = identity("uid-1"))
             .build();
-        let f = run(Collected::Present(summary("pass", &moved)), NOW);
+        let f = run(Collected::Present(summary(Verdict::Pass, &moved)), NOW);
         assert_eq!(f.verdict, Verdict::Skip, "{}", f.details());
         assert!(f.summary.contains("topology changed"), "{}", f.summary);
     }
 
     #[test]
     fn a_report_without_provenance_does_not_count() {
-        let mut report = summary("pass", &cluster(NOW));
-        report.provenance = None;
+        let mut report = summary(Verdict::Pass, &cluster(NOW));
+        report.record.provenance = None;
         let f = run(Collected::Present(report), NOW);
         assert_eq!(f.verdict, Verdict::Skip);
         assert!(
@@ -391,7 +439,7 @@ mod tests {
     #[test]
     fn a_report_from_the_future_is_an_error() {
         let f = run(
-            Collected::Present(summary("pass", &cluster(NOW))),
+            Collected::Present(summary(Verdict::Pass, &cluster(NOW))),
             "2026-11-29T19:00:00Z",
         );
         assert_eq!(f.verdict, Verdict::Error, "{}", f.details());
@@ -404,25 +452,25 @@ mod tests {
 
     #[test]
     fn a_report_whose_trials_contradict_its_verdict_is_an_error() {
-        let mut report = summary("pass", &cluster(NOW));
-        report.trials[0].verdict = "fail".into();
+        let mut report = summary(Verdict::Pass, &cluster(NOW));
+        report.record.trials[0].finding.verdict = Verdict::Fail;
         let f = run(Collected::Present(report), NOW);
         assert_eq!(f.verdict, Verdict::Error, "{}", f.details());
         assert!(f.summary.contains("contradicts itself"), "{}", f.summary);
-        let mut report = summary("pass", &cluster(NOW));
-        report.trials.clear();
+        let mut report = summary(Verdict::Pass, &cluster(NOW));
+        report.record.trials.clear();
         assert_eq!(run(Collected::Present(report), NOW).verdict, Verdict::Error);
     }
 
     #[test]
     fn an_interrupted_run_is_skipped_never_a_pass() {
-        let mut report = summary("pass", &cluster(NOW));
-        report.interrupted = Some("SIGINT".into());
+        let mut report = summary(Verdict::Pass, &cluster(NOW));
+        report.record.interrupted = Some("SIGINT".into());
         let f = run(Collected::Present(report), NOW);
         assert_eq!(f.verdict, Verdict::Skip);
         assert!(f.summary.contains("was interrupted"), "{}", f.summary);
-        let mut report = summary("fail", &cluster(NOW));
-        report.outcome = "interrupted by SIGINT".into();
+        let mut report = summary(Verdict::Fail, &cluster(NOW));
+        report.record.outcome = "interrupted by SIGINT".into();
         assert_eq!(run(Collected::Present(report), NOW).verdict, Verdict::Skip);
     }
 }

@@ -1,7 +1,7 @@
 //! What the model concludes: per host an outcome with its reasons and the details behind
 //! them, and over all hosts the worst one and the exit code of `gates predict`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::exit::ExitCode;
 
@@ -14,7 +14,7 @@ use super::schedule::PodMove;
 use super::workloads::{ControllerLoss, PdbLoss};
 
 /// A host loss's outcome, from best to worst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     /// Nothing that is served is interrupted.
@@ -59,7 +59,7 @@ impl Fault {
 }
 
 /// One reason for a host's outcome.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reason {
     pub severity: Outcome,
     pub text: String,

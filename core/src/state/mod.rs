@@ -5,7 +5,7 @@
 //! metrics-server) is recorded as [`Collected::Absent`] with the reason, so a check that
 //! needs it can give an `error` verdict that says why.
 
-mod chaos_summary;
+mod chaos_evidence;
 mod crds;
 mod infra;
 mod input;
@@ -13,7 +13,7 @@ mod meta;
 mod pod;
 pub mod provenance;
 
-pub use chaos_summary::{Summary, SummaryTrial};
+pub use chaos_evidence::ChaosEvidence;
 pub use input::Input;
 
 pub use crds::{
@@ -116,7 +116,7 @@ pub struct State {
     /// Absent when the environment has no `api` section.
     pub api: Collected<ApiState>,
     /// The newest chaos report of the environment (gate 4), when one was found.
-    pub chaos_report: Collected<Summary>,
+    pub chaos_report: Collected<ChaosEvidence>,
     /// Who the cluster is (kube-system UID, API CA digest), as far as it could be read.
     pub cluster_identity: provenance::ClusterIdentity,
     /// What a snapshot recorded of its own origin; `None` for live runs and kubectl output.

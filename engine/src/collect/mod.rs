@@ -151,9 +151,9 @@ pub fn chaos_report(state: &mut State, env: &Environment, reports: &std::path::P
 pub fn newest_chaos_report(
     env: &Environment,
     reports: &std::path::Path,
-) -> Collected<crate::state::Summary> {
+) -> Collected<crate::state::ChaosEvidence> {
     match crate::report_files::newest_chaos(reports, &env.name) {
-        Ok(Some(summary)) => Collected::Present(summary),
+        Ok(Some(evidence)) => Collected::Present(evidence),
         Ok(None) => Collected::NotApplicable(format!(
             "no chaos report for {} under {}",
             env.name,

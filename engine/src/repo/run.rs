@@ -195,7 +195,7 @@ impl RepoRun {
                 Some(TrialResult {
                     name: trial.name.clone(),
                     gate: trial.gate,
-                    kind: trial.kind(),
+                    kind: trial.kind().into(),
                     instance: trial.instance().map(str::to_string),
                     finding,
                     duration: started.elapsed(),

@@ -82,7 +82,7 @@ pub struct Polled {
     pub proxmox: Option<Collected<crate::collect::proxmox::Read>>,
     /// `None` when not read this round; `Some(None)` when the load is not measured here.
     pub load: Option<Option<MeasuredLoad>>,
-    pub chaos_report: Option<Collected<crate::state::Summary>>,
+    pub chaos_report: Option<Collected<crate::state::ChaosEvidence>>,
     pub identity: Option<crate::state::provenance::ClusterIdentity>,
 }
 
@@ -95,7 +95,7 @@ struct Inner {
     /// `capacity.basis: prometheus`: the measured load, and the node metrics it stands for.
     load: Option<PolledPart<(Vec<crate::state::NodeMetrics>, gates_core::load::NodeLoad)>>,
     load_configured: bool,
-    chaos_report: Option<PolledPart<crate::state::Summary>>,
+    chaos_report: Option<PolledPart<crate::state::ChaosEvidence>>,
     identity: Option<crate::state::provenance::ClusterIdentity>,
     polls: usize,
     /// Between polls: a polled part not read for longer than this and `stale_after` is stale

@@ -11,20 +11,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// One VM the plan powers off.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedVm {
-    pub vmid: u32,
-    pub name: String,
-    /// The Proxmox host it runs on.
-    pub host: String,
-    /// The Kubernetes node it carries.
-    pub node: String,
-    /// A partition: the network devices (`netN`) whose link the plan pulls, read and parsed
-    /// before anything was touched. Empty for a power fault.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub nets: Vec<String>,
-}
+pub use gates_core::record::chaos::PlannedVm;
 
 /// Which fault a plan injects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use gates_infra::proxmox::{NetDevice, ProxmoxError};
 
 use super::journal::{Entry, PlannedVm};
-use super::power::Power;
+use super::power::{Power, PowerAction};
 
 /// The first pause between two attempts to put a link back; doubled up to five seconds.
 const UP_BACKOFF: Duration = Duration::from_millis(500);
@@ -44,7 +44,7 @@ impl Power {
         })
         .map_err(|e| format!("{subject}: journal: {e}; nothing was sent"))?;
         let result = self.set_link(vm, net, &device, true, digest).await;
-        self.count_device("link-down", vm, net, &result);
+        self.count_device(PowerAction::LinkDown, vm, net, &result);
         match result {
             Ok(()) => self
                 .note(Entry::LinkDown {
@@ -102,9 +102,9 @@ impl Power {
                 Err(err) => Err(err),
             };
             let counted = if attempts == 1 {
-                "link-up"
+                PowerAction::LinkUp
             } else {
-                "link-up-retry"
+                PowerAction::LinkUpRetry
             };
             self.count_device(counted, vm, net, &result);
             let err = match result {

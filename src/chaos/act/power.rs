@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use gates_infra::proxmox::{PowerOptions, ProxmoxClient, ProxmoxError};
-use serde::Serialize;
 
 use crate::chaos::journal::{Entry, Journal, JournalError, PlannedVm};
 
@@ -32,20 +31,7 @@ fn retry_may_help(err: &ProxmoxError) -> bool {
     )
 }
 
-/// One power request the harness sent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Issued {
-    pub action: &'static str,
-    /// The VM, for VM actions; none for host actions.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub vmid: Option<u32>,
-    pub host: String,
-    /// The network device, for a partition's link actions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
-    /// `ok`, or the error.
-    pub result: String,
-}
+pub use gates_core::record::power::{Issued, PowerAction};
 
 /// Sends power actions for the planned VMs and keeps the journal and the count.
 #[derive(Clone)]
@@ -76,7 +62,7 @@ impl Power {
     /// Count one request about one network device of a VM.
     pub(super) fn count_device<T, E: std::fmt::Display>(
         &self,
-        action: &'static str,
+        action: PowerAction,
         vm: &PlannedVm,
         device: &str,
         result: &Result<T, E>,
@@ -117,7 +103,7 @@ impl Power {
 
     async fn stop(&self, vm: &PlannedVm) -> Result<(), String> {
         let result = self.client.stop_vm(vm.vmid, &self.options).await;
-        self.count("stop", Some(vm.vmid), &vm.host, &result);
+        self.count(PowerAction::Stop, Some(vm.vmid), &vm.host, &result);
         match result {
             Ok(_) => self
                 .note(Entry::Stopped {
@@ -167,9 +153,9 @@ impl Power {
             };
             let result = self.client.start_vm(vm.vmid, &options).await;
             let counted = if attempts == 1 {
-                "start"
+                PowerAction::Start
             } else {
-                "start-retry"
+                PowerAction::StartRetry
             };
             self.count(counted, Some(vm.vmid), &vm.host, &result);
             let err = match result {
@@ -241,7 +227,11 @@ impl Power {
             .map_err(|e| format!("journal: {e}; nothing was sent"))?;
         let result = sent.await;
         let action = if online { "wake" } else { "shutdown" };
-        let counted = if online { "host-wake" } else { "host-shutdown" };
+        let counted = if online {
+            PowerAction::HostWake
+        } else {
+            PowerAction::HostShutdown
+        };
         self.count(counted, None, host, &result);
         let waited = match result {
             Ok(()) => self
@@ -274,7 +264,7 @@ impl Power {
     /// Count one request sent: a VM's (`vmid`) or the host's (`None`).
     fn count<T, E: std::fmt::Display>(
         &self,
-        action: &'static str,
+        action: PowerAction,
         vmid: Option<u32>,
         host: &str,
         result: &Result<T, E>,
@@ -313,7 +303,7 @@ pub fn beyond_plan(vms: &[PlannedVm], whole_host: Option<&str>, issued: &[Issued
         }
     }
     // VM actions are counted by vmid, host actions by host.
-    let times = |action: &str, vmid: Option<u32>, host: &str| {
+    let times = |action: PowerAction, vmid: Option<u32>, host: &str| {
         issued
             .iter()
             .filter(|a| a.action == action && a.vmid == vmid && (vmid.is_some() || a.host == host))
@@ -321,8 +311,8 @@ pub fn beyond_plan(vms: &[PlannedVm], whole_host: Option<&str>, issued: &[Issued
     };
     for vm in vms {
         let subject = format!("VM {} {}", vm.vmid, vm.name);
-        let stops = times("stop", Some(vm.vmid), "");
-        let starts = times("start", Some(vm.vmid), "");
+        let stops = times(PowerAction::Stop, Some(vm.vmid), "");
+        let starts = times(PowerAction::Start, Some(vm.vmid), "");
         if vm.nets.is_empty() {
             paired(&mut out, &subject, (stops, "stopped"), (starts, "started"));
         } else {
@@ -335,8 +325,8 @@ pub fn beyond_plan(vms: &[PlannedVm], whole_host: Option<&str>, issued: &[Issued
         }
     }
     if let Some(host) = whole_host {
-        let shutdowns = times("host-shutdown", None, host);
-        let wakes = times("host-wake", None, host);
+        let shutdowns = times(PowerAction::HostShutdown, None, host);
+        let wakes = times(PowerAction::HostWake, None, host);
         paired(
             &mut out,
             &format!("host {host}"),
@@ -350,7 +340,7 @@ pub fn beyond_plan(vms: &[PlannedVm], whole_host: Option<&str>, issued: &[Issued
 /// A partitioned VM: each planned device's link pulled once and put back once (retries of
 /// the put-back aside), and no other device of it touched.
 fn links_paired(out: &mut Vec<String>, vm: &PlannedVm, issued: &[Issued]) {
-    let times = |action: &str, device: &str| {
+    let times = |action: PowerAction, device: &str| {
         issued
             .iter()
             .filter(|a| {
@@ -360,7 +350,10 @@ fn links_paired(out: &mut Vec<String>, vm: &PlannedVm, issued: &[Issued]) {
     };
     for net in &vm.nets {
         let subject = format!("{net} of VM {} {}", vm.vmid, vm.name);
-        let (downs, ups) = (times("link-down", net), times("link-up", net));
+        let (downs, ups) = (
+            times(PowerAction::LinkDown, net),
+            times(PowerAction::LinkUp, net),
+        );
         paired(out, &subject, (downs, "pulled"), (ups, "put back"));
     }
     for action in issued.iter().filter(|a| a.vmid == Some(vm.vmid)) {
@@ -421,7 +414,7 @@ mod tests {
         }
     }
 
-    fn issued(action: &'static str, vmid: u32) -> Issued {
+    fn issued(action: PowerAction, vmid: u32) -> Issued {
         Issued {
             action,
             vmid: Some(vmid),
@@ -431,7 +424,7 @@ mod tests {
         }
     }
 
-    fn host_action(action: &'static str, host: &str) -> Issued {
+    fn host_action(action: PowerAction, host: &str) -> Issued {
         Issued {
             action,
             vmid: None,
@@ -483,9 +476,18 @@ mod tests {
         assert_eq!(crate::chaos::journal::pending_restore(&records).len(), 1);
         // One start counted, the rest as retries: no manual work beyond the plan.
         let issued = power.issued();
-        assert_eq!(issued.iter().filter(|i| i.action == "start").count(), 1);
         assert_eq!(
-            issued.iter().filter(|i| i.action == "start-retry").count(),
+            issued
+                .iter()
+                .filter(|i| i.action == PowerAction::Start)
+                .count(),
+            1
+        );
+        assert_eq!(
+            issued
+                .iter()
+                .filter(|i| i.action == PowerAction::StartRetry)
+                .count(),
             requested - 1
         );
     }
@@ -493,7 +495,17 @@ mod tests {
     #[test]
     fn one_stop_and_one_start_per_planned_vm_is_the_plan() {
         let plan = [vm(103)];
-        assert!(beyond_plan(&plan, None, &[issued("stop", 103), issued("start", 103)]).is_empty());
+        assert!(
+            beyond_plan(
+                &plan,
+                None,
+                &[
+                    issued(PowerAction::Stop, 103),
+                    issued(PowerAction::Start, 103)
+                ]
+            )
+            .is_empty()
+        );
     }
 
     #[test]
@@ -503,10 +515,10 @@ mod tests {
             &plan,
             None,
             &[
-                issued("stop", 103),
-                issued("stop", 201),
-                issued("start", 103),
-                issued("start", 103),
+                issued(PowerAction::Stop, 103),
+                issued(PowerAction::Stop, 201),
+                issued(PowerAction::Start, 103),
+                issued(PowerAction::Start, 103),
             ],
         );
         assert_eq!(extra.len(), 2, "{extra:?}");
@@ -518,26 +530,26 @@ mod tests {
     fn a_partition_pulls_and_puts_back_each_planned_link_once_and_stops_nothing() {
         let mut planned = vm(103);
         planned.nets = vec!["net0".into(), "net1".into()];
-        let link = |action: &'static str, device: &str| Issued {
+        let link = |action: PowerAction, device: &str| Issued {
             device: Some(device.into()),
             ..issued(action, 103)
         };
         let clean = [
-            link("link-down", "net0"),
-            link("link-down", "net1"),
-            link("link-up", "net0"),
-            link("link-up-retry", "net1"),
-            link("link-up", "net1"),
+            link(PowerAction::LinkDown, "net0"),
+            link(PowerAction::LinkDown, "net1"),
+            link(PowerAction::LinkUp, "net0"),
+            link(PowerAction::LinkUpRetry, "net1"),
+            link(PowerAction::LinkUp, "net1"),
         ];
         assert!(beyond_plan(std::slice::from_ref(&planned), None, &clean).is_empty());
         let extra = beyond_plan(
             std::slice::from_ref(&planned),
             None,
             &[
-                link("link-down", "net0"),
-                link("link-down", "net2"),
-                issued("stop", 103),
-                issued("start", 103),
+                link(PowerAction::LinkDown, "net0"),
+                link(PowerAction::LinkDown, "net2"),
+                issued(PowerAction::Stop, 103),
+                issued(PowerAction::Start, 103),
             ],
         );
         assert!(
@@ -558,10 +570,10 @@ mod tests {
     fn host_power_is_in_the_plan_only_in_whole_host_mode() {
         let plan = [vm(103)];
         let run = [
-            issued("stop", 103),
-            host_action("host-shutdown", "pve3"),
-            host_action("host-wake", "pve3"),
-            issued("start", 103),
+            issued(PowerAction::Stop, 103),
+            host_action(PowerAction::HostShutdown, "pve3"),
+            host_action(PowerAction::HostWake, "pve3"),
+            issued(PowerAction::Start, 103),
         ];
         assert!(beyond_plan(&plan, Some("pve3"), &run).is_empty());
         let extra = beyond_plan(&plan, None, &run);
@@ -571,8 +583,8 @@ mod tests {
             &plan,
             Some("pve3"),
             &[
-                host_action("host-wake", "pve3"),
-                host_action("host-shutdown", "pve1"),
+                host_action(PowerAction::HostWake, "pve3"),
+                host_action(PowerAction::HostShutdown, "pve1"),
             ],
         );
         assert!(

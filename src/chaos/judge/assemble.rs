@@ -6,7 +6,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use super::report::{self, ChaosReport, Moments, Timeline};
+use super::report::{self, ChaosRecord, Mode, Moments, Timeline};
 use super::verdicts::Judged;
 use crate::chaos::events::Event;
 use crate::chaos::plan::{self, Target};
@@ -36,7 +36,7 @@ pub struct Assembly<'a> {
     pub provenance: Option<crate::state::provenance::Provenance>,
 }
 
-pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
+pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosRecord, Timeline) {
     // The stem the run claimed once (`report::stem` claims a new name on every call).
     let timeline_file = a
         .stem
@@ -45,8 +45,8 @@ pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let target = a.target;
-    let chaos_report = ChaosReport {
-        schema_version: gates_core::schema::SCHEMA_VERSION,
+    let chaos_report = ChaosRecord {
+        schema_version: Some(gates_core::schema::SCHEMA_VERSION),
         environment: a.environment.to_string(),
         decision: decision(a.config),
         gate_title: a
@@ -59,11 +59,10 @@ pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
         host: target.host.clone(),
         host_choice: target.reason.clone(),
         mode: match (target.fault, target.whole_host) {
-            (crate::chaos::journal::FaultKind::Partition, _) => "partition",
-            (crate::chaos::journal::FaultKind::Power, true) => "whole-host",
-            (crate::chaos::journal::FaultKind::Power, false) => "environment-vms",
-        }
-        .into(),
+            (crate::chaos::journal::FaultKind::Partition, _) => Mode::Partition,
+            (crate::chaos::journal::FaultKind::Power, true) => Mode::WholeHost,
+            (crate::chaos::journal::FaultKind::Power, false) => Mode::EnvironmentVms,
+        },
         vms: target.vms.clone(),
         untouched: target
             .bystanders
@@ -72,7 +71,7 @@ pub fn assemble(a: Assembly<'_>, judged: &Judged) -> (ChaosReport, Timeline) {
             .collect(),
         started_at: report::timestamp(a.started_at),
         finished_at: report::timestamp(a.finished_at),
-        sample_interval: report::seconds(a.sample_interval),
+        sample_interval: gates_core::record::seconds::rounded(a.sample_interval),
         moments: a.moments.clone(),
         outcome: judged.outcome.clone(),
         interrupted: judged.interrupted.map(str::to_string),

@@ -8,8 +8,6 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
-
 use super::attribution::ApiOutages;
 use crate::chaos::timeline::{
     Interval, Observation, Sample, longest_and_total, outages, unknowns, worst_case,
@@ -17,34 +15,7 @@ use crate::chaos::timeline::{
 use crate::config::Budget;
 use crate::verdict::{Finding, Verdict};
 
-/// Everything a probe measured, and what that means against its budget.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProbeOutcome {
-    pub probe: String,
-    pub samples: usize,
-    /// The first and last sample's time: what the probe measured.
-    #[serde(skip)]
-    pub samples_span: Option<(Duration, Duration)>,
-    pub outages: Vec<Interval>,
-    pub unknown: Vec<Interval>,
-    /// The longest and total time the probe could not tell.
-    /// The unknown intervals an API outage holds: the API's downtime, judged by its probe.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unknown_during_api_outage: Vec<Interval>,
-    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
-    pub unknown_longest: Duration,
-    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
-    pub unknown_total: Duration,
-    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
-    pub longest: Duration,
-    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
-    pub total: Duration,
-    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
-    pub budget_longest: Duration,
-    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
-    pub budget_total: Duration,
-    pub finding: Finding,
-}
+pub use gates_core::record::probe::ProbeOutcome;
 
 pub fn judge(probe: &str, samples: &[Sample], budget: Budget) -> ProbeOutcome {
     judge_within(probe, samples, budget, &ApiOutages::none())

@@ -5,13 +5,13 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-use super::report::{self, ChaosReport, Timeline};
+use super::report::{self, ChaosRecord, Timeline};
 use crate::output::Format;
 use crate::streams::Streams;
 use crate::verdict::Verdict;
 
 /// The results, on the streams' `out` (libtest's trial lines on the process's stdout).
-pub fn print(format: Format, report: &ChaosReport, streams: &mut Streams) {
+pub fn print(format: Format, report: &ChaosRecord, streams: &mut Streams) {
     match format {
         Format::Json => {
             streams.println(serde_json::to_string_pretty(report).unwrap_or_default());
@@ -34,7 +34,7 @@ pub fn print(format: Format, report: &ChaosReport, streams: &mut Streams) {
 /// The report files, each named on the streams' `err`; a failure to write is said, not
 /// fatal.
 pub fn write(
-    report: &ChaosReport,
+    report: &ChaosRecord,
     timeline: &Timeline,
     stem: &Path,
     junit: Option<&Path>,
@@ -51,7 +51,7 @@ pub fn write(
 }
 
 /// The closing lines: host, VMs, what each probe saw, and whether everything came back.
-pub fn closing_text(report: &ChaosReport) -> String {
+pub fn closing_text(report: &ChaosRecord) -> String {
     let mut out = String::new();
     let t = &report.tally;
     let _ = writeln!(
@@ -138,11 +138,11 @@ mod tests {
     use super::*;
     use crate::chaos::report::Moments;
 
-    fn lab_report() -> ChaosReport {
+    fn lab_report() -> ChaosRecord {
         crate::chaos::report::tests::report(None)
     }
 
-    fn empty_timeline(report: &ChaosReport) -> Timeline {
+    fn empty_timeline(report: &ChaosRecord) -> Timeline {
         Timeline {
             environment: report.environment.clone(),
             host: report.host.clone(),

@@ -1,106 +1,21 @@
 //! The reports of a chaos run: `reports/chaos-ENV-<UTC ts>.json` (everything, and what
 //! `gates check` reads back for gate 4), `.xml` (JUnit, gate 4's testcases, in the Jenkins
-//! junit-10.xsd profile) and `.timeline.json` (every probe sample and event on one timeline).
+//! junit-10.xsd profile), `.timeline.json` (every probe sample and event on one timeline)
+//! and `.html` (the page, drawn from the record in hand).
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::{Deserialize, Serialize};
 
-use crate::chaos::budget::ProbeOutcome;
-use crate::chaos::events::Event;
-use crate::chaos::journal::PlannedVm;
-use crate::chaos::power::Issued;
-use crate::chaos::timeline::{Interval, Sample};
 use crate::report::junit::JunitWriter;
-use crate::runner::{Tally, TrialResult};
-use crate::verdict::Verdict;
 
-/// Times on the run's timeline (seconds since `started_at`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Moments {
-    pub fault: Option<f64>,
-    pub restore: Option<f64>,
-    pub running_again: Option<f64>,
-    pub recovered: Option<f64>,
-}
-
-/// Everything one chaos run found.
-#[derive(Debug, Clone, Serialize)]
-pub struct ChaosReport {
-    /// The report format's version ([`gates_core::schema::SCHEMA_VERSION`]), first in the file.
-    pub schema_version: u32,
-    pub environment: String,
-    pub decision: String,
-    pub gate_title: String,
-    pub host: String,
-    /// How the host was chosen.
-    pub host_choice: String,
-    /// `environment-vms`, `whole-host` or `partition`.
-    pub mode: String,
-    pub vms: Vec<PlannedVm>,
-    /// VMs on the host that the run left running (other environments').
-    pub untouched: Vec<String>,
-    /// Wall-clock time of the timeline's zero, to the millisecond.
-    pub started_at: String,
-    pub finished_at: String,
-    /// Seconds between two samples of a probe: the resolution of every measured interval.
-    pub sample_interval: f64,
-    pub moments: Moments,
-    /// `completed`, `interrupted by SIGINT`, ...
-    pub outcome: String,
-    /// The signal that interrupted the run (`SIGINT`, `SIGTERM`); null when none did. An
-    /// interrupted run restored early: its verdicts do not stand for gate 4.
-    pub interrupted: Option<String>,
-    pub verdict: Verdict,
-    pub tally: Tally,
-    pub trials: Vec<TrialResult>,
-    pub probes: Vec<ProbeOutcome>,
-    pub power_actions: Vec<Issued>,
-    /// Who took over what: API VIP, L2 lease and etcd leader changes, in time order.
-    pub handovers: Vec<Event>,
-    pub timeline_file: String,
-    /// The cluster the run acted on, as read at preflight; gate 4 counts the report only
-    /// for a cluster with the same identity and topology.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub provenance: Option<crate::state::provenance::Provenance>,
-    /// The host-loss prediction for the host, beside what was measured.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prediction: Option<crate::chaos::prediction::Comparison>,
-    /// A partition run's split-brain signals (API VIP, L2 announcement, etcd minority).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub split_brain: Option<Vec<crate::chaos::judge::split_brain::SignalOutcome>>,
-}
-
-/// The event kinds that say who took over from whom.
-pub const HANDOVER_KINDS: [&str; 3] = [
-    "api-vip-holder-changed",
-    "lease-holder-changed",
-    "etcd-leader-changed",
-];
-
-/// Every sample and event, for plotting and for comparing with other sources.
-#[derive(Debug, Clone, Serialize)]
-pub struct Timeline {
-    pub environment: String,
-    pub host: String,
-    pub started_at: String,
-    pub moments: Moments,
-    pub probes: BTreeMap<String, Vec<Sample>>,
-    /// Per probe, the intervals in which it could not tell (down or up).
-    pub unknown: BTreeMap<String, Vec<Interval>>,
-    pub events: Vec<Event>,
-}
+pub use gates_core::record::chaos::{ChaosRecord, Mode, Moments};
+pub use gates_core::record::event::HANDOVER_KINDS;
+pub use gates_core::record::timeline::Timeline;
 
 pub fn timestamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-pub fn seconds(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
 /// `reports/chaos-lab-20261129T201500Z` (extensions added by the writer), claimed so that
@@ -115,9 +30,9 @@ pub fn stem(dir: &Path, environment: &str, at: DateTime<Utc>) -> PathBuf {
     )
 }
 
-/// Write the three files (and `--junit` when given); returns the paths written.
+/// Write the three files (and `--junit` when given) and the page; returns the paths written.
 pub fn write(
-    report: &ChaosReport,
+    report: &ChaosRecord,
     timeline: &Timeline,
     stem: &Path,
     junit: Option<&Path>,
@@ -141,13 +56,14 @@ pub fn write(
         fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         written.push(path);
     }
-    written.push(crate::report::html::chaos::write_beside(stem)?);
+    // The page from the record in hand: what the files just written would redraw.
+    written.push(crate::report::html::chaos::write(report, timeline, stem)?);
     Ok(written)
 }
 
 /// JUnit for gate 4: one suite `adr007.gate4`, host, VMs and measured outages as suite
 /// properties (the schema allows none on testcases), the intervals in failure bodies.
-pub fn render_junit(report: &ChaosReport) -> String {
+pub fn render_junit(report: &ChaosRecord) -> String {
     // The suite took the run's wall time; each case carries what it measured.
     let total = wall_time(report);
     let classname = format!("{}.gate4", report.decision.replace('-', ""));
@@ -170,7 +86,7 @@ pub fn render_junit(report: &ChaosReport) -> String {
         ("gate".into(), report.gate_title.clone()),
         ("host".into(), report.host.clone()),
         ("host-choice".into(), report.host_choice.clone()),
-        ("mode".into(), report.mode.clone()),
+        ("mode".into(), report.mode.as_str().to_string()),
         ("vms".into(), vms),
         (
             "untouched".into(),
@@ -241,7 +157,7 @@ pub fn render_junit(report: &ChaosReport) -> String {
 }
 
 /// Seconds from `started_at` to `finished_at` (0 when either cannot be read).
-fn wall_time(report: &ChaosReport) -> f64 {
+fn wall_time(report: &ChaosRecord) -> f64 {
     let at = |s: &str| DateTime::parse_from_rfc3339(s).ok();
     match (at(&report.started_at), at(&report.finished_at)) {
         (Some(start), Some(end)) => ((end - start).num_milliseconds().max(0) as f64) / 1000.0,
@@ -249,19 +165,21 @@ fn wall_time(report: &ChaosReport) -> f64 {
     }
 }
 
-pub use gates_core::state::{Summary, SummaryTrial};
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::verdict::Finding;
+    use crate::chaos::events::Event;
+    use crate::chaos::timeline::{Observation, Sample};
+    use crate::runner::{Tally, TrialResult};
+    use crate::verdict::{Finding, Verdict};
     use serde_json::Value;
+    use std::time::Duration;
 
     fn trial(name: &str, finding: Finding, secs: f64) -> TrialResult {
         TrialResult {
             name: format!("gate4::lab::chaos::{name}"),
             gate: 4,
-            kind: "chaos-probe",
+            kind: "chaos-probe".into(),
             instance: Some(name.into()),
             finding,
             duration: Duration::from_secs_f64(secs),
@@ -269,20 +187,20 @@ pub(crate) mod tests {
     }
 
     /// A 12.9 s run whose three trials measured 11.5 s, 6.2 s and nothing.
-    pub(crate) fn report(interrupted: Option<&str>) -> ChaosReport {
+    pub(crate) fn report(interrupted: Option<&str>) -> ChaosRecord {
         let trials = vec![
             trial("api", Finding::pass("api: available throughout"), 11.5),
             trial("recovery", Finding::pass("everything is back"), 6.2),
             trial("no-manual-work", Finding::pass("exactly the plan"), 0.0),
         ];
-        ChaosReport {
-            schema_version: gates_core::schema::SCHEMA_VERSION,
+        ChaosRecord {
+            schema_version: Some(gates_core::schema::SCHEMA_VERSION),
             environment: "lab".into(),
             decision: "adr-007".into(),
             gate_title: "A host failure leaves the cluster available.".into(),
             host: "pve1".into(),
             host_choice: "named".into(),
-            mode: "environment-vms".into(),
+            mode: Mode::EnvironmentVms,
             vms: Vec::new(),
             untouched: Vec::new(),
             started_at: "2026-11-29T20:15:00.000Z".into(),
@@ -362,6 +280,67 @@ pub(crate) mod tests {
             serde_json::to_value(report(None)).unwrap()["interrupted"],
             Value::Null
         );
+    }
+
+    /// A record and timeline as a run holds them: times to the nanosecond, not yet rounded
+    /// to the millisecond the files hold. The handover at 1.0495 s is held as 1.05 s, which
+    /// the page prints as 1.1 s where the unrounded time prints as 1.0 s.
+    fn measured() -> (ChaosRecord, Timeline) {
+        let mut record = report(None);
+        let samples: Vec<Sample> = [true, false, false, true, true]
+            .iter()
+            .enumerate()
+            .map(|(i, up)| Sample {
+                at: Duration::from_nanos(1_000_000_000 * i as u64 + 123_456_789),
+                observation: if *up {
+                    Observation::Up
+                } else {
+                    Observation::Down("refused".into())
+                },
+            })
+            .collect();
+        record.probes = vec![crate::chaos::budget::judge(
+            "api",
+            &samples,
+            crate::chaos::test_support::budget(1, 1),
+        )];
+        record.moments = Moments {
+            fault: Some(0.5),
+            restore: Some(2.25),
+            running_again: Some(3.001),
+            recovered: Some(4.5),
+        };
+        let handover = Event {
+            at: Duration::from_nanos(1_049_500_000),
+            kind: "api-vip-holder-changed".into(),
+            subject: "api-vip".into(),
+            detail: "cp-1 -> cp-2".into(),
+            lineage: None,
+        };
+        record.handovers = vec![handover.clone()];
+        let timeline = Timeline {
+            environment: record.environment.clone(),
+            host: record.host.clone(),
+            started_at: record.started_at.clone(),
+            moments: record.moments.clone(),
+            probes: [("api".to_string(), samples)].into_iter().collect(),
+            unknown: Default::default(),
+            events: vec![handover],
+        };
+        (record, timeline)
+    }
+
+    #[test]
+    fn the_page_drawn_from_the_run_in_hand_is_the_page_its_files_redraw() {
+        let (record, timeline) = measured();
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("chaos-lab-20261129T201500Z");
+        write(&record, &timeline, &stem, None).unwrap();
+        let drawn = fs::read_to_string(stem.with_extension("html")).unwrap();
+        let (read, read_timeline) = crate::report::read_back::chaos(&stem).unwrap();
+        let redrawn = crate::report::html::chaos::render(&read, &read_timeline);
+        assert!(drawn.contains("data-probe=\"api\""), "{drawn}");
+        assert!(drawn == redrawn, "the page differs from its redrawing");
     }
 
     #[test]

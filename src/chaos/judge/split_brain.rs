@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 
 use crate::verdict::Finding;
 
@@ -64,15 +63,7 @@ pub struct Partition<'a> {
     pub talos_unwatched: Option<String>,
 }
 
-/// One signal's verdict, as the report shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct SignalOutcome {
-    /// `api-vip`, `l2-announcement`, `etcd-minority`.
-    pub signal: &'static str,
-    /// Samples that read this signal.
-    pub samples: usize,
-    pub finding: Finding,
-}
+pub use gates_core::record::split_brain::{Signal, SignalOutcome};
 
 pub fn judge(samples: &[BrainSample], p: &Partition<'_>) -> Vec<SignalOutcome> {
     vec![vip(samples, p), l2(samples, p), etcd(samples, p)]
@@ -102,7 +93,7 @@ fn vip(samples: &[BrainSample], p: &Partition<'_>) -> SignalOutcome {
         .filter(|s| s.vip.iter().any(|(_, r)| r.is_ok()))
         .count();
     let out = |finding| SignalOutcome {
-        signal: "api-vip",
+        signal: Signal::ApiVip,
         samples: read,
         finding,
     };
@@ -181,7 +172,7 @@ type Term<'a> = (
 fn l2(samples: &[BrainSample], p: &Partition<'_>) -> SignalOutcome {
     let read: Vec<&BrainSample> = samples.iter().filter(|s| s.leases.is_ok()).collect();
     let out = |finding| SignalOutcome {
-        signal: "l2-announcement",
+        signal: Signal::L2Announcement,
         samples: read.len(),
         finding,
     };
@@ -262,7 +253,7 @@ fn etcd(samples: &[BrainSample], p: &Partition<'_>) -> SignalOutcome {
         .filter(|s| s.etcd.iter().any(|(_, r)| r.is_ok()))
         .count();
     let out = |finding| SignalOutcome {
-        signal: "etcd-minority",
+        signal: Signal::EtcdMinority,
         samples: read,
         finding,
     };
@@ -475,7 +466,7 @@ mod tests {
         ]
     }
 
-    fn verdicts(outcomes: &[SignalOutcome]) -> Vec<(&'static str, Verdict)> {
+    fn verdicts(outcomes: &[SignalOutcome]) -> Vec<(Signal, Verdict)> {
         outcomes
             .iter()
             .map(|o| (o.signal, o.finding.verdict))
@@ -489,9 +480,9 @@ mod tests {
         assert_eq!(
             verdicts(&judged),
             vec![
-                ("api-vip", Verdict::Pass),
-                ("l2-announcement", Verdict::Pass),
-                ("etcd-minority", Verdict::Pass)
+                (Signal::ApiVip, Verdict::Pass),
+                (Signal::L2Announcement, Verdict::Pass),
+                (Signal::EtcdMinority, Verdict::Pass)
             ],
             "{judged:#?}"
         );
@@ -582,9 +573,9 @@ mod tests {
         assert_eq!(
             verdicts(&judged),
             vec![
-                ("api-vip", Verdict::Error),
-                ("l2-announcement", Verdict::Error),
-                ("etcd-minority", Verdict::Error)
+                (Signal::ApiVip, Verdict::Error),
+                (Signal::L2Announcement, Verdict::Error),
+                (Signal::EtcdMinority, Verdict::Error)
             ],
             "{judged:#?}"
         );

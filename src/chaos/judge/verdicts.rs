@@ -84,7 +84,7 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
         .map(|(p, o)| TrialResult {
             name: format!("gate4::{}::chaos::{}", m.environment, p.name),
             gate: 4,
-            kind: "chaos-probe",
+            kind: "chaos-probe".into(),
             instance: Some(p.name.clone()),
             finding: o.finding.clone(),
             duration: sampled(&o.samples_span),
@@ -93,7 +93,7 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
     trials.push(TrialResult {
         name: format!("gate4::{}::chaos::recovery", m.environment),
         gate: 4,
-        kind: "chaos-recovery",
+        kind: "chaos-recovery".into(),
         instance: Some("recovery".into()),
         finding: recovery_finding(m),
         duration: m.recovery.took,
@@ -101,7 +101,7 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
     trials.push(TrialResult {
         name: format!("gate4::{}::chaos::no-manual-work", m.environment),
         gate: 4,
-        kind: "chaos-no-manual-work",
+        kind: "chaos-no-manual-work".into(),
         instance: Some("no-manual-work".into()),
         finding: no_manual_work(m.target, m.issued, m.lease, m.held),
         duration: Duration::ZERO,
@@ -113,7 +113,7 @@ pub fn judge_run(m: &Measured<'_>) -> Judged {
                 m.environment, signal.signal
             ),
             gate: 4,
-            kind: "chaos-split-brain",
+            kind: "chaos-split-brain".into(),
             instance: Some(format!("split-brain::{}", signal.signal)),
             finding: signal.finding.clone(),
             duration: Duration::ZERO,
@@ -272,6 +272,7 @@ pub fn no_manual_work(
 mod tests {
     use super::*;
     use crate::chaos::act::test_power::target;
+    use crate::chaos::power::PowerAction;
     use crate::chaos::test_support::{budget, probe};
     use crate::chaos::timeline::Observation;
 
@@ -285,7 +286,7 @@ mod tests {
         }
     }
 
-    fn issued(action: &'static str, vmid: u32) -> Issued {
+    fn issued(action: PowerAction, vmid: u32) -> Issued {
         Issued {
             action,
             vmid: Some(vmid),
@@ -320,10 +321,10 @@ mod tests {
         )];
         let target = target();
         let actions = [
-            issued("stop", 201),
-            issued("stop", 202),
-            issued("start", 201),
-            issued("start", 202),
+            issued(PowerAction::Stop, 201),
+            issued(PowerAction::Stop, 202),
+            issued(PowerAction::Start, 201),
+            issued(PowerAction::Start, 202),
         ];
         let recovery = recovered(12);
         let judged = judge_run(&Measured {
@@ -457,7 +458,10 @@ mod tests {
     fn a_power_action_outside_the_plan_fails_no_manual_work() {
         let finding = no_manual_work(
             &target(),
-            &[issued("stop", 201), issued("stop", 999)],
+            &[
+                issued(PowerAction::Stop, 201),
+                issued(PowerAction::Stop, 999),
+            ],
             None,
             None,
         );
@@ -471,7 +475,10 @@ mod tests {
 
     #[test]
     fn a_pod_left_holding_its_volume_on_a_lost_node_fails_no_manual_work_with_the_fix() {
-        let plan = [issued("stop", 201), issued("start", 201)];
+        let plan = [
+            issued(PowerAction::Stop, 201),
+            issued(PowerAction::Start, 201),
+        ];
         let held = Ok(Held {
             pods: vec!["apps/db-0 stayed Terminating on cp-1 holding ReadWriteOnce Longhorn volume pvc-db, attached there".into()],
             fix: "set node-down-pod-deletion-policy to delete-both-statefulset-and-deployment-pod".into(),

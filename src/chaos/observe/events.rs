@@ -10,7 +10,6 @@ use gates_core::state::Pod;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
-use serde::Serialize;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
@@ -18,21 +17,7 @@ use crate::checks::replicated_controller::Params as Controller;
 use crate::hostloss::lineage::Lineage;
 use gates_engine::cluster::{node_name, node_ready, selects};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Event {
-    /// Since the start of the run.
-    #[serde(serialize_with = "crate::chaos::timeline::seconds")]
-    pub at: Duration,
-    /// `vm-stop-requested`, `node-not-ready`, `lease-holder-changed`, `pod-replaced`, ...
-    pub kind: String,
-    pub subject: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub detail: String,
-    /// For `pod-created` and `pod-removed`: the pod's owner, template hash and ordinal, which
-    /// match it to the pod it replaces.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lineage: Option<Lineage>,
-}
+pub use gates_core::record::event::Event;
 
 /// The run's events, appended by the harness and by the watcher.
 #[derive(Debug, Clone, Default)]

@@ -8,55 +8,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
-
-/// What one probe saw at one moment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", content = "detail", rename_all = "lowercase")]
-pub enum Observation {
-    Up,
-    Down(String),
-    Unknown(String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Sample {
-    /// Since the start of the run.
-    #[serde(serialize_with = "seconds")]
-    pub at: Duration,
-    pub observation: Observation,
-}
-
-/// `[start, end)` since the start of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Interval {
-    #[serde(serialize_with = "seconds")]
-    pub start: Duration,
-    #[serde(serialize_with = "seconds")]
-    pub end: Duration,
-}
-
-impl Interval {
-    pub fn length(&self) -> Duration {
-        self.end.saturating_sub(self.start)
-    }
-}
-
-impl std::fmt::Display for Interval {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "[{:.1}s, {:.1}s) {:.1}s",
-            self.start.as_secs_f64(),
-            self.end.as_secs_f64(),
-            self.length().as_secs_f64()
-        )
-    }
-}
-
-pub fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64((d.as_secs_f64() * 1000.0).round() / 1000.0)
-}
+pub use gates_core::record::timeline::{Interval, Observation, Sample};
 
 /// The outage intervals of a probe, from samples in any order.
 pub fn outages(samples: &[Sample]) -> Vec<Interval> {

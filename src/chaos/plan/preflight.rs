@@ -159,7 +159,7 @@ mod tests {
         TrialResult {
             name: format!("gate{gate}::staging::x"),
             gate,
-            kind: "x",
+            kind: "x".into(),
             instance: None,
             finding,
             duration: Duration::ZERO,

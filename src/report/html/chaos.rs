@@ -7,15 +7,18 @@ use std::path::{Path, PathBuf};
 
 use super::timeline::{self, trim};
 use super::{badge, escape, evidence, page};
-use crate::report::chaos_view::{self, ChaosView, TimelineView};
+use gates_core::record::chaos::{ChaosRecord, Mode};
+use gates_core::record::seconds::rounded;
+use gates_core::record::split_brain::Signal;
+use gates_core::record::timeline::Timeline;
 
-pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
+pub fn render(report: &ChaosRecord, timeline: &Timeline) -> String {
     let mut b = String::new();
     let _ = write!(
         b,
         "<header><h1>{} Chaos on {}: host {}</h1>\
          <p class=\"sub\">{} · {} · gate 4: {}</p></header>",
-        badge(&report.verdict),
+        badge(report.verdict.as_str()),
         escape(&report.environment),
         escape(&report.host),
         escape(&report.started_at),
@@ -27,7 +30,7 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
 
     b.push_str("<section id=\"timeline\"><h2>Timeline</h2><figure>");
     b.push_str(&legend());
-    b.push_str(&timeline::svg(report, timeline_view));
+    b.push_str(&timeline::svg(report, timeline));
     b.push_str(
         "<figcaption class=\"sub\">Seconds since the start of the run. Outages run from the \
          first failed sample to the first good one; unknown means the probe could not tell \
@@ -44,21 +47,23 @@ pub fn render(report: &ChaosView, timeline_view: &TimelineView) -> String {
 
     handovers(&mut b, report);
 
-    every_event(&mut b, timeline_view);
+    every_event(&mut b, timeline);
 
     power_actions(&mut b, report);
     b.push_str("<footer>Written by gates from the run's JSON report and timeline.</footer>");
     page(
         &format!(
             "gates chaos {} {}: {}",
-            report.environment, report.host, report.verdict
+            report.environment,
+            report.host,
+            report.verdict.as_str()
         ),
         &b,
     )
 }
 
 /// The run's facts: outcome, host, mode, the VMs acted on, timings.
-fn run_facts(b: &mut String, report: &ChaosView) {
+fn run_facts(b: &mut String, report: &ChaosRecord) {
     b.push_str("<section><h2>Run</h2><dl class=\"facts\">");
     let vms: Vec<String> = report
         .vms
@@ -68,12 +73,11 @@ fn run_facts(b: &mut String, report: &ChaosView) {
     let facts = [
         ("outcome", report.outcome.clone()),
         ("host", format!("{} ({})", report.host, report.host_choice)),
-        ("mode", report.mode.clone()),
+        ("mode", report.mode.as_str().to_string()),
         (
-            if report.mode == "partition" {
-                "VMs cut off"
-            } else {
-                "VMs stopped"
+            match report.mode {
+                Mode::Partition => "VMs cut off",
+                Mode::EnvironmentVms | Mode::WholeHost => "VMs stopped",
             },
             list_or_none(&vms),
         ),
@@ -100,7 +104,7 @@ fn run_facts(b: &mut String, report: &ChaosView) {
 }
 
 /// Each probe against its budgets.
-fn probe_budgets(b: &mut String, report: &ChaosView) {
+fn probe_budgets(b: &mut String, report: &ChaosRecord) {
     b.push_str(
         "<section><h2>Probes against their budgets</h2><table><thead><tr><th>probe</th>\
          <th>verdict</th><th class=\"num\">longest</th><th class=\"num\">budget</th>\
@@ -122,12 +126,12 @@ fn probe_budgets(b: &mut String, report: &ChaosView) {
              <td class=\"num\">{}</td></tr>",
             escape(&p.probe),
             escape(&p.probe),
-            badge(p.verdict()),
-            over(p.longest, p.budget_longest),
-            trim(p.budget_longest),
-            over(p.total, p.budget_total),
-            trim(p.budget_total),
-            trim(p.unknown_total()),
+            badge(p.finding.verdict.as_str()),
+            over(rounded(p.longest), rounded(p.budget_longest)),
+            trim(rounded(p.budget_longest)),
+            over(rounded(p.total), rounded(p.budget_total)),
+            trim(rounded(p.budget_total)),
+            trim(p.unknown_seconds()),
             p.outages.len(),
             p.samples
         );
@@ -136,23 +140,27 @@ fn probe_budgets(b: &mut String, report: &ChaosView) {
 }
 
 /// The trials with their evidence.
-fn trials(b: &mut String, report: &ChaosView) {
+fn trials(b: &mut String, report: &ChaosRecord) {
     b.push_str("<section><h2>Trials</h2><table><thead><tr><th>trial</th><th>verdict</th><th>what it found</th></tr></thead><tbody>");
     for t in &report.trials {
         let _ = write!(
             b,
             "<tr><td><code>{}</code></td><td>{}</td><td>{}{}</td></tr>",
             escape(&t.name),
-            badge(&t.verdict),
-            escape(&t.summary),
-            evidence(&t.verdict, &t.evidence, &t.warnings)
+            badge(t.finding.verdict.as_str()),
+            escape(&t.finding.summary),
+            evidence(
+                t.finding.verdict.as_str(),
+                &t.finding.evidence,
+                &t.finding.warnings
+            )
         );
     }
     b.push_str("</tbody></table></section>");
 }
 
 /// Who took over the API VIP, an L2 lease or etcd's leadership.
-fn handovers(b: &mut String, report: &ChaosView) {
+fn handovers(b: &mut String, report: &ChaosRecord) {
     b.push_str("<section><h2>Handovers</h2>");
     if report.handovers.is_empty() {
         b.push_str("<p>No API VIP, L2 lease or etcd leader changed hands.</p>");
@@ -162,7 +170,7 @@ fn handovers(b: &mut String, report: &ChaosView) {
             let _ = write!(
                 b,
                 "<tr><td class=\"num\">{}s</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                trim(e.at),
+                trim(rounded(e.at)),
                 escape(&e.kind),
                 escape(&e.subject),
                 escape(&e.detail)
@@ -174,14 +182,14 @@ fn handovers(b: &mut String, report: &ChaosView) {
 }
 
 /// Every event on the timeline, folded.
-fn every_event(b: &mut String, timeline_view: &TimelineView) {
-    if !timeline_view.events.is_empty() {
+fn every_event(b: &mut String, timeline: &Timeline) {
+    if !timeline.events.is_empty() {
         b.push_str("<section><h2>Events</h2><details><summary>every event on the timeline</summary><table><thead><tr><th class=\"num\">at</th><th>event</th><th>subject</th><th>detail</th></tr></thead><tbody>");
-        for e in &timeline_view.events {
+        for e in &timeline.events {
             let _ = write!(
                 b,
                 "<tr><td class=\"num\">{:.1}s</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                e.at,
+                rounded(e.at),
                 escape(&e.kind),
                 escape(&e.subject),
                 escape(&e.detail)
@@ -192,14 +200,14 @@ fn every_event(b: &mut String, timeline_view: &TimelineView) {
 }
 
 /// The power (and link) actions the harness sent.
-fn power_actions(b: &mut String, report: &ChaosView) {
+fn power_actions(b: &mut String, report: &ChaosRecord) {
     if !report.power_actions.is_empty() {
         b.push_str("<section><h2>Power actions</h2><table><thead><tr><th>action</th><th>VM</th><th>host</th><th>result</th></tr></thead><tbody>");
         for a in &report.power_actions {
             let _ = write!(
                 b,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(&a.action),
+                escape(a.action.as_str()),
                 a.vmid.map(|v| v.to_string()).unwrap_or_default(),
                 escape(&a.host),
                 escape(&a.result)
@@ -210,7 +218,7 @@ fn power_actions(b: &mut String, report: &ChaosView) {
 }
 
 /// A partition run's split-brain signals: what each means and what it found.
-fn split_brain(report: &ChaosView) -> String {
+fn split_brain(report: &ChaosRecord) -> String {
     let Some(signals) = &report.split_brain else {
         return String::new();
     };
@@ -221,21 +229,20 @@ fn split_brain(report: &ChaosView) -> String {
          <th>verdict</th><th class=\"num\">samples</th><th>what it found</th></tr></thead><tbody>",
     );
     for s in signals {
-        let meaning = match s.signal.as_str() {
-            "api-vip" => "two control planes list the API VIP at once",
-            "l2-announcement" => "two nodes announce one L2 address",
-            "etcd-minority" => "the cut-off etcd member led or took writes on its own",
-            _ => "",
+        let meaning = match s.signal {
+            Signal::ApiVip => "two control planes list the API VIP at once",
+            Signal::L2Announcement => "two nodes announce one L2 address",
+            Signal::EtcdMinority => "the cut-off etcd member led or took writes on its own",
         };
         let _ = write!(
             b,
             "<tr data-signal=\"{}\"><td>{}</td><td>{meaning}</td><td>{}</td><td class=\"num\">{}</td><td>{}{}</td></tr>",
-            escape(&s.signal),
-            escape(&s.signal),
-            badge(&s.finding.verdict),
+            escape(s.signal.as_str()),
+            escape(s.signal.as_str()),
+            badge(s.finding.verdict.as_str()),
             s.samples,
             escape(&s.finding.summary),
-            evidence(&s.finding.verdict, &s.finding.evidence, &[])
+            evidence(s.finding.verdict.as_str(), &s.finding.evidence, &[])
         );
     }
     b.push_str("</tbody></table></section>");
@@ -272,11 +279,17 @@ fn legend() -> String {
     )
 }
 
-/// Write `<stem>.html` from the `.json` and `.timeline.json` the chaos step wrote beside it.
+/// Write `<stem>.html` from the `.json` and `.timeline.json` beside it: the page of a run
+/// redrawn from its files (copied off a CI artifact, say).
 pub fn write_beside(stem: &Path) -> Result<PathBuf, String> {
-    let (report, timeline_view) = chaos_view::read(stem)?;
+    let (report, timeline) = crate::report::read_back::chaos(stem)?;
+    write(&report, &timeline, stem)
+}
+
+/// Write `<stem>.html` from a run's record and timeline.
+pub fn write(report: &ChaosRecord, timeline: &Timeline, stem: &Path) -> Result<PathBuf, String> {
     let path = stem.with_extension("html");
-    std::fs::write(&path, render(&report, &timeline_view))
+    std::fs::write(&path, render(report, timeline))
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
 }
@@ -286,9 +299,11 @@ mod tests {
     use super::*;
 
     /// A chaos report with one probe whose longest outage is `longest` against a 2 s budget.
-    fn report_with_api_outage(longest: f64) -> ChaosView {
+    fn report_with_api_outage(longest: f64) -> ChaosRecord {
         serde_json::from_value(serde_json::json!({
-            "environment": "lab", "host": "pve2", "started_at": "2026-12-01T02:30:00.000Z",
+            "environment": "lab", "host": "pve2", "mode": "environment-vms",
+            "started_at": "2026-12-01T02:30:00.000Z", "finished_at": "2026-12-01T02:31:00.000Z",
+            "outcome": "completed", "trials": [],
             "verdict": if longest > 2.0 { "fail" } else { "pass" },
             "moments": {"fault": 1.0, "restore": 20.0},
             "probes": [{
@@ -302,17 +317,17 @@ mod tests {
 
     #[test]
     fn an_outage_over_its_budget_is_marked_in_words_and_style() {
-        let page = render(&report_with_api_outage(4.5), &TimelineView::default());
+        let page = render(&report_with_api_outage(4.5), &Timeline::default());
         assert!(page.contains("<td class=\"num over\">4.5s</td>"), "{page}");
         assert!(page.contains("<span class=\"badge fail\">FAIL</span>"));
-        let within = render(&report_with_api_outage(1.5), &TimelineView::default());
+        let within = render(&report_with_api_outage(1.5), &Timeline::default());
         assert!(!within.contains("class=\"num over\""));
     }
 
     #[test]
     fn a_partition_runs_split_brain_signals_are_shown_with_their_evidence() {
         let mut report = report_with_api_outage(1.5);
-        report.mode = "partition".into();
+        report.mode = Mode::Partition;
         report.split_brain = serde_json::from_value(serde_json::json!([
             {"signal": "api-vip", "samples": 12, "finding": {"verdict": "fail",
              "summary": "two control planes held the API VIP at once in 1 sample(s)",
@@ -321,7 +336,7 @@ mod tests {
              "summary": "the etcd status of cp-1 was never read"}}
         ]))
         .unwrap();
-        let page = render(&report, &TimelineView::default());
+        let page = render(&report, &Timeline::default());
         assert!(page.contains("<h2>Split brain</h2>"), "{page}");
         assert!(page.contains("VMs cut off</dt>"), "{page}");
         assert!(
@@ -332,13 +347,13 @@ mod tests {
             page.contains("<span class=\"badge error\">ERROR</span>"),
             "{page}"
         );
-        let power = render(&report_with_api_outage(1.5), &TimelineView::default());
+        let power = render(&report_with_api_outage(1.5), &Timeline::default());
         assert!(!power.contains("Split brain"), "a power loss has none");
     }
 
     #[test]
     fn without_a_timeline_file_the_lanes_still_show_the_reports_intervals() {
-        let page = render(&report_with_api_outage(4.5), &TimelineView::default());
+        let page = render(&report_with_api_outage(4.5), &Timeline::default());
         assert!(
             page.contains("data-start=\"2.000\" data-end=\"6.500\""),
             "{page}"

@@ -8,10 +8,11 @@
 use std::fmt::Write as _;
 
 use super::escape;
-use crate::report::chaos_view::{ChaosView, ComparedView};
+use gates_core::hostloss::Outcome;
+use gates_core::record::chaos::ChaosRecord;
 
 /// The section, or a plain sentence when the report holds no prediction.
-pub fn section(report: &ChaosView) -> String {
+pub fn section(report: &ChaosRecord) -> String {
     let mut b = String::from("<section id=\"prediction\"><h2>Predicted beside measured</h2>");
     let Some(p) = &report.prediction else {
         b.push_str(
@@ -25,8 +26,8 @@ pub fn section(report: &ChaosView) -> String {
         "<p>The host-loss model predicted losing <strong>{}</strong> as <strong \
          class=\"outcome {}\">{}</strong>{}</p>",
         escape(&p.host),
-        outcome_class(&p.outcome),
-        escape(&p.outcome),
+        outcome_class(p.outcome),
+        escape(p.outcome.as_str()),
         if p.reasons.is_empty() { "." } else { ":" }
     );
     if !p.reasons.is_empty() {
@@ -36,7 +37,12 @@ pub fn section(report: &ChaosView) -> String {
         }
         b.push_str("</ul>");
     }
-    let (agree, differ) = tally(p.probes.iter().chain(&p.pods));
+    let (agree, differ) = tally(
+        p.probes
+            .iter()
+            .map(|r| r.agrees)
+            .chain(p.pods.iter().map(|r| r.agrees)),
+    );
     let _ = write!(
         b,
         "<p class=\"sub\">{agree} agree, {differ} differ, {} without a claim either way.</p>",
@@ -53,11 +59,11 @@ pub fn section(report: &ChaosView) -> String {
             b,
             "<tr data-prediction-probe=\"{}\" data-agrees=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&row.probe),
-            agrees_attr(row),
+            agrees_attr(row.agrees),
             escape(&row.probe),
             escape(&row.predicted),
             escape(&row.measured),
-            agreement(row)
+            agreement(row.agrees)
         );
     }
     b.push_str("</tbody></table>");
@@ -76,12 +82,12 @@ pub fn section(report: &ChaosView) -> String {
                 "<tr data-prediction-pod=\"{}\" data-agrees=\"{}\"><td><code>{}</code><br>\
                  <span class=\"sub\">{}</span></td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(&row.pod),
-                agrees_attr(row),
+                agrees_attr(row.agrees),
                 escape(&row.pod),
                 escape(&row.controller),
                 escape(&row.predicted),
                 escape(&row.measured),
-                agreement(row)
+                agreement(row.agrees)
             );
         }
         b.push_str("</tbody></table>");
@@ -90,16 +96,17 @@ pub fn section(report: &ChaosView) -> String {
     b
 }
 
-fn tally<'a>(rows: impl Iterator<Item = &'a ComparedView>) -> (usize, usize) {
-    rows.fold((0, 0), |(yes, no), r| match r.agrees {
+/// How many rows agree and how many differ.
+fn tally(rows: impl Iterator<Item = Option<bool>>) -> (usize, usize) {
+    rows.fold((0, 0), |(yes, no), agrees| match agrees {
         Some(true) => (yes + 1, no),
         Some(false) => (yes, no + 1),
         None => (yes, no),
     })
 }
 
-fn agrees_attr(row: &ComparedView) -> &'static str {
-    match row.agrees {
+fn agrees_attr(agrees: Option<bool>) -> &'static str {
+    match agrees {
         Some(true) => "yes",
         Some(false) => "no",
         None => "none",
@@ -107,20 +114,20 @@ fn agrees_attr(row: &ComparedView) -> &'static str {
 }
 
 /// A word with a mark, styled like a verdict badge: readable without colour.
-fn agreement(row: &ComparedView) -> &'static str {
-    match row.agrees {
+fn agreement(agrees: Option<bool>) -> &'static str {
+    match agrees {
         Some(true) => "<span class=\"agree yes\">\u{2713} agrees</span>",
         Some(false) => "<span class=\"agree no\">\u{2717} differs</span>",
         None => "<span class=\"agree none\">no claim</span>",
     }
 }
 
-fn outcome_class(outcome: &str) -> &'static str {
+fn outcome_class(outcome: Outcome) -> &'static str {
     match outcome {
-        "survives" => "survives",
-        "degraded" => "degraded",
-        "lost" => "lost",
-        _ => "unknown",
+        Outcome::Survives => "survives",
+        Outcome::Degraded => "degraded",
+        Outcome::Lost => "lost",
+        Outcome::Unknown => "unknown",
     }
 }
 
@@ -128,10 +135,11 @@ fn outcome_class(outcome: &str) -> &'static str {
 mod tests {
     use super::*;
 
-    fn report(prediction: serde_json::Value) -> ChaosView {
+    fn report(prediction: serde_json::Value) -> ChaosRecord {
         serde_json::from_value(serde_json::json!({
-            "environment": "staging", "host": "pve1", "started_at": "2026-12-01T02:30:00.000Z",
-            "verdict": "pass", "prediction": prediction
+            "environment": "staging", "host": "pve1", "mode": "environment-vms",
+            "started_at": "2026-12-01T02:30:00.000Z", "finished_at": "2026-12-01T02:31:00.000Z",
+            "outcome": "completed", "trials": [], "verdict": "pass", "prediction": prediction
         }))
         .unwrap()
     }

@@ -8,7 +8,11 @@
 use std::fmt::Write as _;
 
 use super::escape;
-use crate::report::chaos_view::{ChaosView, EventView, ProbeView, SampleView, TimelineView};
+use gates_core::record::chaos::ChaosRecord;
+use gates_core::record::event::Event;
+use gates_core::record::probe::ProbeOutcome;
+use gates_core::record::seconds::rounded;
+use gates_core::record::timeline::{Interval, Sample, Timeline};
 
 const WIDTH: f64 = 1100.0;
 const LEFT: f64 = 262.0;
@@ -60,20 +64,20 @@ impl Scale {
 }
 
 /// The last moment anything happened, so the drawing spans the whole run.
-fn end_of(report: &ChaosView, timeline: &TimelineView) -> f64 {
+fn end_of(report: &ChaosRecord, timeline: &Timeline) -> f64 {
     let m = &report.moments;
     let moments = [m.fault, m.restore, m.running_again, m.recovered];
-    let samples = timeline.probes.values().flatten().map(|s| s.at);
+    let samples = timeline.probes.values().flatten().map(|s| rounded(s.at));
     let events = timeline
         .events
         .iter()
         .chain(&report.handovers)
-        .map(|e| e.at);
+        .map(|e| rounded(e.at));
     let intervals = report
         .probes
         .iter()
         .flat_map(|p| p.outages.iter().chain(&p.unknown))
-        .map(|i| i.end);
+        .map(|i| rounded(i.end));
     moments
         .into_iter()
         .flatten()
@@ -96,7 +100,7 @@ pub fn tick_step(end: f64) -> f64 {
 
 /// Every event to draw: the timeline's, or the report's handovers when the timeline file
 /// is missing.
-fn events<'a>(report: &'a ChaosView, timeline: &'a TimelineView) -> Vec<&'a EventView> {
+fn events<'a>(report: &'a ChaosRecord, timeline: &'a Timeline) -> Vec<&'a Event> {
     if timeline.events.is_empty() {
         report.handovers.iter().collect()
     } else {
@@ -104,7 +108,7 @@ fn events<'a>(report: &'a ChaosView, timeline: &'a TimelineView) -> Vec<&'a Even
     }
 }
 
-pub fn svg(report: &ChaosView, timeline: &TimelineView) -> String {
+pub fn svg(report: &ChaosRecord, timeline: &Timeline) -> String {
     let scale = Scale {
         end: end_of(report, timeline),
     };
@@ -113,7 +117,7 @@ pub fn svg(report: &ChaosView, timeline: &TimelineView) -> String {
         .into_iter()
         .filter(|(lane, _)| events.iter().any(|e| lane_of(&e.kind) == *lane))
         .collect();
-    let handovers: Vec<&EventView> = events
+    let handovers: Vec<&Event> = events
         .iter()
         .copied()
         .filter(|e| lane_of(&e.kind) == "handovers")
@@ -199,8 +203,8 @@ fn grid(out: &mut String, scale: &Scale, bottom: f64) {
 /// One probe's lane: when it was sampled, and its unknown and down intervals.
 fn probe_lane(
     out: &mut String,
-    probe: &ProbeView,
-    samples: Option<&Vec<SampleView>>,
+    probe: &ProbeOutcome,
+    samples: Option<&Vec<Sample>>,
     scale: &Scale,
     y: f64,
 ) {
@@ -209,13 +213,13 @@ fn probe_lane(
         "<g class=\"lane probe\" data-probe=\"{}\" data-verdict=\"{}\">\
          <text class=\"lane-label\" x=\"8\" y=\"{:.1}\">{}</text>",
         escape(&probe.probe),
-        escape(probe.verdict()),
+        escape(probe.finding.verdict.as_str()),
         y + PROBE_LANE / 2.0 + 4.0,
         escape(&probe.probe)
     );
     let sampled = samples.and_then(|s| {
-        let first = s.iter().map(|s| s.at).reduce(f64::min)?;
-        let last = s.iter().map(|s| s.at).reduce(f64::max)?;
+        let first = s.iter().map(|s| rounded(s.at)).reduce(f64::min)?;
+        let last = s.iter().map(|s| rounded(s.at)).reduce(f64::max)?;
         Some((first, last))
     });
     if let Some((first, last)) = sampled {
@@ -236,21 +240,22 @@ fn probe_lane(
         ("outage", "down", &probe.outages),
     ] {
         for interval in intervals {
-            let x = scale.x(interval.start);
+            let (start, end) = (rounded(interval.start), rounded(interval.end));
+            let x = scale.x(start);
             // A one-sample outage still shows.
-            let width = (scale.x(interval.end) - x).max(2.0);
+            let width = (scale.x(end) - x).max(2.0);
             let _ = write!(
                 out,
                 "<rect class=\"{class}\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{:.1}\" \
                  data-start=\"{:.3}\" data-end=\"{:.3}\"><title>{} {word} from {}s to {}s ({}s)</title></rect>",
                 y + 3.0,
                 PROBE_LANE - 6.0,
-                interval.start,
-                interval.end,
+                start,
+                end,
                 escape(&probe.probe),
-                trim(interval.start),
-                trim(interval.end),
-                trim(interval.length()),
+                trim(start),
+                trim(end),
+                trim(length(interval)),
             );
         }
     }
@@ -267,7 +272,7 @@ struct EventLane<'a> {
 }
 
 impl EventLane<'_> {
-    fn draw(&self, out: &mut String, events: &[&EventView], scale: &Scale) {
+    fn draw(&self, out: &mut String, events: &[&Event], scale: &Scale) {
         let (lane, label, y, label_rows) = (self.lane, self.label, self.y, self.label_rows);
         let _ = write!(
             out,
@@ -285,15 +290,16 @@ impl EventLane<'_> {
             .filter(|e| lane_of(&e.kind) == lane)
             .enumerate()
         {
-            let x = scale.x(event.at);
+            let at = rounded(event.at);
+            let x = scale.x(at);
             let cy = y + EVENT_LANE / 2.0;
             let _ = write!(
                 out,
                 "<circle class=\"event {lane}\" cx=\"{x:.1}\" cy=\"{cy:.1}\" r=\"5\" data-at=\"{:.3}\" \
                  data-kind=\"{}\"><title>{}s {} {}{}</title></circle>",
-                event.at,
+                at,
                 escape(&event.kind),
-                trim(event.at),
+                trim(at),
                 escape(&event.kind),
                 escape(&event.subject),
                 if event.detail.is_empty() {
@@ -324,7 +330,7 @@ impl EventLane<'_> {
 
 /// The fault, restore, running-again and recovered marks across every lane, labels staggered
 /// in two rows.
-fn marks(out: &mut String, report: &ChaosView, scale: &Scale, bottom: f64) {
+fn marks(out: &mut String, report: &ChaosRecord, scale: &Scale, bottom: f64) {
     let m = &report.moments;
     let marks = [
         ("fault", "fault", m.fault),
@@ -360,12 +366,12 @@ const LABEL_ROW: f64 = 14.0;
 
 /// For each handover label in time order, the first row whose previous label ends before it
 /// starts (labels are about 6.5 units per character at 11px).
-fn label_rows(handovers: &[&EventView], scale: &Scale) -> Vec<usize> {
+fn label_rows(handovers: &[&Event], scale: &Scale) -> Vec<usize> {
     let mut row_ends: Vec<f64> = Vec::new();
     handovers
         .iter()
         .map(|event| {
-            let start = scale.x(event.at) + 3.0;
+            let start = scale.x(rounded(event.at)) + 3.0;
             let end = start + 6.5 * handover_label(event).chars().count() as f64;
             match row_ends.iter().position(|&e| e + 8.0 < start) {
                 Some(row) => {
@@ -382,7 +388,7 @@ fn label_rows(handovers: &[&EventView], scale: &Scale) -> Vec<usize> {
 }
 
 /// `VIP talos-cp-01 -> talos-cp-02`: what a handover label says in the picture.
-fn handover_label(event: &EventView) -> String {
+fn handover_label(event: &Event) -> String {
     let what = match event.kind.as_str() {
         "api-vip-holder-changed" => "VIP",
         "lease-holder-changed" => "lease",
@@ -397,7 +403,7 @@ fn handover_label(event: &EventView) -> String {
 }
 
 /// The text alternative of the picture: each probe's outages in words.
-fn describe(report: &ChaosView) -> String {
+fn describe(report: &ChaosRecord) -> String {
     let probes: Vec<String> = report
         .probes
         .iter()
@@ -409,13 +415,18 @@ fn describe(report: &ChaosView) -> String {
                     "{} down {} time(s), longest {}s, total {}s",
                     p.probe,
                     p.outages.len(),
-                    trim(p.longest),
-                    trim(p.total)
+                    trim(rounded(p.longest)),
+                    trim(rounded(p.total))
                 )
             }
         })
         .collect();
     probes.join("; ")
+}
+
+/// An interval's length in seconds, from its ends as the file holds them.
+fn length(interval: &Interval) -> f64 {
+    (rounded(interval.end) - rounded(interval.start)).max(0.0)
 }
 
 /// Seconds with at most one decimal, without a trailing `.0`.
