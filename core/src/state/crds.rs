@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::{Deserialize, Serialize};
 
 /// `ciliuml2announcementpolicies.cilium.io/v2alpha1`, cluster-scoped.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct L2AnnouncementPolicy {
     #[serde(default)]
@@ -18,7 +18,7 @@ pub struct L2AnnouncementPolicy {
     pub spec: L2AnnouncementPolicySpec,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct L2AnnouncementPolicySpec {
     /// Nil selects every node.
@@ -36,7 +36,7 @@ pub struct L2AnnouncementPolicySpec {
 }
 
 /// `nodes.longhorn.io/v1beta2` in `longhorn-system`; its name is the Kubernetes node name.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornNode {
     #[serde(default)]
@@ -47,7 +47,7 @@ pub struct LonghornNode {
     pub status: Option<LonghornNodeStatus>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornNodeSpec {
     #[serde(default = "default_true")]
@@ -59,7 +59,7 @@ pub struct LonghornNodeSpec {
     pub disks: BTreeMap<String, LonghornDisk>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornDisk {
     #[serde(default)]
@@ -70,7 +70,7 @@ pub struct LonghornDisk {
     pub eviction_requested: bool,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornNodeStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,7 +95,7 @@ pub struct LonghornNodeStatus {
     pub disk_status: BTreeMap<String, Option<LonghornDiskStatus>>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornDiskStatus {
     #[serde(
@@ -108,7 +108,7 @@ pub struct LonghornDiskStatus {
 
 /// One condition of a Longhorn node or disk (`k8s/pkg/apis/longhorn/v1beta2/misc.go`
 /// `Condition`: `type`, `status` `True`/`False`/`Unknown`, `reason`, `message`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornCondition {
     #[serde(default, rename = "type")]
@@ -155,7 +155,7 @@ where
 }
 
 /// `volumes.longhorn.io/v1beta2`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornVolume {
     #[serde(default)]
@@ -166,7 +166,7 @@ pub struct LonghornVolume {
     pub status: LonghornVolumeStatus,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornVolumeSpec {
     #[serde(default)]
@@ -185,7 +185,7 @@ pub struct LonghornVolumeSpec {
     pub replica_soft_anti_affinity: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornVolumeStatus {
     /// `attached`, `detached`, ...
@@ -202,7 +202,7 @@ pub struct LonghornVolumeStatus {
 }
 
 /// `VolumeStatus.kubernetesStatus` (`k8s/pkg/apis/longhorn/v1beta2/volume.go`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornKubernetesStatus {
     /// The namespace of the claim and of its pods.
@@ -215,7 +215,7 @@ pub struct LonghornKubernetesStatus {
     pub workloads_status: Option<Vec<LonghornWorkloadStatus>>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornWorkloadStatus {
     #[serde(default)]
@@ -227,7 +227,7 @@ pub struct LonghornWorkloadStatus {
 }
 
 /// `replicas.longhorn.io/v1beta2`; labelled `longhornvolume=<volume>`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornReplica {
     #[serde(default)]
@@ -236,7 +236,7 @@ pub struct LonghornReplica {
     pub spec: LonghornReplicaSpec,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornReplicaSpec {
     #[serde(default, rename = "nodeID")]
@@ -256,7 +256,7 @@ pub struct LonghornReplicaSpec {
 }
 
 /// `settings.longhorn.io/v1beta2`: a string value at the top level (not under spec).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LonghornSetting {
     #[serde(default)]
@@ -266,7 +266,7 @@ pub struct LonghornSetting {
 }
 
 /// `metrics.k8s.io/v1beta1` NodeMetrics (resource `nodes`). Memory is the working set.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeMetrics {
     #[serde(default, deserialize_with = "super::meta::identity")]
@@ -280,7 +280,7 @@ pub struct NodeMetrics {
 }
 
 /// `metrics.k8s.io/v1beta1` PodMetrics (resource `pods`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodMetrics {
     #[serde(default, deserialize_with = "super::meta::identity")]
@@ -293,7 +293,7 @@ pub struct PodMetrics {
     pub containers: Vec<ContainerMetrics>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContainerMetrics {
     #[serde(default)]
     pub name: String,
@@ -302,7 +302,7 @@ pub struct ContainerMetrics {
 }
 
 /// CPU and memory as Kubernetes quantity strings (`7338891n`, `14520Ki`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResourceUsage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<String>,

@@ -105,19 +105,25 @@ macro_rules! registry {
                 }
             }
 
-            /// Add or replace one object from a watch event; an object that does not fit
-            /// the kind's shape is the error, with its name.
-            pub fn upsert(&mut self, value: serde_json::Value) -> Result<(), String> {
+            /// Add or replace one object from a watch event, and whether what gates holds of
+            /// it changed (a pod's annotations or revision are not held, so a change to them
+            /// alone changes nothing); an object that does not fit the kind's shape is the
+            /// error, with its name.
+            pub fn upsert(&mut self, value: serde_json::Value) -> Result<bool, String> {
                 match self {
                     $(Keyed::$kind(items) => {
                         let name = object_name(&value);
                         let object: $ty = serde_json::from_value(value).map_err(|err| {
                             format!("{} {name} has an unexpected shape: {err}", Kind::$kind.coordinates().kind)
                         })?;
-                        items.insert(gates_core::meta::ns_name(&object.metadata), object);
+                        let key = gates_core::meta::ns_name(&object.metadata);
+                        if items.get(&key) == Some(&object) {
+                            return Ok(false);
+                        }
+                        items.insert(key, object);
                     })*
                 }
-                Ok(())
+                Ok(true)
             }
 
             /// Take away the object a watch said was deleted.
@@ -287,6 +293,26 @@ mod tests {
         format!(
             r#"{{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{{"name":"lease-{n}","namespace":"kube-node-lease"}}}}"#
         )
+    }
+
+    #[test]
+    fn a_watched_pod_changes_only_when_what_gates_holds_of_it_changes() {
+        let pod = |annotation: &str, ready: &str| {
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "web-1", "namespace": "apps", "resourceVersion": annotation,
+                             "annotations": {"touched": annotation}},
+                "status": {"conditions": [{"type": "Ready", "status": ready}]}
+            })
+        };
+        let mut keyed = Keyed::from_objects(Objects::empty(Kind::Pod));
+        assert_eq!(keyed.upsert(pod("1", "True")), Ok(true));
+        // Another revision and annotation: nothing gates reads.
+        assert_eq!(keyed.upsert(pod("2", "True")), Ok(false));
+        assert_eq!(keyed.upsert(pod("3", "False")), Ok(true));
+        assert_eq!(keyed.len(), 1);
+        keyed.remove(&pod("4", "False"));
+        assert!(keyed.is_empty());
     }
 
     #[test]

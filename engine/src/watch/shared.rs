@@ -254,12 +254,16 @@ impl Shared {
         self.with(|inner| {
             let feed = Shared::feed(inner, kind);
             feed.health.current(Utc::now());
-            if let Ok(objects) = &mut feed.objects
-                && let Err(why) = objects.upsert(object)
-            {
-                feed.unreadable = Some(why);
+            let changed = match &mut feed.objects {
+                Ok(objects) => objects.upsert(object).unwrap_or_else(|why| {
+                    feed.unreadable = Some(why);
+                    true
+                }),
+                Err(_) => false,
+            };
+            if changed {
+                inner.dirty.insert(input_of(kind));
             }
-            inner.dirty.insert(input_of(kind));
         });
     }
 
