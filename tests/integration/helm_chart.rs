@@ -287,7 +287,12 @@ fn the_chart_adds_a_watch_deployment_its_service_and_a_service_monitor_when_aske
     ]
     .concat();
     let lint = run(&helm, &["lint", "--strict"], &values);
-    assert!(lint.status.success(), "{}\n{}", stdout(&lint), stderr(&lint));
+    assert!(
+        lint.status.success(),
+        "{}\n{}",
+        stdout(&lint),
+        stderr(&lint)
+    );
     let docs = template(&helm, &values);
     let deployment = of_kind(&docs, "Deployment")[0];
     let pod = &deployment["spec"]["template"];
@@ -317,8 +322,14 @@ fn the_chart_adds_a_watch_deployment_its_service_and_a_service_monitor_when_aske
     );
     // The arguments are ones `gates watch` accepts.
     let reports = tempfile::tempdir().unwrap();
-    let help = gates(reports.path()).args(["watch", "--help"]).output().unwrap();
-    for flag in args.iter().filter(|a| a.starts_with("--") && **a != "--config") {
+    let help = gates(reports.path())
+        .args(["watch", "--help"])
+        .output()
+        .unwrap();
+    for flag in args
+        .iter()
+        .filter(|a| a.starts_with("--") && **a != "--config")
+    {
         assert!(stdout(&help).contains(flag), "{flag}");
     }
     assert_eq!(deployment["spec"]["replicas"], 1);
@@ -347,7 +358,13 @@ fn the_chart_adds_a_watch_deployment_its_service_and_a_service_monitor_when_aske
     }
     let monitor = of_kind(&docs, "ServiceMonitor")[0];
     assert_eq!(&monitor["spec"]["selector"]["matchLabels"], selector);
-    assert_eq!(monitor["spec"]["endpoints"][0]["port"], service["spec"]["ports"][0]["name"]);
+    assert_eq!(
+        monitor["spec"]["endpoints"][0]["port"],
+        service["spec"]["ports"][0]["name"]
+    );
     assert_eq!(monitor["spec"]["endpoints"][0]["path"], "/metrics");
-    assert_eq!(monitor["metadata"]["labels"]["release"], "kube-prometheus-stack");
+    assert_eq!(
+        monitor["metadata"]["labels"]["release"],
+        "kube-prometheus-stack"
+    );
 }

@@ -401,7 +401,8 @@ fn a_watch_that_cannot_reach_its_cluster_at_all_or_listen_stops_at_once_saying_w
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let said = stderr(&out);
     assert_eq!(
-        said.matches("cannot read kubeconfig /nonexistent/kubeconfig").count(),
+        said.matches("cannot read kubeconfig /nonexistent/kubeconfig")
+            .count(),
         1,
         "{said}"
     );
