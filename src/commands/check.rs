@@ -131,10 +131,11 @@ fn write_reports(
     repo_root: Option<&Path>,
     streams: &mut Streams,
 ) -> Result<(), AppError> {
-    write_timestamped(run, &args.reports, streams)?;
+    let timestamped = write_timestamped(run, &args.reports, streams)?;
     let mut written = Vec::new();
     if let Some(path) = &args.junit {
-        write_file(path, &report::junit::render(run))?;
+        // The JUnit text the timestamped copy holds, rendered once.
+        write_file(path, &timestamped[0].1)?;
         written.push(path.clone());
     }
     if let Some(path) = &args.sarif {
@@ -147,12 +148,13 @@ fn write_reports(
     Ok(())
 }
 
-/// `DIR/ENV-STAMP.{xml,json,html}`, each said as written; the paths, in that order.
+/// `DIR/ENV-STAMP.{xml,json,html}`, each said as written; the paths with the texts written,
+/// in that order (so a copy elsewhere is not rendered again).
 pub(crate) fn write_timestamped(
     run: &Run,
     dir: &Path,
     streams: &mut Streams,
-) -> Result<Vec<PathBuf>, AppError> {
+) -> Result<Vec<(PathBuf, String)>, AppError> {
     let stem = run.default_stem(dir);
     let mut written = Vec::new();
     for (path, text) in [
@@ -165,7 +167,7 @@ pub(crate) fn write_timestamped(
     ] {
         write_file(&path, &text)?;
         streams.say(format_args!("report: {}", path.display()));
-        written.push(path);
+        written.push((path, text));
     }
     Ok(written)
 }

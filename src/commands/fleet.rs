@@ -68,9 +68,9 @@ pub async fn run(
                 streams.say(format_args!("error: {err}"));
                 unwritten = true;
             }
-            if let Some(page) = written
+            if let Some((page, _)) = written
                 .iter()
-                .find(|p| p.extension().is_some_and(|e| e == "html"))
+                .find(|(p, _)| p.extension().is_some_and(|e| e == "html"))
             {
                 let name = page.file_name().map(|n| n.to_string_lossy().into_owned());
                 pages.insert(

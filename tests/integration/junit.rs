@@ -42,6 +42,11 @@ fn junit_reports_validate_and_carry_the_evidence() {
     );
     for name in names.iter().filter(|n| n.ends_with(".xml")) {
         validate_junit(&reports.path().join(name));
+        // The copy `--junit` asked for is the timestamped one, byte for byte.
+        assert_eq!(
+            std::fs::read_to_string(reports.path().join(name)).unwrap(),
+            xml
+        );
     }
 }
 

@@ -70,9 +70,14 @@ pub fn detect(lookup: impl Fn(&str) -> Option<String>) -> Option<InCluster> {
     })
 }
 
-/// [`detect`] over the process's environment.
+/// [`detect`] over the process's environment, read once: a run asks when it builds its
+/// client, names its source and reads the API endpoint, and the environment does not change
+/// under it.
 pub fn from_process() -> Option<InCluster> {
-    detect(|name| std::env::var(name).ok())
+    static DETECTED: std::sync::OnceLock<Option<InCluster>> = std::sync::OnceLock::new();
+    DETECTED
+        .get_or_init(|| detect(|name| std::env::var(name).ok()))
+        .clone()
 }
 
 impl InCluster {
