@@ -58,25 +58,7 @@ async fn a_watch_on_a_real_api_server_follows_changes_and_lists_again_after_comp
     let mut agreed = false;
     let mut last = (Vec::new(), Vec::new());
     for _ in 0..10 {
-        let out = tokio::task::spawn_blocking({
-            let envs = envs.clone();
-            let reports = reports.clone();
-            move || {
-                gates_with_config(&reports)
-                    .arg("--env-dir")
-                    .arg(&envs)
-                    .args(["check", "lab", "--format", "json", "--reports"])
-                    .arg(&reports)
-                    .output()
-                    .unwrap()
-            }
-        })
-        .await
-        .unwrap();
-        let json: serde_json::Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|err| panic!("{err}: {}", stderr(&out)));
-        let mut checked = trial_verdicts(&json);
-        checked.sort();
+        let checked = crate::watch::checked_verdicts(&envs, &reports).await;
         let served = watch.verdicts().await;
         if served == checked {
             agreed = true;

@@ -148,6 +148,30 @@ impl Drop for Watch {
     }
 }
 
+/// Each trial's verdict as a one-shot `gates check lab` gives it, sorted.
+pub(crate) async fn checked_verdicts(
+    env_dir: &std::path::Path,
+    reports: &std::path::Path,
+) -> Vec<(String, String)> {
+    let (env_dir, reports) = (env_dir.to_path_buf(), reports.to_path_buf());
+    let out = tokio::task::spawn_blocking(move || {
+        gates_with_config(&reports)
+            .arg("--env-dir")
+            .arg(&env_dir)
+            .args(["check", "lab", "--format", "json", "--reports"])
+            .arg(&reports)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|err| panic!("{err}: {}", stderr(&out)));
+    let mut verdicts = trial_verdicts(&json);
+    verdicts.sort();
+    verdicts
+}
+
 fn label(line: &str, key: &str) -> String {
     let start = line.find(&format!("{key}=\"")).unwrap() + key.len() + 2;
     line[start..][..line[start..].find('"').unwrap()].to_string()
@@ -229,25 +253,7 @@ async fn a_watch_serves_what_check_says_follows_changes_resumes_relists_goes_sta
     assert_eq!(watch.get("/nothing-here").await.0, 404);
 
     // The served verdicts are the one-shot check's.
-    let out = tokio::task::spawn_blocking({
-        let env_dir = env_dir.clone();
-        let reports = reports.clone();
-        move || {
-            gates_with_config(&reports)
-                .arg("--env-dir")
-                .arg(&env_dir)
-                .args(["check", "lab", "--format", "json", "--reports"])
-                .arg(&reports)
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
-    let json: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|err| panic!("{err}: {}", stderr(&out)));
-    let mut checked = trial_verdicts(&json);
-    checked.sort();
+    let checked = checked_verdicts(&env_dir, &reports).await;
     assert!(checked.len() > 15, "{checked:?}");
     assert_eq!(watch.verdicts().await, checked);
     assert_eq!(watch.verdict_of(COREDNS).await.as_deref(), Some("pass"));

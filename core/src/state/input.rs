@@ -64,26 +64,6 @@ impl Input {
         Input::ClusterIdentity,
         Input::Clock,
     ];
-
-    /// The Kubernetes kinds' inputs: every kind lists and watches, everything else is read
-    /// from elsewhere.
-    pub const KINDS: [Input; 15] = [
-        Input::Nodes,
-        Input::Pods,
-        Input::Deployments,
-        Input::DaemonSets,
-        Input::StatefulSets,
-        Input::Pdbs,
-        Input::Services,
-        Input::Leases,
-        Input::L2Policies,
-        Input::LonghornNodes,
-        Input::LonghornVolumes,
-        Input::LonghornReplicas,
-        Input::LonghornSettings,
-        Input::NodeMetrics,
-        Input::PodMetrics,
-    ];
 }
 
 impl State {
