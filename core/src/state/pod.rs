@@ -114,7 +114,8 @@ pub struct Container {
 pub struct ContainerPort {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_port: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The API's key is `hostIP`, not the `hostIp` camel case would make of the name.
+    #[serde(rename = "hostIP", default, skip_serializing_if = "Option::is_none")]
     pub host_ip: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
@@ -226,6 +227,19 @@ mod tests {
         let written = serde_json::to_value(&pod).expect("serializes");
         assert_eq!(written["spec"].get("volumes"), None);
         assert_eq!(written["status"].get("containerStatuses"), None);
+    }
+
+    #[test]
+    fn a_host_port_keeps_the_host_address_it_binds_under_the_apis_key() {
+        let pod = decode(json!({
+            "spec": {"containers": [{"name": "a", "ports": [
+                {"containerPort": 80, "hostPort": 80, "hostIP": "10.0.0.1", "protocol": "UDP"}
+            ]}]}
+        }));
+        let port = &pod.spec.as_ref().expect("a spec").containers[0].ports[0];
+        assert_eq!(port.host_ip.as_deref(), Some("10.0.0.1"));
+        let written = serde_json::to_value(&pod).expect("serializes");
+        assert_eq!(written["spec"]["containers"][0]["ports"][0]["hostIP"], "10.0.0.1");
     }
 
     #[test]
