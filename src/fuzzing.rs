@@ -4,8 +4,8 @@
 //! the snapshot reader, the environment and gate file loader, the chaos journal reader, the
 //! chaos report reader, a Jinja Talos template, a Kustomize base and overlay, what gates
 //! reads of a Proxmox answer, a VM's network device (parsed, pulled and rendered back), a Prometheus range answer (measured over a window), a fleet's environment list, and
-//! the splitter of a live list's pages (which reads an
-//! answer's text, not a file). The property asserted is the one users rely on: bad input
+//! the splitter of a live list's pages and the protobuf list decoder (which read an
+//! answer's body, not a file). The property asserted is the one users rely on: bad input
 //! gives an error, never a panic or a hang. The snapshot target also holds the parallel
 //! split of a large list to the scan in turn, on every input.
 
@@ -28,6 +28,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("proxmox_answer", proxmox_answer),
     ("prometheus_answer", prometheus_answer),
     ("env_list", env_list),
+    ("protobuf_list", protobuf_list),
 ];
 
 /// Where one input is cut into the files of a Kustomize tree, in order: the overlay's
@@ -172,6 +173,13 @@ pub fn list_page(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         crate::collect::kube::assert_page_paths_agree(text);
     }
+}
+
+/// A page of a live list in protobuf: its head (the next token, read first) and its pods,
+/// decoded or refused.
+pub fn protobuf_list(data: &[u8]) {
+    let _ = crate::collect::protobuf::head(data);
+    let _ = crate::collect::protobuf::decode_list(crate::collect::kinds::Kind::Pod, data);
 }
 
 /// `gates check ENV --snapshot FILE`'s reader.

@@ -20,6 +20,7 @@ mod real_kube_host_loss;
 mod real_kube_in_cluster;
 mod real_kube_node_loss;
 mod real_kube_policy_report;
+mod real_kube_protobuf;
 mod real_kube_watch;
 mod repo;
 mod reports;

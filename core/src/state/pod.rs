@@ -239,7 +239,10 @@ mod tests {
         let port = &pod.spec.as_ref().expect("a spec").containers[0].ports[0];
         assert_eq!(port.host_ip.as_deref(), Some("10.0.0.1"));
         let written = serde_json::to_value(&pod).expect("serializes");
-        assert_eq!(written["spec"]["containers"][0]["ports"][0]["hostIP"], "10.0.0.1");
+        assert_eq!(
+            written["spec"]["containers"][0]["ports"][0]["hostIP"],
+            "10.0.0.1"
+        );
     }
 
     #[test]

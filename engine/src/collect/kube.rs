@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::json_spans;
 use super::kinds::Kind;
 pub use super::kube_error::{KubeError, ListError};
+use super::protobuf;
 use super::registry::{self, Objects};
 use crate::config::Environment;
 use crate::state::{Source, State};
@@ -232,44 +233,145 @@ pub async fn list_typed(client: Client, kind: Kind, page_size: u32) -> Result<Ob
         .map(|(objects, _)| objects)
 }
 
-/// [`list_typed`], with the revision the list is of (what a watch resumes from).
+/// [`list_typed`], with the revision the list is of (what a watch resumes from). Built-in
+/// kinds gates reads from protobuf ([`protobuf::reads`]) are asked for in it, with JSON as
+/// the fallback; whichever the server answers in is decoded.
 pub async fn list_typed_at(
     client: Client,
     kind: Kind,
     page_size: u32,
 ) -> Result<(Objects, Option<String>), KubeError> {
+    list_typed_in(client, kind, page_size, Encoding::Preferred).await
+}
+
+/// The encoding a list is asked for in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// JSON only: what the tests and benchmarks compare protobuf against.
+    Json,
+    /// Protobuf for the kinds gates decodes from it, with JSON as the fallback; JSON for
+    /// the rest.
+    Preferred,
+}
+
+/// [`list_typed_at`] in a chosen encoding.
+pub async fn list_typed_in(
+    client: Client,
+    kind: Kind,
+    page_size: u32,
+    encoding: Encoding,
+) -> Result<(Objects, Option<String>), KubeError> {
+    let resource = || kind.coordinates().resource_name();
     let mut all: Option<Objects> = None;
-    let revision = list_pages(client, kind, page_size, |texts, expected| {
+    let accept = match encoding {
+        Encoding::Preferred if protobuf::reads(kind) => protobuf::ACCEPT,
+        Encoding::Preferred | Encoding::Json => JSON,
+    };
+    let revision = each_page(client, kind, page_size, accept, |body, next| {
         let decode_error = |reason| ListError::Decode {
-            resource: kind.coordinates().resource_name(),
+            resource: resource(),
             reason,
         };
-        match &mut all {
-            // The first page makes room for the whole list, so that later pages are
-            // appended without moving what came before.
-            None => {
-                all = Some(Objects::decode_with_room(kind, texts, expected).map_err(decode_error)?)
+        let (objects, seen) = match body {
+            Body::Json(text) => {
+                let page = Page::split(&text).map_err(|reason| ListError::NotAList {
+                    resource: resource(),
+                    reason,
+                })?;
+                next(page.next.clone());
+                let items = page.items();
+                let expected = room(items.len(), page.remaining);
+                // The first page makes room for the whole list, so that later pages are
+                // appended without moving what came before.
+                let objects = match all {
+                    None => Objects::decode_with_room(kind, &items, expected),
+                    Some(_) => Objects::decode(kind, &items),
+                }
+                .map_err(decode_error)?;
+                (objects, page.revision)
             }
-            Some(all) => all.extend(Objects::decode(kind, texts).map_err(decode_error)?),
+            Body::Protobuf(bytes) => {
+                let head = protobuf::head(&bytes).map_err(|reason| ListError::NotAList {
+                    resource: resource(),
+                    reason,
+                })?;
+                next(head.next());
+                let page = protobuf::decode_list(kind, &bytes).map_err(decode_error)?;
+                (page.objects, head.revision())
+            }
+        };
+        let listed = objects.len();
+        match &mut all {
+            None => all = Some(objects),
+            Some(all) => all.extend(objects),
         }
-        Ok(())
+        Ok(Seen {
+            listed,
+            revision: seen,
+        })
     })
     .await?;
     Ok((all.unwrap_or_else(|| Objects::empty(kind)), revision))
 }
 
-/// Every page of one kind, following `continue` tokens; `each` gets the texts of a page's
-/// objects, and how many objects the list is expected to hold from this page on (this
+/// Every page of one kind in JSON, following `continue` tokens; `each` gets the texts of a
+/// page's objects, and how many objects the list is expected to hold from this page on (this
 /// page's plus the server's `remainingItemCount`, at most [`ROOM_AT_MOST`]: a hint for room,
-/// never a count anything is judged by), while the next page is fetched. A page that fails
-/// after the first leaves a partial list, so the whole kind is unread. The list's
-/// `resourceVersion` (the first page's: every page is of that revision) is what a watch
-/// resumes from.
+/// never a count anything is judged by), while the next page is fetched. The list's
+/// `resourceVersion` is what a watch resumes from.
 pub async fn list_pages(
     client: Client,
     kind: Kind,
     page_size: u32,
     mut each: impl FnMut(&[&str], usize) -> Result<(), ListError>,
+) -> Result<Option<String>, KubeError> {
+    let resource = || kind.coordinates().resource_name();
+    each_page(client, kind, page_size, JSON, |body, next| {
+        let Body::Json(text) = body else {
+            return Err(ListError::NotAList {
+                resource: resource(),
+                reason: "the server answered in protobuf where JSON was asked for".into(),
+            });
+        };
+        let page = Page::split(&text).map_err(|reason| ListError::NotAList {
+            resource: resource(),
+            reason,
+        })?;
+        next(page.next.clone());
+        let items = page.items();
+        each(&items, room(items.len(), page.remaining))?;
+        Ok(Seen {
+            listed: items.len(),
+            revision: page.revision,
+        })
+    })
+    .await
+}
+
+const JSON: &str = "application/json";
+
+/// A page's body, in the encoding the server chose.
+enum Body {
+    Json(String),
+    Protobuf(bytes::Bytes),
+}
+
+/// What one page held: how many objects, and the list's revision.
+struct Seen {
+    listed: usize,
+    revision: Option<String>,
+}
+
+/// Every page of one kind, asked for in `accept`: `each` reads a page and says the next
+/// page's token (through `next`) as soon as it knows it, so that the next page is on its way
+/// while this one is decoded. A page that fails after the first leaves a partial list, so the
+/// whole kind is unread. The revision is the first page's: every page is of that revision.
+async fn each_page(
+    client: Client,
+    kind: Kind,
+    page_size: u32,
+    accept: &'static str,
+    mut each: impl FnMut(Body, &mut dyn FnMut(Option<String>)) -> Result<Seen, ListError>,
 ) -> Result<Option<String>, KubeError> {
     let c = kind.coordinates();
     let resource = ApiResource {
@@ -291,14 +393,16 @@ pub async fn list_pages(
             if let Some(token) = &token {
                 params = params.continue_token(token);
             }
-            let request = kube::core::Request::new(path)
+            let mut request = kube::core::Request::new(path)
                 .list(&params)
                 .map_err(|err| ListError::Request {
                     resource: kind.coordinates().resource_name(),
                     reason: err.to_string(),
                 })?;
-            client
-                .request_text(request)
+            request
+                .headers_mut()
+                .insert(http::header::ACCEPT, http::HeaderValue::from_static(accept));
+            fetch_body(&client, request)
                 .await
                 .map_err(|err| describe(kind, &err))
         })
@@ -307,8 +411,8 @@ pub async fn list_pages(
     let mut revision = None;
     let mut pending = Some(fetch(None));
     while let Some(fetching) = pending.take() {
-        let text = match fetching.await {
-            Ok(Ok(text)) => text,
+        let body = match fetching.await {
+            Ok(Ok(body)) => body,
             Ok(Err(why)) if listed > 0 => {
                 return Err(KubeError::LaterPage {
                     listed,
@@ -324,20 +428,50 @@ pub async fn list_pages(
                 .into());
             }
         };
-        let page = Page::split(&text).map_err(|reason| ListError::NotAList {
-            resource: c.resource_name(),
-            reason,
+        let seen = each(body, &mut |token| {
+            pending = token.map(|token| fetch(Some(token)));
         })?;
-        // Ask for the next page before decoding this one.
-        pending = page.next.clone().map(|token| fetch(Some(token)));
         if revision.is_none() {
-            revision = page.revision.clone();
+            revision = seen.revision;
         }
-        let items = page.items();
-        listed += items.len();
-        each(&items, room(items.len(), page.remaining))?;
+        listed += seen.listed;
     }
     Ok(revision)
+}
+
+/// Send a list request and read its body whole, in the encoding the `Content-Type` names;
+/// an error answer is read as its `Status` in either encoding, as kube's client reads one in
+/// JSON.
+async fn fetch_body(client: &Client, request: http::Request<Vec<u8>>) -> Result<Body, kube::Error> {
+    let response = client.send(request.map(kube::client::Body::from)).await?;
+    let code = response.status();
+    let is_protobuf = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(protobuf::MEDIA_TYPE));
+    let bytes = response.into_body().collect_bytes().await?;
+    if code.is_client_error() || code.is_server_error() {
+        let status = if is_protobuf {
+            protobuf::wire::status(&bytes, code.as_u16())
+        } else {
+            serde_json::from_slice::<kube::core::Status>(&bytes).ok()
+        };
+        let status = status.unwrap_or_else(|| {
+            kube::core::Status::failure(
+                String::from_utf8_lossy(&bytes).trim(),
+                "Failed to parse error data",
+            )
+            .with_code(code.as_u16())
+        });
+        return Err(kube::Error::Api(status.boxed()));
+    }
+    if is_protobuf {
+        return Ok(Body::Protobuf(bytes));
+    }
+    String::from_utf8(bytes.to_vec())
+        .map(Body::Json)
+        .map_err(kube::Error::FromUtf8)
 }
 
 /// One page of a list: its objects' texts and the token of the next page.

@@ -14,6 +14,7 @@ pub mod kube;
 pub mod kube_error;
 pub mod origin;
 pub mod prometheus;
+pub mod protobuf;
 pub mod proxmox;
 pub mod raw;
 pub mod registry;

@@ -1,0 +1,209 @@
+//! Lists read in the API server's protobuf encoding (`application/vnd.kubernetes.protobuf`),
+//! decoded straight into the shapes gates holds, as the JSON path decodes its texts.
+//!
+//! Protobuf is the API server's cheapest encoding to write and ours to read, and client-go's
+//! default for built-in types; custom resources have no protobuf schema, so their kinds stay in
+//! JSON. A protobuf body is the four bytes `k8s\0` and a `runtime.Unknown` whose `raw` holds the
+//! list message (apimachinery `runtime/serializer/protobuf/protobuf.go`).
+//!
+//! The messages in [`wire`], [`meta`] and [`pod`] declare only the fields gates holds, with the
+//! tags of the Kubernetes `generated.proto` files (k8s.io/api and apimachinery v0.36.3); every
+//! other field is skipped while decoding, which is how protobuf treats a field a reader does
+//! not know. Where Go writes a value type (`string`, `int32`) in protobuf even when it is
+//! empty but leaves it out of JSON (`omitempty`), the empty value reads as absent, so that both
+//! encodings of one object decode to the same value (the real API server is the oracle of
+//! that in `tests/integration/real_kube_protobuf.rs`).
+
+pub mod meta;
+pub mod pod;
+pub mod wire;
+
+use super::kinds::Kind;
+use super::registry::Objects;
+
+/// The media type asked for; JSON is the fallback the API server answers in for kinds it has
+/// no protobuf encoding of.
+pub const ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
+
+/// The media type of a protobuf answer.
+pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+
+/// Whether gates decodes `kind` from protobuf (the others are asked for in JSON only).
+pub fn reads(kind: Kind) -> bool {
+    match kind {
+        Kind::Pod => true,
+        Kind::Node
+        | Kind::Deployment
+        | Kind::DaemonSet
+        | Kind::StatefulSet
+        | Kind::PodDisruptionBudget
+        | Kind::Service
+        | Kind::Lease
+        | Kind::L2AnnouncementPolicy
+        | Kind::LonghornNode
+        | Kind::LonghornVolume
+        | Kind::LonghornReplica
+        | Kind::LonghornSetting
+        | Kind::NodeMetrics
+        | Kind::PodMetrics => false,
+    }
+}
+
+/// One page of a list: its objects and where the list goes on.
+#[derive(Debug)]
+pub struct ListPage {
+    pub objects: Objects,
+    pub list: wire::ListMeta,
+}
+
+/// Decode one page of `kind` from a protobuf body.
+pub fn decode_list(kind: Kind, body: &[u8]) -> Result<ListPage, String> {
+    let raw = wire::unwrap(body)?;
+    match kind {
+        Kind::Pod => {
+            let list = wire::decode::<pod::PodList>(&raw, "PodList")?;
+            Ok(ListPage {
+                objects: Objects::Pod(
+                    list.items
+                        .into_iter()
+                        .map(TryInto::try_into)
+                        .collect::<Result<_, String>>()?,
+                ),
+                list: list.metadata.unwrap_or_default(),
+            })
+        }
+        other => Err(format!(
+            "{} is not read from protobuf",
+            other.coordinates().resource_name()
+        )),
+    }
+}
+
+/// The list's metadata alone, read before its items (which are skipped here) so that the
+/// next page can be asked for while this one is decoded.
+pub fn head(body: &[u8]) -> Result<wire::ListMeta, String> {
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Head {
+        #[prost(message, optional, tag = "1")]
+        metadata: Option<wire::ListMeta>,
+    }
+    let raw = wire::unwrap(body)?;
+    Ok(wire::decode::<Head>(&raw, "list")?
+        .metadata
+        .unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    /// A page of two pods, encoded as the API server encodes one.
+    pub(crate) fn page() -> Vec<u8> {
+        let list = pod::PodList {
+            metadata: Some(wire::ListMeta {
+                resource_version: Some("7".into()),
+                continue_: Some("next".into()),
+                remaining_item_count: Some(3),
+            }),
+            items: vec![
+                pod::Pod {
+                    metadata: Some(meta::ObjectMeta {
+                        name: Some("web-1".into()),
+                        namespace: Some("apps".into()),
+                        uid: Some(String::new()),
+                        labels: [("app".to_string(), "web".to_string())].into(),
+                        ..Default::default()
+                    }),
+                    spec: Some(pod::PodSpec {
+                        node_name: Some(String::new()),
+                        containers: vec![pod::Container {
+                            name: Some("app".into()),
+                            resources: Some(pod::ResourceRequirements {
+                                requests: [(
+                                    "cpu".to_string(),
+                                    meta::Quantity {
+                                        string: Some("100m".into()),
+                                    },
+                                )]
+                                .into(),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }),
+                    status: None,
+                },
+                pod::Pod::default(),
+            ],
+        };
+        wire::wrap("v1", "PodList", list.encode_to_vec())
+    }
+
+    #[test]
+    fn a_page_of_pods_decodes_with_its_next_token_and_empty_go_values_as_absent() {
+        let body = page();
+        let head = head(&body).unwrap();
+        assert_eq!(head.next().as_deref(), Some("next"));
+        assert_eq!(head.remaining(), 3);
+        let page = decode_list(Kind::Pod, &body).unwrap();
+        let Objects::Pod(pods) = page.objects else {
+            panic!("pods decoded as {:?}", page.objects);
+        };
+        assert_eq!(pods.len(), 2);
+        assert_eq!(pods[0].metadata.name.as_deref(), Some("web-1"));
+        assert_eq!(
+            pods[0].metadata.uid, None,
+            "an empty uid is absent, as in JSON"
+        );
+        let spec = pods[0].spec.as_ref().unwrap();
+        assert_eq!(spec.node_name, None);
+        assert_eq!(
+            spec.containers[0]
+                .resources
+                .as_ref()
+                .and_then(|r| r.requests.as_ref())
+                .map(|r| r["cpu"].0.as_str()),
+            Some("100m")
+        );
+        assert_eq!(pods[1], gates_core::state::Pod::default());
+    }
+
+    #[test]
+    fn a_kind_not_read_from_protobuf_is_refused_and_a_cut_page_is_an_error() {
+        let body = page();
+        assert!(
+            decode_list(Kind::Node, &body)
+                .unwrap_err()
+                .contains("not read from protobuf")
+        );
+        for cut in 0..body.len() {
+            let _ = decode_list(Kind::Pod, &body[..cut]);
+        }
+        assert!(decode_list(Kind::Pod, &body[..body.len() - 5]).is_err());
+    }
+
+    #[test]
+    fn a_deletion_time_beyond_what_rfc_3339_writes_is_an_error_not_another_time() {
+        let list = pod::PodList {
+            metadata: None,
+            items: vec![pod::Pod {
+                metadata: Some(meta::ObjectMeta {
+                    deletion_timestamp: Some(meta::Time {
+                        seconds: Some(i64::MAX / 2),
+                        nanos: None,
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+        };
+        let body = wire::wrap("v1", "PodList", list.encode_to_vec());
+        assert!(
+            decode_list(Kind::Pod, &body)
+                .unwrap_err()
+                .contains("out of range")
+        );
+    }
+}
