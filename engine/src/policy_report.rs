@@ -6,7 +6,12 @@
 //! the category the gate's title; gates' verdicts map one to one onto the report's results
 //! (pass, fail, error, skip). The shape follows the v1alpha2 types as Kyverno ships them
 //! (`api/policyreport/v1alpha2/common.go`, docs/reality.md).
+//!
+//! `gates check` writes it once per run ([`apply`]); `gates watch` keeps a [`Writer`] and writes
+//! again after each evaluation that changed a verdict or a message (`watch::policy_report`).
+//! Both render the report with [`render`], so the two cannot drift apart.
 
+use chrono::{DateTime, Utc};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
@@ -73,12 +78,13 @@ pub fn subjects(config: &crate::config::Config, env: &Environment) -> Subjects {
         .collect()
 }
 
-/// The report of one run, as the object server-side apply is given.
-pub fn render(record: &CheckRecord, subjects: &Subjects) -> Value {
+/// The report of one run (or one evaluation of a watch), as the object server-side apply is
+/// given; `at` is when its results were found, each result's `timestamp`.
+pub fn render(record: &CheckRecord, subjects: &Subjects, at: DateTime<Utc>) -> Value {
     let results: Vec<Value> = record
         .trials
         .iter()
-        .map(|t| result(record, t, subjects.get(&t.name)))
+        .map(|t| result(record, t, subjects.get(&t.name), at))
         .collect();
     let t = &record.tally;
     json!({
@@ -106,6 +112,7 @@ fn result(
     record: &CheckRecord,
     trial: &TrialResult,
     labels: Option<&std::collections::BTreeMap<String, String>>,
+    at: DateTime<Utc>,
 ) -> Value {
     let title = record
         .gates
@@ -129,7 +136,7 @@ fn result(
         "message": trial.finding.summary,
         "scored": true,
         "properties": properties,
-        "timestamp": {"seconds": record.started_at.timestamp(), "nanos": 0},
+        "timestamp": {"seconds": at.timestamp(), "nanos": 0},
     });
     if let Some(labels) = labels {
         result["resourceSelector"] = json!({ "matchLabels": labels });
@@ -172,32 +179,66 @@ pub async fn apply(
     env: &Environment,
     record: &CheckRecord,
 ) -> Result<String, PolicyReportError> {
-    let object = render(record, &subjects(config, env));
-    let name = name(&record.environment);
-    let client =
-        crate::collect::kube::client(env)
-            .await
-            .map_err(|err| PolicyReportError::Client {
-                env: env.name.clone(),
-                reason: err.to_string(),
-            })?;
-    let resource =
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, VERSION, KIND), PLURAL);
-    let api: Api<DynamicObject> = Api::all_with(client, &resource);
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    match api.patch(&name, &params, &Patch::Apply(&object)).await {
-        Ok(_) => Ok(name),
-        Err(kube::Error::Api(status)) if status.code == 404 => {
-            Err(PolicyReportError::NotServed { name })
+    Writer::new(config, env)
+        .await?
+        .write(record, record.started_at)
+        .await
+}
+
+/// Writes one environment's report, as often as asked: the client and each trial's subject
+/// labels are made once, since a watch writes many times over the same configuration.
+pub struct Writer {
+    api: Api<DynamicObject>,
+    subjects: Subjects,
+}
+
+impl Writer {
+    /// A writer for `env`'s cluster (building the client reads the kubeconfig; nothing is sent).
+    pub async fn new(
+        config: &crate::config::Config,
+        env: &Environment,
+    ) -> Result<Writer, PolicyReportError> {
+        let client =
+            crate::collect::kube::client(env)
+                .await
+                .map_err(|err| PolicyReportError::Client {
+                    env: env.name.clone(),
+                    reason: err.to_string(),
+                })?;
+        let resource =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, VERSION, KIND), PLURAL);
+        Ok(Writer {
+            api: Api::all_with(client, &resource),
+            subjects: subjects(config, env),
+        })
+    }
+
+    /// Apply `record`'s report, its results found at `at`, replacing the last one written; the
+    /// name written.
+    pub async fn write(
+        &self,
+        record: &CheckRecord,
+        at: DateTime<Utc>,
+    ) -> Result<String, PolicyReportError> {
+        let object = render(record, &self.subjects, at);
+        let name = name(&record.environment);
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        match self.api.patch(&name, &params, &Patch::Apply(&object)).await {
+            Ok(_) => Ok(name),
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                Err(PolicyReportError::NotServed { name })
+            }
+            Err(kube::Error::Api(status)) if status.code == 403 => {
+                Err(PolicyReportError::Forbidden {
+                    name,
+                    message: status.message,
+                })
+            }
+            Err(err) => Err(PolicyReportError::Refused {
+                name,
+                message: err.to_string(),
+            }),
         }
-        Err(kube::Error::Api(status)) if status.code == 403 => Err(PolicyReportError::Forbidden {
-            name,
-            message: status.message,
-        }),
-        Err(err) => Err(PolicyReportError::Refused {
-            name,
-            message: err.to_string(),
-        }),
     }
 }
 
