@@ -6,6 +6,7 @@
 //! and how current each source is.
 
 pub mod feed;
+pub mod policy_report;
 pub mod poll;
 pub mod shared;
 
