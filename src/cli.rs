@@ -92,6 +92,11 @@ pub struct WatchArgs {
     /// Directory of the chaos reports gate 4 judges.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub reports: PathBuf,
+    /// Also keep the verdicts in the cluster watched, as the ClusterPolicyReport `gates-ENV`
+    /// (wgpolicyk8s.io/v1alpha2): written once ready, then after each evaluation that changes
+    /// a verdict or a message; a failed write is retried every --interval.
+    #[arg(long)]
+    pub policy_report: bool,
 }
 
 #[derive(Debug, Args)]

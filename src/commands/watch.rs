@@ -1,12 +1,15 @@
 //! `gates watch ENV`: the engine's watch (`gates_engine::watch`) serving its evaluations over
 //! HTTP (`output::served`), with a line on stderr for each verdict that changes, until
-//! SIGTERM or Ctrl-C stops it cleanly.
+//! SIGTERM or Ctrl-C stops it cleanly. With `--policy-report`, a task beside it keeps the
+//! environment's ClusterPolicyReport current (`gates_engine::watch::policy_report`), and the
+//! terminal hears when its writes start failing and when they succeed again.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use gates_core::exit::ExitCode;
+use gates_engine::watch::policy_report::{WriteEvent, WriteStatus};
 use gates_engine::watch::{Published, WatchOptions};
 
 use crate::cli::WatchArgs;
@@ -21,7 +24,7 @@ pub async fn run(
     args: WatchArgs,
     streams: &mut Streams,
 ) -> Result<ExitCode, AppError> {
-    config.environment(&args.env)?;
+    let env = config.environment(&args.env)?.clone();
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|source| AppError::Listen {
@@ -46,7 +49,25 @@ pub async fn run(
         options,
         publish,
     ));
-    let server = tokio::spawn(crate::output::served::serve(listener, newest.clone()));
+    // The report's writer reads the published evaluations as the server does: the engine
+    // never waits for it.
+    let (status, write_status) = tokio::sync::watch::channel(WriteStatus::default());
+    let (events, mut write_events) = tokio::sync::mpsc::unbounded_channel();
+    let writer = args.policy_report.then(|| {
+        tokio::spawn(gates_engine::watch::policy_report::run(
+            config.clone(),
+            env,
+            newest.clone(),
+            args.interval,
+            status,
+            events,
+        ))
+    });
+    let server = tokio::spawn(crate::output::served::serve(
+        listener,
+        newest.clone(),
+        args.policy_report.then_some(write_status),
+    ));
     streams.say(format_args!(
         "watching {}: serving http://{addr}/ (/metrics, /healthz, /readyz)",
         args.env
@@ -75,10 +96,16 @@ pub async fn run(
                     lines.say(&published, streams);
                 }
             }
+            Some(event) = write_events.recv(), if writer.is_some() => {
+                say_write(&event, &args.env, args.interval, streams);
+            }
         }
     };
     engine.abort();
     server.abort();
+    if let Some(writer) = writer {
+        writer.abort();
+    }
     let stopped_by = outcome?;
     streams.say(format_args!("stopped by {stopped_by}"));
     Ok(ExitCode::Passed)
@@ -115,5 +142,28 @@ impl Lines {
             ));
         }
         self.ready = published.ready;
+    }
+}
+
+/// How the report's writes go, said only when that changes (never once per write).
+fn say_write(event: &WriteEvent, env: &str, retry: std::time::Duration, streams: &mut Streams) {
+    let at = chrono::Utc::now().format("%H:%M:%SZ");
+    match event {
+        WriteEvent::Written {
+            name,
+            recovered: false,
+        } => streams.say(format_args!(
+            "{at} policy report: ClusterPolicyReport {name} in the cluster of {env}, written again when a verdict or message changes"
+        )),
+        WriteEvent::Written {
+            name,
+            recovered: true,
+        } => streams.say(format_args!(
+            "{at} policy report: ClusterPolicyReport {name} written again in the cluster of {env}"
+        )),
+        WriteEvent::Failing(err) => streams.say(format_args!(
+            "{at} policy report: {err} (the watch goes on; tried again every {} and after each change)",
+            humantime::format_duration(retry)
+        )),
     }
 }

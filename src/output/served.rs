@@ -10,23 +10,36 @@ use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
 
 use gates_engine::watch::Published;
+use gates_engine::watch::policy_report::WriteStatus;
 
 type Newest = tokio::sync::watch::Receiver<Option<Arc<Published>>>;
 
-/// Serve `listener` until the task is dropped.
-pub async fn serve(listener: tokio::net::TcpListener, newest: Newest) {
+/// Serve `listener` until the task is dropped; `writes` is how the policy report's writes go
+/// (with `--policy-report`).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    newest: Newest,
+    writes: Option<tokio::sync::watch::Receiver<WriteStatus>>,
+) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
         let newest = newest.clone();
+        let writes = writes.clone();
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(
-                move |request: Request<hyper::body::Incoming>| {
+            let service =
+                hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
                     let published = newest.borrow().clone();
-                    async move { Ok::<_, Infallible>(route(request.uri().path(), published.as_deref())) }
-                },
-            );
+                    let writes = writes.as_ref().map(|w| *w.borrow());
+                    async move {
+                        Ok::<_, Infallible>(route(
+                            request.uri().path(),
+                            published.as_deref(),
+                            writes.as_ref(),
+                        ))
+                    }
+                });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;
@@ -35,12 +48,16 @@ pub async fn serve(listener: tokio::net::TcpListener, newest: Newest) {
 }
 
 /// The answer to a GET of `path`.
-pub fn route(path: &str, published: Option<&Published>) -> Response<Full<Bytes>> {
+pub fn route(
+    path: &str,
+    published: Option<&Published>,
+    writes: Option<&WriteStatus>,
+) -> Response<Full<Bytes>> {
     match path {
         "/metrics" => answer(
             StatusCode::OK,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            crate::report::metrics::watch(published, chrono::Utc::now()),
+            crate::report::metrics::watch(published, writes, chrono::Utc::now()),
         ),
         "/healthz" => answer(StatusCode::OK, "text/plain; charset=utf-8", "ok\n".into()),
         "/readyz" => match published {

@@ -123,8 +123,12 @@ pub fn check(run: &Run) -> String {
 /// The metrics `gates watch` serves: its newest evaluation's, as a `check` run gives them,
 /// and for each source whether it is current, since when it has not been, and when it last
 /// was (a dashboard alerts on a source broken for long, before its trials turn to errors).
+/// With `--policy-report`, `writes`: whether the report's last write succeeded (left out
+/// before the first is tried) and how many did and did not, since a report that silently
+/// stops being written looks to its readers like verdicts that stopped changing.
 pub fn watch(
     published: Option<&gates_engine::watch::Published>,
+    writes: Option<&gates_engine::watch::policy_report::WriteStatus>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> String {
     let mut m = Exposition::default();
@@ -134,6 +138,24 @@ pub fn watch(
         Vec::new(),
         f64::from(u8::from(published.is_some_and(|p| p.ready))),
     );
+    if let Some(writes) = writes {
+        if let Some(up) = writes.up {
+            m.gauge(
+                "gates_watch_policy_report_up",
+                "1 when the last write of the ClusterPolicyReport succeeded, 0 when it failed (the terminal says why).",
+                Vec::new(),
+                f64::from(u8::from(up)),
+            );
+        }
+        for (result, count) in [("written", writes.written), ("failed", writes.failed)] {
+            m.gauge(
+                "gates_watch_policy_report_writes",
+                "Writes of the ClusterPolicyReport since the watch started, by result (one after each evaluation that changed a verdict or message, and each retry while failing).",
+                vec![("result", result.to_string())],
+                count as f64,
+            );
+        }
+    }
     let Some(published) = published else {
         return m.render();
     };
@@ -408,6 +430,39 @@ mod tests {
             "# HELP x_seconds X.\n# TYPE x_seconds gauge\nx_seconds{a=\"1\"} 1.5\n\
              x_seconds{a=\"2\"} 0.25\n# HELP y Y.\n# TYPE y gauge\ny 2\n# EOF\n"
         );
+    }
+
+    #[test]
+    fn the_policy_report_writes_are_served_only_with_the_flag_and_up_only_once_tried() {
+        use gates_engine::watch::policy_report::WriteStatus;
+        let now = chrono::Utc::now();
+        let without = watch(None, None, now);
+        assert!(!without.contains("gates_watch_policy_report"), "{without}");
+        let untried = watch(None, Some(&WriteStatus::default()), now);
+        assert!(
+            !untried.contains("gates_watch_policy_report_up"),
+            "{untried}"
+        );
+        assert!(
+            untried.contains("gates_watch_policy_report_writes{result=\"written\"} 0\n"),
+            "{untried}"
+        );
+        let failing = watch(
+            None,
+            Some(&WriteStatus {
+                up: Some(false),
+                written: 2,
+                failed: 3,
+            }),
+            now,
+        );
+        for line in [
+            "gates_watch_policy_report_up 0\n",
+            "gates_watch_policy_report_writes{result=\"written\"} 2\n",
+            "gates_watch_policy_report_writes{result=\"failed\"} 3\n",
+        ] {
+            assert!(failing.contains(line), "{line}: {failing}");
+        }
     }
 
     #[test]
