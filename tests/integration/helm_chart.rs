@@ -368,3 +368,76 @@ fn the_chart_adds_a_watch_deployment_its_service_and_a_service_monitor_when_aske
         "kube-prometheus-stack"
     );
 }
+
+/// The container arguments of the watch Deployment in `docs`.
+fn watch_args(docs: &[Value]) -> Vec<String> {
+    of_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_watch_writes_the_policy_report_when_the_chart_does_and_its_account_may() {
+    let Some(helm) = helm() else { return };
+    let watch = [
+        staging_values(),
+        vec!["--set".into(), "watch.enabled=true".into()],
+    ]
+    .concat();
+    // Off by default: no flag, no role to write with.
+    let docs = template(&helm, &watch);
+    assert!(!watch_args(&docs).contains(&"--policy-report".to_string()));
+    assert_eq!(of_kind(&docs, "ClusterRoleBinding").len(), 1);
+
+    let values = [
+        watch,
+        vec!["--set".into(), "policyReport.enabled=true".into()],
+    ]
+    .concat();
+    let lint = run(&helm, &["lint", "--strict"], &values);
+    assert!(
+        lint.status.success(),
+        "{}\n{}",
+        stdout(&lint),
+        stderr(&lint)
+    );
+    let docs = template(&helm, &values);
+    let args = watch_args(&docs);
+    assert_eq!(
+        args.iter().filter(|a| *a == "--policy-report").count(),
+        1,
+        "{args:?}"
+    );
+    // The flag is one `gates watch` accepts.
+    let reports = tempfile::tempdir().unwrap();
+    let help = gates(reports.path())
+        .args(["watch", "--help"])
+        .output()
+        .unwrap();
+    assert!(stdout(&help).contains("--policy-report"));
+    // The policy-reports role is bound to the account the watch's pods run as, in the
+    // release's namespace (the CronJob's too).
+    let deployment = of_kind(&docs, "Deployment")[0];
+    let account = &deployment["spec"]["template"]["spec"]["serviceAccountName"];
+    let binding = of_kind(&docs, "ClusterRoleBinding")
+        .into_iter()
+        .find(|b| b["roleRef"]["name"] == "t-gates-policy-reports")
+        .unwrap_or_else(|| panic!("no binding of the policy-reports role: {docs:#?}"));
+    let role = of_kind(&docs, "ClusterRole")
+        .into_iter()
+        .find(|r| r["metadata"]["name"] == binding["roleRef"]["name"])
+        .expect("the bound role is rendered");
+    assert_eq!(role["rules"], shipped_rules("gates-policy-reports.yaml"));
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": account, "namespace": "default"}])
+    );
+    let job = of_kind(&docs, "CronJob")[0];
+    assert_eq!(
+        &job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["serviceAccountName"],
+        account
+    );
+}
