@@ -151,10 +151,17 @@ async fn the_charts_manifests_apply_and_its_service_account_reads_as_the_reader(
         return;
     };
     // With the watch's Deployment and Service too (the ServiceMonitor needs the Prometheus
-    // Operator's CRDs, which this API server does not serve).
+    // Operator's CRDs, which this API server does not serve), both writing the policy report.
     let values = [
         crate::helm_chart::staging_values(),
-        vec!["--set".into(), "watch.enabled=true".into()],
+        [
+            "--set",
+            "watch.enabled=true",
+            "--set",
+            "policyReport.enabled=true",
+        ]
+        .map(String::from)
+        .to_vec(),
     ]
     .concat();
     let docs = crate::helm_chart::template(&helm, &values);
@@ -172,6 +179,7 @@ async fn the_charts_manifests_apply_and_its_service_account_reads_as_the_reader(
         "cronjob.batch/t-gates serverside-applied (server dry run)",
         "deployment.apps/t-gates-watch serverside-applied (server dry run)",
         "service/t-gates-watch serverside-applied (server dry run)",
+        "clusterrolebinding.rbac.authorization.k8s.io/t-gates-policy-reports serverside-applied (server dry run)",
     ] {
         assert!(stdout(&out).contains(applied), "{}", stdout(&out));
     }

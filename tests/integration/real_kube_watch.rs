@@ -17,7 +17,7 @@ const LAB_SUBNET: u8 = 182;
 const COREDNS: &str = "gate2::lab::replicated-controller::coredns";
 const PDB_READS: &str = "gates_watch_source_reads{source=\"poddisruptionbudgets.policy/v1\"}";
 
-async fn pdbs(plane: &ControlPlane) -> Api<DynamicObject> {
+pub(crate) async fn pdbs(plane: &ControlPlane) -> Api<DynamicObject> {
     let client = plane.client(Identity::Admin).await.unwrap();
     let (resource, _) = load::api_resource(&client, "policy/v1", "PodDisruptionBudget")
         .await

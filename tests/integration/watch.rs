@@ -25,6 +25,15 @@ pub(crate) struct Watch {
 
 impl Watch {
     pub(crate) fn start(env_dir: &std::path::Path, reports: &std::path::Path) -> Watch {
+        Watch::start_with(env_dir, reports, &[])
+    }
+
+    /// `gates watch lab` with `extra` arguments after the usual ones.
+    pub(crate) fn start_with(
+        env_dir: &std::path::Path,
+        reports: &std::path::Path,
+        extra: &[&str],
+    ) -> Watch {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("gates"))
             .current_dir(root())
             .env("NO_COLOR", "1")
@@ -47,6 +56,7 @@ impl Watch {
                 "--reports",
             ])
             .arg(reports)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -118,7 +128,7 @@ impl Watch {
         }
     }
 
-    fn said(&self) -> String {
+    pub(crate) fn said(&self) -> String {
         self.said.lock().unwrap().join("\n")
     }
 
