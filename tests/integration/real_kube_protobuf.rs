@@ -1,9 +1,10 @@
-//! Pods listed in protobuf from a real kube-apiserver decode to exactly what the same pods
-//! decode to in JSON: the API server is the oracle of every tag and of every field Go writes
-//! empty in protobuf but leaves out of JSON. The pods carry every field gates holds, set the
-//! ways admission and the API set them (a priority class, a runtime class's overhead, a
-//! deletion held by a finalizer, a host-network port), and are read in pages of two so the
-//! protobuf `continue` token is followed too.
+//! Pods, nodes and leases listed in protobuf from a real kube-apiserver decode to exactly what
+//! the same objects decode to in JSON: the API server is the oracle of every tag and of every
+//! field Go writes empty in protobuf but leaves out of JSON. The pods carry every field gates
+//! holds, set the ways admission and the API set them (a priority class, a runtime class's
+//! overhead, a deletion held by a finalizer, a host-network port); a node and a lease carry
+//! every field k8s-openapi has of them (nodes and leases are held whole), managed fields
+//! included. Lists are read in pages of two so the protobuf `continue` token is followed too.
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -99,6 +100,127 @@ fn rich(owner_uid: &str) -> Value {
     p
 }
 
+/// A node with every field k8s-openapi has set (its status written through `status`).
+fn rich_node() -> (Value, Value) {
+    let node = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {
+            "name": "pb-rich-node",
+            "labels": {"zone": "b"},
+            "annotations": {"note": "kept whole"},
+            "finalizers": ["gates.test/hold"],
+        },
+        "spec": {
+            "podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24", "fd00::/64"],
+            "providerID": "proxmox://pve1/101", "unschedulable": true,
+            "taints": [
+                {"key": "dedicated", "value": "db", "effect": "NoSchedule"},
+                {"key": "gone", "effect": "NoExecute", "timeAdded": "2026-12-01T10:00:00Z"},
+            ],
+        },
+    });
+    let status = json!({
+        "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+        "allocatable": {"cpu": "7500m", "memory": "31Gi", "pods": "110"},
+        "phase": "Running",
+        "conditions": [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready",
+             "lastHeartbeatTime": "2026-12-06T10:00:00Z", "lastTransitionTime": "2026-12-01T10:00:00Z"},
+            {"type": "MemoryPressure", "status": "False"},
+        ],
+        "addresses": [{"type": "InternalIP", "address": "10.0.0.11"}, {"type": "Hostname", "address": "pb-rich-node"}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "nodeInfo": {
+            "machineID": "m", "systemUUID": "s", "bootID": "b", "kernelVersion": "6.12",
+            "osImage": "Talos (v1.11)", "containerRuntimeVersion": "containerd://2.1",
+            "kubeletVersion": "v1.36.3", "kubeProxyVersion": "", "operatingSystem": "linux",
+            "architecture": "amd64", "swap": {"capacity": 0},
+        },
+        "images": [{"names": ["registry/app@sha256:1", "registry/app:v1"], "sizeBytes": 12345}, {"names": ["x"]}],
+        "volumesInUse": ["kubernetes.io/csi/driver.longhorn.io^pvc-1"],
+        "volumesAttached": [{"name": "kubernetes.io/csi/driver.longhorn.io^pvc-1", "devicePath": ""}],
+        "runtimeHandlers": [
+            {"name": "", "features": {"recursiveReadOnlyMounts": true, "userNamespaces": false}},
+            {"name": "runc"},
+        ],
+        "features": {"supplementalGroupsPolicy": true},
+    });
+    (node, status)
+}
+
+fn leases() -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+               "metadata": {"name": "pb-rich", "namespace": NS},
+               "spec": {"holderIdentity": "pb-rich-node", "leaseDurationSeconds": 15,
+                        "acquireTime": "2026-12-06T10:00:00.123456Z",
+                        "renewTime": "2026-12-06T10:00:05.000001Z",
+                        "leaseTransitions": 0, "preferredHolder": "someone"}}),
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+               "metadata": {"name": "pb-empty", "namespace": NS}}),
+    ]
+}
+
+/// Objects of one kind, by name, in one encoding.
+async fn by_name(
+    client: &kube::Client,
+    kind: Kind,
+    encoding: Encoding,
+) -> std::collections::BTreeMap<String, Value> {
+    let (objects, _) = list_typed_in(client.clone(), kind, 2, encoding)
+        .await
+        .unwrap_or_else(|err| panic!("{kind:?} listed in {encoding:?}: {err}"));
+    let values = match objects {
+        Objects::Node(items) => items
+            .iter()
+            .map(|o| serde_json::to_value(o).unwrap())
+            .collect::<Vec<_>>(),
+        Objects::Lease(items) => items
+            .iter()
+            .map(|o| serde_json::to_value(o).unwrap())
+            .collect(),
+        other => panic!("{kind:?} listed as {other:?}"),
+    };
+    values
+        .into_iter()
+        .map(|v| {
+            (
+                format!(
+                    "{}/{}",
+                    v["metadata"]["namespace"].as_str().unwrap_or(""),
+                    v["metadata"]["name"].as_str().unwrap_or("")
+                ),
+                v,
+            )
+        })
+        .collect()
+}
+
+/// The objects of `kind` both encodings hold at one revision are equal (nodes and leases are
+/// renewed under the test: an object that moved between the lists is left out); how many were
+/// compared, and the protobuf ones.
+async fn agree_at_one_revision(
+    client: &kube::Client,
+    kind: Kind,
+) -> std::collections::BTreeMap<String, Value> {
+    let json = by_name(client, kind, Encoding::Json).await;
+    let binary = by_name(client, kind, Encoding::Preferred).await;
+    let mut compared = std::collections::BTreeMap::new();
+    for (name, b) in binary {
+        let Some(j) = json.get(&name) else { continue };
+        if j["metadata"]["resourceVersion"] != b["metadata"]["resourceVersion"] {
+            continue;
+        }
+        assert_eq!(
+            serde_json::to_string_pretty(j).unwrap(),
+            serde_json::to_string_pretty(&b).unwrap(),
+            "{kind:?} {name}: JSON then protobuf"
+        );
+        compared.insert(name, b);
+    }
+    compared
+}
+
 async fn sorted(client: &kube::Client, encoding: Encoding) -> (Vec<gates::state::Pod>, String) {
     let (objects, revision) = list_typed_in(client.clone(), Kind::Pod, 2, encoding)
         .await
@@ -111,7 +233,7 @@ async fn sorted(client: &kube::Client, encoding: Encoding) -> (Vec<gates::state:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pods_listed_in_protobuf_decode_to_what_the_same_pods_decode_to_in_json() {
+async fn pods_nodes_and_leases_listed_in_protobuf_decode_to_what_they_decode_to_in_json() {
     let Some(bin) = control_plane::binaries() else {
         return;
     };
@@ -129,6 +251,23 @@ async fn pods_listed_in_protobuf_decode_to_what_the_same_pods_decode_to_in_json(
                "handler": "runc", "overhead": {"podFixed": {"cpu": "250m", "memory": "64Mi"}}}),
     ] {
         load::create(&admin, object).await.unwrap();
+    }
+    let (node, node_status) = rich_node();
+    load::create(&admin, node).await.unwrap();
+    let nodes: Api<DynamicObject> = {
+        let (resource, _) = load::api_resource(&admin, "v1", "Node").await.unwrap();
+        Api::all_with(admin.clone(), &resource)
+    };
+    nodes
+        .patch_status(
+            "pb-rich-node",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": node_status })),
+        )
+        .await
+        .unwrap();
+    for lease in leases() {
+        load::create(&admin, lease).await.unwrap();
     }
     let owner = load::create(
         &admin,
@@ -247,6 +386,29 @@ async fn pods_listed_in_protobuf_decode_to_what_the_same_pods_decode_to_in_json(
         Some(9100),
         "the API server copies a host-network pod's containerPort into hostPort"
     );
+
+    // Nodes and leases, held whole: the rich ones were compared, with what the API server
+    // added (managed fields, times, revisions).
+    let nodes = agree_at_one_revision(&reader, Kind::Node).await;
+    let node = nodes
+        .get("/pb-rich-node")
+        .expect("the rich node compared at one revision");
+    assert_eq!(node["status"]["nodeInfo"]["swap"]["capacity"], 0);
+    assert_eq!(
+        node["spec"]["taints"][1]["timeAdded"],
+        "2026-12-01T10:00:00Z"
+    );
+    assert!(
+        node["metadata"]["managedFields"][0]["fieldsV1"].is_object(),
+        "{node:#}"
+    );
+    let leases = agree_at_one_revision(&reader, Kind::Lease).await;
+    let lease = leases
+        .get("pb/pb-rich")
+        .expect("the rich lease compared at one revision");
+    assert_eq!(lease["spec"]["renewTime"], "2026-12-06T10:00:05.000001Z");
+    assert_eq!(lease["spec"]["leaseTransitions"], 0);
+    assert!(leases.contains_key("pb/pb-empty"));
 
     // The API server answered in protobuf (the fallback to JSON was not what was compared),
     // and answers errors in protobuf too, which gates reads as their Status.

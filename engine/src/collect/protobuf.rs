@@ -2,11 +2,13 @@
 //! decoded straight into the shapes gates holds, as the JSON path decodes its texts.
 //!
 //! Protobuf is the API server's cheapest encoding to write and ours to read, and client-go's
-//! default for built-in types; custom resources have no protobuf schema, so their kinds stay in
-//! JSON. A protobuf body is the four bytes `k8s\0` and a `runtime.Unknown` whose `raw` holds the
+//! default for built-in types. Gates reads the kinds a cluster has by the thousand in it: pods
+//! (into the slim pod), nodes and leases (whole, as k8s-openapi's types). Custom resources
+//! have no protobuf schema, and the controllers, budgets and services (tens to hundreds of
+//! objects, held whole with their pod templates) stay in JSON. A protobuf body is the four bytes `k8s\0` and a `runtime.Unknown` whose `raw` holds the
 //! list message (apimachinery `runtime/serializer/protobuf/protobuf.go`).
 //!
-//! The messages in [`wire`], [`meta`] and [`pod`] declare only the fields gates holds, with the
+//! The messages in [`wire`], [`meta`], [`pod`], [`node`] and [`lease`] declare the fields gates holds, with the
 //! tags of the Kubernetes `generated.proto` files (k8s.io/api and apimachinery v0.36.3); every
 //! other field is skipped while decoding, which is how protobuf treats a field a reader does
 //! not know. Where Go writes a value type (`string`, `int32`) in protobuf even when it is
@@ -14,7 +16,9 @@
 //! encodings of one object decode to the same value (the real API server is the oracle of
 //! that in `tests/integration/real_kube_protobuf.rs`).
 
+pub mod lease;
 pub mod meta;
+pub mod node;
 pub mod pod;
 pub mod wire;
 
@@ -31,14 +35,12 @@ pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 /// Whether gates decodes `kind` from protobuf (the others are asked for in JSON only).
 pub fn reads(kind: Kind) -> bool {
     match kind {
-        Kind::Pod => true,
-        Kind::Node
-        | Kind::Deployment
+        Kind::Pod | Kind::Node | Kind::Lease => true,
+        Kind::Deployment
         | Kind::DaemonSet
         | Kind::StatefulSet
         | Kind::PodDisruptionBudget
         | Kind::Service
-        | Kind::Lease
         | Kind::L2AnnouncementPolicy
         | Kind::LonghornNode
         | Kind::LonghornVolume
@@ -58,25 +60,57 @@ pub struct ListPage {
 
 /// Decode one page of `kind` from a protobuf body.
 pub fn decode_list(kind: Kind, body: &[u8]) -> Result<ListPage, String> {
-    let raw = wire::unwrap(body)?;
-    match kind {
+    if !reads(kind) {
+        return Err(format!(
+            "{} is not read from protobuf",
+            kind.coordinates().resource_name()
+        ));
+    }
+    let (type_meta, raw) = wire::open(body)?;
+    // Protobuf carries no field names, so a body of another kind would decode, into nonsense:
+    // the envelope's kind is compared first.
+    let expected = format!("{}List", kind.coordinates().kind);
+    let named = type_meta.kind.as_deref().unwrap_or_default();
+    if named != expected {
+        return Err(format!(
+            "the body holds a {} {}, not a {expected}",
+            type_meta.api_version.as_deref().unwrap_or_default(),
+            if named.is_empty() {
+                "object of no kind"
+            } else {
+                named
+            }
+        ));
+    }
+    let (objects, list) = match kind {
         Kind::Pod => {
             let list = wire::decode::<pod::PodList>(&raw, "PodList")?;
-            Ok(ListPage {
-                objects: Objects::Pod(
-                    list.items
-                        .into_iter()
-                        .map(TryInto::try_into)
-                        .collect::<Result<_, String>>()?,
-                ),
-                list: list.metadata.unwrap_or_default(),
-            })
+            (Objects::Pod(convert(list.items)?), list.metadata)
         }
-        other => Err(format!(
-            "{} is not read from protobuf",
-            other.coordinates().resource_name()
-        )),
-    }
+        Kind::Node => {
+            let list = wire::decode::<node::NodeList>(&raw, "NodeList")?;
+            (Objects::Node(convert(list.items)?), list.metadata)
+        }
+        Kind::Lease => {
+            let list = wire::decode::<lease::LeaseList>(&raw, "LeaseList")?;
+            (Objects::Lease(convert(list.items)?), list.metadata)
+        }
+        other => {
+            return Err(format!(
+                "{} is not read from protobuf",
+                other.coordinates().resource_name()
+            ));
+        }
+    };
+    Ok(ListPage {
+        objects,
+        list: list.unwrap_or_default(),
+    })
+}
+
+/// Each decoded message into the shape gates holds; the first that cannot be is the error.
+fn convert<M, T: TryFrom<M, Error = String>>(items: Vec<M>) -> Result<Vec<T>, String> {
+    items.into_iter().map(T::try_from).collect()
 }
 
 /// The list's metadata alone, read before its items (which are skipped here) so that the
@@ -174,10 +208,14 @@ mod tests {
     fn a_kind_not_read_from_protobuf_is_refused_and_a_cut_page_is_an_error() {
         let body = page();
         assert!(
-            decode_list(Kind::Node, &body)
+            decode_list(Kind::Service, &body)
                 .unwrap_err()
                 .contains("not read from protobuf")
         );
+        // Protobuf carries no field names: a page of pods would decode as nodes, into
+        // nonsense, if the envelope's kind were not compared first.
+        let err = decode_list(Kind::Node, &body).unwrap_err();
+        assert!(err.contains("holds a v1 PodList, not a NodeList"), "{err}");
         for cut in 0..body.len() {
             let _ = decode_list(Kind::Pod, &body[..cut]);
         }

@@ -162,3 +162,150 @@ impl From<LabelSelector> for api::LabelSelector {
         }
     }
 }
+
+/// `metav1.ObjectMeta` whole: for the kinds gates holds as k8s-openapi types, every field
+/// the JSON path reads.
+#[derive(Clone, PartialEq, Message)]
+pub struct FullObjectMeta {
+    #[prost(string, optional, tag = "1")]
+    pub name: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub generate_name: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub namespace: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub self_link: Option<String>,
+    #[prost(string, optional, tag = "5")]
+    pub uid: Option<String>,
+    #[prost(string, optional, tag = "6")]
+    pub resource_version: Option<String>,
+    #[prost(int64, optional, tag = "7")]
+    pub generation: Option<i64>,
+    #[prost(message, optional, tag = "8")]
+    pub creation_timestamp: Option<Time>,
+    #[prost(message, optional, tag = "9")]
+    pub deletion_timestamp: Option<Time>,
+    #[prost(int64, optional, tag = "10")]
+    pub deletion_grace_period_seconds: Option<i64>,
+    #[prost(btree_map = "string, string", tag = "11")]
+    pub labels: BTreeMap<String, String>,
+    #[prost(btree_map = "string, string", tag = "12")]
+    pub annotations: BTreeMap<String, String>,
+    #[prost(message, repeated, tag = "13")]
+    pub owner_references: Vec<OwnerReference>,
+    #[prost(string, repeated, tag = "14")]
+    pub finalizers: Vec<String>,
+    #[prost(message, repeated, tag = "17")]
+    pub managed_fields: Vec<ManagedFieldsEntry>,
+}
+
+/// `metav1.ManagedFieldsEntry`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ManagedFieldsEntry {
+    #[prost(string, optional, tag = "1")]
+    pub manager: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub operation: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub api_version: Option<String>,
+    #[prost(message, optional, tag = "4")]
+    pub time: Option<Time>,
+    #[prost(string, optional, tag = "6")]
+    pub fields_type: Option<String>,
+    #[prost(message, optional, tag = "7")]
+    pub fields_v1: Option<FieldsV1>,
+    #[prost(string, optional, tag = "8")]
+    pub subresource: Option<String>,
+}
+
+/// `metav1.FieldsV1`: the JSON of the fields set, as bytes.
+#[derive(Clone, PartialEq, Message)]
+pub struct FieldsV1 {
+    #[prost(bytes = "vec", optional, tag = "1")]
+    pub raw: Option<Vec<u8>>,
+}
+
+/// `metav1.MicroTime`: microseconds (apimachinery truncates to them both ways).
+#[derive(Clone, PartialEq, Message)]
+pub struct MicroTime {
+    #[prost(int64, optional, tag = "1")]
+    pub seconds: Option<i64>,
+    #[prost(int32, optional, tag = "2")]
+    pub nanos: Option<i32>,
+}
+
+/// A Go `metav1.Time` held by value (`omitempty` does not leave a struct out): the zero
+/// time is written as an empty message in protobuf and as `null` in JSON, so a time
+/// without seconds is absent.
+pub fn time(t: Option<Time>) -> Result<Option<api::Time>, String> {
+    t.filter(|t| t.seconds.is_some())
+        .map(Time::timestamp)
+        .transpose()
+        .map(|t| t.map(api::Time))
+}
+
+/// A `*metav1.MicroTime`, at the microsecond.
+pub fn micro_time(t: Option<MicroTime>) -> Result<Option<api::MicroTime>, String> {
+    t.map(|t| {
+        let seconds = t.seconds.unwrap_or(0);
+        let nanos = t.nanos.unwrap_or(0) / 1000 * 1000;
+        k8s_openapi::jiff::Timestamp::new(seconds, nanos)
+            .map(api::MicroTime)
+            .map_err(|_| format!("a time {seconds} s from 1970 is out of range"))
+    })
+    .transpose()
+}
+
+impl TryFrom<FullObjectMeta> for api::ObjectMeta {
+    type Error = String;
+
+    fn try_from(m: FullObjectMeta) -> Result<Self, String> {
+        Ok(api::ObjectMeta {
+            name: text(m.name),
+            generate_name: text(m.generate_name),
+            namespace: text(m.namespace),
+            self_link: text(m.self_link),
+            uid: text(m.uid),
+            resource_version: text(m.resource_version),
+            generation: m.generation.filter(|&g| g != 0),
+            creation_timestamp: time(m.creation_timestamp)?,
+            deletion_timestamp: m
+                .deletion_timestamp
+                .map(Time::timestamp)
+                .transpose()?
+                .map(api::Time),
+            deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+            labels: map(m.labels, |v| v),
+            annotations: map(m.annotations, |v| v),
+            owner_references: list(m.owner_references, Into::into),
+            finalizers: list(m.finalizers, |f| f),
+            managed_fields: (!m.managed_fields.is_empty())
+                .then(|| {
+                    m.managed_fields
+                        .into_iter()
+                        .map(|f| {
+                            Ok(api::ManagedFieldsEntry {
+                                manager: text(f.manager),
+                                operation: text(f.operation),
+                                api_version: text(f.api_version),
+                                time: f.time.map(Time::timestamp).transpose()?.map(api::Time),
+                                fields_type: text(f.fields_type),
+                                fields_v1: f
+                                    .fields_v1
+                                    .map(|v| {
+                                        serde_json::from_slice(&v.raw.unwrap_or_default())
+                                            .map(api::FieldsV1)
+                                            .map_err(|e| {
+                                                format!("managedFields: fieldsV1 is not JSON: {e}")
+                                            })
+                                    })
+                                    .transpose()?,
+                                subresource: text(f.subresource),
+                            })
+                        })
+                        .collect::<Result<Vec<_>, String>>()
+                })
+                .transpose()?,
+        })
+    }
+}

@@ -75,6 +75,11 @@ pub struct Status {
 /// The encoded object inside a body, after its magic and envelope; what is not a protobuf
 /// body of the one encoding style Kubernetes defines is refused, never guessed at.
 pub fn unwrap(body: &[u8]) -> Result<Vec<u8>, String> {
+    open(body).map(|(_, raw)| raw)
+}
+
+/// [`unwrap`], with the type the envelope names.
+pub fn open(body: &[u8]) -> Result<(TypeMeta, Vec<u8>), String> {
     let Some(rest) = body.strip_prefix(&MAGIC) else {
         return Err(format!(
             "the body does not start with the Kubernetes protobuf prefix k8s\\0 ({} bytes)",
@@ -92,7 +97,10 @@ pub fn unwrap(body: &[u8]) -> Result<Vec<u8>, String> {
             "the object has a content encoding gates does not read: {encoding}"
         ));
     }
-    Ok(unknown.raw.unwrap_or_default())
+    Ok((
+        unknown.type_meta.unwrap_or_default(),
+        unknown.raw.unwrap_or_default(),
+    ))
 }
 
 /// Decode one message, naming it when it does not decode.
