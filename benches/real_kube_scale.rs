@@ -232,24 +232,42 @@ fn gates(env_dir: &Path) -> std::process::Command {
     cmd
 }
 
+/// The built-in kinds' collection paths `gates check` lists (the custom resources and
+/// metrics are not served by this plane: each answers 404 at once).
+const PATHS: [&str; 8] = [
+    "/api/v1/nodes",
+    "/api/v1/pods",
+    "/apis/apps/v1/deployments",
+    "/apis/apps/v1/daemonsets",
+    "/apis/apps/v1/statefulsets",
+    "/apis/policy/v1/poddisruptionbudgets",
+    "/api/v1/services",
+    "/apis/coordination.k8s.io/v1/leases",
+];
+
+/// The next page's token of a JSON list: the API server writes `metadata` (and in it
+/// `continue`) before `items`, so it is found in the page's first bytes without parsing.
+fn json_continue(body: &[u8]) -> Option<String> {
+    let head = &body[..body.len().min(4096)];
+    let key = b"\"continue\":\"";
+    let at = head.windows(key.len()).position(|w| w == key)? + key.len();
+    let end = head[at..].iter().position(|&b| b == b'"')?;
+    Some(String::from_utf8_lossy(&head[at..at + end]).into_owned()).filter(|t| !t.is_empty())
+}
+
 /// One concurrent round of the LISTs `gates check` makes, pages of 500, bodies read and
-/// dropped.
-async fn one_round_of_lists(plane: &ControlPlane) -> Duration {
+/// dropped: the floor, as `curl` would give it, in JSON or in protobuf.
+async fn one_round_of_lists(plane: &ControlPlane, protobuf: bool) -> Duration {
     let http = Arc::new(plane.api_client().expect("an HTTPS client"));
     let token = Arc::new(plane.token(Identity::Admin).to_string());
     let base = plane.url();
-    let paths = [
-        "/api/v1/nodes",
-        "/api/v1/pods",
-        "/apis/apps/v1/deployments",
-        "/apis/apps/v1/daemonsets",
-        "/apis/apps/v1/statefulsets",
-        "/apis/policy/v1/poddisruptionbudgets",
-        "/api/v1/services",
-        "/apis/coordination.k8s.io/v1/leases",
-    ];
+    let accept = if protobuf {
+        gates::collect::protobuf::ACCEPT
+    } else {
+        "application/json"
+    };
     let started = Instant::now();
-    let rounds = paths.iter().map(|path| {
+    let rounds = PATHS.iter().map(|path| {
         let (http, token) = (http.clone(), token.clone());
         let url = format!("{base}{path}");
         async move {
@@ -258,27 +276,90 @@ async fn one_round_of_lists(plane: &ControlPlane) -> Duration {
                 let mut request = http
                     .get(&url)
                     .bearer_auth(token.as_str())
+                    .header("Accept", accept)
                     .query(&[("limit", "500")]);
                 if let Some(token) = &next {
                     request = request.query(&[("continue", token.as_str())]);
                 }
-                let body: Value = request
+                let answer = request
                     .timeout(Duration::from_secs(120))
                     .send()
                     .await
-                    .expect("LIST answers")
-                    .json()
-                    .await
-                    .expect("a JSON list");
-                match body["metadata"]["continue"].as_str() {
-                    Some(token) if !token.is_empty() => next = Some(token.to_string()),
-                    _ => break,
+                    .expect("LIST answers");
+                let is_protobuf = answer.headers()["content-type"]
+                    .to_str()
+                    .is_ok_and(|t| t.starts_with(gates::collect::protobuf::MEDIA_TYPE));
+                let body = answer.bytes().await.expect("a body");
+                next = if is_protobuf {
+                    gates::collect::protobuf::head(&body)
+                        .expect("a protobuf list")
+                        .next()
+                } else {
+                    json_continue(&body)
+                };
+                if next.is_none() {
+                    break;
                 }
             }
         }
     });
     futures::future::join_all(rounds).await;
     started.elapsed()
+}
+
+/// gates' own lists of the same kinds, in this process, decoded into what a check holds:
+/// the collection without the command around it.
+async fn gates_lists(plane: &ControlPlane, encoding: gates::collect::kube::Encoding) -> Duration {
+    use gates::collect::kinds::Kind;
+    let client = plane.client(Identity::Reader).await.expect("a client");
+    let kinds = [
+        Kind::Node,
+        Kind::Pod,
+        Kind::Deployment,
+        Kind::DaemonSet,
+        Kind::StatefulSet,
+        Kind::PodDisruptionBudget,
+        Kind::Service,
+        Kind::Lease,
+    ];
+    let started = Instant::now();
+    let lists = kinds.map(|kind| {
+        let client = client.clone();
+        tokio::spawn(async move {
+            gates::collect::kube::list_typed_in(client, kind, 500, encoding)
+                .await
+                .expect("listed")
+        })
+    });
+    let held = futures::future::join_all(lists).await;
+    let elapsed = started.elapsed();
+    drop(held);
+    elapsed
+}
+
+/// The client-go program of `tools/k8s/lister` (protobuf, typed, pages of 500).
+fn client_go_lister(bin: &Path, kubeconfig: &Path) -> Option<Duration> {
+    let lister = bin.join("lister");
+    if !lister.is_file() {
+        println!("no {} (tools/k8s/build.sh builds it)", lister.display());
+        return None;
+    }
+    let out = std::process::Command::new(lister)
+        .arg(kubeconfig)
+        .output()
+        .expect("the lister runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let seconds: f64 = text
+        .split_whitespace()
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("the lister printed {text}"));
+    Some(Duration::from_secs_f64(seconds))
 }
 
 fn median(mut times: Vec<Duration>) -> Duration {
@@ -306,7 +387,15 @@ async fn main() {
         node_lease: hour,
         node_heartbeat: hour / 2,
     };
-    let plane = ControlPlane::start(&bin, 160, timing, Kubelets::Shared)
+    // `GATES_BENCH_KWOK=0`: no kubelet at all (pods stay Pending, with no status), for a
+    // plane that does nothing but answer the lists while they are measured.
+    let kwok = std::env::var("GATES_BENCH_KWOK").map_or(true, |v| v != "0");
+    let kubelets = if kwok {
+        Kubelets::Shared
+    } else {
+        Kubelets::PerNode
+    };
+    let plane = ControlPlane::start(&bin, 160, timing, kubelets)
         .await
         .unwrap_or_else(|err| panic!("the real control plane starts: {err}"));
     let started = Instant::now();
@@ -320,11 +409,13 @@ async fn main() {
         "loaded {nodes} nodes and {pods} pods in {:.0} s",
         started.elapsed().as_secs_f64()
     );
-    wait_running(&plane, pods).await;
-    println!(
-        "kwok runs them all after {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
+    if kwok {
+        wait_running(&plane, pods).await;
+        println!(
+            "kwok runs them all after {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
 
     let dir = tempfile::tempdir().expect("a temporary directory");
     let env_dir = dir.path().join("environments");
@@ -339,9 +430,21 @@ async fn main() {
     )
     .expect("written");
 
-    let mut check = Vec::new();
-    let mut script = Vec::new();
-    let mut lists = Vec::new();
+    // `GATES_BENCH_SCRIPT=0` leaves out the kubectl script (minutes per run at 5,000 nodes).
+    let script_too = std::env::var("GATES_BENCH_SCRIPT").map_or(true, |v| v != "0");
+    use gates::collect::kube::Encoding;
+    let mut rows: Vec<(&str, Vec<Duration>)> = vec![
+        ("gates check (live, --skip host-loss)", vec![]),
+        ("gates's lists alone (protobuf where it reads it)", vec![]),
+        ("gates's lists alone, all JSON", vec![]),
+        ("client-go lister (tools/k8s/lister, protobuf)", vec![]),
+        ("one round of the LISTs in JSON (bodies dropped)", vec![]),
+        (
+            "one round of the LISTs in protobuf (bodies dropped)",
+            vec![],
+        ),
+        ("kubectl script + gates check --snapshot", vec![]),
+    ];
     for _ in 0..RUNS {
         let t = Instant::now();
         let status = gates(&env_dir)
@@ -350,30 +453,32 @@ async fn main() {
             .status()
             .expect("gates runs");
         assert!(status.code().is_some_and(|c| c <= 2), "{status}");
-        check.push(t.elapsed());
-        script.push(kubectl_script(&bin, &kubeconfig, dir.path(), &env_dir));
-        lists.push(one_round_of_lists(&plane).await);
+        rows[0].1.push(t.elapsed());
+        rows[1]
+            .1
+            .push(gates_lists(&plane, Encoding::Preferred).await);
+        rows[2].1.push(gates_lists(&plane, Encoding::Json).await);
+        if let Some(t) = client_go_lister(&bin, &kubeconfig) {
+            rows[3].1.push(t);
+        }
+        rows[4].1.push(one_round_of_lists(&plane, false).await);
+        rows[5].1.push(one_round_of_lists(&plane, true).await);
+        if script_too {
+            rows[6]
+                .1
+                .push(kubectl_script(&bin, &kubeconfig, dir.path(), &env_dir));
+        }
     }
-    let (check, script, lists) = (median(check), median(script), median(lists));
-    println!("{:<52} {:>10}", "median of 3", "seconds");
+    let json_round = median(rows[4].1.clone()).as_secs_f64();
     println!(
-        "{:<52} {:>10.2}",
-        "gates check (live, --skip host-loss)",
-        check.as_secs_f64()
+        "{:<54} {:>10} {:>14}",
+        "median of 3", "seconds", "÷ JSON round"
     );
-    println!(
-        "{:<52} {:>10.2}",
-        "kubectl script + gates check --snapshot",
-        script.as_secs_f64()
-    );
-    println!(
-        "{:<52} {:>10.2}",
-        "one concurrent round of the LISTs",
-        lists.as_secs_f64()
-    );
-    println!(
-        "ratios: gates check / kubectl script {:.2}, gates check / LISTs {:.2}",
-        check.as_secs_f64() / script.as_secs_f64(),
-        check.as_secs_f64() / lists.as_secs_f64()
-    );
+    for (name, times) in rows {
+        if times.is_empty() {
+            continue;
+        }
+        let t = median(times).as_secs_f64();
+        println!("{name:<54} {t:>10.2} {:>14.2}", t / json_round);
+    }
 }

@@ -40,4 +40,6 @@ build kubectl "$here" k8s.io/kubernetes/cmd/kubectl
 build kube-controller-manager "$here" k8s.io/kubernetes/cmd/kube-controller-manager
 build kube-scheduler "$here" k8s.io/kubernetes/cmd/kube-scheduler
 build kwok "$here/kwok" sigs.k8s.io/kwok/cmd/kwok
+# The client-go program the scale benchmark compares gates's lists with (never the tests).
+build lister "$here" gates.invalid/tools/k8s/lister
 echo "$out"
