@@ -30,6 +30,9 @@ use serde_json::{Value, json};
 
 const NAMESPACES: usize = 20;
 const RUNS: usize = 3;
+/// The page size of every list measured: gates's default (`kube.page_size`), given to the
+/// rounds and the client-go lister too, so that each makes the same requests.
+const PAGE: u32 = 2000;
 
 fn size(var: &str, default: usize) -> usize {
     std::env::var(var)
@@ -38,7 +41,8 @@ fn size(var: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn node(i: usize) -> Value {
+/// Node `i`; `kwok` marks it as kwok's (a node without the mark has no kubelet).
+fn node(i: usize, kwok: bool) -> Value {
     let name = format!("scale-node-{i:05}");
     let mut labels = json!({
         "kubernetes.io/hostname": name,
@@ -53,7 +57,11 @@ fn node(i: usize) -> Value {
         "metadata": {
             "name": name,
             "labels": labels,
-            "annotations": { control_plane::launch::KWOK_MANAGED.0: control_plane::launch::KWOK_MANAGED.1 },
+            "annotations": if kwok {
+                json!({ control_plane::launch::KWOK_MANAGED.0: control_plane::launch::KWOK_MANAGED.1 })
+            } else {
+                json!({})
+            },
         },
         "status": {
             "allocatable": { "cpu": "32", "memory": "128Gi", "pods": "110" },
@@ -255,7 +263,7 @@ fn json_continue(body: &[u8]) -> Option<String> {
     Some(String::from_utf8_lossy(&head[at..at + end]).into_owned()).filter(|t| !t.is_empty())
 }
 
-/// One concurrent round of the LISTs `gates check` makes, pages of 500, bodies read and
+/// One concurrent round of the LISTs `gates check` makes, pages of [`PAGE`], bodies read and
 /// dropped: the floor, as `curl` would give it, in JSON or in protobuf.
 async fn one_round_of_lists(plane: &ControlPlane, protobuf: bool) -> Duration {
     let http = Arc::new(plane.api_client().expect("an HTTPS client"));
@@ -277,7 +285,7 @@ async fn one_round_of_lists(plane: &ControlPlane, protobuf: bool) -> Duration {
                     .get(&url)
                     .bearer_auth(token.as_str())
                     .header("Accept", accept)
-                    .query(&[("limit", "500")]);
+                    .query(&[("limit", PAGE)]);
                 if let Some(token) = &next {
                     request = request.query(&[("continue", token.as_str())]);
                 }
@@ -326,7 +334,7 @@ async fn gates_lists(plane: &ControlPlane, encoding: gates::collect::kube::Encod
     let lists = kinds.map(|kind| {
         let client = client.clone();
         tokio::spawn(async move {
-            gates::collect::kube::list_typed_in(client, kind, 500, encoding)
+            gates::collect::kube::list_typed_in(client, kind, PAGE, encoding)
                 .await
                 .expect("listed")
         })
@@ -337,7 +345,7 @@ async fn gates_lists(plane: &ControlPlane, encoding: gates::collect::kube::Encod
     elapsed
 }
 
-/// The client-go program of `tools/k8s/lister` (protobuf, typed, pages of 500).
+/// The client-go program of `tools/k8s/lister` (protobuf, typed, pages of [`PAGE`]).
 fn client_go_lister(bin: &Path, kubeconfig: &Path) -> Option<Duration> {
     let lister = bin.join("lister");
     if !lister.is_file() {
@@ -346,6 +354,7 @@ fn client_go_lister(bin: &Path, kubeconfig: &Path) -> Option<Duration> {
     }
     let out = std::process::Command::new(lister)
         .arg(kubeconfig)
+        .arg(PAGE.to_string())
         .output()
         .expect("the lister runs");
     assert!(
@@ -387,15 +396,10 @@ async fn main() {
         node_lease: hour,
         node_heartbeat: hour / 2,
     };
-    // `GATES_BENCH_KWOK=0`: no kubelet at all (pods stay Pending, with no status), for a
-    // plane that does nothing but answer the lists while they are measured.
+    // `GATES_BENCH_KWOK=0`: no node is kwok's, so nothing runs the pods (they stay Pending,
+    // bound, with no status) and the plane does nothing but answer the lists measured.
     let kwok = std::env::var("GATES_BENCH_KWOK").map_or(true, |v| v != "0");
-    let kubelets = if kwok {
-        Kubelets::Shared
-    } else {
-        Kubelets::PerNode
-    };
-    let plane = ControlPlane::start(&bin, 160, timing, kubelets)
+    let plane = ControlPlane::start(&bin, 160, timing, Kubelets::Shared)
         .await
         .unwrap_or_else(|err| panic!("the real control plane starts: {err}"));
     let started = Instant::now();
@@ -403,7 +407,7 @@ async fn main() {
         .map(|n| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("scale-{n}")}}))
         .collect();
     create_all(&plane, namespaces).await;
-    create_all(&plane, (0..nodes).map(node).collect()).await;
+    create_all(&plane, (0..nodes).map(|i| node(i, kwok)).collect()).await;
     create_all(&plane, (0..pods).map(|i| pod(i, nodes)).collect()).await;
     println!(
         "loaded {nodes} nodes and {pods} pods in {:.0} s",

@@ -1,17 +1,18 @@
 // Command lister is the program a Go user would write to read what gates reads: client-go's
 // typed clients list the built-in kinds gates reads, all at once, in protobuf (client-go's
 // encoding for built-in types when asked for it, as kubectl and the controllers are), in
-// pages of 500, decoding every object into its Go type and keeping them, then prints the
+// pages of PAGE_SIZE (gates's default, 2000), decoding every object into its Go type and keeping them, then prints the
 // elapsed seconds and the object counts. The benchmark benches/real_kube_scale.rs runs it
 // beside `gates check` and one round of the same lists.
 //
-// Usage: lister KUBECONFIG
+// Usage: lister KUBECONFIG PAGE_SIZE
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,8 +24,13 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: lister KUBECONFIG")
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: lister KUBECONFIG PAGE_SIZE")
+		os.Exit(2)
+	}
+	pageSize, err := strconv.ParseInt(os.Args[2], 10, 64)
+	if err != nil || pageSize < 1 {
+		fmt.Fprintln(os.Stderr, "PAGE_SIZE: a positive count:", os.Args[2])
 		os.Exit(2)
 	}
 	config, err := clientcmd.BuildConfigFromFlags("", os.Args[1])
@@ -78,7 +84,7 @@ func main() {
 		go func() {
 			defer wg.Done()
 			p := pager.New(list)
-			p.PageSize = 500
+			p.PageSize = pageSize
 			var held []runtime.Object
 			err := p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
 				held = append(held, o)
