@@ -102,6 +102,24 @@ struct Inner {
     /// even while its poll has not yet failed (it hangs).
     poll_interval: std::time::Duration,
     dirty: BTreeSet<Input>,
+    /// The keys of the objects a watch changed, by kind, since the last apply; `None` for a
+    /// kind listed or made unreadable meanwhile, which is copied whole (as is a kind with no
+    /// entry).
+    patches: BTreeMap<Kind, Option<BTreeSet<String>>>,
+}
+
+impl Inner {
+    /// The object `key` of `kind` changed: patched into the state unless the whole kind is
+    /// copied anyway.
+    fn patch(&mut self, kind: Kind, key: String) {
+        if let Some(keys) = self
+            .patches
+            .entry(kind)
+            .or_insert_with(|| Some(BTreeSet::new()))
+        {
+            keys.insert(key);
+        }
+    }
 }
 
 /// The hand-over between the feeds, the polls and the evaluation.
@@ -215,6 +233,7 @@ impl Shared {
             feed.unreadable = None;
             feed.health.current(Utc::now());
             feed.health.reads += 1;
+            inner.patches.insert(kind, None);
             inner.dirty.insert(input_of(kind));
         });
     }
@@ -227,6 +246,7 @@ impl Shared {
             feed.unreadable = None;
             feed.health.current(Utc::now());
             feed.health.reads += 1;
+            inner.patches.insert(kind, None);
             inner.dirty.insert(input_of(kind));
         });
     }
@@ -255,14 +275,26 @@ impl Shared {
             let feed = Shared::feed(inner, kind);
             feed.health.current(Utc::now());
             let changed = match &mut feed.objects {
-                Ok(objects) => objects.upsert(object).unwrap_or_else(|why| {
-                    feed.unreadable = Some(why);
-                    true
-                }),
-                Err(_) => false,
+                Ok(objects) => match objects.upsert(object) {
+                    Ok(Some(key)) => Some(Some(key)),
+                    Ok(None) => None,
+                    Err(why) => {
+                        feed.unreadable = Some(why);
+                        Some(None)
+                    }
+                },
+                Err(_) => None,
             };
-            if changed {
-                inner.dirty.insert(input_of(kind));
+            match changed {
+                None => {}
+                Some(Some(key)) => {
+                    inner.patch(kind, key);
+                    inner.dirty.insert(input_of(kind));
+                }
+                Some(None) => {
+                    inner.patches.insert(kind, None);
+                    inner.dirty.insert(input_of(kind));
+                }
             }
         });
     }
@@ -273,7 +305,8 @@ impl Shared {
             let feed = Shared::feed(inner, kind);
             feed.health.current(Utc::now());
             if let Ok(objects) = &mut feed.objects {
-                objects.remove(object);
+                let key = objects.remove(object);
+                inner.patch(kind, key);
             }
             inner.dirty.insert(input_of(kind));
         });
@@ -382,6 +415,7 @@ impl Shared {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let now = Utc::now();
         let mut dirty = std::mem::take(&mut inner.dirty);
+        let patches = std::mem::take(&mut inner.patches);
         // What went stale, and what is no longer.
         let stale_now = stale_parts(&inner, now, stale_after);
         dirty.extend(stale_now.symmetric_difference(stale).copied());
@@ -390,7 +424,7 @@ impl Shared {
             dirty.insert(Input::Proxmox);
         }
         for input in &dirty {
-            apply_one(&inner, state, *input, now);
+            apply_one(&inner, state, *input, now, &patches);
             if let Some(why) = stale_now
                 .get(input)
                 .and_then(|_| stale_reason(&inner, *input, stale_after))
@@ -474,7 +508,13 @@ fn stale_reason(inner: &Inner, input: Input, stale_after: std::time::Duration) -
 }
 
 /// Put the latest of `input` into `state`.
-fn apply_one(inner: &Inner, state: &mut State, input: Input, now: DateTime<Utc>) {
+fn apply_one(
+    inner: &Inner,
+    state: &mut State,
+    input: Input,
+    now: DateTime<Utc>,
+    patches: &BTreeMap<Kind, Option<BTreeSet<String>>>,
+) {
     fn value<T: Clone>(part: &Option<PolledPart<T>>) -> Collected<T> {
         part.as_ref().map_or_else(
             || Collected::Absent("not read yet".to_string()),
@@ -515,6 +555,14 @@ fn apply_one(inner: &Inner, state: &mut State, input: Input, now: DateTime<Utc>)
             let Some(kind) = Kind::ALL.into_iter().find(|k| input_of(*k) == kind_input) else {
                 return;
             };
+            // Only the objects a watch changed, when the state holds the rest as they are.
+            if let (Some(Some(keys)), Some(feed)) = (patches.get(&kind), inner.kinds.get(&kind))
+                && feed.unreadable.is_none()
+                && let Ok(objects) = &feed.objects
+                && objects.patch(state, keys)
+            {
+                return;
+            }
             let objects = match inner.kinds.get(&kind) {
                 None => Err("not read yet".to_string()),
                 Some(feed) => match (&feed.unreadable, &feed.objects) {
@@ -525,5 +573,88 @@ fn apply_one(inner: &Inner, state: &mut State, input: Input, now: DateTime<Utc>)
             };
             registry::store(state, kind, objects);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::registry::{Keyed, Objects};
+    use serde_json::{Value, json};
+
+    fn pod(name: &str, ready: &str) -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "apps"},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]}
+        })
+    }
+
+    fn keyed(pods: &[Value]) -> Keyed {
+        let texts: Vec<String> = pods.iter().map(Value::to_string).collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        Keyed::from_objects(Objects::decode(Kind::Pod, &texts).expect("pods"))
+    }
+
+    /// The pods' names and readiness as the state holds them.
+    fn held(state: &State) -> Vec<(String, String)> {
+        state
+            .pods
+            .present()
+            .expect("pods present")
+            .iter()
+            .map(|p| {
+                let ready = p.status.as_ref().and_then(|s| s.conditions.as_ref());
+                (
+                    p.metadata.name.clone().unwrap_or_default(),
+                    ready.map_or(String::new(), |c| c[0].status.clone()),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn watched_changes_are_patched_into_the_state_and_a_list_after_them_replaces_it_whole() {
+        let shared = Shared::new(std::time::Duration::from_secs(60));
+        let (mut state, mut stale) = (
+            State::empty(crate::state::Source::Snapshot { files: vec![] }, Utc::now()),
+            BTreeSet::new(),
+        );
+        let hour = std::time::Duration::from_secs(3600);
+        shared.listed(Kind::Pod, keyed(&[pod("a", "True"), pod("b", "True")]));
+        shared.apply(&mut state, &mut stale, hour);
+        assert_eq!(
+            held(&state),
+            [("a".into(), "True".into()), ("b".into(), "True".into())]
+        );
+
+        shared.upsert(Kind::Pod, pod("a", "False"));
+        shared.remove(Kind::Pod, &pod("b", "True"));
+        shared.upsert(Kind::Pod, pod("c", "True"));
+        shared.upsert(Kind::Pod, pod("0", "True"));
+        let dirty = shared.apply(&mut state, &mut stale, hour);
+        assert!(dirty.contains(&Input::Pods));
+        let expected: Vec<(String, String)> = [("0", "True"), ("a", "False"), ("c", "True")]
+            .map(|(n, r)| (n.to_string(), r.to_string()))
+            .to_vec();
+        assert_eq!(held(&state), expected);
+
+        // A list, then a change before the state took either: the whole list is taken, not
+        // only the changed pod patched into what the state held before the list.
+        shared.listed(Kind::Pod, keyed(&[pod("d", "True")]));
+        shared.upsert(Kind::Pod, pod("e", "False"));
+        shared.apply(&mut state, &mut stale, hour);
+        assert_eq!(
+            held(&state),
+            [("d".into(), "True".into()), ("e".into(), "False".into())]
+        );
+
+        // A pod that no longer fits the shape makes the kind unreadable, not half-patched.
+        shared.upsert(
+            Kind::Pod,
+            json!({"metadata": {"name": "f", "namespace": "apps"}, "spec": 7}),
+        );
+        shared.apply(&mut state, &mut stale, hour);
+        assert!(state.pods.present().is_none());
     }
 }
