@@ -320,16 +320,13 @@ async fn one_round_of_lists(plane: &ControlPlane, protobuf: bool) -> Duration {
 async fn gates_lists(plane: &ControlPlane, encoding: gates::collect::kube::Encoding) -> Duration {
     use gates::collect::kinds::Kind;
     let client = plane.client(Identity::Reader).await.expect("a client");
-    let kinds = [
-        Kind::Node,
-        Kind::Pod,
-        Kind::Deployment,
-        Kind::DaemonSet,
-        Kind::StatefulSet,
-        Kind::PodDisruptionBudget,
-        Kind::Service,
-        Kind::Lease,
-    ];
+    // The built-in kinds: the ones PATHS lists.
+    let kinds = Kind::ALL.into_iter().filter(|k| {
+        matches!(
+            k.coordinates().group,
+            "" | "apps" | "policy" | "coordination.k8s.io"
+        )
+    });
     let started = Instant::now();
     let lists = kinds.map(|kind| {
         let client = client.clone();

@@ -14,7 +14,7 @@ use std::time::Duration;
 use gates_lab::{Lab, LabOptions};
 use serde_json::Value;
 
-use crate::control_plane::{self, ControlPlane, Identity, Kubelets, Timing, clear, load};
+use crate::control_plane::{self, ControlPlane, Identity, clear, load};
 use crate::support::*;
 
 /// The control plane of these tests listens on 127.140.9.1; the labs take 127.141.x.y
@@ -306,13 +306,9 @@ async fn assert_equivalent_snapshots(
 /// says when they, the metrics API or a permission are missing, then every lab scenario.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_control_plane_gives_the_labs_verdicts_and_names_what_is_missing() {
-    let Some(bin) = control_plane::binaries() else {
+    let Some((_one, plane)) = control_plane::start_one(PLANE_SUBNET).await else {
         return;
     };
-    let _one = control_plane::ONE_AT_A_TIME.lock().await;
-    let plane = ControlPlane::start(&bin, PLANE_SUBNET, Timing::default(), Kubelets::Shared)
-        .await
-        .unwrap_or_else(|err| panic!("the real control plane starts: {err}"));
     missing_crds_metrics_and_permissions_give_errors_naming_the_fix(&plane).await;
     every_lab_scenario_gives_the_same_verdicts_and_snapshot_as_on_the_lab(&plane).await;
 }

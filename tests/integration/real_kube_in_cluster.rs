@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::control_plane::{self, ControlPlane, Identity, Kubelets, Timing};
+use crate::control_plane::{self, ControlPlane, Identity};
 use crate::real_kube::{load_env, real_env_dir};
 use crate::support::*;
 
@@ -39,13 +39,9 @@ async fn check(env_dir: &Path, env: Vec<(String, String)>) -> (Output, Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_a_pod_the_service_account_gives_the_kubeconfigs_verdicts() {
-    let Some(bin) = control_plane::binaries() else {
+    let Some((_one, plane)) = control_plane::start_one(PLANE_SUBNET).await else {
         return;
     };
-    let _one = control_plane::ONE_AT_A_TIME.lock().await;
-    let plane = ControlPlane::start(&bin, PLANE_SUBNET, Timing::default(), Kubelets::Shared)
-        .await
-        .unwrap_or_else(|err| panic!("the real control plane starts: {err}"));
     crate::control_plane::load::install_crds(&plane)
         .await
         .unwrap();

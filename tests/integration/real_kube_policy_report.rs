@@ -150,13 +150,9 @@ fn pairs(list: &Value, name: &str, verdict: &str) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_report_needs_its_role_then_holds_each_verdict_and_is_replaced_in_place() {
-    let Some(bin) = control_plane::binaries() else {
+    let Some((_one, plane)) = control_plane::start_one(PLANE_SUBNET).await else {
         return;
     };
-    let _one = control_plane::ONE_AT_A_TIME.lock().await;
-    let plane = ControlPlane::start(&bin, PLANE_SUBNET, Timing::default(), Kubelets::Shared)
-        .await
-        .unwrap_or_else(|err| panic!("the real control plane starts: {err}"));
     load::install_crds(&plane).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let lab = start_lab("adr-007", LAB_SUBNET, dir.path()).await;

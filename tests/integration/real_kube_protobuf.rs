@@ -9,7 +9,7 @@
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use crate::control_plane::{self, ControlPlane, Identity, Kubelets, Timing, load};
+use crate::control_plane::{self, Identity, load};
 use gates::collect::kinds::Kind;
 use gates::collect::kube::{Encoding, list_typed_in};
 use gates::collect::protobuf;
@@ -234,13 +234,9 @@ async fn sorted(client: &kube::Client, encoding: Encoding) -> (Vec<gates::state:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_nodes_and_leases_listed_in_protobuf_decode_to_what_they_decode_to_in_json() {
-    let Some(bin) = control_plane::binaries() else {
+    let Some((_one, plane)) = control_plane::start_one(PLANE_SUBNET).await else {
         return;
     };
-    let _one = control_plane::ONE_AT_A_TIME.lock().await;
-    let plane = ControlPlane::start(&bin, PLANE_SUBNET, Timing::default(), Kubelets::Shared)
-        .await
-        .unwrap_or_else(|err| panic!("the real control plane starts: {err}"));
     let admin = plane.client(Identity::Admin).await.unwrap();
     for object in [
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),

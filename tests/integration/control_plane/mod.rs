@@ -75,3 +75,21 @@ pub fn binaries() -> Option<PathBuf> {
 
 /// One real control plane at a time: each takes about a gigabyte and a core while it starts.
 pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A test's real control plane on `subnet` (default timing, one kwok), once no other test's
+/// is running, with the guard that keeps the next waiting; `None` without the binaries.
+pub async fn start_one(
+    subnet: u8,
+) -> Option<(tokio::sync::MutexGuard<'static, ()>, launch::ControlPlane)> {
+    let bin = binaries()?;
+    let one = ONE_AT_A_TIME.lock().await;
+    let plane = launch::ControlPlane::start(
+        &bin,
+        subnet,
+        launch::Timing::default(),
+        launch::Kubelets::Shared,
+    )
+    .await
+    .unwrap_or_else(|err| panic!("the real control plane starts: {err}"));
+    Some((one, plane))
+}
