@@ -66,6 +66,10 @@ pub async fn run(cli: Cli, streams: &mut Streams) -> Result<ExitCode, AppError> 
             streams.print(&commands::list::list(&config));
             Ok(ExitCode::Passed)
         }
+        // `--all` and `--envs` make a fleet run, which runs `check` once per environment.
+        Command::Check(args) if args.all || args.envs.is_some() => {
+            commands::fleet::run(&config, &cli.config, args, streams).await
+        }
         Command::Check(args) => commands::check::run(&config, &cli.config, args, streams).await,
         Command::Snapshot(args) => commands::snapshot::run(&config, args, streams).await,
         Command::Watch(args) => commands::watch::run(&config, &cli.config, args, streams).await,

@@ -261,27 +261,6 @@ impl NodeLoad {
     }
 }
 
-/// The statistic of every node whose load is known, as node metrics (CPU in nanocores, memory
-/// in bytes), so the capacity judgements read it as they read metrics-server's sample.
-pub fn node_metrics(load: &NodeLoad) -> Vec<crate::state::NodeMetrics> {
-    load.nodes
-        .keys()
-        .filter_map(|node| {
-            let (cpu, memory) = load.of(node).ok()?;
-            let mut metrics = crate::state::NodeMetrics::default();
-            metrics.metadata.name = Some(node.clone());
-            metrics.window = Some(format!(
-                "{}s",
-                (load.window.end_ms - load.window.start_ms) / 1000
-            ));
-            metrics.timestamp = Some(time(load.window.end_ms).to_rfc3339());
-            metrics.usage.cpu = Some(format!("{}n", (cpu.value.max(0.0) * 1e9).ceil() as i128));
-            metrics.usage.memory = Some(format!("{}", memory.value.max(0.0).ceil() as i128));
-            Some(metrics)
-        })
-        .collect()
-}
-
 /// The longest gaps, at most three, in time order: `2026-12-01 00:00 to 20:00 UTC (241 steps)`.
 pub fn describe_gaps(gaps: &[Gap]) -> String {
     let mut longest: Vec<&Gap> = gaps.iter().collect();

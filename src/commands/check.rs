@@ -33,9 +33,6 @@ pub async fn run(
     args: CheckArgs,
     streams: &mut Streams,
 ) -> Result<ExitCode, AppError> {
-    if args.all || args.envs.is_some() {
-        return crate::commands::fleet::run(config, config_dir, args, streams).await;
-    }
     let options = CheckOptions::from(&args);
     let plan = check::plan(config, &options)?;
     let lines = Lines {

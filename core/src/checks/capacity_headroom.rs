@@ -529,7 +529,7 @@ mod tests {
                 })
                 .collect(),
         };
-        let metrics = crate::load::node_metrics(&load);
+        let metrics = crate::state::NodeMetrics::of_load(&load);
         let state = state()
             .nodes(target_nodes())
             .with(|s| {

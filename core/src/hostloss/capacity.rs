@@ -16,29 +16,11 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
-
 use super::cluster::{Cluster, Res};
+pub use super::findings::NodeCapacity;
 use super::outcome::{HostLoss, Outcome};
 use super::schedule::Placement;
 use crate::state::Collected;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct NodeCapacity {
-    pub node: String,
-    pub host: String,
-    /// Millicores.
-    pub cpu_allocatable: i64,
-    pub cpu_requests: i64,
-    pub cpu_usage: Option<i64>,
-    /// Bytes.
-    pub memory_allocatable: i64,
-    pub memory_requests: i64,
-    pub memory_usage: Option<i64>,
-    /// Whether the used share (max of requests and usage) stays within allocatable less the
-    /// rebuild margin.
-    pub within_rebuild_margin: bool,
-}
 
 pub fn predict(cluster: &Cluster<'_>, _lost: &[usize], placement: &Placement, loss: &mut HostLoss) {
     let margin = cluster.env.capacity.rebuild_margin;

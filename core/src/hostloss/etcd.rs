@@ -7,31 +7,10 @@
 //! as a member, as Talos runs etcd on each. A member whose node is not Ready counts as down
 //! already.
 
-use serde::Serialize;
-
 use super::cluster::Cluster;
+pub use super::findings::EtcdLoss;
 use super::outcome::{Fault, HostLoss, Outcome};
 use crate::state::Collected;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct EtcdLoss {
-    /// Voting members.
-    pub members: usize,
-    /// Voting members left, Ready and not on the host.
-    pub left: usize,
-    /// Members a quorum needs.
-    pub quorum: usize,
-    pub kept: bool,
-    /// Where the member list came from.
-    pub source: String,
-    /// The members that go with the host.
-    pub lost: Vec<String>,
-    /// The Ready control planes left, which can take the API VIP.
-    pub vip_candidates: Vec<String>,
-    /// The node holding the VIP now, when known.
-    pub vip_holder: Option<String>,
-    pub vip_moves: bool,
-}
 
 /// etcd's quorum is the same question for either fault: a cut-off member is a minority of
 /// one, out of the quorum as a member without power is (etcd's `failures.md`: "there is no

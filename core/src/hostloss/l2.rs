@@ -10,25 +10,13 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use super::cluster::{Cluster, labels, name, ns_name};
+pub use super::findings::L2Loss;
 use super::outcome::{Fault, HostLoss, Outcome};
 use crate::selector::{Selector, WhenNil};
 
 const L2_CLASS: &str = "io.cilium/l2-announcer";
 const LEASE_PREFIX: &str = "cilium-l2announce";
-
-#[derive(Debug, Clone, Serialize)]
-pub struct L2Loss {
-    /// `namespace/name`.
-    pub service: String,
-    /// Surviving Ready nodes the policies select.
-    pub announcers_left: Vec<String>,
-    /// The node holding the lease now, when there is one.
-    pub holder: Option<String>,
-    pub holder_lost: bool,
-}
 
 pub fn predict(cluster: &Cluster<'_>, lost: &[usize], fault: Fault, loss: &mut HostLoss) {
     if cluster.env.ingress.services.is_empty() {

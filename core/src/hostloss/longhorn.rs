@@ -17,27 +17,9 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
-
 use super::cluster::{Cluster, labels, name};
+pub use super::findings::VolumeLoss;
 use super::outcome::{HostLoss, Outcome};
-
-#[derive(Debug, Clone, Serialize)]
-pub struct VolumeLoss {
-    pub volume: String,
-    /// Healthy replicas (not failed, healthy since their last build) before the loss.
-    pub replicas: usize,
-    pub wanted: i64,
-    /// Replicas left on Ready nodes that are not lost.
-    pub left: usize,
-    /// Nodes of the replicas that go with the host.
-    pub lost_on: Vec<String>,
-    /// Bytes Longhorn copies to rebuild the lost replicas (the volume's size, once per lost
-    /// replica) where a surviving node may take them; `None` when none may, or the size is
-    /// not known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rebuild_bytes: Option<i64>,
-}
 
 /// A healthy copy of its volume's data: not failed, and healthy since its last build.
 fn is_copy(r: &crate::state::LonghornReplica) -> bool {

@@ -33,6 +33,7 @@ pub mod cluster;
 pub mod domains;
 pub mod etcd;
 pub mod filters;
+pub mod findings;
 pub mod l2;
 pub mod lineage;
 pub mod longhorn;

@@ -5,13 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::exit::ExitCode;
 
-use super::capacity::NodeCapacity;
 use super::cluster::Cluster;
-use super::etcd::EtcdLoss;
-use super::l2::L2Loss;
-use super::longhorn::VolumeLoss;
-use super::schedule::PodMove;
-use super::workloads::{ControllerLoss, PdbLoss};
+use super::findings::{
+    ControllerLoss, EtcdLoss, L2Loss, NodeCapacity, PdbLoss, PodMove, VolumeLoss,
+};
 
 /// A host loss's outcome, from best to worst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

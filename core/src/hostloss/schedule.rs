@@ -16,11 +16,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::Taint;
-use serde::Serialize;
 
 use super::cluster::{Cluster, Owner, PodInfo, Res, TAINT_UNREACHABLE, name};
 use super::domains::Domains;
 use super::filters::{self, PodTerm, Rejection, Spread};
+pub use super::findings::{MoveOutcome, PodMove};
 use super::lineage::Lineage;
 use super::templates::{Templates, lost_taints};
 
@@ -37,80 +37,6 @@ use score::{Score, Shapes};
 pub enum Mode {
     Fast,
     Reference,
-}
-
-/// What happens to one pod of a lost node.
-#[derive(Debug, Clone, Serialize)]
-pub struct PodMove {
-    /// Index into the cluster's pods.
-    #[serde(skip)]
-    pub index: usize,
-    /// `namespace/name`.
-    pub pod: String,
-    /// `Deployment kube-system/coredns`, `StatefulSet whoami/whoami-db`, ...
-    pub controller: String,
-    pub from: String,
-    /// What its replacement shares with it (owner, template hash, ordinal), so a chaos run
-    /// finds the replacement by owner rather than by name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lineage: Option<Lineage>,
-    #[serde(flatten)]
-    pub outcome: MoveOutcome,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "outcome", rename_all = "kebab-case")]
-pub enum MoveOutcome {
-    /// Recreated and placed on `node`. `after_seconds`: when its old pod is evicted (its
-    /// toleration of the unreachable taint). `waits_for_deletion`: a StatefulSet pod, placed
-    /// only once the old pod object is gone.
-    Placed {
-        node: String,
-        host: String,
-        after_seconds: i64,
-        waits_for_deletion: bool,
-    },
-    /// Recreated, but no surviving node passes the filters.
-    Unschedulable { why: String },
-    /// Tolerates the unreachable taint forever: stays bound to the lost node, not recreated.
-    Stays { why: String },
-    /// Nothing recreates it.
-    NotRecreated { why: String },
-}
-
-impl PodMove {
-    pub fn placed_on(&self) -> Option<&str> {
-        match &self.outcome {
-            MoveOutcome::Placed { node, .. } => Some(node),
-            MoveOutcome::Unschedulable { .. }
-            | MoveOutcome::Stays { .. }
-            | MoveOutcome::NotRecreated { .. } => None,
-        }
-    }
-
-    /// One line: `kube-system/coredns-abc (Deployment kube-system/coredns) from cp-1 -> cp-2 (pve2) after 300s`.
-    pub fn describe(&self) -> String {
-        let head = format!("{} ({}) from {}", self.pod, self.controller, self.from);
-        match &self.outcome {
-            MoveOutcome::Placed {
-                node,
-                host,
-                after_seconds,
-                waits_for_deletion,
-            } => {
-                let wait = if *waits_for_deletion {
-                    " once the old pod is deleted (StatefulSet)".to_string()
-                } else {
-                    format!(" after {after_seconds}s")
-                };
-                format!("{head} -> {node} ({host}){wait}")
-            }
-            MoveOutcome::Unschedulable { why } => format!("{head}: cannot be placed: {why}"),
-            MoveOutcome::Stays { why } | MoveOutcome::NotRecreated { why } => {
-                format!("{head}: {why}")
-            }
-        }
-    }
 }
 
 /// A pod that fits only by preempting pods of lower priority, as the scheduler does.
@@ -377,7 +303,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
                     outcome: MoveOutcome::Stays {
                         why: format!(
                             "{}{}",
-                            super::workloads::NEVER_EVICTED,
+                            super::findings::NEVER_EVICTED,
                             stopped[node].as_deref().unwrap_or_default()
                         ),
                     },

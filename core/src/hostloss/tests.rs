@@ -1552,7 +1552,7 @@ fn on_prometheus_a_receiving_node_is_judged_on_its_nightly_peak_and_an_unmeasure
         ("cp-3", 2.0 * gib, Some(7.5 * gib)),
     ]);
     let built = |load: crate::load::NodeLoad| {
-        let metrics = crate::load::node_metrics(&load);
+        let metrics = crate::state::NodeMetrics::of_load(&load);
         state()
             .nodes(three())
             .pods([

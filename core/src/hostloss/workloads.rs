@@ -10,10 +10,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use serde::Serialize;
 
 use super::ProtectedRef;
 use super::cluster::{Cluster, Owner, ns_name};
+pub use super::findings::{ControllerLoss, NEVER_EVICTED, PdbLoss};
 use super::outcome::{HostLoss, Outcome};
 use super::schedule::{MoveOutcome, Placement};
 use crate::selector::{Selector, WhenNil};
@@ -46,26 +46,6 @@ pub struct Workloads {
     pub budgets_of: HashMap<usize, Vec<usize>>,
     /// Per protected controller, whether a pod of it is ready on a ready node now.
     pub ready_now: Vec<bool>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ControllerLoss {
-    pub name: String,
-    pub pods: usize,
-    /// Ready replicas on nodes that are not lost, at once.
-    pub ready_left: usize,
-    /// Replicas once the moved pods are placed (StatefulSet pods waiting for deletion do not
-    /// count).
-    pub after_rescheduling: usize,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PdbLoss {
-    pub pdb: String,
-    pub expected: usize,
-    pub desired_healthy: usize,
-    pub healthy_left: usize,
-    pub healthy_after_rescheduling: usize,
 }
 
 /// The protected controllers (the named ones, then each PDB over controller-owned pods that
@@ -382,9 +362,6 @@ pub fn predict(
         });
     }
 }
-
-/// How a pod the node-lifecycle controller's zone rule keeps says why it stays.
-pub const NEVER_EVICTED: &str = "is never evicted while the host is down: ";
 
 /// An int-or-percent of `total`; percentages round up as the disruption controller does.
 fn scaled(value: &IntOrString, total: usize) -> usize {

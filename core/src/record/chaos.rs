@@ -15,6 +15,7 @@ use super::power::Issued;
 use super::prediction::Comparison;
 use super::probe::ProbeOutcome;
 use super::split_brain::SignalOutcome;
+pub use super::timeline::Moments;
 use super::trial::{Tally, TrialResult};
 use crate::state::provenance::Provenance;
 use crate::verdict::Verdict;
@@ -134,15 +135,6 @@ fn signal_or_flag<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Strin
         Some(Interrupted::Signal(signal)) => Some(signal),
         Some(Interrupted::Flag(true)) => Some("interrupted".to_string()),
     })
-}
-
-/// Times on the run's timeline (seconds since `started_at`, to the millisecond).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Moments {
-    pub fault: Option<f64>,
-    pub restore: Option<f64>,
-    pub running_again: Option<f64>,
-    pub recovered: Option<f64>,
 }
 
 /// One VM the plan powers off.

@@ -7,9 +7,17 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::chaos::Moments;
 use super::event::Event;
 use super::seconds::millis;
+
+/// Times on the run's timeline (seconds since `started_at`, to the millisecond).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Moments {
+    pub fault: Option<f64>,
+    pub restore: Option<f64>,
+    pub running_again: Option<f64>,
+    pub recovered: Option<f64>,
+}
 
 /// Every sample and event of one run. A reader draws what the file holds: a timeline written
 /// before a field existed reads with it empty.

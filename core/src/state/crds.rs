@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::{Deserialize, Serialize};
 
+use crate::load::NodeLoad;
+
 /// `ciliuml2announcementpolicies.cilium.io/v2alpha1`, cluster-scoped.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -277,6 +279,29 @@ pub struct NodeMetrics {
     pub window: Option<String>,
     #[serde(default)]
     pub usage: ResourceUsage,
+}
+
+impl NodeMetrics {
+    /// The statistic of every node whose load is known, as node metrics (CPU in nanocores, memory
+    /// in bytes), so the capacity judgements read it as they read metrics-server's sample.
+    pub fn of_load(load: &NodeLoad) -> Vec<NodeMetrics> {
+        load.nodes
+            .keys()
+            .filter_map(|node| {
+                let (cpu, memory) = load.of(node).ok()?;
+                let mut metrics = NodeMetrics::default();
+                metrics.metadata.name = Some(node.clone());
+                metrics.window = Some(format!(
+                    "{}s",
+                    (load.window.end_ms - load.window.start_ms) / 1000
+                ));
+                metrics.timestamp = Some(crate::load::time(load.window.end_ms).to_rfc3339());
+                metrics.usage.cpu = Some(format!("{}n", (cpu.value.max(0.0) * 1e9).ceil() as i128));
+                metrics.usage.memory = Some(format!("{}", memory.value.max(0.0).ceil() as i128));
+                Some(metrics)
+            })
+            .collect()
+    }
 }
 
 /// `metrics.k8s.io/v1beta1` PodMetrics (resource `pods`).

@@ -4,8 +4,6 @@
 //! the next page is on its way. Anything the cluster does not serve, or refuses, is recorded
 //! as absent with the reason.
 
-use std::path::{Path, PathBuf};
-
 use chrono::Utc;
 use futures::future::join_all;
 use kube::Resource;
@@ -20,6 +18,7 @@ pub use super::kube_error::{KubeError, ListError};
 use super::protobuf;
 use super::registry::{self, Objects};
 use crate::config::Environment;
+pub use crate::config::resolve;
 use crate::state::{Source, State};
 
 /// Build a client for the environment's kubeconfig and context.
@@ -648,24 +647,10 @@ pub fn chain(err: &dyn std::error::Error) -> String {
     text
 }
 
-/// A path from an environment file, relative to that file's directory, with `~` expanded.
-pub fn resolve(env_file: &Path, path: &Path) -> PathBuf {
-    if let Ok(rest) = path.strip_prefix("~")
-        && let Some(home) = std::env::var_os("HOME")
-    {
-        return PathBuf::from(home).join(rest);
-    }
-    if path.is_absolute() {
-        return path.to_path_buf();
-    }
-    env_file
-        .parent()
-        .map_or_else(|| path.to_path_buf(), |dir| dir.join(path))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     #[test]
     fn the_whole_api_is_down_only_when_every_list_failed_the_same_whole_api_way() {

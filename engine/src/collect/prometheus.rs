@@ -140,7 +140,7 @@ pub async fn collect(
         }
     };
     (
-        Collected::Present(gates_core::load::node_metrics(&load)),
+        Collected::Present(gates_core::state::NodeMetrics::of_load(&load)),
         Collected::Present(load),
     )
 }

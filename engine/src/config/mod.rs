@@ -5,6 +5,7 @@
 mod invisible;
 mod load;
 mod node_de;
+mod paths;
 mod selectors;
 pub mod spans;
 mod validate;
@@ -12,6 +13,7 @@ mod yaml;
 
 pub use gates_core::config::*;
 pub use load::{Config, UnknownEnvironment};
+pub use paths::resolve;
 
 #[cfg(test)]
 mod tests;

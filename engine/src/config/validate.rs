@@ -535,7 +535,7 @@ impl Check<'_> {
     }
 
     fn file_exists(&mut self, path: &[&str], key: &str, file: &Path) {
-        let resolved: PathBuf = crate::collect::kube::resolve(self.file, file);
+        let resolved: PathBuf = super::paths::resolve(self.file, file);
         if !resolved.is_file() {
             self.error(
                 path,

@@ -26,6 +26,7 @@ use std::path::Path;
 
 use super::kustomize::{self, Rendered, helm_charts};
 use super::patch;
+pub use super::paths::source_path;
 use super::site::{RepoError, Site};
 use super::yaml::{self, Node, Value};
 
@@ -43,16 +44,6 @@ pub fn is_application_set(object: &Node) -> bool {
         && object
             .get_str(&["apiVersion"])
             .is_some_and(|a| a.starts_with(ARGO))
-}
-
-/// The repository-relative path an Application renders, for setting it aside.
-pub fn source_path(app: &Node) -> Option<String> {
-    let source = app.get(&["spec", "source"]).or_else(|| {
-        app.get(&["spec", "sources"])
-            .and_then(|s| s.as_seq()?.first())
-    })?;
-    let path = source.get_str(&["path"])?;
-    kustomize::resolve("", path, &source.site).ok()
 }
 
 /// Follow one Application. `ours` says whether a repoURL is this repository; `seen` holds the

@@ -30,6 +30,7 @@ pub mod helm_charts;
 pub mod labels;
 pub mod names;
 pub mod replacements;
+pub use super::paths::{join, kustomization_file, read, resolve};
 use super::site::{RepoError, Site};
 use super::yaml::{self, Node, Value};
 
@@ -43,8 +44,6 @@ pub struct Rendered {
     /// may hold (see [`super::unread`]).
     pub unread: Vec<super::unread::Unread>,
 }
-
-const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 /// The `apiVersion` Kustomize requires of each kind (`types.Kustomization.EnforceFields`).
 const KUSTOMIZATION_VERSION: &str = "kustomize.config.k8s.io/v1beta1";
@@ -117,14 +116,6 @@ const CLUSTER_SCOPED: [&str; 23] = [
     "ClusterIssuer",
     "ClusterSecretStore",
 ];
-
-/// The repository-relative Kustomization file of `dir`, if it has one.
-pub fn kustomization_file(repo: &Path, dir: &str) -> Option<String> {
-    KUSTOMIZATION_FILES
-        .iter()
-        .map(|name| join(dir, name))
-        .find(|rel| repo.join(rel).is_file())
-}
 
 /// Render the Kustomization in `dir` (repository-relative). A Component renders on its own,
 /// as `kustomize build` renders one.
@@ -1055,46 +1046,6 @@ pub fn entries(repo: &Path, dir: &str, what: &str) -> Result<Vec<(PathBuf, Strin
             (path, name)
         })
         .collect())
-}
-
-pub fn join(dir: &str, name: &str) -> String {
-    if dir.is_empty() || dir == "." {
-        name.to_string()
-    } else {
-        format!("{}/{name}", dir.trim_end_matches('/'))
-    }
-}
-
-/// A path written in a file under `dir`, made repository-relative; one that leaves the
-/// repository is an error.
-pub fn resolve(dir: &str, path: &str, at: &Site) -> Result<String, RepoError> {
-    let mut parts: Vec<&str> = if path.starts_with('/') {
-        Vec::new()
-    } else {
-        dir.split('/')
-            .filter(|p| !p.is_empty() && *p != ".")
-            .collect()
-    };
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.pop().is_none() {
-                    return Err(RepoError::new(
-                        at.clone(),
-                        format!("`{path}` points outside the repository"),
-                    ));
-                }
-            }
-            part => parts.push(part),
-        }
-    }
-    Ok(parts.join("/"))
-}
-
-pub fn read(repo: &Path, rel: &str) -> Result<String, RepoError> {
-    std::fs::read_to_string(repo.join(rel))
-        .map_err(|err| RepoError::file(rel, format!("cannot read: {err}")))
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod flux;
 pub mod kustomize;
 pub mod label_query;
 pub mod patch;
+pub mod paths;
 mod run;
 pub mod site;
 pub mod substitute;

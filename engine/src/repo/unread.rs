@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::kustomize;
+use super::paths;
 use super::site::{RepoError, Site};
 use super::yaml::{self, Node};
 
@@ -74,7 +74,7 @@ pub fn kinds_of_object(repo: &Path, object: &Node) -> Kinds {
     let path = if kind == "Kustomization" && api.starts_with("kustomize.toolkit.fluxcd.io/") {
         Some(object.get_str(&["spec", "path"]).unwrap_or(".").to_string())
     } else if kind == "Application" && api.starts_with("argoproj.io/") {
-        match crate::repo::argocd::source_path(object) {
+        match paths::source_path(object) {
             Some(p) => Some(p),
             None => return Kinds::Any,
         }
@@ -89,7 +89,7 @@ pub fn kinds_of_object(repo: &Path, object: &Node) -> Kinds {
     if path.contains("${") {
         return Kinds::Any;
     }
-    let Ok(dir) = kustomize::resolve("", &path, &object.site) else {
+    let Ok(dir) = paths::resolve("", &path, &object.site) else {
         return Kinds::Any;
     };
     match kinds_under(repo, &dir) {
@@ -133,7 +133,7 @@ impl Walk<'_> {
         if depth > 32 || !self.seen.insert(dir.to_string()) {
             return Ok(());
         }
-        let Some(file) = kustomize::kustomization_file(self.repo, dir) else {
+        let Some(file) = paths::kustomization_file(self.repo, dir) else {
             // Flux generates a kustomization of every YAML file below a plain directory.
             return self.yaml_files(dir, depth);
         };
@@ -158,7 +158,7 @@ impl Walk<'_> {
                 if path.contains("://") || path.starts_with("github.com/") {
                     return Err(());
                 }
-                let rel = kustomize::resolve(dir, path, &item.site).map_err(|_| ())?;
+                let rel = paths::resolve(dir, path, &item.site).map_err(|_| ())?;
                 self.entry(&rel, depth)?;
             }
         }
@@ -182,7 +182,7 @@ impl Walk<'_> {
             .collect();
         names.sort();
         for name in names {
-            let rel = kustomize::join(dir, &name);
+            let rel = paths::join(dir, &name);
             let yaml = name.ends_with(".yaml") || name.ends_with(".yml");
             if yaml || self.repo.join(&rel).is_dir() {
                 self.entry(&rel, depth)?;
@@ -213,7 +213,7 @@ impl Walk<'_> {
                     .get_str(&["apiVersion"])
                     .is_some_and(|a| a.starts_with("argoproj.io/"))
             {
-                let dir = crate::repo::argocd::source_path(&doc).ok_or(())?;
+                let dir = paths::source_path(&doc).ok_or(())?;
                 if self.repo.join(&dir).is_dir() {
                     self.dir(&dir, depth + 1)?;
                 }
@@ -223,7 +223,7 @@ impl Walk<'_> {
             }
             if kind == "Kustomization" && flux {
                 let path = doc.get_str(&["spec", "path"]).unwrap_or(".");
-                let dir = kustomize::resolve("", path, &Site::new(rel, 0)).map_err(|_| ())?;
+                let dir = paths::resolve("", path, &Site::new(rel, 0)).map_err(|_| ())?;
                 if self.repo.join(&dir).is_dir() {
                     self.dir(&dir, depth + 1)?;
                 }

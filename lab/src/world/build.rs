@@ -1,6 +1,7 @@
 //! Building the initial world from a scenario: VMs on hosts, nodes with their labels and
 //! capacity, pods placed by a small deterministic scheduler, leases, VIPs and Longhorn.
 
+use super::node_facts::HOST_LABEL;
 use super::*;
 use crate::ids;
 use crate::quantity;
@@ -13,8 +14,6 @@ pub enum BuildError {
     Invalid { scenario: String, message: String },
 }
 
-/// Resources Talos reserves for the system on every node (kubelet systemReserved).
-pub(crate) const RESERVED_CPU_MILLI: i64 = 50;
 /// The label Talos puts on control planes so that cloud load balancers leave them out.
 pub(crate) const EXCLUDE_FROM_LB: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
 
@@ -26,10 +25,6 @@ fn talos_at_least(version: &str, major: u64, minor: u64) -> Option<bool> {
     let b: u64 = parts.next()?.parse().ok()?;
     Some((a, b) >= (major, minor))
 }
-pub(crate) const RESERVED_MEMORY: i64 = 192 << 20;
-
-pub(crate) const HOST_LABEL: &str = "topology.kubernetes.io/zone";
-
 /// Longhorn's defaults for the settings a gate reads (types/setting.go).
 const LONGHORN_DEFAULTS: &[(&str, &str)] = &[
     ("default-replica-count", "{\"v1\":\"3\",\"v2\":\"3\"}"),

@@ -136,7 +136,7 @@ impl World {
         if !self.runs_instance_manager(env, n) {
             return 0;
         }
-        let allocatable = self.nodes[n].cpu_milli - super::build::RESERVED_CPU_MILLI;
+        let allocatable = self.nodes[n].cpu_milli - super::node_facts::RESERVED_CPU_MILLI;
         (allocatable as f64 * self.envs[env].instance_manager_cpu_percent / 100.0).round() as i64
     }
 
@@ -206,7 +206,7 @@ impl World {
                         ..Default::default()
                     }],
                     service_account_name: Some("longhorn-service-account".into()),
-                    tolerations: Some(super::render::node_down_tolerations(Some(
+                    tolerations: Some(super::node_facts::node_down_tolerations(Some(
                         self.timings.toleration.as_secs() as i64,
                     ))),
                     ..Default::default()

@@ -9,6 +9,7 @@ pub mod backends;
 mod build;
 pub mod eviction;
 mod longhorn_system;
+mod node_facts;
 mod render;
 mod rules;
 pub mod store;

@@ -9,6 +9,8 @@ use crate::scenario::WorkloadKind;
 use k8s_openapi::api::apps::v1 as apps;
 use k8s_openapi::api::coordination::v1 as coord;
 use k8s_openapi::api::core::v1 as core;
+
+use super::node_facts::node_down_tolerations;
 use k8s_openapi::api::discovery::v1 as disc;
 use k8s_openapi::api::policy::v1 as policy;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -459,14 +461,14 @@ impl World {
                 (
                     "cpu".to_string(),
                     q(quantity::cpu_string(
-                        node.cpu_milli - super::build::RESERVED_CPU_MILLI,
+                        node.cpu_milli - super::node_facts::RESERVED_CPU_MILLI,
                     )),
                 ),
                 (
                     "memory".to_string(),
                     q(format!(
                         "{}Ki",
-                        (node.memory_bytes - super::build::RESERVED_MEMORY) / 1024
+                        (node.memory_bytes - super::node_facts::RESERVED_MEMORY) / 1024
                     )),
                 ),
                 ("pods".to_string(), q("110".into())),
@@ -1279,7 +1281,8 @@ impl World {
                             terminating: Some(p.deleting.is_some()),
                         }),
                         node_name: node.map(|n| n.name.clone()),
-                        zone: node.and_then(|n| n.labels.get(super::build::HOST_LABEL).cloned()),
+                        zone: node
+                            .and_then(|n| n.labels.get(super::node_facts::HOST_LABEL).cloned()),
                         target_ref: Some(core::ObjectReference {
                             kind: Some("Pod".into()),
                             name: Some(p.name.clone()),
@@ -1505,7 +1508,7 @@ impl World {
                         ],
                         "diskStatus": disk_status,
                         "region": "",
-                        "zone": node.labels.get(super::build::HOST_LABEL).cloned().unwrap_or_default(),
+                        "zone": node.labels.get(super::node_facts::HOST_LABEL).cloned().unwrap_or_default(),
                         "autoEvicting": false,
                     },
                 }),
@@ -1645,24 +1648,6 @@ fn scaled(v: &IntOrString, total: i32) -> i32 {
             ((pct * i64::from(total) + 99) / 100) as i32
         }
     }
-}
-
-/// The not-ready and unreachable `NoExecute` tolerations the DefaultTolerationSeconds
-/// admission plugin (with `seconds`) or the DaemonSet controller (without) adds to a pod.
-pub(super) fn node_down_tolerations(seconds: Option<i64>) -> Vec<core::Toleration> {
-    [
-        "node.kubernetes.io/not-ready",
-        "node.kubernetes.io/unreachable",
-    ]
-    .into_iter()
-    .map(|key| core::Toleration {
-        key: Some(key.into()),
-        operator: Some("Exists".into()),
-        effect: Some("NoExecute".into()),
-        toleration_seconds: seconds,
-        ..Default::default()
-    })
-    .collect()
 }
 
 /// What a workload's template tolerates beyond what every pod gets added.

@@ -1022,8 +1022,8 @@ impl World {
             let node = &self.nodes[n];
             let (cpu, mem) = e.load.load.get(n).copied().unwrap_or((0, 0));
             let cpu = cpu + self.instance_manager_cpu_milli(env, n);
-            if cpu + w.cpu_milli > node.cpu_milli - super::build::RESERVED_CPU_MILLI
-                || mem + w.memory_bytes > node.memory_bytes - super::build::RESERVED_MEMORY
+            if cpu + w.cpu_milli > node.cpu_milli - super::node_facts::RESERVED_CPU_MILLI
+                || mem + w.memory_bytes > node.memory_bytes - super::node_facts::RESERVED_MEMORY
             {
                 continue;
             }

@@ -14,8 +14,9 @@ use crate::selector::Selector;
 use crate::verdict::Finding;
 
 use super::controllers::declared_replicas;
-use super::ingress::{TRAEFIK_ETP, traefik};
+use super::ingress::TRAEFIK_ETP;
 use super::live_workloads::live_workloads;
+use super::traefik;
 use super::{
     RepoCheck, RepoContext, both, declared_nodes, drift_addresses, drift_placement, manifests,
     reads,

@@ -4,18 +4,11 @@
 
 use crate::verdict::Finding;
 
-use super::{RepoContext, at, manifests_except, reads};
+use super::{RepoContext, at, manifests_except, reads, traefik};
 use crate::repo::flux::HelmRelease;
 
 /// Where Traefik's chart takes the Service's traffic policy.
 pub const TRAEFIK_ETP: [&str; 3] = ["service", "spec", "externalTrafficPolicy"];
-
-/// The Traefik HelmReleases of an environment's manifests.
-pub fn traefik(releases: &[HelmRelease]) -> impl Iterator<Item = &HelmRelease> {
-    releases
-        .iter()
-        .filter(|hr| hr.chart.as_deref() == Some("traefik"))
-}
 
 pub fn external_traffic_policy(ctx: &RepoContext<'_>) -> Finding {
     let wanted = &ctx.settings.ingress.services;

@@ -28,7 +28,7 @@ use crate::repo::yaml::Node;
 use crate::selector::{Judged, Selector, WhenNil};
 use crate::verdict::Finding;
 
-use super::ingress::traefik;
+use super::traefik;
 use super::{RepoContext, at, declared_nodes, manifests_except, reads, talos_patches};
 
 use crate::repo::talos::scheduling::Model;

@@ -449,6 +449,15 @@ pub fn about(name: &str) -> Option<&'static str> {
     })
 }
 
+/// The Traefik crate::repo::flux::HelmReleases of an environment's manifests.
+pub fn traefik(
+    releases: &[crate::repo::flux::HelmRelease],
+) -> impl Iterator<Item = &crate::repo::flux::HelmRelease> {
+    releases
+        .iter()
+        .filter(|hr| hr.chart.as_deref() == Some("traefik"))
+}
+
 /// `file:line: key: value`, the shape of every evidence line.
 pub fn at(site: &Site, key: &str, value: impl std::fmt::Display) -> String {
     format!("{site}: {key}: {value}")
