@@ -240,7 +240,7 @@ impl Judged<'_> {
         });
         CheckRecord {
             schema_version: gates_core::schema::SCHEMA_VERSION,
-            provenance,
+            provenance: Some(provenance),
             environment: env.name.clone(),
             decision: decision_name(config, self.config_dir),
             started_at: self.started_at,

@@ -5,19 +5,10 @@
 //! snapshot file that records none, such as kubectl output) is read and judged, but does not
 //! promote: it may be of another cluster. Failures and errors already exit 1 and 2.
 
-use gates_core::exit::ExitCode;
-use serde::Serialize;
+pub use gates_core::record::check::Promotion;
 
 use crate::runner::{GateStatus, TrialResult};
 use crate::verdict::Verdict;
-
-/// Whether the run allows promotion, and what stands in the way.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Promotion {
-    pub ready: bool,
-    /// One line per gate or trial that did not pass, with why.
-    pub blockers: Vec<String>,
-}
 
 /// Judge a run: `gates` are the gates of the environment (number and title) whether they
 /// ran or not; `statuses` and `results` are what ran.
@@ -63,29 +54,6 @@ pub fn judge(
     Promotion {
         ready: blockers.is_empty(),
         blockers,
-    }
-}
-
-impl Promotion {
-    /// The closing block of the terminal output.
-    pub fn lines(&self) -> String {
-        if self.ready {
-            return "Promotion: every gate passed (--require-all)\n".to_string();
-        }
-        let mut out = "Promotion: blocked (--require-all)\n".to_string();
-        for blocker in &self.blockers {
-            out.push_str(&format!("  {blocker}\n"));
-        }
-        out
-    }
-
-    /// The run's exit code under `--require-all`: 2 and 1 as without it, else 1 when
-    /// anything blocks promotion.
-    pub fn exit_code(&self, without: ExitCode) -> ExitCode {
-        match (without, self.ready) {
-            (ExitCode::Passed, false) => ExitCode::Failed,
-            (code, _) => code,
-        }
     }
 }
 

@@ -4,13 +4,12 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
-
 use crate::checks::{CheckSpec, Context};
 use crate::config::{Config, Environment, Gate};
 use crate::selection::Asked;
 use crate::state::State;
 use crate::verdict::Verdict;
+pub use gates_core::record::check::GateStatus;
 pub use gates_core::record::trial::{Tally, TrialResult};
 
 /// One check of one gate in one environment, before it runs.
@@ -70,15 +69,6 @@ pub fn evaluate(specs: &[&TrialSpec], env: &Environment, state: &State) -> Vec<T
         }
     };
     gates_core::side_by_side::map(specs, |spec| one(spec))
-}
-
-/// How one gate stands after a run: the worst verdict of its evaluated trials.
-#[derive(Debug, Clone, Serialize)]
-pub struct GateStatus {
-    pub gate: u32,
-    pub title: String,
-    pub verdict: Verdict,
-    pub trials: usize,
 }
 
 pub fn gate_statuses(

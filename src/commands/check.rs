@@ -152,7 +152,7 @@ pub(crate) fn write_timestamped(
     dir: &Path,
     streams: &mut Streams,
 ) -> Result<Vec<(PathBuf, String)>, AppError> {
-    let stem = run.default_stem(dir);
+    let stem = gates_engine::record::default_stem(run, dir);
     let mut written = Vec::new();
     for (path, text) in [
         (stem.with_extension("xml"), report::junit::render(run)),

@@ -10,32 +10,17 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::read_back;
 use gates_core::record::chaos::ChaosRecord;
+use gates_core::record::check::CheckRecord;
 use gates_core::record::seconds::rounded;
-
-/// The parts of a `gates check` JSON report that history needs.
-#[derive(Debug, Clone, Deserialize)]
-pub struct CheckView {
-    pub environment: String,
-    pub started_at: String,
-    #[serde(default)]
-    pub gates: Vec<GateView>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct GateView {
-    pub gate: u32,
-    pub title: String,
-    pub verdict: String,
-}
 
 /// Reports found for one environment, oldest first, and the files that could not be read.
 #[derive(Debug, Default)]
 pub struct Found {
-    pub checks: Vec<(PathBuf, CheckView)>,
+    pub checks: Vec<(PathBuf, CheckRecord)>,
     pub chaos: Vec<(PathBuf, ChaosRecord)>,
     pub unreadable: Vec<String>,
 }
@@ -98,7 +83,7 @@ pub fn read(dir: &Path, environment: &str) -> Result<Found, ReportsDirUnreadable
     for name in names {
         let path = dir.join(&name);
         if stamp_of(&name, &format!("{environment}-")).is_some() {
-            match read_back::parse::<CheckView>(&path) {
+            match read_back::parse::<CheckRecord>(&path) {
                 Ok(view) => found.checks.push((path, view)),
                 Err(err) => found.unreadable.push(err),
             }
@@ -212,6 +197,14 @@ pub struct Outage {
     pub total: f64,
 }
 
+/// When a check report's run started, as its file writes it (`2026-12-01T13:58:07.123Z`).
+pub fn started_at(record: &CheckRecord) -> String {
+    match serde_json::to_value(record.started_at) {
+        Ok(serde_json::Value::String(text)) => text,
+        _ => record.started_at.to_rfc3339(),
+    }
+}
+
 impl History {
     /// The last `last` results per gate and per chaos host.
     pub fn of(environment: &str, found: &Found, last: usize) -> History {
@@ -226,8 +219,8 @@ impl History {
                 // The newest report's title wins.
                 entry.title = gate.title.clone();
                 entry.results.push(GateResult {
-                    at: check.started_at.clone(),
-                    verdict: gate.verdict.clone(),
+                    at: started_at(check),
+                    verdict: gate.verdict.as_str().to_string(),
                     file: path.display().to_string(),
                 });
             }

@@ -149,7 +149,7 @@ fn suites(junit: &mut JunitWriter, run: &Run, class_prefix: &str) {
             ("gate", title.clone()),
             ("source", source.clone()),
         ];
-        properties.extend(run.provenance.properties());
+        properties.extend(run.provenance.iter().flat_map(|p| p.properties()));
         junit.properties(&properties);
         for case in &cases {
             junit.testcase(case, &classname);

@@ -360,7 +360,7 @@ mod tests {
         let state = state().build();
         let run = Run {
             schema_version: gates_core::schema::SCHEMA_VERSION,
-            provenance: Provenance::of(&env(), &state, state.collected_at),
+            provenance: Some(Provenance::of(&env(), &state, state.collected_at)),
             environment: "staging".to_string(),
             decision: "adr-007".to_string(),
             started_at: state.collected_at,

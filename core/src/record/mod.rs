@@ -6,6 +6,7 @@
 //! ([`seconds`] says to what precision, and reads them back exactly).
 
 pub mod chaos;
+pub mod check;
 pub mod event;
 pub mod power;
 pub mod prediction;

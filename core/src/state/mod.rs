@@ -79,7 +79,7 @@ impl<T> Collected<T> {
 }
 
 /// Where a state came from, for reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase", tag = "kind")]
 pub enum Source {
     Live { context: String },

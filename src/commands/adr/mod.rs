@@ -9,6 +9,7 @@
 pub mod document;
 
 use gates_core::exit::ExitCode;
+use gates_core::record::check::CheckRecord;
 use std::path::Path;
 
 use crate::cli::AdrArgs;
@@ -49,7 +50,7 @@ fn required(config: &Config, gate: &Gate) -> Vec<String> {
 /// Per gate: done when every environment it must be shown in has a given environment (itself
 /// or one checked `like` it) whose newest check report passes the gate; open when one of
 /// them does not pass or has no report; undecided (marker kept) when one is not given.
-pub fn decide(config: &Config, newest: &[(String, Option<history::CheckView>)]) -> Vec<Decision> {
+pub fn decide(config: &Config, newest: &[(String, Option<CheckRecord>)]) -> Vec<Decision> {
     config
         .gates
         .iter()
@@ -73,7 +74,7 @@ pub fn decide(config: &Config, newest: &[(String, Option<history::CheckView>)]) 
                             .iter()
                             .find(|g| g.gate == gate.number)
                             .map_or("absent", |g| g.verdict.as_str());
-                        (v.to_string(), r.started_at.clone())
+                        (v.to_string(), history::started_at(r))
                     });
                     all_pass &= matches!(&verdict, Some((v, _)) if v == "pass");
                     reasons.push(match verdict {

@@ -45,7 +45,7 @@ pub fn render(run: &Run) -> String {
     b.push_str(
         "<section class=\"provenance\"><h2>Provenance</h2><table class=\"provenance\"><tbody>",
     );
-    for (name, value) in run.provenance.properties() {
+    for (name, value) in run.provenance.iter().flat_map(|p| p.properties()) {
         let _ = write!(
             b,
             "<tr data-property=\"{name}\"><th>{}</th><td><code>{}</code></td></tr>",
