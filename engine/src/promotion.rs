@@ -63,6 +63,7 @@ mod tests {
 
     use super::*;
     use crate::verdict::Finding;
+    use gates_core::exit::ExitCode;
 
     fn trial(gate: u32, name: &str, finding: Finding) -> TrialResult {
         TrialResult {

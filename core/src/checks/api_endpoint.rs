@@ -159,7 +159,7 @@ mod tests {
                                 a.push(own);
                                 a
                             })
-                            .map_err(str::to_string),
+                            .map_err(crate::state::Unanswered::from),
                     }
                 })
                 .collect(),
@@ -229,9 +229,11 @@ mod tests {
                 s.api = Collected::Present(ApiState {
                     vip_endpoint: Some("https://10.0.0.10:6443".into()),
                     vip_addresses: vec![VIP],
-                    kubeconfig_server: server.map(str::to_string).map_err(str::to_string),
+                    kubeconfig_server: server
+                        .map(str::to_string)
+                        .map_err(crate::state::Unanswered::from),
                     readyz_status: Some(if readyz.is_ok() { 200 } else { 503 }),
-                    readyz: readyz.map_err(str::to_string),
+                    readyz: readyz.map_err(crate::state::Unanswered::from),
                 })
             })
             .build()

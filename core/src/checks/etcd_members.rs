@@ -234,7 +234,7 @@ mod tests {
         }
     }
 
-    fn view(members: Vec<EtcdMemberView>) -> Result<EtcdView, String> {
+    fn view(members: Vec<EtcdMemberView>) -> Result<EtcdView, crate::state::Unanswered> {
         Ok(EtcdView {
             talos_version: "v1.11.5".into(),
             member_id: members.first().map(|m| m.id.clone()).unwrap_or_default(),
@@ -245,7 +245,7 @@ mod tests {
         })
     }
 
-    fn with_endpoints(views: Vec<Result<EtcdView, String>>) -> State {
+    fn with_endpoints(views: Vec<Result<EtcdView, crate::state::Unanswered>>) -> State {
         state()
             .nodes((1..=3).map(|i| node(&format!("cp-{i}")).control_plane().ready().build()))
             .with(|s| {

@@ -15,13 +15,32 @@ pub struct TalosState {
     pub endpoints: Vec<TalosEndpoint>,
 }
 
+/// Why an answer the state holds is missing: what the client or the endpoint said, as the
+/// sentence the trials quote. Written in a snapshot as that sentence alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(transparent)]
+#[error("{0}")]
+pub struct Unanswered(pub String);
+
+impl From<String> for Unanswered {
+    fn from(why: String) -> Self {
+        Unanswered(why)
+    }
+}
+
+impl From<&str> for Unanswered {
+    fn from(why: &str) -> Self {
+        Unanswered(why.to_string())
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TalosEndpoint {
     pub endpoint: String,
     /// What the node answered, or why it could not be asked.
-    pub view: Result<EtcdView, String>,
+    pub view: Result<EtcdView, Unanswered>,
     /// The node's addresses (COSI `AddressStatuses`), which show who holds the API VIP.
-    pub addresses: Result<Vec<std::net::IpAddr>, String>,
+    pub addresses: Result<Vec<std::net::IpAddr>, Unanswered>,
 }
 
 impl TalosState {
@@ -79,9 +98,9 @@ pub struct ApiState {
     /// The addresses its host name stands for (itself when it is an IP literal).
     pub vip_addresses: Vec<std::net::IpAddr>,
     /// The server of the kubeconfig context.
-    pub kubeconfig_server: Result<String, String>,
+    pub kubeconfig_server: Result<String, Unanswered>,
     /// `GET <vip>/readyz` verified with the cluster CA.
-    pub readyz: Result<(), String>,
+    pub readyz: Result<(), Unanswered>,
     /// The HTTP status `/readyz` answered with; `None` when nothing answered (unreachable,
     /// TLS failure, timeout), which proves nothing about the VIP.
     #[serde(default)]

@@ -28,7 +28,7 @@ pub use pod::{Container, ContainerPort, Pod, PodCondition, PodSpec, PodStatus};
 
 pub use infra::{
     ApiState, EtcdMemberView, EtcdView, Placement, ProxmoxHost, ProxmoxState, ProxmoxStorage,
-    ProxmoxVm, TalosEndpoint, TalosState, VmDisk,
+    ProxmoxVm, TalosEndpoint, TalosState, Unanswered, VmDisk,
 };
 
 use chrono::{DateTime, Utc};

@@ -9,6 +9,7 @@ use kube::config::Kubeconfig;
 
 use super::kube::resolve;
 use crate::config::Environment;
+use crate::state::Unanswered;
 
 /// What the kubeconfig says about the environment's cluster.
 #[derive(Debug, Clone)]
@@ -21,7 +22,7 @@ pub struct ClusterAccess {
 }
 
 /// Read the cluster of the environment's kubeconfig context.
-pub fn cluster_access(env: &Environment) -> Result<ClusterAccess, String> {
+pub fn cluster_access(env: &Environment) -> Result<ClusterAccess, Unanswered> {
     if env.kube.kubeconfig.is_none()
         && let Some(in_cluster) = super::in_cluster::from_process()
     {
@@ -90,7 +91,7 @@ pub fn readyz_client(
     access: &ClusterAccess,
     timeout: Duration,
     keep_alive: bool,
-) -> Result<reqwest::Client, String> {
+) -> Result<reqwest::Client, Unanswered> {
     let mut builder = reqwest::Client::builder()
         .use_rustls_tls()
         .timeout(timeout)
@@ -111,11 +112,11 @@ pub fn readyz_client(
     }
     builder
         .build()
-        .map_err(|err| format!("cannot build an HTTPS client: {err}"))
+        .map_err(|err| Unanswered(format!("cannot build an HTTPS client: {err}")))
 }
 
 /// `GET <endpoint>/readyz`: Ok when the API answers 200, otherwise what went wrong.
-pub async fn readyz(client: &reqwest::Client, endpoint: &str) -> Result<(), String> {
+pub async fn readyz(client: &reqwest::Client, endpoint: &str) -> Result<(), Unanswered> {
     readyz_answer(client, endpoint).await.0
 }
 
@@ -124,7 +125,7 @@ pub async fn readyz(client: &reqwest::Client, endpoint: &str) -> Result<(), Stri
 pub async fn readyz_answer(
     client: &reqwest::Client,
     endpoint: &str,
-) -> (Result<(), String>, Option<u16>) {
+) -> (Result<(), Unanswered>, Option<u16>) {
     let url = format!("{}/readyz", endpoint.trim_end_matches('/'));
     match client.get(&url).send().await {
         Ok(response) if response.status().is_success() => {
@@ -145,11 +146,15 @@ pub async fn readyz_answer(
                     } else {
                         format!(": {first}")
                     }
-                )),
+                )
+                .into()),
                 Some(status.as_u16()),
             )
         }
-        Err(err) => (Err(format!("{url}: {}", super::kube::chain(&err))), None),
+        Err(err) => (
+            Err(format!("{url}: {}", super::kube::chain(&err)).into()),
+            None,
+        ),
     }
 }
 

@@ -105,7 +105,11 @@ mod tests {
         back.apply(&mut read);
         let talos = read.talos.present().expect("talos recorded");
         assert_eq!(
-            talos.endpoints[0].view.as_ref().err().map(String::as_str),
+            talos.endpoints[0]
+                .view
+                .as_ref()
+                .err()
+                .map(|why| why.0.as_str()),
             Some("connection refused")
         );
         assert_eq!(talos.holders(&["10.0.0.10".parse().unwrap()]).len(), 1);

@@ -292,10 +292,11 @@ pub async fn list_typed_in(
             Body::Protobuf(bytes) => {
                 let head = protobuf::head(&bytes).map_err(|reason| ListError::NotAList {
                     resource: resource(),
-                    reason,
+                    reason: reason.0,
                 })?;
                 next(head.next());
-                let page = protobuf::decode_list(kind, &bytes).map_err(decode_error)?;
+                let page =
+                    protobuf::decode_list(kind, &bytes).map_err(|why| decode_error(why.0))?;
                 (page.objects, head.revision())
             }
         };

@@ -97,9 +97,13 @@ pub async fn load_part(
 /// The Talos API of each control plane, when the environment has a `talos` section.
 pub async fn talos_part(env: &Environment) -> Collected<crate::state::TalosState> {
     match &env.talos {
-        Some(access) => deadline::within(env, "the Talos API", talos::collect(env, access), Err)
+        Some(access) => {
+            deadline::within(env, "the Talos API", talos::collect(env, access), |why| {
+                Err(crate::state::Unanswered(why))
+            })
             .await
-            .map_or_else(Collected::Absent, Collected::Present),
+            .map_or_else(|why| Collected::Absent(why.0), Collected::Present)
+        }
         None => Collected::NotApplicable(format!("no `talos` section in {}", env.file.display())),
     }
 }

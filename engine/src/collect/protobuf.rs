@@ -24,6 +24,7 @@ pub mod wire;
 
 use super::kinds::Kind;
 use super::registry::Objects;
+use wire::DecodeError;
 
 /// The media type asked for; JSON is the fallback the API server answers in for kinds it has
 /// no protobuf encoding of.
@@ -59,12 +60,12 @@ pub struct ListPage {
 }
 
 /// Decode one page of `kind` from a protobuf body.
-pub fn decode_list(kind: Kind, body: &[u8]) -> Result<ListPage, String> {
+pub fn decode_list(kind: Kind, body: &[u8]) -> Result<ListPage, DecodeError> {
     if !reads(kind) {
-        return Err(format!(
+        return Err(DecodeError(format!(
             "{} is not read from protobuf",
             kind.coordinates().resource_name()
-        ));
+        )));
     }
     let (type_meta, raw) = wire::open(body)?;
     // Protobuf carries no field names, so a body of another kind would decode, into nonsense:
@@ -72,7 +73,7 @@ pub fn decode_list(kind: Kind, body: &[u8]) -> Result<ListPage, String> {
     let expected = format!("{}List", kind.coordinates().kind);
     let named = type_meta.kind.as_deref().unwrap_or_default();
     if named != expected {
-        return Err(format!(
+        return Err(DecodeError(format!(
             "the body holds a {} {}, not a {expected}",
             type_meta.api_version.as_deref().unwrap_or_default(),
             if named.is_empty() {
@@ -80,7 +81,7 @@ pub fn decode_list(kind: Kind, body: &[u8]) -> Result<ListPage, String> {
             } else {
                 named
             }
-        ));
+        )));
     }
     let (objects, list) = match kind {
         Kind::Pod => {
@@ -96,10 +97,10 @@ pub fn decode_list(kind: Kind, body: &[u8]) -> Result<ListPage, String> {
             (Objects::Lease(convert(list.items)?), list.metadata)
         }
         other => {
-            return Err(format!(
+            return Err(DecodeError(format!(
                 "{} is not read from protobuf",
                 other.coordinates().resource_name()
-            ));
+            )));
         }
     };
     Ok(ListPage {
@@ -109,13 +110,13 @@ pub fn decode_list(kind: Kind, body: &[u8]) -> Result<ListPage, String> {
 }
 
 /// Each decoded message into the shape gates holds; the first that cannot be is the error.
-fn convert<M, T: TryFrom<M, Error = String>>(items: Vec<M>) -> Result<Vec<T>, String> {
+fn convert<M, T: TryFrom<M, Error = DecodeError>>(items: Vec<M>) -> Result<Vec<T>, DecodeError> {
     items.into_iter().map(T::try_from).collect()
 }
 
 /// The list's metadata alone, read before its items (which are skipped here) so that the
 /// next page can be asked for while this one is decoded.
-pub fn head(body: &[u8]) -> Result<wire::ListMeta, String> {
+pub fn head(body: &[u8]) -> Result<wire::ListMeta, DecodeError> {
     #[derive(Clone, PartialEq, prost::Message)]
     struct Head {
         #[prost(message, optional, tag = "1")]
@@ -210,12 +211,16 @@ mod tests {
         assert!(
             decode_list(Kind::Service, &body)
                 .unwrap_err()
+                .0
                 .contains("not read from protobuf")
         );
         // Protobuf carries no field names: a page of pods would decode as nodes, into
         // nonsense, if the envelope's kind were not compared first.
         let err = decode_list(Kind::Node, &body).unwrap_err();
-        assert!(err.contains("holds a v1 PodList, not a NodeList"), "{err}");
+        assert!(
+            err.0.contains("holds a v1 PodList, not a NodeList"),
+            "{err}"
+        );
         for cut in 0..body.len() {
             let _ = decode_list(Kind::Pod, &body[..cut]);
         }
@@ -241,6 +246,7 @@ mod tests {
         assert!(
             decode_list(Kind::Pod, &body)
                 .unwrap_err()
+                .0
                 .contains("out of range")
         );
     }

@@ -10,9 +10,9 @@ use gates_infra::talos::{self, EtcdAlarmKind, TalosClient, TalosOptions};
 
 use super::kube::resolve;
 use crate::config::{Environment, TalosAccess};
-use crate::state::{EtcdMemberView, EtcdView, TalosEndpoint, TalosState};
+use crate::state::{EtcdMemberView, EtcdView, TalosEndpoint, TalosState, Unanswered};
 
-pub async fn collect(env: &Environment, access: &TalosAccess) -> Result<TalosState, String> {
+pub async fn collect(env: &Environment, access: &TalosAccess) -> Result<TalosState, Unanswered> {
     let explicit = access.talosconfig.as_ref().map(|p| resolve(&env.file, p));
     let context = talos::load_context(explicit.as_deref(), Some(&access.context))
         .map_err(|err| err.to_string())?;
@@ -46,21 +46,21 @@ pub fn options(timeout: Duration) -> TalosOptions {
     }
 }
 
-type Addresses = Result<Vec<std::net::IpAddr>, String>;
+type Addresses = Result<Vec<std::net::IpAddr>, Unanswered>;
 
-async fn view(client: &TalosClient, endpoint: &str) -> (Result<EtcdView, String>, Addresses) {
+async fn view(client: &TalosClient, endpoint: &str) -> (Result<EtcdView, Unanswered>, Addresses) {
     let node = match client.connect(endpoint).await {
         Ok(node) => node,
-        Err(err) => return (Err(err.to_string()), Err(err.to_string())),
+        Err(err) => return (Err(err.to_string().into()), Err(err.to_string().into())),
     };
     let (view, addresses) = tokio::join!(etcd_view(&node), node.addresses());
     let addresses = addresses
         .map(|list| list.iter().map(|a| a.address).collect())
-        .map_err(|err| err.to_string());
+        .map_err(|err| Unanswered(err.to_string()));
     (view, addresses)
 }
 
-async fn etcd_view(node: &talos::TalosNode) -> Result<EtcdView, String> {
+async fn etcd_view(node: &talos::TalosNode) -> Result<EtcdView, Unanswered> {
     let (version, members, status, alarms) = tokio::join!(
         node.version(),
         node.etcd_members(),

@@ -305,12 +305,12 @@ mod tests {
             record: CheckRecord {
                 schema_version: gates_core::schema::SCHEMA_VERSION,
                 environment: "lab".into(),
-                provenance: crate::state::provenance::Provenance {
+                provenance: Some(crate::state::provenance::Provenance {
                     environment: "lab".into(),
                     collected_at: at,
                     cluster: Default::default(),
                     topology: Default::default(),
-                },
+                }),
                 decision: "adr-007".into(),
                 started_at: at,
                 source: crate::state::Source::Live {

@@ -68,7 +68,8 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
         ("api-vip-new-connection", false),
         ("api-vip-kept-alive", true),
     ] {
-        let client = readyz_client(inputs.access, inputs.timeout, keep_alive)?;
+        let client =
+            readyz_client(inputs.access, inputs.timeout, keep_alive).map_err(|why| why.0)?;
         let endpoint = vip.clone();
         probes.push(Probe {
             name: name.to_string(),
@@ -87,7 +88,7 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
                 Box::pin(async move {
                     match readyz(&client, &endpoint).await {
                         Ok(()) => Observation::Up,
-                        Err(err) => Observation::Down(err),
+                        Err(err) => Observation::Down(err.0),
                     }
                 })
             }),

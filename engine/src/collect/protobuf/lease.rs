@@ -4,6 +4,8 @@
 use k8s_openapi::api::coordination::v1 as api;
 use prost::Message;
 
+use super::wire::DecodeError;
+
 use super::meta::{FullObjectMeta, MicroTime, micro_time};
 
 /// `LeaseList`.
@@ -44,9 +46,9 @@ pub struct LeaseSpec {
 }
 
 impl TryFrom<Lease> for api::Lease {
-    type Error = String;
+    type Error = DecodeError;
 
-    fn try_from(l: Lease) -> Result<Self, String> {
+    fn try_from(l: Lease) -> Result<Self, DecodeError> {
         Ok(api::Lease {
             metadata: l
                 .metadata
@@ -56,7 +58,7 @@ impl TryFrom<Lease> for api::Lease {
             spec: l
                 .spec
                 .map(|s| {
-                    Ok::<_, String>(api::LeaseSpec {
+                    Ok::<_, DecodeError>(api::LeaseSpec {
                         holder_identity: s.holder_identity,
                         lease_duration_seconds: s.lease_duration_seconds,
                         acquire_time: micro_time(s.acquire_time)?,

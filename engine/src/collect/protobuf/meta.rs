@@ -8,6 +8,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as api;
 use prost::Message;
 
+use super::wire::DecodeError;
+
 /// `metav1.ObjectMeta`, down to what [`gates_core::state::meta::placement`] keeps.
 #[derive(Clone, PartialEq, Message)]
 pub struct ObjectMeta {
@@ -108,9 +110,9 @@ pub fn quantities(entries: BTreeMap<String, Quantity>) -> Option<BTreeMap<String
 }
 
 impl TryFrom<ObjectMeta> for api::ObjectMeta {
-    type Error = String;
+    type Error = DecodeError;
 
-    fn try_from(m: ObjectMeta) -> Result<Self, String> {
+    fn try_from(m: ObjectMeta) -> Result<Self, DecodeError> {
         Ok(api::ObjectMeta {
             deletion_timestamp: m
                 .deletion_timestamp
@@ -143,10 +145,10 @@ impl From<OwnerReference> for api::OwnerReference {
 impl Time {
     /// The instant, at the second; one outside what RFC 3339 can write (and so what the
     /// JSON path could read) is an error, never a different time.
-    pub fn timestamp(self) -> Result<k8s_openapi::jiff::Timestamp, String> {
+    pub fn timestamp(self) -> Result<k8s_openapi::jiff::Timestamp, DecodeError> {
         let seconds = self.seconds.unwrap_or(0);
         k8s_openapi::jiff::Timestamp::new(seconds, 0)
-            .map_err(|_| format!("a time {seconds} s from 1970 is out of range"))
+            .map_err(|_| DecodeError(format!("a time {seconds} s from 1970 is out of range")))
     }
 }
 
@@ -237,7 +239,7 @@ pub struct MicroTime {
 /// A Go `metav1.Time` held by value (`omitempty` does not leave a struct out): the zero
 /// time is written as an empty message in protobuf and as `null` in JSON, so a time
 /// without seconds is absent.
-pub fn time(t: Option<Time>) -> Result<Option<api::Time>, String> {
+pub fn time(t: Option<Time>) -> Result<Option<api::Time>, DecodeError> {
     t.filter(|t| t.seconds.is_some())
         .map(Time::timestamp)
         .transpose()
@@ -245,21 +247,21 @@ pub fn time(t: Option<Time>) -> Result<Option<api::Time>, String> {
 }
 
 /// A `*metav1.MicroTime`, at the microsecond.
-pub fn micro_time(t: Option<MicroTime>) -> Result<Option<api::MicroTime>, String> {
+pub fn micro_time(t: Option<MicroTime>) -> Result<Option<api::MicroTime>, DecodeError> {
     t.map(|t| {
         let seconds = t.seconds.unwrap_or(0);
         let nanos = t.nanos.unwrap_or(0) / 1000 * 1000;
         k8s_openapi::jiff::Timestamp::new(seconds, nanos)
             .map(api::MicroTime)
-            .map_err(|_| format!("a time {seconds} s from 1970 is out of range"))
+            .map_err(|_| DecodeError(format!("a time {seconds} s from 1970 is out of range")))
     })
     .transpose()
 }
 
 impl TryFrom<FullObjectMeta> for api::ObjectMeta {
-    type Error = String;
+    type Error = DecodeError;
 
-    fn try_from(m: FullObjectMeta) -> Result<Self, String> {
+    fn try_from(m: FullObjectMeta) -> Result<Self, DecodeError> {
         Ok(api::ObjectMeta {
             name: text(m.name),
             generate_name: text(m.generate_name),
@@ -303,7 +305,7 @@ impl TryFrom<FullObjectMeta> for api::ObjectMeta {
                                 subresource: text(f.subresource),
                             })
                         })
-                        .collect::<Result<Vec<_>, String>>()
+                        .collect::<Result<Vec<_>, DecodeError>>()
                 })
                 .transpose()?,
         })

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1 as api;
 use prost::Message;
 
+use super::wire::DecodeError;
+
 use super::meta::{FullObjectMeta, Quantity, Time, always, list, quantities, text, time};
 
 /// `NodeList`.
@@ -244,9 +246,9 @@ pub struct NodeFeatures {
 }
 
 impl TryFrom<Node> for api::Node {
-    type Error = String;
+    type Error = DecodeError;
 
-    fn try_from(n: Node) -> Result<Self, String> {
+    fn try_from(n: Node) -> Result<Self, DecodeError> {
         Ok(api::Node {
             metadata: n
                 .metadata
@@ -259,7 +261,7 @@ impl TryFrom<Node> for api::Node {
     }
 }
 
-fn spec(s: NodeSpec) -> Result<api::NodeSpec, String> {
+fn spec(s: NodeSpec) -> Result<api::NodeSpec, DecodeError> {
     Ok(api::NodeSpec {
         config_source: s.config_source.map(config_source),
         external_id: text(s.external_id),
@@ -284,7 +286,7 @@ fn spec(s: NodeSpec) -> Result<api::NodeSpec, String> {
                                 .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
                         })
                     })
-                    .collect::<Result<Vec<_>, String>>()
+                    .collect::<Result<Vec<_>, DecodeError>>()
             })
             .transpose()?,
     })
@@ -302,7 +304,7 @@ fn config_source(s: NodeConfigSource) -> api::NodeConfigSource {
     }
 }
 
-fn status(s: NodeStatus) -> Result<api::NodeStatus, String> {
+fn status(s: NodeStatus) -> Result<api::NodeStatus, DecodeError> {
     let conditions = s
         .conditions
         .into_iter()
@@ -316,7 +318,7 @@ fn status(s: NodeStatus) -> Result<api::NodeStatus, String> {
                 message: text(c.message),
             })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, DecodeError>>()?;
     Ok(api::NodeStatus {
         addresses: list(s.addresses, |a| api::NodeAddress {
             type_: always(a.type_),

@@ -7,6 +7,8 @@ use gates_core::state as held;
 use k8s_openapi::api::core::v1 as api;
 use prost::Message;
 
+use super::wire::DecodeError;
+
 use super::meta::{self, LabelSelector, ObjectMeta, Quantity, always, list, map, text};
 
 /// `PodList`.
@@ -246,9 +248,9 @@ pub struct PodCondition {
 }
 
 impl TryFrom<Pod> for held::Pod {
-    type Error = String;
+    type Error = DecodeError;
 
-    fn try_from(p: Pod) -> Result<Self, String> {
+    fn try_from(p: Pod) -> Result<Self, DecodeError> {
         Ok(held::Pod {
             metadata: p
                 .metadata

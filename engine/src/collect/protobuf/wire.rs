@@ -3,6 +3,18 @@
 
 use prost::Message;
 
+/// Why a protobuf body is not what gates reads: which part did not decode, and how. Said
+/// as the reason of the list's error, which names the resource.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DecodeError(pub String);
+
+impl From<String> for DecodeError {
+    fn from(why: String) -> Self {
+        DecodeError(why)
+    }
+}
+
 /// `k8s` and the encoding style 0: an `Unknown` follows.
 const MAGIC: [u8; 4] = [0x6b, 0x38, 0x73, 0x00];
 
@@ -74,28 +86,28 @@ pub struct Status {
 
 /// The encoded object inside a body, after its magic and envelope; what is not a protobuf
 /// body of the one encoding style Kubernetes defines is refused, never guessed at.
-pub fn unwrap(body: &[u8]) -> Result<Vec<u8>, String> {
+pub fn unwrap(body: &[u8]) -> Result<Vec<u8>, DecodeError> {
     open(body).map(|(_, raw)| raw)
 }
 
 /// [`unwrap`], with the type the envelope names.
-pub fn open(body: &[u8]) -> Result<(TypeMeta, Vec<u8>), String> {
+pub fn open(body: &[u8]) -> Result<(TypeMeta, Vec<u8>), DecodeError> {
     let Some(rest) = body.strip_prefix(&MAGIC) else {
-        return Err(format!(
+        return Err(DecodeError(format!(
             "the body does not start with the Kubernetes protobuf prefix k8s\\0 ({} bytes)",
             body.len()
-        ));
+        )));
     };
-    let unknown =
-        Unknown::decode(rest).map_err(|e| format!("the envelope does not decode: {e}"))?;
+    let unknown = Unknown::decode(rest)
+        .map_err(|e| DecodeError(format!("the envelope does not decode: {e}")))?;
     if let Some(encoding) = unknown
         .content_encoding
         .as_deref()
         .filter(|e| !e.is_empty())
     {
-        return Err(format!(
+        return Err(DecodeError(format!(
             "the object has a content encoding gates does not read: {encoding}"
-        ));
+        )));
     }
     Ok((
         unknown.type_meta.unwrap_or_default(),
@@ -104,8 +116,8 @@ pub fn open(body: &[u8]) -> Result<(TypeMeta, Vec<u8>), String> {
 }
 
 /// Decode one message, naming it when it does not decode.
-pub fn decode<M: Message + Default>(raw: &[u8], name: &str) -> Result<M, String> {
-    M::decode(raw).map_err(|e| format!("the {name} does not decode: {e}"))
+pub fn decode<M: Message + Default>(raw: &[u8], name: &str) -> Result<M, DecodeError> {
+    M::decode(raw).map_err(|e| DecodeError(format!("the {name} does not decode: {e}")))
 }
 
 /// The `Status` of an error answer in protobuf, as kube's client reads one in JSON.
@@ -149,7 +161,8 @@ mod tests {
     fn a_body_without_the_kubernetes_prefix_is_refused_naming_it() {
         let err = unwrap(b"{\"kind\":\"PodList\"}").unwrap_err();
         assert!(
-            err.contains("does not start with the Kubernetes protobuf prefix"),
+            err.0
+                .contains("does not start with the Kubernetes protobuf prefix"),
             "{err}"
         );
     }
@@ -167,7 +180,7 @@ mod tests {
         }
         .encode(&mut gz)
         .unwrap();
-        assert!(unwrap(&gz).unwrap_err().contains("gzip"));
+        assert!(unwrap(&gz).unwrap_err().0.contains("gzip"));
     }
 
     #[test]
