@@ -355,7 +355,6 @@ impl From<&ChaosArgs> for crate::chaos::ChaosOptions {
             junit: args.junit.clone(),
             reports: args.reports.clone(),
             journal: args.journal.clone(),
-            format: args.format,
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::config::Environment;
 pub struct Ctx<'a> {
     pub env: &'a Environment,
     pub clock: &'a dyn Clock,
-    pub out: Reporters,
+    pub out: Reporters<'a>,
     /// The timeline's zero.
     pub origin: Instant,
 }

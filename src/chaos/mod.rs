@@ -24,7 +24,6 @@ pub use act::{journal, power};
 pub use judge::{budget, report};
 pub use observe::{events, probes, recovery, sampler, talos_pool, timeline, vip};
 pub use plan::{host_power, preflight};
-pub use reporters::terminal as progress;
 
 mod run;
 
@@ -56,8 +55,6 @@ pub struct ChaosOptions {
     /// The directory of the reports and, unless `journal` says otherwise, of the journal.
     pub reports: PathBuf,
     pub journal: Option<PathBuf>,
-    /// How the results are printed.
-    pub format: crate::output::Format,
 }
 
 /// Where `gates recover` finds the journal of the run it restores.

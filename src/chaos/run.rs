@@ -19,7 +19,6 @@ use super::events::Events;
 use super::journal::FaultKind;
 use super::journal::{Entry, Journal, RunLock};
 use super::judge::assemble::{Assembly, assemble};
-use super::judge::publish;
 use super::judge::split_brain;
 use super::judge::verdicts::{Measured, judge_run};
 use super::observe::baseline::{Baseline, baseline};
@@ -33,26 +32,25 @@ use super::plan::phase::{self as planning, Planned, Preflight, plan_text};
 use super::plan::timings::Timings;
 use super::power::Power;
 use super::probes::{LeaderLog, Probe};
-use super::progress::Progress;
 use super::report::{self, Moments};
-use super::reporters::plain::PlainText;
 use super::reporters::{Reporters, RunEvent};
 use super::vip::VipWatch;
 use super::{ChaosError, JournalStep, journal_path, recovery};
 use crate::chaos::ChaosOptions;
 use crate::collect;
 use crate::config::{ChaosSpec, Config, Environment, ProxmoxAccess};
-use crate::streams::Streams;
 use chrono::{DateTime, Utc};
 use gates_engine::cluster;
 
+/// The run, told to `reporters` as it happens; its results (the record, the timeline and where
+/// their files go) are handed to them at the end, for them to print and write.
 pub async fn run(
     config: &Config,
     env: &Environment,
     args: &ChaosOptions,
-    streams: &mut Streams,
+    reporters: &Reporters<'_>,
 ) -> Result<ExitCode, ChaosError> {
-    run_with(config, env, args, &RealClock, streams).await
+    run_with(config, env, args, &RealClock, reporters).await
 }
 
 async fn run_with(
@@ -60,7 +58,7 @@ async fn run_with(
     env: &Environment,
     args: &ChaosOptions,
     clock: &dyn Clock,
-    streams: &mut Streams,
+    reporters: &Reporters<'_>,
 ) -> Result<ExitCode, ChaosError> {
     let (spec, access) = admit(env, args)?;
     let path = journal_path(args.journal.as_deref(), &args.reports, &env.name);
@@ -69,9 +67,6 @@ async fn run_with(
     let _lock = RunLock::acquire(&path, &env.name)
         .map_err(ChaosError::journal(&env.name, JournalStep::Lock))?;
     nothing_owed(&path, env)?;
-    let plain: Arc<PlainText> = Arc::new(PlainText {
-        format: args.format,
-    });
     let run = Run {
         config,
         env,
@@ -79,9 +74,10 @@ async fn run_with(
         clock,
         spec: &spec,
         access,
+        reporters,
     };
-    match prepare(&run, plain.clone()).await? {
-        Some(prepared) => execute(&run, &path, plain, prepared, streams).await,
+    match prepare(&run).await? {
+        Some(prepared) => execute(&run, &path, prepared).await,
         None => Ok(ExitCode::Passed),
     }
 }
@@ -94,6 +90,8 @@ struct Run<'a> {
     clock: &'a dyn Clock,
     spec: &'a ChaosSpec,
     access: &'a ProxmoxAccess,
+    /// The caller's reporters (the progress display, the plan's and the results' readers).
+    reporters: &'a Reporters<'a>,
 }
 
 /// What the plan phase hands to the rest of the run.
@@ -111,11 +109,10 @@ struct Prepared {
 
 /// Plan: clients, the Lease check, preflight, target and probes, the plan said. `None` when
 /// the run ends there (a dry run).
-async fn prepare(run: &Run<'_>, plain: Arc<PlainText>) -> Result<Option<Prepared>, ChaosError> {
+async fn prepare(run: &Run<'_>) -> Result<Option<Prepared>, ChaosError> {
     let (env, clock, spec) = (run.env, run.clock, run.spec);
-    let out = Reporters::new()
-        .with(Arc::new(Progress::new(clock.now())))
-        .with(plain);
+    let out = run.reporters;
+    out.emit(RunEvent::Begin(clock.now()));
     out.emit(RunEvent::Phase(&format!("preflight: reading {}", env.name)));
     let quiet = |err: ChaosError| {
         out.emit(RunEvent::Quiet);
@@ -203,9 +200,7 @@ async fn prepare(run: &Run<'_>, plain: Arc<PlainText>) -> Result<Option<Prepared
 async fn execute(
     run: &Run<'_>,
     path: &std::path::Path,
-    plain: Arc<PlainText>,
     p: Prepared,
-    streams: &mut Streams,
 ) -> Result<ExitCode, ChaosError> {
     let (env, clock, timings) = (run.env, run.clock, p.planned.timings);
     let mut signals = Signals::install()?;
@@ -218,12 +213,12 @@ async fn execute(
         env,
         clock,
         origin,
-        out: Reporters::new()
-            .with(Arc::new(Progress::new(origin)))
-            .with(plain)
+        out: run
+            .reporters
             .with(Arc::new(events.clone()))
             .with(Arc::new(power.clone())),
     };
+    ctx.out.emit(RunEvent::Begin(origin));
     let started_at = clock.utc();
     ctx.log(&format!("journal: {}", path.display()));
     let api = ApiWatch {
@@ -244,7 +239,8 @@ async fn execute(
         Baseline::Interrupted(sig) => {
             let outcome = format!("interrupted by {} before the fault", signal_name(sig));
             finish_untouched(&ctx, observers, &power, run_lease, &outcome).await;
-            streams.say(format_args!("{outcome}; nothing was touched"));
+            ctx.out
+                .emit(RunEvent::Note(&format!("{outcome}; nothing was touched")));
             return Ok(ExitCode::Signalled(sig));
         }
         Baseline::Unsteady(why) => {
@@ -278,7 +274,7 @@ async fn execute(
             run_lease.namespace, run_lease.name
         ),
     };
-    let code = conclude(run, &ctx, &p, &power, &events, ran, streams);
+    let code = conclude(run, &ctx, &p, &power, &events, ran);
     release(&ctx, &power, run_lease).await;
     code
 }
@@ -440,7 +436,8 @@ struct Ran {
     lease: String,
 }
 
-/// Judge: the verdicts, the report said and written, the journal's last line, the exit code.
+/// Judge: the verdicts, the journal's last line, the record handed to the reporters (which
+/// print it and write its files), the exit code.
 fn conclude(
     run: &Run<'_>,
     ctx: &Ctx<'_>,
@@ -448,7 +445,6 @@ fn conclude(
     power: &Power,
     events: &Events,
     ran: Ran,
-    streams: &mut Streams,
 ) -> Result<ExitCode, ChaosError> {
     let env = run.env;
     let target = &p.planned.target;
@@ -509,14 +505,12 @@ fn conclude(
         judged.outcome,
         judged.verdict.as_str()
     )));
-    publish::print(run.args.format, &chaos_report, streams);
-    publish::write(
-        &chaos_report,
-        &timeline,
-        &stem,
-        run.args.junit.as_deref(),
-        streams,
-    );
+    ctx.out.emit(RunEvent::Record {
+        record: &chaos_report,
+        timeline: &timeline,
+        stem: &stem,
+        junit: run.args.junit.as_deref(),
+    });
     if !ran.restored.start_errors.is_empty() {
         return Err(ChaosError::NotStarted {
             env: env.name.clone(),

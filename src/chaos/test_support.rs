@@ -11,7 +11,6 @@ use super::probes::Probe;
 use super::timeline::Observation;
 use crate::chaos::ChaosOptions;
 use crate::config::{Budget, Environment};
-use crate::output::Format;
 
 /// An environment named `name` with a Proxmox section and `chaos: {chaos}`.
 pub fn environment(name: &str, chaos: &str) -> Environment {
@@ -35,7 +34,6 @@ pub fn args() -> ChaosOptions {
         junit: None,
         reports: PathBuf::from("reports"),
         journal: None,
-        format: Format::Terse,
     }
 }
 

@@ -1,14 +1,18 @@
 //! `gates chaos ENV` and `gates recover ENV`: the chaos step (then its metrics, whatever it
 //! ended in) and the restore of an interrupted one.
 
+use std::sync::Arc;
+
 use gates_core::exit::ExitCode;
 
 use chrono::Utc;
 
-use crate::chaos::{ChaosOptions, RecoverOptions};
+use crate::chaos::reporters::Reporters;
+use crate::chaos::{ChaosError, ChaosOptions, RecoverOptions};
 use crate::cli::{ChaosArgs, RecoverArgs};
-use crate::config::Config;
+use crate::config::{Config, Environment};
 use crate::error::AppError;
+use crate::output::chaos::{plain::PlainText, publish::Published, terminal::Terminal};
 use crate::report;
 use crate::report::outputs::MetricsOptions;
 use crate::streams::Streams;
@@ -22,7 +26,7 @@ pub async fn run(
     let env = config.environment(&args.env)?;
     let (metrics, since) = (MetricsOptions::from(&args.metrics), Utc::now());
     let options = ChaosOptions::from(&args);
-    let result = crate::chaos::run(config, env, &options, streams).await;
+    let result = experiment(config, env, &args, streams).await;
     let emitted = report::outputs::after_chaos(
         &mut *streams.err,
         &metrics,
@@ -34,6 +38,24 @@ pub async fn run(
     let code = result?;
     emitted?;
     Ok(code)
+}
+
+/// One chaos run with the command line's reporters: progress on stderr, the plan on stdout (on
+/// stderr when stdout carries the JSON report), then the results printed on the streams and
+/// the report files written.
+pub async fn experiment(
+    config: &Config,
+    env: &Environment,
+    args: &ChaosArgs,
+    streams: &mut Streams,
+) -> Result<ExitCode, ChaosError> {
+    let reporters = Reporters::new()
+        .with(Arc::new(Terminal::default()))
+        .with(Arc::new(PlainText {
+            format: args.format,
+        }))
+        .with(Arc::new(Published::new(args.format, streams)));
+    crate::chaos::run(config, env, &ChaosOptions::from(args), &reporters).await
 }
 
 /// Power back on what an interrupted chaos step stopped, from its journal.

@@ -107,7 +107,7 @@ async fn run_demo(
             format: Format::Pretty,
             metrics: Default::default(),
         };
-        codes.push(crate::chaos::run(&config, env, &(&chaos).into(), streams).await?);
+        codes.push(crate::commands::chaos::experiment(&config, env, &chaos, streams).await?);
     }
     Ok((codes, report_files(&args.reports)))
 }

@@ -1,6 +1,7 @@
 //! What the reader sees: the reporters that turn a run's results into terminal lines. The
 //! engine evaluates; these only print.
 
+pub mod chaos;
 pub mod files;
 pub mod fleet;
 pub mod libtest;

@@ -1,6 +1,7 @@
 //! Reports of one run: JUnit XML for dashboards and CI, JSON for machines, SARIF for code
 //! scanning on pull requests, and the closing lines of the terminal output.
 
+pub mod chaos;
 pub mod history;
 pub mod html;
 pub mod json;

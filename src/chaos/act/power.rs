@@ -390,12 +390,15 @@ impl crate::chaos::reporters::Reporter for Power {
                     outcome: outcome.to_string(),
                 });
             }
-            RunEvent::Phase(_)
+            RunEvent::Begin(_)
+            | RunEvent::Phase(_)
             | RunEvent::Log(_)
             | RunEvent::Probes(_)
             | RunEvent::Plan(_)
             | RunEvent::Timeline(_)
-            | RunEvent::Quiet => {}
+            | RunEvent::Quiet
+            | RunEvent::Note(_)
+            | RunEvent::Record { .. } => {}
         }
     }
 }

@@ -4,7 +4,6 @@
 pub mod assemble;
 pub mod attribution;
 pub mod budget;
-pub mod publish;
 pub mod report;
 pub mod split_brain;
 pub mod verdicts;

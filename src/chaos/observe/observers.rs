@@ -17,8 +17,7 @@ use super::vip::{self, VipWatch};
 use crate::chaos::budget::judge;
 use crate::chaos::context::Ctx;
 use crate::chaos::plan::timings::Timings;
-use crate::chaos::progress::ProbeLine;
-use crate::chaos::reporters::RunEvent;
+use crate::chaos::reporters::{ProbeLine, RunEvent};
 use crate::checks::replicated_controller::Params as Controller;
 use crate::verdict::Verdict;
 

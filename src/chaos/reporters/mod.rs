@@ -1,18 +1,47 @@
 //! Where a run tells what it does while it does it. Phases never print: they emit typed
-//! [`RunEvent`]s to the reporters they are given (the terminal's progress display, plain
-//! text on stdout, the timeline, the journal), so each phase can be run and read in a test.
+//! [`RunEvent`]s to the reporters they are given (the command line's progress display, its
+//! plain text and its results, the timeline, the journal), so each phase can be run and read
+//! in a test.
 
-pub mod plain;
-pub mod terminal;
-
+use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::events::{Event, Events};
-use terminal::{ProbeLine, Progress};
+use super::report::{ChaosRecord, Timeline};
+
+/// One probe's line: its name, what it sees now, and its outages against the budget.
+#[derive(Debug, Clone)]
+pub struct ProbeLine {
+    pub name: String,
+    pub state: &'static str,
+    pub longest: Duration,
+    pub total: Duration,
+    pub budget_longest: Duration,
+    pub budget_total: Duration,
+}
+
+impl std::fmt::Display for ProbeLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:<30} {:<7} down {:.1}s/{:.1}s",
+            self.name,
+            self.state,
+            self.longest.as_secs_f64(),
+            self.budget_longest.as_secs_f64(),
+        )
+    }
+}
 
 /// What a phase has to say.
 #[derive(Debug, Clone, Copy)]
 pub enum RunEvent<'a> {
+    /// A part of the run begins (the plan, then the experiment at the timeline's zero); its
+    /// progress is counted from this instant.
+    Begin(Instant),
     /// A phase began (`baseline: sampling 5 probes`).
     Phase(&'a str),
     /// A line of the run's log (`journal: …`, `restoring: …`).
@@ -27,6 +56,18 @@ pub enum RunEvent<'a> {
     Finished(&'a str),
     /// The live display ends; the results follow.
     Quiet,
+    /// A line for the reader once the live display has ended (how a run that touched nothing
+    /// ended).
+    Note(&'a str),
+    /// The run's results: its record and timeline, the report files' claimed name (without
+    /// extension) and the extra JUnit file asked for. Printing them and writing the files is
+    /// the reporters' work.
+    Record {
+        record: &'a ChaosRecord,
+        timeline: &'a Timeline,
+        stem: &'a Path,
+        junit: Option<&'a Path>,
+    },
 }
 
 /// Something that listens to a run.
@@ -36,17 +77,17 @@ pub trait Reporter: Send + Sync {
 
 /// The reporters a phase is given; every event goes to each of them.
 #[derive(Clone, Default)]
-pub struct Reporters {
-    list: Vec<Arc<dyn Reporter>>,
+pub struct Reporters<'r> {
+    list: Vec<Arc<dyn Reporter + 'r>>,
 }
 
-impl Reporters {
-    pub fn new() -> Reporters {
+impl<'r> Reporters<'r> {
+    pub fn new() -> Reporters<'r> {
         Reporters::default()
     }
 
     /// These reporters and one more.
-    pub fn with(&self, reporter: Arc<dyn Reporter>) -> Reporters {
+    pub fn with(&self, reporter: Arc<dyn Reporter + 'r>) -> Reporters<'r> {
         let mut list = self.list.clone();
         list.push(reporter);
         Reporters { list }
@@ -59,28 +100,19 @@ impl Reporters {
     }
 }
 
-impl Reporter for Progress {
-    fn report(&self, event: &RunEvent<'_>) {
-        match event {
-            RunEvent::Phase(text) => self.phase(text),
-            RunEvent::Log(text) => self.line(text),
-            RunEvent::Probes(lines) => self.probes(lines.to_vec()),
-            RunEvent::Quiet => self.finish(),
-            RunEvent::Plan(_) | RunEvent::Timeline(_) | RunEvent::Finished(_) => {}
-        }
-    }
-}
-
 impl Reporter for Events {
     fn report(&self, event: &RunEvent<'_>) {
         match event {
             RunEvent::Timeline(e) => self.push(e.at, &e.kind, &e.subject, e.detail.clone()),
-            RunEvent::Phase(_)
+            RunEvent::Begin(_)
+            | RunEvent::Phase(_)
             | RunEvent::Log(_)
             | RunEvent::Probes(_)
             | RunEvent::Plan(_)
             | RunEvent::Finished(_)
-            | RunEvent::Quiet => {}
+            | RunEvent::Quiet
+            | RunEvent::Note(_)
+            | RunEvent::Record { .. } => {}
         }
     }
 }
@@ -100,6 +132,7 @@ impl Recorder {
 impl Reporter for Recorder {
     fn report(&self, event: &RunEvent<'_>) {
         let line = match event {
+            RunEvent::Begin(_) => "begin".to_string(),
             RunEvent::Phase(text) => format!("phase {text}"),
             RunEvent::Log(text) => format!("log {text}"),
             RunEvent::Probes(lines) => format!(
@@ -114,6 +147,8 @@ impl Reporter for Recorder {
             RunEvent::Timeline(e) => format!("event {} {} {}", e.kind, e.subject, e.detail),
             RunEvent::Finished(outcome) => format!("finished {outcome}"),
             RunEvent::Quiet => "quiet".to_string(),
+            RunEvent::Note(text) => format!("note {text}"),
+            RunEvent::Record { stem, .. } => format!("record {}", stem.display()),
         };
         if let Ok(mut lines) = self.lines.lock() {
             lines.push(line);

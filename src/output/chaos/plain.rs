@@ -3,7 +3,7 @@
 
 use std::io::Write as _;
 
-use super::{Reporter, RunEvent};
+use crate::chaos::reporters::{Reporter, RunEvent};
 use crate::output::Format;
 
 pub struct PlainText {
@@ -21,12 +21,15 @@ impl Reporter for PlainText {
                     let _ = std::io::stdout().flush();
                 }
             }
-            RunEvent::Phase(_)
+            RunEvent::Begin(_)
+            | RunEvent::Phase(_)
             | RunEvent::Log(_)
             | RunEvent::Probes(_)
             | RunEvent::Timeline(_)
             | RunEvent::Finished(_)
-            | RunEvent::Quiet => {}
+            | RunEvent::Quiet
+            | RunEvent::Note(_)
+            | RunEvent::Record { .. } => {}
         }
     }
 }

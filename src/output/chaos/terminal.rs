@@ -9,29 +9,7 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::time::Instant;
 
-/// One probe's line: its name, what it sees now, and its outages against the budget.
-#[derive(Debug, Clone)]
-pub struct ProbeLine {
-    pub name: String,
-    pub state: &'static str,
-    pub longest: Duration,
-    pub total: Duration,
-    pub budget_longest: Duration,
-    pub budget_total: Duration,
-}
-
-impl std::fmt::Display for ProbeLine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{:<30} {:<7} down {:.1}s/{:.1}s",
-            self.name,
-            self.state,
-            self.longest.as_secs_f64(),
-            self.budget_longest.as_secs_f64(),
-        )
-    }
-}
+use crate::chaos::reporters::{ProbeLine, Reporter, RunEvent};
 
 /// The per-controller workload probes folded into one line, so the display stays short.
 pub fn fold_workloads(lines: Vec<ProbeLine>) -> Vec<ProbeLine> {
@@ -175,6 +153,40 @@ impl Progress {
                 }
             }
             bars.phase.finish_and_clear();
+        }
+    }
+}
+
+/// The progress display as a run's reporter: a display of its own for each part of the run
+/// (the plan, then the experiment), each counting from the instant its part began.
+#[derive(Default)]
+pub struct Terminal {
+    progress: Mutex<Option<Progress>>,
+}
+
+impl Reporter for Terminal {
+    fn report(&self, event: &RunEvent<'_>) {
+        let Ok(mut progress) = self.progress.lock() else {
+            return;
+        };
+        if let RunEvent::Begin(origin) = event {
+            *progress = Some(Progress::new(*origin));
+            return;
+        }
+        let Some(progress) = progress.as_ref() else {
+            return;
+        };
+        match event {
+            RunEvent::Phase(text) => progress.phase(text),
+            RunEvent::Log(text) => progress.line(text),
+            RunEvent::Probes(lines) => progress.probes(lines.to_vec()),
+            RunEvent::Quiet => progress.finish(),
+            RunEvent::Begin(_)
+            | RunEvent::Plan(_)
+            | RunEvent::Timeline(_)
+            | RunEvent::Finished(_)
+            | RunEvent::Note(_)
+            | RunEvent::Record { .. } => {}
         }
     }
 }

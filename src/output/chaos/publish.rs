@@ -4,11 +4,59 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
+use std::sync::Mutex;
 
-use super::report::{self, ChaosRecord, Timeline};
+use crate::chaos::report::{ChaosRecord, Timeline};
+use crate::chaos::reporters::{Reporter, RunEvent};
 use crate::output::Format;
+use crate::report::chaos as report;
 use crate::streams::Streams;
 use crate::verdict::Verdict;
+
+/// The run's reporter of its results: they are printed on the streams (as `format` asks) and
+/// the report files written when the run hands its record over, and a run that ended before
+/// touching anything says so on `err`.
+pub struct Published<'s> {
+    format: Format,
+    streams: Mutex<&'s mut Streams>,
+}
+
+impl<'s> Published<'s> {
+    pub fn new(format: Format, streams: &'s mut Streams) -> Published<'s> {
+        Published {
+            format,
+            streams: Mutex::new(streams),
+        }
+    }
+}
+
+impl Reporter for Published<'_> {
+    fn report(&self, event: &RunEvent<'_>) {
+        let Ok(mut streams) = self.streams.lock() else {
+            return;
+        };
+        match event {
+            RunEvent::Note(text) => streams.say(text),
+            RunEvent::Record {
+                record,
+                timeline,
+                stem,
+                junit,
+            } => {
+                print(self.format, record, &mut streams);
+                write(record, timeline, stem, *junit, &mut streams);
+            }
+            RunEvent::Begin(_)
+            | RunEvent::Phase(_)
+            | RunEvent::Log(_)
+            | RunEvent::Probes(_)
+            | RunEvent::Plan(_)
+            | RunEvent::Timeline(_)
+            | RunEvent::Finished(_)
+            | RunEvent::Quiet => {}
+        }
+    }
+}
 
 /// The results, on the streams' `out` (libtest's trial lines on the process's stdout).
 pub fn print(format: Format, report: &ChaosRecord, streams: &mut Streams) {
@@ -139,7 +187,7 @@ mod tests {
     use crate::chaos::report::Moments;
 
     fn lab_report() -> ChaosRecord {
-        crate::chaos::report::tests::report(None)
+        crate::report::chaos::tests::report(None)
     }
 
     fn empty_timeline(report: &ChaosRecord) -> Timeline {
