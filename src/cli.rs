@@ -340,16 +340,16 @@ pub struct SnapshotArgs {
     pub allow_incomplete: bool,
 }
 
-impl From<&ChaosArgs> for crate::chaos::ChaosOptions {
+impl From<&ChaosArgs> for gates_engine::chaos::ChaosOptions {
     fn from(args: &ChaosArgs) -> Self {
-        crate::chaos::ChaosOptions {
+        gates_engine::chaos::ChaosOptions {
             host: args.host.clone(),
             dry_run: args.dry_run,
             yes: args.yes,
             whole_host: args.whole_host,
             fault: match args.fault {
-                FaultArg::Power => crate::chaos::journal::FaultKind::Power,
-                FaultArg::Partition => crate::chaos::journal::FaultKind::Partition,
+                FaultArg::Power => gates_engine::chaos::journal::FaultKind::Power,
+                FaultArg::Partition => gates_engine::chaos::journal::FaultKind::Partition,
             },
             expect_failure: args.expect_failure,
             junit: args.junit.clone(),
@@ -359,9 +359,9 @@ impl From<&ChaosArgs> for crate::chaos::ChaosOptions {
     }
 }
 
-impl From<&RecoverArgs> for crate::chaos::RecoverOptions {
+impl From<&RecoverArgs> for gates_engine::chaos::RecoverOptions {
     fn from(args: &RecoverArgs) -> Self {
-        crate::chaos::RecoverOptions {
+        gates_engine::chaos::RecoverOptions {
             journal: args.journal.clone(),
             reports: args.reports.clone(),
         }

@@ -40,7 +40,7 @@ pub enum AppError {
         source: std::io::Error,
     },
     #[error("{0}")]
-    Chaos(#[from] crate::chaos::ChaosError),
+    Chaos(#[from] gates_engine::chaos::ChaosError),
     #[error(transparent)]
     Check(#[from] gates_engine::check::CheckError),
     /// The verdicts could not be written as a PolicyReport (`--policy-report`).

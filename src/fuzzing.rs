@@ -222,10 +222,10 @@ pub fn gate(data: &[u8]) {
 pub fn journal(data: &[u8]) {
     let dir = scratch();
     let file = put(dir.path(), "chaos-fuzz.journal", data);
-    if let Ok(records) = crate::chaos::journal::read(&file) {
-        let _ = crate::chaos::journal::plan(&records);
-        let _ = crate::chaos::journal::pending_restore(&records);
-        let _ = crate::chaos::journal::owed_text(&records);
+    if let Ok(records) = gates_engine::chaos::journal::read(&file) {
+        let _ = gates_engine::chaos::journal::plan(&records);
+        let _ = gates_engine::chaos::journal::pending_restore(&records);
+        let _ = gates_engine::chaos::journal::owed_text(&records);
     }
 }
 

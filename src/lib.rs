@@ -2,7 +2,6 @@
 //! live infrastructure or snapshots, and writes libtest-style output, JUnit and JSON reports.
 
 pub mod app;
-pub mod chaos;
 pub mod cli;
 pub mod commands;
 pub mod error;

@@ -2,6 +2,7 @@
 //! snapshots, from its repository), names and selects its trials and evaluates them. It
 //! prints nothing and knows no command line: the `gates` crate parses arguments and reports.
 
+pub mod chaos;
 pub mod check;
 pub mod cluster;
 pub mod collect;

@@ -7,8 +7,6 @@ use gates_core::exit::ExitCode;
 
 use chrono::Utc;
 
-use crate::chaos::reporters::Reporters;
-use crate::chaos::{ChaosError, ChaosOptions, RecoverOptions};
 use crate::cli::{ChaosArgs, RecoverArgs};
 use crate::config::{Config, Environment};
 use crate::error::AppError;
@@ -16,6 +14,8 @@ use crate::output::chaos::{plain::PlainText, publish::Published, terminal::Termi
 use crate::report;
 use crate::report::outputs::MetricsOptions;
 use crate::streams::Streams;
+use gates_engine::chaos::reporters::Reporters;
+use gates_engine::chaos::{ChaosError, ChaosOptions, RecoverOptions};
 
 /// The chaos step, then the metrics of the reports it wrote (also after a refusal or failure).
 pub async fn run(
@@ -55,7 +55,7 @@ pub async fn experiment(
             format: args.format,
         }))
         .with(Arc::new(Published::new(args.format, streams)));
-    crate::chaos::run(config, env, &ChaosOptions::from(args), &reporters).await
+    gates_engine::chaos::run(config, env, &ChaosOptions::from(args), &reporters).await
 }
 
 /// Power back on what an interrupted chaos step stopped, from its journal.
@@ -65,5 +65,8 @@ pub async fn recover(
     streams: &mut Streams,
 ) -> Result<ExitCode, AppError> {
     let env = config.environment(&args.env)?;
-    Ok(crate::chaos::recover(config, env, &RecoverOptions::from(&args), &mut *streams.out).await?)
+    Ok(
+        gates_engine::chaos::recover(config, env, &RecoverOptions::from(&args), &mut *streams.out)
+            .await?,
+    )
 }

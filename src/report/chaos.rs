@@ -150,11 +150,11 @@ fn wall_time(report: &ChaosRecord) -> f64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::chaos::events::Event;
-    use crate::chaos::timeline::{Observation, Sample};
     use crate::runner::{Tally, TrialResult};
     use crate::verdict::{Finding, Verdict};
     use gates_core::record::chaos::{Mode, Moments};
+    use gates_engine::chaos::events::Event;
+    use gates_engine::chaos::timeline::{Observation, Sample};
     use serde_json::Value;
     use std::time::Duration;
 
@@ -223,22 +223,24 @@ pub(crate) mod tests {
     #[test]
     fn a_probe_that_could_not_observe_has_its_unknown_intervals_in_the_junit() {
         let mut blind = report(None);
-        let samples: Vec<crate::chaos::timeline::Sample> = [true, false, false, true]
+        let samples: Vec<gates_engine::chaos::timeline::Sample> = [true, false, false, true]
             .iter()
             .enumerate()
-            .map(|(i, up)| crate::chaos::timeline::Sample {
+            .map(|(i, up)| gates_engine::chaos::timeline::Sample {
                 at: Duration::from_secs(i as u64),
                 observation: if *up {
-                    crate::chaos::timeline::Observation::Up
+                    gates_engine::chaos::timeline::Observation::Up
                 } else {
-                    crate::chaos::timeline::Observation::Unknown("the API did not answer".into())
+                    gates_engine::chaos::timeline::Observation::Unknown(
+                        "the API did not answer".into(),
+                    )
                 },
             })
             .collect();
-        blind.probes = vec![crate::chaos::budget::judge(
+        blind.probes = vec![gates_engine::chaos::budget::judge(
             "workloads::coredns",
             &samples,
-            crate::chaos::test_support::budget(5, 5),
+            gates_engine::chaos::test_support::budget(5, 5),
         )];
         let xml = render_junit(&blind);
         assert!(
@@ -282,10 +284,10 @@ pub(crate) mod tests {
                 },
             })
             .collect();
-        record.probes = vec![crate::chaos::budget::judge(
+        record.probes = vec![gates_engine::chaos::budget::judge(
             "api",
             &samples,
-            crate::chaos::test_support::budget(1, 1),
+            gates_engine::chaos::test_support::budget(1, 1),
         )];
         record.moments = Moments {
             fault: Some(0.5),

@@ -3,8 +3,8 @@
 
 use std::io::Write as _;
 
-use crate::chaos::reporters::{Reporter, RunEvent};
 use crate::output::Format;
+use gates_engine::chaos::reporters::{Reporter, RunEvent};
 
 pub struct PlainText {
     pub format: Format,

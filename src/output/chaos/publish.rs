@@ -6,12 +6,12 @@ use std::io::Write as _;
 use std::path::Path;
 use std::sync::Mutex;
 
-use crate::chaos::report::{ChaosRecord, Timeline};
-use crate::chaos::reporters::{Reporter, RunEvent};
 use crate::output::Format;
 use crate::report::chaos as report;
 use crate::streams::Streams;
 use crate::verdict::Verdict;
+use gates_engine::chaos::report::{ChaosRecord, Timeline};
+use gates_engine::chaos::reporters::{Reporter, RunEvent};
 
 /// The run's reporter of its results: they are printed on the streams (as `format` asks) and
 /// the report files written when the run hands its record over, and a run that ended before
@@ -184,7 +184,7 @@ pub fn closing_text(report: &ChaosRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chaos::report::Moments;
+    use gates_engine::chaos::report::Moments;
 
     fn lab_report() -> ChaosRecord {
         crate::report::chaos::tests::report(None)

@@ -9,7 +9,7 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::time::Instant;
 
-use crate::chaos::reporters::{ProbeLine, Reporter, RunEvent};
+use gates_engine::chaos::reporters::{ProbeLine, Reporter, RunEvent};
 
 /// The per-controller workload probes folded into one line, so the display stays short.
 pub fn fold_workloads(lines: Vec<ProbeLine>) -> Vec<ProbeLine> {

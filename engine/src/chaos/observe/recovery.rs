@@ -4,10 +4,10 @@
 //! allowing a disruption).
 
 use crate::checks::{CheckSpec, Context};
+use crate::cluster;
 use crate::config::Environment;
 use crate::state::State;
 use crate::verdict::Verdict;
-use gates_engine::cluster;
 
 /// What is not back yet; empty when everything is.
 pub fn outstanding(

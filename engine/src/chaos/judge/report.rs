@@ -18,7 +18,7 @@ pub fn timestamp(at: DateTime<Utc>) -> String {
 /// `reports/chaos-lab-20261129T201500Z` (extensions added by the writer), claimed so that
 /// a second run in the same second writes `...Z-2` instead of overwriting this one.
 pub fn stem(dir: &Path, environment: &str, at: DateTime<Utc>) -> PathBuf {
-    crate::report::unique::claim(
+    crate::report_files::claim(
         &dir.join(format!(
             "chaos-{environment}-{}",
             at.format("%Y%m%dT%H%M%SZ")

@@ -17,7 +17,7 @@ pub mod observe;
 pub mod plan;
 pub mod prediction;
 pub mod reporters;
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 pub mod test_support;
 
 pub use act::{journal, power};

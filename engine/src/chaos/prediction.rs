@@ -31,8 +31,7 @@ pub fn for_target(
         super::act::journal::FaultKind::Power => crate::hostloss::Fault::Power,
         super::act::journal::FaultKind::Partition => crate::hostloss::Fault::Partition,
     };
-    let prediction: Prediction =
-        gates_engine::predict::over_fault(config, env, state, Some(host), fault);
+    let prediction: Prediction = crate::predict::over_fault(config, env, state, Some(host), fault);
     prediction.hosts.into_iter().next()
 }
 

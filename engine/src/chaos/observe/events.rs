@@ -14,8 +14,8 @@ use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::checks::replicated_controller::Params as Controller;
+use crate::cluster::{node_name, node_ready, selects};
 use crate::hostloss::lineage::Lineage;
-use gates_engine::cluster::{node_name, node_ready, selects};
 
 pub use gates_core::record::event::Event;
 

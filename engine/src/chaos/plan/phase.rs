@@ -14,11 +14,11 @@ use crate::chaos::clients::Clients;
 use crate::chaos::journal::FaultKind;
 use crate::chaos::probes::{self, LeaderLog, Probe, ProbeInputs};
 use crate::chaos::{ChaosError, report};
+use crate::cluster;
 use crate::collect;
 use crate::config::{ChaosSpec, Config, Environment, ProxmoxAccess};
 use crate::runner;
 use crate::state::State;
-use gates_engine::cluster;
 
 /// The cluster as read before the run, and every reason not to go ahead.
 pub struct Preflight {

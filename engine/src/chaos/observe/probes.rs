@@ -17,10 +17,10 @@ use kube::api::{Api, ListParams};
 use crate::chaos::talos_pool::TalosPool;
 use crate::chaos::timeline::Observation;
 use crate::checks::replicated_controller::Params as Controller;
+use crate::cluster::controllers_without_ready_replica;
 use crate::collect::api::{ClusterAccess, readyz, readyz_client};
 use crate::collect::kube::resolve;
 use crate::config::{Budget, Environment, IngressUrl};
-use gates_engine::cluster::controllers_without_ready_replica;
 
 pub type ProbeFuture = Pin<Box<dyn Future<Output = Observation> + Send>>;
 /// The etcd leader (member id) each time the etcd probe saw it change.

@@ -37,10 +37,10 @@ use super::reporters::{Reporters, RunEvent};
 use super::vip::VipWatch;
 use super::{ChaosError, JournalStep, journal_path, recovery};
 use crate::chaos::ChaosOptions;
+use crate::cluster;
 use crate::collect;
 use crate::config::{ChaosSpec, Config, Environment, ProxmoxAccess};
 use chrono::{DateTime, Utc};
-use gates_engine::cluster;
 
 /// The run, told to `reporters` as it happens; its results (the record, the timeline and where
 /// their files go) are handed to them at the end, for them to print and write.

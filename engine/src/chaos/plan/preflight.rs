@@ -6,11 +6,11 @@
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 use crate::checks::replicated_controller::Params as Controller;
+use crate::cluster::{self, selects};
 use crate::runner::TrialResult;
 use crate::selector::{Selector, WhenNil};
 use crate::state::State;
 use crate::verdict::Verdict;
-use gates_engine::cluster::{self, selects};
 
 /// Every reason to refuse; empty when the run may go ahead.
 pub fn refusals(
