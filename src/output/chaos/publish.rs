@@ -220,6 +220,35 @@ mod tests {
     }
 
     #[test]
+    fn the_reporter_says_a_note_on_err_then_prints_and_writes_the_record_it_is_handed() {
+        let report = lab_report();
+        let timeline = empty_timeline(&report);
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("chaos-lab-20261201T140155Z");
+        let (mut streams, said) = Streams::captured();
+        let published = Published::new(Format::Json, &mut streams);
+        published.report(&RunEvent::Note(
+            "interrupted by SIGINT before the fault; nothing was touched",
+        ));
+        published.report(&RunEvent::Record {
+            record: &report,
+            timeline: &timeline,
+            stem: &stem,
+            junit: None,
+        });
+        let json: serde_json::Value = serde_json::from_str(&said.out()).expect("out is JSON");
+        assert_eq!(json["environment"], "lab");
+        let err = said.err();
+        assert!(
+            err.starts_with(
+                "interrupted by SIGINT before the fault; nothing was touched\nreport: "
+            ),
+            "{err}"
+        );
+        assert!(stem.with_extension("json").exists());
+    }
+
+    #[test]
     fn reports_that_cannot_be_written_are_said_on_err() {
         let report = lab_report();
         let (mut streams, said) = Streams::captured();
