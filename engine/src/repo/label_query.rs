@@ -8,13 +8,30 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 
 use crate::selector::Selector;
 
+/// Why a label query (`app=web,tier in (a,b)`) is refused: the requirement that is malformed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SelectorError(pub String);
+
+impl From<String> for SelectorError {
+    fn from(why: String) -> Self {
+        SelectorError(why)
+    }
+}
+
+impl From<&str> for SelectorError {
+    fn from(why: &str) -> Self {
+        SelectorError(why.to_string())
+    }
+}
+
 /// Parse and compile; the error says which requirement is malformed.
-pub fn parse(text: &str) -> Result<Selector, String> {
+pub fn parse(text: &str) -> Result<Selector, SelectorError> {
     let mut expressions = Vec::new();
     for part in split(text)? {
         let part = part.trim();
         if part.is_empty() {
-            return Err(format!("`{text}` has an empty requirement"));
+            return Err(SelectorError(format!("`{text}` has an empty requirement")));
         }
         expressions.push(requirement(part)?);
     }
@@ -22,20 +39,20 @@ pub fn parse(text: &str) -> Result<Selector, String> {
         match_expressions: Some(expressions),
         match_labels: None,
     };
-    Selector::from_label_selector(&selector).map_err(|e| format!("`{text}`: {e}"))
+    Selector::from_label_selector(&selector).map_err(|e| SelectorError(format!("`{text}`: {e}")))
 }
 
 /// Split at the commas outside parentheses.
-fn split(text: &str) -> Result<Vec<&str>, String> {
+fn split(text: &str) -> Result<Vec<&str>, SelectorError> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0usize, 0usize);
     for (i, c) in text.char_indices() {
         match c {
             '(' => depth += 1,
             ')' => {
-                depth = depth
-                    .checked_sub(1)
-                    .ok_or_else(|| format!("`{text}` closes a parenthesis it never opened"))?
+                depth = depth.checked_sub(1).ok_or_else(|| {
+                    SelectorError(format!("`{text}` closes a parenthesis it never opened"))
+                })?
             }
             ',' if depth == 0 => {
                 parts.push(&text[start..i]);
@@ -45,7 +62,7 @@ fn split(text: &str) -> Result<Vec<&str>, String> {
         }
     }
     if depth != 0 {
-        return Err(format!("`{text}` leaves a parenthesis open"));
+        return Err(SelectorError(format!("`{text}` leaves a parenthesis open")));
     }
     if !text.trim().is_empty() {
         parts.push(&text[start..]);
@@ -53,11 +70,13 @@ fn split(text: &str) -> Result<Vec<&str>, String> {
     Ok(parts)
 }
 
-fn requirement(part: &str) -> Result<LabelSelectorRequirement, String> {
+fn requirement(part: &str) -> Result<LabelSelectorRequirement, SelectorError> {
     let make = |key: &str, operator: &str, values: Option<Vec<String>>| {
         let key = key.trim();
         if key.is_empty() || key.contains(char::is_whitespace) {
-            return Err(format!("`{part}`: `{key}` is not a label key"));
+            return Err(SelectorError(format!(
+                "`{part}`: `{key}` is not a label key"
+            )));
         }
         Ok(LabelSelectorRequirement {
             key: key.to_string(),
@@ -67,16 +86,16 @@ fn requirement(part: &str) -> Result<LabelSelectorRequirement, String> {
     };
     if let Some(open) = part.find('(') {
         let Some(inner) = part[open + 1..].strip_suffix(')') else {
-            return Err(format!("`{part}`: a set must end with `)`"));
+            return Err(SelectorError(format!("`{part}`: a set must end with `)`")));
         };
         let head: Vec<&str> = part[..open].split_whitespace().collect();
         let operator = match head.as_slice() {
             [_, "in"] => "In",
             [_, "notin"] => "NotIn",
             _ => {
-                return Err(format!(
+                return Err(SelectorError(format!(
                     "`{part}`: expected `KEY in (...)` or `KEY notin (...)`"
-                ));
+                )));
             }
         };
         let values = inner
@@ -136,11 +155,12 @@ mod tests {
             "=x",
         ] {
             let err = parse(bad).unwrap_err();
-            assert!(err.contains('`'), "{bad}: {err}");
+            assert!(err.0.contains('`'), "{bad}: {err}");
         }
         assert!(
             parse("app in ()")
                 .unwrap_err()
+                .0
                 .contains("needs at least one value")
         );
     }

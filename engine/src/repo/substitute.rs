@@ -19,6 +19,24 @@ use super::site::RepoError;
 use super::unread::{Kinds, Unread};
 use super::yaml::{Node, Value};
 
+/// Why a Flux `${...}` substitution cannot be made: a variable that is not known, or an
+/// expression gates does not evaluate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SubstitutionError(pub String);
+
+impl From<String> for SubstitutionError {
+    fn from(why: String) -> Self {
+        SubstitutionError(why)
+    }
+}
+
+impl From<&str> for SubstitutionError {
+    fn from(why: &str) -> Self {
+        SubstitutionError(why.to_string())
+    }
+}
+
 const DISABLED: &str = "kustomize.toolkit.fluxcd.io/substitute";
 
 /// A variable's value, or why it is unknown.
@@ -164,14 +182,16 @@ impl Vars {
         (kept, unread)
     }
 
-    fn lookup(&self, name: &str) -> Result<Option<&str>, String> {
+    fn lookup(&self, name: &str) -> Result<Option<&str>, SubstitutionError> {
         match self.vars.get(name) {
             Some(Var::Known(v)) => Ok(Some(v)),
-            Some(Var::Unknown(why)) => Err(format!("${{{name}}} is unknown: {why}")),
+            Some(Var::Unknown(why)) => {
+                Err(SubstitutionError(format!("${{{name}}} is unknown: {why}")))
+            }
             None => match self.open.first() {
-                Some(why) => Err(format!(
+                Some(why) => Err(SubstitutionError(format!(
                     "${{{name}}} may come from a source gates cannot read: {why}"
-                )),
+                ))),
                 None => Ok(None),
             },
         }
@@ -190,7 +210,7 @@ fn substitute_node(node: &mut Node, vars: &Vars, unknown: &mut Vec<String>) {
             if text.contains('$') {
                 match expand(text, vars) {
                     Ok(out) => *text = out,
-                    Err(why) => unknown.push(why),
+                    Err(why) => unknown.push(why.0),
                 }
             }
         }
@@ -207,7 +227,7 @@ fn substitute_node(node: &mut Node, vars: &Vars, unknown: &mut Vec<String>) {
 }
 
 /// Expand the `${...}` of one string.
-pub(crate) fn expand(text: &str, vars: &Vars) -> Result<String, String> {
+pub(crate) fn expand(text: &str, vars: &Vars) -> Result<String, SubstitutionError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('$') {
@@ -224,7 +244,7 @@ pub(crate) fn expand(text: &str, vars: &Vars) -> Result<String, String> {
             continue;
         };
         let Some(end) = body_start.find('}') else {
-            return Err(format!("`{tail}` has no closing brace"));
+            return Err(SubstitutionError(format!("`{tail}` has no closing brace")));
         };
         out.push_str(&expression(&body_start[..end], vars)?);
         rest = &body_start[end + 1..];
@@ -234,14 +254,16 @@ pub(crate) fn expand(text: &str, vars: &Vars) -> Result<String, String> {
 }
 
 /// One `${...}` body: a name, optionally with a default.
-fn expression(body: &str, vars: &Vars) -> Result<String, String> {
+fn expression(body: &str, vars: &Vars) -> Result<String, SubstitutionError> {
     let name_len = body
         .char_indices()
         .find(|(i, c)| !(c.is_ascii_alphanumeric() || *c == '_') || (*i == 0 && c.is_ascii_digit()))
         .map_or(body.len(), |(i, _)| i);
     let (name, op) = body.split_at(name_len);
     if name.is_empty() {
-        return Err(format!("`${{{body}}}` is not a variable gates evaluates"));
+        return Err(SubstitutionError(format!(
+            "`${{{body}}}` is not a variable gates evaluates"
+        )));
     }
     let value = vars.lookup(name)?;
     let default = [":=", ":-", "=", "-"]
@@ -261,9 +283,9 @@ fn expression(body: &str, vars: &Vars) -> Result<String, String> {
             }
             .to_string())
         }
-        _ => Err(format!(
+        _ => Err(SubstitutionError(format!(
             "`${{{body}}}` uses an operator gates does not evaluate (only defaults are)"
-        )),
+        ))),
     }
 }
 

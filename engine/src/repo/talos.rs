@@ -28,6 +28,7 @@ use super::kustomize::{entries, join, read};
 use super::site::RepoError;
 use super::yaml::{self, Node};
 use crate::config::TemplateEnv;
+use jinja::TemplateError;
 
 /// Who a patch applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,7 +229,7 @@ impl Walk<'_> {
         text: String,
         template: bool,
         role: Option<bool>,
-    ) -> Result<Vec<Reading>, String> {
+    ) -> Result<Vec<Reading>, TemplateError> {
         if !template {
             return Ok(vec![Reading {
                 text,
@@ -321,7 +322,7 @@ impl Walk<'_> {
         for reading in readings {
             let mut docs = yaml::parse(rel, &reading.text)?;
             if !reading.exprs.is_empty() {
-                let set_aside: Result<Vec<_>, String> = docs
+                let set_aside: Result<Vec<_>, TemplateError> = docs
                     .iter_mut()
                     .map(|doc| jinja::set_aside(doc, &reading.exprs))
                     .collect();
@@ -337,7 +338,7 @@ impl Walk<'_> {
                         }
                     }
                     Err(why) => {
-                        out.skipped.push(why);
+                        out.skipped.push(why.0);
                         return Ok(());
                     }
                 }

@@ -15,6 +15,23 @@ use std::collections::BTreeMap;
 use crate::repo::site::Site;
 use crate::repo::yaml::{Node, Value};
 
+/// Why a Jinja Talos template is not read: what gates cannot render, with the line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TemplateError(pub String);
+
+impl From<String> for TemplateError {
+    fn from(why: String) -> Self {
+        TemplateError(why)
+    }
+}
+
+impl From<&str> for TemplateError {
+    fn from(why: &str) -> Self {
+        TemplateError(why.to_string())
+    }
+}
+
 /// A value of a Talos patch that a template interpolation writes.
 #[derive(Debug, Clone)]
 pub struct Unknown {
@@ -55,9 +72,9 @@ pub fn token(n: usize) -> String {
 pub fn placeholders(
     text: &str,
     known: Option<&BTreeMap<String, String>>,
-) -> Result<(String, Vec<String>), String> {
+) -> Result<(String, Vec<String>), TemplateError> {
     if text.contains("{%") || text.contains("{#") {
-        return Err(format!(
+        return Err(TemplateError(format!(
             "a Jinja template with {} gates renders only with repo.template_env (the \
              variables your render step gives each role, such as MACHINE_TYPE)",
             if text.contains("{%") {
@@ -65,7 +82,7 @@ pub fn placeholders(
             } else {
                 "comments ({# ... #})"
             }
-        ));
+        )));
     }
     let mut out = String::with_capacity(text.len());
     let mut exprs = Vec::new();
@@ -103,7 +120,7 @@ fn evaluate(expr: &str, vars: &BTreeMap<String, String>) -> Option<String> {
 /// closing delimiter followed by text (`-}}x`; found by fuzzing this module), so an expression
 /// holding any delimiter is refused before it reaches minijinja, and a panic that still
 /// escapes is an error, not the end of the run.
-fn eval(expr: &str, vars: &BTreeMap<String, String>) -> Result<minijinja::Value, String> {
+fn eval(expr: &str, vars: &BTreeMap<String, String>) -> Result<minijinja::Value, TemplateError> {
     const DELIMITERS: [&str; 6] = ["{{", "}}", "{%", "%}", "{#", "#}"];
     if DELIMITERS.iter().any(|d| expr.contains(d)) {
         return Err("a Jinja delimiter inside an expression".into());
@@ -119,14 +136,15 @@ fn eval(expr: &str, vars: &BTreeMap<String, String>) -> Result<minijinja::Value,
             .map_err(|e| e.kind().to_string())
     };
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
-        .unwrap_or_else(|_| Err("minijinja could not parse it".into()))
+        .unwrap_or_else(|_| Err("minijinja could not parse it".to_string()))
+        .map_err(TemplateError)
 }
 
 /// The template with its `if`/`elif`/`else` rendered for `vars` (minijinja-cli's `ENV`) and its
 /// comments removed; every line keeps its number (a branch not taken and each tag leave only
 /// their line breaks). Interpolations stay for [`placeholders`]. `Err`: why it is not read,
 /// with the line.
-pub fn render(text: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+pub fn render(text: &str, vars: &BTreeMap<String, String>) -> Result<String, TemplateError> {
     // Per open `if`: whether its enclosing text is rendered, whether a branch was taken, and
     // whether the current branch is rendered.
     struct Frame {
@@ -161,7 +179,10 @@ pub fn render(text: &str, vars: &BTreeMap<String, String>) -> Result<String, Str
         }
         let line = line_at(found);
         let Some(len) = open[2..].find(close) else {
-            return Err(format!("line {line}: an unclosed {}", &open[..2]));
+            return Err(TemplateError(format!(
+                "line {line}: an unclosed {}",
+                &open[..2]
+            )));
         };
         let tag = &open[..len + 4];
         blank(&mut out, tag);
@@ -172,11 +193,11 @@ pub fn render(text: &str, vars: &BTreeMap<String, String>) -> Result<String, Str
         let body =
             tag[2..tag.len() - 2].trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
         let (word, cond) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
-        let test = |cond: &str| -> Result<bool, String> {
+        let test = |cond: &str| -> Result<bool, TemplateError> {
             eval(cond, vars).map(|v| v.is_true()).map_err(|why| {
-                format!(
+                TemplateError(format!(
                     "line {line}: the condition `{cond}` cannot be evaluated with repo.template_env: {why}"
-                )
+                ))
             })
         };
         match word {
@@ -191,7 +212,9 @@ pub fn render(text: &str, vars: &BTreeMap<String, String>) -> Result<String, Str
             }
             "elif" | "else" => {
                 let Some(frame) = stack.last_mut() else {
-                    return Err(format!("line {line}: `{{% {word} %}}` without an `if`"));
+                    return Err(TemplateError(format!(
+                        "line {line}: `{{% {word} %}}` without an `if`"
+                    )));
                 };
                 let holds = frame.outer && !frame.taken && (word == "else" || test(cond)?);
                 frame.taken |= holds;
@@ -199,13 +222,15 @@ pub fn render(text: &str, vars: &BTreeMap<String, String>) -> Result<String, Str
             }
             "endif" => {
                 if stack.pop().is_none() {
-                    return Err(format!("line {line}: `{{% endif %}}` without an `if`"));
+                    return Err(TemplateError(format!(
+                        "line {line}: `{{% endif %}}` without an `if`"
+                    )));
                 }
             }
             other => {
-                return Err(format!(
+                return Err(TemplateError(format!(
                     "line {line}: `{{% {other} %}}`: gates renders only if, elif and else"
-                ));
+                )));
             }
         }
     }
@@ -224,7 +249,7 @@ pub fn render(text: &str, vars: &BTreeMap<String, String>) -> Result<String, Str
 /// Take the values the interpolations wrote out of a parsed document (`exprs`: what wrote
 /// each placeholder, see [`token`]): a mapping entry holding one is removed, a list item holding one becomes null; each is returned as
 /// [`Unknown`]. `Err`: an interpolation in a key, which makes the document's shape unknown.
-pub fn set_aside(doc: &mut Node, exprs: &[String]) -> Result<Vec<Unknown>, String> {
+pub fn set_aside(doc: &mut Node, exprs: &[String]) -> Result<Vec<Unknown>, TemplateError> {
     let kind = doc
         .get_str(&["kind"])
         .filter(|k| !k.contains(TOKEN))
@@ -241,16 +266,16 @@ fn walk(
     kind: &str,
     exprs: &[String],
     out: &mut Vec<Unknown>,
-) -> Result<(), String> {
+) -> Result<(), TemplateError> {
     match &mut node.value {
         Value::Map(entries) => {
             let mut kept = Vec::with_capacity(entries.len());
             for (key, mut value) in std::mem::take(entries) {
                 if key.contains(TOKEN) {
-                    return Err(format!(
+                    return Err(TemplateError(format!(
                         "{}: a Jinja interpolation in a key gates does not render",
                         value.site
-                    ));
+                    )));
                 }
                 path.push(key.clone());
                 match written(&value, exprs) {
@@ -349,11 +374,13 @@ mod tests {
         assert!(
             placeholders("{% if x %}a: 1{% endif %}", None)
                 .unwrap_err()
+                .0
                 .contains("control flow")
         );
         assert!(
             placeholders("{# note #}a: 1", None)
                 .unwrap_err()
+                .0
                 .contains("comments")
         );
         let (text, exprs) =
@@ -362,6 +389,7 @@ mod tests {
         assert!(
             set_aside(&mut doc, &exprs)
                 .unwrap_err()
+                .0
                 .contains("in a key")
         );
     }
@@ -398,16 +426,27 @@ mod tests {
         let refused = |text: &str| render(text, &v).unwrap_err();
         assert!(
             refused("a: 1\n{% if ENV.OTHER == 'x' %}b{% endif %}")
+                .0
                 .starts_with("line 2: the condition `ENV.OTHER == 'x'` cannot be evaluated"),
             "{}",
             refused("a: 1\n{% if ENV.OTHER == 'x' %}b{% endif %}")
         );
         assert!(
-            refused("{% for n in nodes %}x{% endfor %}").contains("renders only if, elif and else")
+            refused("{% for n in nodes %}x{% endfor %}")
+                .0
+                .contains("renders only if, elif and else")
         );
-        assert!(refused("{% if ENV.T %}x").contains("without its `{% endif %}`"));
-        assert!(refused("{% endif %}").contains("without an `if`"));
-        assert!(refused("a\n{% if ENV.T").starts_with("line 2: an unclosed {%"));
+        assert!(
+            refused("{% if ENV.T %}x")
+                .0
+                .contains("without its `{% endif %}`")
+        );
+        assert!(refused("{% endif %}").0.contains("without an `if`"));
+        assert!(
+            refused("a\n{% if ENV.T")
+                .0
+                .starts_with("line 2: an unclosed {%")
+        );
     }
 
     #[test]
@@ -460,7 +499,7 @@ mod tests {
         // minijinja 2.24's lexer panics on `-}}x` inside an expression (found by fuzzing).
         let v = vars(&[("T", "cp")]);
         let err = render("a: 1\n{% if -}}x %}b{% endif %}", &v).unwrap_err();
-        assert!(err.starts_with("line 2: the condition"), "{err}");
+        assert!(err.0.starts_with("line 2: the condition"), "{err}");
         assert!(evaluate("-}}x", &v).is_none());
     }
 }

@@ -14,6 +14,25 @@ use hcl_edit::expr::Expression;
 use crate::repo::site::Site;
 use crate::repo::yaml::{Node, Value};
 
+/// What a Terraform expression or template could not be evaluated for, as the sentence the
+/// trials quote. Terraform's own functions, called by hcl-rs, keep hcl-rs's `String` errors
+/// (`hcl::eval::Func` is `fn(FuncArgs) -> Result<Value, String>`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EvalError(pub String);
+
+impl From<String> for EvalError {
+    fn from(why: String) -> Self {
+        EvalError(why)
+    }
+}
+
+impl From<&str> for EvalError {
+    fn from(why: &str) -> Self {
+        EvalError(why.to_string())
+    }
+}
+
 /// The names an expression may refer to, as hcl-rs values.
 #[derive(Debug, Clone, Default)]
 pub struct Names {
@@ -43,30 +62,32 @@ thread_local! {
 /// `file(path)`: the text of a file of the repository (`path` repository-relative, as
 /// `path.module` and `path.root` are here); a path that leaves the repository is refused.
 fn file(a: FuncArgs) -> Result<Hcl, String> {
-    read_file(&s(&a, 0)).map(Hcl::String)
+    read_file(&s(&a, 0)).map(Hcl::String).map_err(|e| e.0)
 }
 
-fn read_file(wanted: &str) -> Result<String, String> {
+fn read_file(wanted: &str) -> Result<String, EvalError> {
     let mut parts: Vec<&str> = Vec::new();
     for part in wanted.split('/') {
         match part {
             "" | "." => {}
             ".." => {
-                parts
-                    .pop()
-                    .ok_or_else(|| format!("file(\"{wanted}\") leaves the repository"))?;
+                parts.pop().ok_or_else(|| {
+                    EvalError(format!("file(\"{wanted}\") leaves the repository"))
+                })?;
             }
             p => parts.push(p),
         }
     }
     if wanted.starts_with('/') || wanted.starts_with('~') {
-        return Err(format!("file(\"{wanted}\") is outside the repository"));
+        return Err(EvalError(format!(
+            "file(\"{wanted}\") is outside the repository"
+        )));
     }
     let repo = REPOSITORY
         .with(|r| r.borrow().clone())
-        .ok_or_else(|| format!("file(\"{wanted}\") cannot be read here"))?;
+        .ok_or_else(|| EvalError(format!("file(\"{wanted}\") cannot be read here")))?;
     std::fs::read_to_string(repo.join(parts.join("/")))
-        .map_err(|e| format!("file(\"{wanted}\"): {e}"))
+        .map_err(|e| EvalError(format!("file(\"{wanted}\"): {e}")))
 }
 
 /// The names of [`functions`], built once.
@@ -74,7 +95,7 @@ static FUNCTION_NAMES: std::sync::LazyLock<Vec<&'static str>> =
     std::sync::LazyLock::new(|| functions().into_iter().map(|(name, _)| name).collect());
 
 /// Evaluate `expr`; the error says what could not be known.
-pub fn evaluate(expr: &Expression, names: &Names, site: &Site) -> Result<Node, String> {
+pub fn evaluate(expr: &Expression, names: &Names, site: &Site) -> Result<Node, EvalError> {
     let mut expr: hcl::Expression = expr.clone().into();
     rewrite_try(&mut expr);
     let mut ctx = Context::new();
@@ -121,7 +142,7 @@ pub fn evaluate(expr: &Expression, names: &Names, site: &Site) -> Result<Node, S
 /// Render a `templatefile` template as Terraform does: `${...}` interpolations and
 /// `%{if}`/`%{for}` directives over the variables given (top-level names) and Terraform's
 /// functions; the error says what could not be rendered.
-pub fn render_template(rel: &str, text: &str, vars: &Node) -> Result<String, String> {
+pub fn render_template(rel: &str, text: &str, vars: &Node) -> Result<String, EvalError> {
     render(rel, text, &to_hcl(vars))
 }
 
@@ -146,10 +167,10 @@ pub fn render_template_partly(
     text: &str,
     vars: &Node,
     unknown: &[String],
-) -> Result<(String, Vec<String>), String> {
+) -> Result<(String, Vec<String>), EvalError> {
     let mut template: hcl::Template = text
         .parse()
-        .map_err(|e: hcl::Error| format!("{rel}: the template does not parse: {e}"))?;
+        .map_err(|e: hcl::Error| EvalError(format!("{rel}: the template does not parse: {e}")))?;
     let mut exprs = Vec::new();
     mark_unknown(rel, &mut template, unknown, &mut exprs)?;
     let rendered = render_parsed(rel, text, &template, &to_hcl(vars))?;
@@ -176,7 +197,7 @@ fn mark_unknown(
     template: &mut hcl::Template,
     unknown: &[String],
     exprs: &mut Vec<String>,
-) -> Result<(), String> {
+) -> Result<(), EvalError> {
     use hcl::template::{Directive, Element};
     for element in template.elements_mut() {
         match element {
@@ -185,9 +206,9 @@ fn mark_unknown(
                 let text = hcl::format::to_string(&i.expr).unwrap_or_default();
                 if let Some(name) = reads_any(&text, unknown) {
                     if MULTILINE.iter().any(|f| text.contains(f)) {
-                        return Err(format!(
+                        return Err(EvalError(format!(
                             "{rel}: `${{{text}}}` reads `{name}`, which gates cannot evaluate, and may write several lines"
-                        ));
+                        )));
                     }
                     let n = exprs.len();
                     exprs.push(format!("the templatefile interpolation `${{{text}}}`"));
@@ -198,9 +219,9 @@ fn mark_unknown(
                 Directive::If(dir) => {
                     let cond = hcl::format::to_string(&dir.cond_expr).unwrap_or_default();
                     if let Some(name) = reads_any(&cond, unknown) {
-                        return Err(format!(
+                        return Err(EvalError(format!(
                             "{rel}: the directive `%{{ if {cond} }}` reads `{name}`, which gates cannot evaluate"
-                        ));
+                        )));
                     }
                     mark_unknown(rel, &mut dir.true_template, unknown, exprs)?;
                     if let Some(f) = &mut dir.false_template {
@@ -210,9 +231,9 @@ fn mark_unknown(
                 Directive::For(dir) => {
                     let over = hcl::format::to_string(&dir.collection_expr).unwrap_or_default();
                     if let Some(name) = reads_any(&over, unknown) {
-                        return Err(format!(
+                        return Err(EvalError(format!(
                             "{rel}: the directive `%{{ for ... in {over} }}` reads `{name}`, which gates cannot evaluate"
-                        ));
+                        )));
                     }
                     mark_unknown(rel, &mut dir.template, unknown, exprs)?;
                 }
@@ -225,14 +246,16 @@ fn mark_unknown(
 /// `templatefile(path, vars)`: [`file`] rendered as [`render_template`] renders it.
 fn templatefile(a: FuncArgs) -> Result<Hcl, String> {
     let path = s(&a, 0);
-    let text = read_file(&path)?;
-    render(&path, &text, &a[1]).map(Hcl::String)
+    let text = read_file(&path).map_err(|e| e.0)?;
+    render(&path, &text, &a[1])
+        .map(Hcl::String)
+        .map_err(|e| e.0)
 }
 
-fn render(rel: &str, text: &str, vars: &Hcl) -> Result<String, String> {
+fn render(rel: &str, text: &str, vars: &Hcl) -> Result<String, EvalError> {
     let template: hcl::Template = text
         .parse()
-        .map_err(|e: hcl::Error| format!("{rel}: the template does not parse: {e}"))?;
+        .map_err(|e: hcl::Error| EvalError(format!("{rel}: the template does not parse: {e}")))?;
     render_parsed(rel, text, &template, vars)
 }
 
@@ -241,7 +264,7 @@ fn render_parsed(
     text: &str,
     template: &hcl::Template,
     vars: &Hcl,
-) -> Result<String, String> {
+) -> Result<String, EvalError> {
     let mut ctx = Context::new();
     if let Hcl::Object(entries) = vars {
         for (name, value) in entries {
@@ -272,6 +295,7 @@ fn render_parsed(
         }
         _ => format!("{rel}: {e}"),
     })
+    .map_err(EvalError)
 }
 
 /// Terraform's `try` evaluates its arguments lazily, which a function of hcl-rs cannot; the
@@ -1127,7 +1151,7 @@ mod tests {
 
     fn eval(text: &str, names: &Names) -> Result<Node, String> {
         let expr: Expression = text.parse().unwrap();
-        evaluate(&expr, names, &Site::new("main.tf", 3))
+        evaluate(&expr, names, &Site::new("main.tf", 3)).map_err(|e| e.0)
     }
 
     fn names() -> Names {

@@ -19,6 +19,7 @@ use hcl_edit::expr::Expression;
 use hcl_edit::structure::Block;
 use hcl_edit::template::{Element, Template};
 
+use super::hcl_eval::EvalError;
 use super::{File, Scope, eval, label, source};
 use crate::repo::kustomize::{read, resolve};
 use crate::repo::site::RepoError;
@@ -61,6 +62,12 @@ enum Unread {
 impl From<String> for Unread {
     fn from(why: String) -> Unread {
         Unread::Skip(why)
+    }
+}
+
+impl From<EvalError> for Unread {
+    fn from(why: EvalError) -> Self {
+        Unread::from(why.0)
     }
 }
 
@@ -193,7 +200,7 @@ fn elements<'e>(
     expr: &'e Expression,
     file: &File,
     scope: &Scope,
-) -> Result<Vec<&'e Expression>, String> {
+) -> Result<Vec<&'e Expression>, EvalError> {
     match expr {
         Expression::Array(items) => Ok(items.iter().collect()),
         Expression::Parenthesis(inner) => elements(inner.inner(), file, scope),
@@ -207,10 +214,10 @@ fn elements<'e>(
             match cond.as_bool() {
                 Some(true) => elements(&c.true_expr, file, scope),
                 Some(false) => elements(&c.false_expr, file, scope),
-                None => Err(format!(
+                None => Err(EvalError(format!(
                     "the condition `{}` is not a bool",
                     source(&c.cond_expr, file)
-                )),
+                ))),
             }
         }
         Expression::FuncCall(call) if call.name.name.as_str() == "concat" => {
@@ -220,10 +227,10 @@ fn elements<'e>(
             }
             Ok(out)
         }
-        _ => Err(format!(
+        _ => Err(EvalError(format!(
             "`{}` is not a list written in place",
             source(expr, file)
-        )),
+        ))),
     }
 }
 
@@ -276,7 +283,9 @@ fn patch(
                         super::hcl_eval::render_template_partly(&rel, &text, &vars, &names)?;
                     let mut docs = yaml::parse(&rel, &text)?;
                     for doc in &mut docs {
-                        for found in jinja::set_aside(doc, &exprs).map_err(Unread::Skip)? {
+                        for found in
+                            jinja::set_aside(doc, &exprs).map_err(|why| Unread::Skip(why.0))?
+                        {
                             // One line per value, however many nodes the patch applies to.
                             if !unknown.iter().any(|u| u.to_string() == found.to_string()) {
                                 unknown.push(found);
@@ -316,20 +325,20 @@ fn partial_vars(
     expr: &Expression,
     file: &File,
     scope: &Scope,
-) -> Result<(Node, Vec<(String, String)>), String> {
+) -> Result<(Node, Vec<(String, String)>), EvalError> {
     use hcl_edit::expr::ObjectKey;
     let site = file.site(expr.span());
     let mut known: Vec<(String, Node)> = Vec::new();
     let mut unknown: Vec<(String, String)> = Vec::new();
     let put = |key: String,
-               value: Result<Node, String>,
+               value: Result<Node, EvalError>,
                known: &mut Vec<(String, Node)>,
                unknown: &mut Vec<(String, String)>| {
         known.retain(|(k, _)| *k != key);
         unknown.retain(|(k, _)| *k != key);
         match value {
             Ok(v) => known.push((key, v)),
-            Err(why) => unknown.push((key, why)),
+            Err(why) => unknown.push((key, why.0)),
         }
     };
     match expr {
@@ -337,12 +346,13 @@ fn partial_vars(
             for (key, value) in object.iter() {
                 let key = match key {
                     ObjectKey::Ident(ident) => ident.as_str().to_string(),
-                    ObjectKey::Expression(e) => e
-                        .as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| format!("`{}` is not a literal key", source(e, file)))?,
+                    ObjectKey::Expression(e) => {
+                        e.as_str().map(str::to_string).ok_or_else(|| {
+                            EvalError(format!("`{}` is not a literal key", source(e, file)))
+                        })?
+                    }
                 };
-                let value = eval(value.expr(), file, scope).map_err(|e| e.to_string());
+                let value = eval(value.expr(), file, scope).map_err(|e| EvalError(e.to_string()));
                 put(key, value, &mut known, &mut unknown);
             }
         }
@@ -353,7 +363,7 @@ fn partial_vars(
                     put(key.clone(), Ok(value.clone()), &mut known, &mut unknown);
                 }
                 for (key, why) in missing {
-                    put(key, Err(why), &mut known, &mut unknown);
+                    put(key, Err(EvalError(why)), &mut known, &mut unknown);
                 }
             }
         }
@@ -363,7 +373,10 @@ fn partial_vars(
                 Value::Map(entries) => known.extend(entries.iter().cloned()),
                 Value::Null => {}
                 Value::Scalar(..) | Value::Seq(_) => {
-                    return Err(format!("`{}` is not an object", source(expr, file)));
+                    return Err(EvalError(format!(
+                        "`{}` is not an object",
+                        source(expr, file)
+                    )));
                 }
             }
         }
@@ -392,7 +405,7 @@ fn literal(template: &Template) -> Option<String> {
 }
 
 /// A `file()` path: a literal, or `${path.module}`/`${path.root}` followed by a literal.
-fn file_path(expr: &Expression, file: &File, paths: &Paths<'_>) -> Result<String, String> {
+fn file_path(expr: &Expression, file: &File, paths: &Paths<'_>) -> Result<String, EvalError> {
     let at = file.site(expr.span());
     let unknown = || {
         format!(
@@ -405,12 +418,12 @@ fn file_path(expr: &Expression, file: &File, paths: &Paths<'_>) -> Result<String
         Expression::StringTemplate(template) => {
             let elements: Vec<&Element> = template.iter().collect();
             let [Element::Interpolation(first), rest @ ..] = elements.as_slice() else {
-                return Err(unknown());
+                return Err(unknown().into());
             };
             let base = match path_ref(&first.expr) {
                 Some("module") => paths.module,
                 Some("root") => paths.root,
-                _ => return Err(unknown()),
+                _ => return Err(unknown().into()),
             };
             let rest: Option<String> = rest
                 .iter()
@@ -418,9 +431,9 @@ fn file_path(expr: &Expression, file: &File, paths: &Paths<'_>) -> Result<String
                 .collect();
             (base, rest.ok_or_else(unknown)?)
         }
-        _ => return Err(unknown()),
+        _ => return Err(unknown().into()),
     };
-    resolve(base, rest.trim_start_matches('/'), &at).map_err(|e| e.to_string())
+    resolve(base, rest.trim_start_matches('/'), &at).map_err(|e| EvalError(e.to_string()))
 }
 
 /// `module` for `path.module`, `root` for `path.root`.
@@ -442,7 +455,7 @@ fn path_ref(expr: &Expression) -> Option<&str> {
 
 /// A `templatefile` rendered as Terraform renders it (see [`super::hcl_eval::render_template`]);
 /// what cannot be rendered is the reason not to read the patch.
-fn render_template(rel: &str, text: &str, vars: &Node) -> Result<String, String> {
+fn render_template(rel: &str, text: &str, vars: &Node) -> Result<String, EvalError> {
     super::hcl_eval::render_template(rel, text, vars)
 }
 

@@ -23,6 +23,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use crate::config::ServiceRef;
 use crate::repo::declared::DeclaredNode;
 use crate::repo::flux::Manifests;
+use crate::repo::label_query::SelectorError;
 use crate::repo::talos::Patches;
 use crate::repo::yaml::Node;
 use crate::selector::{Judged, Selector, WhenNil};
@@ -161,9 +162,9 @@ impl Policy<'_> {
     }
 }
 
-fn compile(policy: &Node) -> Result<Policy<'_>, String> {
+fn compile(policy: &Node) -> Result<Policy<'_>, SelectorError> {
     let name = policy.get_str(&["metadata", "name"]).unwrap_or("?");
-    let selector = |key: &str| -> Result<Selector, String> {
+    let selector = |key: &str| -> Result<Selector, SelectorError> {
         match policy.get(&["spec", key]) {
             None => Ok(Selector::everything()),
             Some(node) if node.is_null() => Ok(Selector::everything()),
@@ -173,10 +174,10 @@ fn compile(policy: &Node) -> Result<Policy<'_>, String> {
                     Selector::compile(Some(&s), WhenNil::MatchesAll).map_err(|e| e.to_string())
                 })
                 .map_err(|err| {
-                    format!(
+                    SelectorError(format!(
                         "{}: spec.{key} of {name} is not a label selector: {err}",
                         node.site
-                    )
+                    ))
                 }),
         }
     };
@@ -435,7 +436,7 @@ pub fn l2_announcement(ctx: &RepoContext<'_>) -> Finding {
     for doc in m.of_kind("CiliumL2AnnouncementPolicy") {
         match compile(doc) {
             Ok(p) => policies.push(p),
-            Err(err) => return Finding::error(err),
+            Err(err) => return Finding::error(err.0),
         }
     }
     if policies.is_empty() {
