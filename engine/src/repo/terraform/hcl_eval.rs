@@ -528,18 +528,34 @@ pub fn to_node(value: &Hcl, site: &Site) -> Node {
     Node::new(v, site.clone())
 }
 
-/// Terraform's functions that configuration like the corpus's uses where a trial reads a
-/// value. Each follows Terraform's documented behaviour for the types it accepts; anything
-/// else is an error from the call, not a guess.
 /// A number, or a string that reads as one: Terraform converts such a string where a number
 /// is expected ("5" + 1 is 6), and [`f`] reads both.
 fn num_like() -> ParamType {
     ParamType::one_of([ParamType::Number, ParamType::String])
 }
 
+/// Terraform's functions that configuration like the corpus's uses where a trial reads a
+/// value. Each follows Terraform's documented behaviour for the types it accepts; anything
+/// else is an error from the call, not a guess.
 pub fn functions() -> Vec<(&'static str, FuncDef)> {
+    [
+        conversions(),
+        strings(),
+        collections(),
+        numbers_and_networks(),
+        files_and_encodings(),
+    ]
+    .concat()
+}
+
+/// A function of any number of `p` arguments.
+fn variadic(p: ParamType, f: hcl::eval::Func) -> FuncDef {
+    FuncDef::builder().variadic_param(p).build(f)
+}
+
+/// Case, trimming and the conversions between types (`tostring`, `tolist`, ...), and `length`.
+fn conversions() -> Vec<(&'static str, FuncDef)> {
     use ParamType::{Any, String as Str};
-    let variadic = |p: ParamType, f| FuncDef::builder().variadic_param(p).build(f);
     vec![
         (
             "lower",
@@ -585,6 +601,13 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
                 .build(|a| Ok(a[0].clone())),
         ),
         ("length", FuncDef::builder().param(Any).build(length)),
+    ]
+}
+
+/// Strings split, joined and cut.
+fn strings() -> Vec<(&'static str, FuncDef)> {
+    use ParamType::{Any, String as Str};
+    vec![
         (
             "join",
             FuncDef::builder()
@@ -613,6 +636,13 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
                 .params([Str, num_like(), num_like()])
                 .build(substr),
         ),
+    ]
+}
+
+/// Lists and maps: built, merged, searched and flattened; `range`, `max` and `min`.
+fn collections() -> Vec<(&'static str, FuncDef)> {
+    use ParamType::{Any, String as Str};
+    vec![
         (
             "concat",
             variadic(ParamType::array_of(Any), |a| {
@@ -696,6 +726,13 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
         ),
         ("max", variadic(num_like(), |a| fold(&a, f64::max))),
         ("min", variadic(num_like(), |a| fold(&a, f64::min))),
+    ]
+}
+
+/// Arithmetic, `format`, the CIDR functions, `sum` and `index`.
+fn numbers_and_networks() -> Vec<(&'static str, FuncDef)> {
+    use ParamType::{Any, String as Str};
+    vec![
         (
             "abs",
             FuncDef::builder()
@@ -749,6 +786,13 @@ pub fn functions() -> Vec<(&'static str, FuncDef)> {
                         .ok_or_else(|| "index: the value is not in the list".to_string())
                 }),
         ),
+    ]
+}
+
+/// `try`, files and templates, encodings, and the calls gates rewrites expressions into.
+fn files_and_encodings() -> Vec<(&'static str, FuncDef)> {
+    use ParamType::{Any, String as Str};
+    vec![
         // Any other `try`: its arguments were all evaluated, so the first one is its value.
         (
             "try",
