@@ -171,11 +171,7 @@ pub fn predict(
     placement: &Placement,
     loss: &mut HostLoss,
 ) {
-    let mut is_lost = vec![false; cluster.nodes.len()];
-    for &n in lost {
-        is_lost[n] = true;
-    }
-    let on_lost = |i: usize| cluster.pods[i].node.is_some_and(|n| is_lost[n]);
+    let left = Left::new(cluster, lost, placement);
     // Only the controllers and budgets with a pod on a lost node can change; the others are
     // read as they are now.
     let mut hit_protected: BTreeSet<usize> = BTreeSet::new();
@@ -186,30 +182,80 @@ pub fn predict(
             hit_budgets.extend(workloads.budgets_of.get(i).into_iter().flatten().copied());
         }
     }
-    let ready_left = |i: usize| {
-        let p = &cluster.pods[i];
-        p.ready && !on_lost(i) && p.node.is_some_and(|n| cluster.nodes[n].ready)
-    };
-    let moved_back: BTreeSet<usize> = placement
-        .placed
-        .iter()
-        .map(|&(i, _)| i)
-        .filter(|&i| !matches!(cluster.pods[i].owner, Owner::StatefulSet(_)))
-        .collect();
+    protected_controllers(&left, workloads, &hit_protected, loss);
+    let moves = Moves::sort(workloads, placement, loss);
+    moves.say(loss);
+    waiting_controllers(&left, workloads, moves.waiting, loss);
+    budgets(&left, workloads, &hit_budgets, loss);
+}
 
+/// What one host's loss leaves of the cluster's pods.
+struct Left<'l, 'c> {
+    cluster: &'l Cluster<'c>,
+    is_lost: Vec<bool>,
+    /// Pods placed again on a surviving node (StatefulSet pods wait for their old object's
+    /// deletion, so they do not count).
+    moved_back: BTreeSet<usize>,
+}
+
+impl<'l, 'c> Left<'l, 'c> {
+    fn new(cluster: &'l Cluster<'c>, lost: &[usize], placement: &Placement) -> Self {
+        let mut is_lost = vec![false; cluster.nodes.len()];
+        for &n in lost {
+            is_lost[n] = true;
+        }
+        let moved_back = placement
+            .placed
+            .iter()
+            .map(|&(i, _)| i)
+            .filter(|&i| !matches!(cluster.pods[i].owner, Owner::StatefulSet(_)))
+            .collect();
+        Left {
+            cluster,
+            is_lost,
+            moved_back,
+        }
+    }
+
+    fn on_lost(&self, i: usize) -> bool {
+        self.cluster.pods[i].node.is_some_and(|n| self.is_lost[n])
+    }
+
+    /// Ready, and on a Ready node the host does not take with it.
+    fn ready_left(&self, i: usize) -> bool {
+        let p = &self.cluster.pods[i];
+        p.ready && !self.on_lost(i) && p.node.is_some_and(|n| self.cluster.nodes[n].ready)
+    }
+
+    /// Ready replicas left at once, and once the moved pods are placed.
+    fn counts(&self, pods: &[usize]) -> (usize, usize) {
+        let left = pods.iter().filter(|&&i| self.ready_left(i)).count();
+        let after = left + pods.iter().filter(|i| self.moved_back.contains(i)).count();
+        (left, after)
+    }
+}
+
+/// The protected controllers (gate 2's) with a pod on the lost host: lost when no ready
+/// replica is left.
+fn protected_controllers(
+    left: &Left<'_, '_>,
+    workloads: &Workloads,
+    hit: &BTreeSet<usize>,
+    loss: &mut HostLoss,
+) {
+    let cluster = left.cluster;
     for (index, c) in workloads.protected.iter().enumerate() {
-        if !hit_protected.contains(&index) && workloads.ready_now[index] {
+        if !hit.contains(&index) && workloads.ready_now[index] {
             continue;
         }
-        let left = c.pods.iter().filter(|&&i| ready_left(i)).count();
-        let after = left + c.pods.iter().filter(|i| moved_back.contains(i)).count();
+        let (ready, after) = left.counts(&c.pods);
         let here: Vec<&str> = c
             .pods
             .iter()
-            .filter(|&&i| on_lost(i))
+            .filter(|&&i| left.on_lost(i))
             .map(|&i| cluster.pods[i].name)
             .collect();
-        if !c.pods.is_empty() && left == 0 {
+        if !c.pods.is_empty() && ready == 0 {
             loss.reason(
                 Outcome::Lost,
                 format!(
@@ -227,100 +273,141 @@ pub fn predict(
             loss.controllers.push(ControllerLoss {
                 name: c.name.clone(),
                 pods: c.pods.len(),
-                ready_left: left,
+                ready_left: ready,
                 after_rescheduling: after,
             });
         }
     }
+}
 
-    // Per controller: pods that fit nowhere (not survivable), pods that stay or are not
-    // recreated, and controllers without a ready replica until their pods come back.
-    let mut unschedulable: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut first_why: BTreeMap<&str, &str> = BTreeMap::new();
-    let mut waiting: BTreeMap<&str, (usize, i64)> = BTreeMap::new();
-    let mut never_evicted: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for m in &placement.moves {
-        match &m.outcome {
-            MoveOutcome::Unschedulable { why } => {
-                unschedulable.entry(&m.controller).or_default().push(&m.pod);
-                first_why.entry(&m.controller).or_insert(why);
-            }
-            MoveOutcome::Stays { why } => match why.strip_prefix(NEVER_EVICTED) {
-                // One reason for all the pods the controller's zone rule keeps.
-                Some(zone) => never_evicted.entry(zone).or_default().push(&m.pod),
-                None => loss.reason(
-                    Outcome::Degraded,
-                    format!("pod {} stays on the lost node {}: it {why}", m.pod, m.from),
-                ),
-            },
-            MoveOutcome::NotRecreated { why } => loss.reason(
-                Outcome::Degraded,
-                format!("pod {} on {} is lost: {why}", m.pod, m.from),
-            ),
-            MoveOutcome::Placed { after_seconds, .. } => {
-                if !workloads.protected_of.contains_key(&m.index) {
-                    waiting
+/// The lost host's pods by what becomes of them, per controller.
+struct Moves<'p> {
+    /// Pods that fit nowhere (not survivable), and the first reason why.
+    unschedulable: BTreeMap<&'p str, Vec<&'p str>>,
+    first_why: BTreeMap<&'p str, &'p str>,
+    /// Unprotected controllers whose pods are recreated: the first pod and when it is evicted.
+    waiting: BTreeMap<&'p str, (usize, i64)>,
+    /// Pods the node-lifecycle controller's zone rule keeps bound, per zone rule.
+    never_evicted: BTreeMap<&'p str, Vec<&'p str>>,
+}
+
+impl<'p> Moves<'p> {
+    /// Sorts the moves; a pod that stays or is not recreated is said at once.
+    fn sort(workloads: &Workloads, placement: &'p Placement, loss: &mut HostLoss) -> Self {
+        let mut moves = Moves {
+            unschedulable: BTreeMap::new(),
+            first_why: BTreeMap::new(),
+            waiting: BTreeMap::new(),
+            never_evicted: BTreeMap::new(),
+        };
+        for m in &placement.moves {
+            match &m.outcome {
+                MoveOutcome::Unschedulable { why } => {
+                    moves
+                        .unschedulable
                         .entry(&m.controller)
-                        .or_insert((m.index, *after_seconds));
+                        .or_default()
+                        .push(&m.pod);
+                    moves.first_why.entry(&m.controller).or_insert(why);
                 }
-            }
-        }
-    }
-    for (zone, pods) in &never_evicted {
-        loss.reason(
-            Outcome::Degraded,
-            format!(
-                "{} of the lost nodes stay bound to them and are not replaced until the host returns or they are deleted by hand: {zone}",
-                match pods.as_slice() {
-                    [one] => format!("pod {one}"),
-                    many => format!("{} pods ({})", many.len(), many.join(", ")),
-                }
-            ),
-        );
-    }
-    for (controller, pods) in &unschedulable {
-        loss.reason(
-            Outcome::Lost,
-            format!(
-                "{controller}: {} cannot be rescheduled: {}",
-                if pods.len() == 1 {
-                    format!("pod {}", pods[0])
-                } else {
-                    format!("{} pods ({})", pods.len(), pods.join(", "))
-                },
-                first_why.get(controller).copied().unwrap_or_default()
-            ),
-        );
-    }
-    // Controllers that are not protected and have no ready replica elsewhere: down until their
-    // pods are recreated.
-    if !waiting.is_empty() {
-        let owners: BTreeSet<(&str, &Owner)> = waiting
-            .values()
-            .map(|&(i, _)| (cluster.pods[i].namespace, &cluster.pods[i].owner))
-            .collect();
-        let mut ready_elsewhere = BTreeSet::new();
-        for &(namespace, owner) in &owners {
-            let key = (namespace.to_string(), owner.clone());
-            let siblings = workloads.by_owner.get(&key).map_or(&[][..], Vec::as_slice);
-            if siblings.iter().any(|&i| ready_left(i)) {
-                ready_elsewhere.insert((namespace, owner));
-            }
-        }
-        for (controller, (i, after)) in waiting {
-            let p = &cluster.pods[i];
-            if !ready_elsewhere.contains(&(p.namespace, &p.owner)) {
-                loss.reason(
-                    Outcome::Degraded,
-                    format!(
-                        "{controller} has no ready replica until its pods are recreated elsewhere (evicted after {after}s)"
+                MoveOutcome::Stays { why } => match why.strip_prefix(NEVER_EVICTED) {
+                    // One reason for all the pods the controller's zone rule keeps.
+                    Some(zone) => moves.never_evicted.entry(zone).or_default().push(&m.pod),
+                    None => loss.reason(
+                        Outcome::Degraded,
+                        format!("pod {} stays on the lost node {}: it {why}", m.pod, m.from),
                     ),
-                );
+                },
+                MoveOutcome::NotRecreated { why } => loss.reason(
+                    Outcome::Degraded,
+                    format!("pod {} on {} is lost: {why}", m.pod, m.from),
+                ),
+                MoveOutcome::Placed { after_seconds, .. } => {
+                    if !workloads.protected_of.contains_key(&m.index) {
+                        moves
+                            .waiting
+                            .entry(&m.controller)
+                            .or_insert((m.index, *after_seconds));
+                    }
+                }
             }
         }
+        moves
     }
 
-    for &index in &hit_budgets {
+    /// The pods kept bound by the zone rule, and those that fit nowhere.
+    fn say(&self, loss: &mut HostLoss) {
+        for (zone, pods) in &self.never_evicted {
+            loss.reason(
+                Outcome::Degraded,
+                format!(
+                    "{} of the lost nodes stay bound to them and are not replaced until the host returns or they are deleted by hand: {zone}",
+                    match pods.as_slice() {
+                        [one] => format!("pod {one}"),
+                        many => format!("{} pods ({})", many.len(), many.join(", ")),
+                    }
+                ),
+            );
+        }
+        for (controller, pods) in &self.unschedulable {
+            loss.reason(
+                Outcome::Lost,
+                format!(
+                    "{controller}: {} cannot be rescheduled: {}",
+                    if pods.len() == 1 {
+                        format!("pod {}", pods[0])
+                    } else {
+                        format!("{} pods ({})", pods.len(), pods.join(", "))
+                    },
+                    self.first_why.get(controller).copied().unwrap_or_default()
+                ),
+            );
+        }
+    }
+}
+
+/// Controllers that are not protected and have no ready replica elsewhere: down until their
+/// pods are recreated.
+fn waiting_controllers(
+    left: &Left<'_, '_>,
+    workloads: &Workloads,
+    waiting: BTreeMap<&str, (usize, i64)>,
+    loss: &mut HostLoss,
+) {
+    if waiting.is_empty() {
+        return;
+    }
+    let cluster = left.cluster;
+    let owners: BTreeSet<(&str, &Owner)> = waiting
+        .values()
+        .map(|&(i, _)| (cluster.pods[i].namespace, &cluster.pods[i].owner))
+        .collect();
+    let mut ready_elsewhere = BTreeSet::new();
+    for &(namespace, owner) in &owners {
+        let key = (namespace.to_string(), owner.clone());
+        let siblings = workloads.by_owner.get(&key).map_or(&[][..], Vec::as_slice);
+        if siblings.iter().any(|&i| left.ready_left(i)) {
+            ready_elsewhere.insert((namespace, owner));
+        }
+    }
+    for (controller, (i, after)) in waiting {
+        let p = &cluster.pods[i];
+        if !ready_elsewhere.contains(&(p.namespace, &p.owner)) {
+            loss.reason(
+                Outcome::Degraded,
+                format!(
+                    "{controller} has no ready replica until its pods are recreated elsewhere (evicted after {after}s)"
+                ),
+            );
+        }
+    }
+}
+
+/// The PodDisruptionBudgets over the lost host's pods: how many healthy pods each keeps, and
+/// whether it still allows an eviction elsewhere.
+fn budgets(left: &Left<'_, '_>, workloads: &Workloads, hit: &BTreeSet<usize>, loss: &mut HostLoss) {
+    let cluster = left.cluster;
+    for &index in hit {
         let budget = &workloads.budgets[index];
         // A budget over pods that belong to their node (Longhorn's per-node instance
         // manager) goes down with it by design: no drain elsewhere depends on it.
@@ -331,18 +418,12 @@ pub fn predict(
         {
             continue;
         }
-        let left = budget.pods.iter().filter(|&&i| ready_left(i)).count();
-        let after = left
-            + budget
-                .pods
-                .iter()
-                .filter(|i| moved_back.contains(i))
-                .count();
-        if left <= budget.desired {
+        let (healthy, after) = left.counts(&budget.pods);
+        if healthy <= budget.desired {
             loss.reason(
                 Outcome::Degraded,
                 format!(
-                    "{} allows no eviction while the host is down ({left} healthy, {} required): draining another node blocks{}",
+                    "{} allows no eviction while the host is down ({healthy} healthy, {} required): draining another node blocks{}",
                     budget.name,
                     budget.desired,
                     if after > budget.desired {
@@ -357,7 +438,7 @@ pub fn predict(
             pdb: budget.name.clone(),
             expected: budget.pods.len(),
             desired_healthy: budget.desired,
-            healthy_left: left,
+            healthy_left: healthy,
             healthy_after_rescheduling: after,
         });
     }
