@@ -13,7 +13,7 @@
 //! most CPU and memory left (the scheduler's default "least allocated" score); every
 //! placement counts for the next pod's resources, anti-affinity and spread.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use k8s_openapi::api::core::v1::Taint;
 
@@ -264,81 +264,14 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
     };
     sim.shapes.set_apart(lost, &sim.requested);
     let mut out = Placement::default();
-    let mut pending = Vec::new();
-    let stopped = super::zones::evictions_stopped(cluster, &sim.lost);
-    for &node in lost {
-        for &i in &cluster.pods_on[node] {
-            let p = &cluster.pods[i];
-            if p.terminating {
-                continue;
-            }
-            // Built only for the pods that stay or are not recreated: the others are
-            // described once placed.
-            let base = || PodMove {
-                index: i,
-                pod: p.id(),
-                controller: shared.controllers.get(i).cloned().unwrap_or_default(),
-                from: cluster.nodes[node].name.to_string(),
-                lineage: Lineage::of(p.pod),
-                outcome: MoveOutcome::NotRecreated { why: String::new() },
-            };
-            let why = match &p.owner {
-                Owner::DaemonSet(_) | Owner::Static | Owner::NodeBound(_) => continue,
-                Owner::Bare => Some("no controller recreates it".to_string()),
-                Owner::Other(owner) => Some(format!(
-                    "owned by {owner}, which is not a ReplicaSet or StatefulSet"
-                )),
-                Owner::ReplicaSet(_) | Owner::StatefulSet(_) => None,
-            };
-            if let Some(why) = why {
-                sim.gone[i] = true;
-                out.moves.push(PodMove {
-                    outcome: MoveOutcome::NotRecreated { why },
-                    ..base()
-                });
-                continue;
-            }
-            match filters::eviction_delay(p.tolerations(), TAINT_UNREACHABLE) {
-                Some(_) if stopped[node].is_some() => out.moves.push(PodMove {
-                    outcome: MoveOutcome::Stays {
-                        why: format!(
-                            "{}{}",
-                            super::findings::NEVER_EVICTED,
-                            stopped[node].as_deref().unwrap_or_default()
-                        ),
-                    },
-                    ..base()
-                }),
-                None => out.moves.push(PodMove {
-                    outcome: MoveOutcome::Stays {
-                        why: format!(
-                            "tolerates {TAINT_UNREACHABLE} without tolerationSeconds, so it is never evicted and never replaced"
-                        ),
-                    },
-                    ..base()
-                }),
-                Some(after) => {
-                    sim.gone[i] = true;
-                    pending.push(Pending {
-                        pod: i,
-                        after,
-                        preempted: false,
-                    });
-                }
-            }
-        }
-    }
+    let mut pending = sim.pending(lost, &mut out);
     pending.sort_by(|a, b| {
         let (pa, pb) = (&cluster.pods[a.pod], &cluster.pods[b.pod]);
         pb.priority
             .cmp(&pa.priority)
             .then_with(|| (pa.namespace, pa.name).cmp(&(pb.namespace, pb.name)))
     });
-    let order = |pod: usize| {
-        let p = &cluster.pods[pod];
-        (std::cmp::Reverse(p.priority), p.namespace, p.name)
-    };
-    let mut queue: std::collections::VecDeque<Pending> = pending.into();
+    let mut queue: VecDeque<Pending> = pending.into();
     while let Some(job) = queue.pop_front() {
         let p = &cluster.pods[job.pod];
         let from = cluster.nodes[p.node.unwrap_or_default()].name.to_string();
@@ -348,74 +281,11 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
             Mode::Reference => sim.place(p),
         };
         let placed = match placed {
-            Err(why) => match sim.preempt(p) {
-                Some((node, victims)) => {
-                    out.preemptions.push(Preemption {
-                        by: p.id(),
-                        priority: p.priority,
-                        node: cluster.nodes[node].name.to_string(),
-                        victims: victims
-                            .iter()
-                            .map(|&v| (cluster.pods[v].id(), cluster.pods[v].priority))
-                            .collect(),
-                    });
-                    for v in victims {
-                        sim.evict(v);
-                        let job = Pending {
-                            pod: v,
-                            after: job.after,
-                            preempted: true,
-                        };
-                        if matches!(
-                            cluster.pods[v].owner,
-                            Owner::ReplicaSet(_) | Owner::StatefulSet(_)
-                        ) {
-                            let at = queue
-                                .iter()
-                                .position(|q| order(q.pod) > order(v))
-                                .unwrap_or(queue.len());
-                            queue.insert(at, job);
-                        } else {
-                            out.moves.push(PodMove {
-                                index: v,
-                                pod: cluster.pods[v].id(),
-                                controller: shared.controllers.get(v).cloned().unwrap_or_default(),
-                                from: cluster.nodes[node].name.to_string(),
-                                lineage: Lineage::of(cluster.pods[v].pod),
-                                outcome: MoveOutcome::NotRecreated {
-                                    why: "preempted, and nothing recreates it".into(),
-                                },
-                            });
-                        }
-                    }
-                    Ok(node)
-                }
-                None => Err(why),
-            },
+            Err(why) => sim.preempt_for(&job, &mut queue, &mut out).ok_or(why),
             placed => placed,
         };
         let outcome = match placed {
-            Ok(node) => {
-                let before = sim.requested[node];
-                sim.requested[node] = before.plus(p.requests);
-                sim.shapes.carry(node, before, sim.requested[node]);
-                sim.placed.push((job.pod, node));
-                if !shared.terms(job.pod).is_empty() {
-                    sim.placed_holders.push((job.pod, node));
-                }
-                let added = out.added.entry(node).or_default();
-                *added = added.plus(p.requests);
-                if let Some(u) = p.usage {
-                    let added = out.added_usage.entry(node).or_default();
-                    *added = added.plus(u);
-                }
-                MoveOutcome::Placed {
-                    node: cluster.nodes[node].name.to_string(),
-                    host: cluster.nodes[node].host.clone().unwrap_or_default(),
-                    after_seconds: job.after,
-                    waits_for_deletion: matches!(p.owner, Owner::StatefulSet(_)) && !job.preempted,
-                }
-            }
+            Ok(node) => sim.commit(&job, node, &mut out),
             Err(why) => MoveOutcome::Unschedulable {
                 why: why.to_string(),
             },
@@ -431,6 +301,161 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
     }
     out.placed = sim.placed;
     out
+}
+
+impl Sim<'_, '_> {
+    /// The lost nodes' pods that are recreated, to place; the others (DaemonSet and static
+    /// pods aside) are said in `out` at once: not recreated, or staying bound to their node.
+    fn pending(&mut self, lost: &[usize], out: &mut Placement) -> Vec<Pending> {
+        let (cluster, shared) = (self.cluster, self.shared);
+        let stopped = super::zones::evictions_stopped(cluster, &self.lost);
+        let mut pending = Vec::new();
+        for &node in lost {
+            for &i in &cluster.pods_on[node] {
+                let p = &cluster.pods[i];
+                if p.terminating {
+                    continue;
+                }
+                // Built only for the pods that stay or are not recreated: the others are
+                // described once placed.
+                let base = || PodMove {
+                    index: i,
+                    pod: p.id(),
+                    controller: shared.controllers.get(i).cloned().unwrap_or_default(),
+                    from: cluster.nodes[node].name.to_string(),
+                    lineage: Lineage::of(p.pod),
+                    outcome: MoveOutcome::NotRecreated { why: String::new() },
+                };
+                let why = match &p.owner {
+                    Owner::DaemonSet(_) | Owner::Static | Owner::NodeBound(_) => continue,
+                    Owner::Bare => Some("no controller recreates it".to_string()),
+                    Owner::Other(owner) => Some(format!(
+                        "owned by {owner}, which is not a ReplicaSet or StatefulSet"
+                    )),
+                    Owner::ReplicaSet(_) | Owner::StatefulSet(_) => None,
+                };
+                if let Some(why) = why {
+                    self.gone[i] = true;
+                    out.moves.push(PodMove {
+                        outcome: MoveOutcome::NotRecreated { why },
+                        ..base()
+                    });
+                    continue;
+                }
+                match filters::eviction_delay(p.tolerations(), TAINT_UNREACHABLE) {
+                    Some(_) if stopped[node].is_some() => out.moves.push(PodMove {
+                        outcome: MoveOutcome::Stays {
+                            why: format!(
+                                "{}{}",
+                                super::findings::NEVER_EVICTED,
+                                stopped[node].as_deref().unwrap_or_default()
+                            ),
+                        },
+                        ..base()
+                    }),
+                    None => out.moves.push(PodMove {
+                        outcome: MoveOutcome::Stays {
+                            why: format!(
+                                "tolerates {TAINT_UNREACHABLE} without tolerationSeconds, so it is never evicted and never replaced"
+                            ),
+                        },
+                        ..base()
+                    }),
+                    Some(after) => {
+                        self.gone[i] = true;
+                        pending.push(Pending {
+                            pod: i,
+                            after,
+                            preempted: false,
+                        });
+                    }
+                }
+            }
+        }
+        pending
+    }
+
+    /// Makes room for a pod that fits nowhere by preempting lower-priority pods, as the
+    /// scheduler's preemption does: the node, with the victims evicted (queued again in
+    /// priority order when a controller recreates them); `None` when no preemption helps.
+    fn preempt_for(
+        &mut self,
+        job: &Pending,
+        queue: &mut VecDeque<Pending>,
+        out: &mut Placement,
+    ) -> Option<usize> {
+        let cluster = self.cluster;
+        let p = &cluster.pods[job.pod];
+        let (node, victims) = self.preempt(p)?;
+        out.preemptions.push(Preemption {
+            by: p.id(),
+            priority: p.priority,
+            node: cluster.nodes[node].name.to_string(),
+            victims: victims
+                .iter()
+                .map(|&v| (cluster.pods[v].id(), cluster.pods[v].priority))
+                .collect(),
+        });
+        let order = |pod: usize| {
+            let p = &cluster.pods[pod];
+            (std::cmp::Reverse(p.priority), p.namespace, p.name)
+        };
+        for v in victims {
+            self.evict(v);
+            let again = Pending {
+                pod: v,
+                after: job.after,
+                preempted: true,
+            };
+            if matches!(
+                cluster.pods[v].owner,
+                Owner::ReplicaSet(_) | Owner::StatefulSet(_)
+            ) {
+                let at = queue
+                    .iter()
+                    .position(|q| order(q.pod) > order(v))
+                    .unwrap_or(queue.len());
+                queue.insert(at, again);
+            } else {
+                out.moves.push(PodMove {
+                    index: v,
+                    pod: cluster.pods[v].id(),
+                    controller: self.shared.controllers.get(v).cloned().unwrap_or_default(),
+                    from: cluster.nodes[node].name.to_string(),
+                    lineage: Lineage::of(cluster.pods[v].pod),
+                    outcome: MoveOutcome::NotRecreated {
+                        why: "preempted, and nothing recreates it".into(),
+                    },
+                });
+            }
+        }
+        Some(node)
+    }
+
+    /// Places the pod on `node`: its requests (and usage, when known) are added there.
+    fn commit(&mut self, job: &Pending, node: usize, out: &mut Placement) -> MoveOutcome {
+        let cluster = self.cluster;
+        let p = &cluster.pods[job.pod];
+        let before = self.requested[node];
+        self.requested[node] = before.plus(p.requests);
+        self.shapes.carry(node, before, self.requested[node]);
+        self.placed.push((job.pod, node));
+        if !self.shared.terms(job.pod).is_empty() {
+            self.placed_holders.push((job.pod, node));
+        }
+        let added = out.added.entry(node).or_default();
+        *added = added.plus(p.requests);
+        if let Some(u) = p.usage {
+            let added = out.added_usage.entry(node).or_default();
+            *added = added.plus(u);
+        }
+        MoveOutcome::Placed {
+            node: cluster.nodes[node].name.to_string(),
+            host: cluster.nodes[node].host.clone().unwrap_or_default(),
+            after_seconds: job.after,
+            waits_for_deletion: matches!(p.owner, Owner::StatefulSet(_)) && !job.preempted,
+        }
+    }
 }
 
 /// Why a pod fits on no node, as the scheduler's FailedScheduling event says it: how many
