@@ -34,47 +34,7 @@ pub fn predict(cluster: &Cluster<'_>, _lost: &[usize], placement: &Placement, lo
     let mut receiving: Vec<usize> = placement.added.keys().copied().collect();
     receiving.sort_unstable();
     if cluster.usage_basis && !receiving.is_empty() {
-        if let Some(why) = &cluster.usage_unknown {
-            loss.reason(
-                Outcome::Unknown,
-                format!(
-                    "the measured load of the {} node(s) that take the moved pods is unknown: {why}",
-                    receiving.len()
-                ),
-            );
-        } else {
-            let unmeasured: Vec<&str> = receiving
-                .iter()
-                .filter(|&&n| cluster.nodes[n].usage.is_none())
-                .map(|&n| cluster.nodes[n].name)
-                .collect();
-            if let (false, Collected::Present(load)) =
-                (unmeasured.is_empty(), &cluster.state.node_load)
-            {
-                for node in &unmeasured {
-                    let why = load
-                        .of(node)
-                        .err()
-                        .map(|e| e.to_string())
-                        .unwrap_or_default();
-                    loss.reason(
-                        Outcome::Unknown,
-                        format!(
-                            "the load of {node} (taking moved pods) over the window is unknown: {why}"
-                        ),
-                    );
-                }
-            } else if !unmeasured.is_empty() {
-                loss.reason(
-                    Outcome::Unknown,
-                    format!(
-                        "the measured load of {} (taking moved pods) is unknown: metrics-server has not reported {}",
-                        unmeasured.join(", "),
-                        if unmeasured.len() == 1 { "it" } else { "them" }
-                    ),
-                );
-            }
-        }
+        unmeasured_load(cluster, &receiving, loss);
     }
     // A moved pod without metrics is assumed to use what it requests: their requests per
     // receiving node, summed in one pass over the placements.
@@ -89,68 +49,124 @@ pub fn predict(cluster: &Cluster<'_>, _lost: &[usize], placement: &Placement, lo
     }
     for n in receiving {
         let node = &cluster.nodes[n];
-        let added = placement.added[&n];
-        let requests = node.requested.plus(added);
+        let requests = node.requested.plus(placement.added[&n]);
         let usage = node.usage.filter(|_| cluster.usage_basis).map(|u| {
             let measured = placement.added_usage.get(&n).copied().unwrap_or_default();
             u.plus(measured)
                 .plus(unmeasured.get(&n).copied().unwrap_or_default())
         });
-        let used = |req: i64, use_: Option<i64>| use_.map_or(req, |u| u.max(req));
-        let cpu_used = used(requests.cpu_m, usage.map(|u| u.cpu_m));
-        let mem_used = used(requests.mem, usage.map(|u| u.mem));
-        let alloc = node.allocatable;
-        let limit = |a: i64| (a as f64 * (1.0 - margin)) as i64;
-        let within = cpu_used <= limit(alloc.cpu_m) && mem_used <= limit(alloc.mem);
-        let pct = |u: i64, a: i64| if a > 0 { u * 100 / a } else { 0 };
-        if mem_used > alloc.mem {
-            loss.reason(
-                Outcome::Lost,
-                format!(
-                    "{} would use {}% of its memory ({} of {}): pods are evicted or OOM-killed",
-                    cluster.describe(n),
-                    pct(mem_used, alloc.mem),
-                    Res {
-                        mem: mem_used,
-                        ..Res::default()
-                    }
-                    .mem_text(),
-                    alloc.mem_text()
-                ),
-            );
-        } else if cpu_used > alloc.cpu_m {
-            loss.reason(
-                Outcome::Degraded,
-                format!(
-                    "{} would use {}% of its CPU ({} of {}): everything on it, etcd included, is throttled",
-                    cluster.describe(n),
-                    pct(cpu_used, alloc.cpu_m),
-                    Res { cpu_m: cpu_used, ..Res::default() }.cpu_text(),
-                    alloc.cpu_text()
-                ),
-            );
-        } else if !within {
-            loss.reason(
-                Outcome::Degraded,
-                format!(
-                    "{} keeps less than the {}% rebuild margin free (CPU {}%, memory {}% used): Longhorn rebuilds compete with workloads",
-                    cluster.describe(n),
-                    (margin * 100.0).round(),
-                    pct(cpu_used, alloc.cpu_m),
-                    pct(mem_used, alloc.mem)
-                ),
-            );
-        }
+        let within = judge(cluster, n, requests, usage, margin, loss);
         loss.capacity.push(NodeCapacity {
             node: node.name.to_string(),
             host: node.host.clone().unwrap_or_default(),
-            cpu_allocatable: alloc.cpu_m,
+            cpu_allocatable: node.allocatable.cpu_m,
             cpu_requests: requests.cpu_m,
             cpu_usage: usage.map(|u| u.cpu_m),
-            memory_allocatable: alloc.mem,
+            memory_allocatable: node.allocatable.mem,
             memory_requests: requests.mem,
             memory_usage: usage.map(|u| u.mem),
             within_rebuild_margin: within,
         });
     }
+}
+
+/// On a usage basis, the receiving nodes whose load is not known make the prediction
+/// unknown: said per node when the window's statistic names why, else once.
+fn unmeasured_load(cluster: &Cluster<'_>, receiving: &[usize], loss: &mut HostLoss) {
+    if let Some(why) = &cluster.usage_unknown {
+        loss.reason(
+            Outcome::Unknown,
+            format!(
+                "the measured load of the {} node(s) that take the moved pods is unknown: {why}",
+                receiving.len()
+            ),
+        );
+        return;
+    }
+    let unmeasured: Vec<&str> = receiving
+        .iter()
+        .filter(|&&n| cluster.nodes[n].usage.is_none())
+        .map(|&n| cluster.nodes[n].name)
+        .collect();
+    if let (false, Collected::Present(load)) = (unmeasured.is_empty(), &cluster.state.node_load) {
+        for node in &unmeasured {
+            let why = load
+                .of(node)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            loss.reason(
+                Outcome::Unknown,
+                format!("the load of {node} (taking moved pods) over the window is unknown: {why}"),
+            );
+        }
+    } else if !unmeasured.is_empty() {
+        loss.reason(
+            Outcome::Unknown,
+            format!(
+                "the measured load of {} (taking moved pods) is unknown: metrics-server has not reported {}",
+                unmeasured.join(", "),
+                if unmeasured.len() == 1 { "it" } else { "them" }
+            ),
+        );
+    }
+}
+
+/// One receiving node after the move: lost when its memory is over-committed, degraded when
+/// its CPU is or when it keeps less than the rebuild margin free. Whether it stays within the
+/// margin.
+fn judge(
+    cluster: &Cluster<'_>,
+    n: usize,
+    requests: Res,
+    usage: Option<Res>,
+    margin: f64,
+    loss: &mut HostLoss,
+) -> bool {
+    let used = |req: i64, use_: Option<i64>| use_.map_or(req, |u| u.max(req));
+    let cpu_used = used(requests.cpu_m, usage.map(|u| u.cpu_m));
+    let mem_used = used(requests.mem, usage.map(|u| u.mem));
+    let alloc = cluster.nodes[n].allocatable;
+    let limit = |a: i64| (a as f64 * (1.0 - margin)) as i64;
+    let within = cpu_used <= limit(alloc.cpu_m) && mem_used <= limit(alloc.mem);
+    let pct = |u: i64, a: i64| if a > 0 { u * 100 / a } else { 0 };
+    if mem_used > alloc.mem {
+        loss.reason(
+            Outcome::Lost,
+            format!(
+                "{} would use {}% of its memory ({} of {}): pods are evicted or OOM-killed",
+                cluster.describe(n),
+                pct(mem_used, alloc.mem),
+                Res {
+                    mem: mem_used,
+                    ..Res::default()
+                }
+                .mem_text(),
+                alloc.mem_text()
+            ),
+        );
+    } else if cpu_used > alloc.cpu_m {
+        loss.reason(
+            Outcome::Degraded,
+            format!(
+                "{} would use {}% of its CPU ({} of {}): everything on it, etcd included, is throttled",
+                cluster.describe(n),
+                pct(cpu_used, alloc.cpu_m),
+                Res { cpu_m: cpu_used, ..Res::default() }.cpu_text(),
+                alloc.cpu_text()
+            ),
+        );
+    } else if !within {
+        loss.reason(
+            Outcome::Degraded,
+            format!(
+                "{} keeps less than the {}% rebuild margin free (CPU {}%, memory {}% used): Longhorn rebuilds compete with workloads",
+                cluster.describe(n),
+                (margin * 100.0).round(),
+                pct(cpu_used, alloc.cpu_m),
+                pct(mem_used, alloc.mem)
+            ),
+        );
+    }
+    within
 }
