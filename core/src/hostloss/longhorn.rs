@@ -42,6 +42,26 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
             return;
         }
     };
+    let by_volume = replica_nodes(replicas);
+    let mut rebuilds = Rebuilds {
+        takers: Takers::read(cluster, lost),
+        degraded: Vec::new(),
+        stuck: Vec::new(),
+        to_copy: 0,
+        size_unknown: Vec::new(),
+    };
+    for v in volumes {
+        let nodes = by_volume
+            .get(name(&v.metadata))
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        rebuilds.volume(cluster, lost, v, nodes, loss);
+    }
+    rebuilds.say(cluster, loss);
+}
+
+/// The nodes of each volume's replicas that hold a copy of its data.
+fn replica_nodes(replicas: &[crate::state::LonghornReplica]) -> HashMap<&str, Vec<&str>> {
     let mut by_volume: HashMap<&str, Vec<&str>> = HashMap::new();
     for r in replicas.iter().filter(|r| is_copy(r)) {
         let volume = if r.spec.volume_name.is_empty() {
@@ -57,15 +77,33 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
             .or_default()
             .push(r.spec.node_id.as_str());
     }
-    let mut degraded = Vec::new();
-    let mut stuck = Vec::new();
-    // Bytes to copy for the rebuilds, and the volumes whose size is not known.
-    let mut to_copy: i64 = 0;
-    let mut size_unknown: Vec<&str> = Vec::new();
-    let takers = Takers::read(cluster, lost);
-    for v in volumes {
+    by_volume
+}
+
+/// The volumes that lose a replica with the host, by whether Longhorn can rebuild it.
+struct Rebuilds<'v> {
+    takers: Takers,
+    /// `name (left of wanted left)` of the volumes rebuilt elsewhere, and of those that stay
+    /// degraded until the host returns.
+    degraded: Vec<String>,
+    stuck: Vec<String>,
+    /// Bytes to copy for the rebuilds, and the volumes whose size is not known.
+    to_copy: i64,
+    size_unknown: Vec<&'v str>,
+}
+
+impl<'v> Rebuilds<'v> {
+    /// One volume: lost with its last replica, else degraded until rebuilt or the host
+    /// returns.
+    fn volume(
+        &mut self,
+        cluster: &Cluster<'_>,
+        lost: &[usize],
+        v: &'v crate::state::LonghornVolume,
+        nodes: &[&str],
+        loss: &mut HostLoss,
+    ) {
         let volume = name(&v.metadata);
-        let nodes = by_volume.get(volume).map(Vec::as_slice).unwrap_or_default();
         let mut left = 0;
         let mut lost_on = Vec::new();
         for node in nodes {
@@ -81,7 +119,7 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
             }
         }
         if lost_on.is_empty() {
-            continue;
+            return;
         }
         if left == 0 {
             loss.reason(
@@ -98,17 +136,17 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
                 "{volume} ({left} of {} left)",
                 v.spec.number_of_replicas.max(nodes.len() as i64)
             );
-            match takers.may_rebuild(v, nodes) {
-                Some(false) => stuck.push(line),
+            match self.takers.may_rebuild(v, nodes) {
+                Some(false) => self.stuck.push(line),
                 Some(true) | None => {
-                    degraded.push(line);
+                    self.degraded.push(line);
                     match v.spec.size.trim().parse::<i64>() {
                         Ok(size) if size >= 0 => {
                             let bytes = size.saturating_mul(lost_on.len() as i64);
-                            to_copy = to_copy.saturating_add(bytes);
+                            self.to_copy = self.to_copy.saturating_add(bytes);
                             rebuild_bytes = Some(bytes);
                         }
-                        _ => size_unknown.push(volume),
+                        _ => self.size_unknown.push(volume),
                     }
                 }
             }
@@ -122,35 +160,40 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
             rebuild_bytes,
         });
     }
-    if !degraded.is_empty() {
-        loss.reason(
-            Outcome::Degraded,
-            format!(
-                "{} Longhorn volume{} run degraded until Longhorn rebuilds the lost replicas: {}; {}{}",
-                degraded.len(),
-                if degraded.len() == 1 { "" } else { "s" },
-                degraded.join(", "),
-                copy_words(to_copy, &size_unknown, cluster.env.capacity.rebuild_margin),
-                takers
-                    .unknown
-                    .as_ref()
-                    .map(|why| format!(
-                        " (whether a surviving node may take them is not known: {why})"
-                    ))
-                    .unwrap_or_default()
-            ),
-        );
-    }
-    if !stuck.is_empty() {
-        loss.reason(
-            Outcome::Degraded,
-            format!(
-                "{} Longhorn volume{} run degraded until the host returns: every surviving node Longhorn may schedule on already holds a replica, and replica anti-affinity is hard (replica-soft-anti-affinity false), so the lost replicas cannot be rebuilt: {}",
-                stuck.len(),
-                if stuck.len() == 1 { "" } else { "s" },
-                stuck.join(", ")
-            ),
-        );
+
+    /// The degraded volumes, rebuilt elsewhere or not, in one reason each.
+    fn say(&self, cluster: &Cluster<'_>, loss: &mut HostLoss) {
+        let (degraded, stuck) = (&self.degraded, &self.stuck);
+        if !degraded.is_empty() {
+            loss.reason(
+                Outcome::Degraded,
+                format!(
+                    "{} Longhorn volume{} run degraded until Longhorn rebuilds the lost replicas: {}; {}{}",
+                    degraded.len(),
+                    if degraded.len() == 1 { "" } else { "s" },
+                    degraded.join(", "),
+                    copy_words(self.to_copy, &self.size_unknown, cluster.env.capacity.rebuild_margin),
+                    self.takers
+                        .unknown
+                        .as_ref()
+                        .map(|why| format!(
+                            " (whether a surviving node may take them is not known: {why})"
+                        ))
+                        .unwrap_or_default()
+                ),
+            );
+        }
+        if !stuck.is_empty() {
+            loss.reason(
+                Outcome::Degraded,
+                format!(
+                    "{} Longhorn volume{} run degraded until the host returns: every surviving node Longhorn may schedule on already holds a replica, and replica anti-affinity is hard (replica-soft-anti-affinity false), so the lost replicas cannot be rebuilt: {}",
+                    stuck.len(),
+                    if stuck.len() == 1 { "" } else { "s" },
+                    stuck.join(", ")
+                ),
+            );
+        }
     }
 }
 
