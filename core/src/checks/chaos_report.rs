@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::Context;
+use crate::record::chaos::ChaosRecord;
 use crate::state::Collected;
 use crate::state::provenance::{Provenance, Sameness, TopologyNode, short};
 use crate::verdict::{Finding, Verdict};
@@ -60,58 +61,12 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             .with_evidence([reason.clone()]);
         }
     };
-    let max_age: std::time::Duration = ctx
-        .env
-        .chaos
-        .clone()
-        .unwrap_or_default()
-        .report_max_age
-        .into();
-    let finished = match DateTime::parse_from_rfc3339(&report.finished_at) {
-        Ok(at) => at.with_timezone(&Utc),
-        Err(err) => {
-            return Finding::error(format!(
-                "{file}: finished_at {:?} is not a time: {err}",
-                report.finished_at
-            ));
-        }
+    let finished = match stands(ctx, file, report) {
+        Ok(finished) => finished,
+        Err(finding) => return finding,
     };
-    let now = ctx.state.collected_at;
     let when = finished.format("%Y-%m-%d %H:%M UTC");
     let named = format!("report {file}");
-    if report.interrupted.is_some() || report.outcome.starts_with("interrupted") {
-        return Finding::skip(format!(
-            "the newest chaos run of {env} ({when}) was interrupted ({}): it proves nothing; run `gates chaos {env}`",
-            report.outcome
-        ))
-        .with_evidence([named]);
-    }
-    if finished > now + CLOCK_SKEW {
-        return Finding::error(format!(
-            "the newest chaos report of {env} finished at {when}, after this check started ({}): a clock is wrong or the report is not genuine",
-            now.format("%Y-%m-%d %H:%M UTC")
-        ))
-        .with_evidence([named]);
-    }
-    let age_std = now
-        .signed_duration_since(finished)
-        .to_std()
-        .unwrap_or_default();
-    if age_std > max_age {
-        return Finding::skip(format!(
-            "the newest chaos report for {env} ({when}, host {}) is older than {}: run `gates chaos {env}`",
-            report.host,
-            humantime::format_duration(max_age)
-        ))
-        .with_evidence([file.clone()]);
-    }
-    if let Some(reason) = not_this_cluster(ctx, report.provenance.as_ref()) {
-        return Finding::skip(format!(
-            "the newest chaos report of {env} ({when}) cannot stand for this cluster: {}; run `gates chaos {env}`",
-            reason.0
-        ))
-        .with_evidence(std::iter::once(named).chain(reason.1));
-    }
     let not_passed: Vec<String> = report
         .trials
         .iter()
@@ -125,23 +80,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             )
         })
         .collect();
-    let contradiction = match report.verdict {
-        Verdict::Pass if report.trials.is_empty() => Some("it passes with no trial".to_string()),
-        Verdict::Pass if !not_passed.is_empty() => Some(format!(
-            "it passes, but {} of its trials did not",
-            not_passed.len()
-        )),
-        Verdict::Fail
-            if !report
-                .trials
-                .iter()
-                .any(|t| t.finding.verdict == Verdict::Fail) =>
-        {
-            Some("it fails, but none of its trials failed".to_string())
-        }
-        Verdict::Pass | Verdict::Fail | Verdict::Error | Verdict::Skip => None,
-    };
-    if let Some(contradiction) = contradiction {
+    if let Some(contradiction) = contradiction(report, &not_passed) {
         return Finding::error(format!(
             "the newest chaos report of {env} ({when}) contradicts itself: {contradiction}"
         ))
@@ -162,6 +101,87 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             Finding::error(format!("{head}: the run ended with `{}`", other.as_str()))
                 .with_evidence(evidence)
         }
+    }
+}
+
+/// Whether the report may stand for this cluster now: finished (not interrupted), not from
+/// the future, younger than `report_max_age`, and of this cluster. Its finish, or the
+/// finding that says why not.
+fn stands(ctx: Context<'_>, file: &str, report: &ChaosRecord) -> Result<DateTime<Utc>, Finding> {
+    let env = &ctx.env.name;
+    let max_age: std::time::Duration = ctx
+        .env
+        .chaos
+        .clone()
+        .unwrap_or_default()
+        .report_max_age
+        .into();
+    let finished = match DateTime::parse_from_rfc3339(&report.finished_at) {
+        Ok(at) => at.with_timezone(&Utc),
+        Err(err) => {
+            return Err(Finding::error(format!(
+                "{file}: finished_at {:?} is not a time: {err}",
+                report.finished_at
+            )));
+        }
+    };
+    let now = ctx.state.collected_at;
+    let when = finished.format("%Y-%m-%d %H:%M UTC");
+    let named = format!("report {file}");
+    if report.interrupted.is_some() || report.outcome.starts_with("interrupted") {
+        return Err(Finding::skip(format!(
+            "the newest chaos run of {env} ({when}) was interrupted ({}): it proves nothing; run `gates chaos {env}`",
+            report.outcome
+        ))
+        .with_evidence([named]));
+    }
+    if finished > now + CLOCK_SKEW {
+        return Err(Finding::error(format!(
+            "the newest chaos report of {env} finished at {when}, after this check started ({}): a clock is wrong or the report is not genuine",
+            now.format("%Y-%m-%d %H:%M UTC")
+        ))
+        .with_evidence([named]));
+    }
+    let age_std = now
+        .signed_duration_since(finished)
+        .to_std()
+        .unwrap_or_default();
+    if age_std > max_age {
+        return Err(Finding::skip(format!(
+            "the newest chaos report for {env} ({when}, host {}) is older than {}: run `gates chaos {env}`",
+            report.host,
+            humantime::format_duration(max_age)
+        ))
+        .with_evidence([file.to_string()]));
+    }
+    if let Some(reason) = not_this_cluster(ctx, report.provenance.as_ref()) {
+        return Err(Finding::skip(format!(
+            "the newest chaos report of {env} ({when}) cannot stand for this cluster: {}; run `gates chaos {env}`",
+            reason.0
+        ))
+        .with_evidence(std::iter::once(named).chain(reason.1)));
+    }
+    Ok(finished)
+}
+
+/// A report whose verdict its trials contradict: a pass with no trial or with trials that
+/// did not pass, a fail with no failed trial.
+fn contradiction(report: &ChaosRecord, not_passed: &[String]) -> Option<String> {
+    match report.verdict {
+        Verdict::Pass if report.trials.is_empty() => Some("it passes with no trial".to_string()),
+        Verdict::Pass if !not_passed.is_empty() => Some(format!(
+            "it passes, but {} of its trials did not",
+            not_passed.len()
+        )),
+        Verdict::Fail
+            if !report
+                .trials
+                .iter()
+                .any(|t| t.finding.verdict == Verdict::Fail) =>
+        {
+            Some("it fails, but none of its trials failed".to_string())
+        }
+        Verdict::Pass | Verdict::Fail | Verdict::Error | Verdict::Skip => None,
     }
 }
 
