@@ -82,51 +82,19 @@ impl super::Check for Params {
 }
 
 pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
-    let (base, rebuild) = (ctx.env.capacity.margin, ctx.env.capacity.rebuild_margin);
-    if !(0.0..1.0).contains(&base) {
-        return Finding::error(format!(
-            "capacity.margin is {base}; it must be at least 0 and below 1"
-        ));
-    }
-    if !(0.0..1.0).contains(&rebuild) || base + rebuild >= 1.0 {
-        return Finding::error(format!(
-            "capacity.rebuild_margin is {rebuild} with capacity.margin {base}; each must be at least 0 and their sum below 1"
-        ));
-    }
+    let (base, rebuild) = match margins(ctx) {
+        Ok(margins) => margins,
+        Err(finding) => return finding,
+    };
     let margin = base + rebuild;
     let (nodes, pods) = match (ctx.state.nodes.get("nodes"), ctx.state.pods.get("pods")) {
         (Ok(n), Ok(p)) => (n, p),
         (Err(e), _) | (_, Err(e)) => return e,
     };
     let basis = ctx.env.capacity.basis;
-    let mut load: Option<&NodeLoad> = None;
-    let metrics: Option<&[NodeMetrics]> = match basis {
-        CapacityBasis::Requests => None,
-        CapacityBasis::Usage => match ctx
-            .state
-            .node_metrics
-            .get("node metrics (metrics.k8s.io/v1beta1)")
-        {
-            Ok(m) => Some(m),
-            Err(e) => {
-                return Finding::error(format!(
-                    "{}. Install metrics-server (on Talos with kubelet rotate-server-certificates and kubelet-serving-cert-approver), or set `capacity: {{basis: requests}}` in environment {} to judge by requests alone",
-                    e.summary, ctx.env.name
-                ));
-            }
-        },
-        CapacityBasis::Prometheus => match (&ctx.state.node_load, &ctx.state.node_metrics) {
-            (Collected::Present(l), Collected::Present(m)) => {
-                load = Some(l);
-                Some(m)
-            }
-            (Collected::Absent(why) | Collected::NotApplicable(why), _)
-            | (_, Collected::Absent(why) | Collected::NotApplicable(why)) => {
-                return Finding::error(format!(
-                    "the load over the window (capacity.basis: prometheus) is unknown: {why}"
-                ));
-            }
-        },
+    let (metrics, load) = match measured(ctx) {
+        Ok(measured) => measured,
+        Err(finding) => return finding,
     };
     let hosts = Hosts::new(ctx, nodes);
     let margin_text = if rebuild > 0.0 {
@@ -183,6 +151,51 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
     ))
     .with_evidence(table)
     .with_warnings(host_warning)
+}
+
+/// The environment's margins (base and rebuild), each at least 0 and their sum below 1.
+fn margins(ctx: Context<'_>) -> Result<(f64, f64), Finding> {
+    let (base, rebuild) = (ctx.env.capacity.margin, ctx.env.capacity.rebuild_margin);
+    if !(0.0..1.0).contains(&base) {
+        return Err(Finding::error(format!(
+            "capacity.margin is {base}; it must be at least 0 and below 1"
+        )));
+    }
+    if !(0.0..1.0).contains(&rebuild) || base + rebuild >= 1.0 {
+        return Err(Finding::error(format!(
+            "capacity.rebuild_margin is {rebuild} with capacity.margin {base}; each must be at least 0 and their sum below 1"
+        )));
+    }
+    Ok((base, rebuild))
+}
+
+/// What the basis measures by: nothing (requests), metrics-server's sample (usage), or the
+/// load over a window with its statistic as node metrics (prometheus). An error finding
+/// when the basis needs a measurement that could not be read.
+fn measured<'s>(
+    ctx: Context<'s>,
+) -> Result<(Option<&'s [NodeMetrics]>, Option<&'s NodeLoad>), Finding> {
+    match ctx.env.capacity.basis {
+        CapacityBasis::Requests => Ok((None, None)),
+        CapacityBasis::Usage => match ctx
+            .state
+            .node_metrics
+            .get("node metrics (metrics.k8s.io/v1beta1)")
+        {
+            Ok(m) => Ok((Some(m), None)),
+            Err(e) => Err(Finding::error(format!(
+                "{}. Install metrics-server (on Talos with kubelet rotate-server-certificates and kubelet-serving-cert-approver), or set `capacity: {{basis: requests}}` in environment {} to judge by requests alone",
+                e.summary, ctx.env.name
+            ))),
+        },
+        CapacityBasis::Prometheus => match (&ctx.state.node_load, &ctx.state.node_metrics) {
+            (Collected::Present(l), Collected::Present(m)) => Ok((Some(m), Some(l))),
+            (Collected::Absent(why) | Collected::NotApplicable(why), _)
+            | (_, Collected::Absent(why) | Collected::NotApplicable(why)) => Err(Finding::error(
+                format!("the load over the window (capacity.basis: prometheus) is unknown: {why}"),
+            )),
+        },
+    }
 }
 
 /// The per-node table, the nodes short of the margin with a line each, and the nodes whose
