@@ -7,6 +7,7 @@
 //! statement that a workload must stay available. A protected controller with no ready replica
 //! left makes the loss not survivable; so does a pod a controller recreates that fits nowhere.
 
+use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -99,19 +100,7 @@ pub fn index(cluster: &Cluster<'_>, named: &[ProtectedRef]) -> Workloads {
             continue;
         }
         let name = format!("PDB {}", ns_name(&pdb.metadata));
-        let expected = pods.len();
-        let spec = pdb.spec.as_ref();
-        let desired = match (
-            spec.and_then(|s| s.min_available.as_ref()),
-            spec.and_then(|s| s.max_unavailable.as_ref()),
-        ) {
-            (Some(min), _) => scaled(min, expected),
-            (None, Some(max)) => expected.saturating_sub(scaled(max, expected)),
-            // policy/v1 does not default either field; the disruption controller then
-            // expects no pods and allows no disruption (kubernetes
-            // `pkg/controller/disruption`), so the budget keeps every pod it selects.
-            (None, None) => expected,
-        };
+        let desired = desired_healthy(pdb.spec.as_ref(), pods.len());
         if !covered.contains(&pods) {
             protected.push(Protected {
                 name: name.clone(),
@@ -133,18 +122,8 @@ pub fn index(cluster: &Cluster<'_>, named: &[ProtectedRef]) -> Workloads {
                 .push(i);
         }
     }
-    let mut protected_of: HashMap<usize, Vec<usize>> = HashMap::new();
-    for (c, controller) in protected.iter().enumerate() {
-        for &i in &controller.pods {
-            protected_of.entry(i).or_default().push(c);
-        }
-    }
-    let mut budgets_of: HashMap<usize, Vec<usize>> = HashMap::new();
-    for (b, budget) in budgets.iter().enumerate() {
-        for &i in &budget.pods {
-            budgets_of.entry(i).or_default().push(b);
-        }
-    }
+    let protected_of = per_pod(protected.iter().map(|c| &c.pods));
+    let budgets_of = per_pod(budgets.iter().map(|b| &b.pods));
     let ready_now = protected
         .iter()
         .map(|c| {
@@ -162,6 +141,32 @@ pub fn index(cluster: &Cluster<'_>, named: &[ProtectedRef]) -> Workloads {
         budgets_of,
         ready_now,
     }
+}
+
+/// The healthy pods a budget over `expected` pods requires.
+fn desired_healthy(spec: Option<&PodDisruptionBudgetSpec>, expected: usize) -> usize {
+    match (
+        spec.and_then(|s| s.min_available.as_ref()),
+        spec.and_then(|s| s.max_unavailable.as_ref()),
+    ) {
+        (Some(min), _) => scaled(min, expected),
+        (None, Some(max)) => expected.saturating_sub(scaled(max, expected)),
+        // policy/v1 does not default either field; the disruption controller then
+        // expects no pods and allows no disruption (kubernetes
+        // `pkg/controller/disruption`), so the budget keeps every pod it selects.
+        (None, None) => expected,
+    }
+}
+
+/// For each pod, the indexes of the lists (controllers, budgets) it is in.
+fn per_pod<'p>(lists: impl Iterator<Item = &'p Vec<usize>>) -> HashMap<usize, Vec<usize>> {
+    let mut of: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (list, pods) in lists.enumerate() {
+        for &i in pods {
+            of.entry(i).or_default().push(list);
+        }
+    }
+    of
 }
 
 pub fn predict(
