@@ -123,49 +123,11 @@ impl Quantity {
         };
         let frac_len = frac_trimmed.len() as i64;
 
-        // value = mantissa * 10^(-frac_len) * scale; in nanos: times 10^9.
-        let (pow10, binary_shift) = match scale {
-            Scale::Decimal(exp) => (exp, 0),
-            Scale::Binary(exp) => (0, 10 * exp),
-        };
-        let out_of_range = || QuantityError::OutOfRange {
-            input: input.to_string(),
-        };
-        let mut magnitude = mantissa;
-        if binary_shift > 0 && magnitude != 0 {
-            magnitude = magnitude
-                .checked_mul(1i128 << binary_shift)
-                .ok_or_else(out_of_range)?;
-        }
-        let exp10 = pow10.saturating_add(9).saturating_sub(frac_len);
-        let nanos = if magnitude == 0 {
-            0
-        } else if exp10 >= 0 {
-            let exp10 = u32::try_from(exp10).map_err(|_| out_of_range())?;
-            if exp10 > MAX_POW10 {
-                return Err(out_of_range());
-            }
-            magnitude
-                .checked_mul(10i128.pow(exp10))
-                .ok_or_else(out_of_range)?
-        } else {
-            let shift = exp10.unsigned_abs();
-            if shift > u64::from(MAX_POW10) {
-                // magnitude < 10^39 <= 10^shift: a non-zero value below 1n rounds up to 1n.
-                1
-            } else {
-                let divisor = 10i128.pow(shift as u32);
-                let whole = magnitude / divisor;
-                if magnitude % divisor == 0 {
-                    whole
-                } else {
-                    whole + 1
-                }
-            }
-        };
-        if nanos > MAX_NANOS {
-            return Err(out_of_range());
-        }
+        let nanos = nanos_of(mantissa, frac_len, scale)
+            .filter(|&nanos| nanos <= MAX_NANOS)
+            .ok_or_else(|| QuantityError::OutOfRange {
+                input: input.to_string(),
+            })?;
         Ok(Quantity {
             nanos: if negative { -nanos } else { nanos },
         })
@@ -277,6 +239,43 @@ pub fn cpu_millicores(input: &str) -> Result<i128, QuantityError> {
 /// Memory in bytes, rounded up to a whole byte.
 pub fn memory_bytes(input: &str) -> Result<i128, QuantityError> {
     Quantity::parse(input).map(Quantity::units_ceil)
+}
+
+/// `mantissa * 10^(-frac_len) * scale` in nano-units, rounded up below 1n; `None` when it
+/// does not fit.
+fn nanos_of(mantissa: i128, frac_len: i64, scale: Scale) -> Option<i128> {
+    let (pow10, binary_shift) = match scale {
+        Scale::Decimal(exp) => (exp, 0),
+        Scale::Binary(exp) => (0, 10 * exp),
+    };
+    let mut magnitude = mantissa;
+    if binary_shift > 0 && magnitude != 0 {
+        magnitude = magnitude.checked_mul(1i128 << binary_shift)?;
+    }
+    let exp10 = pow10.saturating_add(9).saturating_sub(frac_len);
+    if magnitude == 0 {
+        Some(0)
+    } else if exp10 >= 0 {
+        let exp10 = u32::try_from(exp10).ok()?;
+        if exp10 > MAX_POW10 {
+            return None;
+        }
+        magnitude.checked_mul(10i128.pow(exp10))
+    } else {
+        let shift = exp10.unsigned_abs();
+        if shift > u64::from(MAX_POW10) {
+            // magnitude < 10^39 <= 10^shift: a non-zero value below 1n rounds up to 1n.
+            Some(1)
+        } else {
+            let divisor = 10i128.pow(shift as u32);
+            let whole = magnitude / divisor;
+            Some(if magnitude % divisor == 0 {
+                whole
+            } else {
+                whole + 1
+            })
+        }
+    }
 }
 
 fn parse_suffix(input: &str, suffix: &str) -> Result<Scale, QuantityError> {
