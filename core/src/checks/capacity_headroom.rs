@@ -230,13 +230,7 @@ fn table<'n>(
     let mut short_lines = Vec::new();
     let mut unknown = Vec::new();
     // Index pods and metrics by node once: a cluster has thousands of each.
-    let mut pods_by_node: std::collections::HashMap<&str, Vec<&Pod>> =
-        std::collections::HashMap::new();
-    for pod in pods.iter().filter(|p| !pod_is_terminated(p)) {
-        if let Some(node) = pod_node(pod) {
-            pods_by_node.entry(node).or_default().push(pod);
-        }
-    }
+    let pods_by_node = running_by_node(pods);
     let metrics_by_node: Option<std::collections::HashMap<&str, &NodeMetrics>> =
         metrics.map(|all| all.iter().map(|m| (name(&m.metadata), m)).collect());
     for node in nodes {
@@ -307,6 +301,17 @@ fn table<'n>(
         short_lines,
         unknown,
     }
+}
+
+/// The pods that are not terminated, by the node they are bound to.
+fn running_by_node(pods: &[Pod]) -> std::collections::HashMap<&str, Vec<&Pod>> {
+    let mut by_node: std::collections::HashMap<&str, Vec<&Pod>> = std::collections::HashMap::new();
+    for pod in pods.iter().filter(|p| !pod_is_terminated(p)) {
+        if let Some(node) = pod_node(pod) {
+            by_node.entry(node).or_default().push(pod);
+        }
+    }
+    by_node
 }
 
 /// Why a node's usage is unknown.

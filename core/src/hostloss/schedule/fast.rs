@@ -6,6 +6,7 @@
 
 use std::cmp::Ordering;
 
+use super::super::cluster::Res;
 use super::super::domains::{NONE, Topology};
 use super::super::filters::{self, PodTerm};
 use super::super::templates::Template;
@@ -57,11 +58,7 @@ impl Sim<'_, '_> {
             if self.lost[n] && !template.tolerates_lost {
                 return false;
             }
-            let (alloc, requested) = (cluster.nodes[n].allocatable, self.requested[n]);
-            if (want.cpu_m > 0 && want.cpu_m > alloc.cpu_m - requested.cpu_m)
-                || (want.mem > 0 && want.mem > alloc.mem - requested.mem)
-                || requested.pods + 1 > alloc.pods
-            {
+            if !self.has_room(n, want) {
                 return false;
             }
             for (topology, blocked) in &blocked {
@@ -129,6 +126,15 @@ impl Sim<'_, '_> {
             }
         }
         best.map(|(_, n)| n)
+    }
+
+    /// Whether node `n` has room for `want` (CPU, memory and a pod slot) beside what is
+    /// placed there: the scheduler's NodeResourcesFit filter.
+    fn has_room(&self, n: usize, want: Res) -> bool {
+        let (alloc, requested) = (self.cluster.nodes[n].allocatable, self.requested[n]);
+        !((want.cpu_m > 0 && want.cpu_m > alloc.cpu_m - requested.cpu_m)
+            || (want.mem > 0 && want.mem > alloc.mem - requested.mem)
+            || requested.pods + 1 > alloc.pods)
     }
 
     /// Per domain of `topology`: whether a pod `term` counts runs there.
