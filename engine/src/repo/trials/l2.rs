@@ -454,97 +454,15 @@ pub fn l2_announcement(ctx: &RepoContext<'_>) -> Finding {
         return without_service(&policies, &nodes);
     }
 
-    let mut problems = Vec::new();
-    let mut unknown = Vec::new();
-    let mut evidence = Vec::new();
+    let mut said = Said::default();
     for svc in &services {
-        let id = &svc.id;
-        if svc.kind != "LoadBalancer" {
-            problems.push(format!(
-                "{}: Service {id} is {}, not LoadBalancer",
-                svc.site, svc.kind
-            ));
-            continue;
-        }
-        if let Some(class) = svc.class.as_deref().filter(|c| *c != L2_CLASS) {
-            problems.push(format!(
-                "{}: Service {id} has loadBalancerClass {class}: Cilium's L2 announcer only announces Services without a class or with {L2_CLASS}",
-                svc.site
-            ));
-            continue;
-        }
-        let mut selecting = Vec::new();
-        for policy in &policies {
-            match svc.labels.judge(&policy.services) {
-                Judged::Selected => selecting.push((policy, true)),
-                Judged::Unknown(_) => selecting.push((policy, false)),
-                Judged::Excluded(_) => {}
-            }
-        }
-        if selecting.is_empty() {
-            problems.push(format!(
-                "no CiliumL2AnnouncementPolicy selects Service {id} ({}); policies: {}",
-                svc.site,
-                policies
-                    .iter()
-                    .map(|p| p.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-            continue;
-        }
-        let mut kinds = vec![("loadBalancerIPs", true)];
-        if svc.external_ips {
-            kinds.push(("externalIPs", false));
-        }
-        for (flag, lb) in kinds {
-            let announcing: Vec<(&Policy<'_>, bool)> = selecting
-                .iter()
-                .filter(|(p, _)| {
-                    if lb {
-                        p.load_balancer_ips
-                    } else {
-                        p.external_ips
-                    }
-                })
-                .map(|(p, c)| (*p, *c))
-                .collect();
-            if announcing.is_empty() {
-                problems.push(format!(
-                    "the policies that select Service {id} do not announce its {flag} (spec.{flag} defaults to false): {}",
-                    selecting.iter().map(|(p, _)| p.shown()).collect::<Vec<_>>().join(", ")
-                ));
-                continue;
-            }
-            let names: Vec<&str> = announcing.iter().map(|(p, _)| p.name).collect();
-            let cov = coverage(&announcing, &nodes);
-            if !cov.left_out.is_empty() {
-                problems.push(format!(
-                    "the L2 policies announcing the {flag} of Service {id} ({}) leave out {}",
-                    names.join(", "),
-                    cov.left_out.join(", ")
-                ));
-            }
-            if !cov.unknown.is_empty() {
-                unknown.push(format!(
-                    "whether Service {id} is announced from {} is unknown",
-                    cov.unknown.join(" | ")
-                ));
-            }
-            if cov.left_out.is_empty() && cov.unknown.is_empty() {
-                evidence.push(format!(
-                    "Service {id} ({}): its {flag} announced from all {} declared nodes by {}",
-                    svc.site,
-                    nodes.len(),
-                    announcing
-                        .iter()
-                        .map(|(p, _)| p.shown())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-        }
+        said.service(svc, &policies, &nodes);
     }
+    let Said {
+        problems,
+        unknown,
+        evidence,
+    } = said;
     if !problems.is_empty() {
         Finding::fail("the declared L2 announcements do not announce every ingress Service from every declared node")
             .with_evidence(problems.into_iter().chain(unknown).chain(evidence))
@@ -557,6 +475,126 @@ pub fn l2_announcement(ctx: &RepoContext<'_>) -> Finding {
             nodes.len()
         ))
         .with_evidence(evidence)
+    }
+}
+
+/// What the trial says of the ingress Services: what fails, what is unknown, what passes.
+#[derive(Default)]
+struct Said {
+    problems: Vec<String>,
+    unknown: Vec<String>,
+    evidence: Vec<String>,
+}
+
+impl Said {
+    /// One ingress Service: a LoadBalancer of Cilium's class, selected by a policy, whose
+    /// announced addresses are announced from every declared node.
+    fn service(
+        &mut self,
+        svc: &DeclaredService,
+        policies: &[Policy<'_>],
+        nodes: &[(String, PartialLabels)],
+    ) {
+        let id = &svc.id;
+        if svc.kind != "LoadBalancer" {
+            self.problems.push(format!(
+                "{}: Service {id} is {}, not LoadBalancer",
+                svc.site, svc.kind
+            ));
+            return;
+        }
+        if let Some(class) = svc.class.as_deref().filter(|c| *c != L2_CLASS) {
+            self.problems.push(format!(
+                "{}: Service {id} has loadBalancerClass {class}: Cilium's L2 announcer only announces Services without a class or with {L2_CLASS}",
+                svc.site
+            ));
+            return;
+        }
+        let mut selecting = Vec::new();
+        for policy in policies {
+            match svc.labels.judge(&policy.services) {
+                Judged::Selected => selecting.push((policy, true)),
+                Judged::Unknown(_) => selecting.push((policy, false)),
+                Judged::Excluded(_) => {}
+            }
+        }
+        if selecting.is_empty() {
+            self.problems.push(format!(
+                "no CiliumL2AnnouncementPolicy selects Service {id} ({}); policies: {}",
+                svc.site,
+                policies
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            return;
+        }
+        let mut kinds = vec![("loadBalancerIPs", true)];
+        if svc.external_ips {
+            kinds.push(("externalIPs", false));
+        }
+        for (flag, lb) in kinds {
+            self.addresses(svc, flag, lb, &selecting, nodes);
+        }
+    }
+
+    /// One kind of the Service's addresses (`loadBalancerIPs` or `externalIPs`): the
+    /// selecting policies that announce it, and the declared nodes they cover.
+    fn addresses(
+        &mut self,
+        svc: &DeclaredService,
+        flag: &str,
+        lb: bool,
+        selecting: &[(&Policy<'_>, bool)],
+        nodes: &[(String, PartialLabels)],
+    ) {
+        let id = &svc.id;
+        let announcing: Vec<(&Policy<'_>, bool)> = selecting
+            .iter()
+            .filter(|(p, _)| {
+                if lb {
+                    p.load_balancer_ips
+                } else {
+                    p.external_ips
+                }
+            })
+            .map(|(p, c)| (*p, *c))
+            .collect();
+        if announcing.is_empty() {
+            self.problems.push(format!(
+                "the policies that select Service {id} do not announce its {flag} (spec.{flag} defaults to false): {}",
+                selecting.iter().map(|(p, _)| p.shown()).collect::<Vec<_>>().join(", ")
+            ));
+            return;
+        }
+        let names: Vec<&str> = announcing.iter().map(|(p, _)| p.name).collect();
+        let cov = coverage(&announcing, nodes);
+        if !cov.left_out.is_empty() {
+            self.problems.push(format!(
+                "the L2 policies announcing the {flag} of Service {id} ({}) leave out {}",
+                names.join(", "),
+                cov.left_out.join(", ")
+            ));
+        }
+        if !cov.unknown.is_empty() {
+            self.unknown.push(format!(
+                "whether Service {id} is announced from {} is unknown",
+                cov.unknown.join(" | ")
+            ));
+        }
+        if cov.left_out.is_empty() && cov.unknown.is_empty() {
+            self.evidence.push(format!(
+                "Service {id} ({}): its {flag} announced from all {} declared nodes by {}",
+                svc.site,
+                nodes.len(),
+                announcing
+                    .iter()
+                    .map(|(p, _)| p.shown())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
     }
 }
 
