@@ -285,29 +285,12 @@ impl Walk<'_> {
         role: Option<bool>,
         out: &mut Patches,
     ) -> Result<(), RepoError> {
-        let template = name.ends_with(".yaml.j2") || name.ends_with(".yml.j2");
-        let Some(stem) = name
-            .strip_suffix(".yaml")
-            .or_else(|| name.strip_suffix(".yml"))
-            .or_else(|| name.strip_suffix(".yaml.j2"))
-            .or_else(|| name.strip_suffix(".yml.j2"))
-        else {
+        let Some(named) = Named::of(name) else {
             return Ok(());
         };
-        let base = ["common", "all", "cluster", "machineconfig"]
-            .iter()
-            .any(|b| stem.starts_with(b));
-        let named_role = if stem.starts_with("controlplane") || stem.starts_with("control-plane") {
-            Some(true)
-        } else if stem.starts_with("worker") {
-            Some(false)
-        } else {
-            None
-        };
-        let by_role = base || named_role.is_some();
         let text = read(self.repo, rel)?;
-        let render_role = named_role.or(if base { None } else { role });
-        let mut readings = match self.readings(text, template, render_role) {
+        let render_role = named.role.or(if named.base { None } else { role });
+        let mut readings = match self.readings(text, named.template, render_role) {
             Ok(readings) => readings,
             Err(why) => {
                 out.skipped.push(format!("{rel}: {why}"));
@@ -315,101 +298,18 @@ impl Walk<'_> {
             }
         };
         // A file whose role nothing names but whose two renderings agree is one patch.
-        if readings.len() == 2 && readings[0].text == readings[1].text && !base {
+        if readings.len() == 2 && readings[0].text == readings[1].text && !named.base {
             readings.truncate(1);
             readings[0].rendered_for = None;
         }
         for reading in readings {
-            let mut docs = yaml::parse(rel, &reading.text)?;
-            if !reading.exprs.is_empty() {
-                let set_aside: Result<Vec<_>, TemplateError> = docs
-                    .iter_mut()
-                    .map(|doc| jinja::set_aside(doc, &reading.exprs))
-                    .collect();
-                match set_aside {
-                    Ok(found) => {
-                        // Each rendering of a file finds the same interpolations outside its
-                        // branches: one of each is enough.
-                        for unknown in found.into_iter().flatten() {
-                            let shown = unknown.to_string();
-                            if !out.unknown.iter().any(|u| u.to_string() == shown) {
-                                out.unknown.push(unknown);
-                            }
-                        }
-                    }
-                    Err(why) => {
-                        out.skipped.push(why.0);
-                        return Ok(());
-                    }
-                }
-            }
-            let docs: Vec<Node> = docs
-                .into_iter()
-                .map(|doc| {
-                    if doc.as_map().is_none() {
-                        return Err(RepoError::new(
-                            doc.site.clone(),
-                            "a machine-config patch must be a YAML mapping",
-                        ));
-                    }
-                    Ok(normalize(doc))
-                })
-                .collect::<Result<_, _>>()?;
-            let hostname = docs
-                .iter()
-                .find_map(|d| d.get(&["machine", "network", "hostname"]))
-                .filter(|h| h.as_str().is_some_and(|s| !s.is_empty()))
-                .cloned();
-            let applies = match (&hostname, reading.rendered_for) {
-                (Some(host), _) if !by_role => {
-                    let declared_role = docs
-                        .iter()
-                        .find_map(|d| d.get_str(&["machine", "type"]))
-                        .and_then(machine_type_role)
-                        .or(role);
-                    match (reading.rendered_for, declared_role) {
-                        (Some(_), None) => {
-                            out.skipped.push(format!(
-                                "{rel}: its control flow renders differently per role and \
-                                 nothing says which role node {} has (machine.type, or a \
-                                 controlplane/ or worker/ directory)",
-                                host.as_str().unwrap_or_default()
-                            ));
-                            return Ok(());
-                        }
-                        // The rendering for the role this node does not have.
-                        (Some(rendered), Some(declared)) if rendered != declared => continue,
-                        _ => {}
-                    }
-                    out.nodes.push(TalosNode {
-                        name: host.clone(),
-                        control_plane: declared_role,
-                        declared_by: NODE_FILE,
-                    });
-                    Applies::Node(host.as_str().unwrap_or_default().to_string())
-                }
-                (_, Some(true)) if base => Applies::ControlPlanes,
-                (_, Some(false)) if base => Applies::Workers,
-                _ if base => Applies::All,
-                _ if named_role == Some(true) => Applies::ControlPlanes,
-                _ if named_role == Some(false) => Applies::Workers,
-                _ if reading.rendered_for.is_none() && self.nodes.iter().any(|n| n == stem) => {
-                    Applies::Node(stem.to_string())
-                }
-                _ if reading.rendered_for.is_some() => {
-                    out.skipped.push(format!(
-                        "{rel}: its control flow renders differently per role and nothing says \
-                         which role its node has (put it under controlplane/ or worker/)"
-                    ));
-                    return Ok(());
-                }
-                _ => {
-                    out.notes.push(format!(
-                        "{rel}: not read: the name says neither a role nor a declared node"
-                    ));
-                    out.unmatched.push(rel.to_string());
-                    return Ok(());
-                }
+            let Some(docs) = documents(rel, &reading, out)? else {
+                return Ok(());
+            };
+            let applies = match self.applies(rel, &named, role, &reading, &docs, out) {
+                Flow::Apply(applies) => applies,
+                Flow::Next => continue,
+                Flow::Stop => return Ok(()),
             };
             for doc in docs {
                 out.patches.push(Patch {
@@ -421,6 +321,171 @@ impl Walk<'_> {
         }
         Ok(())
     }
+
+    /// Which machines one reading of a file applies to: the node its hostname names, the
+    /// role its name or directory names, the node its name names; what it cannot be
+    /// applied to is said in `out`.
+    fn applies(
+        &self,
+        rel: &str,
+        named: &Named<'_>,
+        role: Option<bool>,
+        reading: &Reading,
+        docs: &[Node],
+        out: &mut Patches,
+    ) -> Flow {
+        let hostname = docs
+            .iter()
+            .find_map(|d| d.get(&["machine", "network", "hostname"]))
+            .filter(|h| h.as_str().is_some_and(|s| !s.is_empty()))
+            .cloned();
+        let (base, stem) = (named.base, named.stem);
+        Flow::Apply(match (&hostname, reading.rendered_for) {
+            (Some(host), _) if !named.by_role() => {
+                let declared_role = docs
+                    .iter()
+                    .find_map(|d| d.get_str(&["machine", "type"]))
+                    .and_then(machine_type_role)
+                    .or(role);
+                match (reading.rendered_for, declared_role) {
+                    (Some(_), None) => {
+                        out.skipped.push(format!(
+                            "{rel}: its control flow renders differently per role and \
+                             nothing says which role node {} has (machine.type, or a \
+                             controlplane/ or worker/ directory)",
+                            host.as_str().unwrap_or_default()
+                        ));
+                        return Flow::Stop;
+                    }
+                    // The rendering for the role this node does not have.
+                    (Some(rendered), Some(declared)) if rendered != declared => return Flow::Next,
+                    _ => {}
+                }
+                out.nodes.push(TalosNode {
+                    name: host.clone(),
+                    control_plane: declared_role,
+                    declared_by: NODE_FILE,
+                });
+                Applies::Node(host.as_str().unwrap_or_default().to_string())
+            }
+            (_, Some(true)) if base => Applies::ControlPlanes,
+            (_, Some(false)) if base => Applies::Workers,
+            _ if base => Applies::All,
+            _ if named.role == Some(true) => Applies::ControlPlanes,
+            _ if named.role == Some(false) => Applies::Workers,
+            _ if reading.rendered_for.is_none() && self.nodes.iter().any(|n| n == stem) => {
+                Applies::Node(stem.to_string())
+            }
+            _ if reading.rendered_for.is_some() => {
+                out.skipped.push(format!(
+                    "{rel}: its control flow renders differently per role and nothing says \
+                     which role its node has (put it under controlplane/ or worker/)"
+                ));
+                return Flow::Stop;
+            }
+            _ => {
+                out.notes.push(format!(
+                    "{rel}: not read: the name says neither a role nor a declared node"
+                ));
+                out.unmatched.push(rel.to_string());
+                return Flow::Stop;
+            }
+        })
+    }
+}
+
+/// What a patch file's name says: whether it is a Jinja template, its stem, whether it is a
+/// base for every machine (`common`, `all`, ...), and the role it names.
+struct Named<'n> {
+    template: bool,
+    stem: &'n str,
+    base: bool,
+    role: Option<bool>,
+}
+
+impl<'n> Named<'n> {
+    /// `None` for a file that is not YAML.
+    fn of(name: &'n str) -> Option<Self> {
+        let template = name.ends_with(".yaml.j2") || name.ends_with(".yml.j2");
+        let stem = name
+            .strip_suffix(".yaml")
+            .or_else(|| name.strip_suffix(".yml"))
+            .or_else(|| name.strip_suffix(".yaml.j2"))
+            .or_else(|| name.strip_suffix(".yml.j2"))?;
+        let base = ["common", "all", "cluster", "machineconfig"]
+            .iter()
+            .any(|b| stem.starts_with(b));
+        let role = if stem.starts_with("controlplane") || stem.starts_with("control-plane") {
+            Some(true)
+        } else if stem.starts_with("worker") {
+            Some(false)
+        } else {
+            None
+        };
+        Some(Named {
+            template,
+            stem,
+            base,
+            role,
+        })
+    }
+
+    fn by_role(&self) -> bool {
+        self.base || self.role.is_some()
+    }
+}
+
+/// What becomes of one reading of a patch file.
+enum Flow {
+    Apply(Applies),
+    /// The rendering for a role its node does not have: the next reading.
+    Next,
+    /// The file is not read further (said in the patches' notes).
+    Stop,
+}
+
+/// One reading's documents, each a mapping, normalized; the values its interpolations wrote
+/// set aside as unknown. `None` when the file is not read further (said in `out`).
+fn documents(
+    rel: &str,
+    reading: &Reading,
+    out: &mut Patches,
+) -> Result<Option<Vec<Node>>, RepoError> {
+    let mut docs = yaml::parse(rel, &reading.text)?;
+    if !reading.exprs.is_empty() {
+        let set_aside: Result<Vec<_>, TemplateError> = docs
+            .iter_mut()
+            .map(|doc| jinja::set_aside(doc, &reading.exprs))
+            .collect();
+        match set_aside {
+            Ok(found) => {
+                // Each rendering of a file finds the same interpolations outside its
+                // branches: one of each is enough.
+                for unknown in found.into_iter().flatten() {
+                    let shown = unknown.to_string();
+                    if !out.unknown.iter().any(|u| u.to_string() == shown) {
+                        out.unknown.push(unknown);
+                    }
+                }
+            }
+            Err(why) => {
+                out.skipped.push(why.0);
+                return Ok(None);
+            }
+        }
+    }
+    docs.into_iter()
+        .map(|doc| {
+            if doc.as_map().is_none() {
+                return Err(RepoError::new(
+                    doc.site.clone(),
+                    "a machine-config patch must be a YAML mapping",
+                ));
+            }
+            Ok(normalize(doc))
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
 }
 
 /// A Talos 1.12+ document in the shape of the v1alpha1 fields gates reads: a `HostnameConfig`
