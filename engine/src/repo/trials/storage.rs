@@ -8,6 +8,9 @@ use crate::verdict::Finding;
 use super::l2::node_labels;
 use super::{RepoContext, at, declared_nodes, manifests, reads, talos_patches};
 use crate::repo::declared::DeclaredNode;
+use crate::repo::flux::Manifests;
+use crate::repo::talos::Patches;
+use crate::repo::terraform::Terraform;
 use crate::repo::yaml::Node;
 
 /// Does a role list admit this node?
@@ -35,38 +38,8 @@ pub fn longhorn_disks(ctx: &RepoContext<'_>) -> Finding {
     let Some(Ok(tf)) = &ctx.env.terraform else {
         return Finding::error("the Terraform cannot be read");
     };
-    let mut problems = Vec::new();
-    let mut evidence = Vec::new();
-    let mut looked = 0;
-    // The Terraform flags: every variable that lists the node roles that get Longhorn, its
-    // default and any value given to it by tfvars or a module call.
-    for var in tf
-        .variables
-        .iter()
-        .filter(|v| v.name.contains("longhorn") && v.name.contains("role"))
-    {
-        let given = tf.module_inputs.get(&var.qualified());
-        for (what, value) in [("default", var.default.as_ref()), ("value", given)] {
-            let Some(value) = value else { continue };
-            looked += 1;
-            let left_out: Vec<&str> = nodes
-                .iter()
-                .filter(|n| !admits(value, n))
-                .map(|n| n.name())
-                .collect();
-            let line = at(
-                &value.site,
-                &format!("{} {what}", var.qualified()),
-                value.show(),
-            );
-            if left_out.is_empty() {
-                evidence.push(line);
-            } else {
-                problems.push(format!("{line} leaves out {}", left_out.join(", ")));
-            }
-        }
-    }
-    // The Longhorn chart's node selectors, where the repository sets them.
+    let mut said = Said::default();
+    said.terraform_flags(tf, &nodes);
     let m = match manifests(ctx.env, reads::LONGHORN) {
         Ok(m) => m,
         Err(finding) => return finding,
@@ -75,95 +48,159 @@ pub fn longhorn_disks(ctx: &RepoContext<'_>) -> Finding {
         Ok(p) => p,
         Err(finding) => return finding,
     };
-    for hr in m
-        .helm_releases
-        .iter()
-        .filter(|hr| hr.chart.as_deref() == Some("longhorn"))
-    {
-        let values = match &hr.values {
-            Ok(v) => v,
-            Err(err) => {
-                return Finding::error(format!(
-                    "the values of HelmRelease {}/{} cannot be known: {err}",
-                    hr.namespace, hr.name
-                ));
-            }
-        };
-        looked += 1;
-        for path in [
-            ["longhornManager", "nodeSelector"],
-            ["longhornDriver", "nodeSelector"],
-        ] {
-            let Some(selector) = values.get(&path) else {
-                continue;
-            };
-            let Some(labels) = selector.string_map() else {
-                return Finding::error(format!(
-                    "{}: {} is not a map of labels",
-                    selector.site,
-                    path.join(".")
-                ));
-            };
-            let selector_fn = Selector::from_labels(&labels);
-            let left_out: Vec<&str> = nodes
-                .iter()
-                .filter(|n| !selector_fn.matches(&node_labels(n, patches).labels))
-                .map(|n| n.name())
-                .collect();
-            let line = at(
-                &selector.site,
-                &format!("{}/{} {}", hr.namespace, hr.name, path.join(".")),
-                selector.show(),
-            );
-            if left_out.is_empty() {
-                evidence.push(line);
-            } else {
-                problems.push(format!("{line} leaves out {}", left_out.join(", ")));
-            }
-        }
+    if let Err(finding) = said.chart_selectors(m, &nodes, patches) {
+        return finding;
     }
-    // Taints keep Longhorn's manager off a node unless the chart tolerates them.
-    for hr in m
-        .helm_releases
-        .iter()
-        .filter(|hr| hr.chart.as_deref() == Some("longhorn"))
-    {
-        let Ok(values) = &hr.values else { continue };
-        let tolerated = values.get(&["longhornManager", "tolerations"]).is_some()
-            || values
-                .get(&["defaultSettings", "taintToleration"])
-                .is_some();
-        if tolerated {
-            continue;
-        }
-        for node in &nodes {
-            for taint in taints(node, patches) {
-                problems.push(format!(
-                    "{taint} keeps Longhorn off {}: HelmRelease {}/{} sets no longhornManager.tolerations",
-                    node.name(),
-                    hr.namespace,
-                    hr.name
-                ));
-            }
-        }
-    }
-    if looked == 0 {
+    said.chart_tolerations(m, &nodes, patches);
+    if said.looked == 0 {
         return Finding::skip(
             "the repository says nothing about where Longhorn runs (no *longhorn*role* variable, no Longhorn HelmRelease)",
         );
     }
-    if problems.is_empty() {
+    if said.problems.is_empty() {
         Finding::pass(format!(
             "Longhorn is allowed on all {} declared nodes",
             nodes.len()
         ))
-        .with_evidence(evidence)
+        .with_evidence(said.evidence)
     } else {
         Finding::fail(format!(
             "the repository keeps Longhorn off some nodes of {}",
             ctx.env.name
         ))
-        .with_evidence(problems.into_iter().chain(evidence))
+        .with_evidence(said.problems.into_iter().chain(said.evidence))
+    }
+}
+
+/// What the repository says about where Longhorn runs: what keeps it off a node, what allows
+/// it, and how many places said anything.
+#[derive(Default)]
+struct Said {
+    problems: Vec<String>,
+    evidence: Vec<String>,
+    looked: usize,
+}
+
+impl Said {
+    /// A node left out of `line`'s setting is a problem; none left out is evidence.
+    fn judged(&mut self, line: String, left_out: Vec<&str>) {
+        if left_out.is_empty() {
+            self.evidence.push(line);
+        } else {
+            self.problems
+                .push(format!("{line} leaves out {}", left_out.join(", ")));
+        }
+    }
+
+    /// The Terraform flags: every variable that lists the node roles that get Longhorn, its
+    /// default and any value given to it by tfvars or a module call.
+    fn terraform_flags(&mut self, tf: &Terraform, nodes: &[DeclaredNode<'_>]) {
+        for var in tf
+            .variables
+            .iter()
+            .filter(|v| v.name.contains("longhorn") && v.name.contains("role"))
+        {
+            let given = tf.module_inputs.get(&var.qualified());
+            for (what, value) in [("default", var.default.as_ref()), ("value", given)] {
+                let Some(value) = value else { continue };
+                self.looked += 1;
+                let left_out: Vec<&str> = nodes
+                    .iter()
+                    .filter(|n| !admits(value, n))
+                    .map(|n| n.name())
+                    .collect();
+                let line = at(
+                    &value.site,
+                    &format!("{} {what}", var.qualified()),
+                    value.show(),
+                );
+                self.judged(line, left_out);
+            }
+        }
+    }
+
+    /// The Longhorn chart's node selectors, where the repository sets them; an error finding
+    /// when a release's values cannot be known or a selector is not a map of labels.
+    fn chart_selectors(
+        &mut self,
+        m: &Manifests,
+        nodes: &[DeclaredNode<'_>],
+        patches: Option<&Patches>,
+    ) -> Result<(), Finding> {
+        for hr in m
+            .helm_releases
+            .iter()
+            .filter(|hr| hr.chart.as_deref() == Some("longhorn"))
+        {
+            let values = hr.values.as_ref().map_err(|err| {
+                Finding::error(format!(
+                    "the values of HelmRelease {}/{} cannot be known: {err}",
+                    hr.namespace, hr.name
+                ))
+            })?;
+            self.looked += 1;
+            for path in [
+                ["longhornManager", "nodeSelector"],
+                ["longhornDriver", "nodeSelector"],
+            ] {
+                let Some(selector) = values.get(&path) else {
+                    continue;
+                };
+                let Some(labels) = selector.string_map() else {
+                    return Err(Finding::error(format!(
+                        "{}: {} is not a map of labels",
+                        selector.site,
+                        path.join(".")
+                    )));
+                };
+                let selector_fn = Selector::from_labels(&labels);
+                let left_out: Vec<&str> = nodes
+                    .iter()
+                    .filter(|n| !selector_fn.matches(&node_labels(n, patches).labels))
+                    .map(|n| n.name())
+                    .collect();
+                let line = at(
+                    &selector.site,
+                    &format!("{}/{} {}", hr.namespace, hr.name, path.join(".")),
+                    selector.show(),
+                );
+                self.judged(line, left_out);
+            }
+        }
+        Ok(())
+    }
+
+    /// Taints keep Longhorn's manager off a node unless the chart tolerates them.
+    fn chart_tolerations(
+        &mut self,
+        m: &Manifests,
+        nodes: &[DeclaredNode<'_>],
+        patches: Option<&Patches>,
+    ) {
+        for hr in m
+            .helm_releases
+            .iter()
+            .filter(|hr| hr.chart.as_deref() == Some("longhorn"))
+        {
+            let Ok(values) = &hr.values else { continue };
+            let tolerated = values.get(&["longhornManager", "tolerations"]).is_some()
+                || values
+                    .get(&["defaultSettings", "taintToleration"])
+                    .is_some();
+            if tolerated {
+                continue;
+            }
+            for node in nodes {
+                for taint in taints(node, patches) {
+                    self.problems.push(format!(
+                        "{taint} keeps Longhorn off {}: HelmRelease {}/{} sets no longhornManager.tolerations",
+                        node.name(),
+                        hr.namespace,
+                        hr.name
+                    ));
+                }
+            }
+        }
     }
 }
 
