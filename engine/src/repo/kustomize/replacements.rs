@@ -108,6 +108,20 @@ fn apply(
     reaching: &mut Vec<(Site, Target)>,
 ) -> Result<(), RepoError> {
     refuse_unknown(replacement, &["source", "targets"], "field")?;
+    let value = source_value(replacement, objects)?;
+    for target in replacement
+        .get(&["targets"])
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+    {
+        replace_in(target, &value, objects, reaching)?;
+    }
+    Ok(())
+}
+
+/// The value a replacement copies: its source's field, cut by the source's options; the one
+/// object the source selects must have it.
+fn source_value(replacement: &Node, objects: &[Node]) -> Result<Node, RepoError> {
     let Some(source) = replacement.get(&["source"]) else {
         return Err(RepoError::new(
             replacement.site.clone(),
@@ -164,75 +178,80 @@ fn apply(
             value = Node::str(*part, value.site.clone());
         }
     }
-    for target in replacement
-        .get(&["targets"])
+    Ok(value)
+}
+
+/// One target of a replacement: `value` written at each of its field paths in every object
+/// it selects and does not reject.
+fn replace_in(
+    target: &Node,
+    value: &Node,
+    objects: &mut [Node],
+    reaching: &mut Vec<(Site, Target)>,
+) -> Result<(), RepoError> {
+    refuse_unknown(
+        target,
+        &["select", "reject", "fieldPaths", "options"],
+        "target field",
+    )?;
+    let Some(select) = target.get(&["select"]) else {
+        return Err(RepoError::new(
+            target.site.clone(),
+            "a replacement target needs `select`",
+        ));
+    };
+    let select = selector(select, &target.site, &[])?;
+    let rejects: Vec<Target> = target
+        .get(&["reject"])
         .and_then(Node::as_seq)
         .unwrap_or_default()
-    {
-        refuse_unknown(
-            target,
-            &["select", "reject", "fieldPaths", "options"],
-            "target field",
-        )?;
-        let Some(select) = target.get(&["select"]) else {
-            return Err(RepoError::new(
-                target.site.clone(),
-                "a replacement target needs `select`",
-            ));
-        };
-        let select = selector(select, &target.site, &[])?;
-        let rejects: Vec<Target> = target
-            .get(&["reject"])
-            .and_then(Node::as_seq)
-            .unwrap_or_default()
+        .iter()
+        .map(|r| selector(r, &r.site, &[]))
+        .collect::<Result<_, _>>()?;
+    let options = target.get(&["options"]);
+    if let Some(options) = options {
+        refuse_unknown(options, &["delimiter", "index", "create"], "target option")?;
+    }
+    let create = options
+        .and_then(|o| o.get(&["create"]))
+        .and_then(Node::as_bool)
+        .unwrap_or(false);
+    let delimiter = options.and_then(|o| o.get_str(&["delimiter"]));
+    let index = options
+        .and_then(|o| o.get(&["index"]))
+        .and_then(Node::as_i64)
+        .unwrap_or(0);
+    let fields: Vec<String> = match target.get(&["fieldPaths"]).and_then(Node::as_seq) {
+        Some(items) => items
             .iter()
-            .map(|r| selector(r, &r.site, &[]))
-            .collect::<Result<_, _>>()?;
-        let options = target.get(&["options"]);
-        if let Some(options) = options {
-            refuse_unknown(options, &["delimiter", "index", "create"], "target option")?;
-        }
-        let create = options
-            .and_then(|o| o.get(&["create"]))
-            .and_then(Node::as_bool)
-            .unwrap_or(false);
-        let delimiter = options.and_then(|o| o.get_str(&["delimiter"]));
-        let index = options
-            .and_then(|o| o.get(&["index"]))
-            .and_then(Node::as_i64)
-            .unwrap_or(0);
-        let fields: Vec<String> = match target.get(&["fieldPaths"]).and_then(Node::as_seq) {
-            Some(items) => items
-                .iter()
-                .map(|i| i.as_str().unwrap_or_default().to_string())
-                .collect(),
-            None => vec!["metadata.name".to_string()],
-        };
-        reaching.push((target.site.clone(), select.clone()));
-        for object in objects
-            .iter_mut()
-            .filter(|o| select.selects(o) && !rejects.iter().any(|r| r.selects(o)))
-        {
-            for field in &fields {
-                let path = field_path(field, &target.site)?;
-                let new = match delimiter {
-                    Some(d) => {
-                        let Some(old) = lookup(object, &path).and_then(Node::as_str) else {
-                            continue;
-                        };
-                        let mut parts: Vec<String> = old.split(d).map(str::to_string).collect();
-                        let text = value.as_str().unwrap_or_default().to_string();
-                        match usize::try_from(index) {
-                            Ok(i) if i < parts.len() => parts[i] = text,
-                            Ok(_) => parts.push(text),
-                            Err(_) => parts.insert(0, text),
-                        }
-                        Node::str(parts.join(d), value.site.clone())
+            .map(|i| i.as_str().unwrap_or_default().to_string())
+            .collect(),
+        None => vec!["metadata.name".to_string()],
+    };
+    reaching.push((target.site.clone(), select.clone()));
+    for object in objects
+        .iter_mut()
+        .filter(|o| select.selects(o) && !rejects.iter().any(|r| r.selects(o)))
+    {
+        for field in &fields {
+            let path = field_path(field, &target.site)?;
+            let new = match delimiter {
+                Some(d) => {
+                    let Some(old) = lookup(object, &path).and_then(Node::as_str) else {
+                        continue;
+                    };
+                    let mut parts: Vec<String> = old.split(d).map(str::to_string).collect();
+                    let text = value.as_str().unwrap_or_default().to_string();
+                    match usize::try_from(index) {
+                        Ok(i) if i < parts.len() => parts[i] = text,
+                        Ok(_) => parts.push(text),
+                        Err(_) => parts.insert(0, text),
                     }
-                    None => value.clone(),
-                };
-                set(object, &path, new, create, &target.site)?;
-            }
+                    Node::str(parts.join(d), value.site.clone())
+                }
+                None => value.clone(),
+            };
+            set(object, &path, new, create, &target.site)?;
         }
     }
     Ok(())
