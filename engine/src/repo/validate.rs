@@ -69,6 +69,34 @@ pub fn check(env: &Environment) -> RepoFindings {
         return found;
     }
     let known: Vec<&str> = layout.names.iter().map(String::as_str).collect();
+    environments_named(env, spec, &layout, &at, &mut found.problems);
+    let errors = declared_errors(&root, &layout);
+    found.problems.extend(errors);
+    if found.problems.is_empty() {
+        found.notes.push(format!(
+            "repository {}: {} read ({})",
+            root.display(),
+            if known.len() == 1 {
+                "1 environment".to_string()
+            } else {
+                format!("{} environments", known.len())
+            },
+            known.join(", ")
+        ));
+    }
+    found
+}
+
+/// The environment and the `tfvars` and `talos` entries must name environments of the
+/// repository.
+fn environments_named(
+    env: &Environment,
+    spec: &RepoSpec,
+    layout: &Layout,
+    at: &Places,
+    problems: &mut Vec<String>,
+) {
+    let known: Vec<&str> = layout.names.iter().map(String::as_str).collect();
     let own = spec.environment.clone().unwrap_or_else(|| env.name.clone());
     if !layout.names.contains(&own) {
         let key = if spec.environment.is_some() {
@@ -76,7 +104,7 @@ pub fn check(env: &Environment) -> RepoFindings {
         } else {
             "repo"
         };
-        found.problems.push(format!(
+        problems.push(format!(
             "{}: {key}: `{own}` is not an environment of the repository (it has: {}); set repo.environment",
             at.of(&["repo", "environment"]),
             known.join(", ")
@@ -84,15 +112,19 @@ pub fn check(env: &Environment) -> RepoFindings {
     }
     for (section, map) in [("tfvars", &spec.tfvars), ("talos", &spec.talos)] {
         for name in map.keys().filter(|n| !layout.names.contains(*n)) {
-            found.problems.push(format!(
+            problems.push(format!(
                 "{}: repo.{section}.{name}: `{name}` is not an environment of the repository (it has: {})",
                 at.of(&["repo", section, name]),
                 known.join(", ")
             ));
         }
     }
+}
 
-    let declared = declared::load(&root, &layout);
+/// What the declared state of every environment of the repository could not load, read or
+/// evaluate, each said once.
+fn declared_errors(root: &Path, layout: &Layout) -> BTreeSet<String> {
+    let declared = declared::load(root, layout);
     // A file both environments include is said once.
     let mut errors: BTreeSet<String> = BTreeSet::new();
     for env in declared.environments.values() {
@@ -101,10 +133,10 @@ pub fn check(env: &Environment) -> RepoFindings {
             env.terraform.as_ref().and_then(|t| t.as_ref().err()),
             env.talos.as_ref().and_then(|t| t.as_ref().err()),
         ];
-        errors.extend(failed.into_iter().flatten().map(|e| in_repo(&root, e)));
+        errors.extend(failed.into_iter().flatten().map(|e| in_repo(root, e)));
         // Parts the trials set aside are problems of the repository all the same.
         if let Some(Ok(m)) = &env.manifests {
-            errors.extend(m.unread.iter().map(|u| in_repo(&root, &u.error)));
+            errors.extend(m.unread.iter().map(|u| in_repo(root, &u.error)));
         }
         if let Some(Ok(tf)) = &env.terraform {
             errors.extend(
@@ -131,20 +163,7 @@ pub fn check(env: &Environment) -> RepoFindings {
             );
         }
     }
-    found.problems.extend(errors);
-    if found.problems.is_empty() {
-        found.notes.push(format!(
-            "repository {}: {} read ({})",
-            root.display(),
-            if known.len() == 1 {
-                "1 environment".to_string()
-            } else {
-                format!("{} environments", known.len())
-            },
-            known.join(", ")
-        ));
-    }
-    found
+    errors
 }
 
 /// The directories and files the section names must exist in the checkout.
