@@ -98,7 +98,8 @@ pub fn run(repo: &Path, dir: &str, k: &Node, objects: &mut Vec<Node>) -> Result<
     }
 }
 
-fn entry(repo: &Path, dir: &str, item: &Node) -> Result<Node, RepoError> {
+/// A `helmCharts` entry is a mapping of the keys Kustomize knows.
+fn refuse_unknown_keys(item: &Node) -> Result<(), RepoError> {
     let Some(entries) = item.as_map() else {
         return Err(RepoError::new(
             item.site.clone(),
@@ -123,6 +124,11 @@ fn entry(repo: &Path, dir: &str, item: &Node) -> Result<Node, RepoError> {
             ),
         ));
     }
+    Ok(())
+}
+
+fn entry(repo: &Path, dir: &str, item: &Node) -> Result<Node, RepoError> {
+    refuse_unknown_keys(item)?;
     let text = |key: &str| item.get_str(&[key]).filter(|s| !s.is_empty());
     let Some(chart) = text("name") else {
         return Err(RepoError::new(
