@@ -55,36 +55,7 @@ impl Config {
                 continue;
             }
             for file in yaml_files(&dir, &mut errors) {
-                let tree = match read(&file)
-                    .map_err(|e| vec![e])
-                    .and_then(|text| yaml::parse(&file, &text))
-                {
-                    Ok(tree) => tree,
-                    Err(found) => {
-                        errors.extend(found);
-                        continue;
-                    }
-                };
-                let mut from_tree = super::invisible::check(&file, &tree);
-                from_tree.extend(super::selectors::empty_label_keys(&file, &tree));
-                if !from_tree.is_empty() {
-                    errors.extend(from_tree);
-                    continue;
-                }
-                match yaml::typed::<Gate>(&file, &tree).map(|mut gate| {
-                    gate.file = file.clone();
-                    gate
-                }) {
-                    Ok(gate) => {
-                        let found = validate_gate(&gate, &tree, &environments, &broken);
-                        if found.is_empty() {
-                            gates.push(gate);
-                        } else {
-                            errors.extend(found);
-                        }
-                    }
-                    Err(error) => errors.push(error),
-                }
+                gates.extend(load_gate(&file, &environments, &broken, &mut errors));
             }
         }
         gates.sort_by_key(|g| g.number);
@@ -100,27 +71,7 @@ impl Config {
                 ));
             }
         }
-        for env in environments.values() {
-            if let Some(like) = &env.like {
-                let known: Vec<&str> = known_gate_environments(&gates);
-                if !known.contains(&like.as_str()) {
-                    let text = fs::read_to_string(&env.file).unwrap_or_default();
-                    let at = super::spans::parse(&text)
-                        .ok()
-                        .and_then(|tree| tree.at(&["like"]).map(|n| n.position()));
-                    let mut error = ConfigError::new(
-                        &env.file,
-                        format!("`like: {like}` names an environment no gate applies to"),
-                    )
-                    .at(at)
-                    .key("like");
-                    if let Some(best) = nearest(like, known.iter().copied()) {
-                        error = error.hint(format!("did you mean `{best}`?"));
-                    }
-                    errors.push(error);
-                }
-            }
-        }
+        check_likes(&environments, &gates, &mut errors);
 
         if errors.is_empty() {
             Ok(Config {
@@ -287,6 +238,75 @@ fn validate_gate_environments(
         );
     }
     Ok(())
+}
+
+/// One gate file: parsed, checked for what YAML hides and for empty label keys, typed and
+/// validated against the environments; `None` with its errors said.
+fn load_gate(
+    file: &Path,
+    environments: &BTreeMap<String, Environment>,
+    broken: &[String],
+    errors: &mut Vec<ConfigError>,
+) -> Option<Gate> {
+    let tree = match read(file)
+        .map_err(|e| vec![e])
+        .and_then(|text| yaml::parse(file, &text))
+    {
+        Ok(tree) => tree,
+        Err(found) => {
+            errors.extend(found);
+            return None;
+        }
+    };
+    let mut from_tree = super::invisible::check(file, &tree);
+    from_tree.extend(super::selectors::empty_label_keys(file, &tree));
+    if !from_tree.is_empty() {
+        errors.extend(from_tree);
+        return None;
+    }
+    match yaml::typed::<Gate>(file, &tree).map(|mut gate| {
+        gate.file = file.to_path_buf();
+        gate
+    }) {
+        Ok(gate) => {
+            let found = validate_gate(&gate, &tree, environments, broken);
+            if found.is_empty() {
+                return Some(gate);
+            }
+            errors.extend(found);
+        }
+        Err(error) => errors.push(error),
+    }
+    None
+}
+
+/// Each `like:` must name an environment a gate applies to.
+fn check_likes(
+    environments: &BTreeMap<String, Environment>,
+    gates: &[Gate],
+    errors: &mut Vec<ConfigError>,
+) {
+    for env in environments.values() {
+        if let Some(like) = &env.like {
+            let known: Vec<&str> = known_gate_environments(gates);
+            if !known.contains(&like.as_str()) {
+                let text = fs::read_to_string(&env.file).unwrap_or_default();
+                let at = super::spans::parse(&text)
+                    .ok()
+                    .and_then(|tree| tree.at(&["like"]).map(|n| n.position()));
+                let mut error = ConfigError::new(
+                    &env.file,
+                    format!("`like: {like}` names an environment no gate applies to"),
+                )
+                .at(at)
+                .key("like");
+                if let Some(best) = nearest(like, known.iter().copied()) {
+                    error = error.hint(format!("did you mean `{best}`?"));
+                }
+                errors.push(error);
+            }
+        }
+    }
 }
 
 fn load_environment(file: &Path, errors: &mut Vec<ConfigError>) -> Option<Environment> {
