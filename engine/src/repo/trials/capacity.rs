@@ -8,12 +8,15 @@
 //! a `skip`. A container that requests nothing is counted as 0, as the scheduler counts it,
 //! and named.
 
+use crate::repo::declared::DeclaredNode;
+use crate::repo::flux::HelmRelease;
+use crate::repo::talos::Patches;
 use crate::repo::yaml::Node;
 use crate::verdict::Finding;
 
 use super::chart_requests::{NodeSize, NotCounted, chart_requests};
 use super::l2::node_labels;
-use super::workload_requests::{Amount, show_bytes, show_cpu, tally_manifests};
+use super::workload_requests::{Amount, Tally, show_bytes, show_cpu, tally_manifests};
 use super::{RepoContext, declared_nodes, manifests, reads, talos_patches};
 
 pub fn capacity_headroom(ctx: &RepoContext<'_>) -> Finding {
@@ -29,60 +32,20 @@ pub fn capacity_headroom(ctx: &RepoContext<'_>) -> Finding {
         Ok(p) => p,
         Err(finding) => return finding,
     };
-    let mut size = Amount::default();
-    let mut sizes = Vec::new();
-    for node in &nodes {
-        let (Some(cores), Some(mem)) = (
-            node.vm.cores.as_ref().and_then(Node::as_i64),
-            node.vm.memory_mib.as_ref().and_then(Node::as_i64),
-        ) else {
-            return Finding::error(format!(
-                "{}: VM {} declares no cores or memory",
-                node.vm.name.site,
-                node.name()
-            ));
-        };
-        sizes.push(NodeSize {
-            cpu: i128::from(cores) * 1000,
-            labels: node_labels(node, patches).labels,
-        });
-        size.add(Amount {
-            cpu: i128::from(cores) * 1000,
-            memory: i128::from(mem) * 1024 * 1024,
-        });
-    }
+    let (size, sizes) = match declared_sizes(&nodes, patches) {
+        Ok(sized) => sized,
+        Err(finding) => return finding,
+    };
     let labels: Vec<_> = sizes.iter().map(|n| n.labels.clone()).collect();
     let mut tally = match tally_manifests(&m.objects, &labels) {
         Ok(tally) => tally,
         Err(malformed) => return Finding::error(malformed),
     };
     let manifests_counted = tally.counted.len();
-    let mut charted = 0;
-    for hr in &m.helm_releases {
-        let release = format!(
-            "{}: HelmRelease {}/{} ({})",
-            hr.site,
-            hr.namespace,
-            hr.name,
-            hr.chart.as_deref().unwrap_or("chart not named")
-        );
-        match chart_requests(hr, &sizes) {
-            Ok(requests) => {
-                charted += 1;
-                tally.total.add(requests.amount);
-                tally.counted.extend(
-                    requests
-                        .evidence
-                        .into_iter()
-                        .map(|line| format!("{release}: {line}")),
-                );
-            }
-            Err(NotCounted::Unknown(why)) => tally
-                .unknown
-                .push(format!("{release}: requests unknown, not counted: {why}")),
-            Err(NotCounted::Malformed(why)) => return Finding::error(format!("{release}: {why}")),
-        }
-    }
+    let charted = match count_charts(&m.helm_releases, &sizes, &mut tally) {
+        Ok(charted) => charted,
+        Err(finding) => return finding,
+    };
     let margin = ctx.settings.capacity.margin;
     let free = 1.0 - margin;
     let fits = |req: i128, cap: i128| (req as f64) <= free * cap as f64;
@@ -123,4 +86,73 @@ pub fn capacity_headroom(ctx: &RepoContext<'_>) -> Finding {
         ))
         .with_evidence(evidence),
     }
+}
+
+/// The declared nodes' VM sizes, each and in all; an error finding for a VM that declares
+/// no cores or memory.
+fn declared_sizes(
+    nodes: &[DeclaredNode<'_>],
+    patches: Option<&Patches>,
+) -> Result<(Amount, Vec<NodeSize>), Finding> {
+    let mut size = Amount::default();
+    let mut sizes = Vec::new();
+    for node in nodes {
+        let (Some(cores), Some(mem)) = (
+            node.vm.cores.as_ref().and_then(Node::as_i64),
+            node.vm.memory_mib.as_ref().and_then(Node::as_i64),
+        ) else {
+            return Err(Finding::error(format!(
+                "{}: VM {} declares no cores or memory",
+                node.vm.name.site,
+                node.name()
+            )));
+        };
+        sizes.push(NodeSize {
+            cpu: i128::from(cores) * 1000,
+            labels: node_labels(node, patches).labels,
+        });
+        size.add(Amount {
+            cpu: i128::from(cores) * 1000,
+            memory: i128::from(mem) * 1024 * 1024,
+        });
+    }
+    Ok((size, sizes))
+}
+
+/// The HelmReleases' requests added to `tally`, each chart's or said unknown; how many
+/// charts were counted, or an error finding for a release whose values are malformed.
+fn count_charts(
+    releases: &[HelmRelease],
+    sizes: &[NodeSize],
+    tally: &mut Tally,
+) -> Result<usize, Finding> {
+    let mut charted = 0;
+    for hr in releases {
+        let release = format!(
+            "{}: HelmRelease {}/{} ({})",
+            hr.site,
+            hr.namespace,
+            hr.name,
+            hr.chart.as_deref().unwrap_or("chart not named")
+        );
+        match chart_requests(hr, sizes) {
+            Ok(requests) => {
+                charted += 1;
+                tally.total.add(requests.amount);
+                tally.counted.extend(
+                    requests
+                        .evidence
+                        .into_iter()
+                        .map(|line| format!("{release}: {line}")),
+                );
+            }
+            Err(NotCounted::Unknown(why)) => tally
+                .unknown
+                .push(format!("{release}: requests unknown, not counted: {why}")),
+            Err(NotCounted::Malformed(why)) => {
+                return Err(Finding::error(format!("{release}: {why}")));
+            }
+        }
+    }
+    Ok(charted)
 }
