@@ -328,6 +328,50 @@ fn module(
         module: name.to_string(),
         ..Scope::default()
     };
+    variables(files, name, &given, &mut scope, out)?;
+    let scope = scope.with_locals(files);
+    let types = roles::machine_types(files, &scope);
+    let here = Here {
+        repo,
+        dir,
+        name,
+        depth,
+    };
+    for file in files {
+        for block in blocks(&file.body, "module") {
+            here.call(block, file, &scope, out)?;
+        }
+        for block in blocks(&file.body, "resource") {
+            let kind = label(block, 0);
+            if kind == BPG_VM || kind == TELMATE_VM {
+                vms(block, file, &scope, out)?;
+            }
+        }
+        for block in blocks(&file.body, "resource").filter(|b| label(b, 0) == talos_patches::APPLY)
+        {
+            roles::applied(block, file, &scope, &types, &mut out.applied);
+        }
+        for block in blocks(&file.body, "data") {
+            if label(block, 0) == "talos_client_configuration"
+                && let Some(attr) = block.body.get_attribute("endpoints")
+            {
+                out.talos_endpoints = Some(eval(&attr.value, file, &scope));
+            }
+        }
+    }
+    machine_config(repo, dir, files, &scope, out);
+    Ok(())
+}
+
+/// The module's variables: each one's value in `scope` (what the caller gave, else its
+/// default) or unset, and each recorded with its default and what it was given.
+fn variables(
+    files: &[File],
+    name: &str,
+    given: &BTreeMap<String, Result<Node, RepoError>>,
+    scope: &mut Scope,
+    out: &mut Terraform,
+) -> Result<(), RepoError> {
     for file in files {
         for block in blocks(&file.body, "variable") {
             let var = label(block, 0);
@@ -360,78 +404,82 @@ fn module(
             });
         }
     }
-    let scope = scope.with_locals(files);
-    let types = roles::machine_types(files, &scope);
-    for file in files {
-        for block in blocks(&file.body, "module") {
-            let call = label(block, 0);
-            let source_attr = block.body.get_attribute("source");
-            let source = source_attr
-                .and_then(|a| a.value.as_str())
-                .unwrap_or_default();
-            let site = file.site(block.span());
-            if !(source.starts_with("./") || source.starts_with("../")) {
-                out.unread_modules.push(format!(
-                    "{site}: module {call} comes from `{source}`, which is not in the repository"
-                ));
-                continue;
-            }
-            let child_dir = resolve(dir, source, &site)?;
-            let child_files = parse_dir(repo, &child_dir)?;
-            for (key, scope) in instances(block, file, &scope, &format!("module {call}"))? {
-                let mut inputs = BTreeMap::new();
-                for attr in block.body.attributes() {
-                    let key = attr.key.as_str();
-                    if [
-                        "source",
-                        "version",
-                        "providers",
-                        "depends_on",
-                        "count",
-                        "for_each",
-                    ]
-                    .contains(&key)
-                    {
-                        continue;
-                    }
-                    // An input gates cannot evaluate is an error where the module uses it,
-                    // never the module's default in its place.
-                    inputs.insert(key.to_string(), eval(&attr.value, file, &scope));
+    Ok(())
+}
+
+/// The module being read: where it is, its qualified name and how deep it nests.
+struct Here<'h> {
+    repo: &'h Path,
+    dir: &'h str,
+    name: &'h str,
+    depth: usize,
+}
+
+impl Here<'_> {
+    /// A `module` block: each instance read with the inputs it gives; a module from outside
+    /// the repository is set aside.
+    fn call(
+        &self,
+        block: &Block,
+        file: &File,
+        scope: &Scope,
+        out: &mut Terraform,
+    ) -> Result<(), RepoError> {
+        let call = label(block, 0);
+        let source_attr = block.body.get_attribute("source");
+        let source = source_attr
+            .and_then(|a| a.value.as_str())
+            .unwrap_or_default();
+        let site = file.site(block.span());
+        if !(source.starts_with("./") || source.starts_with("../")) {
+            out.unread_modules.push(format!(
+                "{site}: module {call} comes from `{source}`, which is not in the repository"
+            ));
+            return Ok(());
+        }
+        let child_dir = resolve(self.dir, source, &site)?;
+        let child_files = parse_dir(self.repo, &child_dir)?;
+        for (key, scope) in instances(block, file, scope, &format!("module {call}"))? {
+            let mut inputs = BTreeMap::new();
+            for attr in block.body.attributes() {
+                let key = attr.key.as_str();
+                if [
+                    "source",
+                    "version",
+                    "providers",
+                    "depends_on",
+                    "count",
+                    "for_each",
+                ]
+                .contains(&key)
+                {
+                    continue;
                 }
-                let call = match key {
-                    Some(key) => format!("{call}[{key}]"),
-                    None => call.clone(),
-                };
-                module(
-                    repo,
-                    &child_dir,
-                    &qualify(name, &call),
-                    &child_files,
-                    inputs,
-                    out,
-                    depth + 1,
-                )?;
+                // An input gates cannot evaluate is an error where the module uses it,
+                // never the module's default in its place.
+                inputs.insert(key.to_string(), eval(&attr.value, file, &scope));
             }
+            let call = match key {
+                Some(key) => format!("{call}[{key}]"),
+                None => call.clone(),
+            };
+            module(
+                self.repo,
+                &child_dir,
+                &qualify(self.name, &call),
+                &child_files,
+                inputs,
+                out,
+                self.depth + 1,
+            )?;
         }
-        for block in blocks(&file.body, "resource") {
-            let kind = label(block, 0);
-            if kind == BPG_VM || kind == TELMATE_VM {
-                vms(block, file, &scope, out)?;
-            }
-        }
-        for block in blocks(&file.body, "resource").filter(|b| label(b, 0) == talos_patches::APPLY)
-        {
-            roles::applied(block, file, &scope, &types, &mut out.applied);
-        }
-        for block in blocks(&file.body, "data") {
-            if label(block, 0) == "talos_client_configuration"
-                && let Some(attr) = block.body.get_attribute("endpoints")
-            {
-                out.talos_endpoints = Some(eval(&attr.value, file, &scope));
-            }
-        }
+        Ok(())
     }
-    // The machine configuration first, then what the apply adds to it.
+}
+
+/// The Talos machine configuration the module declares: the configuration's patches first,
+/// then what the apply adds to them.
+fn machine_config(repo: &Path, dir: &str, files: &[File], scope: &Scope, out: &mut Terraform) {
     let root = out.dir.clone();
     let paths = talos_patches::Paths {
         repo,
@@ -445,7 +493,7 @@ fn module(
     ] {
         for file in files {
             for block in blocks(&file.body, kind).filter(|b| label(b, 0) == name) {
-                talos_patches::collect(block, file, &scope, &paths, &mut found);
+                talos_patches::collect(block, file, scope, &paths, &mut found);
             }
         }
     }
@@ -455,7 +503,6 @@ fn module(
     if out.talos_malformed.is_none() {
         out.talos_malformed = found.malformed;
     }
-    Ok(())
 }
 
 fn qualify(parent: &str, call: &str) -> String {
