@@ -18,8 +18,11 @@ pub struct Clients {
 
 impl Clients {
     /// `timeout` bounds one Talos call of a probe.
-    pub async fn build(env: &Environment, timeout: std::time::Duration) -> Result<Clients, String> {
-        let access = collect::api::cluster_access(env).map_err(|why| why.0)?;
+    pub async fn build(
+        env: &Environment,
+        timeout: std::time::Duration,
+    ) -> Result<Clients, probes::ProbeSetupError> {
+        let access = collect::api::cluster_access(env)?;
         let kube = collect::kube::client(env).await;
         let talos = probes::talos_client(env, timeout)
             .transpose()?

@@ -5,7 +5,7 @@
 use super::prediction;
 use crate::state::provenance::Provenance;
 use gates_core::exit::ExitCode;
-use gates_core::hostloss::attach::Held;
+use gates_core::hostloss::attach::{AttachUnknown, Held};
 use std::sync::Arc;
 
 use super::act::inject::inject;
@@ -124,7 +124,7 @@ async fn prepare(run: &Run<'_>) -> Result<Option<Prepared>, ChaosError> {
             quiet(ChaosError::Setup {
                 env: env.name.clone(),
                 what: "clients",
-                reason,
+                reason: reason.to_string(),
             })
         })?;
     // A run elsewhere holds the cluster's Lease: say so before anything else.
@@ -326,7 +326,7 @@ async fn lease_and_journal(
 struct Acted {
     moments: Moments,
     reason: RestoreReason,
-    held: Option<Result<Held, String>>,
+    held: Option<Result<Held, AttachUnknown>>,
     restored: Restored,
     recovered: Recovery,
     controller_checks: usize,
@@ -430,7 +430,7 @@ struct Ran {
     restored: Restored,
     recovered: Recovery,
     /// Pods the lost nodes held their volumes for at the end of the outage.
-    held: Option<Result<Held, String>>,
+    held: Option<Result<Held, AttachUnknown>>,
     split_brain: Option<Vec<split_brain::SignalOutcome>>,
     controller_checks: usize,
     lease: String,
@@ -532,13 +532,13 @@ async fn held_at_outage_end(
     kube: &Result<kube::Client, collect::kube::KubeError>,
     target: &super::plan::Target,
     reason: &RestoreReason,
-) -> Option<Result<Held, String>> {
+) -> Option<Result<Held, AttachUnknown>> {
     match reason {
         RestoreReason::StopFailed(_) | RestoreReason::Signal(_) => None,
         RestoreReason::Deadline | RestoreReason::OverBudget { .. } => {
             let state = collect::kube::collect(env, kube).await;
             let lost: Vec<String> = target.vms.iter().map(|v| v.node.clone()).collect();
-            Some(gates_core::hostloss::attach::held_on(&state, &lost).map_err(|e| e.to_string()))
+            Some(gates_core::hostloss::attach::held_on(&state, &lost))
         }
     }
 }

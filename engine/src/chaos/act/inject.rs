@@ -82,7 +82,7 @@ pub async fn inject(
                 &target.host,
                 "the cluster sees the host offline",
             ),
-            Err(err) => stop_errors.push(err),
+            Err(err) => stop_errors.push(err.to_string()),
         }
     }
     Injected {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use gates_infra::proxmox::{NetDevice, ProxmoxError};
 
 use super::journal::{Entry, PlannedVm};
-use super::power::{Power, PowerAction};
+use super::power::{Power, PowerAction, PowerError};
 
 /// The first pause between two attempts to put a link back; doubled up to five seconds.
 const UP_BACKOFF: Duration = Duration::from_millis(500);
@@ -27,22 +27,25 @@ impl Power {
             .collect();
         let results =
             futures::future::join_all(devices.iter().map(|(vm, net)| self.pull(vm, net))).await;
-        results.into_iter().filter_map(Result::err).collect()
+        results
+            .into_iter()
+            .filter_map(|r| r.err().map(|e| e.to_string()))
+            .collect()
     }
 
-    async fn pull(&self, vm: &PlannedVm, net: &str) -> Result<(), String> {
+    async fn pull(&self, vm: &PlannedVm, net: &str) -> Result<(), PowerError> {
         let subject = format!("pull the link of {net} of VM {} {}", vm.vmid, vm.name);
         let (device, digest) = self
             .read_device(vm, net)
             .await
-            .map_err(|e| format!("{subject}: {e}; nothing was sent"))?;
+            .map_err(|e| PowerError(format!("{subject}: {e}; nothing was sent")))?;
         self.note(Entry::LinkDownRequested {
             vmid: vm.vmid,
             host: vm.host.clone(),
             device: net.to_string(),
             before: device.to_string(),
         })
-        .map_err(|e| format!("{subject}: journal: {e}; nothing was sent"))?;
+        .map_err(|e| PowerError(format!("{subject}: journal: {e}; nothing was sent")))?;
         let result = self.set_link(vm, net, &device, true, digest).await;
         self.count_device(PowerAction::LinkDown, vm, net, &result);
         match result {
@@ -52,14 +55,14 @@ impl Power {
                     host: vm.host.clone(),
                     device: net.to_string(),
                 })
-                .map_err(|e| format!("{subject}: journal: {e}")),
+                .map_err(|e| PowerError(format!("{subject}: journal: {e}"))),
             Err(err) => {
                 let _ = self.note(Entry::ActionFailed {
                     vmid: vm.vmid,
                     action: format!("link-down {net}"),
-                    error: err.clone(),
+                    error: err.to_string(),
                 });
-                Err(format!("{subject}: {err}"))
+                Err(PowerError(format!("{subject}: {err}")))
             }
         }
     }
@@ -77,7 +80,10 @@ impl Power {
                 .map(|(vm, net)| self.restore_link(vm, net, patience)),
         )
         .await;
-        results.into_iter().filter_map(Result::err).collect()
+        results
+            .into_iter()
+            .filter_map(|r| r.err().map(|e| e.to_string()))
+            .collect()
     }
 
     async fn restore_link(
@@ -85,7 +91,7 @@ impl Power {
         vm: &PlannedVm,
         net: &str,
         patience: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), PowerError> {
         let began = tokio::time::Instant::now();
         let mut backoff = UP_BACKOFF;
         let mut attempts = 0u32;
@@ -96,7 +102,7 @@ impl Power {
                 host: vm.host.clone(),
                 device: net.to_string(),
             })
-            .map_err(|e| format!("journal: {e}"))?;
+            .map_err(|e| PowerError(format!("journal: {e}")))?;
             let result = match self.read_device(vm, net).await {
                 Ok((device, digest)) => self.set_link(vm, net, &device, false, digest).await,
                 Err(err) => Err(err),
@@ -115,24 +121,24 @@ impl Power {
                             host: vm.host.clone(),
                             device: net.to_string(),
                         })
-                        .map_err(|e| format!("journal: {e}"));
+                        .map_err(|e| PowerError(format!("journal: {e}")));
                 }
                 Err(err) => err,
             };
             let _ = self.note(Entry::ActionFailed {
                 vmid: vm.vmid,
                 action: format!("link-up {net}"),
-                error: err.clone(),
+                error: err.to_string(),
             });
             let spent = began.elapsed();
             if spent >= patience {
-                return Err(format!(
+                return Err(PowerError(format!(
                     "put the link of {net} of VM {} {} back: gave up after {attempts} attempts over {:.1}s (chaos.recovery_timeout {}): {err}; run `gates recover` or set link_down=0 on {net} by hand",
                     vm.vmid,
                     vm.name,
                     spent.as_secs_f64(),
                     humantime::format_duration(patience)
-                ));
+                )));
             }
             tokio::time::sleep(backoff.min(patience - spent)).await;
             backoff = (backoff * 2).min(UP_BACKOFF_MAX);
@@ -144,12 +150,12 @@ impl Power {
         &self,
         vm: &PlannedVm,
         net: &str,
-    ) -> Result<(NetDevice, Option<String>), String> {
+    ) -> Result<(NetDevice, Option<String>), PowerError> {
         let read = self
             .client()
             .vm_net_devices(&vm.host, vm.vmid)
             .await
-            .map_err(|e| format!("reading its config: {e}"))?;
+            .map_err(|e| PowerError(format!("reading its config: {e}")))?;
         let text = read
             .devices
             .iter()
@@ -157,7 +163,7 @@ impl Power {
             .map(|(_, text)| text.clone())
             .ok_or_else(|| format!("{net} is no longer in its config"))?;
         let device = NetDevice::parse(&text)
-            .map_err(|e| format!("{net} = {text:?} cannot be parsed ({e})"))?;
+            .map_err(|e| PowerError(format!("{net} = {text:?} cannot be parsed ({e})")))?;
         Ok((device, read.digest))
     }
 
@@ -169,7 +175,7 @@ impl Power {
         device: &NetDevice,
         down: bool,
         digest: Option<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PowerError> {
         let value = device.with_link_down(down).to_string();
         self.client()
             .set_vm_option(&vm.host, vm.vmid, net, &value, digest.as_deref())
@@ -178,10 +184,10 @@ impl Power {
         let (back, _) = self.read_device(vm, net).await?;
         match back.link_down() {
             Ok(now) if now == down => Ok(()),
-            _ => Err(format!(
+            _ => Err(PowerError(format!(
                 "{net} reads back as {back:?} after the update: the change is pending, not applied (is network hotplug off for this VM?)",
                 back = back.to_string()
-            )),
+            ))),
         }
     }
 }

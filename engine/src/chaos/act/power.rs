@@ -33,6 +33,18 @@ fn retry_may_help(err: &ProxmoxError) -> bool {
 
 pub use gates_core::record::power::{Issued, PowerAction};
 
+/// Why a power or link action of the run did not happen or did not take: the VM or host, the
+/// request and what Proxmox or the journal said, as one sentence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PowerError(pub String);
+
+impl From<String> for PowerError {
+    fn from(why: String) -> Self {
+        PowerError(why)
+    }
+}
+
 /// Sends power actions for the planned VMs and keeps the journal and the count.
 #[derive(Clone)]
 pub struct Power {
@@ -98,10 +110,13 @@ impl Power {
             }
         }
         let results = join_all(vms.iter().map(|vm| self.stop(vm))).await;
-        results.into_iter().filter_map(Result::err).collect()
+        results
+            .into_iter()
+            .filter_map(|r| r.err().map(|e| e.to_string()))
+            .collect()
     }
 
-    async fn stop(&self, vm: &PlannedVm) -> Result<(), String> {
+    async fn stop(&self, vm: &PlannedVm) -> Result<(), PowerError> {
         let result = self.client.stop_vm(vm.vmid, &self.options).await;
         self.count(PowerAction::Stop, Some(vm.vmid), &vm.host, &result);
         match result {
@@ -110,7 +125,7 @@ impl Power {
                     vmid: vm.vmid,
                     host: vm.host.clone(),
                 })
-                .map_err(|e| format!("journal: {e}")),
+                .map_err(|e| PowerError(format!("journal: {e}"))),
             Err(err) => {
                 let text = format!("stop {} {}: {err}", vm.vmid, vm.name);
                 let _ = self.note(Entry::ActionFailed {
@@ -118,7 +133,7 @@ impl Power {
                     action: "stop".into(),
                     error: err.to_string(),
                 });
-                Err(text)
+                Err(PowerError(text))
             }
         }
     }
@@ -128,10 +143,13 @@ impl Power {
     /// a VM off. Every attempt is journaled. Returns the errors.
     pub async fn start_all(&self, vms: &[PlannedVm], patience: Duration) -> Vec<String> {
         let results = join_all(vms.iter().map(|vm| self.start(vm, patience))).await;
-        results.into_iter().filter_map(Result::err).collect()
+        results
+            .into_iter()
+            .filter_map(|r| r.err().map(|e| e.to_string()))
+            .collect()
     }
 
-    async fn start(&self, vm: &PlannedVm, patience: Duration) -> Result<(), String> {
+    async fn start(&self, vm: &PlannedVm, patience: Duration) -> Result<(), PowerError> {
         let began = tokio::time::Instant::now();
         let mut backoff = START_BACKOFF;
         let mut attempts = 0u32;
@@ -141,7 +159,7 @@ impl Power {
                 vmid: vm.vmid,
                 host: vm.host.clone(),
             })
-            .map_err(|e| format!("journal: {e}"))?;
+            .map_err(|e| PowerError(format!("journal: {e}")))?;
             // The task and the VM's state are awaited at most for what is left.
             let left = patience
                 .saturating_sub(began.elapsed())
@@ -165,7 +183,7 @@ impl Power {
                             vmid: vm.vmid,
                             host: report.node,
                         })
-                        .map_err(|e| format!("journal: {e}"));
+                        .map_err(|e| PowerError(format!("journal: {e}")));
                 }
                 Err(err) => err,
             };
@@ -176,13 +194,13 @@ impl Power {
             });
             let spent = began.elapsed();
             if !retry_may_help(&err) || spent >= patience {
-                return Err(format!(
+                return Err(PowerError(format!(
                     "start {} {}: gave up after {attempts} attempts over {:.1}s (chaos.recovery_timeout {}): {err}",
                     vm.vmid,
                     vm.name,
                     spent.as_secs_f64(),
                     humantime::format_duration(patience)
-                ));
+                )));
             }
             tokio::time::sleep(backoff.min(patience - spent)).await;
             backoff = (backoff * 2).min(START_BACKOFF_MAX);
@@ -190,19 +208,24 @@ impl Power {
     }
 
     /// Orderly shutdown of the whole host, then wait until the cluster sees it offline.
-    pub async fn shutdown_host(&self, host: &str, deadline: Duration) -> Result<(), String> {
+    pub async fn shutdown_host(&self, host: &str, deadline: Duration) -> Result<(), PowerError> {
         let request = Entry::HostShutdownRequested {
             host: host.to_string(),
         };
         let sent = async { self.client.shutdown_host(host).await };
         self.host_action(host, request, sent, false, deadline)
             .await
-            .map_err(|e| format!("shut down host {host}: {e}"))
+            .map_err(|e| PowerError(format!("shut down host {host}: {e}")))
     }
 
     /// Wake-on-LAN for the host (sent by the host this client talks to), then wait until the
     /// cluster sees it online.
-    pub async fn wake_host(&self, host: &str, via: &str, deadline: Duration) -> Result<(), String> {
+    pub async fn wake_host(
+        &self,
+        host: &str,
+        via: &str,
+        deadline: Duration,
+    ) -> Result<(), PowerError> {
         let request = Entry::HostWakeRequested {
             host: host.to_string(),
             via: via.to_string(),
@@ -210,7 +233,7 @@ impl Power {
         let sent = async { self.client.wake_host(host).await.map(|_mac| ()) };
         self.host_action(host, request, sent, true, deadline)
             .await
-            .map_err(|e| format!("wake host {host} through {via}: {e}"))
+            .map_err(|e| PowerError(format!("wake host {host} through {via}: {e}")))
     }
 
     /// Journal the request, send it, wait until the host is `online` (or not), journal the
@@ -222,9 +245,9 @@ impl Power {
         sent: impl std::future::Future<Output = Result<(), gates_infra::proxmox::ProxmoxError>>,
         online: bool,
         deadline: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), PowerError> {
         self.note(request)
-            .map_err(|e| format!("journal: {e}; nothing was sent"))?;
+            .map_err(|e| PowerError(format!("journal: {e}; nothing was sent")))?;
         let result = sent.await;
         let action = if online { "wake" } else { "shutdown" };
         let counted = if online {
@@ -249,14 +272,14 @@ impl Power {
                 } else {
                     Entry::HostOffline { host }
                 })
-                .map_err(|e| format!("journal: {e}")),
+                .map_err(|e| PowerError(format!("journal: {e}"))),
             Err(err) => {
                 let _ = self.note(Entry::HostActionFailed {
                     host,
                     action: action.into(),
                     error: err.to_string(),
                 });
-                Err(err.to_string())
+                Err(PowerError(err.to_string()))
             }
         }
     }

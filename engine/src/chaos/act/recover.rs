@@ -397,7 +397,7 @@ async fn wake_owed_host(
         .map_err(|reason| ChaosError::HostNotWoken {
             env: env.name.clone(),
             host: host.to_string(),
-            reason,
+            reason: reason.to_string(),
         })?;
     say!(out, "host {host} is online again");
     Ok(())

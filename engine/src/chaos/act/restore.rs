@@ -55,7 +55,7 @@ pub async fn restore(
                 &target.host,
                 "the cluster sees the host online",
             ),
-            Err(err) => start_errors.push(err),
+            Err(err) => start_errors.push(err.to_string()),
         }
     }
     let partition = target.fault == FaultKind::Partition;

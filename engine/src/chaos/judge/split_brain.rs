@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use crate::chaos::observe::split_brain::LeaseListError;
+use crate::chaos::talos_pool::TalosAskError;
 use crate::verdict::Finding;
 
 /// One sample of everything a split brain shows, at `at` on the run's timeline.
@@ -23,13 +25,13 @@ use crate::verdict::Finding;
 pub struct BrainSample {
     pub at: Duration,
     /// Per control-plane node: whether its Talos addresses list the VIP, or why unread.
-    pub vip: Vec<(String, Result<bool, String>)>,
+    pub vip: Vec<(String, Result<bool, TalosAskError>)>,
     /// Per control-plane node: its etcd status, or why unread.
-    pub etcd: Vec<(String, Result<EtcdSeen, String>)>,
+    pub etcd: Vec<(String, Result<EtcdSeen, TalosAskError>)>,
     /// The leader's status read again after every other member's (for the index check).
-    pub leader_after: Option<Result<EtcdSeen, String>>,
+    pub leader_after: Option<Result<EtcdSeen, TalosAskError>>,
     /// The `cilium-l2announce-*` Leases in kube-system, or why unread.
-    pub leases: Result<Vec<LeaseSeen>, String>,
+    pub leases: Result<Vec<LeaseSeen>, LeaseListError>,
 }
 
 /// One member's etcd status, as the Talos API reports it.
@@ -108,7 +110,7 @@ fn vip(samples: &[BrainSample], p: &Partition<'_>) -> SignalOutcome {
             let holders: Vec<&str> = s
                 .vip
                 .iter()
-                .filter(|(_, r)| *r == Ok(true))
+                .filter(|(_, r)| matches!(r, Ok(true)))
                 .map(|(n, _)| n.as_str())
                 .collect();
             (holders.len() > 1).then(|| format!("at {}: {}", secs(s.at), holders.join(" and ")))
@@ -142,7 +144,7 @@ fn unread_after<T>(
     samples: &[BrainSample],
     after: &[BrainSample],
     cut_off: &[String],
-    per_node: impl Fn(&BrainSample) -> &Vec<(String, Result<T, String>)>,
+    per_node: impl Fn(&BrainSample) -> &Vec<(String, Result<T, TalosAskError>)>,
 ) -> Vec<String> {
     let asked = |n: &String| {
         samples
@@ -228,7 +230,7 @@ fn l2(samples: &[BrainSample], p: &Partition<'_>) -> SignalOutcome {
             .find_map(|s| s.leases.as_ref().err())
             .map_or(
                 "no cilium-l2announce-* Lease in kube-system".to_string(),
-                Clone::clone,
+                ToString::to_string,
             );
         return out(Finding::error(format!(
             "the L2 announcement Leases could not be read ({why}): check that Cilium's L2 announcements are on and the credentials may list Leases in kube-system"
@@ -377,13 +379,21 @@ mod tests {
         }
     }
 
-    fn status(member: u64, leader: u64, index: u64) -> Result<EtcdSeen, String> {
+    fn status(member: u64, leader: u64, index: u64) -> Result<EtcdSeen, TalosAskError> {
         Ok(EtcdSeen {
             member,
             leader,
             raft_index: index,
             raft_applied_index: index,
         })
+    }
+
+    /// A node that did not answer.
+    fn unreachable() -> TalosAskError {
+        TalosAskError::NoAnswer {
+            endpoint: "unreachable".into(),
+            patience: Duration::from_secs(1),
+        }
     }
 
     fn lease(holder: &str, acquired: i64, renewed: i64) -> LeaseSeen {
@@ -402,14 +412,14 @@ mod tests {
         s: u64,
         vip_holders: &[&str],
         cut_answers: bool,
-        cut_etcd: Result<EtcdSeen, String>,
+        cut_etcd: Result<EtcdSeen, TalosAskError>,
         leases: Vec<LeaseSeen>,
     ) -> BrainSample {
         let vip = ["cp-1", "cp-2", "cp-3"]
             .iter()
             .map(|n| {
                 let r = if *n == CUT && !cut_answers {
-                    Err("unreachable".to_string())
+                    Err(unreachable())
                 } else {
                     Ok(vip_holders.contains(n))
                 };
@@ -422,7 +432,7 @@ mod tests {
                 if cut_answers {
                     cut_etcd
                 } else {
-                    Err("unreachable".into())
+                    Err(unreachable())
                 },
             ),
             ("cp-2".to_string(), status(2, 2, 500)),
@@ -568,7 +578,9 @@ mod tests {
             status(1, 2, 480),
             vec![lease("cp-2", 30, 105)],
         );
-        samples[3].leases = Err("the API did not answer".into());
+        samples[3].leases = Err(LeaseListError::TookOver {
+            patience: Duration::from_secs(1),
+        });
         let judged = judge(&samples, &partition(&cut));
         assert_eq!(
             verdicts(&judged),

@@ -16,7 +16,7 @@ use crate::chaos::probes::Probe;
 use crate::chaos::timeline::Sample;
 use crate::runner::{Tally, TrialResult};
 use crate::verdict::{Finding, Verdict};
-use gates_core::hostloss::attach::Held;
+use gates_core::hostloss::attach::{AttachUnknown, Held};
 
 /// What the run measured, for the verdicts.
 pub struct Measured<'a> {
@@ -38,7 +38,7 @@ pub struct Measured<'a> {
     pub edge_slack: Duration,
     /// The pods the lost nodes still held their volumes for at the end of the outage; `None`
     /// when the run restored before it could look (a failed stop, a signal).
-    pub held: Option<&'a Result<Held, String>>,
+    pub held: Option<&'a Result<Held, AttachUnknown>>,
     /// The split-brain signals of a partition run; `None` for a power loss.
     pub split_brain: Option<&'a [SignalOutcome]>,
 }
@@ -212,7 +212,7 @@ pub fn no_manual_work(
     target: &Target,
     issued: &[Issued],
     lease: Option<&str>,
-    held: Option<&Result<Held, String>>,
+    held: Option<&Result<Held, AttachUnknown>>,
 ) -> Finding {
     let whole_host = target.host_power.as_ref().map(|_| target.host.as_str());
     let beyond = power::beyond_plan(&target.vms, whole_host, issued);
@@ -509,7 +509,9 @@ mod tests {
             &target(),
             &plan,
             None,
-            Some(&Err("pods unavailable: timed out".into())),
+            Some(&Err(AttachUnknown::Unread(
+                "pods unavailable: timed out".into(),
+            ))),
         );
         assert_eq!(finding.verdict, Verdict::Error);
         assert!(finding.summary.contains("timed out"), "{}", finding.summary);

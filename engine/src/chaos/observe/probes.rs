@@ -11,16 +11,59 @@ use std::time::Duration;
 
 use gates_core::state::Pod;
 use gates_infra::RetryPolicy;
-use gates_infra::talos::{TalosClient, TalosOptions};
+use gates_infra::talos::{TalosClient, TalosConfigError, TalosOptions};
 use kube::api::{Api, ListParams};
 
-use crate::chaos::talos_pool::TalosPool;
+use crate::chaos::talos_pool::{TalosAskError, TalosPool};
 use crate::chaos::timeline::Observation;
 use crate::checks::replicated_controller::Params as Controller;
 use crate::cluster::controllers_without_ready_replica;
 use crate::collect::api::{ClusterAccess, readyz, readyz_client};
 use crate::collect::kube::resolve;
 use crate::config::{Budget, Environment, IngressUrl};
+use crate::state::Unanswered;
+
+/// Why the clients or the probes of a run could not be set up (the run then stops before the
+/// fault), said as the reason of [`crate::chaos::ChaosError::Setup`].
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeSetupError {
+    #[error("the API probe needs `api.endpoint` (the VIP) in the environment file")]
+    NoVip,
+    #[error("the workloads probe needs a Kubernetes client")]
+    NoKubeClient,
+    /// The cluster access or the API probe's HTTPS client (what was said).
+    #[error(transparent)]
+    Api(#[from] Unanswered),
+    /// The talosconfig of the etcd probe and the VIP watcher.
+    #[error(transparent)]
+    Talosconfig(#[from] TalosConfigError),
+    #[error("{}: {source}", path.display())]
+    CaFile {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    CaBundle {
+        path: std::path::PathBuf,
+        source: reqwest::Error,
+    },
+    #[error(
+        "{url}: no ca_file and no system trust roots could be loaded{}",
+        .first.as_deref().map(|e| format!(" ({e})")).unwrap_or_default()
+    )]
+    NoTrustRoots {
+        url: String,
+        /// The first error loading the system's roots, if any was said.
+        first: Option<String>,
+    },
+    #[error("HTTP client: {0}")]
+    HttpClient(reqwest::Error),
+}
+
+/// Why the pod list of the workloads probe is unknown.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the API did not answer: {0}")]
+pub struct PodListError(Arc<kube::Error>);
 
 pub type ProbeFuture = Pin<Box<dyn Future<Output = Observation> + Send>>;
 /// The etcd leader (member id) each time the etcd probe saw it change.
@@ -54,7 +97,7 @@ pub struct ProbeInputs<'a> {
     pub leaders: LeaderLog,
 }
 
-pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
+pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, ProbeSetupError> {
     let chaos = inputs.env.chaos.clone().unwrap_or_default();
     let budgets = chaos.budgets;
     let mut probes = Vec::new();
@@ -63,13 +106,12 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
         .api
         .as_ref()
         .map(|a| a.endpoint.clone())
-        .ok_or("the API probe needs `api.endpoint` (the VIP) in the environment file")?;
+        .ok_or(ProbeSetupError::NoVip)?;
     for (name, keep_alive) in [
         ("api-vip-new-connection", false),
         ("api-vip-kept-alive", true),
     ] {
-        let client =
-            readyz_client(inputs.access, inputs.timeout, keep_alive).map_err(|why| why.0)?;
+        let client = readyz_client(inputs.access, inputs.timeout, keep_alive)?;
         let endpoint = vip.clone();
         probes.push(Probe {
             name: name.to_string(),
@@ -103,10 +145,7 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
         )?);
     }
     if !inputs.controllers.is_empty() {
-        let client = inputs
-            .kube
-            .clone()
-            .ok_or("the workloads probe needs a Kubernetes client")?;
+        let client = inputs.kube.clone().ok_or(ProbeSetupError::NoKubeClient)?;
         // One LIST per sample for all controllers: the samplers tick together, the first
         // to ask lists and the others reuse that answer.
         let pods = SharedPods::new(client, inputs.interval / 2);
@@ -170,13 +209,15 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, String> {
 
 /// A Talos client for sampling (no retries: a sample that fails is an observation), or
 /// `None` when the environment has no talos section.
-pub fn talos_client(env: &Environment, timeout: Duration) -> Option<Result<TalosClient, String>> {
+pub fn talos_client(
+    env: &Environment,
+    timeout: Duration,
+) -> Option<Result<TalosClient, TalosConfigError>> {
     let talos = env.talos.as_ref()?;
     let explicit = talos.talosconfig.as_ref().map(|p| resolve(&env.file, p));
     Some(
-        gates_infra::talos::load_context(explicit.as_deref(), Some(&talos.context))
-            .map_err(|e| e.to_string())
-            .map(|context| {
+        gates_infra::talos::load_context(explicit.as_deref(), Some(&talos.context)).map(
+            |context| {
                 TalosClient::from_context(
                     &context,
                     TalosOptions {
@@ -185,7 +226,8 @@ pub fn talos_client(env: &Environment, timeout: Duration) -> Option<Result<Talos
                         retry: RetryPolicy::NONE,
                     },
                 )
-            }),
+            },
+        ),
     )
 }
 
@@ -194,7 +236,7 @@ fn ingress_probe(
     url: &IngressUrl,
     budget: Budget,
     timeout: Duration,
-) -> Result<Probe, String> {
+) -> Result<Probe, ProbeSetupError> {
     let mut builder = reqwest::Client::builder()
         .use_rustls_tls()
         .timeout(timeout)
@@ -204,26 +246,26 @@ fn ingress_probe(
         .pool_max_idle_per_host(0);
     if let Some(file) = &url.ca_file {
         let path = resolve(&env.file, file);
-        let pem = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let pem = match std::fs::read(&path) {
+            Ok(pem) => pem,
+            Err(source) => return Err(ProbeSetupError::CaFile { path, source }),
+        };
         builder = builder.tls_built_in_root_certs(false);
-        for cert in reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| format!("{}: {e}", path.display()))?
-        {
+        let certs = match reqwest::Certificate::from_pem_bundle(&pem) {
+            Ok(certs) => certs,
+            Err(source) => return Err(ProbeSetupError::CaBundle { path, source }),
+        };
+        for cert in certs {
             builder = builder.add_root_certificate(cert);
         }
     } else if url.url.starts_with("https://") {
         // No ca_file: the system's trust store, as the environment file documents.
         let native = rustls_native_certs::load_native_certs();
         if native.certs.is_empty() {
-            return Err(format!(
-                "{}: no ca_file and no system trust roots could be loaded{}",
-                url.url,
-                native
-                    .errors
-                    .first()
-                    .map(|e| format!(" ({e})"))
-                    .unwrap_or_default()
-            ));
+            return Err(ProbeSetupError::NoTrustRoots {
+                url: url.url.clone(),
+                first: native.errors.first().map(|e| e.to_string()),
+            });
         }
         for der in native.certs {
             if let Ok(cert) = reqwest::Certificate::from_der(&der) {
@@ -231,7 +273,7 @@ fn ingress_probe(
             }
         }
     }
-    let client = builder.build().map_err(|e| format!("HTTP client: {e}"))?;
+    let client = builder.build().map_err(ProbeSetupError::HttpClient)?;
     let target = url.url.clone();
     let host = url.host.clone();
     let expect = url.expect_status;
@@ -264,8 +306,9 @@ fn ingress_probe(
 }
 
 /// One pod list in flight or done, shared by every sample that asks while it is fresh.
-type PodFetch =
-    futures::future::Shared<Pin<Box<dyn Future<Output = Result<Arc<Vec<Pod>>, String>> + Send>>>;
+type PodFetch = futures::future::Shared<
+    Pin<Box<dyn Future<Output = Result<Arc<Vec<Pod>>, PodListError>> + Send>>,
+>;
 
 /// The pod list, asked for at most once per `fresh_for` however many probes ask. A list that
 /// hangs holds no lock: once it is older than `fresh_for` the next sample asks anew, so an
@@ -286,7 +329,7 @@ impl SharedPods {
         }
     }
 
-    async fn get(&self) -> Result<Arc<Vec<Pod>>, String> {
+    async fn get(&self) -> Result<Arc<Vec<Pod>>, PodListError> {
         use futures::FutureExt;
         let fetch = {
             let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
@@ -298,7 +341,7 @@ impl SharedPods {
                         api.list(&ListParams::default())
                             .await
                             .map(|list| Arc::new(list.items))
-                            .map_err(|err| format!("the API did not answer: {err}"))
+                            .map_err(|err| PodListError(Arc::new(err)))
                     });
                     let fetch = fetch.shared();
                     *last = Some((tokio::time::Instant::now(), fetch.clone()));
@@ -330,7 +373,7 @@ async fn workload(pods: &SharedPods, controller: &Controller, patience: Duration
                 Observation::Down(format!("no ready replica of {}", controller.name))
             }
         }
-        Err(err) => Observation::Unknown(err),
+        Err(err) => Observation::Unknown(err.to_string()),
     }
 }
 
@@ -343,9 +386,11 @@ async fn etcd_quorum(
 ) -> Observation {
     let answers = futures::future::join_all(endpoints.iter().map(|endpoint| {
         pool.ask(endpoint, patience, move |node| async move {
-            let status = node.etcd_status().await.map_err(|e| e.to_string())?;
+            let status = node.etcd_status().await?;
             if status.leader == 0 {
-                Err(format!("{endpoint}: no leader"))
+                Err(TalosAskError::NoLeader {
+                    endpoint: endpoint.clone(),
+                })
             } else {
                 Ok(status.leader)
             }
@@ -362,7 +407,10 @@ async fn etcd_quorum(
     if with_leader >= quorum {
         Observation::Up
     } else {
-        let why: Vec<String> = answers.into_iter().filter_map(Result::err).collect();
+        let why: Vec<String> = answers
+            .into_iter()
+            .filter_map(|a| a.err().map(|e| e.to_string()))
+            .collect();
         Observation::Down(format!(
             "{with_leader} of the needed {quorum} members follow a leader: {}",
             why.join("; ")

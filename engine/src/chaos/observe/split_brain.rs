@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::chaos::judge::split_brain::{BrainSample, EtcdSeen, LeaseSeen};
-use crate::chaos::talos_pool::TalosPool;
+use crate::chaos::talos_pool::{TalosAskError, TalosPool};
 
 /// The prefix of the Leases Cilium's L2 announcer takes, one per announced Service.
 pub const L2_LEASE_PREFIX: &str = "cilium-l2announce-";
@@ -30,6 +30,15 @@ pub struct BrainWatch {
     pub endpoints: Vec<(String, String)>,
     pub vip: Vec<IpAddr>,
     pub kube: kube::Client,
+}
+
+/// Why the L2 announcement Leases could not be listed in one sample.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LeaseListError {
+    #[error("listing Leases in kube-system took over {patience:?}")]
+    TookOver { patience: Duration },
+    #[error("listing Leases in kube-system: {0}")]
+    Api(Arc<kube::Error>),
 }
 
 pub type BrainLog = Arc<Mutex<Vec<BrainSample>>>;
@@ -71,14 +80,17 @@ pub async fn watch(
     }
 }
 
-async fn vip_holders(w: &BrainWatch, patience: Duration) -> Vec<(String, Result<bool, String>)> {
+async fn vip_holders(
+    w: &BrainWatch,
+    patience: Duration,
+) -> Vec<(String, Result<bool, TalosAskError>)> {
     let (vip, Some(pool)) = (&w.vip, &w.pool) else {
         return Vec::new();
     };
     futures::future::join_all(w.endpoints.iter().map(|(endpoint, node)| async move {
         let holds = pool
             .ask(endpoint, patience, |talos| async move {
-                let addresses = talos.addresses().await.map_err(|e| e.to_string())?;
+                let addresses = talos.addresses().await?;
                 Ok(vip.iter().any(|ip| holds_address(&addresses, *ip)))
             })
             .await;
@@ -91,9 +103,9 @@ async fn etcd_status(
     pool: &TalosPool,
     endpoint: &str,
     patience: Duration,
-) -> Result<EtcdSeen, String> {
+) -> Result<EtcdSeen, TalosAskError> {
     pool.ask(endpoint, patience, |talos| async move {
-        let s = talos.etcd_status().await.map_err(|e| e.to_string())?;
+        let s = talos.etcd_status().await?;
         Ok(EtcdSeen {
             member: s.member_id,
             leader: s.leader,
@@ -107,7 +119,7 @@ async fn etcd_status(
 async fn etcd_statuses(
     w: &BrainWatch,
     patience: Duration,
-) -> Vec<(String, Result<EtcdSeen, String>)> {
+) -> Vec<(String, Result<EtcdSeen, TalosAskError>)> {
     let Some(pool) = &w.pool else {
         return Vec::new();
     };
@@ -121,9 +133,9 @@ async fn etcd_statuses(
 /// an index a member applied above this one is one the leader never had.
 async fn leader_again(
     w: &BrainWatch,
-    etcd: &[(String, Result<EtcdSeen, String>)],
+    etcd: &[(String, Result<EtcdSeen, TalosAskError>)],
     patience: Duration,
-) -> Option<Result<EtcdSeen, String>> {
+) -> Option<Result<EtcdSeen, TalosAskError>> {
     let mut votes: Vec<(u64, usize)> = Vec::new();
     for leader in etcd
         .iter()
@@ -143,12 +155,15 @@ async fn leader_again(
     Some(etcd_status(w.pool.as_ref()?, endpoint, patience).await)
 }
 
-async fn l2_leases(kube: &kube::Client, patience: Duration) -> Result<Vec<LeaseSeen>, String> {
+async fn l2_leases(
+    kube: &kube::Client,
+    patience: Duration,
+) -> Result<Vec<LeaseSeen>, LeaseListError> {
     let api = Api::<Lease>::namespaced(kube.clone(), "kube-system");
     let list = tokio::time::timeout(patience, api.list(&ListParams::default()))
         .await
-        .map_err(|_| format!("listing Leases in kube-system took over {patience:?}"))?
-        .map_err(|e| format!("listing Leases in kube-system: {e}"))?;
+        .map_err(|_| LeaseListError::TookOver { patience })?
+        .map_err(|e| LeaseListError::Api(Arc::new(e)))?;
     Ok(list
         .items
         .iter()

@@ -7,8 +7,25 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gates_infra::talos::{TalosClient, TalosNode};
+use gates_infra::talos::{TalosClient, TalosError, TalosNode};
 use tokio::sync::Mutex;
+
+/// Why a control plane's Talos API gave no usable answer: said as an observation or as why a
+/// split-brain signal could not be read.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TalosAskError {
+    /// The connection or the call failed.
+    #[error(transparent)]
+    Talos(#[from] TalosError),
+    /// The etcd member answered, but follows no leader.
+    #[error("{endpoint}: no leader")]
+    NoLeader { endpoint: String },
+    #[error("{endpoint}: no answer within {:.1}s", .patience.as_secs_f64())]
+    NoAnswer {
+        endpoint: String,
+        patience: Duration,
+    },
+}
 
 #[derive(Clone)]
 pub struct TalosPool {
@@ -31,21 +48,17 @@ impl TalosPool {
         endpoint: &str,
         patience: Duration,
         call: F,
-    ) -> Result<T, String>
+    ) -> Result<T, TalosAskError>
     where
         F: FnOnce(TalosNode) -> Fut,
-        Fut: Future<Output = Result<T, String>>,
+        Fut: Future<Output = Result<T, TalosAskError>>,
     {
         let attempt = async {
             let cached = self.nodes.lock().await.get(endpoint).cloned();
             let node = match cached {
                 Some(node) => node,
                 None => {
-                    let node = self
-                        .client
-                        .connect(endpoint)
-                        .await
-                        .map_err(|e| e.to_string())?;
+                    let node = self.client.connect(endpoint).await?;
                     self.nodes
                         .lock()
                         .await
@@ -58,10 +71,10 @@ impl TalosPool {
         let result = tokio::time::timeout(patience, attempt)
             .await
             .unwrap_or_else(|_| {
-                Err(format!(
-                    "{endpoint}: no answer within {:.1}s",
-                    patience.as_secs_f64()
-                ))
+                Err(TalosAskError::NoAnswer {
+                    endpoint: endpoint.to_string(),
+                    patience,
+                })
             });
         if result.is_err() {
             self.nodes.lock().await.remove(endpoint);

@@ -58,7 +58,7 @@ pub async fn watch(
             futures::future::join_all(w.endpoints.iter().map(|(endpoint, node)| async move {
                 let holds = pool
                     .ask(endpoint, patience, |talos| async move {
-                        let addresses = talos.addresses().await.map_err(|e| e.to_string())?;
+                        let addresses = talos.addresses().await?;
                         Ok(vip.iter().any(|ip| holds_address(&addresses, *ip)))
                     })
                     .await;

@@ -4,6 +4,7 @@
 
 use gates_infra::proxmox::ProxmoxClient;
 
+use super::Refusal;
 use crate::chaos::journal::HostPower;
 use crate::collect;
 use crate::config::{Environment, ProxmoxAccess};
@@ -13,7 +14,7 @@ pub async fn prepare(
     env: &Environment,
     access: &ProxmoxAccess,
     host: &str,
-) -> Result<(ProxmoxClient, HostPower), String> {
+) -> Result<(ProxmoxClient, HostPower), Refusal> {
     let mut tried = Vec::new();
     let mut chosen = None;
     for url in std::iter::once(&access.url).chain(&access.fallback_urls) {
@@ -34,23 +35,27 @@ pub async fn prepare(
         }
     }
     let Some((client, url, local)) = chosen else {
-        return Err(format!(
+        return Err(Refusal(format!(
             "--whole-host needs the Proxmox API of a host other than {host}, to wake it again \
              ({}); add another host's address to `proxmox.fallback_urls` in {}",
             tried.join("; "),
             env.file.display()
-        ));
+        )));
     };
     let mac = client
         .wakeonlan_mac(host)
         .await
-        .map_err(|err| format!("--whole-host: cannot read {host}'s node config: {err}"))?
+        .map_err(|err| {
+            Refusal(format!(
+                "--whole-host: cannot read {host}'s node config: {err}"
+            ))
+        })?
         .ok_or_else(|| {
-            format!(
+            Refusal(format!(
                 "--whole-host refused: {host} has no wake-on-LAN MAC in its node config, so it \
                  could not be brought back after the shutdown; set one with \
                  `pvenode config set -wakeonlan <MAC>` on {host}"
-            )
+            ))
         })?;
     Ok((
         client,

@@ -81,7 +81,7 @@ pub async fn plan(
     let Some(proxmox) = pre.state.proxmox.present() else {
         return Err(refused(env, &pre.refusals, None));
     };
-    let refuse = |why: String| refused(env, &pre.refusals, Some(why));
+    let refuse = |why: super::Refusal| refused(env, &pre.refusals, Some(why.0));
     let (host, reason) =
         super::choose_host(&args.host, &pre.state, proxmox, today).map_err(refuse)?;
     let mut target = super::target(env, proxmox, &host, reason, args.whole_host).map_err(refuse)?;
@@ -93,7 +93,7 @@ pub async fn plan(
             ));
         }
         let client =
-            collect::proxmox::client(env, access).map_err(|err| refuse(err.to_string()))?;
+            collect::proxmox::client(env, access).map_err(|err| refuse(err.to_string().into()))?;
         super::partition::read_devices(&client, &mut target)
             .await
             .map_err(refuse)?;
@@ -147,7 +147,7 @@ pub fn probes(
     .map_err(|reason| ChaosError::Setup {
         env: env.name.clone(),
         what: "probes",
-        reason,
+        reason: reason.to_string(),
     })
 }
 

@@ -7,6 +7,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 
+use super::Refusal;
 use crate::chaos::journal::{FaultKind, HostPower, PlannedFault, PlannedVm};
 use crate::config::Environment;
 use crate::state::{ProxmoxState, State};
@@ -63,7 +64,7 @@ pub fn choose_host(
     state: &State,
     proxmox: &ProxmoxState,
     today: NaiveDate,
-) -> Result<(String, String), String> {
+) -> Result<(String, String), Refusal> {
     let hosts = environment_hosts(proxmox);
     if hosts.is_empty() {
         return Err(
@@ -85,16 +86,16 @@ pub fn choose_host(
         name => {
             if !proxmox.hosts.iter().any(|h| h.name == name) {
                 let known: Vec<&str> = proxmox.hosts.iter().map(|h| h.name.as_str()).collect();
-                return Err(format!(
+                return Err(Refusal(format!(
                     "no Proxmox host `{name}` (hosts: {}; or use auto, worst)",
                     known.join(", ")
-                ));
+                )));
             }
             if !hosts.iter().any(|h| h == name) {
-                return Err(format!(
+                return Err(Refusal(format!(
                     "host {name} runs no node of this environment (its hosts: {})",
                     hosts.join(", ")
-                ));
+                )));
             }
             Ok((name.to_string(), "given by name".to_string()))
         }
@@ -104,7 +105,7 @@ pub fn choose_host(
 /// The host whose loss hurts most: the one whose node holds the API VIP (seen in the Talos
 /// addresses of each control plane) and the most L2 announcement leases (the ingress
 /// address). Both move when it goes down.
-fn worst_host(state: &State, proxmox: &ProxmoxState) -> Result<(String, String), String> {
+fn worst_host(state: &State, proxmox: &ProxmoxState) -> Result<(String, String), Refusal> {
     let mut scores: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     let mut unknown = Vec::new();
     let host_of = |node: &str| {
@@ -183,9 +184,9 @@ fn worst_host(state: &State, proxmox: &ProxmoxState) -> Result<(String, String),
     };
     match best {
         Some((host, why)) => Ok((host, format!("worst: {}{suffix}", why.join(", ")))),
-        None => Err(format!(
+        None => Err(Refusal(format!(
             "`worst`: neither the API VIP holder nor a cilium-l2announce-* lease holder is a node of this environment{suffix}"
-        )),
+        ))),
     }
 }
 
@@ -196,7 +197,7 @@ pub fn target(
     host: &str,
     reason: String,
     whole_host: bool,
-) -> Result<Target, String> {
+) -> Result<Target, Refusal> {
     let on_host: Vec<&crate::state::ProxmoxVm> =
         proxmox.vms.iter().filter(|vm| vm.host == host).collect();
     let (mine, others): (Vec<&crate::state::ProxmoxVm>, Vec<&crate::state::ProxmoxVm>) = on_host
@@ -211,14 +212,14 @@ pub fn target(
         })
         .collect();
     if whole_host && !bystanders.is_empty() {
-        return Err(format!(
+        return Err(Refusal(format!(
             "--whole-host refused: {host} also runs {}",
             bystanders
                 .iter()
                 .map(describe_bystander)
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
+        )));
     }
     let mut vms = Vec::new();
     let mut unknown = Vec::new();
@@ -242,13 +243,13 @@ pub fn target(
         }
     }
     if !unknown.is_empty() {
-        return Err(format!(
+        return Err(Refusal(format!(
             "the VMs on {host} must be known by UUID: {}",
             unknown.join("; ")
-        ));
+        )));
     }
     if vms.is_empty() {
-        return Err(format!("no running VM of {} on {host}", env.name));
+        return Err(Refusal(format!("no running VM of {} on {host}", env.name)));
     }
     vms.sort_by_key(|v| v.vmid);
     Ok(Target {
@@ -342,7 +343,7 @@ mod tests {
     #[test]
     fn whole_host_is_refused_when_another_environment_runs_there() {
         let err = target(&env("lab"), &shared_host(), "pve3", "x".into(), true).unwrap_err();
-        assert!(err.contains("201 vm-201 (lab-production)"), "{err}");
+        assert!(err.0.contains("201 vm-201 (lab-production)"), "{err}");
         let ok = target(&env("lab"), &shared_host(), "pve2", "x".into(), true).unwrap();
         assert!(ok.whole_host && ok.bystanders.is_empty());
     }
@@ -352,10 +353,10 @@ mod tests {
         let mut p = shared_host();
         p.placements[1].matched_by = "name".into();
         let err = target(&env("lab"), &p, "pve2", "x".into(), false).unwrap_err();
-        assert!(err.contains("by name only"), "{err}");
+        assert!(err.0.contains("by name only"), "{err}");
         p.placements.remove(1);
         let err = target(&env("lab"), &p, "pve2", "x".into(), false).unwrap_err();
-        assert!(err.contains("no known Kubernetes node"), "{err}");
+        assert!(err.0.contains("no known Kubernetes node"), "{err}");
     }
 
     #[test]
@@ -463,6 +464,6 @@ mod tests {
             "{why}"
         );
         let err = choose_host("worst", &live_state(None, &[]), &p, day).unwrap_err();
-        assert!(err.contains("neither the API VIP holder"), "{err}");
+        assert!(err.0.contains("neither the API VIP holder"), "{err}");
     }
 }
