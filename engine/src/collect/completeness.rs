@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use super::kinds::Kind;
+use super::registry::KindUnread;
 use crate::state::{ApiState, Collected, ProxmoxState, TalosState};
 
 /// Annotation on a snapshot written with `--allow-incomplete`: one missing part per line.
@@ -19,7 +20,7 @@ pub const NOT_SERVED: &str = "the cluster does not serve";
 
 /// Every part that could not be read, one line each, naming what and why.
 pub fn missing_parts(
-    kinds: &[(Kind, Result<Vec<Value>, String>)],
+    kinds: &[(Kind, Result<Vec<Value>, KindUnread>)],
     talos: &Collected<TalosState>,
     api: &Collected<ApiState>,
     proxmox: &Collected<ProxmoxState>,
@@ -27,12 +28,12 @@ pub fn missing_parts(
     let mut missing = Vec::new();
     for (kind, result) in kinds {
         if let Err(reason) = result
-            && !reason.starts_with(NOT_SERVED)
+            && !reason.0.starts_with(NOT_SERVED)
         {
             missing.push(format!(
                 "{}: {}",
                 kind.coordinates().resource_name(),
-                reason.replace('\n', " ")
+                reason.0.replace('\n', " ")
             ));
         }
     }
@@ -82,9 +83,9 @@ mod tests {
             ),
             (
                 Kind::L2AnnouncementPolicy,
-                Err(format!(
+                Err(KindUnread(format!(
                     "{NOT_SERVED} ciliuml2announcementpolicies (is Cilium installed?)"
-                )),
+                ))),
             ),
         ];
         let proxmox = Collected::Present(ProxmoxState {

@@ -73,7 +73,7 @@ pub async fn client_reading(
 pub async fn collect_raw(
     env: &Environment,
     client: Client,
-) -> Vec<(Kind, Result<Vec<Value>, String>)> {
+) -> Vec<(Kind, Result<Vec<Value>, registry::KindUnread>)> {
     each_kind(env, move |kind| {
         let client = client.clone();
         let page_size = env.kube.page_size;
@@ -99,7 +99,12 @@ pub async fn collect_raw(
     })
     .await
     .into_iter()
-    .map(|(kind, listed)| (kind, listed.map_err(|err| err.to_string())))
+    .map(|(kind, listed)| {
+        (
+            kind,
+            listed.map_err(|err| registry::KindUnread(err.to_string())),
+        )
+    })
     .collect()
 }
 
@@ -142,7 +147,11 @@ pub async fn collect(env: &Environment, client: &Result<Client, KubeError>) -> S
                 Some((short, reason)) => api_down(&mut state, short, reason),
                 None => {
                     for (kind, objects) in listed {
-                        registry::store(&mut state, kind, objects.map_err(|err| err.to_string()));
+                        registry::store(
+                            &mut state,
+                            kind,
+                            objects.map_err(|err| registry::KindUnread(err.to_string())),
+                        );
                     }
                 }
             }
@@ -177,7 +186,7 @@ fn api_down(state: &mut State, short: &str, reason: String) {
         "the Kubernetes API cannot be used ({short}; the run's first error says why and how to fix it)"
     );
     for kind in Kind::ALL {
-        registry::store(state, kind, Err(brief.clone()));
+        registry::store(state, kind, Err(registry::KindUnread(brief.clone())));
     }
 }
 
@@ -275,7 +284,7 @@ pub async fn list_typed_in(
             Body::Json(text) => {
                 let page = Page::split(&text).map_err(|reason| ListError::NotAList {
                     resource: resource(),
-                    reason,
+                    reason: reason.to_string(),
                 })?;
                 next(page.next.clone());
                 let items = page.items();
@@ -286,7 +295,7 @@ pub async fn list_typed_in(
                     None => Objects::decode_with_room(kind, &items, expected),
                     Some(_) => Objects::decode(kind, &items),
                 }
-                .map_err(decode_error)?;
+                .map_err(|why| decode_error(why.0))?;
                 (objects, page.revision)
             }
             Body::Protobuf(bytes) => {
@@ -335,7 +344,7 @@ pub async fn list_pages(
         };
         let page = Page::split(&text).map_err(|reason| ListError::NotAList {
             resource: resource(),
-            reason,
+            reason: reason.to_string(),
         })?;
         next(page.next.clone());
         let items = page.items();
@@ -536,7 +545,7 @@ fn room(items: usize, remaining: usize) -> usize {
 }
 
 impl<'t> Page<'t> {
-    fn split(text: &'t str) -> Result<Page<'t>, String> {
+    fn split(text: &'t str) -> Result<Page<'t>, serde_json::Error> {
         #[derive(serde::Deserialize, Default)]
         struct ListMeta {
             #[serde(default, rename = "continue")]
@@ -556,7 +565,7 @@ impl<'t> Page<'t> {
             .map(|items| items.iter().map(|item| item.text).collect())
             .unwrap_or_default();
         let meta = match page.metadata {
-            Some(m) => serde_json::from_str::<ListMeta>(m).map_err(|err| err.to_string())?,
+            Some(m) => serde_json::from_str::<ListMeta>(m)?,
             None => ListMeta::default(),
         };
         Ok(Page {
@@ -569,8 +578,8 @@ impl<'t> Page<'t> {
     }
 
     /// A page the fast scan refused: parsed in full, then its items written out again.
-    fn canonical(text: &str) -> Result<Page<'t>, String> {
-        let value: Value = serde_json::from_str(text).map_err(|err| err.to_string())?;
+    fn canonical(text: &str) -> Result<Page<'t>, serde_json::Error> {
+        let value: Value = serde_json::from_str(text)?;
         let next = value["metadata"]["continue"]
             .as_str()
             .filter(|n| !n.is_empty())

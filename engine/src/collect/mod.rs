@@ -128,9 +128,13 @@ pub async fn api_part(env: &Environment) -> Collected<crate::state::ApiState> {
 /// the nodes ([`proxmox_place`]).
 pub async fn proxmox_read(config: &Config, env: &Environment) -> Collected<proxmox::Read> {
     match &env.proxmox {
-        Some(access) => deadline::within(env, "Proxmox", proxmox::read(config, env, access), Err)
+        Some(access) => {
+            deadline::within(env, "Proxmox", proxmox::read(config, env, access), |why| {
+                Err(proxmox::ProxmoxReadError::Late(why))
+            })
             .await
-            .map_or_else(Collected::Absent, Collected::Present),
+            .map_or_else(|why| Collected::Absent(why.to_string()), Collected::Present)
+        }
         None => Collected::NotApplicable(format!("no `proxmox` section in {}", env.file.display())),
     }
 }

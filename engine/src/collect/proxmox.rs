@@ -37,6 +37,19 @@ pub enum ProxmoxAccessError {
     },
 }
 
+/// Why Proxmox could not be read: no client, the inventory, or the deadline. Said as the
+/// reason Proxmox is absent from the state.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxmoxReadError {
+    #[error(transparent)]
+    Access(#[from] ProxmoxAccessError),
+    #[error(transparent)]
+    Inventory(#[from] proxmox::ProxmoxError),
+    /// The phase did not finish within the environment's deadline (the deadline's sentence).
+    #[error("{0}")]
+    Late(String),
+}
+
 /// A client for the environment's Proxmox API. Warns on every run with `insecure_tls`.
 pub fn client(
     env: &Environment,
@@ -114,8 +127,8 @@ pub async fn read(
     config: &Config,
     env: &Environment,
     access: &ProxmoxAccess,
-) -> Result<Read, String> {
-    let client = client(env, access).map_err(|err| err.to_string())?;
+) -> Result<Read, ProxmoxReadError> {
+    let client = client(env, access)?;
     // Every VM, so other environments' VMs on the same hosts are known too; the configs
     // (SMBIOS uuids) only of this environment's, the ones nodes are matched against.
     let everything = proxmox::VmScope {
@@ -124,9 +137,7 @@ pub async fn read(
     };
     let mine = scope(access);
     let inventory =
-        proxmox::collect_inventory_reading(&client, &everything, &mine, access.concurrency)
-            .await
-            .map_err(|err| err.to_string())?;
+        proxmox::collect_inventory_reading(&client, &everything, &mine, access.concurrency).await?;
     let scopes = config
         .environments
         .values()

@@ -17,7 +17,7 @@ use crate::state::{Collected, Source, State};
 /// For each kind: the JSON texts of its objects, or why they could not be collected.
 #[derive(Debug, Default)]
 pub struct RawState<'a> {
-    pub lists: BTreeMap<Kind, Result<Vec<&'a str>, String>>,
+    pub lists: BTreeMap<Kind, Result<Vec<&'a str>, registry::KindUnread>>,
     /// What a `gates snapshot` file recorded of Talos, the API endpoint and Proxmox.
     pub infra: Option<super::infra_record::InfraRecord>,
     /// What each `gates snapshot` file recorded of its origin, with the file.
@@ -40,7 +40,7 @@ impl<'a> RawState<'a> {
     }
 
     pub fn mark_absent(&mut self, kind: Kind, reason: String) {
-        self.lists.insert(kind, Err(reason));
+        self.lists.insert(kind, Err(registry::KindUnread(reason)));
     }
 
     /// Type every object. An object that does not fit its kind's shape makes that kind
@@ -49,10 +49,10 @@ impl<'a> RawState<'a> {
         let mut state = State::empty(source, collected_at);
         for kind in Kind::ALL {
             let raw = self.lists.remove(&kind).unwrap_or_else(|| {
-                Err(format!(
+                Err(registry::KindUnread(format!(
                     "{} was not collected",
                     kind.coordinates().resource_name()
-                ))
+                )))
             });
             let objects = raw.and_then(|texts| registry::decode_parallel(kind, &texts));
             registry::store(&mut state, kind, objects);
@@ -65,11 +65,11 @@ impl<'a> RawState<'a> {
 /// registry types texts.
 pub fn typed<T: DeserializeOwned>(
     kind: Kind,
-    raw: Result<Vec<Value>, String>,
+    raw: Result<Vec<Value>, registry::KindUnread>,
 ) -> Collected<Vec<T>> {
     let values = match raw {
         Ok(values) => values,
-        Err(reason) => return Collected::Absent(reason),
+        Err(reason) => return Collected::Absent(reason.0),
     };
     let mut items = Vec::with_capacity(values.len());
     for value in values {

@@ -16,6 +16,25 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
+/// Why one kind's objects are not in the state: the first object that does not fit the kind's
+/// shape, named (`Pod team/app-1 has an unexpected shape: …`), or why the kind could not be
+/// listed. Stored as the kind's [`Collected::Absent`] reason, the sentence alone.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct KindUnread(pub String);
+
+impl From<String> for KindUnread {
+    fn from(why: String) -> Self {
+        KindUnread(why)
+    }
+}
+
+impl From<&str> for KindUnread {
+    fn from(why: &str) -> Self {
+        KindUnread(why.to_string())
+    }
+}
+
 macro_rules! registry {
     ($($kind:ident => $field:ident: $ty:ty,)*) => {
         /// The typed objects of one kind.
@@ -34,13 +53,13 @@ macro_rules! registry {
 
             /// Decode the JSON texts of `kind`'s objects, in order; the first that does not
             /// fit the kind's shape is the error, with its name.
-            pub fn decode(kind: Kind, texts: &[&str]) -> Result<Objects, String> {
+            pub fn decode(kind: Kind, texts: &[&str]) -> Result<Objects, KindUnread> {
                 Objects::decode_with_room(kind, texts, texts.len())
             }
 
             /// [`Objects::decode`] with room for `room` objects, so that more can be
             /// appended without moving these.
-            pub fn decode_with_room(kind: Kind, texts: &[&str], room: usize) -> Result<Objects, String> {
+            pub fn decode_with_room(kind: Kind, texts: &[&str], room: usize) -> Result<Objects, KindUnread> {
                 match kind {
                     $(Kind::$kind => decode_all::<$ty>(kind, texts, room).map(Objects::$kind),)*
                 }
@@ -59,11 +78,11 @@ macro_rules! registry {
             /// Decode already parsed JSON values of `kind`, the way objects were typed before
             /// they were decoded from their text: the reference the tests compare against.
             #[cfg(test)]
-            pub fn from_values(kind: Kind, values: Vec<serde_json::Value>) -> Result<Objects, String> {
+            pub fn from_values(kind: Kind, values: Vec<serde_json::Value>) -> Result<Objects, KindUnread> {
                 match kind {
                     $(Kind::$kind => values
                         .into_iter()
-                        .map(|v| serde_json::from_value::<$ty>(v).map_err(|e| e.to_string()))
+                        .map(|v| serde_json::from_value::<$ty>(v).map_err(|e| KindUnread(e.to_string())))
                         .collect::<Result<Vec<_>, _>>()
                         .map(Objects::$kind),)*
                 }
@@ -109,12 +128,12 @@ macro_rules! registry {
             /// of it changed (a pod's annotations or revision are not held, so a change to
             /// them alone changes nothing); an object that does not fit the kind's shape is
             /// the error, with its name.
-            pub fn upsert(&mut self, value: serde_json::Value) -> Result<Option<String>, String> {
+            pub fn upsert(&mut self, value: serde_json::Value) -> Result<Option<String>, KindUnread> {
                 match self {
                     $(Keyed::$kind(items) => {
                         let name = object_name(&value);
                         let object: $ty = serde_json::from_value(value).map_err(|err| {
-                            format!("{} {name} has an unexpected shape: {err}", Kind::$kind.coordinates().kind)
+                            KindUnread(format!("{} {name} has an unexpected shape: {err}", Kind::$kind.coordinates().kind))
                         })?;
                         let key = gates_core::meta::ns_name(&object.metadata);
                         if items.get(&key) == Some(&object) {
@@ -190,13 +209,13 @@ macro_rules! registry {
         }
 
         /// Put one kind's objects, or why they are missing, into its field of `state`.
-        pub fn store(state: &mut State, kind: Kind, objects: Result<Objects, String>) {
+        pub fn store(state: &mut State, kind: Kind, objects: Result<Objects, KindUnread>) {
             match (kind, objects) {
                 $(
                     (Kind::$kind, Ok(Objects::$kind(items))) => state.$field = Collected::Present(items),
-                    (Kind::$kind, Err(reason)) => state.$field = Collected::Absent(reason),
+                    (Kind::$kind, Err(reason)) => state.$field = Collected::Absent(reason.0),
                 )*
-                (kind, Ok(_)) => store(state, kind, Err(format!("{} were decoded as another kind", kind.coordinates().resource_name()))),
+                (kind, Ok(_)) => store(state, kind, Err(KindUnread(format!("{} were decoded as another kind", kind.coordinates().resource_name())))),
             }
         }
     };
@@ -224,12 +243,12 @@ fn decode_all<T: DeserializeOwned>(
     kind: Kind,
     texts: &[&str],
     room: usize,
-) -> Result<Vec<T>, String> {
+) -> Result<Vec<T>, KindUnread> {
     let mut items = Vec::with_capacity(room.max(texts.len()));
     for text in texts {
         match serde_json::from_str(text) {
             Ok(item) => items.push(item),
-            Err(err) => return Err(unexpected_shape(kind, text, &err)),
+            Err(err) => return Err(KindUnread(unexpected_shape(kind, text, &err))),
         }
     }
     Ok(items)
@@ -286,7 +305,7 @@ pub fn object_name(value: &serde_json::Value) -> String {
 
 /// Decode `texts` on every core, in order: the objects of a large cluster are many and
 /// independent. The first error in the texts' order wins, as when decoding one by one.
-pub fn decode_parallel(kind: Kind, texts: &[&str]) -> Result<Objects, String> {
+pub fn decode_parallel(kind: Kind, texts: &[&str]) -> Result<Objects, KindUnread> {
     const SERIAL_BELOW: usize = 2048;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if threads < 2 || texts.len() < SERIAL_BELOW {
@@ -305,7 +324,7 @@ pub fn decode_parallel(kind: Kind, texts: &[&str]) -> Result<Objects, String> {
         for handle in handles {
             let part = handle
                 .join()
-                .unwrap_or_else(|_| Err("decoding panicked".to_string()));
+                .unwrap_or_else(|_| Err("decoding panicked".into()));
             all = all.and_then(|mut all| {
                 all.extend(part?);
                 Ok(all)
@@ -417,6 +436,6 @@ mod tests {
         texts[1_000] = r#"{"metadata":{"name":"early"},"spec":7}"#.to_string();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let err = decode_parallel(Kind::Lease, &texts).expect_err("two bad leases");
-        assert!(err.contains("Lease early"), "{err}");
+        assert!(err.0.contains("Lease early"), "{err}");
     }
 }

@@ -91,9 +91,9 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
             })?
             .len();
         super::snapshot_bounds::check_size(len, super::snapshot_bounds::MAX_FILE_BYTES).map_err(
-            |message| SnapshotError::Shape {
+            |refused| SnapshotError::Shape {
                 file: file.clone(),
-                message,
+                message: refused.to_string(),
             },
         )?;
         let text = super::file_text::read(file, len).map_err(|source| SnapshotError::Read {

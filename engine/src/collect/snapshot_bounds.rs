@@ -38,8 +38,19 @@ pub fn yaml_options() -> serde_saphyr::Options {
 }
 
 /// The YAML documents of a file (null documents dropped), or the parser's reason.
-pub fn yaml_documents(text: &str) -> Result<Vec<Value>, String> {
-    yaml_documents_at(text).map_err(|(message, _)| message)
+pub fn yaml_documents(text: &str) -> Result<Vec<Value>, BoundsError> {
+    yaml_documents_at(text).map_err(|(message, _)| BoundsError::NotYaml(message))
+}
+
+/// Why a snapshot file is refused before its objects are read: too large, or not YAML the
+/// bounded parser accepts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BoundsError {
+    #[error("the file is {len} bytes; snapshots larger than {max} bytes are refused")]
+    TooLarge { len: u64, max: u64 },
+    /// The parser's reason.
+    #[error("{0}")]
+    NotYaml(String),
 }
 
 /// Why a text is not YAML, and the 1-based line and column where the parser says.
@@ -69,11 +80,9 @@ pub fn yaml_documents_at(text: &str) -> Result<Vec<Value>, YamlError> {
 }
 
 /// Refuse a file larger than the cap before reading it.
-pub fn check_size(len: u64, max: u64) -> Result<(), String> {
+pub fn check_size(len: u64, max: u64) -> Result<(), BoundsError> {
     if len > max {
-        Err(format!(
-            "the file is {len} bytes; snapshots larger than {max} bytes are refused"
-        ))
+        Err(BoundsError::TooLarge { len, max })
     } else {
         Ok(())
     }
@@ -107,7 +116,7 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
-        assert!(!err.is_empty());
+        assert!(!err.to_string().is_empty());
     }
 
     #[test]
@@ -133,13 +142,13 @@ mod tests {
     fn deep_nesting_is_refused_quickly() {
         let text = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         let started = Instant::now();
-        let err = yaml_documents(&text).expect_err("too deep");
+        let err = yaml_documents(&text).expect_err("too deep").to_string();
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "{:?}",
             started.elapsed()
         );
-        assert!(!err.is_empty());
+        assert!(!err.to_string().is_empty());
     }
 
     #[test]
@@ -153,6 +162,6 @@ mod tests {
     fn a_file_over_the_cap_is_refused_by_size() {
         assert!(check_size(10, 100).is_ok());
         let err = check_size(101, 100).unwrap_err();
-        assert!(err.contains("101 bytes"), "{err}");
+        assert!(err.to_string().contains("101 bytes"), "{err}");
     }
 }

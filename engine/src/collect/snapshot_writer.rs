@@ -98,7 +98,7 @@ pub async fn write_live(
                 collected.push(name);
                 items.extend(objects);
             }
-            Err(reason) => absent.push(format!("{name}={}", reason.replace('\n', " "))),
+            Err(reason) => absent.push(format!("{name}={}", reason.0.replace('\n', " "))),
         }
     }
     if collected.is_empty() {

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
 use crate::collect::kinds::Kind;
-use crate::collect::registry::{self, Keyed};
+use crate::collect::registry::{self, Keyed, KindUnread};
 use crate::state::{Collected, Input, State};
 
 /// How current one source is.
@@ -55,9 +55,9 @@ impl Health {
 /// One kind's latest objects, or the cluster's answer why there are none.
 #[derive(Debug)]
 struct KindFeed {
-    objects: Result<Keyed, String>,
+    objects: Result<Keyed, KindUnread>,
     /// An event whose object gates could not read: the kind is unread until listed again.
-    unreadable: Option<String>,
+    unreadable: Option<KindUnread>,
     health: Health,
 }
 
@@ -219,7 +219,7 @@ impl Shared {
 
     fn feed(inner: &mut Inner, kind: Kind) -> &mut KindFeed {
         inner.kinds.entry(kind).or_insert_with(|| KindFeed {
-            objects: Err("not read yet".to_string()),
+            objects: Err("not read yet".into()),
             unreadable: None,
             health: Health::default(),
         })
@@ -242,7 +242,7 @@ impl Shared {
     pub fn answered(&self, kind: Kind, why: String) {
         self.with(|inner| {
             let feed = Shared::feed(inner, kind);
-            feed.objects = Err(why);
+            feed.objects = Err(KindUnread(why));
             feed.unreadable = None;
             feed.health.current(Utc::now());
             feed.health.reads += 1;
@@ -564,7 +564,7 @@ fn apply_one(
                 return;
             }
             let objects = match inner.kinds.get(&kind) {
-                None => Err("not read yet".to_string()),
+                None => Err("not read yet".into()),
                 Some(feed) => match (&feed.unreadable, &feed.objects) {
                     (Some(why), _) => Err(why.clone()),
                     (None, Ok(objects)) => Ok(objects.objects()),
