@@ -8,10 +8,32 @@
 
 use std::time::Duration;
 
-use gates_infra::proxmox::{NetDevice, ProxmoxError};
+use gates_infra::proxmox::{NetDevice, NetDeviceError, ProxmoxError};
 
 use super::journal::{Entry, PlannedVm};
 use super::power::{Power, PowerAction, PowerError};
+
+/// Why a VM's network device could not be read, written, or read back as written.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("reading its config: {0}")]
+    ConfigUnread(ProxmoxError),
+    #[error("{net} is no longer in its config")]
+    Gone { net: String },
+    #[error("{net} = {text:?} cannot be parsed ({source})")]
+    Unparsable {
+        net: String,
+        text: String,
+        source: NetDeviceError,
+    },
+    #[error(transparent)]
+    Write(ProxmoxError),
+    /// The update was accepted but the running device does not show it.
+    #[error(
+        "{net} reads back as {back:?} after the update: the change is pending, not applied (is network hotplug off for this VM?)"
+    )]
+    Pending { net: String, back: String },
+}
 
 /// The first pause between two attempts to put a link back; doubled up to five seconds.
 const UP_BACKOFF: Duration = Duration::from_millis(500);
@@ -34,18 +56,23 @@ impl Power {
     }
 
     async fn pull(&self, vm: &PlannedVm, net: &str) -> Result<(), PowerError> {
-        let subject = format!("pull the link of {net} of VM {} {}", vm.vmid, vm.name);
+        let pull = |source: PowerError| PowerError::Pull {
+            net: net.to_string(),
+            vmid: vm.vmid,
+            name: vm.name.clone(),
+            source: Box::new(source),
+        };
         let (device, digest) = self
             .read_device(vm, net)
             .await
-            .map_err(|e| PowerError(format!("{subject}: {e}; nothing was sent")))?;
+            .map_err(|e| pull(PowerError::LinkUnread(e)))?;
         self.note(Entry::LinkDownRequested {
             vmid: vm.vmid,
             host: vm.host.clone(),
             device: net.to_string(),
             before: device.to_string(),
         })
-        .map_err(|e| PowerError(format!("{subject}: journal: {e}; nothing was sent")))?;
+        .map_err(|e| pull(PowerError::NotJournaled(e)))?;
         let result = self.set_link(vm, net, &device, true, digest).await;
         self.count_device(PowerAction::LinkDown, vm, net, &result);
         match result {
@@ -55,14 +82,14 @@ impl Power {
                     host: vm.host.clone(),
                     device: net.to_string(),
                 })
-                .map_err(|e| PowerError(format!("{subject}: journal: {e}"))),
+                .map_err(|e| pull(PowerError::Journal(e))),
             Err(err) => {
                 let _ = self.note(Entry::ActionFailed {
                     vmid: vm.vmid,
                     action: format!("link-down {net}"),
                     error: err.to_string(),
                 });
-                Err(PowerError(format!("{subject}: {err}")))
+                Err(pull(PowerError::Link(err)))
             }
         }
     }
@@ -102,7 +129,7 @@ impl Power {
                 host: vm.host.clone(),
                 device: net.to_string(),
             })
-            .map_err(|e| PowerError(format!("journal: {e}")))?;
+            .map_err(PowerError::Journal)?;
             let result = match self.read_device(vm, net).await {
                 Ok((device, digest)) => self.set_link(vm, net, &device, false, digest).await,
                 Err(err) => Err(err),
@@ -121,7 +148,7 @@ impl Power {
                             host: vm.host.clone(),
                             device: net.to_string(),
                         })
-                        .map_err(|e| PowerError(format!("journal: {e}")));
+                        .map_err(PowerError::Journal);
                 }
                 Err(err) => err,
             };
@@ -132,13 +159,15 @@ impl Power {
             });
             let spent = began.elapsed();
             if spent >= patience {
-                return Err(PowerError(format!(
-                    "put the link of {net} of VM {} {} back: gave up after {attempts} attempts over {:.1}s (chaos.recovery_timeout {}): {err}; run `gates recover` or set link_down=0 on {net} by hand",
-                    vm.vmid,
-                    vm.name,
-                    spent.as_secs_f64(),
-                    humantime::format_duration(patience)
-                )));
+                return Err(PowerError::PutBackGaveUp {
+                    net: net.to_string(),
+                    vmid: vm.vmid,
+                    name: vm.name.clone(),
+                    attempts,
+                    spent,
+                    patience,
+                    source: err,
+                });
             }
             tokio::time::sleep(backoff.min(patience - spent)).await;
             backoff = (backoff * 2).min(UP_BACKOFF_MAX);
@@ -150,20 +179,30 @@ impl Power {
         &self,
         vm: &PlannedVm,
         net: &str,
-    ) -> Result<(NetDevice, Option<String>), PowerError> {
+    ) -> Result<(NetDevice, Option<String>), LinkError> {
         let read = self
             .client()
             .vm_net_devices(&vm.host, vm.vmid)
             .await
-            .map_err(|e| PowerError(format!("reading its config: {e}")))?;
+            .map_err(LinkError::ConfigUnread)?;
         let text = read
             .devices
             .iter()
             .find(|(key, _)| key == net)
             .map(|(_, text)| text.clone())
-            .ok_or_else(|| format!("{net} is no longer in its config"))?;
-        let device = NetDevice::parse(&text)
-            .map_err(|e| PowerError(format!("{net} = {text:?} cannot be parsed ({e})")))?;
+            .ok_or_else(|| LinkError::Gone {
+                net: net.to_string(),
+            })?;
+        let device = match NetDevice::parse(&text) {
+            Ok(device) => device,
+            Err(source) => {
+                return Err(LinkError::Unparsable {
+                    net: net.to_string(),
+                    text,
+                    source,
+                });
+            }
+        };
         Ok((device, read.digest))
     }
 
@@ -175,26 +214,65 @@ impl Power {
         device: &NetDevice,
         down: bool,
         digest: Option<String>,
-    ) -> Result<(), PowerError> {
+    ) -> Result<(), LinkError> {
         let value = device.with_link_down(down).to_string();
         self.client()
             .set_vm_option(&vm.host, vm.vmid, net, &value, digest.as_deref())
             .await
-            .map_err(|e: ProxmoxError| e.to_string())?;
+            .map_err(LinkError::Write)?;
         let (back, _) = self.read_device(vm, net).await?;
         match back.link_down() {
             Ok(now) if now == down => Ok(()),
-            _ => Err(PowerError(format!(
-                "{net} reads back as {back:?} after the update: the change is pending, not applied (is network hotplug off for this VM?)",
-                back = back.to_string()
-            ))),
+            _ => Err(LinkError::Pending {
+                net: net.to_string(),
+                back: back.to_string(),
+            }),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::LinkError;
     use crate::chaos::journal;
+    use crate::chaos::power::PowerError;
+    use std::time::Duration;
+
+    #[test]
+    fn link_errors_say_the_device_the_vm_and_the_fix_as_one_sentence() {
+        let gone = || LinkError::Gone { net: "net0".into() };
+        let unread = PowerError::Pull {
+            net: "net0".into(),
+            vmid: 201,
+            name: "cp-02".into(),
+            source: Box::new(PowerError::LinkUnread(gone())),
+        };
+        assert_eq!(
+            unread.to_string(),
+            "pull the link of net0 of VM 201 cp-02: net0 is no longer in its config; nothing was sent"
+        );
+        let gave_up = PowerError::PutBackGaveUp {
+            net: "net0".into(),
+            vmid: 201,
+            name: "cp-02".into(),
+            attempts: 4,
+            spent: Duration::from_millis(2460),
+            patience: Duration::from_secs(3),
+            source: gone(),
+        };
+        assert_eq!(
+            gave_up.to_string(),
+            "put the link of net0 of VM 201 cp-02 back: gave up after 4 attempts over 2.5s (chaos.recovery_timeout 3s): net0 is no longer in its config; run `gates recover` or set link_down=0 on net0 by hand"
+        );
+        let pending = LinkError::Pending {
+            net: "net0".into(),
+            back: "virtio=AA:BB,link_down=1".into(),
+        };
+        assert_eq!(
+            pending.to_string(),
+            "net0 reads back as \"virtio=AA:BB,link_down=1\" after the update: the change is pending, not applied (is network hotplug off for this VM?)"
+        );
+    }
 
     #[tokio::test]
     async fn a_device_that_cannot_be_read_is_never_written_nor_journaled_as_pulled() {

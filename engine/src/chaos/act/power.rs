@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures::future::join_all;
 use gates_infra::proxmox::{PowerOptions, ProxmoxClient, ProxmoxError};
 
+use super::link::LinkError;
 use crate::chaos::journal::{Entry, Journal, JournalError, PlannedVm};
 
 /// The first pause between two attempts to start a VM; doubled up to [`START_BACKOFF_MAX`].
@@ -33,16 +34,79 @@ fn retry_may_help(err: &ProxmoxError) -> bool {
 
 pub use gates_core::record::power::{Issued, PowerAction};
 
-/// Why a power or link action of the run did not happen or did not take: the VM or host, the
-/// request and what Proxmox or the journal said, as one sentence.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct PowerError(pub String);
-
-impl From<String> for PowerError {
-    fn from(why: String) -> Self {
-        PowerError(why)
-    }
+/// Why a power or link action of the run did not happen or did not take, naming the VM or
+/// host and the request; said one per line among the run's stop or start errors.
+#[derive(Debug, thiserror::Error)]
+pub enum PowerError {
+    /// The journal line before a request could not be written: nothing was sent.
+    #[error("journal: {0}; nothing was sent")]
+    NotJournaled(JournalError),
+    /// The journal line of a start attempt or of a request's result could not be written.
+    #[error("journal: {0}")]
+    Journal(JournalError),
+    #[error("stop {vmid} {name}: {source}")]
+    Stop {
+        vmid: u32,
+        name: String,
+        source: ProxmoxError,
+    },
+    /// Every start until `chaos.recovery_timeout` failed, or one that trying again cannot
+    /// help.
+    #[error(
+        "start {vmid} {name}: gave up after {attempts} attempts over {:.1}s (chaos.recovery_timeout {}): {source}",
+        .spent.as_secs_f64(),
+        humantime::format_duration(*.patience)
+    )]
+    StartGaveUp {
+        vmid: u32,
+        name: String,
+        attempts: u32,
+        spent: Duration,
+        patience: Duration,
+        source: ProxmoxError,
+    },
+    /// The host's request was refused, or the host did not reach the state in time.
+    #[error(transparent)]
+    Host(ProxmoxError),
+    #[error("shut down host {host}: {source}")]
+    Shutdown {
+        host: String,
+        source: Box<PowerError>,
+    },
+    #[error("wake host {host} through {via}: {source}")]
+    Wake {
+        host: String,
+        via: String,
+        source: Box<PowerError>,
+    },
+    /// The device could not be read before its link was pulled: nothing was sent.
+    #[error("{0}; nothing was sent")]
+    LinkUnread(LinkError),
+    /// The link update was refused, or did not read back as applied.
+    #[error(transparent)]
+    Link(LinkError),
+    #[error("pull the link of {net} of VM {vmid} {name}: {source}")]
+    Pull {
+        net: String,
+        vmid: u32,
+        name: String,
+        source: Box<PowerError>,
+    },
+    /// Every attempt to put the link back until `chaos.recovery_timeout` failed.
+    #[error(
+        "put the link of {net} of VM {vmid} {name} back: gave up after {attempts} attempts over {:.1}s (chaos.recovery_timeout {}): {source}; run `gates recover` or set link_down=0 on {net} by hand",
+        .spent.as_secs_f64(),
+        humantime::format_duration(*.patience)
+    )]
+    PutBackGaveUp {
+        net: String,
+        vmid: u32,
+        name: String,
+        attempts: u32,
+        spent: Duration,
+        patience: Duration,
+        source: LinkError,
+    },
 }
 
 /// Sends power actions for the planned VMs and keeps the journal and the count.
@@ -125,15 +189,18 @@ impl Power {
                     vmid: vm.vmid,
                     host: vm.host.clone(),
                 })
-                .map_err(|e| PowerError(format!("journal: {e}"))),
+                .map_err(PowerError::Journal),
             Err(err) => {
-                let text = format!("stop {} {}: {err}", vm.vmid, vm.name);
                 let _ = self.note(Entry::ActionFailed {
                     vmid: vm.vmid,
                     action: "stop".into(),
                     error: err.to_string(),
                 });
-                Err(PowerError(text))
+                Err(PowerError::Stop {
+                    vmid: vm.vmid,
+                    name: vm.name.clone(),
+                    source: err,
+                })
             }
         }
     }
@@ -159,7 +226,7 @@ impl Power {
                 vmid: vm.vmid,
                 host: vm.host.clone(),
             })
-            .map_err(|e| PowerError(format!("journal: {e}")))?;
+            .map_err(PowerError::Journal)?;
             // The task and the VM's state are awaited at most for what is left.
             let left = patience
                 .saturating_sub(began.elapsed())
@@ -183,7 +250,7 @@ impl Power {
                             vmid: vm.vmid,
                             host: report.node,
                         })
-                        .map_err(|e| PowerError(format!("journal: {e}")));
+                        .map_err(PowerError::Journal);
                 }
                 Err(err) => err,
             };
@@ -194,13 +261,14 @@ impl Power {
             });
             let spent = began.elapsed();
             if !retry_may_help(&err) || spent >= patience {
-                return Err(PowerError(format!(
-                    "start {} {}: gave up after {attempts} attempts over {:.1}s (chaos.recovery_timeout {}): {err}",
-                    vm.vmid,
-                    vm.name,
-                    spent.as_secs_f64(),
-                    humantime::format_duration(patience)
-                )));
+                return Err(PowerError::StartGaveUp {
+                    vmid: vm.vmid,
+                    name: vm.name.clone(),
+                    attempts,
+                    spent,
+                    patience,
+                    source: err,
+                });
             }
             tokio::time::sleep(backoff.min(patience - spent)).await;
             backoff = (backoff * 2).min(START_BACKOFF_MAX);
@@ -215,7 +283,10 @@ impl Power {
         let sent = async { self.client.shutdown_host(host).await };
         self.host_action(host, request, sent, false, deadline)
             .await
-            .map_err(|e| PowerError(format!("shut down host {host}: {e}")))
+            .map_err(|e| PowerError::Shutdown {
+                host: host.to_string(),
+                source: Box::new(e),
+            })
     }
 
     /// Wake-on-LAN for the host (sent by the host this client talks to), then wait until the
@@ -233,7 +304,11 @@ impl Power {
         let sent = async { self.client.wake_host(host).await.map(|_mac| ()) };
         self.host_action(host, request, sent, true, deadline)
             .await
-            .map_err(|e| PowerError(format!("wake host {host} through {via}: {e}")))
+            .map_err(|e| PowerError::Wake {
+                host: host.to_string(),
+                via: via.to_string(),
+                source: Box::new(e),
+            })
     }
 
     /// Journal the request, send it, wait until the host is `online` (or not), journal the
@@ -246,8 +321,7 @@ impl Power {
         online: bool,
         deadline: Duration,
     ) -> Result<(), PowerError> {
-        self.note(request)
-            .map_err(|e| PowerError(format!("journal: {e}; nothing was sent")))?;
+        self.note(request).map_err(PowerError::NotJournaled)?;
         let result = sent.await;
         let action = if online { "wake" } else { "shutdown" };
         let counted = if online {
@@ -272,14 +346,14 @@ impl Power {
                 } else {
                     Entry::HostOffline { host }
                 })
-                .map_err(|e| PowerError(format!("journal: {e}"))),
+                .map_err(PowerError::Journal),
             Err(err) => {
                 let _ = self.note(Entry::HostActionFailed {
                     host,
                     action: action.into(),
                     error: err.to_string(),
                 });
-                Err(PowerError(err.to_string()))
+                Err(PowerError::Host(err))
             }
         }
     }
