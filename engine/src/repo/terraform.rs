@@ -595,25 +595,89 @@ fn instances(
     Ok(vec![(None, scope.clone())])
 }
 
+/// One instance of a VM resource's attributes, evaluated in its scope.
+struct Attrs<'a> {
+    block: &'a Block,
+    file: &'a File,
+    scope: &'a Scope,
+}
+
+impl Attrs<'_> {
+    /// The attribute at `path` (nested blocks, then the attribute), evaluated; `None` when
+    /// the resource does not set it.
+    fn get(&self, path: &[&str]) -> Result<Option<Node>, RepoError> {
+        let mut body = &self.block.body;
+        for inner in &path[..path.len() - 1] {
+            match body.blocks().find(|b| b.ident.as_str() == *inner) {
+                Some(b) => body = &b.body,
+                None => return Ok(None),
+            }
+        }
+        match body.get_attribute(path[path.len() - 1]) {
+            Some(a) => eval(&a.value, self.file, self.scope).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The static IPv4 addresses the VM is given (Telmate's `ipconfigN`, bpg's
+    /// `initialization.ip_config`), without their prefix lengths; DHCP gives none.
+    fn addresses(&self, telmate: bool) -> Vec<String> {
+        let attr = |path: &[&str]| self.get(path);
+        if telmate {
+            (0..16)
+                .filter_map(|i| attr(&[format!("ipconfig{i}").as_str()]).ok().flatten())
+                .filter_map(|n| {
+                    n.as_str()?
+                        .split(',')
+                        .find_map(|part| part.trim().strip_prefix("ip="))
+                        .map(|ip| ip.split('/').next().unwrap_or(ip).to_string())
+                })
+                .filter(|ip| ip != "dhcp")
+                .collect()
+        } else {
+            attr(&["initialization", "ip_config", "ipv4", "address"])
+                .ok()
+                .flatten()
+                .and_then(|n| {
+                    n.as_str()
+                        .map(|a| a.split('/').next().unwrap_or(a).to_string())
+                })
+                .filter(|ip| ip != "dhcp")
+                .into_iter()
+                .collect()
+        }
+    }
+
+    /// The VM's tags: a list (bpg) or one `;`- or `,`-separated string (Telmate).
+    fn tags(&self) -> Result<Vec<Node>, RepoError> {
+        Ok(match self.get(&["tags"])? {
+            Some(node) => match &node.value {
+                Value::Seq(items) => items.clone(),
+                // Telmate takes one string, `;`- or `,`-separated.
+                Value::Scalar(text, _) => text
+                    .split([';', ','])
+                    .filter(|t| !t.trim().is_empty())
+                    .map(|t| Node::str(t.trim(), node.site.clone()))
+                    .collect(),
+                Value::Null | Value::Map(_) => Vec::new(),
+            },
+            None => Vec::new(),
+        })
+    }
+}
+
 /// Expand one VM resource over its `for_each` or `count`.
 fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result<(), RepoError> {
     let resource = format!("{}.{}", label(block, 0), label(block, 1));
     let instances = instances(block, file, scope, &resource)?;
     let telmate = label(block, 0) == TELMATE_VM;
     for (key, instance) in instances {
-        let attr = |path: &[&str]| -> Result<Option<Node>, RepoError> {
-            let mut body = &block.body;
-            for inner in &path[..path.len() - 1] {
-                match body.blocks().find(|b| b.ident.as_str() == *inner) {
-                    Some(b) => body = &b.body,
-                    None => return Ok(None),
-                }
-            }
-            match body.get_attribute(path[path.len() - 1]) {
-                Some(a) => eval(&a.value, file, &instance).map(Some),
-                None => Ok(None),
-            }
+        let attrs = Attrs {
+            block,
+            file,
+            scope: &instance,
         };
+        let attr = |path: &[&str]| attrs.get(path);
         // A name gates cannot evaluate is unknown, not the end of the read: the trials that
         // match nodes by name say so, the others reach their verdicts.
         let address = match &key {
@@ -675,42 +739,8 @@ fn vms(block: &Block, file: &File, scope: &Scope, out: &mut Terraform) -> Result
         } else {
             (attr(&["cpu", "cores"])?, attr(&["memory", "dedicated"])?)
         };
-        let addresses = if telmate {
-            (0..16)
-                .filter_map(|i| attr(&[format!("ipconfig{i}").as_str()]).ok().flatten())
-                .filter_map(|n| {
-                    n.as_str()?
-                        .split(',')
-                        .find_map(|part| part.trim().strip_prefix("ip="))
-                        .map(|ip| ip.split('/').next().unwrap_or(ip).to_string())
-                })
-                .filter(|ip| ip != "dhcp")
-                .collect()
-        } else {
-            attr(&["initialization", "ip_config", "ipv4", "address"])
-                .ok()
-                .flatten()
-                .and_then(|n| {
-                    n.as_str()
-                        .map(|a| a.split('/').next().unwrap_or(a).to_string())
-                })
-                .filter(|ip| ip != "dhcp")
-                .into_iter()
-                .collect()
-        };
-        let tags = match attr(&["tags"])? {
-            Some(node) => match &node.value {
-                Value::Seq(items) => items.clone(),
-                // Telmate takes one string, `;`- or `,`-separated.
-                Value::Scalar(text, _) => text
-                    .split([';', ','])
-                    .filter(|t| !t.trim().is_empty())
-                    .map(|t| Node::str(t.trim(), node.site.clone()))
-                    .collect(),
-                Value::Null | Value::Map(_) => Vec::new(),
-            },
-            None => Vec::new(),
-        };
+        let addresses = attrs.addresses(telmate);
+        let tags = attrs.tags()?;
         out.vms.push(Vm {
             resource: resource.clone(),
             name,
