@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use hcl_edit::Span;
-use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
+use hcl_edit::expr::{Expression, ObjectKey, Traversal, TraversalOperator};
 use hcl_edit::structure::{Block, Body, Structure};
 
 use super::kustomize::{join, read, resolve};
@@ -791,72 +791,7 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
             Node::new(Value::Map(entries), site)
         }
         Expression::Parenthesis(inner) => eval(inner.inner(), file, scope)?,
-        Expression::Traversal(traversal) => {
-            let Expression::Variable(root) = &traversal.expr else {
-                return Err(unknown(expr, file));
-            };
-            let mut ops = traversal.operators.iter().map(|op| op.value());
-            let mut current = match (root.as_str(), ops.next()) {
-                ("var", Some(TraversalOperator::GetAttr(name))) => {
-                    match scope.vars.get(name.as_str()) {
-                        Some(Ok(value)) => value.clone(),
-                        // An input gates could not evaluate: its error, not a default.
-                        Some(Err(err)) => return Err(err.clone()),
-                        None => {
-                            return Err(RepoError::undeclared(
-                                site.clone(),
-                                format!(
-                                    "var.{} has no value: no default and not set in tfvars",
-                                    name.as_str()
-                                ),
-                            ));
-                        }
-                    }
-                }
-                ("each", Some(TraversalOperator::GetAttr(part))) => {
-                    match (&scope.each, part.as_str()) {
-                        (Some((key, _)), "key") => key.clone(),
-                        (Some((_, value)), "value") => value.clone(),
-                        _ => return Err(unknown(expr, file)),
-                    }
-                }
-                ("count", Some(TraversalOperator::GetAttr(part))) if part.as_str() == "index" => {
-                    scope.index.clone().ok_or_else(|| unknown(expr, file))?
-                }
-                _ => return computed(expr, file, scope),
-            };
-            for op in ops {
-                let next = match op {
-                    TraversalOperator::GetAttr(name) => current.entry(name.as_str()).cloned(),
-                    TraversalOperator::Index(index) => {
-                        let index = eval(index, file, scope)?;
-                        match (&current.value, index.as_str()) {
-                            (Value::Map(_), Some(key)) => current.entry(key).cloned(),
-                            (Value::Seq(items), Some(i)) => {
-                                i.parse::<usize>().ok().and_then(|i| items.get(i).cloned())
-                            }
-                            _ => None,
-                        }
-                    }
-                    TraversalOperator::LegacyIndex(i) => current
-                        .as_seq()
-                        .and_then(|items| items.get(*i.value() as usize).cloned()),
-                    TraversalOperator::AttrSplat(_) | TraversalOperator::FullSplat(_) => {
-                        return computed(expr, file, scope);
-                    }
-                };
-                current = next.ok_or_else(|| {
-                    RepoError::new(
-                        site.clone(),
-                        format!(
-                            "`{}` refers to a value that is not declared",
-                            source(expr, file)
-                        ),
-                    )
-                })?;
-            }
-            current
-        }
+        Expression::Traversal(traversal) => traverse(expr, traversal, file, scope)?,
         Expression::StringTemplate(_)
         | Expression::HeredocTemplate(_)
         | Expression::Variable(_)
@@ -866,6 +801,79 @@ fn eval(expr: &Expression, file: &File, scope: &Scope) -> Result<Node, RepoError
         | Expression::BinaryOp(_)
         | Expression::ForExpr(_) => return computed(expr, file, scope),
     })
+}
+
+/// A traversal (`var.x.y`, `each.value`, `count.index`, `local.z[0]`): its root's value in
+/// `scope`, then each step; a root gates does not hold is evaluated as [`computed`].
+fn traverse(
+    expr: &Expression,
+    traversal: &Traversal,
+    file: &File,
+    scope: &Scope,
+) -> Result<Node, RepoError> {
+    let site = file.site(expr.span());
+    let Expression::Variable(root) = &traversal.expr else {
+        return Err(unknown(expr, file));
+    };
+    let mut ops = traversal.operators.iter().map(|op| op.value());
+    let mut current = match (root.as_str(), ops.next()) {
+        ("var", Some(TraversalOperator::GetAttr(name))) => {
+            match scope.vars.get(name.as_str()) {
+                Some(Ok(value)) => value.clone(),
+                // An input gates could not evaluate: its error, not a default.
+                Some(Err(err)) => return Err(err.clone()),
+                None => {
+                    return Err(RepoError::undeclared(
+                        site.clone(),
+                        format!(
+                            "var.{} has no value: no default and not set in tfvars",
+                            name.as_str()
+                        ),
+                    ));
+                }
+            }
+        }
+        ("each", Some(TraversalOperator::GetAttr(part))) => match (&scope.each, part.as_str()) {
+            (Some((key, _)), "key") => key.clone(),
+            (Some((_, value)), "value") => value.clone(),
+            _ => return Err(unknown(expr, file)),
+        },
+        ("count", Some(TraversalOperator::GetAttr(part))) if part.as_str() == "index" => {
+            scope.index.clone().ok_or_else(|| unknown(expr, file))?
+        }
+        _ => return computed(expr, file, scope),
+    };
+    for op in ops {
+        let next = match op {
+            TraversalOperator::GetAttr(name) => current.entry(name.as_str()).cloned(),
+            TraversalOperator::Index(index) => {
+                let index = eval(index, file, scope)?;
+                match (&current.value, index.as_str()) {
+                    (Value::Map(_), Some(key)) => current.entry(key).cloned(),
+                    (Value::Seq(items), Some(i)) => {
+                        i.parse::<usize>().ok().and_then(|i| items.get(i).cloned())
+                    }
+                    _ => None,
+                }
+            }
+            TraversalOperator::LegacyIndex(i) => current
+                .as_seq()
+                .and_then(|items| items.get(*i.value() as usize).cloned()),
+            TraversalOperator::AttrSplat(_) | TraversalOperator::FullSplat(_) => {
+                return computed(expr, file, scope);
+            }
+        };
+        current = next.ok_or_else(|| {
+            RepoError::new(
+                site.clone(),
+                format!(
+                    "`{}` refers to a value that is not declared",
+                    source(expr, file)
+                ),
+            )
+        })?;
+    }
+    Ok(current)
 }
 
 /// A value with the `optional(type, default)` attributes of its object type constraint that
