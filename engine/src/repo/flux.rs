@@ -426,6 +426,20 @@ fn follow(
     if let Some(meta) = ks.get(&["spec", "commonMetadata"]) {
         common_metadata(meta, name, &mut rendered.objects)?;
     }
+    post_build(repo, ks, &mut sources, &mut rendered);
+    if let Some(images) = ks.get(&["spec", "images"]) {
+        notes.push(format!(
+            "{}: Flux Kustomization {name}: `spec.images` skipped: image names and tags are not read by any trial",
+            images.site
+        ));
+    }
+    Ok(Some(rendered))
+}
+
+/// Flux `spec.postBuild`: the `${...}` of the rendered objects substituted from
+/// `substitute` and the ConfigMaps and Secrets of `substituteFrom`; an object that reads a
+/// variable gates cannot know is set aside as unread.
+fn post_build(repo: &Path, ks: &Node, sources: &mut Sources<'_>, rendered: &mut Rendered) {
     let namespace = ks
         .get_str(&["metadata", "namespace"])
         .unwrap_or("flux-system");
@@ -453,13 +467,6 @@ fn follow(
         rendered.objects = objects;
         rendered.unread.extend(unread);
     }
-    if let Some(images) = ks.get(&["spec", "images"]) {
-        notes.push(format!(
-            "{}: Flux Kustomization {name}: `spec.images` skipped: image names and tags are not read by any trial",
-            images.site
-        ));
-    }
-    Ok(Some(rendered))
 }
 
 /// Flux `spec.commonMetadata`: labels and annotations set on every object's metadata,
