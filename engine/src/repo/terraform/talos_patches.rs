@@ -22,7 +22,7 @@ use hcl_edit::template::{Element, Template};
 use super::hcl_eval::EvalError;
 use super::{File, Scope, eval, label, source};
 use crate::repo::kustomize::{read, resolve};
-use crate::repo::site::RepoError;
+use crate::repo::site::{RepoError, Site};
 use crate::repo::talos::Applies;
 use crate::repo::talos::jinja::{self, Unknown};
 use crate::repo::yaml::{self, Node, Value};
@@ -98,66 +98,8 @@ pub(super) fn collect(
     };
     let resource = format!("{}.{}", label(block, 0), label(block, 1));
     let at = file.site(attr.value.span());
-    let instances: Vec<(Applies, Scope)> = if let Some(each) = block.body.get_attribute("for_each")
-    {
-        match eval(&each.value, file, scope) {
-            Ok(items) => match &items.value {
-                Value::Map(entries) => entries
-                    .iter()
-                    .map(|(k, v)| {
-                        let scope = Scope {
-                            each: Some((Node::str(k, v.site.clone()), v.clone())),
-                            ..scope.clone()
-                        };
-                        (Applies::Node(k.clone()), scope)
-                    })
-                    .collect(),
-                Value::Seq(items) => items
-                    .iter()
-                    .filter_map(|v| {
-                        let name = v.as_str()?.to_string();
-                        let scope = Scope {
-                            each: Some((v.clone(), v.clone())),
-                            ..scope.clone()
-                        };
-                        Some((Applies::Node(name), scope))
-                    })
-                    .collect(),
-                Value::Null | Value::Scalar(..) => {
-                    out.skipped.push(format!(
-                        "{at}: {resource} config_patches not read: for_each is not a map or a set"
-                    ));
-                    return;
-                }
-            },
-            Err(err) => {
-                out.skipped.push(format!(
-                    "{at}: {resource} config_patches not read: its for_each cannot be evaluated ({err})"
-                ));
-                return;
-            }
-        }
-    } else if block.body.get_attribute("count").is_some() {
-        out.skipped.push(format!(
-            "{at}: {resource} config_patches not read: with `count`, which node each instance configures is not declared by name (use for_each over the nodes)"
-        ));
+    let Some(instances) = targets(block, file, scope, &at, &resource, &mut out.skipped) else {
         return;
-    } else {
-        let role = block
-            .body
-            .get_attribute("machine_type")
-            .and_then(|a| eval(&a.value, file, scope).ok())
-            .and_then(|n| n.as_str().map(str::to_string));
-        match role.as_deref() {
-            Some("controlplane") => vec![(Applies::ControlPlanes, scope.clone())],
-            Some("worker") => vec![(Applies::Workers, scope.clone())],
-            _ => {
-                out.skipped.push(format!(
-                    "{at}: {resource} config_patches not read: which nodes they apply to is not declared (no for_each over the nodes and no literal machine_type)"
-                ));
-                return;
-            }
-        }
     };
     for (applies, scope) in instances {
         let items = match elements(&attr.value, file, &scope) {
@@ -191,6 +133,81 @@ pub(super) fn collect(
             }
         }
     }
+}
+
+/// Which machines each instance of the resource configures: the nodes its `for_each` names,
+/// or the role its literal `machine_type` names; `None` when that is not declared (said in
+/// `skipped`).
+fn targets(
+    block: &Block,
+    file: &File,
+    scope: &Scope,
+    at: &Site,
+    resource: &str,
+    skipped: &mut Vec<String>,
+) -> Option<Vec<(Applies, Scope)>> {
+    let instances: Vec<(Applies, Scope)> = if let Some(each) = block.body.get_attribute("for_each")
+    {
+        match eval(&each.value, file, scope) {
+            Ok(items) => match &items.value {
+                Value::Map(entries) => entries
+                    .iter()
+                    .map(|(k, v)| {
+                        let scope = Scope {
+                            each: Some((Node::str(k, v.site.clone()), v.clone())),
+                            ..scope.clone()
+                        };
+                        (Applies::Node(k.clone()), scope)
+                    })
+                    .collect(),
+                Value::Seq(items) => items
+                    .iter()
+                    .filter_map(|v| {
+                        let name = v.as_str()?.to_string();
+                        let scope = Scope {
+                            each: Some((v.clone(), v.clone())),
+                            ..scope.clone()
+                        };
+                        Some((Applies::Node(name), scope))
+                    })
+                    .collect(),
+                Value::Null | Value::Scalar(..) => {
+                    skipped.push(format!(
+                        "{at}: {resource} config_patches not read: for_each is not a map or a set"
+                    ));
+                    return None;
+                }
+            },
+            Err(err) => {
+                skipped.push(format!(
+                    "{at}: {resource} config_patches not read: its for_each cannot be evaluated ({err})"
+                ));
+                return None;
+            }
+        }
+    } else if block.body.get_attribute("count").is_some() {
+        skipped.push(format!(
+            "{at}: {resource} config_patches not read: with `count`, which node each instance configures is not declared by name (use for_each over the nodes)"
+        ));
+        return None;
+    } else {
+        let role = block
+            .body
+            .get_attribute("machine_type")
+            .and_then(|a| eval(&a.value, file, scope).ok())
+            .and_then(|n| n.as_str().map(str::to_string));
+        match role.as_deref() {
+            Some("controlplane") => vec![(Applies::ControlPlanes, scope.clone())],
+            Some("worker") => vec![(Applies::Workers, scope.clone())],
+            _ => {
+                skipped.push(format!(
+                    "{at}: {resource} config_patches not read: which nodes they apply to is not declared (no for_each over the nodes and no literal machine_type)"
+                ));
+                return None;
+            }
+        }
+    };
+    Some(instances)
 }
 
 /// The elements of a `config_patches` list for one instance: a list written in place, a
