@@ -333,23 +333,7 @@ fn release_values(
                 "helm.valueFiles entries must be paths",
             ));
         };
-        let rel = if let Some(rest) = path.strip_prefix('$') {
-            let (name, inner) = rest.split_once('/').unwrap_or((rest, ""));
-            match refs.get(name) {
-                Some(r) if ours(r.get_str(&["repoURL"]).unwrap_or_default()) => {
-                    Some(kustomize::resolve("", inner, &file.site)?)
-                }
-                Some(_) | None => None,
-            }
-        } else if path.contains("://") {
-            None
-        } else {
-            match local {
-                Some(dir) => Some(kustomize::resolve(dir, path, &file.site)?),
-                // Relative to a chart that lives in its chart repository.
-                None => None,
-            }
-        };
+        let rel = in_repository(path, &file.site, local, refs, ours)?;
         let Some(rel) = rel else {
             unknown.get_or_insert_with(|| {
                 RepoError::new(
@@ -402,6 +386,35 @@ fn release_values(
         });
     }
     Ok(values)
+}
+
+/// A `helm.valueFiles` path as a repository-relative path: `$ref/...` through a source of
+/// this repository, or relative to the chart's directory here; `None` when it lies outside
+/// the repository (another repository's source, a URL, a chart from a chart repository).
+fn in_repository(
+    path: &str,
+    at: &Site,
+    local: Option<&str>,
+    refs: &BTreeMap<&str, &Node>,
+    ours: &dyn Fn(&str) -> bool,
+) -> Result<Option<String>, RepoError> {
+    Ok(if let Some(rest) = path.strip_prefix('$') {
+        let (name, inner) = rest.split_once('/').unwrap_or((rest, ""));
+        match refs.get(name) {
+            Some(r) if ours(r.get_str(&["repoURL"]).unwrap_or_default()) => {
+                Some(kustomize::resolve("", inner, at)?)
+            }
+            Some(_) | None => None,
+        }
+    } else if path.contains("://") {
+        None
+    } else {
+        match local {
+            Some(dir) => Some(kustomize::resolve(dir, path, at)?),
+            // Relative to a chart that lives in its chart repository.
+            None => None,
+        }
+    })
 }
 
 fn values_file(repo: &Path, rel: &str) -> Result<Node, RepoError> {
