@@ -145,13 +145,6 @@ fn eval(expr: &str, vars: &BTreeMap<String, String>) -> Result<minijinja::Value,
 /// their line breaks). Interpolations stay for [`placeholders`]. `Err`: why it is not read,
 /// with the line.
 pub fn render(text: &str, vars: &BTreeMap<String, String>) -> Result<String, TemplateError> {
-    // Per open `if`: whether its enclosing text is rendered, whether a branch was taken, and
-    // whether the current branch is rendered.
-    struct Frame {
-        outer: bool,
-        taken: bool,
-        on: bool,
-    }
     let mut stack: Vec<Frame> = Vec::new();
     let on = |stack: &[Frame]| stack.last().is_none_or(|f| f.on);
     let line_at = |pos: usize| text[..pos].matches('\n').count() + 1;
@@ -193,46 +186,7 @@ pub fn render(text: &str, vars: &BTreeMap<String, String>) -> Result<String, Tem
         let body =
             tag[2..tag.len() - 2].trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
         let (word, cond) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
-        let test = |cond: &str| -> Result<bool, TemplateError> {
-            eval(cond, vars).map(|v| v.is_true()).map_err(|why| {
-                TemplateError(format!(
-                    "line {line}: the condition `{cond}` cannot be evaluated with repo.template_env: {why}"
-                ))
-            })
-        };
-        match word {
-            "if" => {
-                let outer = on(&stack);
-                let holds = outer && test(cond)?;
-                stack.push(Frame {
-                    outer,
-                    taken: holds,
-                    on: holds,
-                });
-            }
-            "elif" | "else" => {
-                let Some(frame) = stack.last_mut() else {
-                    return Err(TemplateError(format!(
-                        "line {line}: `{{% {word} %}}` without an `if`"
-                    )));
-                };
-                let holds = frame.outer && !frame.taken && (word == "else" || test(cond)?);
-                frame.taken |= holds;
-                frame.on = holds;
-            }
-            "endif" => {
-                if stack.pop().is_none() {
-                    return Err(TemplateError(format!(
-                        "line {line}: `{{% endif %}}` without an `if`"
-                    )));
-                }
-            }
-            other => {
-                return Err(TemplateError(format!(
-                    "line {line}: `{{% {other} %}}`: gates renders only if, elif and else"
-                )));
-            }
-        }
+        branch(&mut stack, word, cond, line, vars)?;
     }
     if let Some(rest) = text.get(pos..) {
         match on(&stack) {
@@ -244,6 +198,66 @@ pub fn render(text: &str, vars: &BTreeMap<String, String>) -> Result<String, Tem
         return Err("an `{% if %}` without its `{% endif %}`".into());
     }
     Ok(out)
+}
+
+/// Per open `if`: whether its enclosing text is rendered, whether a branch was taken, and
+/// whether the current branch is rendered.
+struct Frame {
+    outer: bool,
+    taken: bool,
+    on: bool,
+}
+
+/// One `{% ... %}` tag at `line`: an `if`, `elif` or `else` opens or moves to a branch whose
+/// condition `vars` decide, an `endif` closes it; any other tag is refused.
+fn branch(
+    stack: &mut Vec<Frame>,
+    word: &str,
+    cond: &str,
+    line: usize,
+    vars: &BTreeMap<String, String>,
+) -> Result<(), TemplateError> {
+    let test = |cond: &str| -> Result<bool, TemplateError> {
+        eval(cond, vars).map(|v| v.is_true()).map_err(|why| {
+            TemplateError(format!(
+                "line {line}: the condition `{cond}` cannot be evaluated with repo.template_env: {why}"
+            ))
+        })
+    };
+    match word {
+        "if" => {
+            let outer = stack.last().is_none_or(|f| f.on);
+            let holds = outer && test(cond)?;
+            stack.push(Frame {
+                outer,
+                taken: holds,
+                on: holds,
+            });
+        }
+        "elif" | "else" => {
+            let Some(frame) = stack.last_mut() else {
+                return Err(TemplateError(format!(
+                    "line {line}: `{{% {word} %}}` without an `if`"
+                )));
+            };
+            let holds = frame.outer && !frame.taken && (word == "else" || test(cond)?);
+            frame.taken |= holds;
+            frame.on = holds;
+        }
+        "endif" => {
+            if stack.pop().is_none() {
+                return Err(TemplateError(format!(
+                    "line {line}: `{{% endif %}}` without an `if`"
+                )));
+            }
+        }
+        other => {
+            return Err(TemplateError(format!(
+                "line {line}: `{{% {other} %}}`: gates renders only if, elif and else"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Take the values the interpolations wrote out of a parsed document (`exprs`: what wrote
