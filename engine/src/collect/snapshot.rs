@@ -84,22 +84,7 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
     let mut ignored = BTreeSet::new();
     let mut seen = Seen::default();
     for (index, file) in files.iter().enumerate() {
-        let len = fs::metadata(file)
-            .map_err(|source| SnapshotError::Read {
-                file: file.clone(),
-                source,
-            })?
-            .len();
-        super::snapshot_bounds::check_size(len, super::snapshot_bounds::MAX_FILE_BYTES).map_err(
-            |refused| SnapshotError::Shape {
-                file: file.clone(),
-                message: refused.to_string(),
-            },
-        )?;
-        let text = super::file_text::read(file, len).map_err(|source| SnapshotError::Read {
-            file: file.clone(),
-            source,
-        })?;
+        let text = checked_text(file)?;
         let (text, lines_of_file) = as_json(file, text)?;
         let text: &str = texts[index * 2].get_or_init(|| text);
         let file_text = text;
@@ -159,32 +144,7 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
             "ignored objects of kind {kind} ({api_version}): gates does not read them"
         ));
     }
-    // Kinds with no object in any file: present-but-empty when their group was seen,
-    // absent (with what to add) otherwise.
-    let seen: BTreeSet<&str> = raw
-        .lists
-        .iter()
-        .filter(|(_, list)| list.as_ref().is_ok_and(|l| !l.is_empty()))
-        .map(|(kind, _)| group_family(kind.coordinates().group))
-        .collect();
-    for kind in Kind::ALL {
-        if raw.lists.contains_key(&kind) {
-            continue;
-        }
-        let c = kind.coordinates();
-        if seen.contains(group_family(c.group)) {
-            raw.mark_present(kind);
-        } else {
-            raw.mark_absent(kind, format!(
-                "the snapshot holds no {} ({}): add the output of `kubectl get {}.{} -A -o json`{}",
-                c.resource_name(),
-                kind.absent_hint(),
-                c.plural,
-                if c.group.is_empty() { "" } else { c.group },
-                if c.group == "metrics.k8s.io" { " (for metrics: `kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes`)" } else { "" }
-            ));
-        }
-    }
+    mark_unlisted(&mut raw);
     let source = Source::Snapshot {
         files: files.iter().map(|f| f.display().to_string()).collect(),
     };
@@ -210,6 +170,55 @@ pub fn read(files: &[PathBuf], collected_at: DateTime<Utc>) -> Result<Snapshot, 
         notes,
         provenance,
     })
+}
+
+/// A snapshot file's text, refused before it is read when it is larger than gates reads.
+fn checked_text(file: &Path) -> Result<String, SnapshotError> {
+    let len = fs::metadata(file)
+        .map_err(|source| SnapshotError::Read {
+            file: file.to_path_buf(),
+            source,
+        })?
+        .len();
+    super::snapshot_bounds::check_size(len, super::snapshot_bounds::MAX_FILE_BYTES).map_err(
+        |refused| SnapshotError::Shape {
+            file: file.to_path_buf(),
+            message: refused.to_string(),
+        },
+    )?;
+    super::file_text::read(file, len).map_err(|source| SnapshotError::Read {
+        file: file.to_path_buf(),
+        source,
+    })
+}
+
+/// Kinds with no object in any file: present but empty when their group was seen (the same
+/// kubectl command lists them), absent with what to add otherwise.
+fn mark_unlisted(raw: &mut RawState) {
+    let seen: BTreeSet<&str> = raw
+        .lists
+        .iter()
+        .filter(|(_, list)| list.as_ref().is_ok_and(|l| !l.is_empty()))
+        .map(|(kind, _)| group_family(kind.coordinates().group))
+        .collect();
+    for kind in Kind::ALL {
+        if raw.lists.contains_key(&kind) {
+            continue;
+        }
+        let c = kind.coordinates();
+        if seen.contains(group_family(c.group)) {
+            raw.mark_present(kind);
+        } else {
+            raw.mark_absent(kind, format!(
+                "the snapshot holds no {} ({}): add the output of `kubectl get {}.{} -A -o json`{}",
+                c.resource_name(),
+                kind.absent_hint(),
+                c.plural,
+                if c.group.is_empty() { "" } else { c.group },
+                if c.group == "metrics.k8s.io" { " (for metrics: `kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes`)" } else { "" }
+            ));
+        }
+    }
 }
 
 /// Core, apps, policy and coordination kinds all come from the same kubectl command.
