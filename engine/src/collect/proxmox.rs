@@ -167,28 +167,7 @@ pub fn place(read: Read, nodes: Option<&[Node]>) -> ProxmoxState {
     let vms = inventory
         .vms
         .iter()
-        .map(|vm| ProxmoxVm {
-            vmid: vm.vm.vmid,
-            name: vm.vm.name.clone().unwrap_or_default(),
-            host: vm.host().to_string(),
-            status: vm.vm.status.clone(),
-            uuid: vm.smbios_uuid.clone(),
-            ha_managed: vm.is_ha_managed(),
-            environments: scopes
-                .iter()
-                .filter(|(_, s)| s.matches(&vm.vm))
-                .map(|(n, _)| n.clone())
-                .collect(),
-            disks: vm
-                .disks
-                .iter()
-                .map(|d| VmDisk {
-                    key: d.key.clone(),
-                    storage: d.storage.clone(),
-                    volume: d.volume.clone(),
-                })
-                .collect(),
-        })
+        .map(|vm| held_vm(vm, &scopes))
         .collect();
     let in_scope: Vec<proxmox::InventoryVm> = inventory
         .vms
@@ -209,34 +188,8 @@ pub fn place(read: Read, nodes: Option<&[Node]>) -> ProxmoxState {
                 .unwrap_or_default(),
         })
         .collect();
-    let (placements, unmatched_nodes, mapping_error) = match proxmox::map_nodes_to_vms(
-        &identities,
-        &in_scope,
-        MappingOptions {
-            allow_name_fallback: match_by_name,
-        },
-    ) {
-        Ok(mapping) => (
-            mapping
-                .placements
-                .iter()
-                .map(|p| Placement {
-                    node: p.node.clone(),
-                    vmid: p.vmid,
-                    vm_name: p.vm_name.clone().unwrap_or_default(),
-                    host: p.host.clone(),
-                    uuid: p.uuid.clone(),
-                    matched_by: match p.matched_by {
-                        MatchedBy::SystemUuid => "uuid".to_string(),
-                        MatchedBy::Name => "name".to_string(),
-                    },
-                })
-                .collect(),
-            mapping.unmatched.clone(),
-            None,
-        ),
-        Err(err) => (Vec::new(), Vec::new(), Some(err.to_string())),
-    };
+    let (placements, unmatched_nodes, mapping_error) =
+        placements(&identities, &in_scope, match_by_name);
     let unread_vm_configs = in_scope
         .iter()
         .filter_map(|vm| {
@@ -280,5 +233,68 @@ pub fn place(read: Read, nodes: Option<&[Node]>) -> ProxmoxState {
         placements,
         unmatched_nodes,
         mapping_error,
+    }
+}
+
+/// One VM as the state holds it, with the environments whose scope takes it.
+fn held_vm(vm: &proxmox::InventoryVm, scopes: &[(String, proxmox::VmScope)]) -> ProxmoxVm {
+    ProxmoxVm {
+        vmid: vm.vm.vmid,
+        name: vm.vm.name.clone().unwrap_or_default(),
+        host: vm.host().to_string(),
+        status: vm.vm.status.clone(),
+        uuid: vm.smbios_uuid.clone(),
+        ha_managed: vm.is_ha_managed(),
+        environments: scopes
+            .iter()
+            .filter(|(_, s)| s.matches(&vm.vm))
+            .map(|(n, _)| n.clone())
+            .collect(),
+        disks: vm
+            .disks
+            .iter()
+            .map(|d| VmDisk {
+                key: d.key.clone(),
+                storage: d.storage.clone(),
+                volume: d.volume.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The Kubernetes nodes matched to this environment's VMs (by SMBIOS UUID, or by name when
+/// allowed), the nodes no VM matches, and why no mapping could be made.
+fn placements(
+    identities: &[KubeNodeIdentity],
+    in_scope: &[proxmox::InventoryVm],
+    match_by_name: bool,
+) -> (Vec<Placement>, Vec<String>, Option<String>) {
+    match proxmox::map_nodes_to_vms(
+        identities,
+        in_scope,
+        MappingOptions {
+            allow_name_fallback: match_by_name,
+        },
+    ) {
+        Ok(mapping) => (
+            mapping
+                .placements
+                .iter()
+                .map(|p| Placement {
+                    node: p.node.clone(),
+                    vmid: p.vmid,
+                    vm_name: p.vm_name.clone().unwrap_or_default(),
+                    host: p.host.clone(),
+                    uuid: p.uuid.clone(),
+                    matched_by: match p.matched_by {
+                        MatchedBy::SystemUuid => "uuid".to_string(),
+                        MatchedBy::Name => "name".to_string(),
+                    },
+                })
+                .collect(),
+            mapping.unmatched.clone(),
+            None,
+        ),
+        Err(err) => (Vec::new(), Vec::new(), Some(err.to_string())),
     }
 }
