@@ -37,17 +37,7 @@ pub fn judge_within(
         .filter_map(|u| api.covering(u).map(|(o, p)| (*u, *o, p.to_string())))
         .collect();
     let during_api: Vec<Interval> = covered.iter().map(|(u, _, _)| *u).collect();
-    // Unknown counted as down (what the probe cannot rule out), less what the API's own
-    // measured outage holds: those samples are left out, so they neither open nor close.
-    let counted: Vec<Sample> = samples
-        .iter()
-        .filter(|s| {
-            !(matches!(s.observation, Observation::Unknown(_))
-                && during_api.iter().any(|u| u.start <= s.at && s.at < u.end))
-        })
-        .cloned()
-        .collect();
-    let (worst_longest, worst_total) = longest_and_total(&worst_case(&counted));
+    let (worst_longest, worst_total) = worst_without(samples, &during_api);
     let budget_longest: Duration = budget.longest.into();
     let budget_total: Duration = budget.total.into();
     let over = |l: Duration, t: Duration| l > budget_longest || t > budget_total;
@@ -99,18 +89,7 @@ pub fn judge_within(
             budget_total.as_secs_f64()
         ),
     };
-    let mut evidence: Vec<String> = found
-        .iter()
-        .map(|i| format!("down {i}{}", reason_at(samples, i)))
-        .collect();
-    evidence.extend(unknown.iter().map(|i| {
-        match covered.iter().find(|(u, _, _)| u == i) {
-            Some((_, outage, by)) => format!(
-                "unknown {i}, while the API was down ({by}: down {outage}; judged by that trial)"
-            ),
-            None => format!("unknown {i}"),
-        }
-    }));
+    let evidence = intervals(samples, &found, &unknown, &covered);
     let finding = match verdict {
         Verdict::Pass => Finding::pass(summary),
         Verdict::Fail | Verdict::Skip => Finding::fail(summary),
@@ -136,6 +115,44 @@ pub fn judge_within(
         budget_total,
         finding,
     }
+}
+
+/// The longest and total outage with unknown counted as down (what the probe cannot rule
+/// out), less what the API's own measured outage holds: those samples are left out, so they
+/// neither open nor close an outage.
+fn worst_without(samples: &[Sample], during_api: &[Interval]) -> (Duration, Duration) {
+    let counted: Vec<Sample> = samples
+        .iter()
+        .filter(|s| {
+            !(matches!(s.observation, Observation::Unknown(_))
+                && during_api.iter().any(|u| u.start <= s.at && s.at < u.end))
+        })
+        .cloned()
+        .collect();
+    longest_and_total(&worst_case(&counted))
+}
+
+/// Each outage with its first failure, and each unknown interval with the API outage that
+/// covers it, if any.
+fn intervals(
+    samples: &[Sample],
+    found: &[Interval],
+    unknown: &[Interval],
+    covered: &[(Interval, Interval, String)],
+) -> Vec<String> {
+    let mut evidence: Vec<String> = found
+        .iter()
+        .map(|i| format!("down {i}{}", reason_at(samples, i)))
+        .collect();
+    evidence.extend(unknown.iter().map(|i| {
+        match covered.iter().find(|(u, _, _)| u == i) {
+            Some((_, outage, by)) => format!(
+                "unknown {i}, while the API was down ({by}: down {outage}; judged by that trial)"
+            ),
+            None => format!("unknown {i}"),
+        }
+    }));
+    evidence
 }
 
 /// The failure detail of the first down sample of an interval.
