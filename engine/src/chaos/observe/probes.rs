@@ -153,32 +153,12 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, ProbeSetupError> {
         // before the sampler's own timeout would count the sample as down.
         let patience = inputs.timeout.mul_f64(0.75);
         for controller in &inputs.controllers {
-            let pods = pods.clone();
-            let controller = Arc::new(controller.clone());
-            probes.push(Probe {
-                name: format!("workloads::{}", controller.name),
-                what: format!(
-                    "a ready replica of {} (pods with {}{})",
-                    controller.name,
-                    controller
-                        .selector
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(","),
-                    controller
-                        .namespace
-                        .as_deref()
-                        .map(|n| format!(" in {n}"))
-                        .unwrap_or_default()
-                ),
-                budget: budgets.workloads,
-                sample: Arc::new(move || {
-                    let pods = pods.clone();
-                    let controller = controller.clone();
-                    Box::pin(async move { workload(&pods, &controller, patience).await })
-                }),
-            });
+            probes.push(workload_probe(
+                controller,
+                &pods,
+                budgets.workloads,
+                patience,
+            ));
         }
     }
     if let Some(pool) = inputs.talos {
@@ -205,6 +185,42 @@ pub fn build(inputs: ProbeInputs<'_>) -> Result<Vec<Probe>, ProbeSetupError> {
         });
     }
     Ok(probes)
+}
+
+/// A ready replica of one protected controller, sampled from the pod list all the
+/// controllers' probes share.
+fn workload_probe(
+    controller: &Controller,
+    pods: &SharedPods,
+    budget: Budget,
+    patience: Duration,
+) -> Probe {
+    let pods = pods.clone();
+    let controller = Arc::new(controller.clone());
+    Probe {
+        name: format!("workloads::{}", controller.name),
+        what: format!(
+            "a ready replica of {} (pods with {}{})",
+            controller.name,
+            controller
+                .selector
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(","),
+            controller
+                .namespace
+                .as_deref()
+                .map(|n| format!(" in {n}"))
+                .unwrap_or_default()
+        ),
+        budget,
+        sample: Arc::new(move || {
+            let pods = pods.clone();
+            let controller = controller.clone();
+            Box::pin(async move { workload(&pods, &controller, patience).await })
+        }),
+    }
 }
 
 /// A Talos client for sampling (no retries: a sample that fails is an observation), or
