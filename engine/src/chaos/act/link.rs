@@ -8,32 +8,11 @@
 
 use std::time::Duration;
 
-use gates_infra::proxmox::{NetDevice, NetDeviceError, ProxmoxError};
+use gates_infra::proxmox::NetDevice;
 
 use super::journal::{Entry, PlannedVm};
+pub use super::power::LinkError;
 use super::power::{Power, PowerAction, PowerError};
-
-/// Why a VM's network device could not be read, written, or read back as written.
-#[derive(Debug, thiserror::Error)]
-pub enum LinkError {
-    #[error("reading its config: {0}")]
-    ConfigUnread(ProxmoxError),
-    #[error("{net} is no longer in its config")]
-    Gone { net: String },
-    #[error("{net} = {text:?} cannot be parsed ({source})")]
-    Unparsable {
-        net: String,
-        text: String,
-        source: NetDeviceError,
-    },
-    #[error(transparent)]
-    Write(ProxmoxError),
-    /// The update was accepted but the running device does not show it.
-    #[error(
-        "{net} reads back as {back:?} after the update: the change is pending, not applied (is network hotplug off for this VM?)"
-    )]
-    Pending { net: String, back: String },
-}
 
 /// The first pause between two attempts to put a link back; doubled up to five seconds.
 const UP_BACKOFF: Duration = Duration::from_millis(500);

@@ -7,9 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::join_all;
-use gates_infra::proxmox::{PowerOptions, ProxmoxClient, ProxmoxError};
+use gates_infra::proxmox::{NetDeviceError, PowerOptions, ProxmoxClient, ProxmoxError};
 
-use super::link::LinkError;
 use crate::chaos::journal::{Entry, Journal, JournalError, PlannedVm};
 
 /// The first pause between two attempts to start a VM; doubled up to [`START_BACKOFF_MAX`].
@@ -107,6 +106,28 @@ pub enum PowerError {
         patience: Duration,
         source: LinkError,
     },
+}
+
+/// Why a VM's network device could not be read, written, or read back as written.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("reading its config: {0}")]
+    ConfigUnread(ProxmoxError),
+    #[error("{net} is no longer in its config")]
+    Gone { net: String },
+    #[error("{net} = {text:?} cannot be parsed ({source})")]
+    Unparsable {
+        net: String,
+        text: String,
+        source: NetDeviceError,
+    },
+    #[error(transparent)]
+    Write(ProxmoxError),
+    /// The update was accepted but the running device does not show it.
+    #[error(
+        "{net} reads back as {back:?} after the update: the change is pending, not applied (is network hotplug off for this VM?)"
+    )]
+    Pending { net: String, back: String },
 }
 
 /// Sends power actions for the planned VMs and keeps the journal and the count.

@@ -12,13 +12,22 @@
 //! an `error` naming what was missing. Pure over the samples.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::chaos::observe::split_brain::LeaseListError;
 use crate::chaos::talos_pool::TalosAskError;
 use crate::verdict::Finding;
+
+/// Why the L2 announcement Leases could not be listed in one sample.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LeaseListError {
+    #[error("listing Leases in kube-system took over {patience:?}")]
+    TookOver { patience: Duration },
+    #[error("listing Leases in kube-system: {0}")]
+    Api(Arc<kube::Error>),
+}
 
 /// One sample of everything a split brain shows, at `at` on the run's timeline.
 #[derive(Debug, Clone)]

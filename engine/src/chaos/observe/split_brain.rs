@@ -16,6 +16,7 @@ use kube::api::ListParams;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+pub use crate::chaos::judge::split_brain::LeaseListError;
 use crate::chaos::judge::split_brain::{BrainSample, EtcdSeen, LeaseSeen};
 use crate::chaos::talos_pool::{TalosAskError, TalosPool};
 
@@ -30,15 +31,6 @@ pub struct BrainWatch {
     pub endpoints: Vec<(String, String)>,
     pub vip: Vec<IpAddr>,
     pub kube: kube::Client,
-}
-
-/// Why the L2 announcement Leases could not be listed in one sample.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum LeaseListError {
-    #[error("listing Leases in kube-system took over {patience:?}")]
-    TookOver { patience: Duration },
-    #[error("listing Leases in kube-system: {0}")]
-    Api(Arc<kube::Error>),
 }
 
 pub type BrainLog = Arc<Mutex<Vec<BrainSample>>>;
