@@ -368,9 +368,9 @@ impl From<&RecoverArgs> for gates_engine::chaos::RecoverOptions {
     }
 }
 
-impl From<&MetricsArgs> for crate::report::outputs::MetricsOptions {
+impl From<&MetricsArgs> for crate::output::report::outputs::MetricsOptions {
     fn from(args: &MetricsArgs) -> Self {
-        crate::report::outputs::MetricsOptions {
+        crate::output::report::outputs::MetricsOptions {
             file: args.metrics.clone(),
             pushgateway: args.pushgateway.clone(),
         }

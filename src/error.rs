@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::collect;
 use crate::config::ConfigErrors;
-use crate::report;
+use crate::output::report;
 
 /// Errors that stop a command before it can report verdicts: one variant per boundary, each
 /// keeping its cause as the source. [`AppError::exit_code`] is the one place they become exit

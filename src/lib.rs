@@ -7,7 +7,6 @@ pub mod commands;
 pub mod error;
 pub mod fuzzing;
 pub mod output;
-pub mod report;
 pub mod streams;
 pub mod version;
 

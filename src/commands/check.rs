@@ -13,7 +13,7 @@ use crate::error::AppError;
 use crate::output::files::write_file;
 use crate::output::libtest::Lines;
 use crate::output::notes::{notes_by_file, say_source_down};
-use crate::report::{self, Run};
+use crate::output::report::{self, Run};
 use crate::streams::Streams;
 
 /// Whether to colour terminal output, decided as for the libtest lines.

@@ -20,7 +20,7 @@ use crate::error::AppError;
 use crate::output::files::write_file;
 use crate::output::fleet::{Held, table};
 use crate::output::libtest::Lines;
-use crate::report;
+use crate::output::report;
 use crate::streams::Streams;
 
 /// Run the fleet `args` asks for (`--all` or `--envs`).

@@ -4,7 +4,7 @@ use gates_core::exit::ExitCode;
 
 use crate::cli::{Format, HistoryArgs};
 use crate::error::AppError;
-use crate::report;
+use crate::output::report;
 use crate::streams::Streams;
 
 /// `gates history ENV`: the last results per gate and per chaos host, with trends.

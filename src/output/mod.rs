@@ -6,6 +6,7 @@ pub mod files;
 pub mod fleet;
 pub mod libtest;
 pub mod notes;
+pub mod report;
 pub mod served;
 
 /// How a command prints its results: libtest's lines, their one-line form, or JSON.

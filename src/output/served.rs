@@ -57,7 +57,7 @@ pub fn route(
         "/metrics" => answer(
             StatusCode::OK,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            crate::report::metrics::watch(published, writes, chrono::Utc::now()),
+            crate::output::report::metrics::watch(published, writes, chrono::Utc::now()),
         ),
         "/healthz" => answer(StatusCode::OK, "text/plain; charset=utf-8", "ok\n".into()),
         "/readyz" => match published {
@@ -76,7 +76,7 @@ pub fn route(
             Some(p) => answer(
                 StatusCode::OK,
                 "text/html; charset=utf-8",
-                crate::report::html::check::render(&p.record),
+                crate::output::report::html::check::render(&p.record),
             ),
             None => answer(
                 StatusCode::SERVICE_UNAVAILABLE,

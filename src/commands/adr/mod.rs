@@ -15,7 +15,7 @@ use std::path::Path;
 use crate::cli::AdrArgs;
 use crate::config::{Config, EnvironmentSet, Gate};
 use crate::error::AppError;
-use crate::report::history;
+use crate::output::report::history;
 use crate::streams::Streams;
 use document::{Document, unified_diff};
 

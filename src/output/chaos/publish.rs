@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use crate::output::Format;
-use crate::report::chaos as report;
+use crate::output::report::chaos as report;
 use crate::streams::Streams;
 use crate::verdict::Verdict;
 use gates_engine::chaos::report::{ChaosRecord, Timeline};
@@ -187,7 +187,7 @@ mod tests {
     use gates_engine::chaos::report::Moments;
 
     fn lab_report() -> ChaosRecord {
-        crate::report::chaos::tests::report(None)
+        crate::output::report::chaos::tests::report(None)
     }
 
     fn empty_timeline(report: &ChaosRecord) -> Timeline {

@@ -105,7 +105,7 @@ fn fixture_chaos_html(dir: &Path) -> (PathBuf, Value) {
         .unwrap();
     }
     let stem = dir.join(stem_name);
-    let html = gates::report::html::chaos::write_beside(&stem).unwrap();
+    let html = gates::output::report::html::chaos::write_beside(&stem).unwrap();
     (html, read_json(&stem.with_extension("json")))
 }
 

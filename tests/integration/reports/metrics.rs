@@ -120,7 +120,7 @@ fn metrics_text_a_parser_rejects_is_caught_by_the_parser_used_here() {
     // The parser is strict: a sample outside its family is refused.
     let bad = "# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\na 2\n# EOF\n";
     assert!(parse_metrics(bad).is_err());
-    let text = gates::report::metrics::chaos(
+    let text = gates::output::report::metrics::chaos(
         &serde_json::from_str(
             &std::fs::read_to_string(
                 root().join("fixtures/reports/chaos-lab-20261201T140155Z.json"),

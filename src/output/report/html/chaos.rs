@@ -282,7 +282,7 @@ fn legend() -> String {
 /// Write `<stem>.html` from the `.json` and `.timeline.json` beside it: the page of a run
 /// redrawn from its files (copied off a CI artifact, say).
 pub fn write_beside(stem: &Path) -> Result<PathBuf, String> {
-    let (report, timeline) = crate::report::read_back::chaos(stem)?;
+    let (report, timeline) = crate::output::report::read_back::chaos(stem)?;
     write(&report, &timeline, stem)
 }
 

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{badge, escape, evidence, page};
-use crate::report::Run;
+use crate::output::report::Run;
 use crate::state::Source;
 use crate::verdict::Verdict;
 

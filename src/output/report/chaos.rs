@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::DateTime;
 
-use crate::report::junit::JunitWriter;
+use crate::output::report::junit::JunitWriter;
 use gates_core::record::chaos::ChaosRecord;
 use gates_core::record::timeline::Timeline;
 
@@ -39,7 +39,9 @@ pub fn write(
         written.push(path);
     }
     // The page from the record in hand: what the files just written would redraw.
-    written.push(crate::report::html::chaos::write(report, timeline, stem)?);
+    written.push(crate::output::report::html::chaos::write(
+        report, timeline, stem,
+    )?);
     Ok(written)
 }
 
@@ -322,8 +324,8 @@ pub(crate) mod tests {
         let stem = dir.path().join("chaos-lab-20261129T201500Z");
         write(&record, &timeline, &stem, None).unwrap();
         let drawn = fs::read_to_string(stem.with_extension("html")).unwrap();
-        let (read, read_timeline) = crate::report::read_back::chaos(&stem).unwrap();
-        let redrawn = crate::report::html::chaos::render(&read, &read_timeline);
+        let (read, read_timeline) = crate::output::report::read_back::chaos(&stem).unwrap();
+        let redrawn = crate::output::report::html::chaos::render(&read, &read_timeline);
         assert!(drawn.contains("data-probe=\"api\""), "{drawn}");
         assert!(drawn == redrawn, "the page differs from its redrawing");
     }

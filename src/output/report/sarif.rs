@@ -340,7 +340,7 @@ mod tests {
 
     use super::{Cited, cited, in_repository};
     use crate::checks::testing::{env, state};
-    use crate::report::Run;
+    use crate::output::report::Run;
     use crate::runner::{Tally, TrialResult};
     use crate::state::provenance::Provenance;
     use crate::verdict::Finding;

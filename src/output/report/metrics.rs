@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::Run;
+use crate::output::report::Run;
 use crate::verdict::Verdict;
 use gates_core::record::chaos::ChaosRecord;
 use gates_core::record::seconds::rounded;

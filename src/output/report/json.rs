@@ -12,7 +12,7 @@ mod tests {
     use std::time::Duration;
 
     use crate::checks::testing::{env, state};
-    use crate::report::Run;
+    use crate::output::report::Run;
     use crate::runner::{GateStatus, Tally, TrialResult};
     use crate::state::provenance::Provenance;
     use crate::verdict::{Finding, Verdict};
