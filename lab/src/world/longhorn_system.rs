@@ -108,7 +108,7 @@ pub(super) fn guaranteed_cpu_percent(value: &str) -> Option<f64> {
     (0.0..=100.0).contains(&v).then_some(v)
 }
 
-/// An instance manager's pod address: `.1` of its node's podCIDR (`render::pod_cidr`).
+/// An instance manager's pod address: `.1` of its node's podCIDR (`render::common::pod_cidr`).
 fn instance_manager_ip(n: usize) -> String {
     format!("10.244.{}.1", n % 256)
 }
