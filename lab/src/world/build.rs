@@ -42,318 +42,438 @@ const LONGHORN_DEFAULTS: &[(&str, &str)] = &[
     ),
 ];
 
-impl World {
-    pub fn build(scenario: &Scenario, plan: Plan, clock: SimClock) -> Result<World, BuildError> {
-        let invalid = |message: String| BuildError::Invalid {
-            scenario: scenario.name.clone(),
-            message,
-        };
-        let storages = super::Storage::all(&scenario.storages);
-        let hosts = scenario
+/// The error for a scenario that does not hold together, naming the scenario.
+fn invalid_in(scenario: &str) -> impl Fn(String) -> BuildError + '_ {
+    move |message| BuildError::Invalid {
+        scenario: scenario.to_string(),
+        message,
+    }
+}
+
+/// The Proxmox hosts, all online from the start.
+fn build_hosts(
+    scenario: &Scenario,
+    invalid: &impl Fn(String) -> BuildError,
+) -> Result<Vec<Host>, BuildError> {
+    scenario
+        .hosts
+        .iter()
+        .map(|h| {
+            Ok(Host {
+                name: h.name.clone(),
+                online: true,
+                cpus: h.cpus,
+                memory_bytes: quantity::bytes(&h.memory).map_err(invalid)?,
+                epoch: 0,
+                shutting_down: false,
+                reboot: false,
+                online_since: Duration::ZERO,
+                wakeonlan: h.wakeonlan,
+                switch: h.switch.clone(),
+                power: h.power.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The ground truth's header: the scenario, the clock's speed and its wall-clock start.
+fn ground_truth(scenario: &Scenario, clock: &SimClock) -> GroundTruth {
+    GroundTruth {
+        scenario: scenario.name.clone(),
+        speed: clock.speed(),
+        start: clock
+            .start_wall()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        ..Default::default()
+    }
+}
+
+/// The Talos VMs as they are declared, environment after environment: the Proxmox hosts
+/// and storages they may use, the VMIDs taken so far, and the nodes made.
+struct Machines<'a> {
+    hosts: &'a [Host],
+    storages: &'a [super::Storage],
+    used_vmids: BTreeSet<u32>,
+    nodes: Vec<Node>,
+}
+
+impl Machines<'_> {
+    /// One declared node of environment `k`: its VM on its host (VMID, SMBIOS UUID,
+    /// storage), its Kubernetes labels and capacity, booted and Ready from the start.
+    fn add(
+        &mut self,
+        k: usize,
+        es: &EnvSpec,
+        tag: &str,
+        ns: &crate::scenario::NodeSpec,
+        invalid: &impl Fn(String) -> BuildError,
+    ) -> Result<usize, BuildError> {
+        let index = self.nodes.len();
+        let host = self
             .hosts
             .iter()
-            .map(|h| {
-                Ok(Host {
-                    name: h.name.clone(),
-                    online: true,
-                    cpus: h.cpus,
-                    memory_bytes: quantity::bytes(&h.memory).map_err(invalid)?,
-                    epoch: 0,
-                    shutting_down: false,
-                    reboot: false,
-                    online_since: Duration::ZERO,
-                    wakeonlan: h.wakeonlan,
-                    switch: h.switch.clone(),
-                    power: h.power.clone(),
-                })
+            .position(|h| h.name == ns.host)
+            .ok_or_else(|| invalid(format!("unknown host {}", ns.host)))?;
+        let vmid = ns.vmid.unwrap_or(1000 + index as u32);
+        if !self.used_vmids.insert(vmid) {
+            return Err(invalid(format!("vmid {vmid} is used twice")));
+        }
+        let cp = ns.role == Role::ControlPlane;
+        let labels = node_labels(es, ns, invalid)?;
+        self.nodes.push(Node {
+            index,
+            env: k,
+            name: ns.name.clone(),
+            role: ns.role,
+            host,
+            vmid,
+            uuid: ns
+                .uuid
+                .clone()
+                .unwrap_or_else(|| ids::uuid(&["smbios", &ns.name])),
+            ha: ns.ha,
+            tags: vec!["talos".into(), tag.to_string()],
+            storage: self.storage(ns, invalid)?,
+            cpu_milli: quantity::cpu_milli(&ns.cpu).map_err(invalid)?,
+            memory_bytes: quantity::bytes(&ns.memory).map_err(invalid)?,
+            vm_running: true,
+            vm_started_at: Duration::ZERO,
+            shutting_down: false,
+            booted: true,
+            booted_at: Duration::ZERO,
+            down_since: Duration::ZERO,
+            epoch: 0,
+            ready: true,
+            ready_changed: Duration::ZERO,
+            labels,
+            cp_taint: cp && !es.allow_scheduling_on_control_planes,
+            addressed: index < crate::addr::MAX_ADDRESSED,
+            heartbeat: Duration::ZERO,
+            etcd_member_id: ids::hash64(&["etcd-member", &ns.name]),
+            instance_manager_evicted: None,
+            link_down: false,
+            cut_off: Default::default(),
+        });
+        Ok(index)
+    }
+
+    /// The storage the node's disk is on (`local-lvm` unless declared), which must exist.
+    fn storage(
+        &self,
+        ns: &crate::scenario::NodeSpec,
+        invalid: &impl Fn(String) -> BuildError,
+    ) -> Result<String, BuildError> {
+        let storage = ns.storage.clone().unwrap_or_else(|| "local-lvm".into());
+        if !self.storages.iter().any(|s| s.name == storage) {
+            return Err(invalid(format!(
+                "node {}: storage {storage:?} is not among the storages (local, local-lvm and the scenario's `storages`)",
+                ns.name
+            )));
+        }
+        Ok(storage)
+    }
+}
+
+/// A node's labels as the kubelet and Talos set them (the control-plane role, and since
+/// Talos 1.8 the exclusion from external load balancers), then the scenario's, less those
+/// the environment deletes.
+fn node_labels(
+    es: &EnvSpec,
+    ns: &crate::scenario::NodeSpec,
+    invalid: &impl Fn(String) -> BuildError,
+) -> Result<BTreeMap<String, String>, BuildError> {
+    let cp = ns.role == Role::ControlPlane;
+    let mut labels = BTreeMap::from([
+        ("beta.kubernetes.io/arch".to_string(), "amd64".to_string()),
+        ("beta.kubernetes.io/os".to_string(), "linux".to_string()),
+        ("kubernetes.io/arch".to_string(), "amd64".to_string()),
+        ("kubernetes.io/hostname".to_string(), ns.name.clone()),
+        ("kubernetes.io/os".to_string(), "linux".to_string()),
+        (HOST_LABEL.to_string(), ns.host.clone()),
+    ]);
+    if cp {
+        labels.insert(
+            "node-role.kubernetes.io/control-plane".into(),
+            String::new(),
+        );
+        // Talos's config generation since 1.8 (`AddExcludeFromExternalLoadBalancer`
+        // in pkg/machinery/config/generate).
+        let since_1_8 = talos_at_least(&es.talos_version, 1, 8).ok_or_else(|| {
+            invalid(format!(
+                "environment {}: talos_version {:?} is not vMAJOR.MINOR.PATCH",
+                es.name, es.talos_version
+            ))
+        })?;
+        if since_1_8 {
+            labels.insert(EXCLUDE_FROM_LB.into(), String::new());
+        }
+    }
+    labels.extend(ns.labels.clone());
+    for key in &es.delete_node_labels {
+        labels.remove(key);
+    }
+    Ok(labels)
+}
+
+/// The environment's workloads with their requests, usage (half the requests unless
+/// declared) and the names their controllers derive.
+fn build_workloads(
+    es: &EnvSpec,
+    invalid: &impl Fn(String) -> BuildError,
+) -> Result<Vec<Workload>, BuildError> {
+    es.workloads
+        .iter()
+        .map(|w| {
+            let cpu = quantity::cpu_milli(&w.requests.cpu).map_err(invalid)?;
+            let mem = quantity::bytes(&w.requests.memory).map_err(invalid)?;
+            let (ucpu, umem) = match &w.usage {
+                Some(u) => (
+                    quantity::cpu_milli(&u.cpu).map_err(invalid)?,
+                    quantity::bytes(&u.memory).map_err(invalid)?,
+                ),
+                None => (cpu / 2, mem / 2),
+            };
+            Ok(Workload {
+                spec: w.clone(),
+                uid: ids::uuid(&[&es.name, "workload", &w.namespace, &w.name]),
+                cpu_milli: cpu,
+                memory_bytes: mem,
+                usage_cpu_milli: ucpu,
+                usage_memory_bytes: umem,
+                template_hash: ids::suffix(&[&es.name, &w.namespace, &w.name, "template"], 10),
+                created_pods: 0,
+                selector: Selector::from_map(&w.labels),
             })
-            .collect::<Result<Vec<_>, BuildError>>()?;
+        })
+        .collect()
+}
 
-        let mut truth = GroundTruth {
-            scenario: scenario.name.clone(),
-            speed: clock.speed(),
-            start: clock
-                .start_wall()
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            ..Default::default()
-        };
-        let mut nodes = Vec::new();
-        let mut envs = Vec::new();
-        let mut used_vmids = BTreeSet::new();
-        for (k, es) in scenario.environments.iter().enumerate() {
-            let tag = es.tag.clone().unwrap_or_else(|| es.like.clone());
-            let mut env_nodes = Vec::new();
-            for ns in &es.nodes {
-                let index = nodes.len();
-                let host = hosts
-                    .iter()
-                    .position(|h| h.name == ns.host)
-                    .ok_or_else(|| invalid(format!("unknown host {}", ns.host)))?;
-                let vmid = ns.vmid.unwrap_or(1000 + index as u32);
-                if !used_vmids.insert(vmid) {
-                    return Err(invalid(format!("vmid {vmid} is used twice")));
-                }
-                let cp = ns.role == Role::ControlPlane;
-                let mut labels = BTreeMap::from([
-                    ("beta.kubernetes.io/arch".to_string(), "amd64".to_string()),
-                    ("beta.kubernetes.io/os".to_string(), "linux".to_string()),
-                    ("kubernetes.io/arch".to_string(), "amd64".to_string()),
-                    ("kubernetes.io/hostname".to_string(), ns.name.clone()),
-                    ("kubernetes.io/os".to_string(), "linux".to_string()),
-                    (HOST_LABEL.to_string(), ns.host.clone()),
-                ]);
-                if cp {
-                    labels.insert(
-                        "node-role.kubernetes.io/control-plane".into(),
-                        String::new(),
-                    );
-                    // Talos's config generation since 1.8 (`AddExcludeFromExternalLoadBalancer`
-                    // in pkg/machinery/config/generate).
-                    let since_1_8 = talos_at_least(&es.talos_version, 1, 8).ok_or_else(|| {
-                        invalid(format!(
-                            "environment {}: talos_version {:?} is not vMAJOR.MINOR.PATCH",
-                            es.name, es.talos_version
-                        ))
-                    })?;
-                    if since_1_8 {
-                        labels.insert(EXCLUDE_FROM_LB.into(), String::new());
-                    }
-                }
-                labels.extend(ns.labels.clone());
-                for key in &es.delete_node_labels {
-                    labels.remove(key);
-                }
-                nodes.push(Node {
-                    index,
-                    env: k,
-                    name: ns.name.clone(),
-                    role: ns.role,
-                    host,
-                    vmid,
-                    uuid: ns
-                        .uuid
-                        .clone()
-                        .unwrap_or_else(|| ids::uuid(&["smbios", &ns.name])),
-                    ha: ns.ha,
-                    tags: vec!["talos".into(), tag.clone()],
-                    storage: {
-                        let storage = ns.storage.clone().unwrap_or_else(|| "local-lvm".into());
-                        if !storages.iter().any(|s| s.name == storage) {
-                            return Err(invalid(format!(
-                                "node {}: storage {storage:?} is not among the storages (local, local-lvm and the scenario's `storages`)",
-                                ns.name
-                            )));
-                        }
-                        storage
-                    },
-                    cpu_milli: quantity::cpu_milli(&ns.cpu).map_err(invalid)?,
-                    memory_bytes: quantity::bytes(&ns.memory).map_err(invalid)?,
-                    vm_running: true,
-                    vm_started_at: Duration::ZERO,
-                    shutting_down: false,
-                    booted: true,
-                    booted_at: Duration::ZERO,
-                    down_since: Duration::ZERO,
-                    epoch: 0,
-                    ready: true,
-                    ready_changed: Duration::ZERO,
-                    labels,
-                    cp_taint: cp && !es.allow_scheduling_on_control_planes,
-                    addressed: index < crate::addr::MAX_ADDRESSED,
-                    heartbeat: Duration::ZERO,
-                    etcd_member_id: ids::hash64(&["etcd-member", &ns.name]),
-                    instance_manager_evicted: None,
-                    link_down: false,
-                    cut_off: Default::default(),
-                });
-                env_nodes.push(index);
-            }
+/// The PodDisruptionBudgets: each workload's own, the scenario's standalone ones, and with
+/// Longhorn the ones its CSI components get.
+fn build_pdbs(es: &EnvSpec) -> Vec<Pdb> {
+    let mut pdbs = Vec::new();
+    for w in &es.workloads {
+        if let Some(rule) = &w.pdb {
+            let name = rule.name.clone().unwrap_or_else(|| w.name.clone());
+            pdbs.push(Pdb {
+                namespace: w.namespace.clone(),
+                uid: ids::uuid(&[&es.name, "pdb", &w.namespace, &name]),
+                name,
+                selector: Some(rule.selector.clone().unwrap_or_else(|| w.labels.clone())),
+                min_available: rule.min_available.clone(),
+                max_unavailable: rule.max_unavailable.clone(),
+                made_by: PdbMaker::Scenario,
+            });
+        }
+    }
+    for p in &es.pdbs {
+        pdbs.push(Pdb {
+            namespace: p.namespace.clone(),
+            name: p.name.clone(),
+            uid: ids::uuid(&[&es.name, "pdb", &p.namespace, &p.name]),
+            selector: p.selector.clone(),
+            min_available: p.min_available.clone(),
+            max_unavailable: p.max_unavailable.clone(),
+            made_by: PdbMaker::Scenario,
+        });
+    }
+    if es.longhorn.is_some() {
+        let longhorn = super::longhorn_system::csi_pdbs(es, &pdbs);
+        pdbs.extend(longhorn);
+    }
+    pdbs
+}
 
-            let workloads = es
-                .workloads
-                .iter()
-                .map(|w| {
-                    let cpu = quantity::cpu_milli(&w.requests.cpu).map_err(invalid)?;
-                    let mem = quantity::bytes(&w.requests.memory).map_err(invalid)?;
-                    let (ucpu, umem) = match &w.usage {
-                        Some(u) => (
-                            quantity::cpu_milli(&u.cpu).map_err(invalid)?,
-                            quantity::bytes(&u.memory).map_err(invalid)?,
-                        ),
-                        None => (cpu / 2, mem / 2),
-                    };
-                    Ok(Workload {
-                        spec: w.clone(),
-                        uid: ids::uuid(&[&es.name, "workload", &w.namespace, &w.name]),
-                        cpu_milli: cpu,
-                        memory_bytes: mem,
-                        usage_cpu_milli: ucpu,
-                        usage_memory_bytes: umem,
-                        template_hash: ids::suffix(
-                            &[&es.name, &w.namespace, &w.name, "template"],
-                            10,
-                        ),
-                        created_pods: 0,
-                        selector: Selector::from_map(&w.labels),
-                    })
-                })
-                .collect::<Result<Vec<_>, BuildError>>()?;
+/// Cilium's L2 announcement policies with their node and Service selectors read.
+fn build_policies(
+    es: &EnvSpec,
+    invalid: &impl Fn(String) -> BuildError,
+) -> Result<Vec<L2Policy>, BuildError> {
+    es.l2_policies
+        .iter()
+        .map(|p| {
+            let ns = match &p.node_selector {
+                Some(v) => Selector::from_label_selector(v)
+                    .map_err(|m| invalid(format!("L2 policy {}: {m}", p.name)))?,
+                None => None,
+            };
+            let ss = match &p.service_selector {
+                Some(v) => Selector::from_label_selector(v)
+                    .map_err(|m| invalid(format!("L2 policy {}: {m}", p.name)))?,
+                None => None,
+            };
+            Ok(L2Policy {
+                name: p.name.clone(),
+                uid: ids::uuid(&[&es.name, "l2policy", &p.name]),
+                node_selector_json: p.node_selector.clone(),
+                node_selector: ns,
+                service_selector_json: p.service_selector.clone(),
+                service_selector: ss,
+                load_balancer_ips: p.load_balancer_ips,
+            })
+        })
+        .collect()
+}
 
-            let mut pdbs = Vec::new();
-            for w in &es.workloads {
-                if let Some(rule) = &w.pdb {
-                    let name = rule.name.clone().unwrap_or_else(|| w.name.clone());
-                    pdbs.push(Pdb {
-                        namespace: w.namespace.clone(),
-                        uid: ids::uuid(&[&es.name, "pdb", &w.namespace, &name]),
-                        name,
-                        selector: Some(rule.selector.clone().unwrap_or_else(|| w.labels.clone())),
-                        min_available: rule.min_available.clone(),
-                        max_unavailable: rule.max_unavailable.clone(),
-                        made_by: PdbMaker::Scenario,
-                    });
+/// Longhorn's settings (its defaults, then the scenario's), the nodes with a Longhorn disk
+/// (those declared, else every node that takes workloads) and the guaranteed instance
+/// manager CPU as a percentage.
+fn longhorn_setup(
+    es: &EnvSpec,
+    env_nodes: &[usize],
+    nodes: &[Node],
+    invalid: &impl Fn(String) -> BuildError,
+) -> Result<(BTreeMap<String, String>, BTreeSet<usize>, f64), BuildError> {
+    let mut longhorn_settings: BTreeMap<String, String> = LONGHORN_DEFAULTS
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut disk_nodes = BTreeSet::new();
+    if let Some(lh) = &es.longhorn {
+        longhorn_settings.extend(lh.settings.clone());
+        match &lh.disk_nodes {
+            Some(names) => {
+                for n in names {
+                    let i = env_nodes
+                        .iter()
+                        .copied()
+                        .find(|&i| nodes[i].name == *n)
+                        .ok_or_else(|| {
+                            invalid(format!("longhorn disk node {n} is not in {}", es.name))
+                        })?;
+                    disk_nodes.insert(i);
                 }
             }
-            for p in &es.pdbs {
-                pdbs.push(Pdb {
-                    namespace: p.namespace.clone(),
-                    name: p.name.clone(),
-                    uid: ids::uuid(&[&es.name, "pdb", &p.namespace, &p.name]),
-                    selector: p.selector.clone(),
-                    min_available: p.min_available.clone(),
-                    max_unavailable: p.max_unavailable.clone(),
-                    made_by: PdbMaker::Scenario,
-                });
-            }
-            if es.longhorn.is_some() {
-                let longhorn = super::longhorn_system::csi_pdbs(es, &pdbs);
-                pdbs.extend(longhorn);
-            }
+            None => disk_nodes.extend(env_nodes.iter().copied().filter(|&i| !nodes[i].cp_taint)),
+        }
+    }
+    let setting = &longhorn_settings["guaranteed-instance-manager-cpu"];
+    let instance_manager_cpu_percent =
+        super::longhorn_system::guaranteed_cpu_percent(setting).ok_or_else(|| {
+            invalid(format!(
+                "environment {}: longhorn setting guaranteed-instance-manager-cpu {setting:?} is neither a percentage nor {{\"v1\": \"<percentage>\"}}",
+                es.name
+            ))
+        })?;
+    Ok((longhorn_settings, disk_nodes, instance_manager_cpu_percent))
+}
 
-            let policies = es
-                .l2_policies
-                .iter()
-                .map(|p| {
-                    let ns = match &p.node_selector {
-                        Some(v) => Selector::from_label_selector(v)
-                            .map_err(|m| invalid(format!("L2 policy {}: {m}", p.name)))?,
-                        None => None,
-                    };
-                    let ss = match &p.service_selector {
-                        Some(v) => Selector::from_label_selector(v)
-                            .map_err(|m| invalid(format!("L2 policy {}: {m}", p.name)))?,
-                        None => None,
-                    };
-                    Ok(L2Policy {
-                        name: p.name.clone(),
-                        uid: ids::uuid(&[&es.name, "l2policy", &p.name]),
-                        node_selector_json: p.node_selector.clone(),
-                        node_selector: ns,
-                        service_selector_json: p.service_selector.clone(),
-                        service_selector: ss,
-                        load_balancer_ips: p.load_balancer_ips,
-                    })
-                })
-                .collect::<Result<Vec<_>, BuildError>>()?;
-
-            let mut longhorn_settings: BTreeMap<String, String> = LONGHORN_DEFAULTS
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            let mut disk_nodes = BTreeSet::new();
-            if let Some(lh) = &es.longhorn {
-                longhorn_settings.extend(lh.settings.clone());
-                match &lh.disk_nodes {
-                    Some(names) => {
-                        for n in names {
-                            let i = env_nodes
-                                .iter()
-                                .copied()
-                                .find(|&i| nodes[i].name == *n)
-                                .ok_or_else(|| {
-                                    invalid(format!("longhorn disk node {n} is not in {}", es.name))
-                                })?;
-                            disk_nodes.insert(i);
-                        }
-                    }
-                    None => {
-                        disk_nodes.extend(env_nodes.iter().copied().filter(|&i| !nodes[i].cp_taint))
-                    }
-                }
-            }
-            let setting = &longhorn_settings["guaranteed-instance-manager-cpu"];
-            let instance_manager_cpu_percent =
-                super::longhorn_system::guaranteed_cpu_percent(setting).ok_or_else(|| {
-                    invalid(format!(
-                        "environment {}: longhorn setting guaranteed-instance-manager-cpu {setting:?} is neither a percentage nor {{\"v1\": \"<percentage>\"}}",
-                        es.name
-                    ))
-                })?;
-
-            let url_api = format!("https://{}:{}", plan.vip_ip(k), crate::addr::KUBE_PORT);
+/// The ground truth's targets of environment `k`: its API behind the VIP and each ingress
+/// host.
+fn add_targets(truth: &mut GroundTruth, plan: &Plan, k: usize, es: &EnvSpec) {
+    let url_api = format!("https://{}:{}", plan.vip_ip(k), crate::addr::KUBE_PORT);
+    truth.targets.insert(
+        format!("api/{}", es.name),
+        Target {
+            kind: "api".into(),
+            env: es.name.clone(),
+            url: url_api,
+            host: None,
+            outages: vec![],
+        },
+    );
+    if let Some(ing) = &es.ingress {
+        for h in &ing.hosts {
             truth.targets.insert(
-                format!("api/{}", es.name),
+                format!("ingress/{}/{h}", es.name),
                 Target {
-                    kind: "api".into(),
+                    kind: "ingress".into(),
                     env: es.name.clone(),
-                    url: url_api,
-                    host: None,
+                    url: format!(
+                        "http://{}:{}/",
+                        plan.ingress_ip(k),
+                        crate::addr::INGRESS_HTTP_PORT
+                    ),
+                    host: Some(h.clone()),
                     outages: vec![],
                 },
             );
-            if let Some(ing) = &es.ingress {
-                for h in &ing.hosts {
-                    truth.targets.insert(
-                        format!("ingress/{}/{h}", es.name),
-                        Target {
-                            kind: "ingress".into(),
-                            env: es.name.clone(),
-                            url: format!(
-                                "http://{}:{}/",
-                                plan.ingress_ip(k),
-                                crate::addr::INGRESS_HTTP_PORT
-                            ),
-                            host: Some(h.clone()),
-                            outages: vec![],
-                        },
-                    );
-                }
-            }
-
-            envs.push(Env {
-                index: k,
-                spec: es.clone(),
-                tag,
-                nodes: env_nodes,
-                store: Store::with_history(scenario.watch_history),
-                workloads,
-                pods: BTreeMap::new(),
-                pdbs,
-                policies,
-                lease: es.ingress.as_ref().map(|_| L2Lease {
-                    holder: None,
-                    acquired: Duration::ZERO,
-                    renewed: Duration::ZERO,
-                    transitions: 0,
-                    pending: false,
-                    ever_held: false,
-                }),
-                vip_holder: None,
-                vip_pending: false,
-                quorum: true,
-                volumes: Vec::new(),
-                disk_nodes,
-                instance_manager_cpu_percent,
-                longhorn_settings,
-                load: LoadIndex::default(),
-                dirty: Dirty {
-                    all: true,
-                    ..Default::default()
-                },
-                pod_ips: 0,
-                cluster_uid: ids::uuid(&[&es.name, "cluster"]),
-            });
         }
+    }
+}
+
+/// Environment `k` as declared: its nodes (added to `machines`), workloads, PDBs, L2
+/// policies, Longhorn setup and ground-truth targets; its pods come later.
+fn build_env(
+    machines: &mut Machines,
+    truth: &mut GroundTruth,
+    plan: &Plan,
+    scenario: &Scenario,
+    k: usize,
+    es: &EnvSpec,
+    invalid: &impl Fn(String) -> BuildError,
+) -> Result<Env, BuildError> {
+    let tag = es.tag.clone().unwrap_or_else(|| es.like.clone());
+    let mut env_nodes = Vec::new();
+    for ns in &es.nodes {
+        env_nodes.push(machines.add(k, es, &tag, ns, invalid)?);
+    }
+    let workloads = build_workloads(es, invalid)?;
+    let pdbs = build_pdbs(es);
+    let policies = build_policies(es, invalid)?;
+    let (longhorn_settings, disk_nodes, instance_manager_cpu_percent) =
+        longhorn_setup(es, &env_nodes, &machines.nodes, invalid)?;
+    add_targets(truth, plan, k, es);
+    Ok(Env {
+        index: k,
+        spec: es.clone(),
+        tag,
+        nodes: env_nodes,
+        store: Store::with_history(scenario.watch_history),
+        workloads,
+        pods: BTreeMap::new(),
+        pdbs,
+        policies,
+        lease: es.ingress.as_ref().map(|_| L2Lease {
+            holder: None,
+            acquired: Duration::ZERO,
+            renewed: Duration::ZERO,
+            transitions: 0,
+            pending: false,
+            ever_held: false,
+        }),
+        vip_holder: None,
+        vip_pending: false,
+        quorum: true,
+        volumes: Vec::new(),
+        disk_nodes,
+        instance_manager_cpu_percent,
+        longhorn_settings,
+        load: LoadIndex::default(),
+        dirty: Dirty {
+            all: true,
+            ..Default::default()
+        },
+        pod_ips: 0,
+        cluster_uid: ids::uuid(&[&es.name, "cluster"]),
+    })
+}
+
+impl World {
+    pub fn build(scenario: &Scenario, plan: Plan, clock: SimClock) -> Result<World, BuildError> {
+        let invalid = invalid_in(&scenario.name);
+        let storages = super::Storage::all(&scenario.storages);
+        let hosts = build_hosts(scenario, &invalid)?;
+        let mut truth = ground_truth(scenario, &clock);
+        let mut machines = Machines {
+            hosts: &hosts,
+            storages: &storages,
+            used_vmids: BTreeSet::new(),
+            nodes: Vec::new(),
+        };
+        let mut envs = Vec::new();
+        for (k, es) in scenario.environments.iter().enumerate() {
+            envs.push(build_env(
+                &mut machines,
+                &mut truth,
+                &plan,
+                scenario,
+                k,
+                es,
+                &invalid,
+            )?);
+        }
+        let nodes = machines.nodes;
 
         let mut world = World {
             clock,
@@ -370,74 +490,101 @@ impl World {
             last_reach: Reachability::default(),
             misbehave: Default::default(),
         };
+        world.start_initial_state(&invalid)?;
+        Ok(world)
+    }
 
-        let t0 = Duration::ZERO;
-        let node_count = world.nodes.len();
-        for e in world.envs.iter_mut() {
+    /// The initial state: every environment's pods placed and running, volumes and leases
+    /// held, lease renewal scheduled, everything rendered, and the targets that start out
+    /// unreachable recorded so.
+    fn start_initial_state(
+        &mut self,
+        invalid: &impl Fn(String) -> BuildError,
+    ) -> Result<(), BuildError> {
+        let node_count = self.nodes.len();
+        for e in self.envs.iter_mut() {
             e.load.load = vec![(0, 0); node_count];
             e.load.by_workload = vec![BTreeSet::new(); e.workloads.len()];
         }
-        for e in 0..world.envs.len() {
-            world.envs[e].quorum = world.has_quorum(e);
-            world.envs[e].vip_holder = world
-                .etcd_members(e)
-                .into_iter()
-                .find(|&n| world.nodes[n].booted);
-            // DaemonSets first, then the rest, in scenario order.
-            let order: Vec<usize> = {
-                let ws = &world.envs[e].workloads;
-                let mut v: Vec<usize> = (0..ws.len())
-                    .filter(|&i| ws[i].spec.kind == WorkloadKind::DaemonSet)
-                    .collect();
-                v.extend((0..ws.len()).filter(|&i| ws[i].spec.kind != WorkloadKind::DaemonSet));
-                v
-            };
-            for wi in order {
-                world.reconcile_workload(e, wi, t0);
-            }
-            // Pods of the initial state have been running for a while.
-            for p in world.envs[e].pods.values_mut() {
-                if p.node.is_some() {
-                    p.running = true;
-                    p.api_ready = true;
-                    p.started_at = Some(t0);
-                }
-            }
-            world.build_volumes(e).map_err(invalid)?;
-            if world.envs[e].lease.is_some() {
-                let holder = world.l2_candidates(e).into_iter().next();
-                if let Some(l) = world.envs[e].lease.as_mut() {
-                    l.holder = holder;
-                    l.ever_held = holder.is_some();
-                }
+        for e in 0..self.envs.len() {
+            self.start_env(e, invalid)?;
+        }
+        self.schedule(self.timings.lease_renew, Action::RenewLeases);
+        for e in 0..self.envs.len() {
+            self.flush(e);
+        }
+        self.last_reach = self.reachability();
+        self.record_unreachable_at_start();
+        Ok(())
+    }
+
+    /// Environment `e` at time zero: etcd quorum, the VIP on the first booted member, pods
+    /// placed (DaemonSets first) and running for a while, Longhorn volumes, the L2 lease.
+    fn start_env(
+        &mut self,
+        e: usize,
+        invalid: &impl Fn(String) -> BuildError,
+    ) -> Result<(), BuildError> {
+        let t0 = Duration::ZERO;
+        self.envs[e].quorum = self.has_quorum(e);
+        self.envs[e].vip_holder = self
+            .etcd_members(e)
+            .into_iter()
+            .find(|&n| self.nodes[n].booted);
+        // DaemonSets first, then the rest, in scenario order.
+        let order: Vec<usize> = {
+            let ws = &self.envs[e].workloads;
+            let mut v: Vec<usize> = (0..ws.len())
+                .filter(|&i| ws[i].spec.kind == WorkloadKind::DaemonSet)
+                .collect();
+            v.extend((0..ws.len()).filter(|&i| ws[i].spec.kind != WorkloadKind::DaemonSet));
+            v
+        };
+        for wi in order {
+            self.reconcile_workload(e, wi, t0);
+        }
+        // Pods of the initial state have been running for a while.
+        for p in self.envs[e].pods.values_mut() {
+            if p.node.is_some() {
+                p.running = true;
+                p.api_ready = true;
+                p.started_at = Some(t0);
             }
         }
-        world.schedule(world.timings.lease_renew, Action::RenewLeases);
-        for e in 0..world.envs.len() {
-            world.flush(e);
-        }
-        world.last_reach = world.reachability();
-        for e in 0..world.envs.len() {
-            if !world.last_reach.vip[e] {
-                let name = world.envs[e].spec.name.clone();
-                world.truth.set_available(&format!("api/{name}"), false, t0);
+        self.build_volumes(e).map_err(invalid)?;
+        if self.envs[e].lease.is_some() {
+            let holder = self.l2_candidates(e).into_iter().next();
+            if let Some(l) = self.envs[e].lease.as_mut() {
+                l.holder = holder;
+                l.ever_held = holder.is_some();
             }
-            if !world.last_reach.ingress[e] {
-                let name = world.envs[e].spec.name.clone();
-                for h in world.envs[e]
+        }
+        Ok(())
+    }
+
+    /// The API and ingress targets unreachable in the initial state are unavailable from
+    /// time zero in the ground truth.
+    fn record_unreachable_at_start(&mut self) {
+        let t0 = Duration::ZERO;
+        for e in 0..self.envs.len() {
+            if !self.last_reach.vip[e] {
+                let name = self.envs[e].spec.name.clone();
+                self.truth.set_available(&format!("api/{name}"), false, t0);
+            }
+            if !self.last_reach.ingress[e] {
+                let name = self.envs[e].spec.name.clone();
+                for h in self.envs[e]
                     .spec
                     .ingress
                     .as_ref()
                     .map(|i| i.hosts.clone())
                     .unwrap_or_default()
                 {
-                    world
-                        .truth
+                    self.truth
                         .set_available(&format!("ingress/{name}/{h}"), false, t0);
                 }
             }
         }
-        Ok(world)
     }
 
     fn build_volumes(&mut self, e: usize) -> Result<(), String> {
