@@ -436,257 +436,298 @@ impl World {
         }
     }
 
+    /// Apply a scheduled action at its time: each kind of consequence has its own rule.
     pub(crate) fn apply(&mut self, now: Duration, action: Action) {
         match action {
-            Action::NodeUnready { node, since } => {
-                let n = &self.nodes[node];
-                // Back up since, or down again later (that outage has its own timer).
-                if n.booted || !n.ready || n.down_since != since {
-                    return;
-                }
-                let env = n.env;
-                let name = n.name.clone();
-                self.nodes[node].ready = false;
-                self.nodes[node].ready_changed = now;
-                self.event(
-                    now,
-                    "node-not-ready",
-                    Some(env),
-                    &name,
-                    "Ready=Unknown, unreachable taints added".into(),
-                );
-                let keys: Vec<Key> = self.envs[env]
-                    .pods
-                    .iter()
-                    .filter(|(_, p)| p.node == Some(node))
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                for k in keys {
-                    if let Some(p) = self.envs[env].pods.get_mut(&k)
-                        && p.api_ready
-                    {
-                        p.api_ready = false;
-                        p.ready_changed = now;
-                        self.envs[env].dirty.pods.insert(k);
-                    }
-                }
-                self.envs[env].dirty.nodes = true;
-                self.envs[env].dirty.longhorn = true;
-                // Judged as the controller does, when it finds the node NotReady: nodes of a
-                // zone found before it crosses the threshold are still tainted.
-                if let Some(why) = self.evictions_stopped(node) {
-                    self.event(now, "eviction-stopped", Some(env), &name, why);
-                    return;
-                }
-                self.schedule(now + self.timings.toleration, Action::Evict { node, since });
-            }
-            Action::Evict { node, since } => {
-                let n = &self.nodes[node];
-                if n.ready || n.booted || n.down_since != since {
-                    return;
-                }
-                let env = self.nodes[node].env;
-                let keys: Vec<Key> = self.envs[env]
-                    .pods
-                    .iter()
-                    .filter(|(_, p)| p.node == Some(node) && p.deleting.is_none())
-                    .filter(|(_, p)| {
-                        let w = &self.envs[env].workloads[p.workload].spec;
-                        // A DaemonSet's pods, and pods that tolerate every taint, stay.
-                        w.kind != WorkloadKind::DaemonSet && !w.tolerate_all
-                    })
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                let mut touched = BTreeSet::new();
-                for k in keys.iter().cloned() {
-                    if let Some(p) = self.envs[env].pods.get_mut(&k) {
-                        p.deleting = Some(now);
-                        touched.insert(p.workload);
-                        let wi = p.workload;
-                        self.index_terminating(env, wi, node);
-                    }
-                    self.event(
-                        now,
-                        "pod-evicted",
-                        Some(env),
-                        &format!("{}/{}", k.0, k.1),
-                        format!("from {}", self.nodes[node].name),
-                    );
-                    self.envs[env].dirty.pods.insert(k);
-                }
-                for w in touched {
-                    self.reconcile_workload(env, w, now);
-                }
-                // The instance manager tolerates only the admission plugin's 300 s: it is
-                // evicted with the rest and, bound by name to its node, not made elsewhere.
-                if self.runs_instance_manager(env, node) {
-                    self.nodes[node].instance_manager_evicted = Some(now);
-                    self.envs[env].dirty.longhorn = true;
-                }
-                self.longhorn_node_down(env, &keys, now);
-            }
-            Action::Booted { node, epoch } => {
-                if self.nodes[node].epoch != epoch
-                    || !self.nodes[node].vm_running
-                    || self.nodes[node].booted
-                    || self.nodes[node].link_down
-                {
-                    return;
-                }
-                self.machine_up(node, now);
-            }
-            Action::ShutdownDone { node, epoch } => {
-                let n = &self.nodes[node];
-                if n.epoch != epoch || !n.vm_running || !n.shutting_down {
-                    return;
-                }
-                let env = n.env;
-                let name = n.name.clone();
-                self.nodes[node].vm_running = false;
-                self.nodes[node].shutting_down = false;
-                self.nodes[node].epoch += 1;
-                self.event(now, "vm-off", Some(env), &name, "guest shut down".into());
-                if self.nodes[node].booted {
-                    self.machine_down(node, Down::Graceful, now);
-                }
-            }
-            Action::PodStarted { env, key, uid } => {
-                let Some(p) = self.envs[env].pods.get(&key) else {
-                    return;
-                };
-                if p.uid != uid
-                    || p.deleting.is_some()
-                    || p.running
-                    || !p.node.is_some_and(|n| self.nodes[n].booted)
-                {
-                    return;
-                }
-                if !self.attach_for(env, &key, now) {
-                    return;
-                }
-                if let Some(p) = self.envs[env].pods.get_mut(&key) {
-                    p.running = true;
-                    p.api_ready = true;
-                    p.started_at = Some(now);
-                    p.ready_changed = now;
-                }
-                self.envs[env].dirty.pods.insert(key);
-                self.envs[env].dirty.nodes = true;
-            }
+            Action::NodeUnready { node, since } => self.node_unready(node, since, now),
+            Action::Evict { node, since } => self.evict_node(node, since, now),
+            Action::Booted { node, epoch } => self.on_booted(node, epoch, now),
+            Action::ShutdownDone { node, epoch } => self.shutdown_done(node, epoch, now),
+            Action::PodStarted { env, key, uid } => self.pod_started(env, key, uid, now),
             Action::LeaseElect { env } => self.lease_elect(env, now),
-            Action::VipElect { env } => {
-                self.envs[env].vip_pending = false;
-                if !self.envs[env].quorum {
-                    self.envs[env].vip_holder = None;
-                    return;
-                }
-                let old = self.envs[env].vip_holder;
-                if old.is_some_and(|h| self.nodes[h].booted) {
-                    return;
-                }
-                let new = self
-                    .etcd_members(env)
-                    .into_iter()
-                    .find(|&n| self.nodes[n].booted);
-                self.envs[env].vip_holder = new;
-                if let Some(h) = new {
-                    let from = old
-                        .map(|o| self.nodes[o].name.clone())
-                        .unwrap_or_else(|| "nobody".into());
-                    let to = self.nodes[h].name.clone();
-                    self.event(now, "vip-moved", Some(env), &to, format!("from {from}"));
-                }
-            }
-            Action::LonghornRebuilt { node, epoch } => {
-                if self.nodes[node].epoch != epoch || !self.nodes[node].booted {
-                    return;
-                }
-                let env = self.nodes[node].env;
-                let mut rebuilt = Vec::new();
-                for v in self.envs[env].volumes.iter_mut() {
-                    for r in v
-                        .replicas
-                        .iter_mut()
-                        .filter(|r| r.node == node && !r.running)
-                    {
-                        r.running = true;
-                        r.failed_at = None;
-                        rebuilt.push(v.name.clone());
-                    }
-                }
-                for v in rebuilt {
-                    self.event(
-                        now,
-                        "longhorn-replica-rebuilt",
-                        Some(env),
-                        &v,
-                        format!("on {}", self.nodes[node].name),
-                    );
-                }
-                self.envs[env].dirty.longhorn = true;
-            }
-            Action::HostOff { host, epoch } => {
-                if self.hosts[host].epoch != epoch || !self.hosts[host].online {
-                    return;
-                }
-                self.hosts[host].online = false;
-                self.hosts[host].shutting_down = false;
-                let name = self.hosts[host].name.clone();
-                self.event(now, "host-off", None, &name, String::new());
-                if std::mem::take(&mut self.hosts[host].reboot) {
-                    self.hosts[host].epoch += 1;
-                    let epoch = self.hosts[host].epoch;
-                    self.schedule(
-                        now + self.timings.host_boot,
-                        Action::HostOnline { host, epoch },
-                    );
-                }
-                for n in 0..self.nodes.len() {
-                    if self.nodes[n].host == host {
-                        self.hard_stop(n, now, "vm-stopped");
-                    }
-                }
-            }
-            Action::HostOnline { host, epoch } => {
-                if self.hosts[host].epoch != epoch || self.hosts[host].online {
-                    return;
-                }
-                self.hosts[host].online = true;
-                self.hosts[host].online_since = now;
-                let name = self.hosts[host].name.clone();
-                self.event(now, "host-online", None, &name, String::new());
-            }
+            Action::VipElect { env } => self.vip_elect(env, now),
+            Action::LonghornRebuilt { node, epoch } => self.longhorn_rebuilt(node, epoch, now),
+            Action::HostOff { host, epoch } => self.host_off(host, epoch, now),
+            Action::HostOnline { host, epoch } => self.host_came_online(host, epoch, now),
             Action::PodGone { env, key, uid } => {
                 self.pod_gone(env, &key, &uid, now);
             }
             Action::LonghornForceDelete { env, key, uid } => {
                 self.longhorn_force_delete(env, &key, &uid, now);
             }
-            Action::RenewLeases => {
-                for e in 0..self.envs.len() {
-                    let holder_up = self.envs[e]
-                        .lease
-                        .as_ref()
-                        .and_then(|l| l.holder)
-                        .is_some_and(|h| self.nodes[h].booted);
-                    if holder_up && let Some(l) = self.envs[e].lease.as_mut() {
-                        l.renewed = now;
-                        self.envs[e].dirty.leases = true;
-                    }
-                }
-                // The kubelet renews its node Lease every 10 s (a quarter of its 40 s duration).
-                for n in 0..self.nodes.len() {
-                    let node = &mut self.nodes[n];
-                    if node.booted && now.saturating_sub(node.heartbeat) >= Duration::from_secs(10)
-                    {
-                        node.heartbeat = now;
-                        let env = node.env;
-                        self.envs[env].dirty.node_leases.insert(n);
-                    }
-                }
-                self.schedule(now + self.timings.lease_renew, Action::RenewLeases);
+            Action::RenewLeases => self.renew_leases(now),
+        }
+    }
+
+    /// The node monitor grace period ran out on a node that is still down: NotReady with the
+    /// unreachable taints, its pods no longer Ready, and eviction after the toleration unless
+    /// the node lifecycle controller stops evicting.
+    fn node_unready(&mut self, node: usize, since: Duration, now: Duration) {
+        let n = &self.nodes[node];
+        // Back up since, or down again later (that outage has its own timer).
+        if n.booted || !n.ready || n.down_since != since {
+            return;
+        }
+        let env = n.env;
+        let name = n.name.clone();
+        self.nodes[node].ready = false;
+        self.nodes[node].ready_changed = now;
+        self.event(
+            now,
+            "node-not-ready",
+            Some(env),
+            &name,
+            "Ready=Unknown, unreachable taints added".into(),
+        );
+        let keys: Vec<Key> = self.envs[env]
+            .pods
+            .iter()
+            .filter(|(_, p)| p.node == Some(node))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in keys {
+            if let Some(p) = self.envs[env].pods.get_mut(&k)
+                && p.api_ready
+            {
+                p.api_ready = false;
+                p.ready_changed = now;
+                self.envs[env].dirty.pods.insert(k);
             }
         }
+        self.envs[env].dirty.nodes = true;
+        self.envs[env].dirty.longhorn = true;
+        // Judged as the controller does, when it finds the node NotReady: nodes of a
+        // zone found before it crosses the threshold are still tainted.
+        if let Some(why) = self.evictions_stopped(node) {
+            self.event(now, "eviction-stopped", Some(env), &name, why);
+            return;
+        }
+        self.schedule(now + self.timings.toleration, Action::Evict { node, since });
+    }
+
+    /// The toleration ran out on a node still NotReady: its pods (not a DaemonSet's, not
+    /// those tolerating everything) are evicted and replaced, its instance manager too, and
+    /// Longhorn reacts to the node being gone.
+    fn evict_node(&mut self, node: usize, since: Duration, now: Duration) {
+        let n = &self.nodes[node];
+        if n.ready || n.booted || n.down_since != since {
+            return;
+        }
+        let env = self.nodes[node].env;
+        let keys: Vec<Key> = self.envs[env]
+            .pods
+            .iter()
+            .filter(|(_, p)| p.node == Some(node) && p.deleting.is_none())
+            .filter(|(_, p)| {
+                let w = &self.envs[env].workloads[p.workload].spec;
+                // A DaemonSet's pods, and pods that tolerate every taint, stay.
+                w.kind != WorkloadKind::DaemonSet && !w.tolerate_all
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut touched = BTreeSet::new();
+        for k in keys.iter().cloned() {
+            if let Some(p) = self.envs[env].pods.get_mut(&k) {
+                p.deleting = Some(now);
+                touched.insert(p.workload);
+                let wi = p.workload;
+                self.index_terminating(env, wi, node);
+            }
+            self.event(
+                now,
+                "pod-evicted",
+                Some(env),
+                &format!("{}/{}", k.0, k.1),
+                format!("from {}", self.nodes[node].name),
+            );
+            self.envs[env].dirty.pods.insert(k);
+        }
+        for w in touched {
+            self.reconcile_workload(env, w, now);
+        }
+        // The instance manager tolerates only the admission plugin's 300 s: it is
+        // evicted with the rest and, bound by name to its node, not made elsewhere.
+        if self.runs_instance_manager(env, node) {
+            self.nodes[node].instance_manager_evicted = Some(now);
+            self.envs[env].dirty.longhorn = true;
+        }
+        self.longhorn_node_down(env, &keys, now);
+    }
+
+    /// Talos finished booting a VM that is still running the same power cycle: the machine
+    /// comes up (unless its link is down).
+    fn on_booted(&mut self, node: usize, epoch: u64, now: Duration) {
+        if self.nodes[node].epoch != epoch
+            || !self.nodes[node].vm_running
+            || self.nodes[node].booted
+            || self.nodes[node].link_down
+        {
+            return;
+        }
+        self.machine_up(node, now);
+    }
+
+    /// A guest shutdown finished: the VM is off and, if Talos was up, the machine goes down
+    /// gracefully.
+    fn shutdown_done(&mut self, node: usize, epoch: u64, now: Duration) {
+        let n = &self.nodes[node];
+        if n.epoch != epoch || !n.vm_running || !n.shutting_down {
+            return;
+        }
+        let env = n.env;
+        let name = n.name.clone();
+        self.nodes[node].vm_running = false;
+        self.nodes[node].shutting_down = false;
+        self.nodes[node].epoch += 1;
+        self.event(now, "vm-off", Some(env), &name, "guest shut down".into());
+        if self.nodes[node].booted {
+            self.machine_down(node, Down::Graceful, now);
+        }
+    }
+
+    /// A pod's container started on a booted node: running and Ready, once its Longhorn
+    /// volume is attached there.
+    fn pod_started(&mut self, env: usize, key: Key, uid: String, now: Duration) {
+        let Some(p) = self.envs[env].pods.get(&key) else {
+            return;
+        };
+        if p.uid != uid
+            || p.deleting.is_some()
+            || p.running
+            || !p.node.is_some_and(|n| self.nodes[n].booted)
+        {
+            return;
+        }
+        if !self.attach_for(env, &key, now) {
+            return;
+        }
+        if let Some(p) = self.envs[env].pods.get_mut(&key) {
+            p.running = true;
+            p.api_ready = true;
+            p.started_at = Some(now);
+            p.ready_changed = now;
+        }
+        self.envs[env].dirty.pods.insert(key);
+        self.envs[env].dirty.nodes = true;
+    }
+
+    /// Talos's VIP election: with etcd quorum, the VIP moves to the first booted etcd member
+    /// when its holder is down; without quorum nobody holds it.
+    fn vip_elect(&mut self, env: usize, now: Duration) {
+        self.envs[env].vip_pending = false;
+        if !self.envs[env].quorum {
+            self.envs[env].vip_holder = None;
+            return;
+        }
+        let old = self.envs[env].vip_holder;
+        if old.is_some_and(|h| self.nodes[h].booted) {
+            return;
+        }
+        let new = self
+            .etcd_members(env)
+            .into_iter()
+            .find(|&n| self.nodes[n].booted);
+        self.envs[env].vip_holder = new;
+        if let Some(h) = new {
+            let from = old
+                .map(|o| self.nodes[o].name.clone())
+                .unwrap_or_else(|| "nobody".into());
+            let to = self.nodes[h].name.clone();
+            self.event(now, "vip-moved", Some(env), &to, format!("from {from}"));
+        }
+    }
+
+    /// Longhorn finished rebuilding the failed replicas on a node that stayed up: they run
+    /// again.
+    fn longhorn_rebuilt(&mut self, node: usize, epoch: u64, now: Duration) {
+        if self.nodes[node].epoch != epoch || !self.nodes[node].booted {
+            return;
+        }
+        let env = self.nodes[node].env;
+        let mut rebuilt = Vec::new();
+        for v in self.envs[env].volumes.iter_mut() {
+            for r in v
+                .replicas
+                .iter_mut()
+                .filter(|r| r.node == node && !r.running)
+            {
+                r.running = true;
+                r.failed_at = None;
+                rebuilt.push(v.name.clone());
+            }
+        }
+        for v in rebuilt {
+            self.event(
+                now,
+                "longhorn-replica-rebuilt",
+                Some(env),
+                &v,
+                format!("on {}", self.nodes[node].name),
+            );
+        }
+        self.envs[env].dirty.longhorn = true;
+    }
+
+    /// A Proxmox host finished powering off: its VMs stop hard, and after a reboot request
+    /// it comes back after the host boot time.
+    fn host_off(&mut self, host: usize, epoch: u64, now: Duration) {
+        if self.hosts[host].epoch != epoch || !self.hosts[host].online {
+            return;
+        }
+        self.hosts[host].online = false;
+        self.hosts[host].shutting_down = false;
+        let name = self.hosts[host].name.clone();
+        self.event(now, "host-off", None, &name, String::new());
+        if std::mem::take(&mut self.hosts[host].reboot) {
+            self.hosts[host].epoch += 1;
+            let epoch = self.hosts[host].epoch;
+            self.schedule(
+                now + self.timings.host_boot,
+                Action::HostOnline { host, epoch },
+            );
+        }
+        for n in 0..self.nodes.len() {
+            if self.nodes[n].host == host {
+                self.hard_stop(n, now, "vm-stopped");
+            }
+        }
+    }
+
+    /// A Proxmox host is online again (its VMs stay off until started).
+    fn host_came_online(&mut self, host: usize, epoch: u64, now: Duration) {
+        if self.hosts[host].epoch != epoch || self.hosts[host].online {
+            return;
+        }
+        self.hosts[host].online = true;
+        self.hosts[host].online_since = now;
+        let name = self.hosts[host].name.clone();
+        self.event(now, "host-online", None, &name, String::new());
+    }
+
+    /// The periodic lease renewals: Cilium's L2 lease by a holder that is up, every booted
+    /// kubelet's node Lease each 10 s; and the next round scheduled.
+    fn renew_leases(&mut self, now: Duration) {
+        for e in 0..self.envs.len() {
+            let holder_up = self.envs[e]
+                .lease
+                .as_ref()
+                .and_then(|l| l.holder)
+                .is_some_and(|h| self.nodes[h].booted);
+            if holder_up && let Some(l) = self.envs[e].lease.as_mut() {
+                l.renewed = now;
+                self.envs[e].dirty.leases = true;
+            }
+        }
+        // The kubelet renews its node Lease every 10 s (a quarter of its 40 s duration).
+        for n in 0..self.nodes.len() {
+            let node = &mut self.nodes[n];
+            if node.booted && now.saturating_sub(node.heartbeat) >= Duration::from_secs(10) {
+                node.heartbeat = now;
+                let env = node.env;
+                self.envs[env].dirty.node_leases.insert(n);
+            }
+        }
+        self.schedule(now + self.timings.lease_renew, Action::RenewLeases);
     }
 
     fn machine_up(&mut self, n: usize, now: Duration) {
