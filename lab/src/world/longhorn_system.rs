@@ -8,6 +8,10 @@ use super::*;
 use crate::ids;
 use crate::resources::Res;
 use crate::scenario::WorkloadKind;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::policy::v1 as policy;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 
 pub(super) const NAMESPACE: &str = "longhorn-system";
 
@@ -142,141 +146,154 @@ impl World {
 
     /// Each instance manager's pod and PDB as the API serves them now.
     pub(super) fn render_instance_managers(&self, env: usize, puts: &mut Vec<(Res, Value)>) {
-        use k8s_openapi::api::core::v1 as core;
-        use k8s_openapi::api::policy::v1 as policy;
-        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-            LabelSelector, ObjectMeta, OwnerReference,
-        };
         let e = &self.envs[env];
         for &n in &e.nodes {
             if !self.runs_instance_manager(env, n) {
                 continue;
             }
-            let node = &self.nodes[n];
-            let name = instance_manager_name(&node.name);
-            let labels = instance_manager_labels(&node.name);
-            let created = node.booted_at;
-            let evicted = node.instance_manager_evicted;
-            let ready = node.ready && evicted.is_none();
-            let status = if ready { "True" } else { "False" };
-            let condition = |type_: &str, s: &str, at: Duration| core::PodCondition {
-                type_: type_.into(),
-                status: s.into(),
-                last_transition_time: Some(self.time(at)),
-                ..Default::default()
-            };
-            let pod = core::Pod {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    namespace: Some(NAMESPACE.into()),
-                    // A new pod each time the node comes back.
-                    uid: Some(ids::uuid(&[
-                        &e.spec.name,
-                        "instance-manager-pod",
-                        &node.name,
-                        &node.epoch.to_string(),
-                    ])),
-                    labels: Some(labels.clone()),
-                    creation_timestamp: Some(self.time(created)),
-                    deletion_timestamp: evicted.map(|d| self.time(d + Duration::from_secs(30))),
-                    deletion_grace_period_seconds: evicted.map(|_| 30),
-                    owner_references: Some(vec![OwnerReference {
-                        api_version: "longhorn.io/v1beta2".into(),
-                        kind: "InstanceManager".into(),
-                        name: name.clone(),
-                        uid: ids::uuid(&[&e.spec.name, "instancemanager", &node.name]),
-                        controller: Some(true),
-                        block_owner_deletion: Some(true),
-                    }]),
-                    ..Default::default()
-                },
-                spec: Some(core::PodSpec {
-                    node_name: Some(node.name.clone()),
-                    containers: vec![core::Container {
-                        name: "instance-manager".into(),
-                        image: Some(IM_IMAGE.into()),
-                        resources: Some(core::ResourceRequirements {
-                            requests: Some(BTreeMap::from([(
-                                "cpu".to_string(),
-                                Quantity(format!("{}m", self.instance_manager_cpu_milli(env, n))),
-                            )])),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }],
-                    service_account_name: Some("longhorn-service-account".into()),
-                    tolerations: Some(super::node_facts::node_down_tolerations(Some(
-                        self.timings.toleration.as_secs() as i64,
-                    ))),
-                    ..Default::default()
-                }),
-                status: Some(core::PodStatus {
-                    phase: Some("Running".into()),
-                    conditions: Some(vec![
-                        condition("PodScheduled", "True", created),
-                        condition("Initialized", "True", created),
-                        condition("ContainersReady", status, node.ready_changed),
-                        condition("Ready", status, node.ready_changed),
-                    ]),
-                    container_statuses: Some(vec![core::ContainerStatus {
-                        name: "instance-manager".into(),
-                        image: IM_IMAGE.into(),
-                        image_id: String::new(),
-                        ready,
-                        started: Some(ready),
-                        state: Some(core::ContainerState {
-                            running: Some(core::ContainerStateRunning {
-                                started_at: Some(self.time(created)),
-                            }),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }]),
-                    // Inside the node's podCIDR, at an address no workload pod gets (they take
-                    // .2 to .254).
-                    pod_ip: Some(instance_manager_ip(n)),
-                    pod_ips: Some(vec![core::PodIP {
-                        ip: instance_manager_ip(n),
-                    }]),
-                    host_ip: node.addressed.then(|| self.plan.node_ip(n).to_string()),
-                    qos_class: Some("Burstable".into()),
-                    start_time: Some(self.time(created)),
-                    ..Default::default()
-                }),
-            };
+            let pod = self.instance_manager_pod(env, n);
             puts.push((Res::Pods, serde_json::to_value(&pod).unwrap_or(Value::Null)));
-            let healthy = i32::from(ready);
-            let pdb = policy::PodDisruptionBudget {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    namespace: Some(NAMESPACE.into()),
-                    uid: Some(ids::uuid(&[&e.spec.name, "pdb", NAMESPACE, &name])),
-                    generation: Some(1),
-                    creation_timestamp: Some(self.time(Duration::ZERO)),
-                    ..Default::default()
-                },
-                spec: Some(policy::PodDisruptionBudgetSpec {
-                    min_available: Some(IntOrString::Int(1)),
-                    selector: Some(LabelSelector {
-                        match_labels: Some(labels),
-                        match_expressions: None,
-                    }),
-                    ..Default::default()
-                }),
-                status: Some(policy::PodDisruptionBudgetStatus {
-                    current_healthy: healthy,
-                    desired_healthy: 1,
-                    disruptions_allowed: 0,
-                    expected_pods: i32::from(evicted.is_none()),
-                    observed_generation: Some(1),
-                    ..Default::default()
-                }),
-            };
+            let pdb = self.instance_manager_pdb(env, n);
             puts.push((
                 Res::PodDisruptionBudgets,
                 serde_json::to_value(&pdb).unwrap_or(Value::Null),
             ));
+        }
+    }
+
+    /// An instance manager's pod: on its node, owned by its InstanceManager, a new one each
+    /// time the node comes back, Terminating once evicted, Ready with the node.
+    fn instance_manager_pod(&self, env: usize, n: usize) -> core::Pod {
+        let e = &self.envs[env];
+        let node = &self.nodes[n];
+        let name = instance_manager_name(&node.name);
+        let labels = instance_manager_labels(&node.name);
+        let created = node.booted_at;
+        let evicted = node.instance_manager_evicted;
+        let ready = node.ready && evicted.is_none();
+        let status = if ready { "True" } else { "False" };
+        let condition = |type_: &str, s: &str, at: Duration| core::PodCondition {
+            type_: type_.into(),
+            status: s.into(),
+            last_transition_time: Some(self.time(at)),
+            ..Default::default()
+        };
+        core::Pod {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(NAMESPACE.into()),
+                // A new pod each time the node comes back.
+                uid: Some(ids::uuid(&[
+                    &e.spec.name,
+                    "instance-manager-pod",
+                    &node.name,
+                    &node.epoch.to_string(),
+                ])),
+                labels: Some(labels.clone()),
+                creation_timestamp: Some(self.time(created)),
+                deletion_timestamp: evicted.map(|d| self.time(d + Duration::from_secs(30))),
+                deletion_grace_period_seconds: evicted.map(|_| 30),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: "longhorn.io/v1beta2".into(),
+                    kind: "InstanceManager".into(),
+                    name: name.clone(),
+                    uid: ids::uuid(&[&e.spec.name, "instancemanager", &node.name]),
+                    controller: Some(true),
+                    block_owner_deletion: Some(true),
+                }]),
+                ..Default::default()
+            },
+            spec: Some(core::PodSpec {
+                node_name: Some(node.name.clone()),
+                containers: vec![core::Container {
+                    name: "instance-manager".into(),
+                    image: Some(IM_IMAGE.into()),
+                    resources: Some(core::ResourceRequirements {
+                        requests: Some(BTreeMap::from([(
+                            "cpu".to_string(),
+                            Quantity(format!("{}m", self.instance_manager_cpu_milli(env, n))),
+                        )])),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                service_account_name: Some("longhorn-service-account".into()),
+                tolerations: Some(super::node_facts::node_down_tolerations(Some(
+                    self.timings.toleration.as_secs() as i64,
+                ))),
+                ..Default::default()
+            }),
+            status: Some(core::PodStatus {
+                phase: Some("Running".into()),
+                conditions: Some(vec![
+                    condition("PodScheduled", "True", created),
+                    condition("Initialized", "True", created),
+                    condition("ContainersReady", status, node.ready_changed),
+                    condition("Ready", status, node.ready_changed),
+                ]),
+                container_statuses: Some(vec![core::ContainerStatus {
+                    name: "instance-manager".into(),
+                    image: IM_IMAGE.into(),
+                    image_id: String::new(),
+                    ready,
+                    started: Some(ready),
+                    state: Some(core::ContainerState {
+                        running: Some(core::ContainerStateRunning {
+                            started_at: Some(self.time(created)),
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                // Inside the node's podCIDR, at an address no workload pod gets (they take
+                // .2 to .254).
+                pod_ip: Some(instance_manager_ip(n)),
+                pod_ips: Some(vec![core::PodIP {
+                    ip: instance_manager_ip(n),
+                }]),
+                host_ip: node.addressed.then(|| self.plan.node_ip(n).to_string()),
+                qos_class: Some("Burstable".into()),
+                start_time: Some(self.time(created)),
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// The PodDisruptionBudget longhorn-manager keeps over an instance manager: `minAvailable:
+    /// 1`, so draining its node is blocked while it runs.
+    fn instance_manager_pdb(&self, env: usize, n: usize) -> policy::PodDisruptionBudget {
+        let e = &self.envs[env];
+        let node = &self.nodes[n];
+        let name = instance_manager_name(&node.name);
+        let labels = instance_manager_labels(&node.name);
+        let evicted = node.instance_manager_evicted;
+        let ready = node.ready && evicted.is_none();
+        let healthy = i32::from(ready);
+        policy::PodDisruptionBudget {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(NAMESPACE.into()),
+                uid: Some(ids::uuid(&[&e.spec.name, "pdb", NAMESPACE, &name])),
+                generation: Some(1),
+                creation_timestamp: Some(self.time(Duration::ZERO)),
+                ..Default::default()
+            },
+            spec: Some(policy::PodDisruptionBudgetSpec {
+                min_available: Some(IntOrString::Int(1)),
+                selector: Some(LabelSelector {
+                    match_labels: Some(labels),
+                    match_expressions: None,
+                }),
+                ..Default::default()
+            }),
+            status: Some(policy::PodDisruptionBudgetStatus {
+                current_healthy: healthy,
+                desired_healthy: 1,
+                disruptions_allowed: 0,
+                expected_pods: i32::from(evicted.is_none()),
+                observed_generation: Some(1),
+                ..Default::default()
+            }),
         }
     }
 }
