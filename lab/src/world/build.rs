@@ -315,6 +315,13 @@ fn build_policies(
         .collect()
 }
 
+/// What an environment's Longhorn starts with.
+struct LonghornSetup {
+    longhorn_settings: BTreeMap<String, String>,
+    disk_nodes: BTreeSet<usize>,
+    instance_manager_cpu_percent: f64,
+}
+
 /// Longhorn's settings (its defaults, then the scenario's), the nodes with a Longhorn disk
 /// (those declared, else every node that takes workloads) and the guaranteed instance
 /// manager CPU as a percentage.
@@ -323,7 +330,7 @@ fn longhorn_setup(
     env_nodes: &[usize],
     nodes: &[Node],
     invalid: &impl Fn(String) -> BuildError,
-) -> Result<(BTreeMap<String, String>, BTreeSet<usize>, f64), BuildError> {
+) -> Result<LonghornSetup, BuildError> {
     let mut longhorn_settings: BTreeMap<String, String> = LONGHORN_DEFAULTS
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -355,7 +362,11 @@ fn longhorn_setup(
                 es.name
             ))
         })?;
-    Ok((longhorn_settings, disk_nodes, instance_manager_cpu_percent))
+    Ok(LonghornSetup {
+        longhorn_settings,
+        disk_nodes,
+        instance_manager_cpu_percent,
+    })
 }
 
 /// The ground truth's targets of environment `k`: its API behind the VIP and each ingress
@@ -411,8 +422,11 @@ fn build_env(
     let workloads = build_workloads(es, invalid)?;
     let pdbs = build_pdbs(es);
     let policies = build_policies(es, invalid)?;
-    let (longhorn_settings, disk_nodes, instance_manager_cpu_percent) =
-        longhorn_setup(es, &env_nodes, &machines.nodes, invalid)?;
+    let LonghornSetup {
+        longhorn_settings,
+        disk_nodes,
+        instance_manager_cpu_percent,
+    } = longhorn_setup(es, &env_nodes, &machines.nodes, invalid)?;
     add_targets(truth, plan, k, es);
     Ok(Env {
         index: k,
