@@ -104,6 +104,8 @@ impl KubeApi {
         }
     }
 
+    /// One request to the Kubernetes API: the public health and version endpoints, then,
+    /// authenticated, discovery, the Eviction subresource, and the verbs on a resource.
     async fn handle(&self, req: Request<Incoming>, info: ConnInfo) -> Response<Body> {
         let Ok(user) = self.authenticate(&req) else {
             return unauthorized();
@@ -114,17 +116,8 @@ impl KubeApi {
             .query()
             .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
             .unwrap_or_default();
-        // Health and version are public (system:public-info-viewer).
-        match path.as_str() {
-            "/healthz" | "/livez" | "/readyz" => {
-                if path == "/readyz" {
-                    // Its etcd check waits for etcd's answer before it fails.
-                    self.wait_for_quorum(|t| t.etcd_healthcheck_timeout).await;
-                }
-                return self.health(&path, query.contains_key("verbose"));
-            }
-            "/version" => return json_response(200, &self.version()),
-            _ => {}
+        if let Some(response) = self.public_info(&path, &query).await {
+            return response;
         }
         if user == User::Anonymous {
             return unauthorized();
@@ -134,114 +127,19 @@ impl KubeApi {
             longhorn: w.envs[self.env].spec.longhorn.is_some(),
         });
         let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        // Aggregated discovery when asked for, else the legacy documents.
-        let accept = req
-            .headers()
-            .get(hyper::header::ACCEPT)
-            .and_then(|a| a.to_str().ok())
-            .unwrap_or("");
-        if discovery::wants_aggregated(accept) && matches!(segs.as_slice(), ["api"] | ["apis"]) {
-            let doc = discovery::aggregated(segs.as_slice() == ["api"], metrics);
-            return bytes_response(
-                200,
-                discovery::AGGREGATED_CONTENT_TYPE,
-                serde_json::to_vec(&doc).unwrap_or_default(),
-            );
-        }
-        // Discovery.
-        match segs.as_slice() {
-            ["api"] => {
-                return json_response(200, &discovery::api_versions(&info.server.to_string()));
-            }
-            ["apis"] => return json_response(200, &discovery::api_group_list(metrics)),
-            ["api", "v1"] => return opt_json(discovery::resource_list("", "v1", metrics)),
-            ["apis", g] => return opt_json(discovery::api_group(g, metrics)),
-            ["apis", g, v] => return opt_json(discovery::resource_list(g, v, metrics)),
-            _ => {}
+        if let Some(response) = serve_discovery(&req, &info, &segs, metrics) {
+            return response;
         }
         if let ["api", "v1", "namespaces", ns, "pods", name, "eviction"] = segs.as_slice() {
             let (ns, name) = (ns.to_string(), name.to_string());
             return self.evict(req, user, &ns, &name).await;
         }
-        let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
-            ["api", v, rest @ ..] => ("", *v, rest),
-            ["apis", g, v, rest @ ..] => (*g, *v, rest),
-            _ => return not_found_path(),
-        };
-        // rest: [plural] [plural name] [namespaces ns plural] [namespaces ns plural name]
-        let (ns, plural, name) = match rest {
-            [p] => (None, *p, None),
-            ["namespaces", n] if group.is_empty() => (None, "namespaces", Some(*n)),
-            ["namespaces", ns, p] => (Some(*ns), *p, None),
-            ["namespaces", ns, p, n] => (Some(*ns), *p, Some(*n)),
-            [p, n] => (None, *p, Some(*n)),
-            _ => return not_found_path(),
-        };
-        let Some(def) = resources::lookup(group, version, plural) else {
+        let Some(Target { def, ns, name }) = resource_target(&segs, metrics) else {
             return not_found_path();
         };
-        if !metrics.group(def.group) {
-            return not_found_path();
-        }
-        if ns.is_some() && !def.namespaced {
-            return not_found_path();
-        }
-        let verb = if req.method() == Method::GET {
-            if name.is_some() {
-                "get"
-            } else if is_true(query.get("watch")) {
-                "watch"
-            } else {
-                "list"
-            }
-        } else {
-            match *req.method() {
-                Method::POST => "create",
-                Method::PUT => "update",
-                Method::PATCH => "patch",
-                Method::DELETE => "delete",
-                _ => "unknown",
-            }
-        };
-        if !matches!(verb, "get" | "list" | "watch") {
-            if user == User::ReadOnly {
-                let scope = match ns {
-                    Some(n) => format!(" in the namespace \"{n}\""),
-                    None => String::new(),
-                };
-                let gr = if def.group.is_empty() {
-                    "\"\"".to_string()
-                } else {
-                    format!("\"{}\"", def.group)
-                };
-                let msg = format!(
-                    "{}{} is forbidden: User \"{}\" cannot {verb} resource \"{}\" in API group {gr}{scope}",
-                    def.group_resource(),
-                    name.map(|n| format!(" \"{n}\"")).unwrap_or_default(),
-                    user.name(),
-                    def.plural,
-                );
-                let details =
-                    json!({"name": name.unwrap_or(""), "group": def.group, "kind": def.plural});
-                return status(403, "Forbidden", &msg, Some(details));
-            }
-            // Leases are the one kind a client may write (the chaos step's run lease).
-            if !(def.res == resources::Res::Leases && matches!(verb, "create" | "update")) {
-                return status(
-                    405,
-                    "MethodNotAllowed",
-                    &format!("the lab does not support {verb} on {}", def.plural),
-                    None,
-                );
-            }
-        }
-        if verb == "watch" && def.read_only_api {
-            return status(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-                None,
-            );
+        let verb = verb_of(&req, name, &query);
+        if let Some(refusal) = refuse_verb(user, def, ns, name, verb) {
+            return refusal;
         }
         if !self.wait_for_quorum(|t| t.etcd_request_timeout).await {
             return status(500, "InternalError", "etcdserver: request timed out", None);
@@ -274,6 +172,25 @@ impl KubeApi {
                 }
             }
             _ => self.watch(def, ns, &query, wants_table),
+        }
+    }
+
+    /// Health and version, public (system:public-info-viewer); `None` for any other path.
+    async fn public_info(
+        &self,
+        path: &str,
+        query: &HashMap<String, String>,
+    ) -> Option<Response<Body>> {
+        match path {
+            "/healthz" | "/livez" | "/readyz" => {
+                if path == "/readyz" {
+                    // Its etcd check waits for etcd's answer before it fails.
+                    self.wait_for_quorum(|t| t.etcd_healthcheck_timeout).await;
+                }
+                Some(self.health(path, query.contains_key("verbose")))
+            }
+            "/version" => Some(json_response(200, &self.version())),
+            _ => None,
         }
     }
 
@@ -506,6 +423,9 @@ impl KubeApi {
         bytes_response(200, "application/json", out)
     }
 
+    /// A watch: the initial state (or the replay from a resourceVersion), then each event
+    /// as it happens, with bookmarks if asked, until its timeout, the client leaving, or the
+    /// lab ending watches (with 410 Expired when etcd compacted past it).
     fn watch(
         &self,
         def: &'static ResourceDef,
@@ -513,47 +433,12 @@ impl KubeApi {
         query: &HashMap<String, String>,
         wants_table: bool,
     ) -> Response<Body> {
-        // `kubectl get -w` asks for Tables: each event then carries a one-row Table.
-        let clock = self.shared.clock.clone();
-        let event_line = move |etype: &str, obj: &Value| -> Bytes {
-            if wants_table {
-                let rv = obj
-                    .pointer("/metadata/resourceVersion")
-                    .and_then(|v| v.as_str())
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                let t = table::table(def, &[Arc::new(obj.clone())], rv, None, clock.wall_now());
-                line(&json!({"type": etype, "object": t}))
-            } else {
-                event_line(etype, obj)
-            }
-        };
         let (labels, fields) = match selectors(def, query) {
             Ok(parsed) => parsed,
             Err(response) => return response,
         };
-        let since: Option<u64> = query
-            .get("resourceVersion")
-            .filter(|_| !is_true(query.get("sendInitialEvents")))
-            .filter(|v| !v.is_empty() && *v != "0")
-            .and_then(|v| v.parse().ok());
-        let timeout = query
-            .get("timeoutSeconds")
-            .and_then(|t| t.parse::<u64>().ok())
-            .map(Duration::from_secs)
-            .unwrap_or(Duration::from_secs(1800));
-        let bookmarks = is_true(query.get("allowWatchBookmarks"));
-        // Streaming lists (sendInitialEvents): the initial ADDED events end with a bookmark.
-        let initial_events = is_true(query.get("sendInitialEvents"));
-        let ns = ns.map(String::from);
-        let matches = move |res: crate::resources::Res, obj: &Value| -> bool {
-            res == def.res
-                && ns.as_ref().is_none_or(|n| {
-                    obj.pointer("/metadata/namespace").and_then(|x| x.as_str()) == Some(n.as_str())
-                })
-                && (labels.is_empty() || labels.matches(&labels_of(obj)))
-                && fields.as_ref().is_none_or(|f| f.matches(obj))
-        };
+        let params = WatchParams::of(query);
+        let since = params.since;
         // Replay (or the initial state) and subscription are taken under one lock.
         let setup = self.shared.read(|w| {
             let store = &w.envs[self.env].store;
@@ -584,69 +469,194 @@ impl KubeApi {
                     let _ = tx.send(line(&ev)).await;
                 });
             }
-            Ok((initial, replay, mut rx, mut last_rv)) => {
+            Ok((initial, replay, rx, last_rv)) => {
+                let watcher = Watcher {
+                    def,
+                    ns: ns.map(String::from),
+                    labels,
+                    fields,
+                    wants_table,
+                    clock: self.shared.clock.clone(),
+                    tx,
+                };
                 tokio::spawn(async move {
-                    for o in initial {
-                        if matches(def.res, &o) && tx.send(event_line("ADDED", &o)).await.is_err() {
-                            return;
-                        }
-                    }
-                    if initial_events {
-                        let bm = json!({"type": "BOOKMARK", "object": {"kind": def.kind, "apiVersion": def.api_version(), "metadata": {
-                            "resourceVersion": last_rv.to_string(),
-                            "annotations": {"k8s.io/initial-events-end": "true"},
-                        }}});
-                        if tx.send(line(&bm)).await.is_err() {
-                            return;
-                        }
-                    }
-                    for e in replay {
-                        if matches(e.res, &e.obj)
-                            && tx.send(event_line(e.etype.as_str(), &e.obj)).await.is_err()
-                        {
-                            return;
-                        }
-                        last_rv = last_rv.max(e.rv);
-                    }
-                    let deadline = tokio::time::sleep(timeout);
-                    tokio::pin!(deadline);
-                    let mut tick = tokio::time::interval(Duration::from_secs(60));
-                    tick.tick().await;
-                    let mut ends = ends;
-                    ends.borrow_and_update();
-                    loop {
-                        tokio::select! {
-                            _ = &mut deadline => return,
-                            _ = tx.closed() => return,
-                            _ = ends.changed() => {
-                                let expire = matches!(*ends.borrow(), crate::world::WatchEnd::Expire(_));
-                                if expire {
-                                    let _ = tx.send(line(&expired(last_rv))).await;
-                                }
-                                return;
-                            }
-                            _ = tick.tick(), if bookmarks => {
-                                let bm = json!({"type": "BOOKMARK", "object": {"kind": def.kind, "apiVersion": def.api_version(), "metadata": {"resourceVersion": last_rv.to_string()}}});
-                                if tx.send(line(&bm)).await.is_err() { return; }
-                            }
-                            ev = rx.recv() => {
-                                let ev: Arc<Event> = match ev {
-                                    Ok(e) => e,
-                                    // Fell behind: end the watch; the client lists again.
-                                    Err(_) => return,
-                                };
-                                if ev.rv <= last_rv { continue; }
-                                last_rv = ev.rv;
-                                if matches(ev.res, &ev.obj) && tx.send(event_line(ev.etype.as_str(), &ev.obj)).await.is_err() {
-                                    return;
-                                }
-                            }
-                        }
-                    }
+                    let Some(last_rv) = watcher
+                        .send_start(initial, replay, last_rv, params.initial_events)
+                        .await
+                    else {
+                        return;
+                    };
+                    watcher.follow(rx, last_rv, params, ends).await;
                 });
             }
         }
         resp
+    }
+}
+
+/// What a watch request asks for beyond its selectors.
+#[derive(Debug, Clone, Copy)]
+struct WatchParams {
+    /// The resourceVersion to resume after (`None`: start from the current state).
+    since: Option<u64>,
+    /// `timeoutSeconds`, 30 minutes unless given.
+    timeout: Duration,
+    /// `allowWatchBookmarks`: a bookmark every minute.
+    bookmarks: bool,
+    /// Streaming lists (sendInitialEvents): the initial ADDED events end with a bookmark.
+    initial_events: bool,
+}
+
+impl WatchParams {
+    fn of(query: &HashMap<String, String>) -> WatchParams {
+        let since: Option<u64> = query
+            .get("resourceVersion")
+            .filter(|_| !is_true(query.get("sendInitialEvents")))
+            .filter(|v| !v.is_empty() && *v != "0")
+            .and_then(|v| v.parse().ok());
+        let timeout = query
+            .get("timeoutSeconds")
+            .and_then(|t| t.parse::<u64>().ok())
+            .map(Duration::from_secs)
+            .unwrap_or(Duration::from_secs(1800));
+        WatchParams {
+            since,
+            timeout,
+            bookmarks: is_true(query.get("allowWatchBookmarks")),
+            initial_events: is_true(query.get("sendInitialEvents")),
+        }
+    }
+}
+
+/// One watch's stream: which objects it shows, how it writes an event, and where to.
+struct Watcher {
+    def: &'static ResourceDef,
+    ns: Option<String>,
+    labels: Selector,
+    fields: Option<FieldSelector>,
+    /// `kubectl get -w` asks for Tables: each event then carries a one-row Table.
+    wants_table: bool,
+    clock: crate::clock::SimClock,
+    tx: tokio::sync::mpsc::Sender<Bytes>,
+}
+
+impl Watcher {
+    /// Whether an object of kind `res` is one this watch shows (kind, namespace, selectors).
+    fn matches(&self, res: crate::resources::Res, obj: &Value) -> bool {
+        res == self.def.res
+            && self.ns.as_ref().is_none_or(|n| {
+                obj.pointer("/metadata/namespace").and_then(|x| x.as_str()) == Some(n.as_str())
+            })
+            && (self.labels.is_empty() || self.labels.matches(&labels_of(obj)))
+            && self.fields.as_ref().is_none_or(|f| f.matches(obj))
+    }
+
+    /// One event as a line of the stream, its object as a one-row Table when asked.
+    fn event_line(&self, etype: &str, obj: &Value) -> Bytes {
+        if self.wants_table {
+            let rv = obj
+                .pointer("/metadata/resourceVersion")
+                .and_then(|v| v.as_str())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let t = table::table(
+                self.def,
+                &[Arc::new(obj.clone())],
+                rv,
+                None,
+                self.clock.wall_now(),
+            );
+            line(&json!({"type": etype, "object": t}))
+        } else {
+            event_line(etype, obj)
+        }
+    }
+
+    /// The initial ADDED events (and their closing bookmark for a streaming list), then the
+    /// replayed history; the revision reached, or `None` once the client left.
+    async fn send_start(
+        &self,
+        initial: Vec<Arc<Value>>,
+        replay: Vec<Arc<Event>>,
+        mut last_rv: u64,
+        initial_events: bool,
+    ) -> Option<u64> {
+        let def = self.def;
+        for o in initial {
+            if self.matches(def.res, &o)
+                && self.tx.send(self.event_line("ADDED", &o)).await.is_err()
+            {
+                return None;
+            }
+        }
+        if initial_events {
+            let bm = json!({"type": "BOOKMARK", "object": {"kind": def.kind, "apiVersion": def.api_version(), "metadata": {
+                "resourceVersion": last_rv.to_string(),
+                "annotations": {"k8s.io/initial-events-end": "true"},
+            }}});
+            if self.tx.send(line(&bm)).await.is_err() {
+                return None;
+            }
+        }
+        for e in replay {
+            if self.matches(e.res, &e.obj)
+                && self
+                    .tx
+                    .send(self.event_line(e.etype.as_str(), &e.obj))
+                    .await
+                    .is_err()
+            {
+                return None;
+            }
+            last_rv = last_rv.max(e.rv);
+        }
+        Some(last_rv)
+    }
+
+    /// Live events after `last_rv`, and bookmarks if asked, until the timeout, the client
+    /// leaving, falling behind, or the lab ending watches (Expired when it says so).
+    async fn follow(
+        self,
+        mut rx: tokio::sync::broadcast::Receiver<Arc<Event>>,
+        mut last_rv: u64,
+        params: WatchParams,
+        mut ends: tokio::sync::watch::Receiver<crate::world::WatchEnd>,
+    ) {
+        let (def, tx) = (self.def, &self.tx);
+        let deadline = tokio::time::sleep(params.timeout);
+        tokio::pin!(deadline);
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        tick.tick().await;
+        ends.borrow_and_update();
+        loop {
+            tokio::select! {
+                _ = &mut deadline => return,
+                _ = tx.closed() => return,
+                _ = ends.changed() => {
+                    let expire = matches!(*ends.borrow(), crate::world::WatchEnd::Expire(_));
+                    if expire {
+                        let _ = tx.send(line(&expired(last_rv))).await;
+                    }
+                    return;
+                }
+                _ = tick.tick(), if params.bookmarks => {
+                    let bm = json!({"type": "BOOKMARK", "object": {"kind": def.kind, "apiVersion": def.api_version(), "metadata": {"resourceVersion": last_rv.to_string()}}});
+                    if tx.send(line(&bm)).await.is_err() { return; }
+                }
+                ev = rx.recv() => {
+                    let ev: Arc<Event> = match ev {
+                        Ok(e) => e,
+                        // Fell behind: end the watch; the client lists again.
+                        Err(_) => return,
+                    };
+                    if ev.rv <= last_rv { continue; }
+                    last_rv = ev.rv;
+                    if self.matches(ev.res, &ev.obj) && tx.send(self.event_line(ev.etype.as_str(), &ev.obj)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -655,6 +665,152 @@ fn opt_json(v: Option<Value>) -> Response<Body> {
         Some(v) => json_response(200, &v),
         None => not_found_path(),
     }
+}
+
+/// API discovery: aggregated when the client asks for it, else the legacy documents; `None`
+/// for a path that is not a discovery document.
+fn serve_discovery(
+    req: &Request<Incoming>,
+    info: &ConnInfo,
+    segs: &[&str],
+    metrics: discovery::Served,
+) -> Option<Response<Body>> {
+    let accept = req
+        .headers()
+        .get(hyper::header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .unwrap_or("");
+    if discovery::wants_aggregated(accept) && matches!(segs, ["api"] | ["apis"]) {
+        let doc = discovery::aggregated(segs == ["api"], metrics);
+        return Some(bytes_response(
+            200,
+            discovery::AGGREGATED_CONTENT_TYPE,
+            serde_json::to_vec(&doc).unwrap_or_default(),
+        ));
+    }
+    match segs {
+        ["api"] => Some(json_response(
+            200,
+            &discovery::api_versions(&info.server.to_string()),
+        )),
+        ["apis"] => Some(json_response(200, &discovery::api_group_list(metrics))),
+        ["api", "v1"] => Some(opt_json(discovery::resource_list("", "v1", metrics))),
+        ["apis", g] => Some(opt_json(discovery::api_group(g, metrics))),
+        ["apis", g, v] => Some(opt_json(discovery::resource_list(g, v, metrics))),
+        _ => None,
+    }
+}
+
+/// The resource a path names, with its namespace and object name.
+struct Target<'a> {
+    def: &'static ResourceDef,
+    ns: Option<&'a str>,
+    name: Option<&'a str>,
+}
+
+/// What a path names; `None` (a 404) for a path that names no resource the environment
+/// serves (or a namespace on a cluster-scoped one).
+fn resource_target<'a>(segs: &[&'a str], metrics: discovery::Served) -> Option<Target<'a>> {
+    let (group, version, rest): (&str, &str, &[&str]) = match segs {
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return None,
+    };
+    // rest: [plural] [plural name] [namespaces ns plural] [namespaces ns plural name]
+    let (ns, plural, name) = match rest {
+        [p] => (None, *p, None),
+        ["namespaces", n] if group.is_empty() => (None, "namespaces", Some(*n)),
+        ["namespaces", ns, p] => (Some(*ns), *p, None),
+        ["namespaces", ns, p, n] => (Some(*ns), *p, Some(*n)),
+        [p, n] => (None, *p, Some(*n)),
+        _ => return None,
+    };
+    let def = resources::lookup(group, version, plural)?;
+    if !metrics.group(def.group) {
+        return None;
+    }
+    if ns.is_some() && !def.namespaced {
+        return None;
+    }
+    Some(Target { def, ns, name })
+}
+
+/// The verb a request means, as the API server's request info names it.
+fn verb_of(
+    req: &Request<Incoming>,
+    name: Option<&str>,
+    query: &HashMap<String, String>,
+) -> &'static str {
+    if req.method() == Method::GET {
+        if name.is_some() {
+            "get"
+        } else if is_true(query.get("watch")) {
+            "watch"
+        } else {
+            "list"
+        }
+    } else {
+        match *req.method() {
+            Method::POST => "create",
+            Method::PUT => "update",
+            Method::PATCH => "patch",
+            Method::DELETE => "delete",
+            _ => "unknown",
+        }
+    }
+}
+
+/// Why a verb is refused before it reaches the store: the read-only user may not write
+/// (403, in RBAC's words), the lab writes only Leases (405), and the metrics API cannot be
+/// watched (405).
+fn refuse_verb(
+    user: User,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    name: Option<&str>,
+    verb: &str,
+) -> Option<Response<Body>> {
+    if !matches!(verb, "get" | "list" | "watch") {
+        if user == User::ReadOnly {
+            let scope = match ns {
+                Some(n) => format!(" in the namespace \"{n}\""),
+                None => String::new(),
+            };
+            let gr = if def.group.is_empty() {
+                "\"\"".to_string()
+            } else {
+                format!("\"{}\"", def.group)
+            };
+            let msg = format!(
+                "{}{} is forbidden: User \"{}\" cannot {verb} resource \"{}\" in API group {gr}{scope}",
+                def.group_resource(),
+                name.map(|n| format!(" \"{n}\"")).unwrap_or_default(),
+                user.name(),
+                def.plural,
+            );
+            let details =
+                json!({"name": name.unwrap_or(""), "group": def.group, "kind": def.plural});
+            return Some(status(403, "Forbidden", &msg, Some(details)));
+        }
+        // Leases are the one kind a client may write (the chaos step's run lease).
+        if !(def.res == resources::Res::Leases && matches!(verb, "create" | "update")) {
+            return Some(status(
+                405,
+                "MethodNotAllowed",
+                &format!("the lab does not support {verb} on {}", def.plural),
+                None,
+            ));
+        }
+    }
+    if verb == "watch" && def.read_only_api {
+        return Some(status(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+            None,
+        ));
+    }
+    None
 }
 
 fn is_true(v: Option<&String>) -> bool {
