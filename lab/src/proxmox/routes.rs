@@ -32,46 +32,14 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
         return response::not_implemented(inc.method.as_str(), inc.path);
     };
     let rel = if rel.is_empty() { "/" } else { rel };
-    let all_tokens: Vec<_> = api
-        .options
-        .tokens
-        .iter()
-        .chain(&api.options.audit_tokens)
-        .cloned()
-        .collect();
-    let token = match authenticate(inc.headers, &all_tokens) {
-        Auth::Token(id) => id,
-        Auth::Missing => {
-            tokio::time::sleep(api.options.unauthorized_delay).await;
-            return response::empty(401, "No ticket");
-        }
-        Auth::Invalid => {
-            tokio::time::sleep(api.options.unauthorized_delay).await;
-            return response::empty(401, "Authentication failed!");
-        }
+    let token = match token_of(api, inc.headers).await {
+        Ok(token) => token,
+        Err(resp) => return resp,
     };
-    let mut values = Values::new();
-    params::parse_form(inc.query.as_bytes(), &mut values);
-    if !inc.body.is_empty() {
-        if matches!(*inc.method, Method::GET | Method::DELETE) {
-            return response::error(
-                501,
-                &format!("Unexpected content for method '{}'", inc.method),
-            );
-        }
-        let is_json = inc
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        if is_json {
-            if let Err(msg) = params::parse_json(inc.body, &mut values) {
-                return response::error(400, &msg);
-            }
-        } else {
-            params::parse_form(inc.body, &mut values);
-        }
-    }
+    let values = match values_of(&inc) {
+        Ok(values) => values,
+        Err(resp) => return resp,
+    };
     let segments: Vec<String> = rel
         .trim_matches('/')
         .split('/')
@@ -89,19 +57,11 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
     let post = *inc.method == Method::POST;
     // Permissions are checked before parameters and before proxying (403 even for a dead host).
     let may_power = !api.options.audit_tokens.iter().any(|t| t.id == token);
-    if post && !may_power {
-        let denied = match seg.as_slice() {
-            ["nodes", _, "qemu", vmid, "status", _] => Some(format!("/vms/{vmid}, VM.PowerMgmt")),
-            ["nodes", _, "qemu", vmid, "config"] => Some(format!("/vms/{vmid}, VM.Config.Network")),
-            ["nodes", node, "status" | "wakeonlan"] => {
-                let node = if *node == "localhost" { inc.host } else { node };
-                Some(format!("/nodes/{node}, Sys.PowerMgmt"))
-            }
-            _ => None,
-        };
-        if let Some(what) = denied {
-            return response::error(403, &format!("Permission check failed ({what})"));
-        }
+    if post
+        && !may_power
+        && let Some(denied) = power_denied(&seg, inc.host)
+    {
+        return denied;
     }
     match seg.as_slice() {
         ["version"] if get => ctx.checked(&[], |c| c.version()),
@@ -123,59 +83,133 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
                 Ok(n) => n,
                 Err(resp) => return resp,
             };
-            match (rest, get, post) {
-                (["qemu"], true, _) => {
-                    ctx.checked(&[opt("full", Kind::Boolean)], |c| c.qemu_list(&node))
-                }
-                (["qemu", vmid, "status", "current"], true, _) => match parse_vmid(vmid) {
-                    Ok(id) => ctx.checked(&[], |c| c.vm_status(&node, id)),
-                    Err(r) => *r,
-                },
-                (["qemu", vmid, "config"], true, _) => match parse_vmid(vmid) {
-                    Ok(id) => ctx.checked(CONFIG_SCHEMA, |c| c.vm_config(&node, id)),
-                    Err(r) => *r,
-                },
-                (["qemu", vmid, "config"], false, false) if *inc.method == Method::PUT => {
-                    if !may_power {
-                        return response::error(
-                            403,
-                            &format!("Permission check failed (/vms/{vmid}, VM.Config.Network)"),
-                        );
-                    }
-                    match parse_vmid(vmid) {
-                        Ok(id) => ctx.checked(SET_CONFIG_SCHEMA, |c| c.set_vm_config(&node, id)),
-                        Err(r) => *r,
-                    }
-                }
-                (["qemu", vmid, "status", action], _, true) => {
-                    let (action, schema) = match *action {
-                        "start" => (VmAction::Start, START_SCHEMA),
-                        "stop" => (VmAction::Stop, STOP_SCHEMA),
-                        "shutdown" => (VmAction::Shutdown, SHUTDOWN_SCHEMA),
-                        _ => return response::not_implemented(inc.method.as_str(), rel),
-                    };
-                    match parse_vmid(vmid) {
-                        Ok(id) => ctx.checked(schema, |c| c.vm_action(&node, id, action)),
-                        Err(r) => *r,
-                    }
-                }
-                (["tasks", upid, "status"], true, _) => {
-                    ctx.checked(&[], |c| c.task_status(&node, upid))
-                }
-                (["tasks", upid, "log"], true, _) => {
-                    ctx.checked(LOG_SCHEMA, |c| c.task_log(&node, upid))
-                }
-                (["config"], true, _) => ctx.checked(&[], |c| c.node_config(&node)),
-                (["status"], true, _) => ctx.checked(&[], |c| c.node_status(&node)),
-                (["tasks"], true, _) => ctx.checked(TASKS_SCHEMA, |c| c.node_tasks(&node)),
-                (["status"], _, true) => ctx.checked(
-                    &[req("command", Kind::Enum(&["reboot", "shutdown"]))],
-                    |c| c.host_power(&node),
-                ),
-                _ => response::not_implemented(inc.method.as_str(), rel),
-            }
+            node_route(&ctx, &node, rest, inc.method, rel, may_power)
         }
         _ => response::not_implemented(inc.method.as_str(), rel),
+    }
+}
+
+/// The API token a request carries, among the full and the audit tokens; a 401 (after
+/// Proxmox's delay for failed logins) without one that verifies.
+async fn token_of(api: &Arc<ProxmoxApi>, headers: &HeaderMap) -> Result<String, Resp> {
+    let all_tokens: Vec<_> = api
+        .options
+        .tokens
+        .iter()
+        .chain(&api.options.audit_tokens)
+        .cloned()
+        .collect();
+    match authenticate(headers, &all_tokens) {
+        Auth::Token(id) => Ok(id),
+        Auth::Missing => {
+            tokio::time::sleep(api.options.unauthorized_delay).await;
+            Err(response::empty(401, "No ticket"))
+        }
+        Auth::Invalid => {
+            tokio::time::sleep(api.options.unauthorized_delay).await;
+            Err(response::empty(401, "Authentication failed!"))
+        }
+    }
+}
+
+/// The request's parameters: the query string, then the body as a form or JSON (refused
+/// on GET and DELETE, as pveproxy does).
+fn values_of(inc: &Incoming<'_>) -> Result<Values, Resp> {
+    let mut values = Values::new();
+    params::parse_form(inc.query.as_bytes(), &mut values);
+    if !inc.body.is_empty() {
+        if matches!(*inc.method, Method::GET | Method::DELETE) {
+            return Err(response::error(
+                501,
+                &format!("Unexpected content for method '{}'", inc.method),
+            ));
+        }
+        let is_json = inc
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if is_json {
+            if let Err(msg) = params::parse_json(inc.body, &mut values) {
+                return Err(response::error(400, &msg));
+            }
+        } else {
+            params::parse_form(inc.body, &mut values);
+        }
+    }
+    Ok(values)
+}
+
+/// The 403 an audit token gets for a POST that needs a power or network privilege.
+fn power_denied(seg: &[&str], host: &str) -> Option<Resp> {
+    let denied = match seg {
+        ["nodes", _, "qemu", vmid, "status", _] => Some(format!("/vms/{vmid}, VM.PowerMgmt")),
+        ["nodes", _, "qemu", vmid, "config"] => Some(format!("/vms/{vmid}, VM.Config.Network")),
+        ["nodes", node, "status" | "wakeonlan"] => {
+            let node = if *node == "localhost" { host } else { node };
+            Some(format!("/nodes/{node}, Sys.PowerMgmt"))
+        }
+        _ => None,
+    };
+    denied.map(|what| response::error(403, &format!("Permission check failed ({what})")))
+}
+
+/// The routes under `/nodes/{node}` once the node is known to answer: its VMs (list,
+/// status, config, power actions), its tasks, its own config, status and power.
+fn node_route(
+    ctx: &Ctx<'_>,
+    node: &str,
+    rest: &[&str],
+    method: &Method,
+    rel: &str,
+    may_power: bool,
+) -> Resp {
+    let get = *method == Method::GET;
+    let post = *method == Method::POST;
+    match (rest, get, post) {
+        (["qemu"], true, _) => ctx.checked(&[opt("full", Kind::Boolean)], |c| c.qemu_list(node)),
+        (["qemu", vmid, "status", "current"], true, _) => match parse_vmid(vmid) {
+            Ok(id) => ctx.checked(&[], |c| c.vm_status(node, id)),
+            Err(r) => *r,
+        },
+        (["qemu", vmid, "config"], true, _) => match parse_vmid(vmid) {
+            Ok(id) => ctx.checked(CONFIG_SCHEMA, |c| c.vm_config(node, id)),
+            Err(r) => *r,
+        },
+        (["qemu", vmid, "config"], false, false) if *method == Method::PUT => {
+            if !may_power {
+                return response::error(
+                    403,
+                    &format!("Permission check failed (/vms/{vmid}, VM.Config.Network)"),
+                );
+            }
+            match parse_vmid(vmid) {
+                Ok(id) => ctx.checked(SET_CONFIG_SCHEMA, |c| c.set_vm_config(node, id)),
+                Err(r) => *r,
+            }
+        }
+        (["qemu", vmid, "status", action], _, true) => {
+            let (action, schema) = match *action {
+                "start" => (VmAction::Start, START_SCHEMA),
+                "stop" => (VmAction::Stop, STOP_SCHEMA),
+                "shutdown" => (VmAction::Shutdown, SHUTDOWN_SCHEMA),
+                _ => return response::not_implemented(method.as_str(), rel),
+            };
+            match parse_vmid(vmid) {
+                Ok(id) => ctx.checked(schema, |c| c.vm_action(node, id, action)),
+                Err(r) => *r,
+            }
+        }
+        (["tasks", upid, "status"], true, _) => ctx.checked(&[], |c| c.task_status(node, upid)),
+        (["tasks", upid, "log"], true, _) => ctx.checked(LOG_SCHEMA, |c| c.task_log(node, upid)),
+        (["config"], true, _) => ctx.checked(&[], |c| c.node_config(node)),
+        (["status"], true, _) => ctx.checked(&[], |c| c.node_status(node)),
+        (["tasks"], true, _) => ctx.checked(TASKS_SCHEMA, |c| c.node_tasks(node)),
+        (["status"], _, true) => ctx.checked(
+            &[req("command", Kind::Enum(&["reboot", "shutdown"]))],
+            |c| c.host_power(node),
+        ),
+        _ => response::not_implemented(method.as_str(), rel),
     }
 }
 
