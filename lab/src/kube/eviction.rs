@@ -4,6 +4,7 @@
 //! eviction handler does; an allowed eviction marks the pod for deletion in the world.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -67,17 +68,8 @@ impl KubeApi {
             Ok(b) => b.to_bytes(),
             Err(_) => return bad_request("the request body could not be read"),
         };
-        if !body.is_empty() {
-            let Ok(eviction) = serde_json::from_slice::<Value>(&body) else {
-                return bad_request("the request body is not a valid Eviction object");
-            };
-            if eviction
-                .pointer("/metadata/name")
-                .and_then(|n| n.as_str())
-                .is_some_and(|n| n != name)
-            {
-                return bad_request("name in URL does not match name in Eviction object");
-            }
+        if let Some(refusal) = body_refusal(&body, name) {
+            return refusal;
         }
         if !self.wait_for_quorum(|t| t.etcd_request_timeout).await {
             return status(500, "InternalError", "etcdserver: request timed out", None);
@@ -98,41 +90,8 @@ impl KubeApi {
             return not_found("pods", "", name);
         };
         if pod.pointer("/metadata/deletionTimestamp").is_none() {
-            let labels = labels_of(&pod);
-            let covering: Vec<_> = pdbs.iter().filter(|p| selects(p, &labels)).collect();
-            match covering.as_slice() {
-                [] => {}
-                [pdb] => {
-                    let allowed = pdb
-                        .pointer("/status/disruptionsAllowed")
-                        .and_then(|v| v.as_i64())
-                        .unwrap_or(0);
-                    if allowed <= 0 {
-                        let int = |p: &str| pdb.pointer(p).and_then(|v| v.as_i64()).unwrap_or(0);
-                        return status(
-                            429,
-                            "TooManyRequests",
-                            "Cannot evict pod as it would violate the pod's disruption budget.",
-                            Some(json!({"causes": [{
-                                "reason": "DisruptionBudget",
-                                "message": format!(
-                                    "The disruption budget {} needs {} healthy pods and has {} currently",
-                                    pdb.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or(""),
-                                    int("/status/desiredHealthy"),
-                                    int("/status/currentHealthy")
-                                ),
-                            }]})),
-                        );
-                    }
-                }
-                _ => {
-                    return status(
-                        500,
-                        "InternalError",
-                        "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
-                        None,
-                    );
-                }
+            if let Some(refusal) = budget_refusal(&pdbs, &pod) {
+                return refusal;
             }
             let key = (ns.to_string(), name.to_string());
             if self.shared.evict_pod(self.env, &key).is_err() {
@@ -143,5 +102,66 @@ impl KubeApi {
             201,
             &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
         )
+    }
+}
+
+/// A body that is not an Eviction for the pod the path names (an empty body is fine).
+fn body_refusal(body: &[u8], name: &str) -> Option<Response<Body>> {
+    if !body.is_empty() {
+        let Ok(eviction) = serde_json::from_slice::<Value>(body) else {
+            return Some(bad_request(
+                "the request body is not a valid Eviction object",
+            ));
+        };
+        if eviction
+            .pointer("/metadata/name")
+            .and_then(|n| n.as_str())
+            .is_some_and(|n| n != name)
+        {
+            return Some(bad_request(
+                "name in URL does not match name in Eviction object",
+            ));
+        }
+    }
+    None
+}
+
+/// Why the Eviction API refuses to evict a pod that is not yet Terminating: 429 when the one
+/// PodDisruptionBudget covering it allows no disruption, 500 when more than one covers it.
+fn budget_refusal(pdbs: &[Arc<Value>], pod: &Value) -> Option<Response<Body>> {
+    let labels = labels_of(pod);
+    let covering: Vec<_> = pdbs.iter().filter(|p| selects(p, &labels)).collect();
+    match covering.as_slice() {
+        [] => None,
+        [pdb] => {
+            let allowed = pdb
+                .pointer("/status/disruptionsAllowed")
+                .and_then(|v| v.as_i64())
+                .unwrap_or(0);
+            if allowed > 0 {
+                return None;
+            }
+            let int = |p: &str| pdb.pointer(p).and_then(|v| v.as_i64()).unwrap_or(0);
+            Some(status(
+                429,
+                "TooManyRequests",
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+                Some(json!({"causes": [{
+                    "reason": "DisruptionBudget",
+                    "message": format!(
+                        "The disruption budget {} needs {} healthy pods and has {} currently",
+                        pdb.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or(""),
+                        int("/status/desiredHealthy"),
+                        int("/status/currentHealthy")
+                    ),
+                }]})),
+            ))
+        }
+        _ => Some(status(
+            500,
+            "InternalError",
+            "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+            None,
+        )),
     }
 }
