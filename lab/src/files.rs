@@ -2,7 +2,7 @@
 //! per environment in the harness's format (notes/lab-plan.md).
 
 use crate::addr::{INGRESS_HTTP_PORT, KUBE_PORT, PROXMOX_PORT, Plan};
-use crate::world::World;
+use crate::world::{Env, World};
 use base64::Engine;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -127,25 +127,7 @@ pub fn env_file(
         out,
         "nodes:\n  control_planes: 3\n  host_label: topology.kubernetes.io/zone"
     );
-    if let Some(ing) = &e.spec.ingress {
-        let _ = writeln!(
-            out,
-            "ingress:\n  services:\n    - selector: {{ app.kubernetes.io/name: traefik }}"
-        );
-        let _ = writeln!(out, "  urls:");
-        for h in &ing.hosts {
-            let _ = writeln!(
-                out,
-                "    - url: http://{}:{INGRESS_HTTP_PORT}/\n      host: {h}\n      expect_status: 200",
-                plan.ingress_ip(k)
-            );
-        }
-    } else {
-        let _ = writeln!(
-            out,
-            "ingress:\n  services:\n    - selector: {{ app.kubernetes.io/name: traefik }}"
-        );
-    }
+    write_ingress(&mut out, e, plan, k);
     let _ = writeln!(out, "capacity:\n  margin: 0.3334\n  basis: usage");
     let _ = writeln!(
         out,
@@ -165,6 +147,44 @@ pub fn env_file(
         yq(&paths.talosconfig.display().to_string()),
         endpoints.join(", ")
     );
+    write_proxmox(&mut out, world, plan, e, paths, token_id);
+    out.push_str(&chaos_section(world.clock.speed()));
+    out
+}
+
+/// The ingress section: the Traefik Service and, with an ingress, each host's URL.
+fn write_ingress(out: &mut String, e: &Env, plan: Plan, k: usize) {
+    if let Some(ing) = &e.spec.ingress {
+        let _ = writeln!(
+            out,
+            "ingress:\n  services:\n    - selector: {{ app.kubernetes.io/name: traefik }}"
+        );
+        let _ = writeln!(out, "  urls:");
+        for h in &ing.hosts {
+            let _ = writeln!(
+                out,
+                "    - url: http://{}:{INGRESS_HTTP_PORT}/\n      host: {h}\n      expect_status: 200",
+                plan.ingress_ip(k)
+            );
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "ingress:\n  services:\n    - selector: {{ app.kubernetes.io/name: traefik }}"
+        );
+    }
+}
+
+/// The Proxmox section: the first host's API with the others as fallbacks, the token, the
+/// VMs' tag, and the switch and power feed the scenario declares for each host.
+fn write_proxmox(
+    out: &mut String,
+    world: &World,
+    plan: Plan,
+    e: &Env,
+    paths: &EnvFilePaths,
+    token_id: &str,
+) {
     // Every other host's API too, so `--whole-host` can wake the host behind `url`.
     let fallback: Vec<String> = (1..world.hosts.len())
         .map(|i| format!("https://{}:{PROXMOX_PORT}", plan.host_ip(i)))
@@ -198,8 +218,6 @@ pub fn env_file(
     if !declared.is_empty() {
         let _ = writeln!(out, "  hosts:\n{}", declared.join("\n"));
     }
-    out.push_str(&chaos_section(world.clock.speed()));
-    out
 }
 
 /// Chaos settings (gate 4) for a lab running `speed` times faster than real time: the
