@@ -135,8 +135,13 @@ where
     let (stop_tx, mut stop_rx) = watch::channel(false);
     // Bumped whenever open connections must die (power off, stop).
     let (epoch_tx, epoch_rx) = watch::channel(0u64);
-    let acceptor = TlsAcceptor::from(config);
-    let handler = Arc::new(handler);
+    let conns = Arc::new(Conns {
+        acceptor: TlsAcceptor::from(config),
+        handler,
+        rejected,
+        local_addr,
+        mode,
+    });
 
     let task = tokio::spawn(async move {
         let mut power_open = true;
@@ -171,47 +176,18 @@ where
                     let Ok((tcp, peer)) = accepted else { continue };
                     // Without it each small answer waits for the client's delayed ACK (40 ms).
                     let _ = tcp.set_nodelay(true);
-                    let acceptor = acceptor.clone();
-                    let handler = handler.clone();
-                    let rejected = rejected.clone();
                     let mut epoch = epoch_rx.clone();
                     let start = *epoch.borrow_and_update();
-                    let mut up = power.clone();
-                    let stopped = stop_rx.clone();
-                    tokio::spawn(async move {
-                        let work = async {
-                            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                                Ok(Ok(tls)) => tls,
-                                // A TLS error (not a client that just went away): an unknown
-                                // client certificate, or a client that does not trust ours.
-                                Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData => {
-                                    if let Some(rejected) = &rejected {
-                                        rejected(peer, local_addr);
-                                    }
-                                    return;
-                                }
-                                _ => return,
-                            };
-                            let peer_certs = tls
-                                .get_ref()
-                                .1
-                                .peer_certificates()
-                                .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
-                                .unwrap_or_default();
-                            let info = ConnectionInfo { peer, local: local_addr, peer_certs };
-                            handler(tls, info).await;
-                        };
-                        tokio::pin!(work);
-                        tokio::select! {
-                            _ = work.as_mut() => return,
-                            _ = epoch.wait_for(|e| *e != start) => {}
-                        }
-                        // Off: a stalled connection stays open but silent until the machine
-                        // is back (or the server stops), then it is reset.
-                        if mode == DownMode::Stall {
-                            frozen_until_up(&mut up, Some(stopped)).await;
-                        }
-                    });
+                    let (up, stopped) = (power.clone(), stop_rx.clone());
+                    tokio::spawn(serve_connection(
+                        conns.clone(),
+                        tcp,
+                        peer,
+                        epoch,
+                        start,
+                        up,
+                        stopped,
+                    ));
                 }
             }
         }
@@ -224,6 +200,69 @@ where
         stop: stop_tx,
         task: Some(task),
     })
+}
+
+/// What every connection a server accepts shares: the TLS acceptor, the handler, who hears
+/// of rejected clients, the server's address and how it behaves while down.
+struct Conns<H> {
+    acceptor: TlsAcceptor,
+    handler: H,
+    rejected: Option<Rejected>,
+    local_addr: SocketAddr,
+    mode: DownMode,
+}
+
+/// One accepted connection: the TLS handshake (a client rejected for its certificate is
+/// reported), then the handler, until the power epoch moves on from `start`. Off, a stalled
+/// connection stays open but silent until the machine is back (or the server stops), then
+/// it is reset.
+async fn serve_connection<H, F>(
+    conns: Arc<Conns<H>>,
+    tcp: TcpStream,
+    peer: SocketAddr,
+    mut epoch: watch::Receiver<u64>,
+    start: u64,
+    mut up: watch::Receiver<bool>,
+    stopped: watch::Receiver<bool>,
+) where
+    H: Fn(TlsStream<TcpStream>, ConnectionInfo) -> F + Send + Sync + 'static,
+    F: Future<Output = ()> + Send + 'static,
+{
+    let local_addr = conns.local_addr;
+    let work = async {
+        let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, conns.acceptor.accept(tcp)).await {
+            Ok(Ok(tls)) => tls,
+            // A TLS error (not a client that just went away): an unknown
+            // client certificate, or a client that does not trust ours.
+            Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData => {
+                if let Some(rejected) = &conns.rejected {
+                    rejected(peer, local_addr);
+                }
+                return;
+            }
+            _ => return,
+        };
+        let peer_certs = tls
+            .get_ref()
+            .1
+            .peer_certificates()
+            .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
+            .unwrap_or_default();
+        let info = ConnectionInfo {
+            peer,
+            local: local_addr,
+            peer_certs,
+        };
+        (conns.handler)(tls, info).await;
+    };
+    tokio::pin!(work);
+    tokio::select! {
+        _ = work.as_mut() => return,
+        _ = epoch.wait_for(|e| *e != start) => {}
+    }
+    if conns.mode == DownMode::Stall {
+        frozen_until_up(&mut up, Some(stopped)).await;
+    }
 }
 
 async fn accept(listener: Option<&TcpListener>) -> io::Result<(TcpStream, SocketAddr)> {
