@@ -157,6 +157,9 @@ impl Lab {
         Err(LabError::NoFreeSubnet(opts.subnet))
     }
 
+    /// Build the world on a claimed subnet and start everything: the world's driver, each
+    /// environment's Kubernetes API (and ingress), Proxmox on every host, Talos apid on every
+    /// addressed node, the control server; then write the files clients need.
     async fn start_claimed(opts: &LabOptions, claim: crate::addr::Claim) -> Result<Lab, LabError> {
         let scenario = match opts.generate_nodes {
             Some(n) => Scenario::generated(n, opts.pods_per_node.unwrap_or(10)),
@@ -171,9 +174,6 @@ impl Lab {
         // Aborted on drop, so a start that fails half-way leaves nothing listening.
         let mut tasks = Tasks(Vec::new());
         tasks.push(tokio::spawn(shared.clone().drive()));
-
-        let pki = |e: crate::pki::PkiError| LabError::Pki(e.to_string());
-        let secret = |_| LabError::Pki("no system randomness".into());
 
         let (envs, nodes): (Vec<EnvListen>, Vec<NodeListen>) = shared.read(|w| {
             (
@@ -193,210 +193,27 @@ impl Lab {
                     .collect(),
             )
         });
-        let reach = shared.subscribe_reachability();
-        // Each environment is its own cluster: its own Kubernetes CA and tokens, and (below)
-        // its own Talos CA and client certificate, as real clusters never share them.
-        let mut tokens = Vec::with_capacity(envs.len());
-        let mut kube_ca_pems = Vec::with_capacity(envs.len());
-        for (k, (name, env_nodes, ingress_hosts)) in envs.iter().enumerate() {
-            let env_tokens = Tokens {
-                admin: crate::ids::secret_hex(24).map_err(secret)?,
-                read_only: crate::ids::secret_hex(24).map_err(secret)?,
-            };
-            let kube_ca = CertificateAuthority::new(CaKind::Kubernetes).map_err(pki)?;
-            kube_ca_pems.push(kube_ca.cert_pem());
-            tokens.push(env_tokens.clone());
-            let mut ips: Vec<IpAddr> = vec![IpAddr::V4(plan.vip_ip(k))];
-            ips.extend(
-                env_nodes
-                    .iter()
-                    .filter(|&&j| nodes[j].1 && nodes[j].2)
-                    .map(|&j| IpAddr::V4(plan.node_ip(j))),
-            );
-            ips.push(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
-            let leaf = kube_ca
-                .server_cert(
-                    &ips,
-                    &[
-                        "kubernetes",
-                        "kubernetes.default",
-                        "kubernetes.default.svc",
-                        "kubernetes.default.svc.cluster.local",
-                        "localhost",
-                    ],
-                )
-                .map_err(pki)?;
-            let tls = server_config(&ServerTls::from_leaf(&leaf), &[b"h2", b"http/1.1"])
-                .map_err(|e| LabError::Pki(e.to_string()))?;
-            let api = Arc::new(KubeApi {
-                shared: shared.clone(),
-                env: k,
-                tokens: env_tokens,
-                log: log.clone(),
-            });
-            let handler = api.handler();
-            for &j in env_nodes.iter().filter(|&&j| nodes[j].1 && nodes[j].2) {
-                let addr = SocketAddr::from((plan.node_ip(j), KUBE_PORT));
-                let up = net::follow(reach.clone(), move |r: &crate::world::Reachability| {
-                    r.node_api.get(j).copied().unwrap_or(false)
-                });
-                tasks.push(
-                    serve_switched(
-                        addr,
-                        Some(tls.clone()),
-                        Power::new(up, down),
-                        handler.clone(),
-                    )
-                    .await
-                    .map_err(|e| LabError::Listen(addr, e))?,
-                );
-            }
-            let addr = SocketAddr::from((plan.vip_ip(k), KUBE_PORT));
-            let up = net::follow(reach.clone(), move |r: &crate::world::Reachability| {
-                r.vip.get(k).copied().unwrap_or(false)
-            });
-            tasks.push(
-                serve_switched(
-                    addr,
-                    Some(tls.clone()),
-                    Power::new(up, down),
-                    handler.clone(),
-                )
-                .await
-                .map_err(|e| LabError::Listen(addr, e))?,
-            );
-
-            if let Some(hosts) = ingress_hosts {
-                let h = crate::ingress::handler(name.clone(), hosts.clone(), log.clone());
-                let addr = SocketAddr::from((plan.ingress_ip(k), INGRESS_HTTP_PORT));
-                let up = net::follow(reach.clone(), move |r: &crate::world::Reachability| {
-                    r.ingress.get(k).copied().unwrap_or(false)
-                });
-                tasks.push(
-                    serve_switched(addr, None, Power::new(up.clone(), down), h.clone())
-                        .await
-                        .map_err(|e| LabError::Listen(addr, e))?,
-                );
-                let host_refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
-                let leaf = kube_ca
-                    .server_cert(&[IpAddr::V4(plan.ingress_ip(k))], &host_refs)
-                    .map_err(pki)?;
-                let tls = server_config(&ServerTls::from_leaf(&leaf), &[b"h2", b"http/1.1"])
-                    .map_err(|e| LabError::Pki(e.to_string()))?;
-                let addr = SocketAddr::from((plan.ingress_ip(k), INGRESS_HTTPS_PORT));
-                tasks.push(
-                    serve_switched(addr, Some(tls), Power::new(up, down), h)
-                        .await
-                        .map_err(|e| LabError::Listen(addr, e))?,
-                );
-            }
-        }
+        let servers = Servers {
+            reach: shared.subscribe_reachability(),
+            shared: shared.clone(),
+            log: log.clone(),
+            plan,
+            down,
+            envs,
+            nodes,
+        };
+        let (tokens, kube_ca_pems) = servers.serve_kube(&mut tasks).await?;
         let mut handles: Vec<Box<dyn std::any::Any + Send>> = Vec::new();
         let backend = Arc::new(crate::world::backends::LabBackend {
             shared: shared.clone(),
         });
         let recorder = log.recorder();
-
-        // Proxmox VE on every host.
-        let pve_ca = CertificateAuthority::new(CaKind::Proxmox).map_err(pki)?;
-        let pve_secret = uuid_secret().map_err(secret)?;
-        let pve_audit_secret = uuid_secret().map_err(secret)?;
-        let pve_api = crate::proxmox::ProxmoxApi::new(
-            backend.clone(),
-            pve_options(
-                opts.speed,
-                crate::proxmox::ApiToken {
-                    id: PROXMOX_TOKEN_ID.into(),
-                    secret: pve_secret.clone(),
-                },
-                crate::proxmox::ApiToken {
-                    id: PROXMOX_AUDIT_TOKEN_ID.into(),
-                    secret: pve_audit_secret.clone(),
-                },
-            ),
-            recorder.clone(),
-        );
-        let host_names: Vec<String> =
-            shared.read(|w| w.hosts.iter().map(|h| h.name.clone()).collect());
-        for (i, name) in host_names.iter().enumerate() {
-            let addr = SocketAddr::from((plan.host_ip(i), PROXMOX_PORT));
-            let leaf = pve_ca
-                .proxmox_node_cert(name, IpAddr::V4(plan.host_ip(i)))
-                .map_err(pki)?;
-            let up = net::follow(reach.clone(), move |r: &crate::world::Reachability| {
-                r.hosts.get(i).copied().unwrap_or(false)
-            });
-            let h = crate::proxmox::serve(
-                pve_api.clone(),
-                name,
-                addr,
-                &ServerTls::from_leaf(&leaf),
-                Power::new(up, down),
-            )
-            .await
-            .map_err(|e| LabError::Pki(format!("Proxmox server on {addr}: {e}")))?;
-            handles.push(Box::new(h));
-        }
-
-        // Talos apid on every addressed node, each environment with its own CA.
-        let mut talos_pki = Vec::with_capacity(envs.len());
-        for _ in &envs {
-            let ca = CertificateAuthority::new(CaKind::Talos).map_err(pki)?;
-            let admin = ca.talos_admin_cert().map_err(pki)?;
-            talos_pki.push((ca, admin));
-        }
-        let node_names: Vec<String> =
-            shared.read(|w| w.nodes.iter().map(|n| n.name.clone()).collect());
-        let mut env_of_node = vec![0usize; nodes.len()];
-        for (k, (_, env_nodes, _)) in envs.iter().enumerate() {
-            for &j in env_nodes {
-                if let Some(slot) = env_of_node.get_mut(j) {
-                    *slot = k;
-                }
-            }
-        }
-        for &(j, _, addressed) in nodes.iter() {
-            if !addressed {
-                continue;
-            }
-            let Some((talos_ca, _)) = talos_pki.get(env_of_node[j]) else {
-                continue;
-            };
-            let addr = SocketAddr::from((plan.node_ip(j), APID_PORT));
-            let leaf = talos_ca
-                .talos_server_cert(&node_names[j], &[IpAddr::V4(plan.node_ip(j))])
-                .map_err(pki)?;
-            let up = net::follow(reach.clone(), move |r: &crate::world::Reachability| {
-                r.apid.get(j).copied().unwrap_or(false)
-            });
-            let h = crate::talos::serve(
-                backend.clone(),
-                &node_names[j],
-                addr,
-                &ServerTls::from_leaf(&leaf),
-                talos_ca.cert_der(),
-                Power::new(up, down),
-                recorder.clone(),
-            )
-            .await
-            .map_err(|e| LabError::Pki(format!("Talos apid on {addr}: {e}")))?;
-            handles.push(Box::new(h));
-        }
-        let talos_contexts: Vec<crate::pki::talosconfig::TalosContext> = envs
-            .iter()
-            .zip(&talos_pki)
-            .map(|((name, env_nodes, _), (talos_ca, talos_admin))| {
-                let endpoints = env_nodes
-                    .iter()
-                    .filter(|&&j| nodes[j].1 && nodes[j].2)
-                    .map(|&j| plan.node_ip(j).to_string())
-                    .collect();
-                crate::pki::talosconfig::TalosContext::new(name, endpoints, talos_ca, talos_admin)
-            })
-            .collect();
-        let first = envs.first().map(|e| e.0.clone()).unwrap_or_default();
-        let talosconfig = crate::pki::talosconfig::talosconfig_yaml(&first, &talos_contexts)
-            .map_err(|e| LabError::Pki(e.to_string()))?;
+        let pve = servers
+            .serve_proxmox(opts.speed, &backend, &recorder, &mut handles)
+            .await?;
+        let talosconfig = servers
+            .serve_talos(&backend, &recorder, &mut handles)
+            .await?;
 
         let control = plan.control_addr();
         let (server, _always_tx) = net::serve_claimed(
@@ -412,43 +229,13 @@ impl Lab {
         }));
 
         let state_dir = absolute(&opts.state_dir);
-        {
-            // Keep the ground-truth file current while the lab runs (once a real second).
-            let shared = shared.clone();
-            let path = state_dir.join("ground-truth.json");
-            tasks.push(tokio::spawn(async move {
-                let mut written = usize::MAX;
-                let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
-                loop {
-                    tick.tick().await;
-                    let (n, text) = shared.read(|w| {
-                        (
-                            w.truth.events.len(),
-                            serde_json::to_string_pretty(&w.truth).unwrap_or_default(),
-                        )
-                    });
-                    if n != written && files::write_private(&path, &text).is_ok() {
-                        written = n;
-                    }
-                }
-            }));
-        }
-        let files = LabFiles {
-            kubeconfig: state_dir.join("kubeconfig"),
-            talosconfig: state_dir.join("talosconfig"),
-            proxmox_token: state_dir.join("proxmox-token"),
-            proxmox_audit_token: state_dir.join("proxmox-audit-token"),
-            proxmox_ca: state_dir.join("proxmox-ca.pem"),
-            kube_ca: state_dir.join("kube-ca.pem"),
-            ground_truth: state_dir.join("ground-truth.json"),
-            env_files: Vec::new(),
-        };
+        keep_ground_truth_current(&shared, state_dir.join("ground-truth.json"), &mut tasks);
         let mut lab = Lab {
             shared,
             plan,
             log,
-            files,
-            proxmox: pve_api,
+            files: lab_files(&state_dir),
+            proxmox: pve.api,
             tokens,
             kube_ca_pems,
             tasks,
@@ -458,11 +245,11 @@ impl Lab {
             files::write_private(p, s).map_err(|e| LabError::Write(p.clone(), e))
         };
         w(&lab.files.talosconfig, &talosconfig)?;
-        w(&lab.files.proxmox_token, &format!("{pve_secret}\n"))?;
-        w(&lab.files.proxmox_ca, &pve_ca.cert_pem())?;
+        w(&lab.files.proxmox_token, &format!("{}\n", pve.secret))?;
+        w(&lab.files.proxmox_ca, &pve.ca.cert_pem())?;
         w(
             &lab.files.proxmox_audit_token,
-            &format!("{pve_audit_secret}\n"),
+            &format!("{}\n", pve.audit_secret),
         )?;
         lab.write_files(opts.env_dir.as_deref().map(absolute))?;
         Ok(lab)
@@ -619,6 +406,341 @@ impl Lab {
             let _ = t.await;
         }
         self.handles.clear();
+    }
+}
+
+/// A certificate that could not be made, as the lab reports it.
+fn pki_error(e: crate::pki::PkiError) -> LabError {
+    LabError::Pki(e.to_string())
+}
+
+/// The system gave no randomness for a secret.
+fn no_randomness(_: ring::error::Unspecified) -> LabError {
+    LabError::Pki("no system randomness".into())
+}
+
+/// Where the lab's files go in the state directory.
+fn lab_files(state_dir: &std::path::Path) -> LabFiles {
+    LabFiles {
+        kubeconfig: state_dir.join("kubeconfig"),
+        talosconfig: state_dir.join("talosconfig"),
+        proxmox_token: state_dir.join("proxmox-token"),
+        proxmox_audit_token: state_dir.join("proxmox-audit-token"),
+        proxmox_ca: state_dir.join("proxmox-ca.pem"),
+        kube_ca: state_dir.join("kube-ca.pem"),
+        ground_truth: state_dir.join("ground-truth.json"),
+        env_files: Vec::new(),
+    }
+}
+
+/// Keep the ground-truth file current while the lab runs (once a real second, when events
+/// were added).
+fn keep_ground_truth_current(shared: &Arc<Shared>, path: PathBuf, tasks: &mut Tasks) {
+    let shared = shared.clone();
+    tasks.push(tokio::spawn(async move {
+        let mut written = usize::MAX;
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let (n, text) = shared.read(|w| {
+                (
+                    w.truth.events.len(),
+                    serde_json::to_string_pretty(&w.truth).unwrap_or_default(),
+                )
+            });
+            if n != written && files::write_private(&path, &text).is_ok() {
+                written = n;
+            }
+        }
+    }));
+}
+
+/// Proxmox VE as started: its API (shared by every host), its CA, and the two tokens'
+/// secrets.
+struct ProxmoxServed {
+    api: Arc<crate::proxmox::ProxmoxApi>,
+    ca: CertificateAuthority,
+    secret: String,
+    audit_secret: String,
+}
+
+/// What starting the servers needs: the world and request log, the address plan, the
+/// reachability each address follows and how it behaves while unreachable, and the
+/// environments and nodes to serve.
+struct Servers {
+    shared: Arc<Shared>,
+    log: RequestLog,
+    plan: Plan,
+    reach: tokio::sync::watch::Receiver<crate::world::Reachability>,
+    down: crate::power::DownMode,
+    envs: Vec<EnvListen>,
+    nodes: Vec<NodeListen>,
+}
+
+impl Servers {
+    /// Whether node `j` serves the Kubernetes API on its own address (an addressed control
+    /// plane).
+    fn serves_api(&self, j: usize) -> bool {
+        self.nodes[j].1 && self.nodes[j].2
+    }
+
+    /// Each environment's Kubernetes API (and ingress): its tokens and CA certificate, in
+    /// scenario order. Each environment is its own cluster: its own Kubernetes CA and
+    /// tokens, and (in `serve_talos`) its own Talos CA and client certificate, as real
+    /// clusters never share them.
+    async fn serve_kube(&self, tasks: &mut Tasks) -> Result<(Vec<Tokens>, Vec<String>), LabError> {
+        let mut tokens = Vec::with_capacity(self.envs.len());
+        let mut kube_ca_pems = Vec::with_capacity(self.envs.len());
+        for k in 0..self.envs.len() {
+            let (env_tokens, pem) = self.serve_kube_env(k, tasks).await?;
+            kube_ca_pems.push(pem);
+            tokens.push(env_tokens);
+        }
+        Ok((tokens, kube_ca_pems))
+    }
+
+    /// Environment `k`'s API server on each addressed control plane and on the VIP, with a
+    /// certificate for all of them, and its ingress if it has one.
+    async fn serve_kube_env(
+        &self,
+        k: usize,
+        tasks: &mut Tasks,
+    ) -> Result<(Tokens, String), LabError> {
+        let (plan, down) = (self.plan, self.down);
+        let (name, env_nodes, ingress_hosts) = &self.envs[k];
+        let env_tokens = Tokens {
+            admin: crate::ids::secret_hex(24).map_err(no_randomness)?,
+            read_only: crate::ids::secret_hex(24).map_err(no_randomness)?,
+        };
+        let kube_ca = CertificateAuthority::new(CaKind::Kubernetes).map_err(pki_error)?;
+        let mut ips: Vec<IpAddr> = vec![IpAddr::V4(plan.vip_ip(k))];
+        ips.extend(
+            env_nodes
+                .iter()
+                .filter(|&&j| self.serves_api(j))
+                .map(|&j| IpAddr::V4(plan.node_ip(j))),
+        );
+        ips.push(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+        let leaf = kube_ca
+            .server_cert(
+                &ips,
+                &[
+                    "kubernetes",
+                    "kubernetes.default",
+                    "kubernetes.default.svc",
+                    "kubernetes.default.svc.cluster.local",
+                    "localhost",
+                ],
+            )
+            .map_err(pki_error)?;
+        let tls = server_config(&ServerTls::from_leaf(&leaf), &[b"h2", b"http/1.1"])
+            .map_err(|e| LabError::Pki(e.to_string()))?;
+        let api = Arc::new(KubeApi {
+            shared: self.shared.clone(),
+            env: k,
+            tokens: env_tokens.clone(),
+            log: self.log.clone(),
+        });
+        let handler = api.handler();
+        for &j in env_nodes.iter().filter(|&&j| self.serves_api(j)) {
+            let addr = SocketAddr::from((plan.node_ip(j), KUBE_PORT));
+            let up = net::follow(self.reach.clone(), move |r: &crate::world::Reachability| {
+                r.node_api.get(j).copied().unwrap_or(false)
+            });
+            tasks.push(
+                serve_switched(
+                    addr,
+                    Some(tls.clone()),
+                    Power::new(up, down),
+                    handler.clone(),
+                )
+                .await
+                .map_err(|e| LabError::Listen(addr, e))?,
+            );
+        }
+        let addr = SocketAddr::from((plan.vip_ip(k), KUBE_PORT));
+        let up = net::follow(self.reach.clone(), move |r: &crate::world::Reachability| {
+            r.vip.get(k).copied().unwrap_or(false)
+        });
+        tasks.push(
+            serve_switched(
+                addr,
+                Some(tls.clone()),
+                Power::new(up, down),
+                handler.clone(),
+            )
+            .await
+            .map_err(|e| LabError::Listen(addr, e))?,
+        );
+        if let Some(hosts) = ingress_hosts {
+            self.serve_ingress(k, name, hosts, &kube_ca, tasks).await?;
+        }
+        Ok((env_tokens, kube_ca.cert_pem()))
+    }
+
+    /// Environment `k`'s ingress on its LoadBalancer address, HTTP and HTTPS (a certificate
+    /// for its hosts from the environment's CA).
+    async fn serve_ingress(
+        &self,
+        k: usize,
+        name: &str,
+        hosts: &[String],
+        kube_ca: &CertificateAuthority,
+        tasks: &mut Tasks,
+    ) -> Result<(), LabError> {
+        let (plan, down) = (self.plan, self.down);
+        let h = crate::ingress::handler(name.to_string(), hosts.to_vec(), self.log.clone());
+        let addr = SocketAddr::from((plan.ingress_ip(k), INGRESS_HTTP_PORT));
+        let up = net::follow(self.reach.clone(), move |r: &crate::world::Reachability| {
+            r.ingress.get(k).copied().unwrap_or(false)
+        });
+        tasks.push(
+            serve_switched(addr, None, Power::new(up.clone(), down), h.clone())
+                .await
+                .map_err(|e| LabError::Listen(addr, e))?,
+        );
+        let host_refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
+        let leaf = kube_ca
+            .server_cert(&[IpAddr::V4(plan.ingress_ip(k))], &host_refs)
+            .map_err(pki_error)?;
+        let tls = server_config(&ServerTls::from_leaf(&leaf), &[b"h2", b"http/1.1"])
+            .map_err(|e| LabError::Pki(e.to_string()))?;
+        let addr = SocketAddr::from((plan.ingress_ip(k), INGRESS_HTTPS_PORT));
+        tasks.push(
+            serve_switched(addr, Some(tls), Power::new(up, down), h)
+                .await
+                .map_err(|e| LabError::Listen(addr, e))?,
+        );
+        Ok(())
+    }
+
+    /// Proxmox VE on every host: one API with the full and the audit token, each host's
+    /// server with its own certificate from the Proxmox CA.
+    async fn serve_proxmox(
+        &self,
+        speed: f64,
+        backend: &Arc<crate::world::backends::LabBackend>,
+        recorder: &crate::pki::endpoint::Recorder,
+        handles: &mut Vec<Box<dyn std::any::Any + Send>>,
+    ) -> Result<ProxmoxServed, LabError> {
+        let (plan, down) = (self.plan, self.down);
+        let pve_ca = CertificateAuthority::new(CaKind::Proxmox).map_err(pki_error)?;
+        let pve_secret = uuid_secret().map_err(no_randomness)?;
+        let pve_audit_secret = uuid_secret().map_err(no_randomness)?;
+        let pve_api = crate::proxmox::ProxmoxApi::new(
+            backend.clone(),
+            pve_options(
+                speed,
+                crate::proxmox::ApiToken {
+                    id: PROXMOX_TOKEN_ID.into(),
+                    secret: pve_secret.clone(),
+                },
+                crate::proxmox::ApiToken {
+                    id: PROXMOX_AUDIT_TOKEN_ID.into(),
+                    secret: pve_audit_secret.clone(),
+                },
+            ),
+            recorder.clone(),
+        );
+        let host_names: Vec<String> = self
+            .shared
+            .read(|w| w.hosts.iter().map(|h| h.name.clone()).collect());
+        for (i, name) in host_names.iter().enumerate() {
+            let addr = SocketAddr::from((plan.host_ip(i), PROXMOX_PORT));
+            let leaf = pve_ca
+                .proxmox_node_cert(name, IpAddr::V4(plan.host_ip(i)))
+                .map_err(pki_error)?;
+            let up = net::follow(self.reach.clone(), move |r: &crate::world::Reachability| {
+                r.hosts.get(i).copied().unwrap_or(false)
+            });
+            let h = crate::proxmox::serve(
+                pve_api.clone(),
+                name,
+                addr,
+                &ServerTls::from_leaf(&leaf),
+                Power::new(up, down),
+            )
+            .await
+            .map_err(|e| LabError::Pki(format!("Proxmox server on {addr}: {e}")))?;
+            handles.push(Box::new(h));
+        }
+        Ok(ProxmoxServed {
+            api: pve_api,
+            ca: pve_ca,
+            secret: pve_secret,
+            audit_secret: pve_audit_secret,
+        })
+    }
+
+    /// Talos apid on every addressed node, each environment with its own CA; the
+    /// talosconfig with one context per environment.
+    async fn serve_talos(
+        &self,
+        backend: &Arc<crate::world::backends::LabBackend>,
+        recorder: &crate::pki::endpoint::Recorder,
+        handles: &mut Vec<Box<dyn std::any::Any + Send>>,
+    ) -> Result<String, LabError> {
+        let (plan, down) = (self.plan, self.down);
+        let mut talos_pki = Vec::with_capacity(self.envs.len());
+        for _ in &self.envs {
+            let ca = CertificateAuthority::new(CaKind::Talos).map_err(pki_error)?;
+            let admin = ca.talos_admin_cert().map_err(pki_error)?;
+            talos_pki.push((ca, admin));
+        }
+        let node_names: Vec<String> = self
+            .shared
+            .read(|w| w.nodes.iter().map(|n| n.name.clone()).collect());
+        let mut env_of_node = vec![0usize; self.nodes.len()];
+        for (k, (_, env_nodes, _)) in self.envs.iter().enumerate() {
+            for &j in env_nodes {
+                if let Some(slot) = env_of_node.get_mut(j) {
+                    *slot = k;
+                }
+            }
+        }
+        for &(j, _, addressed) in self.nodes.iter() {
+            if !addressed {
+                continue;
+            }
+            let Some((talos_ca, _)) = talos_pki.get(env_of_node[j]) else {
+                continue;
+            };
+            let addr = SocketAddr::from((plan.node_ip(j), APID_PORT));
+            let leaf = talos_ca
+                .talos_server_cert(&node_names[j], &[IpAddr::V4(plan.node_ip(j))])
+                .map_err(pki_error)?;
+            let up = net::follow(self.reach.clone(), move |r: &crate::world::Reachability| {
+                r.apid.get(j).copied().unwrap_or(false)
+            });
+            let h = crate::talos::serve(
+                backend.clone(),
+                &node_names[j],
+                addr,
+                &ServerTls::from_leaf(&leaf),
+                talos_ca.cert_der(),
+                Power::new(up, down),
+                recorder.clone(),
+            )
+            .await
+            .map_err(|e| LabError::Pki(format!("Talos apid on {addr}: {e}")))?;
+            handles.push(Box::new(h));
+        }
+        let talos_contexts: Vec<crate::pki::talosconfig::TalosContext> = self
+            .envs
+            .iter()
+            .zip(&talos_pki)
+            .map(|((name, env_nodes, _), (talos_ca, talos_admin))| {
+                let endpoints = env_nodes
+                    .iter()
+                    .filter(|&&j| self.serves_api(j))
+                    .map(|&j| plan.node_ip(j).to_string())
+                    .collect();
+                crate::pki::talosconfig::TalosContext::new(name, endpoints, talos_ca, talos_admin)
+            })
+            .collect();
+        let first = self.envs.first().map(|e| e.0.clone()).unwrap_or_default();
+        crate::pki::talosconfig::talosconfig_yaml(&first, &talos_contexts)
+            .map_err(|e| LabError::Pki(e.to_string()))
     }
 }
 
