@@ -38,7 +38,7 @@ pub async fn dispatch(api: &Arc<ProxmoxApi>, inc: Incoming<'_>) -> Resp {
     };
     let values = match values_of(&inc) {
         Ok(values) => values,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let segments: Vec<String> = rel
         .trim_matches('/')
@@ -114,15 +114,15 @@ async fn token_of(api: &Arc<ProxmoxApi>, headers: &HeaderMap) -> Result<String, 
 
 /// The request's parameters: the query string, then the body as a form or JSON (refused
 /// on GET and DELETE, as pveproxy does).
-fn values_of(inc: &Incoming<'_>) -> Result<Values, Resp> {
+fn values_of(inc: &Incoming<'_>) -> Result<Values, Box<Resp>> {
     let mut values = Values::new();
     params::parse_form(inc.query.as_bytes(), &mut values);
     if !inc.body.is_empty() {
         if matches!(*inc.method, Method::GET | Method::DELETE) {
-            return Err(response::error(
+            return Err(Box::new(response::error(
                 501,
                 &format!("Unexpected content for method '{}'", inc.method),
-            ));
+            )));
         }
         let is_json = inc
             .headers
@@ -131,7 +131,7 @@ fn values_of(inc: &Incoming<'_>) -> Result<Values, Resp> {
             .is_some_and(|v| v.starts_with("application/json"));
         if is_json {
             if let Err(msg) = params::parse_json(inc.body, &mut values) {
-                return Err(response::error(400, &msg));
+                return Err(Box::new(response::error(400, &msg)));
             }
         } else {
             params::parse_form(inc.body, &mut values);
