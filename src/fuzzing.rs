@@ -247,6 +247,7 @@ pub fn chaos_report(data: &[u8]) {
         let _ = spec.evaluate(crate::checks::Context {
             env: &env,
             state: &state,
+            indexes: &crate::checks::Indexes::new(&state),
         });
     }
 }

@@ -47,7 +47,11 @@ pub fn judge(env: &Environment, state: &State) -> Readiness {
                 continue;
             }
         };
-        let finding = spec.evaluate(Context { env, state });
+        let finding = spec.evaluate(Context {
+            env,
+            state,
+            indexes: &crate::checks::Indexes::new(state),
+        });
         let line = format!("{}: {}", spec.kind(), finding.summary);
         match finding.verdict {
             Verdict::Pass => {}

@@ -55,7 +55,13 @@ pub fn selected<'a>(asked: &Asked<'_>, specs: &'a [TrialSpec]) -> Vec<&'a TrialS
 /// (on a large cluster the host-loss prediction alone takes as long as all the others
 /// together); the results keep the order of `specs`.
 pub fn evaluate(specs: &[&TrialSpec], env: &Environment, state: &State) -> Vec<TrialResult> {
-    let ctx = Context { env, state };
+    // One set of indexes for the whole evaluation: the trials side by side share them.
+    let indexes = crate::checks::Indexes::new(state);
+    let ctx = Context {
+        env,
+        state,
+        indexes: &indexes,
+    };
     let one = |spec: &TrialSpec| {
         let started = Instant::now();
         let finding = spec.check.evaluate(ctx);

@@ -347,6 +347,7 @@ mod tests {
             Context {
                 env: &env,
                 state: &state,
+                indexes: &crate::checks::Indexes::new(&state),
             },
             &Params {},
         )

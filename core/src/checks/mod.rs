@@ -17,21 +17,26 @@ pub mod replicated_controller;
 pub mod schedulable_control_plane;
 pub mod talos_endpoints;
 
+pub mod indexes;
 pub mod support;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 use serde::Deserialize;
 
+pub use indexes::Indexes;
+
 use crate::config::Environment;
 use crate::state::State;
 use crate::verdict::Finding;
 
-/// What a check sees: the collected state and the environment it belongs to.
+/// What a check sees: the collected state and the environment it belongs to, and the indexes
+/// over the state that the trials of one evaluation share.
 #[derive(Debug, Clone, Copy)]
 pub struct Context<'a> {
     pub env: &'a Environment,
     pub state: &'a State,
+    pub indexes: &'a Indexes<'a>,
 }
 
 /// What every check kind implements: a pure evaluation over the state, and the name that tells

@@ -137,10 +137,14 @@ pub fn evaluate(ctx: Context<'_>, params: &Params) -> Finding {
             .is_none_or(|want| ns == Some(want))
     };
 
-    let matched: Vec<&Pod> = pods
-        .iter()
+    // The gate file's labels are `matchLabels`: the index of the pods by label gives exactly
+    // the pods that carry them all.
+    let matched: Vec<&Pod> = ctx
+        .indexes
+        .pods_labelled(pods, &params.selector)
+        .into_iter()
         .filter(|p| in_scope(p.metadata.namespace.as_deref()))
-        .filter(|p| !pod_is_terminated(p) && wanted.matches(labels(&p.metadata)))
+        .filter(|p| !pod_is_terminated(p))
         .collect();
     if matched.is_empty() {
         return Finding::fail(format!("no pods match {wanted} {where_}")).with_evidence([format!(

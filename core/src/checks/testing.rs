@@ -180,7 +180,14 @@ pub fn run<P>(
     params: &P,
     evaluate: fn(Context<'_>, &P) -> Finding,
 ) -> Finding {
-    evaluate(Context { env, state }, params)
+    evaluate(
+        Context {
+            env,
+            state,
+            indexes: &super::Indexes::new(state),
+        },
+        params,
+    )
 }
 
 /// The finding's text, for `contains` assertions on summary, evidence and warnings at once.
@@ -966,7 +973,13 @@ pub fn undeclared_inputs(
     state: &State,
 ) -> Vec<crate::state::Input> {
     let finding = |state: &State| {
-        serde_json::to_value(spec.evaluate(super::Context { env, state })).unwrap_or_default()
+        let indexes = super::Indexes::new(state);
+        serde_json::to_value(spec.evaluate(super::Context {
+            env,
+            state,
+            indexes: &indexes,
+        }))
+        .unwrap_or_default()
     };
     let whole = finding(state);
     crate::state::Input::ALL

@@ -40,7 +40,12 @@ pub fn outstanding(
             out.push(format!("Longhorn volumes: {}", unhealthy.join(", ")));
         }
     }
-    let ctx = Context { env, state };
+    let indexes = crate::checks::Indexes::new(state);
+    let ctx = Context {
+        env,
+        state,
+        indexes: &indexes,
+    };
     for check in controller_checks {
         let finding = check.evaluate(ctx);
         if finding.verdict != Verdict::Pass {
