@@ -1,7 +1,8 @@
 //! What several trials of one evaluation look up in the same large list, built once per
 //! evaluation on first use. Ten controller trials each looking for their pods among a large
-//! cluster's 100,000 used to read every pod ten times; they now share one index of the pods
-//! by label and read only the pods that carry their labels.
+//! cluster's 100,000 used to read every pod ten times; they now share an index of the pods by
+//! label value, one per label key they ask for, and read only the pods that carry their
+//! labels.
 //!
 //! An index only narrows: every check still applies its whole filter to what the index
 //! gives, so a finding is the same with or without it (a test compares both on every
@@ -9,8 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::hash::{Hash, Hasher};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::meta::labels;
 use crate::state::{Pod, State};
@@ -20,7 +20,7 @@ pub struct Indexes<'a> {
     state: &'a State,
     /// Off, every lookup reads its list whole: what the index is compared with.
     enabled: bool,
-    pods_by_label: OnceLock<PodsByLabel>,
+    pods_by_label: PodsByLabel,
 }
 
 impl<'a> Indexes<'a> {
@@ -28,7 +28,7 @@ impl<'a> Indexes<'a> {
         Indexes {
             state,
             enabled: true,
-            pods_by_label: OnceLock::new(),
+            pods_by_label: PodsByLabel::default(),
         }
     }
 
@@ -56,19 +56,23 @@ impl<'a> Indexes<'a> {
             // Not the state's list (a check's own subset): read it whole.
             return pods.iter().filter(|p| carries(p, wanted)).collect();
         }
-        let index = self.pods_by_label.get_or_init(|| PodsByLabel::new(pods));
-        index.carrying(pods, wanted)
+        self.pods_by_label.carrying(pods, wanted)
     }
 }
 
 impl fmt::Debug for Indexes<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Indexes")
-            .field(
-                "pods_by_label",
-                &self.pods_by_label.get().map(|i| i.by_label.len()),
-            )
+            .field("enabled", &self.enabled)
             .finish()
+    }
+}
+
+#[cfg(test)]
+impl Indexes<'_> {
+    fn keys_built(&self) -> usize {
+        let keys = self.pods_by_label.keys.lock().unwrap();
+        keys.values().filter(|slot| slot.get().is_some()).count()
     }
 }
 
@@ -77,42 +81,50 @@ fn carries(pod: &Pod, wanted: &BTreeMap<String, String>) -> bool {
     wanted.iter().all(|(k, v)| have.get(k) == Some(v))
 }
 
-/// Each label pair's hash → the positions of the pods that carry a pair with that hash,
-/// ascending. Keyed by hash so that the index borrows nothing (a check's context stays
-/// covariant); two pairs that share a hash only widen a list, which [`carries`] narrows.
+/// For each label key asked for, each of its values → the positions of the pods that carry
+/// it, ascending; built the first time a trial asks for the key, so an evaluation reads the
+/// pods once per distinct key its trials ask for (a handful), not once per trial, and trials
+/// asking for different keys build theirs side by side.
+#[derive(Default)]
 struct PodsByLabel {
-    by_label: HashMap<u64, Vec<u32>>,
+    keys: Mutex<HashMap<String, Arc<OnceLock<KeyIndex>>>>,
 }
 
-fn pair_hash(key: &str, value: &str) -> u64 {
-    let mut hasher = std::hash::DefaultHasher::new();
-    (key, value).hash(&mut hasher);
-    hasher.finish()
-}
+/// One key's values → the positions of the pods carrying each. Owned strings keep the index
+/// free of borrows (a check's context stays covariant).
+type KeyIndex = HashMap<String, Vec<u32>>;
 
 impl PodsByLabel {
-    fn new(pods: &[Pod]) -> PodsByLabel {
-        let mut by_label: HashMap<u64, Vec<u32>> = HashMap::new();
-        for (i, pod) in pods.iter().enumerate() {
-            for (key, value) in labels(&pod.metadata) {
-                let list = by_label.entry(pair_hash(key, value)).or_default();
-                // A pod whose two pairs share a hash is listed once.
-                if list.last() != Some(&(i as u32)) {
-                    list.push(i as u32);
+    fn key(&self, pods: &[Pod], key: &str) -> Arc<OnceLock<KeyIndex>> {
+        let slot = {
+            let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+            keys.entry(key.to_string()).or_default().clone()
+        };
+        slot.get_or_init(|| {
+            let mut by_value: KeyIndex = HashMap::new();
+            for (i, pod) in pods.iter().enumerate() {
+                if let Some(value) = labels(&pod.metadata).get(key) {
+                    match by_value.get_mut(value.as_str()) {
+                        Some(list) => list.push(i as u32),
+                        None => {
+                            by_value.insert(value.clone(), vec![i as u32]);
+                        }
+                    }
                 }
             }
-        }
-        PodsByLabel { by_label }
+            by_value
+        });
+        slot
     }
 
     /// The pods of `pods` (the list the index was built from) carrying every pair of
-    /// `wanted` (not empty): the shortest pair's list, checked against every pair.
+    /// `wanted` (not empty): those carrying its first pair, checked against every pair.
     fn carrying<'p>(&self, pods: &'p [Pod], wanted: &BTreeMap<String, String>) -> Vec<&'p Pod> {
-        let shortest = wanted
-            .iter()
-            .map(|(k, v)| self.by_label.get(&pair_hash(k, v)))
-            .min_by_key(|list| list.map_or(0, Vec::len));
-        let Some(Some(list)) = shortest else {
+        let Some((key, value)) = wanted.iter().next() else {
+            return pods.iter().collect();
+        };
+        let slot = self.key(pods, key);
+        let Some(list) = slot.get().and_then(|by_value| by_value.get(value.as_str())) else {
             return Vec::new();
         };
         list.iter()
@@ -173,7 +185,8 @@ mod tests {
                 "{wanted:?}"
             );
         }
-        assert!(indexes.pods_by_label.get().is_some(), "the index was used");
+        // Every selector above begins with `app`: the pods were read for that key once.
+        assert_eq!(indexes.keys_built(), 1);
         assert_eq!(
             names(indexes.pods_labelled(pods, &want(&[("app", "dns")]))),
             ["a", "c", "e"]
@@ -189,6 +202,6 @@ mod tests {
             names(indexes.pods_labelled(&other, &want(&[("app", "dns")]))),
             ["z"]
         );
-        assert!(indexes.pods_by_label.get().is_none());
+        assert_eq!(indexes.keys_built(), 0);
     }
 }
