@@ -18,6 +18,7 @@ pub mod record;
 pub mod requests;
 pub mod schema;
 pub mod selector;
+pub mod sentence_error;
 pub mod side_by_side;
 pub mod state;
 pub mod verdict;

@@ -15,23 +15,12 @@ pub struct TalosState {
     pub endpoints: Vec<TalosEndpoint>,
 }
 
-/// Why an answer the state holds is missing: what the client or the endpoint said, as the
-/// sentence the trials quote. Written in a snapshot as that sentence alone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[serde(transparent)]
-#[error("{0}")]
-pub struct Unanswered(pub String);
-
-impl From<String> for Unanswered {
-    fn from(why: String) -> Self {
-        Unanswered(why)
-    }
-}
-
-impl From<&str> for Unanswered {
-    fn from(why: &str) -> Self {
-        Unanswered(why.to_string())
-    }
+crate::sentence_error! {
+    /// Why an answer the state holds is missing: what the client or the endpoint said, as the
+    /// sentence the trials quote. Written in a snapshot as that sentence alone.
+    #[derive(Serialize, Deserialize)]
+    #[serde(transparent)]
+    pub struct Unanswered;
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -16,23 +16,11 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
-/// Why one kind's objects are not in the state: the first object that does not fit the kind's
-/// shape, named (`Pod team/app-1 has an unexpected shape: …`), or why the kind could not be
-/// listed. Stored as the kind's [`Collected::Absent`] reason, the sentence alone.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct KindUnread(pub String);
-
-impl From<String> for KindUnread {
-    fn from(why: String) -> Self {
-        KindUnread(why)
-    }
-}
-
-impl From<&str> for KindUnread {
-    fn from(why: &str) -> Self {
-        KindUnread(why.to_string())
-    }
+gates_core::sentence_error! {
+    /// Why one kind's objects are not in the state: the first object that does not fit the kind's
+    /// shape, named (`Pod team/app-1 has an unexpected shape: …`), or why the kind could not be
+    /// listed. Stored as the kind's [`Collected::Absent`] reason, the sentence alone.
+    pub struct KindUnread;
 }
 
 macro_rules! registry {

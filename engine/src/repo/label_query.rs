@@ -8,21 +8,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 
 use crate::selector::Selector;
 
-/// Why a label query (`app=web,tier in (a,b)`) is refused: the requirement that is malformed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SelectorError(pub String);
-
-impl From<String> for SelectorError {
-    fn from(why: String) -> Self {
-        SelectorError(why)
-    }
-}
-
-impl From<&str> for SelectorError {
-    fn from(why: &str) -> Self {
-        SelectorError(why.to_string())
-    }
+gates_core::sentence_error! {
+    /// Why a label query (`app=web,tier in (a,b)`) is refused: the requirement that is malformed.
+    pub struct SelectorError;
 }
 
 /// Parse and compile; the error says which requirement is malformed.

@@ -19,22 +19,10 @@ use super::site::RepoError;
 use super::unread::{Kinds, Unread};
 use super::yaml::{Node, Value};
 
-/// Why a Flux `${...}` substitution cannot be made: a variable that is not known, or an
-/// expression gates does not evaluate.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SubstitutionError(pub String);
-
-impl From<String> for SubstitutionError {
-    fn from(why: String) -> Self {
-        SubstitutionError(why)
-    }
-}
-
-impl From<&str> for SubstitutionError {
-    fn from(why: &str) -> Self {
-        SubstitutionError(why.to_string())
-    }
+gates_core::sentence_error! {
+    /// Why a Flux `${...}` substitution cannot be made: a variable that is not known, or an
+    /// expression gates does not evaluate.
+    pub struct SubstitutionError;
 }
 
 const DISABLED: &str = "kustomize.toolkit.fluxcd.io/substitute";

@@ -12,20 +12,8 @@ pub mod timings;
 
 pub use target::*;
 
-/// Why the plan refuses the run (the host, its VMs, a partition's devices, whole-host mode): a
-/// sentence said among the preflight's reasons.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Refusal(pub String);
-
-impl From<String> for Refusal {
-    fn from(why: String) -> Self {
-        Refusal(why)
-    }
-}
-
-impl From<&str> for Refusal {
-    fn from(why: &str) -> Self {
-        Refusal(why.to_string())
-    }
+gates_core::sentence_error! {
+    /// Why the plan refuses the run (the host, its VMs, a partition's devices, whole-host mode): a
+    /// sentence said among the preflight's reasons.
+    pub struct Refusal;
 }

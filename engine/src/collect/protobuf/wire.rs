@@ -3,16 +3,10 @@
 
 use prost::Message;
 
-/// Why a protobuf body is not what gates reads: which part did not decode, and how. Said
-/// as the reason of the list's error, which names the resource.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct DecodeError(pub String);
-
-impl From<String> for DecodeError {
-    fn from(why: String) -> Self {
-        DecodeError(why)
-    }
+gates_core::sentence_error! {
+    /// Why a protobuf body is not what gates reads: which part did not decode, and how. Said
+    /// as the reason of the list's error, which names the resource.
+    pub struct DecodeError;
 }
 
 /// `k8s` and the encoding style 0: an `Unknown` follows.

@@ -15,21 +15,9 @@ use std::collections::BTreeMap;
 use crate::repo::site::Site;
 use crate::repo::yaml::{Node, Value};
 
-/// Why a Jinja Talos template is not read: what gates cannot render, with the line.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct TemplateError(pub String);
-
-impl From<String> for TemplateError {
-    fn from(why: String) -> Self {
-        TemplateError(why)
-    }
-}
-
-impl From<&str> for TemplateError {
-    fn from(why: &str) -> Self {
-        TemplateError(why.to_string())
-    }
+gates_core::sentence_error! {
+    /// Why a Jinja Talos template is not read: what gates cannot render, with the line.
+    pub struct TemplateError;
 }
 
 /// A value of a Talos patch that a template interpolation writes.

@@ -14,23 +14,11 @@ use hcl_edit::expr::Expression;
 use crate::repo::site::Site;
 use crate::repo::yaml::{Node, Value};
 
-/// What a Terraform expression or template could not be evaluated for, as the sentence the
-/// trials quote. Terraform's own functions, called by hcl-rs, keep hcl-rs's `String` errors
-/// (`hcl::eval::Func` is `fn(FuncArgs) -> Result<Value, String>`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct EvalError(pub String);
-
-impl From<String> for EvalError {
-    fn from(why: String) -> Self {
-        EvalError(why)
-    }
-}
-
-impl From<&str> for EvalError {
-    fn from(why: &str) -> Self {
-        EvalError(why.to_string())
-    }
+gates_core::sentence_error! {
+    /// What a Terraform expression or template could not be evaluated for, as the sentence the
+    /// trials quote. Terraform's own functions, called by hcl-rs, keep hcl-rs's `String` errors
+    /// (`hcl::eval::Func` is `fn(FuncArgs) -> Result<Value, String>`).
+    pub struct EvalError;
 }
 
 /// The names an expression may refer to, as hcl-rs values.
