@@ -506,7 +506,7 @@ impl Servers {
         k: usize,
         tasks: &mut Tasks,
     ) -> Result<(Tokens, String), LabError> {
-        let (plan, down) = (self.plan, self.down);
+        let plan = self.plan;
         let (name, env_nodes, ingress_hosts) = &self.envs[k];
         let env_tokens = Tokens {
             admin: crate::ids::secret_hex(24).map_err(no_randomness)?,
@@ -543,39 +543,36 @@ impl Servers {
         });
         let handler = api.handler();
         for &j in env_nodes.iter().filter(|&&j| self.serves_api(j)) {
-            let addr = SocketAddr::from((plan.node_ip(j), KUBE_PORT));
             let up = net::follow(self.reach.clone(), move |r: &crate::world::Reachability| {
                 r.node_api.get(j).copied().unwrap_or(false)
             });
-            tasks.push(
-                serve_switched(
-                    addr,
-                    Some(tls.clone()),
-                    Power::new(up, down),
-                    handler.clone(),
-                )
-                .await
-                .map_err(|e| LabError::Listen(addr, e))?,
-            );
+            let addr = SocketAddr::from((plan.node_ip(j), KUBE_PORT));
+            tasks.push(self.serve_api(addr, up, &tls, &handler).await?);
         }
-        let addr = SocketAddr::from((plan.vip_ip(k), KUBE_PORT));
         let up = net::follow(self.reach.clone(), move |r: &crate::world::Reachability| {
             r.vip.get(k).copied().unwrap_or(false)
         });
-        tasks.push(
-            serve_switched(
-                addr,
-                Some(tls.clone()),
-                Power::new(up, down),
-                handler.clone(),
-            )
-            .await
-            .map_err(|e| LabError::Listen(addr, e))?,
-        );
+        let addr = SocketAddr::from((plan.vip_ip(k), KUBE_PORT));
+        tasks.push(self.serve_api(addr, up, &tls, &handler).await?);
         if let Some(hosts) = ingress_hosts {
             self.serve_ingress(k, name, hosts, &kube_ca, tasks).await?;
         }
         Ok((env_tokens, kube_ca.cert_pem()))
+    }
+
+    /// One address of an environment's Kubernetes API (a control plane's own, or the VIP),
+    /// listening while `up` says the address is reachable.
+    async fn serve_api(
+        &self,
+        addr: SocketAddr,
+        up: tokio::sync::watch::Receiver<bool>,
+        tls: &Arc<rustls::ServerConfig>,
+        handler: &net::Handler,
+    ) -> Result<tokio::task::JoinHandle<()>, LabError> {
+        let power = Power::new(up, self.down);
+        serve_switched(addr, Some(tls.clone()), power, handler.clone())
+            .await
+            .map_err(|e| LabError::Listen(addr, e))
     }
 
     /// Environment `k`'s ingress on its LoadBalancer address, HTTP and HTTPS (a certificate
