@@ -282,11 +282,7 @@ pub async fn list_typed_in(
         };
         let (objects, seen) = match body {
             Body::Json(text) => {
-                let page = Page::split(&text).map_err(|reason| ListError::NotAList {
-                    resource: resource(),
-                    reason: reason.to_string(),
-                })?;
-                next(page.next.clone());
+                let page = Page::split_asking_next(kind, &text, next)?;
                 let items = page.items();
                 let expected = room(items.len(), page.remaining);
                 // The first page makes room for the whole list, so that later pages are
@@ -299,13 +295,15 @@ pub async fn list_typed_in(
                 (objects, page.revision)
             }
             Body::Protobuf(bytes) => {
-                let head = protobuf::head(&bytes).map_err(|reason| ListError::NotAList {
+                // The envelope is opened once; its metadata first, to ask for the next page.
+                let not_a_list = |reason: protobuf::wire::DecodeError| ListError::NotAList {
                     resource: resource(),
                     reason: reason.0,
-                })?;
+                };
+                let opened = protobuf::open(&bytes).map_err(not_a_list)?;
+                let head = opened.head().map_err(not_a_list)?;
                 next(head.next());
-                let page =
-                    protobuf::decode_list(kind, &bytes).map_err(|why| decode_error(why.0))?;
+                let page = opened.decode(kind).map_err(|why| decode_error(why.0))?;
                 (page.objects, head.revision())
             }
         };
@@ -342,11 +340,7 @@ pub async fn list_pages(
                 reason: "the server answered in protobuf where JSON was asked for".into(),
             });
         };
-        let page = Page::split(&text).map_err(|reason| ListError::NotAList {
-            resource: resource(),
-            reason: reason.to_string(),
-        })?;
-        next(page.next.clone());
+        let page = Page::split_asking_next(kind, &text, next)?;
         let items = page.items();
         each(&items, room(items.len(), page.remaining))?;
         Ok(Seen {
@@ -545,6 +539,21 @@ fn room(items: usize, remaining: usize) -> usize {
 }
 
 impl<'t> Page<'t> {
+    /// [`Page::split`] for a list of `kind`, asking for the next page (its `continue`
+    /// token) before the caller decodes this one; what is not a list is `NotAList`.
+    fn split_asking_next(
+        kind: Kind,
+        text: &'t str,
+        next: &mut dyn FnMut(Option<String>),
+    ) -> Result<Page<'t>, ListError> {
+        let page = Page::split(text).map_err(|reason| ListError::NotAList {
+            resource: kind.coordinates().resource_name(),
+            reason: reason.to_string(),
+        })?;
+        next(page.next.clone());
+        Ok(page)
+    }
+
     fn split(text: &'t str) -> Result<Page<'t>, serde_json::Error> {
         #[derive(serde::Deserialize, Default)]
         struct ListMeta {

@@ -61,52 +61,92 @@ pub struct ListPage {
 
 /// Decode one page of `kind` from a protobuf body.
 pub fn decode_list(kind: Kind, body: &[u8]) -> Result<ListPage, DecodeError> {
-    if !reads(kind) {
-        return Err(DecodeError(format!(
-            "{} is not read from protobuf",
-            kind.coordinates().resource_name()
-        )));
-    }
+    refuse_unread(kind)?;
+    open(body)?.decode(kind)
+}
+
+/// A page's body with its envelope opened once: the list's metadata is read first (so that
+/// the next page can be asked for while this one is decoded), then its items, from the same
+/// bytes.
+#[derive(Debug)]
+pub struct Opened {
+    type_meta: wire::TypeMeta,
+    raw: Vec<u8>,
+}
+
+/// Open a protobuf body's envelope; what is not one is refused.
+pub fn open(body: &[u8]) -> Result<Opened, DecodeError> {
     let (type_meta, raw) = wire::open(body)?;
-    // Protobuf carries no field names, so a body of another kind would decode, into nonsense:
-    // the envelope's kind is compared first.
-    let expected = format!("{}List", kind.coordinates().kind);
-    let named = type_meta.kind.as_deref().unwrap_or_default();
-    if named != expected {
-        return Err(DecodeError(format!(
-            "the body holds a {} {}, not a {expected}",
-            type_meta.api_version.as_deref().unwrap_or_default(),
-            if named.is_empty() {
-                "object of no kind"
-            } else {
-                named
-            }
-        )));
+    Ok(Opened { type_meta, raw })
+}
+
+impl Opened {
+    /// The list's metadata alone (its items are skipped here).
+    pub fn head(&self) -> Result<wire::ListMeta, DecodeError> {
+        #[derive(Clone, PartialEq, prost::Message)]
+        struct Head {
+            #[prost(message, optional, tag = "1")]
+            metadata: Option<wire::ListMeta>,
+        }
+        Ok(wire::decode::<Head>(&self.raw, "list")?
+            .metadata
+            .unwrap_or_default())
     }
-    let (objects, list) = match kind {
-        Kind::Pod => {
-            let list = wire::decode::<pod::PodList>(&raw, "PodList")?;
-            (Objects::Pod(convert(list.items)?), list.metadata)
-        }
-        Kind::Node => {
-            let list = wire::decode::<node::NodeList>(&raw, "NodeList")?;
-            (Objects::Node(convert(list.items)?), list.metadata)
-        }
-        Kind::Lease => {
-            let list = wire::decode::<lease::LeaseList>(&raw, "LeaseList")?;
-            (Objects::Lease(convert(list.items)?), list.metadata)
-        }
-        other => {
+
+    /// The page's objects, as `kind`.
+    pub fn decode(&self, kind: Kind) -> Result<ListPage, DecodeError> {
+        refuse_unread(kind)?;
+        // Protobuf carries no field names, so a body of another kind would decode, into
+        // nonsense: the envelope's kind is compared first.
+        let expected = format!("{}List", kind.coordinates().kind);
+        let named = self.type_meta.kind.as_deref().unwrap_or_default();
+        if named != expected {
             return Err(DecodeError(format!(
-                "{} is not read from protobuf",
-                other.coordinates().resource_name()
+                "the body holds a {} {}, not a {expected}",
+                self.type_meta.api_version.as_deref().unwrap_or_default(),
+                if named.is_empty() {
+                    "object of no kind"
+                } else {
+                    named
+                }
             )));
         }
-    };
-    Ok(ListPage {
-        objects,
-        list: list.unwrap_or_default(),
-    })
+        let raw = &self.raw;
+        let (objects, list) = match kind {
+            Kind::Pod => {
+                let list = wire::decode::<pod::PodList>(raw, "PodList")?;
+                (Objects::Pod(convert(list.items)?), list.metadata)
+            }
+            Kind::Node => {
+                let list = wire::decode::<node::NodeList>(raw, "NodeList")?;
+                (Objects::Node(convert(list.items)?), list.metadata)
+            }
+            Kind::Lease => {
+                let list = wire::decode::<lease::LeaseList>(raw, "LeaseList")?;
+                (Objects::Lease(convert(list.items)?), list.metadata)
+            }
+            other => return Err(not_read(other)),
+        };
+        Ok(ListPage {
+            objects,
+            list: list.unwrap_or_default(),
+        })
+    }
+}
+
+fn refuse_unread(kind: Kind) -> Result<(), DecodeError> {
+    if reads(kind) {
+        Ok(())
+    } else {
+        Err(not_read(kind))
+    }
+}
+
+fn not_read(kind: Kind) -> DecodeError {
+    DecodeError(format!(
+        "{} is not read from protobuf",
+        kind.coordinates().resource_name()
+    ))
 }
 
 /// Each decoded message into the shape gates holds; the first that cannot be is the error.
@@ -117,15 +157,7 @@ fn convert<M, T: TryFrom<M, Error = DecodeError>>(items: Vec<M>) -> Result<Vec<T
 /// The list's metadata alone, read before its items (which are skipped here) so that the
 /// next page can be asked for while this one is decoded.
 pub fn head(body: &[u8]) -> Result<wire::ListMeta, DecodeError> {
-    #[derive(Clone, PartialEq, prost::Message)]
-    struct Head {
-        #[prost(message, optional, tag = "1")]
-        metadata: Option<wire::ListMeta>,
-    }
-    let raw = wire::unwrap(body)?;
-    Ok(wire::decode::<Head>(&raw, "list")?
-        .metadata
-        .unwrap_or_default())
+    open(body)?.head()
 }
 
 #[cfg(test)]
