@@ -356,29 +356,29 @@ impl From<Affinity> for api::Affinity {
                     }
                 }),
             }),
-            pod_affinity: a.pod_affinity.map(|p| api::PodAffinity {
-                required_during_scheduling_ignored_during_execution: list(
-                    p.required,
-                    pod_affinity_term,
-                ),
-                preferred_during_scheduling_ignored_during_execution: list(
-                    p.preferred,
-                    weighted_term,
-                ),
-            }),
-            pod_anti_affinity: a.pod_anti_affinity.map(|p| api::PodAntiAffinity {
-                required_during_scheduling_ignored_during_execution: list(
-                    p.required,
-                    pod_affinity_term,
-                ),
-                preferred_during_scheduling_ignored_during_execution: list(
-                    p.preferred,
-                    weighted_term,
-                ),
-            }),
+            pod_affinity: a.pod_affinity.map(|p| pod_affinity!(api::PodAffinity, p)),
+            pod_anti_affinity: a
+                .pod_anti_affinity
+                .map(|p| pod_affinity!(api::PodAntiAffinity, p)),
         }
     }
 }
+
+/// `PodAffinity` and `PodAntiAffinity` from the one message both decode into: two
+/// k8s-openapi types with the same two fields.
+macro_rules! pod_affinity {
+    ($api:path, $p:expr) => {{
+        let p: PodAffinity = $p;
+        $api {
+            required_during_scheduling_ignored_during_execution: list(
+                p.required,
+                pod_affinity_term,
+            ),
+            preferred_during_scheduling_ignored_during_execution: list(p.preferred, weighted_term),
+        }
+    }};
+}
+use pod_affinity;
 
 fn node_selector_term(t: NodeSelectorTerm) -> api::NodeSelectorTerm {
     let requirement = |r: NodeSelectorRequirement| api::NodeSelectorRequirement {
