@@ -2,12 +2,14 @@
 //! [`Node`]s that keep the line each value was written on, because evidence must name the
 //! file and line that set a value, and serde's YAML deserializers forget positions.
 //!
-//! The events come from yaml-rust2 (a YAML 1.2 parser); this module only builds the tree.
+//! The events come from granit-parser (a YAML 1.2 parser, the one serde-saphyr reads with and
+//! re-exports); this module only builds the tree.
 
 use std::collections::BTreeMap;
 
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-use yaml_rust2::scanner::{Marker, TScalarStyle};
+use serde_saphyr::granit_parser::{
+    Event, Options, Parser, ScalarStyle, Span, SpannedEventReceiver,
+};
 
 use super::site::{RepoError, Site};
 
@@ -289,7 +291,6 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<Vec<Node>, RepoError> {
 fn build(file: &str, text: &str, shift: usize, merge_maps: bool) -> Result<Vec<Node>, RepoError> {
     let mut builder = Builder {
         merge_maps,
-        source: text,
         file,
         shift,
         stack: Vec::new(),
@@ -297,7 +298,7 @@ fn build(file: &str, text: &str, shift: usize, merge_maps: bool) -> Result<Vec<N
         anchors: BTreeMap::new(),
         error: None,
     };
-    let mut parser = Parser::new_from_str(text);
+    let mut parser = Parser::new_from_str_with_options(text, parser_options());
     if let Err(err) = parser.load(&mut builder, true) {
         let line = err.marker().line() + shift;
         return Err(RepoError::new(
@@ -370,30 +371,15 @@ fn merge_keys(map: &mut Node) -> Result<(), RepoError> {
     Ok(())
 }
 
-/// Whether a block scalar whose content starts at `mark` runs to the end of a source that has
-/// no final line break. yaml-rust2 then ends the value with a line break anyway (its scanner
-/// "considers there is a newline"); libyaml and go-yaml (Kustomize, `kubectl`) keep only the
-/// breaks that are there, so `|` at the very end of a file gives no final break.
-fn runs_to_an_unterminated_end(source: &str, mark: &Marker) -> bool {
-    if source.is_empty() || source.ends_with(['\n', '\r']) {
-        return false;
-    }
-    let indent = mark.col();
-    let mut lines = source
-        .lines()
-        .skip(mark.line().saturating_sub(1))
-        .peekable();
-    while let Some(line) = lines.next() {
-        let spaces = line.len() - line.trim_start_matches(' ').len();
-        if lines.peek().is_none() {
-            return line.chars().count() >= indent.max(1)
-                && (line.trim().is_empty() || spaces >= indent);
-        }
-        if !line.trim().is_empty() && spaces < indent {
-            return false;
-        }
-    }
-    false
+/// The parser's options: its defaults, except that a block scalar running to the end of a
+/// source without a final line break gets no final break. By default granit-parser, like the
+/// YAML test suite (`L24T`), reads that last line as if it ended with a break; libyaml and
+/// go-yaml (Kustomize, `kubectl`) keep only the breaks that are there, so `|` at the very end
+/// of a file gives no final break.
+fn parser_options() -> Options {
+    let mut options = Options::default();
+    options.block_scalar_eof_without_line_feed = true;
+    options
 }
 
 enum Frame {
@@ -405,7 +391,6 @@ enum Frame {
 struct Builder<'a> {
     /// Merge a duplicate key's mapping into the first (see [`parse_manifest`]).
     merge_maps: bool,
-    source: &'a str,
     file: &'a str,
     shift: usize,
     stack: Vec<Frame>,
@@ -415,8 +400,8 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn site(&self, mark: &Marker) -> Site {
-        Site::new(self.file, mark.line() + self.shift)
+    fn site(&self, span: &Span) -> Site {
+        Site::new(self.file, span.start.line() + self.shift)
     }
 
     /// Attach a finished value to its parent (or finish a document).
@@ -481,37 +466,30 @@ impl Builder<'_> {
     }
 }
 
-impl MarkedEventReceiver for Builder<'_> {
-    fn on_event(&mut self, event: Event, mark: Marker) {
+impl<'input> SpannedEventReceiver<'input> for Builder<'_> {
+    fn on_event(&mut self, event: Event<'input>, span: Span) {
         if self.error.is_some() {
             return;
         }
-        let site = self.site(&mark);
+        let site = self.site(&span);
         match event {
             Event::Scalar(text, style, anchor, tag) => {
                 // A merge key may carry its type explicitly: `!!merge <<`.
                 let merge = text == "<<"
-                    && matches!(style, TScalarStyle::Plain)
+                    && matches!(style, ScalarStyle::Plain)
                     && tag.as_ref().is_some_and(|t| {
-                        t.suffix == "merge"
-                            && matches!(t.handle.as_str(), "!!" | "tag:yaml.org,2002:")
+                        t.suffix() == "merge" && matches!(t.handle(), "!!" | "tag:yaml.org,2002:")
                     });
-                let plain = matches!(style, TScalarStyle::Plain) && tag.is_none() || merge;
+                let plain = matches!(style, ScalarStyle::Plain) && tag.is_none() || merge;
                 // A block scalar is marked where its content starts; its place is the line of
                 // its `|` or `>` indicator, so embedded YAML's line k is that line plus k.
                 let site = match style {
-                    TScalarStyle::Literal | TScalarStyle::Folded => {
+                    ScalarStyle::Literal | ScalarStyle::Folded => {
                         Site::new(self.file, site.line.saturating_sub(1).max(1))
                     }
                     _ => site,
                 };
-                let mut text = text;
-                if matches!(style, TScalarStyle::Literal | TScalarStyle::Folded)
-                    && runs_to_an_unterminated_end(self.source, &mark)
-                    && text.ends_with('\n')
-                {
-                    text.pop();
-                }
+                let text = text.into_owned();
                 let value = if plain && matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL")
                 {
                     Value::Null
@@ -520,10 +498,10 @@ impl MarkedEventReceiver for Builder<'_> {
                 };
                 self.push(Node::new(value, site), anchor);
             }
-            Event::SequenceStart(anchor, _) => self
+            Event::SequenceStart(_, anchor, _) => self
                 .stack
                 .push(Frame::Seq(Node::new(Value::Seq(Vec::new()), site), anchor)),
-            Event::MappingStart(anchor, _) => self.stack.push(Frame::Map(
+            Event::MappingStart(_, anchor, _) => self.stack.push(Frame::Map(
                 Node::new(Value::Map(Vec::new()), site),
                 anchor,
                 None,
@@ -542,11 +520,9 @@ impl MarkedEventReceiver for Builder<'_> {
                 Some(node) => self.push(node, 0),
                 None => self.fail(site, "alias to an unknown anchor"),
             },
-            Event::Nothing
-            | Event::StreamStart
-            | Event::StreamEnd
-            | Event::DocumentStart
-            | Event::DocumentEnd => {}
+            // Stream and document boundaries, comments, and (not asked for) anchor names and
+            // unresolved aliases carry no value.
+            _ => {}
         }
     }
 }
@@ -652,6 +628,15 @@ mod tests {
         // A block scalar before other keys, or before a comment that ends it, keeps its break.
         assert_eq!(value("a: |\n  x\nb: 1", "a"), "x\n");
         assert_eq!(value("a: |\n  x\n# end", "a"), "x\n");
+    }
+
+    #[test]
+    fn an_empty_value_is_placed_on_its_keys_line_not_at_the_next_token() {
+        // yaml-rust2, the parser before granit-parser, placed it where the next key starts.
+        let doc = &parse("a.yaml", "metadata:\n# a comment\n\nspec:\n  x: |\n").unwrap()[0];
+        assert_eq!(doc.entry("metadata").unwrap().site.line, 1);
+        assert!(doc.entry("metadata").unwrap().is_null());
+        assert_eq!(doc.get_str(&["spec", "x"]), Some(""));
     }
 
     #[test]
