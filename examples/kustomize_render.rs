@@ -9,7 +9,7 @@
 //! array, or the error on stderr with exit status 2 when gates cannot render the directory
 //! (a remote base, a construct it refuses). The second reads a YAML stream on stdin (what
 //! `kubectl kustomize` prints) and prints its documents as one JSON array, parsed by
-//! serde_yaml_ng as the fixture test parses them, so both sides reach the comparison through
+//! `gates_core::yaml` as the fixture test parses them, so both sides reach the comparison through
 //! the same typing of numbers, booleans and strings.
 
 use std::io::{Read, Write};
@@ -20,23 +20,18 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let objects = match args.as_slice() {
         [flag] if flag == "--yaml" => {
-            let mut text = Vec::new();
-            if let Err(err) = std::io::stdin().read_to_end(&mut text) {
+            let mut text = String::new();
+            if let Err(err) = std::io::stdin().read_to_string(&mut text) {
                 eprintln!("cannot read stdin: {err}");
                 return ExitCode::from(2);
             }
-            let mut objects = Vec::new();
-            for doc in serde_yaml_ng::Deserializer::from_slice(&text) {
-                match <serde_json::Value as serde::Deserialize>::deserialize(doc) {
-                    Ok(serde_json::Value::Null) => {}
-                    Ok(value) => objects.push(value),
-                    Err(err) => {
-                        eprintln!("the YAML on stdin does not parse: {err}");
-                        return ExitCode::from(2);
-                    }
+            match gates_core::yaml::documents::<serde_json::Value>(&text) {
+                Ok(objects) => objects,
+                Err(err) => {
+                    eprintln!("the YAML on stdin does not parse: {err}");
+                    return ExitCode::from(2);
                 }
             }
-            objects
         }
         [repo, dir] => match gates::repo::kustomize::render(Path::new(repo), dir) {
             Ok(rendered) => rendered.objects.iter().map(|o| o.to_json()).collect(),

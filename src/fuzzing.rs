@@ -235,7 +235,7 @@ pub fn chaos_report(data: &[u8]) {
     put(dir.path(), "chaos-fuzz-20261129T200000Z.json", data);
     if let Ok(Some(evidence)) = gates_engine::report_files::newest_chaos(dir.path(), "fuzz") {
         let mut env: crate::config::Environment =
-            serde_yaml_ng::from_str("{}").expect("the defaults parse");
+            gates_core::yaml::from_str("{}").expect("the defaults parse");
         env.name = "fuzz".to_string();
         let mut state = crate::state::State::empty(
             crate::state::Source::Snapshot { files: Vec::new() },
@@ -243,7 +243,7 @@ pub fn chaos_report(data: &[u8]) {
         );
         state.chaos_report = crate::state::Collected::Present(evidence);
         let spec: crate::checks::CheckSpec =
-            serde_yaml_ng::from_str("{kind: chaos-report}").expect("a check");
+            gates_core::yaml::from_str("{kind: chaos-report}").expect("a check");
         let _ = spec.evaluate(crate::checks::Context {
             env: &env,
             state: &state,

@@ -29,7 +29,7 @@ fn main() {
         "state: {nodes} nodes on {HOSTS} hosts, {PODS} pods (built in {:.1}s)",
         built.elapsed().as_secs_f64()
     );
-    let mut env: Environment = serde_yaml_ng::from_str("{}").expect("defaults parse");
+    let mut env: Environment = gates_core::yaml::from_str("{}").expect("defaults parse");
     env.name = "scale".into();
     env.capacity.basis = CapacityBasis::Requests;
     env.ingress.services.clear();

@@ -40,7 +40,7 @@ const CHECKS: [&str; 3] = [
 pub fn judge(env: &Environment, state: &State) -> Readiness {
     let mut out = Readiness::default();
     for text in CHECKS {
-        let spec: CheckSpec = match serde_yaml_ng::from_str(text) {
+        let spec: CheckSpec = match crate::yaml::from_str(text) {
             Ok(spec) => spec,
             Err(err) => {
                 out.cannot.push(format!("{text}: {err}"));

@@ -23,3 +23,4 @@ pub mod side_by_side;
 pub mod state;
 pub mod verdict;
 pub mod words;
+pub mod yaml;

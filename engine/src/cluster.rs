@@ -148,7 +148,7 @@ mod tests {
     use crate::checks::testing::pod;
 
     fn controller(yaml: &str) -> Controller {
-        serde_yaml_ng::from_str(yaml).unwrap()
+        gates_core::yaml::from_str(yaml).unwrap()
     }
 
     #[test]

@@ -5,5 +5,6 @@ pub mod proxmox;
 pub mod retry;
 pub mod talos;
 mod transport;
+pub mod yaml;
 
 pub use retry::RetryPolicy;

@@ -53,13 +53,8 @@ pub const CRDS: &[(&str, &str)] = &[
 pub fn crds() -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
     for (path, text) in CRDS {
-        for doc in serde_yaml_ng::Deserializer::from_str(text) {
-            let value = <Value as serde::Deserialize>::deserialize(doc)
-                .map_err(|e| format!("{path}: {e}"))?;
-            if !value.is_null() {
-                out.push(value);
-            }
-        }
+        let docs: Vec<Value> = crate::yaml::documents(text).map_err(|e| format!("{path}: {e}"))?;
+        out.extend(docs);
     }
     Ok(out)
 }
@@ -86,7 +81,7 @@ pub fn manifests_yaml(world: &World, env: usize) -> String {
     let mut out = String::new();
     for object in manifests(world, env) {
         out.push_str("---\n");
-        out.push_str(&serde_yaml_ng::to_string(&object).unwrap_or_default());
+        out.push_str(&serde_saphyr::to_string(&object).unwrap_or_default());
     }
     out
 }
@@ -237,9 +232,7 @@ mod tests {
     fn the_yaml_stream_reads_back_as_the_same_objects() {
         let w = world("staging-today");
         let text = manifests_yaml(&w, 0);
-        let back: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&text)
-            .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
-            .collect();
+        let back: Vec<Value> = crate::yaml::documents(&text).unwrap();
         assert_eq!(back, manifests(&w, 0));
     }
 }

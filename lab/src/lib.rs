@@ -22,6 +22,7 @@ pub mod scenario;
 pub mod selector;
 pub mod truth;
 pub mod world;
+pub mod yaml;
 
 pub use runner::{Lab, LabError, LabFiles, LabOptions};
 

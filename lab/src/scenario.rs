@@ -4,7 +4,7 @@
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Deserialize;
-use serde_yaml_ng::Value as Yaml;
+use serde_json::Value as Yaml;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -527,7 +527,7 @@ impl Scenario {
     pub fn load(name: &str) -> Result<Scenario, ScenarioError> {
         let text = source_of(name)?;
         let value = resolve(name, &text, 0)?;
-        let scenario: Scenario = serde_yaml_ng::from_value(value)
+        let scenario: Scenario = serde_json::from_value(value)
             .map_err(|e| ScenarioError::Parse(name.into(), e.to_string()))?;
         scenario.validate()?;
         Ok(scenario)
@@ -536,7 +536,7 @@ impl Scenario {
     /// Parse scenario text directly (tests).
     pub fn from_yaml(label: &str, text: &str) -> Result<Scenario, ScenarioError> {
         let value = resolve(label, text, 0)?;
-        let scenario: Scenario = serde_yaml_ng::from_value(value)
+        let scenario: Scenario = serde_json::from_value(value)
             .map_err(|e| ScenarioError::Parse(label.into(), e.to_string()))?;
         scenario.validate()?;
         Ok(scenario)
@@ -695,9 +695,9 @@ fn resolve(label: &str, text: &str, depth: usize) -> Result<Yaml, ScenarioError>
     if depth > 4 {
         return Err(parse("`extends` nests too deeply".into()));
     }
-    let mut doc: Yaml = serde_yaml_ng::from_str(text).map_err(|e| parse(e.to_string()))?;
-    doc.apply_merge().map_err(|e| parse(e.to_string()))?;
-    let Some(map) = doc.as_mapping_mut() else {
+    // Merge keys (`<<: *base`) are resolved as the text is read.
+    let mut doc: Yaml = crate::yaml::from_str(text).map_err(|e| parse(e.to_string()))?;
+    let Some(map) = doc.as_object_mut() else {
         return Err(parse("a scenario is a mapping".into()));
     };
     let extends = map.remove("extends");
@@ -713,20 +713,18 @@ fn resolve(label: &str, text: &str, depth: usize) -> Result<Yaml, ScenarioError>
         .ok_or_else(|| parse("`extends` names a scenario".into()))?
         .to_string();
     let mut base = resolve(&base_name, &source_of(&base_name)?, depth + 1)?;
-    let own = doc.as_mapping().cloned().unwrap_or_default();
-    if let Some(bm) = base.as_mapping_mut() {
+    let own = doc.as_object().cloned().unwrap_or_default();
+    if let Some(bm) = base.as_object_mut() {
         for (k, v) in own {
             bm.insert(k, v);
         }
     }
     if let Some(sets) = sets {
         let sets = sets
-            .as_mapping()
+            .as_object()
             .ok_or_else(|| parse("`set` is a mapping of path: value".into()))?;
+        // A key written as a number or a bool is read as its text, and then names no path.
         for (path, value) in sets {
-            let path = path
-                .as_str()
-                .ok_or_else(|| parse("`set` keys are paths".into()))?;
             set_path(&mut base, path, value.clone())
                 .map_err(|m| parse(format!("set {path}: {m}")))?;
         }
@@ -767,9 +765,9 @@ fn set_path(doc: &mut Yaml, path: &str, value: Yaml) -> Result<(), String> {
     match last {
         Seg::Key(k) => {
             let m = cur
-                .as_mapping_mut()
+                .as_object_mut()
                 .ok_or(format!("{k}: parent is not a mapping"))?;
-            m.insert(Yaml::String(k.clone()), value);
+            m.insert(k.clone(), value);
         }
         other => *step(cur, other)? = value,
     }
@@ -787,7 +785,7 @@ fn step<'a>(cur: &'a mut Yaml, seg: &Seg) -> Result<&'a mut Yaml, String> {
         Seg::Key(k) => cur.get_mut(k.as_str()).ok_or(format!("no key {k}")),
         Seg::Index(i) => cur.get_mut(*i).ok_or(format!("no index {i}")),
         Seg::Find(k, v) => cur
-            .as_sequence_mut()
+            .as_array_mut()
             .ok_or(format!("[{k}={v}]: not a list"))?
             .iter_mut()
             .find(|e| e.get(k.as_str()).and_then(|x| x.as_str()) == Some(v.as_str()))

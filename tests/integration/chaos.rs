@@ -923,13 +923,13 @@ async fn sigint_during_the_outage_restores_before_exit_and_spares_the_other_envi
 
 #[test]
 fn the_nightly_ci_examples_run_chaos_then_always_recover_and_keep_the_junit() {
-    let read = |name: &str| -> serde_yaml_ng::Value {
+    let read = |name: &str| -> serde_json::Value {
         let text = std::fs::read_to_string(root().join("examples/ci").join(name)).unwrap();
-        serde_yaml_ng::from_str(&text).unwrap()
+        gates_core::yaml::from_str(&text).unwrap()
     };
     let github = read("github-actions-nightly-chaos.yml");
-    let steps = github["jobs"]["chaos"]["steps"].as_sequence().unwrap();
-    let run_of = |s: &serde_yaml_ng::Value| s["run"].as_str().unwrap_or_default().to_string();
+    let steps = github["jobs"]["chaos"]["steps"].as_array().unwrap();
+    let run_of = |s: &serde_json::Value| s["run"].as_str().unwrap_or_default().to_string();
     let chaos = steps
         .iter()
         .position(|s| run_of(s).contains("gates chaos staging --host auto --junit"))
@@ -959,7 +959,7 @@ fn the_nightly_ci_examples_run_chaos_then_always_recover_and_keep_the_junit() {
     let gitlab = read("gitlab-ci-nightly-chaos.yml");
     let job = &gitlab["chaos:staging"];
     let script: Vec<&str> = job["script"]
-        .as_sequence()
+        .as_array()
         .unwrap()
         .iter()
         .filter_map(|s| s.as_str())

@@ -24,7 +24,7 @@ fn snapshot() -> Vec<Value> {
 
 fn scenario() -> Value {
     let text = std::fs::read_to_string(root().join("fixtures/lab/staging-today.yaml")).unwrap();
-    let yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    let yaml: serde_json::Value = gates_core::yaml::from_str(&text).unwrap();
     let json = serde_json::to_value(yaml).unwrap();
     json["environments"][0].clone()
 }

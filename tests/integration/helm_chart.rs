@@ -100,10 +100,7 @@ fn run(helm: &Path, args: &[&str], values: &[String]) -> Output {
 pub fn template(helm: &Path, values: &[String]) -> Vec<Value> {
     let out = run(helm, &["template", "t", "--namespace", "default"], values);
     assert!(out.status.success(), "{}", stderr(&out));
-    serde_yaml_ng::Deserializer::from_str(&stdout(&out))
-        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
-        .filter(|doc: &Value| !doc.is_null())
-        .collect()
+    gates_core::yaml::documents(&stdout(&out)).unwrap()
 }
 
 fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -112,7 +109,7 @@ fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
 
 fn shipped_rules(file: &str) -> Value {
     let text = std::fs::read_to_string(root().join("deploy/rbac").join(file)).unwrap();
-    let role: Value = serde_yaml_ng::from_str(&text).unwrap();
+    let role: Value = gates_core::yaml::from_str(&text).unwrap();
     role["rules"].clone()
 }
 

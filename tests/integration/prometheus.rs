@@ -283,7 +283,7 @@ fn launch(bin: &Path, dir: tempfile::TempDir, extra: &[String]) -> Server {
 fn prometheus_env(url: &str, quantile: &str) -> (Environment, PrometheusLoad) {
     let mut env = env();
     env.capacity.basis = CapacityBasis::Prometheus;
-    let spec: PrometheusLoad = serde_yaml_ng::from_str(&format!(
+    let spec: PrometheusLoad = gates_core::yaml::from_str(&format!(
         "{{url: '{url}', window: 7d, step: 5m, quantile: {quantile}, max_gap_share: 0.05}}"
     ))
     .unwrap();

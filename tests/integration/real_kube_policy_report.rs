@@ -47,13 +47,13 @@ fn policy_report_crds() -> Vec<Value> {
     .iter()
     .map(|file| {
         let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        serde_yaml_ng::from_str(&text).unwrap()
+        gates_core::yaml::from_str(&text).unwrap()
     })
     .collect()
 }
 
 fn yaml_file(path: &Path) -> Value {
-    serde_yaml_ng::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    gates_core::yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// `gates check lab --policy-report --format json` with `extra` arguments.

@@ -355,9 +355,8 @@ fn the_positional_kustomize_renders_the_fixtures_as_kubectl_kustomize_does() {
             );
             continue;
         }
-        let expected: Vec<Value> = serde_yaml_ng::Deserializer::from_slice(&out.stdout)
-            .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
-            .collect();
+        let expected: Vec<Value> =
+            gates_core::yaml::documents(&String::from_utf8(out.stdout).unwrap()).unwrap();
         let ours =
             gates::repo::kustomize::render(&repo_root, &rel).unwrap_or_else(|e| panic!("{e}"));
         let ours: Vec<Value> = ours.objects.iter().map(|o| o.to_json()).collect();

@@ -263,7 +263,7 @@ mod tests {
 
     fn env() -> Environment {
         let mut env: Environment =
-            serde_yaml_ng::from_str("{chaos: {allowed: true, report_max_age: 2d}}").unwrap();
+            crate::yaml::from_str("{chaos: {allowed: true, report_max_age: 2d}}").unwrap();
         env.name = "staging".into();
         env
     }

@@ -302,7 +302,7 @@ mod tests {
     fn an_unreadable_proxmox_is_an_error_when_the_environment_has_a_proxmox_section() {
         let mut env = env();
         env.proxmox = Some(
-            serde_yaml_ng::from_str(
+            crate::yaml::from_str(
                 "{url: 'https://pve1:8006', token_id: 'a@pve!b', token_secret_env: X, insecure_tls: true, vms: {tags: [staging]}}",
             )
             .unwrap(),

@@ -475,7 +475,7 @@ mod tests {
     fn with_hosts(hosts: &[(&str, &str, &str)]) -> crate::config::Environment {
         let mut env = env();
         let access = env.proxmox.get_or_insert_with(|| {
-            serde_yaml_ng::from_str("{url: 'https://pve1:8006', token_id: 'a@pve!b'}").unwrap()
+            crate::yaml::from_str("{url: 'https://pve1:8006', token_id: 'a@pve!b'}").unwrap()
         });
         access.hosts = hosts
             .iter()

@@ -191,7 +191,7 @@ mod tests {
     struct GateFile {
         gate: u32,
         title: String,
-        environments: serde_yaml_ng::Value,
+        environments: serde_json::Value,
         checks: Vec<CheckSpec>,
     }
 
@@ -223,7 +223,7 @@ mod tests {
         let mut kinds_used = std::collections::BTreeSet::new();
         for (i, (file, text)) in GATE_FILES.iter().enumerate() {
             let gate: GateFile =
-                serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{file}: {e}"));
+                crate::yaml::from_str(text).unwrap_or_else(|e| panic!("{file}: {e}"));
             assert_eq!(gate.gate as usize, i + 1, "{file}");
             assert!(
                 gate.title.ends_with('.') && !gate.title.contains("open"),
@@ -241,7 +241,7 @@ mod tests {
                 );
             }
             let envs = &gate.environments;
-            assert!(envs.is_sequence() || envs.as_str() == Some("all"), "{file}");
+            assert!(envs.is_array() || envs.as_str() == Some("all"), "{file}");
         }
         assert_eq!(
             kinds_used.len(),
@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn gate_2_covers_every_controller_group_of_the_adr() {
-        let gate: GateFile = serde_yaml_ng::from_str(GATE_FILES[1].1).unwrap();
+        let gate: GateFile = crate::yaml::from_str(GATE_FILES[1].1).unwrap();
         let names: Vec<&str> = gate.checks.iter().filter_map(|c| c.instance()).collect();
         assert_eq!(
             names,
@@ -274,13 +274,13 @@ mod tests {
     #[test]
     fn unknown_parameters_and_kinds_are_rejected() {
         let bad: Result<CheckSpec, _> =
-            serde_yaml_ng::from_str("{kind: distinct-hosts, spread: host}");
+            crate::yaml::from_str("{kind: distinct-hosts, spread: host}");
         assert!(
             bad.unwrap_err()
                 .to_string()
                 .contains("unknown field `spread`")
         );
-        let bad: Result<CheckSpec, _> = serde_yaml_ng::from_str(
+        let bad: Result<CheckSpec, _> = crate::yaml::from_str(
             "{kind: replicated-controller, name: x, selector: {a: b}, replicas: 2}",
         );
         assert!(
@@ -288,14 +288,14 @@ mod tests {
                 .to_string()
                 .contains("unknown field `replicas`")
         );
-        let bad: Result<CheckSpec, _> = serde_yaml_ng::from_str("{kind: distinct-host}");
+        let bad: Result<CheckSpec, _> = crate::yaml::from_str("{kind: distinct-host}");
         assert!(
             bad.unwrap_err()
                 .to_string()
                 .contains("unknown variant `distinct-host`")
         );
         let ok: CheckSpec =
-            serde_yaml_ng::from_str("{kind: replicated-controller, name: x, selector: {a: b}}")
+            crate::yaml::from_str("{kind: replicated-controller, name: x, selector: {a: b}}")
                 .unwrap();
         match ok {
             CheckSpec::ReplicatedController(p) => assert_eq!(p.min_replicas, 2),

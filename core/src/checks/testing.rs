@@ -64,7 +64,7 @@ fn quantities(cpu: &str, memory: &str) -> BTreeMap<String, K8sQuantity> {
 
 /// The default environment (`staging`, 3 control planes, host label zone, margin 1/3).
 pub fn env() -> Environment {
-    let mut env: Environment = serde_yaml_ng::from_str("{}").expect("defaults parse");
+    let mut env: Environment = crate::yaml::from_str("{}").expect("defaults parse");
     env.name = "staging".to_string();
     env
 }

@@ -17,7 +17,7 @@ pub fn environment(name: &str, chaos: &str) -> Environment {
     let yaml = format!(
         "{{proxmox: {{url: 'https://127.0.0.1:1', fallback_urls: ['https://127.0.0.2:1'], token_id: 'gates@pve!chaos', token_secret_env: GATES_TEST_UNSET, insecure_tls: true}}, chaos: {{{chaos}}}}}"
     );
-    let mut env: Environment = serde_yaml_ng::from_str(&yaml).expect("test environment parses");
+    let mut env: Environment = gates_core::yaml::from_str(&yaml).expect("test environment parses");
     env.name = name.to_string();
     env.file = PathBuf::from(format!("environments/{name}.yaml"));
     env

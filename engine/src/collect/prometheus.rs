@@ -479,7 +479,7 @@ mod tests {
 
     #[test]
     fn the_window_ends_on_a_whole_step_and_spans_the_setting() {
-        let mut spec: PrometheusLoad = serde_yaml_ng::from_str("url: http://p:9090").unwrap();
+        let mut spec: PrometheusLoad = gates_core::yaml::from_str("url: http://p:9090").unwrap();
         spec.window = crate::config::Duration::from_secs(3600);
         let end = gates_core::load::time(1_733_400_123_456);
         let w = window(&spec, end);

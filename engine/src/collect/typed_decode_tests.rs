@@ -130,7 +130,7 @@ fn a_yaml_snapshot_types_the_same_as_its_json() {
     let value: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("fixture"))
         .expect("fixture JSON");
     let yaml = dir.path().join("staging-today.yaml");
-    std::fs::write(&yaml, serde_yaml_ng::to_string(&value).expect("YAML")).expect("written");
+    std::fs::write(&yaml, serde_saphyr::to_string(&value).expect("YAML")).expect("written");
     assert_eq!(
         through_text(std::slice::from_ref(&yaml)),
         through_values(std::slice::from_ref(&json))

@@ -37,7 +37,7 @@ pub enum AddressSpecError {
 /// with it, without the resource id (the caller names the resource).
 pub fn parse_address_spec(id: &str, yaml: &str) -> Result<NodeAddress, AddressSpecError> {
     let spec: AddressSpec =
-        serde_yaml_ng::from_str(yaml).map_err(|e| AddressSpecError::NotYaml(e.to_string()))?;
+        crate::yaml::from_str(yaml).map_err(|e| AddressSpecError::NotYaml(e.to_string()))?;
     let (address, prefix_len) = parse_cidr(&spec.address)?;
     Ok(NodeAddress {
         id: id.to_string(),

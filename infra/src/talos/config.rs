@@ -28,8 +28,9 @@ pub enum TalosConfigError {
     #[error("talosconfig {path} is not valid YAML for a talosconfig: {source}")]
     Parse {
         path: PathBuf,
+        /// Boxed: serde-saphyr's error is large (clippy `result_large_err`).
         #[source]
-        source: serde_yaml_ng::Error,
+        source: Box<serde_saphyr::Error>,
     },
     #[error("talosconfig {path} names no context: set `talos.context` in the environment file")]
     NoContext { path: PathBuf },
@@ -379,11 +380,10 @@ pub fn parse_context(
     text: &str,
     context: Option<&str>,
 ) -> Result<TalosContext, TalosConfigError> {
-    let raw: RawConfig =
-        serde_yaml_ng::from_str(text).map_err(|source| TalosConfigError::Parse {
-            path: path.to_path_buf(),
-            source,
-        })?;
+    let raw: RawConfig = crate::yaml::from_str(text).map_err(|source| TalosConfigError::Parse {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+    })?;
     let name = match context.map(str::to_string).or(raw.context.clone()) {
         Some(n) if !n.is_empty() => n,
         _ => {

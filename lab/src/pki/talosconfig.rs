@@ -66,7 +66,7 @@ struct Context<'a> {
 pub fn talosconfig_yaml(
     current: &str,
     contexts: &[TalosContext],
-) -> Result<String, serde_yaml_ng::Error> {
+) -> Result<String, serde_saphyr::SerializeError> {
     let file = File {
         context: current,
         contexts: contexts
@@ -85,5 +85,10 @@ pub fn talosconfig_yaml(
             })
             .collect(),
     };
-    serde_yaml_ng::to_string(&file)
+    // Each base64 PEM on one plain line, as this file was written before serde-saphyr: by
+    // default it writes a string over 80 characters as a folded `>-` block scalar, which
+    // reads back the same but changes the file's look for no reader's benefit.
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.prefer_block_scalars = false;
+    serde_saphyr::to_string_with_options(&file, options)
 }

@@ -117,7 +117,7 @@ fn talosconfig_holds_base64_pem_per_context() {
     let ctx = TalosContext::new("lab", vec!["127.77.1.1".into()], &ca, &admin);
     let prod = TalosContext::new("lab-production", vec!["127.77.1.4".into()], &ca, &admin);
     let yaml = talosconfig_yaml("lab", &[ctx, prod]).expect("yaml");
-    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&yaml).expect("parse");
+    let doc: serde_json::Value = crate::yaml::from_str(&yaml).expect("parse");
     assert_eq!(doc["context"].as_str(), Some("lab"));
     let lab = &doc["contexts"]["lab"];
     assert_eq!(lab["endpoints"][0].as_str(), Some("127.77.1.1"));
@@ -133,5 +133,27 @@ fn talosconfig_holds_base64_pem_per_context() {
         .decode(lab["ca"].as_str().expect("ca"))
         .expect("b64");
     assert_eq!(String::from_utf8(ca_pem).expect("utf8"), ca.cert_pem());
-    assert!(doc["contexts"]["lab-production"].is_mapping());
+    assert!(doc["contexts"]["lab-production"].is_object());
+}
+
+#[test]
+fn talosconfig_writes_each_pem_on_one_plain_line() {
+    let ca = CertificateAuthority::new(CaKind::Talos).expect("ca");
+    let admin = ca.talos_admin_cert().expect("admin");
+    let ctx = TalosContext::new("lab", vec!["127.77.1.1".into()], &ca, &admin);
+    let yaml = talosconfig_yaml("lab", &[ctx]).expect("yaml");
+    for field in ["ca", "crt", "key"] {
+        let line = yaml
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{field}: ")))
+            .unwrap_or_else(|| panic!("{field} in {yaml}"));
+        let value = line.trim_start()[field.len() + 2..].to_string();
+        assert!(value.len() > 80, "{line}");
+        assert!(
+            value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+/=".contains(c)),
+            "{line}"
+        );
+    }
 }

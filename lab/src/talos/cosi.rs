@@ -316,7 +316,7 @@ mod tests {
         assert!(vip.contains("family: inet4\n"), "{vip}");
         let lo = address_yaml(&addr("lo", "127.0.0.1", 8));
         assert!(lo.contains("scope: host\n"), "{lo}");
-        let parsed: serde_yaml_ng::Value = serde_yaml_ng::from_str(&vip).expect("valid YAML");
+        let parsed: serde_json::Value = crate::yaml::from_str(&vip).expect("valid YAML");
         assert_eq!(parsed["address"].as_str(), Some("127.9.2.1/32"));
         assert_eq!(parsed["flags"].as_str(), Some("permanent"));
     }

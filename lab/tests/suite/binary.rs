@@ -59,7 +59,7 @@ fn runs_until_sigterm() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(state.join("kubeconfig").exists() && state.join("talosconfig").exists());
-    let env: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+    let env: serde_json::Value = gates_lab::yaml::from_str(
         &std::fs::read_to_string(dir.path().join("env/lab.yaml")).expect("env"),
     )
     .expect("yaml");

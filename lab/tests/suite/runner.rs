@@ -6,9 +6,9 @@ use crate::common;
 async fn writes_client_files_and_stops_cleanly() {
     let (lab, dir) = common::start("adr-007", 80, 1.0).await;
     let kc = std::fs::read_to_string(&lab.files.kubeconfig).expect("kubeconfig");
-    let kc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&kc).expect("yaml");
+    let kc: serde_json::Value = gates_lab::yaml::from_str(&kc).expect("yaml");
     let contexts: Vec<&str> = kc["contexts"]
-        .as_sequence()
+        .as_array()
         .expect("contexts")
         .iter()
         .filter_map(|c| c["name"].as_str())
@@ -27,7 +27,7 @@ async fn writes_client_files_and_stops_cleanly() {
         Some(lab.api_url(1).as_str())
     );
 
-    let env: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+    let env: serde_json::Value = gates_lab::yaml::from_str(
         &std::fs::read_to_string(dir.path().join("env/lab.yaml")).expect("env"),
     )
     .expect("yaml");
@@ -43,7 +43,7 @@ async fn writes_client_files_and_stops_cleanly() {
     );
     assert_eq!(env["ingress"]["urls"][0]["host"], "whoami.lab.internal");
     assert_eq!(
-        env["talos"]["endpoints"].as_sequence().map(|e| e.len()),
+        env["talos"]["endpoints"].as_array().map(|e| e.len()),
         Some(3)
     );
     assert_eq!(env["proxmox"]["token_id"], "gates@pve!lab");
@@ -56,19 +56,19 @@ async fn writes_client_files_and_stops_cleanly() {
         let p = std::path::PathBuf::from(key.as_str().expect("path"));
         assert!(p.is_absolute() && p.exists(), "{}", p.display());
     }
-    let prod: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+    let prod: serde_json::Value = gates_lab::yaml::from_str(
         &std::fs::read_to_string(dir.path().join("env/lab-production.yaml")).expect("env"),
     )
     .expect("yaml");
     assert_eq!(prod["like"], "production");
     assert_eq!(prod["proxmox"]["vms"]["tags"][0], "production");
-    let tc: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+    let tc: serde_json::Value = gates_lab::yaml::from_str(
         &std::fs::read_to_string(&lab.files.talosconfig).expect("talosconfig"),
     )
     .expect("yaml");
     assert!(
         tc["contexts"]["lab-production"]["endpoints"]
-            .as_sequence()
+            .as_array()
             .is_some_and(|e| e.len() == 3)
     );
     let token = std::fs::read_to_string(&lab.files.proxmox_token).expect("token");

@@ -310,7 +310,7 @@ async fn cosi_serves_addresses_and_the_vip_only_on_its_holder() {
     );
     assert!(md.created.is_some() && md.updated.is_some());
     let yaml = &listed[1].spec.as_ref().expect("spec").yaml_spec;
-    let spec: serde_yaml_ng::Value = serde_yaml_ng::from_str(yaml).expect("yaml");
+    let spec: serde_json::Value = gates_lab::yaml::from_str(yaml).expect("yaml");
     assert_eq!(
         spec["address"].as_str(),
         Some(format!("{}/24", nodes.ip(1)).as_str())

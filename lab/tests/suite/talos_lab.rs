@@ -11,7 +11,7 @@ use gates_lab::pki::relabel_private_key;
 use gates_lab::{Lab, LabOptions};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
-fn field(ctx: &serde_yaml_ng::Value, key: &str) -> String {
+fn field(ctx: &serde_json::Value, key: &str) -> String {
     let b64 = ctx[key].as_str().unwrap_or_else(|| panic!("{key} missing"));
     String::from_utf8(STANDARD.decode(b64).expect("base64")).expect("utf8 PEM")
 }
@@ -29,7 +29,7 @@ async fn the_lab_talosconfig_reaches_every_control_plane_endpoint() {
     .await
     .expect("lab starts");
     let text = std::fs::read_to_string(&lab.files.talosconfig).expect("talosconfig");
-    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).expect("yaml");
+    let doc: serde_json::Value = gates_lab::yaml::from_str(&text).expect("yaml");
     let current = doc["context"].as_str().expect("context").to_string();
     let ctx = &doc["contexts"][current.as_str()];
     let (ca, crt, key) = (field(ctx, "ca"), field(ctx, "crt"), field(ctx, "key"));
@@ -38,7 +38,7 @@ async fn the_lab_talosconfig_reaches_every_control_plane_endpoint() {
         "Talos key label"
     );
     let endpoints: Vec<String> = ctx["endpoints"]
-        .as_sequence()
+        .as_array()
         .expect("endpoints")
         .iter()
         .filter_map(|e| e.as_str().map(str::to_string))

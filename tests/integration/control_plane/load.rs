@@ -17,7 +17,7 @@ use crate::support::root;
 pub fn reader_role() -> Value {
     let path = root().join("deploy/rbac/gates-reader.yaml");
     let text = std::fs::read_to_string(&path).expect("deploy/rbac/gates-reader.yaml is readable");
-    serde_yaml_ng::from_str(&text).expect("deploy/rbac/gates-reader.yaml is one YAML document")
+    gates_core::yaml::from_str(&text).expect("deploy/rbac/gates-reader.yaml is one YAML document")
 }
 
 /// The shipped role without `resource` of `group` (for the narrower identity).

@@ -22,9 +22,9 @@ fn assert_schema_valid(schema: &str, file: &str) {
     );
 }
 
-fn example(name: &str) -> serde_yaml_ng::Value {
+fn example(name: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(root().join("examples/ci").join(name)).unwrap();
-    serde_yaml_ng::from_str(&text).unwrap()
+    gates_core::yaml::from_str(&text).unwrap()
 }
 
 #[test]
@@ -35,16 +35,16 @@ fn the_github_workflow_validates_publishes_a_test_report_and_keeps_secrets_out_o
     );
     let workflow = example("github-actions-nightly-chaos.yml");
     let permissions = workflow["permissions"]
-        .as_mapping()
+        .as_object()
         .expect("top-level permissions");
     for (scope, level) in permissions {
-        let (scope, level) = (scope.as_str().unwrap(), level.as_str().unwrap());
+        let (scope, level) = (scope.as_str(), level.as_str().unwrap());
         assert!(
             level == "read" || (scope == "checks" && level == "write"),
             "{scope}: {level} is more than the workflow needs"
         );
     }
-    let steps = workflow["jobs"]["chaos"]["steps"].as_sequence().unwrap();
+    let steps = workflow["jobs"]["chaos"]["steps"].as_array().unwrap();
     let uses = |prefix: &str| {
         steps
             .iter()
@@ -106,7 +106,7 @@ fn the_gitlab_snippet_validates_keeps_the_stages_and_reports_check_and_chaos() {
     );
     let chaos = &ci["chaos:staging"];
     let junit: Vec<&str> = chaos["artifacts"]["reports"]["junit"]
-        .as_sequence()
+        .as_array()
         .unwrap()
         .iter()
         .filter_map(|v| v.as_str())
@@ -115,7 +115,7 @@ fn the_gitlab_snippet_validates_keeps_the_stages_and_reports_check_and_chaos() {
         junit.contains(&"reports/check-staging.xml")
             && junit.contains(&"reports/chaos-staging.xml")
     );
-    let minutes = |v: &serde_yaml_ng::Value| -> u64 {
+    let minutes = |v: &serde_json::Value| -> u64 {
         let text = v.as_str().unwrap().replace(' ', "");
         humantime::parse_duration(&text).unwrap().as_secs() / 60
     };
@@ -136,7 +136,7 @@ fn the_gitlab_snippet_validates_keeps_the_stages_and_reports_check_and_chaos() {
             .contains("gates recover staging")
     );
     let script_lines: Vec<&str> = chaos["script"]
-        .as_sequence()
+        .as_array()
         .unwrap()
         .iter()
         .filter_map(|s| s.as_str())
@@ -161,17 +161,17 @@ fn the_pull_request_workflow_validates_uploads_the_sarif_and_then_fails_as_gates
     assert!(workflow["on"].get("pull_request").is_some());
     let job = &workflow["jobs"]["repository-trials"];
     let permissions: Vec<(&str, &str)> = job["permissions"]
-        .as_mapping()
+        .as_object()
         .expect("job permissions")
         .iter()
-        .map(|(k, v)| (k.as_str().unwrap(), v.as_str().unwrap()))
+        .map(|(k, v)| (k.as_str(), v.as_str().unwrap()))
         .collect();
     assert_eq!(
         permissions,
         [("contents", "read"), ("security-events", "write")],
         "what upload-sarif needs, and no more"
     );
-    let steps = job["steps"].as_sequence().unwrap();
+    let steps = job["steps"].as_array().unwrap();
     let gates = steps
         .iter()
         .position(|s| {
@@ -226,7 +226,7 @@ fn the_pull_request_workflow_validates_uploads_the_sarif_and_then_fails_as_gates
     let exit_code = format!("steps.{id}.outputs.");
     assert!(
         last["env"]
-            .as_mapping()
+            .as_object()
             .unwrap()
             .values()
             .any(|v| v.as_str().is_some_and(|v| v.contains(&exit_code))),

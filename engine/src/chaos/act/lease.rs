@@ -595,7 +595,7 @@ mod tests {
     fn the_local_lock_is_per_environment_and_cluster_not_per_journal() {
         let mut lab = environment("lab", "allowed: true");
         assert_eq!(lock_name(&lab), "chaos-lab-127.0.0.1_1.lock");
-        lab.api = serde_yaml_ng::from_str("{endpoint: 'https://10.0.50.10:6443'}").unwrap();
+        lab.api = gates_core::yaml::from_str("{endpoint: 'https://10.0.50.10:6443'}").unwrap();
         assert_eq!(lock_name(&lab), "chaos-lab-10.0.50.10_6443.lock");
     }
 }

@@ -45,7 +45,7 @@ pub fn ctx_parts() -> CtxParts {
 
 pub fn timings() -> Timings {
     Timings::of(
-        &serde_yaml_ng::from_str("{sample_interval: 100ms}").unwrap(),
+        &gates_core::yaml::from_str("{sample_interval: 100ms}").unwrap(),
         false,
     )
 }

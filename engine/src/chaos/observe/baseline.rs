@@ -58,7 +58,7 @@ mod tests {
 
     fn timings() -> Timings {
         Timings::of(
-            &serde_yaml_ng::from_str("{sample_interval: 100ms}").unwrap(),
+            &gates_core::yaml::from_str("{sample_interval: 100ms}").unwrap(),
             false,
         )
     }

@@ -100,7 +100,7 @@ mod tests {
         };
         let probes = vec![probe("api", budget(2, 3), origin, answer)];
         let timings = Timings::of(
-            &serde_yaml_ng::from_str("{sample_interval: 100ms}").unwrap(),
+            &gates_core::yaml::from_str("{sample_interval: 100ms}").unwrap(),
             false,
         );
         let observers = Observers::start(&ctx, &probes, &timings, None, None, &Events::default());

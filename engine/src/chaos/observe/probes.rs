@@ -480,7 +480,7 @@ mod tests {
         let client = kube::Client::try_from(config).unwrap();
         let pods = SharedPods::new(client, Duration::from_millis(50));
         let coredns: Controller =
-            serde_yaml_ng::from_str("{name: coredns, selector: {k8s-app: kube-dns}}").unwrap();
+            gates_core::yaml::from_str("{name: coredns, selector: {k8s-app: kube-dns}}").unwrap();
         let started = tokio::time::Instant::now();
         let observation = workload(&pods, &coredns, Duration::from_millis(300)).await;
         assert!(
@@ -534,7 +534,7 @@ mod tests {
         let client = kube::Client::try_from(config).unwrap();
         let pods = SharedPods::new(client, Duration::from_millis(50));
         let coredns: Controller =
-            serde_yaml_ng::from_str("{name: coredns, selector: {k8s-app: kube-dns}}").unwrap();
+            gates_core::yaml::from_str("{name: coredns, selector: {k8s-app: kube-dns}}").unwrap();
         let before = {
             let (pods, coredns) = (pods.clone(), coredns.clone());
             tokio::spawn(async move { workload(&pods, &coredns, Duration::from_secs(3)).await })
@@ -567,7 +567,7 @@ mod tests {
         let client = kube::Client::try_from(config).unwrap();
         let pods = SharedPods::new(client, Duration::from_millis(50));
         let coredns: Controller =
-            serde_yaml_ng::from_str("{name: coredns, selector: {k8s-app: kube-dns}}").unwrap();
+            gates_core::yaml::from_str("{name: coredns, selector: {k8s-app: kube-dns}}").unwrap();
         let observation = workload(&pods, &coredns, Duration::from_secs(5)).await;
         assert!(
             matches!(&observation, Observation::Unknown(why) if why.contains("the API did not answer")),

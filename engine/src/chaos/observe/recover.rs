@@ -102,7 +102,7 @@ mod tests {
             origin,
         };
         let timings = Timings::of(
-            &serde_yaml_ng::from_str("{sample_interval: 1s, recovery_timeout: 30s}").unwrap(),
+            &gates_core::yaml::from_str("{sample_interval: 1s, recovery_timeout: 30s}").unwrap(),
             false,
         );
         let observers = Observers::start(&ctx, &[], &timings, None, None, &Events::default());

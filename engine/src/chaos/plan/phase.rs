@@ -235,7 +235,7 @@ mod tests {
     #[test]
     fn the_plan_names_every_vm_probe_and_the_deadline_and_every_refusal() {
         let env = environment("lab", "allowed: true");
-        let spec: ChaosSpec = serde_yaml_ng::from_str("{allowed: true, outage: 6m}").unwrap();
+        let spec: ChaosSpec = gates_core::yaml::from_str("{allowed: true, outage: 6m}").unwrap();
         let probes = vec![probe(
             "api-vip-new-connection",
             budget(90, 120),

@@ -152,7 +152,7 @@ mod tests {
     use crate::verdict::Finding;
 
     fn coredns() -> Controller {
-        serde_yaml_ng::from_str("{name: coredns, selector: {k8s-app: kube-dns}}").unwrap()
+        gates_core::yaml::from_str("{name: coredns, selector: {k8s-app: kube-dns}}").unwrap()
     }
 
     fn trial(gate: u32, finding: Finding) -> TrialResult {

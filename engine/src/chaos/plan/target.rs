@@ -278,7 +278,7 @@ mod tests {
     use crate::state::{Placement, ProxmoxHost, ProxmoxVm};
 
     fn env(name: &str) -> Environment {
-        let mut env: Environment = serde_yaml_ng::from_str("{}").unwrap();
+        let mut env: Environment = gates_core::yaml::from_str("{}").unwrap();
         env.name = name.into();
         env
     }

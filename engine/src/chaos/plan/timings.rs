@@ -64,7 +64,7 @@ mod tests {
     use super::*;
 
     fn spec(yaml: &str) -> ChaosSpec {
-        serde_yaml_ng::from_str(yaml).unwrap()
+        gates_core::yaml::from_str(yaml).unwrap()
     }
 
     #[test]

@@ -487,7 +487,7 @@ mod tests {
             let (ours, exprs) = placeholders(&render(&text, &v).unwrap(), Some(&v)).unwrap();
             assert!(exprs.is_empty());
             assert_eq!(ours.lines().count(), text.lines().count(), "{role}");
-            let parse = |t: &str| serde_yaml_ng::from_str::<serde_yaml_ng::Value>(t).unwrap();
+            let parse = |t: &str| gates_core::yaml::from_str::<serde_json::Value>(t).unwrap();
             assert_eq!(
                 parse(&ours),
                 parse(&theirs),
