@@ -67,6 +67,7 @@ mod tests {
         let err = super::from_str::<Value>("a: !secret x\n").unwrap_err();
         assert!(err.to_string().contains("!secret"), "{err}");
         assert!(super::from_str::<Value>("a: .inf\n").is_err());
+        assert!(super::from_str::<Value>("~: x\n").is_err());
         let v: Value = super::from_str("base: &b {x: 1, y: 1}\nm: {<<: *b, y: 2}\n").unwrap();
         assert_eq!(v["m"], json!({"x": 1, "y": 2}));
         let docs: Vec<Value> = super::documents("a: 1\n---\n---\n~\n---\nb: 2\n").unwrap();
