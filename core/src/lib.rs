@@ -7,6 +7,7 @@
 //! dependencies (`tests/purity.rs` proves it against `cargo tree`).
 
 pub mod checks;
+pub mod cluster;
 pub mod config;
 pub mod exit;
 pub mod guard;

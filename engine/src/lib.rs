@@ -4,7 +4,6 @@
 
 pub mod chaos;
 pub mod check;
-pub mod cluster;
 pub mod collect;
 pub mod config;
 pub mod fleet;
@@ -19,4 +18,4 @@ pub mod selection;
 pub mod watch;
 
 // The pure core, under the paths this code has always used.
-pub use gates_core::{checks, hostloss, quantity, selector, state, verdict, words};
+pub use gates_core::{checks, cluster, hostloss, quantity, selector, state, verdict, words};

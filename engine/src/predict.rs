@@ -9,7 +9,7 @@ use crate::state::State;
 
 /// The controllers the gates protect by name, as the host-loss model takes them.
 pub fn protected(config: &Config) -> Vec<ProtectedRef> {
-    crate::cluster::protected_controllers(config)
+    crate::cluster::protected_controllers(&config.gates)
         .into_iter()
         .map(|c| ProtectedRef {
             name: c.name,

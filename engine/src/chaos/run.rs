@@ -223,7 +223,7 @@ async fn execute(
     ctx.log(&format!("journal: {}", path.display()));
     let api = ApiWatch {
         client: p.kube.clone(),
-        controllers: cluster::protected_controllers(run.config),
+        controllers: cluster::protected_controllers(&run.config.gates),
     };
     let vip = vip_watch(&p.clients, &p.pre.state);
     let mut observers = Observers::start(&ctx, &p.probes, &timings, Some(api), vip, &events);

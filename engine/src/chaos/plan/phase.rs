@@ -47,7 +47,7 @@ pub async fn preflight(config: &Config, env: &Environment, clients: &Clients) ->
         })
         .collect();
     let gate_results = runner::evaluate(&gated, env, &state);
-    let controllers = cluster::protected_controllers(config);
+    let controllers = cluster::protected_controllers(&config.gates);
     let refusals = preflight::refusals(&state, &gate_results, &controllers);
     Preflight { state, refusals }
 }
@@ -136,7 +136,7 @@ pub fn probes(
         env,
         access: &clients.access,
         kube: clients.kube.as_ref().ok().cloned(),
-        controllers: cluster::protected_controllers(config),
+        controllers: cluster::protected_controllers(&config.gates),
         talos: clients.talos.clone(),
         surviving_talos: surviving,
         etcd_members: members,

@@ -4,18 +4,17 @@
 
 use std::collections::BTreeSet;
 
-use gates_core::state::Pod;
 use k8s_openapi::api::core::v1::Node;
 
 use crate::checks::CheckSpec;
 use crate::checks::replicated_controller::Params as Controller;
-use crate::config::Config;
-use crate::state::{LonghornVolume, TalosState};
+use crate::config::Gate;
+use crate::state::{LonghornVolume, Pod, TalosState};
 
-/// The controllers the `chaos-protected` gate (gate 2 of ADR 007) names.
-pub fn protected_controllers(config: &Config) -> Vec<Controller> {
-    config
-        .gates
+/// The controllers the `chaos-protected` gate (gate 2 of ADR 007) names, among `gates` (the
+/// configuration's).
+pub fn protected_controllers(gates: &[Gate]) -> Vec<Controller> {
+    gates
         .iter()
         .filter(|g| g.has(crate::config::GateRole::ChaosProtected))
         .flat_map(|g| g.checks.iter())
