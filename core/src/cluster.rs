@@ -147,7 +147,7 @@ mod tests {
     use crate::checks::testing::pod;
 
     fn controller(yaml: &str) -> Controller {
-        gates_core::yaml::from_str(yaml).unwrap()
+        crate::yaml::from_str(yaml).unwrap()
     }
 
     #[test]

@@ -1,21 +1,30 @@
-//! Each check kind declares the parts of the state it reads (`gates watch` re-evaluates a
-//! trial only when one of them changes, and turns it into an error when one goes stale):
-//! on every fixture snapshot, withholding a part a kind does not declare leaves each of its
-//! trials' findings as they were. A kind that reads an undeclared part fails here.
+//! What each trial reads, over every fixture snapshot and both configured environments:
+//!
+//! - each check kind declares the parts of the state it reads (`gates watch` re-evaluates a
+//!   trial only when one of them changes, and turns it into an error when one goes stale):
+//!   withholding a part a kind does not declare leaves each of its trials' findings as they
+//!   were, so a kind that reads an undeclared part fails here;
+//! - the indexes the trials of one evaluation share (`gates_core::checks::Indexes`) only make
+//!   lookups quicker: each trial's finding with them equals its finding when every list is
+//!   read whole.
 
 use std::path::{Path, PathBuf};
 
+use gates_core::checks::{Context, Indexes};
+use gates_core::config::Environment;
+use gates_core::state::State;
 use gates_engine::config::Config;
+use gates_engine::runner::TrialSpec;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-#[test]
-fn every_check_kind_declares_every_part_of_the_state_it_reads() {
+/// Calls `each` with every fixture snapshot that reads, in both environments, once per
+/// environment with all its trials; returns how many trials there were.
+fn each_fixture(mut each: impl FnMut(&Path, &Environment, &[TrialSpec], &State)) -> usize {
     let config = Config::load(&root().join("gates"), &[]).expect("the project's config");
-    let mut judged = 0;
-    let mut undeclared = Vec::new();
+    let mut trials = 0;
     for entry in std::fs::read_dir(root().join("fixtures/snapshots")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_none_or(|e| e != "json") {
@@ -28,23 +37,58 @@ fn every_check_kind_declares_every_part_of_the_state_it_reads() {
         };
         for env in ["staging", "production"] {
             let env = config.environment(env).unwrap();
-            for spec in gates_engine::runner::trials(&config, env) {
-                judged += 1;
-                let missing = gates_core::checks::testing::undeclared_inputs(
-                    &spec.check,
-                    env,
-                    &snapshot.state,
-                );
-                if !missing.is_empty() {
-                    undeclared.push(format!("{} on {}: {missing:?}", spec.name, path.display()));
-                }
-            }
+            let specs = gates_engine::runner::trials(&config, env);
+            trials += specs.len();
+            each(&path, env, &specs, &snapshot.state);
         }
     }
+    trials
+}
+
+#[test]
+fn every_check_kind_declares_every_part_of_the_state_it_reads() {
+    let mut undeclared = Vec::new();
+    let judged = each_fixture(|path, env, specs, state| {
+        for spec in specs {
+            let missing = gates_core::checks::testing::undeclared_inputs(&spec.check, env, state);
+            if !missing.is_empty() {
+                undeclared.push(format!("{} on {}: {missing:?}", spec.name, path.display()));
+            }
+        }
+    });
     assert!(judged > 100, "{judged} trials judged");
     assert!(
         undeclared.is_empty(),
         "read but not declared:\n{}",
         undeclared.join("\n")
     );
+}
+
+#[test]
+fn every_trial_finds_the_same_with_the_shared_indexes_as_reading_each_list_whole() {
+    let mut differ = Vec::new();
+    let judged = each_fixture(|path, env, specs, state| {
+        // One set of indexes for all the trials, as an evaluation shares them.
+        let indexed = Indexes::new(state);
+        for spec in specs {
+            let with = |indexes: &Indexes<'_>| {
+                serde_json::to_value(spec.check.evaluate(Context {
+                    env,
+                    state,
+                    indexes,
+                }))
+                .unwrap()
+            };
+            let (fast, whole) = (with(&indexed), with(&Indexes::unindexed(state)));
+            if fast != whole {
+                differ.push(format!(
+                    "{} on {}:\n  indexed: {fast}\n  whole:   {whole}",
+                    spec.name,
+                    path.display()
+                ));
+            }
+        }
+    });
+    assert!(judged > 100, "{judged} trials judged");
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
