@@ -112,64 +112,44 @@ pub async fn run(
         require_all: false,
     };
     let mut evaluator = Evaluator::new(&specs, &env);
-    // The slow trials run away from this loop, so a change that arrives meanwhile is
-    // evaluated at once instead of waiting for the prediction of the change before.
-    let mut background: Option<tokio::task::JoinHandle<SlowDone>> = None;
-    let publish_now = |evaluator: &Evaluator, reevaluated: Vec<String>, took: Duration| {
-        let record = Judged {
-            collect_time: took,
-            ..judged
-        }
-        .record(
-            crate::state::provenance::Provenance::of(
-                &env,
-                &evaluator.state,
-                evaluator.state.collected_at,
-            ),
-            evaluator.state.source.clone(),
-            evaluator.results.clone(),
-            &[],
-        );
-        let evaluation = publish.borrow().as_ref().map_or(0, |p| p.evaluation + 1);
-        publish.send_replace(Some(Arc::new(Published {
-            record,
-            sources: shared.health(),
-            ready: shared.ready(),
-            evaluation,
-            reevaluated,
-            at: Utc::now(),
-        })));
-    };
     loop {
         tokio::select! {
             _ = shared.changed.notified() => tokio::time::sleep(options.debounce).await,
-            done = async { background.as_mut().expect("guarded by the branch's condition").await },
-                if background.is_some() => {
-                background = None;
-                let done = match done {
-                    Ok(done) => done,
-                    Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-                    Err(_) => continue,
-                };
-                let took = done.took;
-                let names = evaluator.finish(done);
-                publish_now(&evaluator, names, took);
-                background = evaluator.start_slow().map(|job| tokio::task::spawn_blocking(move || job.run()));
-                continue;
-            }
             // Staleness comes with time alone.
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
         let started = Instant::now();
-        let Some(reevaluated) = evaluator.step(&shared, options.stale_after) else {
+        let publish_now = |evaluator: &Evaluator, reevaluated: Vec<String>| {
+            let record = Judged {
+                collect_time: started.elapsed(),
+                ..judged
+            }
+            .record(
+                crate::state::provenance::Provenance::of(
+                    &env,
+                    &evaluator.state,
+                    evaluator.state.collected_at,
+                ),
+                evaluator.state.source.clone(),
+                evaluator.results.clone(),
+                &[],
+            );
+            let evaluation = publish.borrow().as_ref().map_or(0, |p| p.evaluation + 1);
+            publish.send_replace(Some(Arc::new(Published {
+                record,
+                sources: shared.health(),
+                ready: shared.ready(),
+                evaluation,
+                reevaluated,
+                at: Utc::now(),
+            })));
+        };
+        let Some(reevaluated) = evaluator.step(&shared, options.stale_after, |e, quick| {
+            publish_now(e, quick)
+        }) else {
             continue;
         };
-        publish_now(&evaluator, reevaluated, started.elapsed());
-        if background.is_none() {
-            background = evaluator
-                .start_slow()
-                .map(|job| tokio::task::spawn_blocking(move || job.run()));
-        }
+        publish_now(&evaluator, reevaluated);
     }
 }
 
@@ -181,38 +161,6 @@ pub struct Evaluator<'a> {
     pub results: Vec<TrialResult>,
     stale: BTreeSet<Input>,
     first: bool,
-    /// The slow trials whose inputs changed since their last evaluation began.
-    slow_due: BTreeSet<usize>,
-}
-
-/// Slow trials to evaluate away from the watch's loop, over a copy of the state as it was
-/// when they were due.
-pub struct SlowJob {
-    chosen: Vec<usize>,
-    specs: Vec<TrialSpec>,
-    env: crate::config::Environment,
-    state: State,
-}
-
-impl SlowJob {
-    /// Evaluate; blocking (the host-loss prediction takes most of a second at 5,000 nodes).
-    pub fn run(self) -> SlowDone {
-        let started = Instant::now();
-        let specs: Vec<&TrialSpec> = self.specs.iter().collect();
-        let results = runner::evaluate(&specs, &self.env, &self.state);
-        SlowDone {
-            chosen: self.chosen,
-            results,
-            took: started.elapsed(),
-        }
-    }
-}
-
-/// What a [`SlowJob`] found.
-pub struct SlowDone {
-    chosen: Vec<usize>,
-    results: Vec<TrialResult>,
-    took: Duration,
 }
 
 impl<'a> Evaluator<'a> {
@@ -228,79 +176,74 @@ impl<'a> Evaluator<'a> {
             results: Vec::new(),
             stale: BTreeSet::new(),
             first: true,
-            slow_due: BTreeSet::new(),
         }
     }
 
-    /// Take what changed and re-evaluate the quick trials that read it; their names, or
-    /// `None` when nothing changed. The host-loss prediction reads every pod and takes most
-    /// of a change's evaluation at scale (0.8 s at 5,000 nodes), so after the first
-    /// evaluation it is only marked due here, for [`Evaluator::start_slow`], and keeps its
-    /// verdict of the change before until its own evaluation is in.
-    pub fn step(&mut self, shared: &Shared, stale_after: Duration) -> Option<Vec<String>> {
+    /// Take what changed and re-evaluate the trials that read it; the names of those
+    /// trials, or `None` when nothing changed. The host-loss prediction reads every pod and
+    /// takes most of a change's evaluation at scale (0.8 s at 5,000 nodes), so after the first
+    /// evaluation the other trials are evaluated first and handed to `early` with their
+    /// names, while the prediction still shows its verdict of the change before.
+    pub fn step(
+        &mut self,
+        shared: &Shared,
+        stale_after: Duration,
+        early: impl FnOnce(&Self, Vec<String>),
+    ) -> Option<Vec<String>> {
         let dirty = shared.apply(&mut self.state, &mut self.stale, stale_after);
-        self.reevaluate(&dirty)
+        self.reevaluate(&dirty, early)
     }
 
     /// [`Evaluator::step`] once the state holds what changed (`dirty`).
-    fn reevaluate(&mut self, dirty: &BTreeSet<Input>) -> Option<Vec<String>> {
+    fn reevaluate(
+        &mut self,
+        dirty: &BTreeSet<Input>,
+        early: impl FnOnce(&Self, Vec<String>),
+    ) -> Option<Vec<String>> {
         if dirty.is_empty() && !self.first {
             return None;
         }
+        let affected: Vec<usize> = (0..self.specs.len())
+            .filter(|i| {
+                self.first
+                    || self.specs[*i]
+                        .check
+                        .inputs()
+                        .iter()
+                        .any(|input| dirty.contains(input))
+            })
+            .collect();
+        let names = |chosen: &[usize]| -> Vec<String> {
+            chosen.iter().map(|i| self.specs[*i].name.clone()).collect()
+        };
+        let all = names(&affected);
         if self.first {
             let chosen: Vec<&TrialSpec> = self.specs.iter().collect();
             self.results = runner::evaluate(&chosen, self.env, &self.state);
             self.first = false;
-            return Some(self.names(0..self.specs.len()));
+            return Some(all);
         }
-        let affected = (0..self.specs.len()).filter(|i| {
-            self.specs[*i]
-                .check
-                .inputs()
-                .iter()
-                .any(|input| dirty.contains(input))
-        });
-        let (slow, quick): (Vec<usize>, Vec<usize>) =
-            affected.partition(|i| matches!(self.specs[*i].check, CheckSpec::HostLoss(_)));
-        self.slow_due.extend(slow);
-        let specs: Vec<&TrialSpec> = quick.iter().map(|i| &self.specs[*i]).collect();
+        let (slow, quick): (Vec<usize>, Vec<usize>) = affected
+            .iter()
+            .partition(|i| matches!(self.specs[**i].check, CheckSpec::HostLoss(_)));
+        self.evaluate(&quick);
+        if !slow.is_empty() && !quick.is_empty() {
+            early(self, names(&quick));
+        }
+        self.evaluate(&slow);
+        Some(all)
+    }
+
+    /// Evaluate the trials at `chosen` (indices into the specs) over the state.
+    fn evaluate(&mut self, chosen: &[usize]) {
+        if chosen.is_empty() {
+            return;
+        }
+        let specs: Vec<&TrialSpec> = chosen.iter().map(|i| &self.specs[*i]).collect();
         let fresh = runner::evaluate(&specs, self.env, &self.state);
-        for (i, result) in quick.iter().zip(fresh) {
+        for (i, result) in chosen.iter().zip(fresh) {
             self.results[*i] = result;
         }
-        Some(self.names(quick))
-    }
-
-    /// The slow trials that are due, to evaluate over a copy of the state as it is now;
-    /// `None` when none is. Called when no other job runs, so their findings come in the
-    /// order of the states they read.
-    pub fn start_slow(&mut self) -> Option<SlowJob> {
-        if self.slow_due.is_empty() {
-            return None;
-        }
-        let chosen: Vec<usize> = std::mem::take(&mut self.slow_due).into_iter().collect();
-        Some(SlowJob {
-            specs: chosen.iter().map(|i| self.specs[*i].clone()).collect(),
-            chosen,
-            env: self.env.clone(),
-            state: self.state.clone(),
-        })
-    }
-
-    /// Take a slow job's findings; the names of its trials.
-    pub fn finish(&mut self, done: SlowDone) -> Vec<String> {
-        let names = self.names(done.chosen.iter().copied());
-        for (i, result) in done.chosen.into_iter().zip(done.results) {
-            self.results[i] = result;
-        }
-        names
-    }
-
-    fn names(&self, chosen: impl IntoIterator<Item = usize>) -> Vec<String> {
-        chosen
-            .into_iter()
-            .map(|i| self.specs[i].name.clone())
-            .collect()
     }
 }
 
@@ -308,92 +251,48 @@ impl<'a> Evaluator<'a> {
 mod tests {
     use super::*;
 
-    fn production<'a>(config: &'a Config, specs: &'a [TrialSpec]) -> (Evaluator<'a>, usize) {
+    #[test]
+    fn after_a_pod_changes_the_quick_trials_are_handed_over_before_the_host_loss_prediction() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let config = Config::load(&root.join("gates"), &[]).expect("the project's config");
         let env = config.environment("production").expect("production");
         let snapshot = crate::collect::snapshot::read(
             &[root.join("fixtures/snapshots/target-production.json")],
             Utc::now(),
         )
         .expect("the fixture reads");
+        let specs = runner::trials(&config, env);
         let host_loss = specs
             .iter()
             .position(|s| matches!(s.check, CheckSpec::HostLoss(_)))
             .expect("production predicts a host loss");
-        let mut evaluator = Evaluator::new(specs, env);
+        let mut evaluator = Evaluator::new(&specs, env);
         evaluator.state = snapshot.state;
-        (evaluator, host_loss)
-    }
-
-    fn project_config() -> Config {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        Config::load(&root.join("gates"), &[]).expect("the project's config")
-    }
-
-    #[test]
-    fn after_a_pod_changes_the_quick_trials_are_evaluated_and_the_host_loss_prediction_is_left_due()
-    {
-        let config = project_config();
-        let specs = runner::trials(&config, config.environment("production").unwrap());
-        let (mut evaluator, host_loss) = production(&config, &specs);
-        let first = evaluator.reevaluate(&BTreeSet::new()).expect("evaluated");
-        assert_eq!(first.len(), specs.len(), "the first evaluation is whole");
-        assert!(evaluator.start_slow().is_none(), "nothing is due after it");
+        let first = evaluator
+            .reevaluate(&BTreeSet::new(), |_, _| {
+                panic!("the first evaluation is whole")
+            })
+            .expect("evaluated");
+        assert_eq!(first.len(), specs.len());
         let before = evaluator.results[host_loss].finding.clone();
 
         let pods = BTreeSet::from([Input::Pods]);
-        let quick = evaluator.reevaluate(&pods).expect("re-evaluated");
+        let mut handed = None;
+        let all = evaluator
+            .reevaluate(&pods, |e, quick| {
+                // What is served meanwhile: the prediction of the change before.
+                assert_eq!(e.results[host_loss].finding, before);
+                handed = Some(quick);
+            })
+            .expect("re-evaluated");
+        let quick = handed.expect("the quick trials were handed over first");
         assert!(
             quick.iter().any(|t| t.contains("capacity-headroom")),
             "{quick:?}"
         );
         assert!(!quick.iter().any(|t| t.contains("host-loss")), "{quick:?}");
-        // What is served meanwhile: the prediction of the change before.
-        assert_eq!(evaluator.results[host_loss].finding, before);
-        let job = evaluator.start_slow().expect("the prediction is due");
-        assert_eq!(job.chosen, vec![host_loss]);
-    }
-
-    #[test]
-    fn a_change_while_the_prediction_runs_is_evaluated_at_once_and_the_prediction_runs_again_after()
-    {
-        let config = project_config();
-        let specs = runner::trials(&config, config.environment("production").unwrap());
-        let (mut evaluator, host_loss) = production(&config, &specs);
-        evaluator.reevaluate(&BTreeSet::new()).expect("evaluated");
-        let pods = BTreeSet::from([Input::Pods]);
-        evaluator.reevaluate(&pods).expect("re-evaluated");
-        let job = evaluator.start_slow().expect("the prediction is due");
-
-        // The job holds its own state: one node going away now changes the next prediction,
-        // not this one.
-        let nodes = evaluator.state.nodes.present().expect("nodes").len();
-        if let crate::state::Collected::Present(n) = &mut evaluator.state.nodes {
-            n.pop();
-        }
-        let quick = evaluator
-            .reevaluate(&BTreeSet::from([Input::Nodes]))
-            .expect("evaluated while the job runs");
-        assert!(!quick.is_empty(), "the quick trials reading nodes ran");
-
-        let done = job.run();
-        let expected = {
-            let mut fresh = Evaluator::new(&specs, config.environment("production").unwrap());
-            fresh.state = production(&config, &specs).0.state;
-            fresh.reevaluate(&BTreeSet::new()).unwrap();
-            fresh.results[host_loss].finding.clone()
-        };
-        let names = evaluator.finish(done);
-        assert_eq!(names, vec![specs[host_loss].name.clone()]);
-        assert_eq!(
-            evaluator.results[host_loss].finding, expected,
-            "the prediction of the state the job copied, with all {nodes} nodes"
-        );
-        let again = evaluator
-            .start_slow()
-            .expect("the nodes changed under the job: the prediction is due again");
-        assert_eq!(again.state.nodes.present().unwrap().len(), nodes - 1);
-        evaluator.finish(again.run());
-        assert!(evaluator.start_slow().is_none(), "nothing is due after it");
+        assert!(all.iter().any(|t| t.contains("host-loss")), "{all:?}");
+        assert!(quick.iter().all(|t| all.contains(t)));
+        assert!(all.len() > quick.len());
     }
 }
