@@ -16,9 +16,37 @@ use crate::repo::yaml::{Node, Value};
 
 gates_core::sentence_error! {
     /// What a Terraform expression or template could not be evaluated for, as the sentence the
-    /// trials quote. Terraform's own functions, called by hcl-rs, keep hcl-rs's `String` errors
-    /// (`hcl::eval::Func` is `fn(FuncArgs) -> Result<Value, String>`).
+    /// trials quote.
     pub struct EvalError;
+}
+
+gates_core::sentence_error! {
+    /// Why one of Terraform's functions in [`functions`] refused its arguments. hcl-rs calls a
+    /// function as `hcl::eval::Func`, whose error is a bare string: [`func!`] turns this one
+    /// into that string where a function is handed over, and hcl-rs reports it unchanged.
+    pub struct FuncError;
+}
+
+impl From<EvalError> for FuncError {
+    fn from(e: EvalError) -> Self {
+        FuncError(e.0)
+    }
+}
+
+/// A function of [`functions`] as hcl-rs calls it, where an `hcl::eval::Func` is expected (an
+/// `fn` that returns its error as a string, which this is the one place to make): a named
+/// function, or a closure `|a| ...` whose body returns `Result<Hcl, FuncError>`. It captures
+/// nothing, so it coerces to the `fn` pointer.
+macro_rules! func {
+    (|$a:ident| $body:expr) => {
+        |$a| {
+            let call = || -> Result<Hcl, FuncError> { $body };
+            call().map_err(|e| e.0)
+        }
+    };
+    ($f:ident) => {
+        |a| $f(a).map_err(|e| e.0)
+    };
 }
 
 /// The names an expression may refer to, as hcl-rs values.
@@ -49,8 +77,8 @@ thread_local! {
 
 /// `file(path)`: the text of a file of the repository (`path` repository-relative, as
 /// `path.module` and `path.root` are here); a path that leaves the repository is refused.
-fn file(a: FuncArgs) -> Result<Hcl, String> {
-    read_file(&s(&a, 0)).map(Hcl::String).map_err(|e| e.0)
+fn file(a: FuncArgs) -> Result<Hcl, FuncError> {
+    Ok(Hcl::String(read_file(&s(&a, 0))?))
 }
 
 fn read_file(wanted: &str) -> Result<String, EvalError> {
@@ -232,12 +260,10 @@ fn mark_unknown(
 }
 
 /// `templatefile(path, vars)`: [`file`] rendered as [`render_template`] renders it.
-fn templatefile(a: FuncArgs) -> Result<Hcl, String> {
+fn templatefile(a: FuncArgs) -> Result<Hcl, FuncError> {
     let path = s(&a, 0);
-    let text = read_file(&path).map_err(|e| e.0)?;
-    render(&path, &text, &a[1])
-        .map(Hcl::String)
-        .map_err(|e| e.0)
+    let text = read_file(&path)?;
+    Ok(Hcl::String(render(&path, &text, &a[1])?))
 }
 
 fn render(rel: &str, text: &str, vars: &Hcl) -> Result<String, EvalError> {
@@ -427,10 +453,10 @@ fn try_check(first: &hcl::Expression) -> Option<hcl::Expression> {
 }
 
 /// `__call_ok(name, args...)`: whether `name(args...)` succeeds on the evaluated arguments.
-fn call_ok(a: FuncArgs) -> Result<Hcl, String> {
+fn call_ok(a: FuncArgs) -> Result<Hcl, FuncError> {
     let values = a.into_values();
     let Some(Hcl::String(name)) = values.first() else {
-        return Err("__call_ok: malformed rewrite".to_string());
+        return Err("__call_ok: malformed rewrite".into());
     };
     let call = values[1..]
         .iter()
@@ -451,7 +477,7 @@ fn call_ok(a: FuncArgs) -> Result<Hcl, String> {
 }
 
 /// `__has_path(root, [keys])`: whether every step of the path exists below `root`.
-fn has_path(a: FuncArgs) -> Result<Hcl, String> {
+fn has_path(a: FuncArgs) -> Result<Hcl, FuncError> {
     let mut current = Some(a[0].clone());
     for key in items(&a[1])? {
         current = match (current, &key) {
@@ -549,46 +575,49 @@ fn conversions() -> Vec<(&'static str, FuncDef)> {
             "lower",
             FuncDef::builder()
                 .param(Str)
-                .build(|a| Ok(Hcl::String(s(&a, 0).to_lowercase()))),
+                .build(func!(|a| Ok(Hcl::String(s(&a, 0).to_lowercase())))),
         ),
         (
             "upper",
             FuncDef::builder()
                 .param(Str)
-                .build(|a| Ok(Hcl::String(s(&a, 0).to_uppercase()))),
+                .build(func!(|a| Ok(Hcl::String(s(&a, 0).to_uppercase())))),
         ),
         (
             "trimspace",
             FuncDef::builder()
                 .param(Str)
-                .build(|a| Ok(Hcl::String(s(&a, 0).trim().to_string()))),
+                .build(func!(|a| Ok(Hcl::String(s(&a, 0).trim().to_string())))),
         ),
         (
             "tostring",
             FuncDef::builder()
                 .param(Any)
-                .build(|a| Ok(Hcl::String(plain(&a[0])?))),
+                .build(func!(|a| Ok(Hcl::String(plain(&a[0])?)))),
         ),
-        ("tonumber", FuncDef::builder().param(Any).build(tonumber)),
+        (
+            "tonumber",
+            FuncDef::builder().param(Any).build(func!(tonumber)),
+        ),
         (
             "tolist",
             FuncDef::builder()
                 .param(Any)
-                .build(|a| Ok(Hcl::Array(items(&a[0])?))),
+                .build(func!(|a| Ok(Hcl::Array(items(&a[0])?)))),
         ),
         (
             "toset",
             FuncDef::builder()
                 .param(Any)
-                .build(|a| Ok(Hcl::Array(dedupe(items(&a[0])?)))),
+                .build(func!(|a| Ok(Hcl::Array(dedupe(items(&a[0])?))))),
         ),
         (
             "tomap",
             FuncDef::builder()
                 .param(ParamType::object_of(Any))
-                .build(|a| Ok(a[0].clone())),
+                .build(func!(|a| Ok(a[0].clone()))),
         ),
-        ("length", FuncDef::builder().param(Any).build(length)),
+        ("length", FuncDef::builder().param(Any).build(func!(length))),
     ]
 }
 
@@ -601,28 +630,30 @@ fn strings() -> Vec<(&'static str, FuncDef)> {
             FuncDef::builder()
                 .param(Str)
                 .variadic_param(ParamType::array_of(Any))
-                .build(join),
+                .build(func!(join)),
         ),
         (
             "split",
-            FuncDef::builder().params([Str, Str]).build(|a| {
+            FuncDef::builder().params([Str, Str]).build(func!(|a| {
                 Ok(Hcl::Array(
                     s(&a, 1)
                         .split(s(&a, 0).as_str())
                         .map(|p| Hcl::String(p.into()))
                         .collect(),
                 ))
-            }),
+            })),
         ),
         (
             "replace",
-            FuncDef::builder().params([Str, Str, Str]).build(replace),
+            FuncDef::builder()
+                .params([Str, Str, Str])
+                .build(func!(replace)),
         ),
         (
             "substr",
             FuncDef::builder()
                 .params([Str, num_like(), num_like()])
-                .build(substr),
+                .build(func!(substr)),
         ),
     ]
 }
@@ -633,87 +664,93 @@ fn collections() -> Vec<(&'static str, FuncDef)> {
     vec![
         (
             "concat",
-            variadic(ParamType::array_of(Any), |a| {
-                Ok(Hcl::Array(
-                    a.iter()
-                        .flat_map(|v| items(v).unwrap_or_default())
-                        .collect(),
-                ))
-            }),
+            variadic(
+                ParamType::array_of(Any),
+                func!(|a| {
+                    Ok(Hcl::Array(
+                        a.iter()
+                            .flat_map(|v| items(v).unwrap_or_default())
+                            .collect(),
+                    ))
+                }),
+            ),
         ),
         (
             "merge",
-            variadic(ParamType::nullable(ParamType::object_of(Any)), merge),
+            variadic(ParamType::nullable(ParamType::object_of(Any)), func!(merge)),
         ),
         (
             "keys",
             FuncDef::builder()
                 .param(ParamType::object_of(Any))
-                .build(|a| match &a[0] {
+                .build(func!(|a| match &a[0] {
                     Hcl::Object(o) => Ok(Hcl::Array(
                         o.keys().map(|k| Hcl::String(k.clone())).collect(),
                     )),
                     _ => Err("keys: not an object".into()),
-                }),
+                })),
         ),
         (
             "values",
             FuncDef::builder()
                 .param(ParamType::object_of(Any))
-                .build(|a| match &a[0] {
+                .build(func!(|a| match &a[0] {
                     Hcl::Object(o) => Ok(Hcl::Array(o.values().cloned().collect())),
                     _ => Err("values: not an object".into()),
-                }),
+                })),
         ),
         (
             "lookup",
             FuncDef::builder()
                 .params([ParamType::object_of(Any), Str])
                 .variadic_param(Any)
-                .build(lookup),
+                .build(func!(lookup)),
         ),
         (
             "element",
             FuncDef::builder()
                 .params([ParamType::array_of(Any), num_like()])
-                .build(element),
+                .build(func!(element)),
         ),
         (
             "contains",
             FuncDef::builder()
                 .params([ParamType::array_of(Any), Any])
-                .build(|a| Ok(Hcl::Bool(items(&a[0])?.contains(&a[1])))),
+                .build(func!(|a| Ok(Hcl::Bool(items(&a[0])?.contains(&a[1]))))),
         ),
         (
             "distinct",
             FuncDef::builder()
                 .param(ParamType::array_of(Any))
-                .build(|a| Ok(Hcl::Array(dedupe(items(&a[0])?)))),
+                .build(func!(|a| Ok(Hcl::Array(dedupe(items(&a[0])?))))),
         ),
         (
             "flatten",
             FuncDef::builder()
                 .param(ParamType::array_of(Any))
-                .build(|a| Ok(Hcl::Array(flatten(&a[0])))),
+                .build(func!(|a| Ok(Hcl::Array(flatten(&a[0]))))),
         ),
         (
             "zipmap",
             FuncDef::builder()
                 .params([ParamType::array_of(Str), ParamType::array_of(Any)])
-                .build(zipmap),
+                .build(func!(zipmap)),
         ),
-        ("range", variadic(num_like(), range)),
+        ("range", variadic(num_like(), func!(range))),
         (
             "coalesce",
-            variadic(Any, |a| {
-                a.iter()
-                    .find(|v| !matches!(v, Hcl::Null) && **v != Hcl::String(String::new()))
-                    .cloned()
-                    .ok_or_else(|| "coalesce: no non-null, non-empty argument".to_string())
-            }),
+            variadic(
+                Any,
+                func!(|a| {
+                    a.iter()
+                        .find(|v| !matches!(v, Hcl::Null) && **v != Hcl::String(String::new()))
+                        .cloned()
+                        .ok_or_else(|| FuncError::from("coalesce: no non-null, non-empty argument"))
+                }),
+            ),
         ),
-        ("max", variadic(num_like(), |a| fold(&a, f64::max))),
-        ("min", variadic(num_like(), |a| fold(&a, f64::min))),
+        ("max", variadic(num_like(), func!(|a| fold(&a, f64::max)))),
+        ("min", variadic(num_like(), func!(|a| fold(&a, f64::min)))),
     ]
 }
 
@@ -725,54 +762,59 @@ fn numbers_and_networks() -> Vec<(&'static str, FuncDef)> {
             "abs",
             FuncDef::builder()
                 .param(num_like())
-                .build(|a| num(f(&a[0])?.abs())),
+                .build(func!(|a| num(f(&a[0])?.abs()))),
         ),
         (
             "ceil",
             FuncDef::builder()
                 .param(num_like())
-                .build(|a| num(f(&a[0])?.ceil())),
+                .build(func!(|a| num(f(&a[0])?.ceil()))),
         ),
         (
             "floor",
             FuncDef::builder()
                 .param(num_like())
-                .build(|a| num(f(&a[0])?.floor())),
+                .build(func!(|a| num(f(&a[0])?.floor()))),
         ),
         (
             "format",
             FuncDef::builder()
                 .param(Str)
                 .variadic_param(Any)
-                .build(format),
+                .build(func!(format)),
         ),
         (
             "cidrhost",
-            FuncDef::builder().params([Str, num_like()]).build(cidrhost),
+            FuncDef::builder()
+                .params([Str, num_like()])
+                .build(func!(cidrhost)),
         ),
         (
             "cidrsubnet",
             FuncDef::builder()
                 .params([Str, num_like(), num_like()])
-                .build(cidrsubnet),
+                .build(func!(cidrsubnet)),
         ),
         (
             "sum",
             FuncDef::builder()
                 .param(ParamType::array_of(num_like()))
-                .build(|a| num(items(&a[0])?.iter().map(f).sum::<Result<f64, String>>()?)),
+                .build(func!(|a| {
+                    let total: Result<f64, FuncError> = items(&a[0])?.iter().map(f).sum();
+                    num(total?)
+                })),
         ),
         (
             "index",
             FuncDef::builder()
                 .params([ParamType::array_of(Any), Any])
-                .build(|a| {
+                .build(func!(|a| {
                     items(&a[0])?
                         .iter()
                         .position(|v| *v == a[1])
                         .map(|i| Hcl::from(i as i64))
-                        .ok_or_else(|| "index: the value is not in the list".to_string())
-                }),
+                        .ok_or_else(|| FuncError::from("index: the value is not in the list"))
+                })),
         ),
     ]
 }
@@ -784,86 +826,94 @@ fn files_and_encodings() -> Vec<(&'static str, FuncDef)> {
         // Any other `try`: its arguments were all evaluated, so the first one is its value.
         (
             "try",
-            FuncDef::builder().variadic_param(Any).build(|a| {
+            FuncDef::builder().variadic_param(Any).build(func!(|a| {
                 a.iter()
                     .next()
                     .cloned()
-                    .ok_or_else(|| "try: no arguments".to_string())
-            }),
+                    .ok_or_else(|| FuncError::from("try: no arguments"))
+            })),
         ),
-        ("file", FuncDef::builder().param(Str).build(file)),
+        ("file", FuncDef::builder().param(Str).build(func!(file))),
         (
             "base64encode",
-            FuncDef::builder().param(Str).build(|a| {
+            FuncDef::builder().param(Str).build(func!(|a| {
                 use base64::Engine;
                 Ok(Hcl::String(
                     base64::engine::general_purpose::STANDARD.encode(s(&a, 0)),
                 ))
-            }),
+            })),
         ),
         (
             "base64decode",
-            FuncDef::builder().param(Str).build(|a| {
+            FuncDef::builder().param(Str).build(func!(|a| {
                 use base64::Engine;
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(s(&a, 0))
                     .map_err(|e| format!("base64decode: {e}"))?;
                 String::from_utf8(bytes)
                     .map(Hcl::String)
-                    .map_err(|_| "base64decode: the result is not UTF-8".to_string())
-            }),
+                    .map_err(|_| FuncError::from("base64decode: the result is not UTF-8"))
+            })),
         ),
         (
             "__num",
             FuncDef::builder()
                 .param(num_like())
-                .build(|a| num(f(&a[0])?)),
+                .build(func!(|a| num(f(&a[0])?))),
         ),
         // Spaces after every newline, so every line but the first is indented.
         (
             "indent",
-            FuncDef::builder().params([num_like(), Str]).build(|a| {
-                let n = a[0]
-                    .as_u64()
-                    .filter(|n| *n <= 1024)
-                    .ok_or("indent: the count is not a whole number up to 1024")?;
-                let pad = format!("\n{}", " ".repeat(n as usize));
-                Ok(Hcl::String(s(&a, 1).replace('\n', &pad)))
-            }),
+            FuncDef::builder()
+                .params([num_like(), Str])
+                .build(func!(|a| {
+                    let n = a[0]
+                        .as_u64()
+                        .filter(|n| *n <= 1024)
+                        .ok_or("indent: the count is not a whole number up to 1024")?;
+                    let pad = format!("\n{}", " ".repeat(n as usize));
+                    Ok(Hcl::String(s(&a, 1).replace('\n', &pad)))
+                })),
         ),
         (
             "templatefile",
-            FuncDef::builder().params([Str, Any]).build(templatefile),
+            FuncDef::builder()
+                .params([Str, Any])
+                .build(func!(templatefile)),
         ),
         // Sensitivity is a marking Terraform keeps beside a value; the value is the same.
         (
             "sensitive",
-            FuncDef::builder().param(Any).build(|a| Ok(a[0].clone())),
+            FuncDef::builder()
+                .param(Any)
+                .build(func!(|a| Ok(a[0].clone()))),
         ),
         (
             "nonsensitive",
-            FuncDef::builder().param(Any).build(|a| Ok(a[0].clone())),
+            FuncDef::builder()
+                .param(Any)
+                .build(func!(|a| Ok(a[0].clone()))),
         ),
         (
             "__call_ok",
             FuncDef::builder()
                 .param(Str)
                 .variadic_param(Any)
-                .build(call_ok),
+                .build(func!(call_ok)),
         ),
         (
             "__has_path",
             FuncDef::builder()
                 .params([Any, ParamType::array_of(Any)])
-                .build(has_path),
+                .build(func!(has_path)),
         ),
         (
             "jsonencode",
-            FuncDef::builder().param(Any).build(|a| {
+            FuncDef::builder().param(Any).build(func!(|a| {
                 serde_json::to_string(&a[0])
                     .map(Hcl::String)
-                    .map_err(|e| e.to_string())
-            }),
+                    .map_err(|e| FuncError(e.to_string()))
+            })),
         ),
     ]
 }
@@ -872,15 +922,19 @@ fn s(args: &FuncArgs, i: usize) -> String {
     args[i].as_str().unwrap_or_default().to_string()
 }
 
-fn f(v: &Hcl) -> Result<f64, String> {
+fn f(v: &Hcl) -> Result<f64, FuncError> {
     match v {
-        Hcl::Number(n) => n.as_f64().ok_or_else(|| "not a finite number".to_string()),
-        Hcl::String(t) => t.parse().map_err(|_| format!("`{t}` is not a number")),
-        other => Err(format!("{other} is not a number")),
+        Hcl::Number(n) => n
+            .as_f64()
+            .ok_or_else(|| FuncError::from("not a finite number")),
+        Hcl::String(t) => t
+            .parse()
+            .map_err(|_| FuncError(format!("`{t}` is not a number"))),
+        other => Err(FuncError(format!("{other} is not a number"))),
     }
 }
 
-fn num(x: f64) -> Result<Hcl, String> {
+fn num(x: f64) -> Result<Hcl, FuncError> {
     if x.fract() == 0.0 && x.abs() < 9.0e15 {
         return Ok(Hcl::from(x as i64));
     }
@@ -890,20 +944,20 @@ fn num(x: f64) -> Result<Hcl, String> {
 }
 
 /// A primitive as Terraform converts it to a string.
-fn plain(v: &Hcl) -> Result<String, String> {
+fn plain(v: &Hcl) -> Result<String, FuncError> {
     match v {
         Hcl::String(t) => Ok(t.clone()),
         Hcl::Number(n) => Ok(n.to_string()),
         Hcl::Bool(b) => Ok(b.to_string()),
-        other => Err(format!("{other} is not a primitive value")),
+        other => Err(FuncError(format!("{other} is not a primitive value"))),
     }
 }
 
-fn items(v: &Hcl) -> Result<Vec<Hcl>, String> {
+fn items(v: &Hcl) -> Result<Vec<Hcl>, FuncError> {
     match v {
         Hcl::Array(a) => Ok(a.clone()),
         Hcl::Null => Ok(Vec::new()),
-        other => Err(format!("{other} is not a list or set")),
+        other => Err(FuncError(format!("{other} is not a list or set"))),
     }
 }
 
@@ -924,24 +978,24 @@ fn flatten(v: &Hcl) -> Vec<Hcl> {
     }
 }
 
-fn tonumber(a: FuncArgs) -> Result<Hcl, String> {
+fn tonumber(a: FuncArgs) -> Result<Hcl, FuncError> {
     match &a[0] {
         Hcl::Null => Ok(Hcl::Null),
         v => num(f(v)?),
     }
 }
 
-fn length(a: FuncArgs) -> Result<Hcl, String> {
+fn length(a: FuncArgs) -> Result<Hcl, FuncError> {
     let n = match &a[0] {
         Hcl::Array(x) => x.len(),
         Hcl::Object(o) => o.len(),
         Hcl::String(t) => t.chars().count(),
-        other => return Err(format!("length: {other} has no length")),
+        other => return Err(FuncError(format!("length: {other} has no length"))),
     };
     Ok(Hcl::from(n as i64))
 }
 
-fn join(a: FuncArgs) -> Result<Hcl, String> {
+fn join(a: FuncArgs) -> Result<Hcl, FuncError> {
     let sep = s(&a, 0);
     let mut parts = Vec::new();
     for list in a.iter().skip(1) {
@@ -952,7 +1006,7 @@ fn join(a: FuncArgs) -> Result<Hcl, String> {
     Ok(Hcl::String(parts.join(&sep)))
 }
 
-fn replace(a: FuncArgs) -> Result<Hcl, String> {
+fn replace(a: FuncArgs) -> Result<Hcl, FuncError> {
     let (text, from, to) = (s(&a, 0), s(&a, 1), s(&a, 2));
     if from.len() > 1 && from.starts_with('/') && from.ends_with('/') {
         return Err("replace with a regular expression is not evaluated by gates".into());
@@ -960,7 +1014,7 @@ fn replace(a: FuncArgs) -> Result<Hcl, String> {
     Ok(Hcl::String(text.replace(&from, &to)))
 }
 
-fn substr(a: FuncArgs) -> Result<Hcl, String> {
+fn substr(a: FuncArgs) -> Result<Hcl, FuncError> {
     let chars: Vec<char> = s(&a, 0).chars().collect();
     let offset = f(&a[1])? as i64;
     let length = f(&a[2])? as i64;
@@ -978,31 +1032,31 @@ fn substr(a: FuncArgs) -> Result<Hcl, String> {
     Ok(Hcl::String(chars[start..end].iter().collect()))
 }
 
-fn merge(a: FuncArgs) -> Result<Hcl, String> {
+fn merge(a: FuncArgs) -> Result<Hcl, FuncError> {
     let mut out = hcl::Map::new();
     for v in a.iter() {
         match v {
             Hcl::Object(o) => out.extend(o.iter().map(|(k, v)| (k.clone(), v.clone()))),
             Hcl::Null => {}
-            other => return Err(format!("merge: {other} is not an object")),
+            other => return Err(FuncError(format!("merge: {other} is not an object"))),
         }
     }
     Ok(Hcl::Object(out))
 }
 
-fn lookup(a: FuncArgs) -> Result<Hcl, String> {
+fn lookup(a: FuncArgs) -> Result<Hcl, FuncError> {
     let key = s(&a, 1);
     match (&a[0], a.get(2)) {
         (Hcl::Object(o), default) => o
             .get(&key)
             .cloned()
             .or_else(|| default.cloned())
-            .ok_or_else(|| format!("lookup: no key `{key}` and no default")),
-        (other, _) => Err(format!("lookup: {other} is not a map")),
+            .ok_or_else(|| FuncError(format!("lookup: no key `{key}` and no default"))),
+        (other, _) => Err(FuncError(format!("lookup: {other} is not a map"))),
     }
 }
 
-fn element(a: FuncArgs) -> Result<Hcl, String> {
+fn element(a: FuncArgs) -> Result<Hcl, FuncError> {
     let list = items(&a[0])?;
     if list.is_empty() {
         return Err("element: the list is empty".into());
@@ -1014,7 +1068,7 @@ fn element(a: FuncArgs) -> Result<Hcl, String> {
     Ok(list[i as usize % list.len()].clone())
 }
 
-fn zipmap(a: FuncArgs) -> Result<Hcl, String> {
+fn zipmap(a: FuncArgs) -> Result<Hcl, FuncError> {
     let keys = items(&a[0])?;
     let values = items(&a[1])?;
     if keys.len() != values.len() {
@@ -1024,11 +1078,11 @@ fn zipmap(a: FuncArgs) -> Result<Hcl, String> {
         keys.iter()
             .zip(values)
             .map(|(k, v)| Ok((plain(k)?, v)))
-            .collect::<Result<_, String>>()?,
+            .collect::<Result<_, FuncError>>()?,
     ))
 }
 
-fn range(a: FuncArgs) -> Result<Hcl, String> {
+fn range(a: FuncArgs) -> Result<Hcl, FuncError> {
     let n: Vec<f64> = a.iter().map(f).collect::<Result<_, _>>()?;
     let (start, end, step) = match n.as_slice() {
         [end] => (0.0, *end, 1.0),
@@ -1051,14 +1105,14 @@ fn range(a: FuncArgs) -> Result<Hcl, String> {
     Ok(Hcl::Array(out))
 }
 
-fn fold(a: &FuncArgs, op: fn(f64, f64) -> f64) -> Result<Hcl, String> {
+fn fold(a: &FuncArgs, op: fn(f64, f64) -> f64) -> Result<Hcl, FuncError> {
     let mut values = a.iter().map(f);
     let first = values.next().ok_or("needs at least one number")??;
     num(values.try_fold(first, |acc, v| v.map(|v| op(acc, v)))?)
 }
 
 /// `format` with the verbs configuration uses: `%s`, `%d`, `%v`, `%%`, and widths like `%02d`.
-fn format(a: FuncArgs) -> Result<Hcl, String> {
+fn format(a: FuncArgs) -> Result<Hcl, FuncError> {
     let spec = s(&a, 0);
     let mut args = a.iter().skip(1);
     let mut out = String::new();
@@ -1091,9 +1145,9 @@ fn format(a: FuncArgs) -> Result<Hcl, String> {
             'x' => format!("{:x}", f(arg)? as i64),
             'X' => format!("{:X}", f(arg)? as i64),
             other => {
-                return Err(format!(
+                return Err(FuncError(format!(
                     "format: the verb %{other} is not evaluated by gates"
-                ));
+                )));
             }
         };
         let zero = flags.starts_with('0');
@@ -1103,9 +1157,9 @@ fn format(a: FuncArgs) -> Result<Hcl, String> {
             .parse()
             .unwrap_or(0);
         if width > 1024 {
-            return Err(format!(
+            return Err(FuncError(format!(
                 "format: a width of {width} is more than gates pads"
-            ));
+            )));
         }
         let pad = width.saturating_sub(text.chars().count());
         match (left, zero) {
@@ -1127,7 +1181,7 @@ fn format(a: FuncArgs) -> Result<Hcl, String> {
 }
 
 /// An IPv4 prefix `a.b.c.d/n` as its network address and length, for the `cidr*` functions.
-fn ipv4_prefix(prefix: &str, func: &str) -> Result<(u32, u32), String> {
+fn ipv4_prefix(prefix: &str, func: &str) -> Result<(u32, u32), FuncError> {
     let (addr, bits) = prefix
         .split_once('/')
         .ok_or(format!("{func}: not a CIDR prefix"))?;
@@ -1144,14 +1198,16 @@ fn ipv4_prefix(prefix: &str, func: &str) -> Result<(u32, u32), String> {
 }
 
 /// `cidrhost` for IPv4 prefixes; a negative host number counts from the end.
-fn cidrhost(a: FuncArgs) -> Result<Hcl, String> {
+fn cidrhost(a: FuncArgs) -> Result<Hcl, FuncError> {
     let prefix = s(&a, 0);
     let (base, bits) = ipv4_prefix(&prefix, "cidrhost")?;
     let size: i64 = 1i64 << (32 - bits);
     let host = f(&a[1])? as i64;
     let host = if host < 0 { size + host } else { host };
     if !(0..size).contains(&host) {
-        return Err(format!("cidrhost: host number {host} is outside {prefix}"));
+        return Err(FuncError(format!(
+            "cidrhost: host number {host} is outside {prefix}"
+        )));
     }
     Ok(Hcl::String(
         std::net::Ipv4Addr::from(base + host as u32).to_string(),
@@ -1159,16 +1215,16 @@ fn cidrhost(a: FuncArgs) -> Result<Hcl, String> {
 }
 
 /// `cidrsubnet` for IPv4 prefixes.
-fn cidrsubnet(a: FuncArgs) -> Result<Hcl, String> {
+fn cidrsubnet(a: FuncArgs) -> Result<Hcl, FuncError> {
     let prefix = s(&a, 0);
     let (base, bits) = ipv4_prefix(&prefix, "cidrsubnet")?;
     let new = f(&a[1])? as u32;
     let net = f(&a[2])? as i64;
     let total = bits + new;
     if total > 32 || net < 0 || net >= (1i64 << new) {
-        return Err(format!(
+        return Err(FuncError(format!(
             "cidrsubnet: {new} new bits and network {net} do not fit {prefix}"
-        ));
+        )));
     }
     let subnet = base | ((net as u32).checked_shl(32 - total).unwrap_or(0));
     Ok(Hcl::String(format!(
