@@ -9,6 +9,7 @@
 pub mod checks;
 pub mod cluster;
 pub mod config;
+pub mod declared;
 pub mod exit;
 pub mod guard;
 pub mod hostloss;

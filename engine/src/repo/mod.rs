@@ -12,11 +12,9 @@ pub mod argocd;
 pub mod declared;
 pub mod flux;
 pub mod kustomize;
-pub mod label_query;
 pub mod patch;
 pub mod paths;
 mod run;
-pub mod site;
 pub mod substitute;
 pub mod talos;
 pub mod terraform;
@@ -25,6 +23,7 @@ pub mod testing;
 pub mod trials;
 pub mod unread;
 pub mod validate;
-pub mod yaml;
 
+// The declared state's YAML tree, sites and label queries are pure: they live in core.
+pub use gates_core::declared::{label_query, site, yaml};
 pub use run::{RepoError, RepoRun, prepare};

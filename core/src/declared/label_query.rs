@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 
 use crate::selector::Selector;
 
-gates_core::sentence_error! {
+crate::sentence_error! {
     /// Why a label query (`app=web,tier in (a,b)`) is refused: the requirement that is malformed.
     pub struct SelectorError;
 }

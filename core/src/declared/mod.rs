@@ -1,0 +1,13 @@
+//! The declared state's pure parts: what a GitOps repository declares, read with the file and
+//! line of every value. The engine reads the repository's files and renders each environment;
+//! the types it reads them into, and the reading of text it was handed, live here.
+//!
+//! - [`yaml`]: the repository's YAML as a tree of [`yaml::Node`]s that keep their lines.
+//! - [`site`]: where a value was written ([`site::Site`]) and what is wrong there
+//!   ([`site::RepoError`]).
+//! - [`label_query`]: label selectors written as one string, as Kustomize patch targets take
+//!   them, compiled by [`crate::selector`].
+
+pub mod label_query;
+pub mod site;
+pub mod yaml;
