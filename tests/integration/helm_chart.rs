@@ -262,6 +262,58 @@ fn the_chart_refuses_to_render_without_what_it_needs_naming_it() {
 }
 
 #[test]
+fn the_chart_refuses_values_of_the_wrong_shape_naming_every_one_at_once() {
+    let Some(helm) = helm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("values.yaml");
+    // A typo, a port that is not a number, a duration gates cannot read, a mount without its
+    // path and an interval the Prometheus Operator would refuse: each would render and fail
+    // only in the pod (or in the operator) without the chart's schema.
+    std::fs::write(
+        &file,
+        "schedul: \"0 4 * * *\"\nwatch:\n  port: ninety\n  staleAfter: soon\n  serviceMonitor:\n    interval: 1 minute\nsecretMounts:\n  - secretName: gates-talosconfig\n",
+    )
+    .unwrap();
+    let values = [
+        staging_values(),
+        vec!["-f".to_string(), file.display().to_string()],
+    ]
+    .concat();
+    for command in [&["template", "t"][..], &["lint", "--strict"][..]] {
+        let out = run(&helm, command, &values);
+        assert!(!out.status.success(), "{command:?}: accepted anyway");
+        let said = format!("{}{}", stdout(&out), stderr(&out));
+        for path in [
+            "'/watch/port'",
+            "'/watch/staleAfter'",
+            "'/watch/serviceMonitor/interval'",
+            "'/secretMounts/0': missing property 'mountPath'",
+            "'schedul' not allowed",
+        ] {
+            assert!(
+                said.contains(path),
+                "{command:?} does not name {path}: {said}"
+            );
+        }
+    }
+    // Durations as gates reads them pass.
+    let fine = [
+        staging_values(),
+        [
+            "--set",
+            "watch.staleAfter=1h 30m",
+            "--set",
+            "watch.interval=90s",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ]
+    .concat();
+    let out = run(&helm, &["template", "t"], &fine);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
 fn the_chart_adds_a_watch_deployment_its_service_and_a_service_monitor_when_asked() {
     let Some(helm) = helm() else { return };
     // Off by default.
