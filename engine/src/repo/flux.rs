@@ -25,39 +25,8 @@ use super::substitute::Vars;
 use super::unread::{self, Unread};
 use super::yaml::{self, Node, Value};
 
-/// What the repository declares for one environment's cluster.
-#[derive(Debug, Clone, Default)]
-pub struct Manifests {
-    pub objects: Vec<Node>,
-    pub helm_releases: Vec<HelmRelease>,
-    /// Constructs skipped on purpose, with the reason.
-    pub notes: Vec<String>,
-    /// Flux Kustomizations (or objects) that could not be read, and the kinds they may hold:
-    /// a trial that reads one of those kinds is an error; the others are not affected.
-    pub unread: Vec<Unread>,
-}
-
-impl Manifests {
-    pub fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Node> + 'a {
-        self.objects
-            .iter()
-            .filter(move |o| o.get_str(&["kind"]) == Some(kind))
-    }
-}
-
-/// A HelmRelease and its effective values (chart defaults excluded: the repository does not
-/// hold them).
-#[derive(Debug, Clone)]
-pub struct HelmRelease {
-    pub namespace: String,
-    pub name: String,
-    /// `spec.chart.spec.chart`, when declared that way.
-    pub chart: Option<String>,
-    pub site: Site,
-    /// The merged values, or why they cannot be known (a valuesFrom object that is not in the
-    /// repository).
-    pub values: Result<Node, RepoError>,
-}
+// What an environment renders to is pure: it lives in core.
+pub use gates_core::declared::manifests::{HelmRelease, Manifests};
 
 const FLUX_KUSTOMIZATION: &str = "kustomize.toolkit.fluxcd.io/";
 const HELM_RELEASE: &str = "helm.toolkit.fluxcd.io/";

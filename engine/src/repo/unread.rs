@@ -15,55 +15,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::paths;
-use super::site::{RepoError, Site};
+use super::site::Site;
 use super::yaml::{self, Node};
 
-/// A part of the manifests that was not read.
-#[derive(Debug, Clone)]
-pub struct Unread {
-    /// Why: the construct, with its file and line.
-    pub error: RepoError,
-    /// The kinds it may hold.
-    pub kinds: Kinds,
-    /// The one object it is, where it is one (a manifest Flux substitution left unread),
-    /// with the variables gates could not substitute still written `${...}`: a trial whose
-    /// target this object cannot be, whatever they hold, reads on without it.
-    pub object: Option<Node>,
-}
-
-/// Whether any text below `node` still holds a `${...}` variable.
-pub fn holds_variable(node: &Node) -> bool {
-    use super::yaml::Value;
-    match &node.value {
-        Value::Scalar(text, _) => text.contains("${"),
-        Value::Seq(items) => items.iter().any(holds_variable),
-        Value::Map(entries) => entries
-            .iter()
-            .any(|(k, v)| k.contains("${") || holds_variable(v)),
-        Value::Null => false,
-    }
-}
-
-/// The kinds of object an unread part may hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kinds {
-    Any,
-    Only(BTreeSet<String>),
-}
-
-impl Kinds {
-    pub fn one(kind: &str) -> Kinds {
-        Kinds::Only(BTreeSet::from([kind.to_string()]))
-    }
-
-    /// Whether an object of one of `reads` may be among them.
-    pub fn may_hold(&self, reads: &[&str]) -> bool {
-        match self {
-            Kinds::Any => true,
-            Kinds::Only(kinds) => reads.iter().any(|k| kinds.contains(*k)),
-        }
-    }
-}
+// The unread part, its kinds and the test for `${...}` are pure: they live in core.
+pub use gates_core::declared::unread::{Kinds, Unread, holds_variable};
 
 /// The kinds one object left unread may bring: its own, and for a Flux Kustomization or an
 /// Argo CD Application everything its path may render (anything, when the path itself is
