@@ -8,10 +8,13 @@
 //! - [`label_query`]: label selectors written as one string, as Kustomize patch targets take
 //!   them, compiled by [`crate::selector`].
 //! - [`manifests`]: an environment's objects and HelmReleases as Flux applies them.
+//! - [`talos`]: Talos machine-config patches, the nodes they apply to and what they say of a
+//!   node.
 //! - [`unread`]: the parts of them that could not be read, and the kinds those may hold.
 
 pub mod label_query;
 pub mod manifests;
 pub mod site;
+pub mod talos;
 pub mod unread;
 pub mod yaml;

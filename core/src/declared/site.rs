@@ -40,6 +40,11 @@ impl fmt::Display for Site {
     }
 }
 
+/// `file:line: key: value`, the shape of every evidence line.
+pub fn at(site: &Site, key: &str, value: impl fmt::Display) -> String {
+    format!("{site}: {key}: {value}")
+}
+
 /// A repository file gates cannot read as declared state: unreadable, malformed, or holding a
 /// construct gates does not evaluate. The message says what and, where there is one, the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -20,30 +20,8 @@ gates_core::sentence_error! {
     pub struct TemplateError;
 }
 
-/// A value of a Talos patch that a template interpolation writes.
-#[derive(Debug, Clone)]
-pub struct Unknown {
-    pub site: Site,
-    /// The document's `kind`, or `v1alpha1` for the machine configuration itself.
-    pub kind: String,
-    /// The dotted path of the value in its document (`machine.install.image`).
-    pub path: String,
-    /// What writes it, as written (``the Jinja interpolation `{{ x }}` ``).
-    pub exprs: Vec<String>,
-}
-
-impl std::fmt::Display for Unknown {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}: {} {} is written by {}, which gates does not evaluate",
-            self.site,
-            self.kind,
-            self.path,
-            self.exprs.join(", ")
-        )
-    }
-}
+// A value a template writes is a plain record of the declared state: it lives in core.
+pub use gates_core::declared::talos::Unknown;
 
 const TOKEN: &str = "__gates_unknown_";
 

@@ -45,7 +45,6 @@ use crate::state::State;
 use crate::verdict::Finding;
 
 use super::declared::{Declared, DeclaredEnv, DeclaredNode, NodesUnknown};
-use super::site::Site;
 
 /// What one repository or drift trial evaluates.
 #[derive(Debug, Clone)]
@@ -458,10 +457,8 @@ pub fn traefik(
         .filter(|hr| hr.chart.as_deref() == Some("traefik"))
 }
 
-/// `file:line: key: value`, the shape of every evidence line.
-pub fn at(site: &Site, key: &str, value: impl std::fmt::Display) -> String {
-    format!("{site}: {key}: {value}")
-}
+// `file:line: key: value`, the shape of every evidence line, is written in core.
+pub use super::site::at;
 
 /// The finding for a part that could not be read: a skip when the repository simply does
 /// not declare the value (see [`super::site::RepoError::undeclared`]), else an error.

@@ -15,8 +15,8 @@
 //! `machine.token`, the base `talosctl machineconfig patch` starts from) did not take its
 //! Kubernetes documents from `gen config`, so no generated taint is assumed for it.
 
-use crate::repo::trials::at;
-use crate::repo::yaml::Node;
+use crate::declared::site::at;
+use crate::declared::yaml::Node;
 
 use super::{Patch, Patches};
 
