@@ -20,7 +20,7 @@ use hcl_edit::structure::Block;
 use hcl_edit::template::{Element, Template};
 
 use super::hcl_eval::EvalError;
-use super::{File, Scope, eval, label, source};
+use super::{File, Scope, TfPatch, eval, label, source};
 use crate::repo::kustomize::{read, resolve};
 use crate::repo::site::{RepoError, Site};
 use crate::repo::talos::Applies;
@@ -31,15 +31,6 @@ use crate::repo::yaml::{self, Node, Value};
 /// provider applies them (the generated configuration first, then the apply's own).
 pub(super) const DATA: &str = "talos_machine_configuration";
 pub(super) const APPLY: &str = "talos_machine_configuration_apply";
-
-/// One patch Terraform applies, with the nodes it applies to.
-#[derive(Debug, Clone)]
-pub struct TfPatch {
-    /// Where the patch is written: the HCL file for `yamlencode`, the YAML file for `file()`.
-    pub file: String,
-    pub applies: Applies,
-    pub doc: Node,
-}
 
 /// What one module's blocks give: patches read, patches skipped with the reason, and the
 /// first patch that is malformed (a file that is missing, or not YAML, or not a mapping).
