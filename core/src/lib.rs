@@ -23,6 +23,7 @@ pub mod selector;
 pub mod sentence_error;
 pub mod side_by_side;
 pub mod state;
+pub mod trials;
 pub mod verdict;
 pub mod words;
 pub mod yaml;

@@ -97,7 +97,7 @@ pub fn prepare(
     }
     let declared = declared::load(&root, &layout);
     let names: Vec<String> = declared.environments.keys().cloned().collect();
-    let trials = trials::trials(config, env, &names, &repo_env);
+    let trials = trials::trials(&config.gates, &config.environments, env, &names, &repo_env);
     let checked = match &spec.environment {
         Some(_) => repo_env.clone(),
         None => env.name.clone(),
@@ -217,7 +217,7 @@ fn settings_for<'a>(
     if repo_env == name {
         return env;
     }
-    trials::configured(config, name).unwrap_or(env)
+    trials::configured(&config.environments, name).unwrap_or(env)
 }
 
 #[cfg(test)]

@@ -394,7 +394,13 @@ fn every_repository_and_drift_kind_of_the_shipped_gates_is_described() {
     let config = config();
     let env = config.environment("staging").unwrap();
     let declared = ["staging".to_string(), "production".to_string()];
-    let trials = super::trials(&config, env, &declared, "staging");
+    let trials = super::trials(
+        &config.gates,
+        &config.environments,
+        env,
+        &declared,
+        "staging",
+    );
     assert!(trials.iter().any(|t| t.drift) && trials.iter().any(|t| !t.drift));
     for trial in &trials {
         let (_, name) = trial.kind().split_once("::").unwrap();

@@ -9,9 +9,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::declared::site::Site;
+use crate::declared::yaml::Node;
 use crate::quantity;
-use crate::repo::site::Site;
-use crate::repo::yaml::Node;
 use crate::selector::Selector;
 
 /// CPU in millicores and memory in bytes.

@@ -21,18 +21,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::config::ServiceRef;
-use crate::repo::declared::DeclaredNode;
-use crate::repo::flux::Manifests;
-use crate::repo::label_query::SelectorError;
-use crate::repo::talos::Patches;
-use crate::repo::yaml::Node;
+use crate::declared::environments::DeclaredNode;
+use crate::declared::label_query::SelectorError;
+use crate::declared::manifests::Manifests;
+use crate::declared::talos::Patches;
+use crate::declared::yaml::Node;
 use crate::selector::{Judged, Selector, WhenNil};
 use crate::verdict::Finding;
 
 use super::traefik;
 use super::{RepoContext, at, declared_nodes, manifests_except, reads, talos_patches};
 
-use crate::repo::talos::scheduling::Model;
+use crate::declared::talos::scheduling::Model;
 
 const L2_CLASS: &str = "io.cilium/l2-announcer";
 const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
@@ -140,7 +140,7 @@ struct Policy<'a> {
 
 impl Policy<'_> {
     /// Where the node selector is written (the policy itself when it has none).
-    fn node_site(&self) -> &crate::repo::site::Site {
+    fn node_site(&self) -> &crate::declared::site::Site {
         self.doc
             .get(&["spec", "nodeSelector"])
             .map(|n| &n.site)
@@ -200,7 +200,7 @@ fn compile(policy: &Node) -> Result<Policy<'_>, SelectorError> {
 /// An ingress Service as the repository declares it.
 struct DeclaredService {
     id: String,
-    site: crate::repo::site::Site,
+    site: crate::declared::site::Site,
     /// Labels with Cilium's two pseudo-labels.
     labels: PartialLabels,
     class: Option<String>,
@@ -247,7 +247,7 @@ fn wanted_labels(svc: &Node, wanted: &[ServiceRef]) -> Option<PartialLabels> {
 /// A Service left unread whose namespace, name and labels are known (no `${...}`) and
 /// that no `ingress.services` entry names: whatever else it holds, no ingress trial reads it.
 pub fn not_an_ingress_service(object: &Node, wanted: &[ServiceRef]) -> bool {
-    use crate::repo::unread::holds_variable;
+    use crate::declared::unread::holds_variable;
     let known = |path: &[&str]| object.get(path).is_none_or(|n| !holds_variable(n));
     object.get_str(&["kind"]) == Some("Service")
         && known(&["metadata", "namespace"])

@@ -7,11 +7,11 @@ use crate::verdict::Finding;
 
 use super::l2::node_labels;
 use super::{RepoContext, at, declared_nodes, manifests, reads, talos_patches};
-use crate::repo::declared::DeclaredNode;
-use crate::repo::flux::Manifests;
-use crate::repo::talos::Patches;
-use crate::repo::terraform::Terraform;
-use crate::repo::yaml::Node;
+use crate::declared::environments::DeclaredNode;
+use crate::declared::manifests::Manifests;
+use crate::declared::talos::Patches;
+use crate::declared::terraform::Terraform;
+use crate::declared::yaml::Node;
 
 /// Does a role list admit this node?
 fn admits(list: &Node, node: &DeclaredNode<'_>) -> bool {
@@ -205,7 +205,10 @@ impl Said {
 }
 
 /// The NoSchedule and NoExecute taints a node's Talos patches give it, as evidence lines.
-fn taints(node: &DeclaredNode<'_>, patches: Option<&crate::repo::talos::Patches>) -> Vec<String> {
+fn taints(
+    node: &DeclaredNode<'_>,
+    patches: Option<&crate::declared::talos::Patches>,
+) -> Vec<String> {
     let Some(patches) = patches else {
         return Vec::new();
     };

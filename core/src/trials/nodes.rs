@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use crate::verdict::Finding;
 
 use super::{RepoContext, at, declared_nodes, nodes_and_patches, talos_patches};
-use crate::repo::declared::DeclaredNode;
-use crate::repo::terraform::HostUnknown;
+use crate::declared::environments::DeclaredNode;
+use crate::declared::terraform::HostUnknown;
 
 fn describe(node: &DeclaredNode<'_>) -> String {
     let mut host = node
@@ -88,7 +88,7 @@ pub fn control_plane_nodes(ctx: &RepoContext<'_>) -> Finding {
 /// declares runs where its host label says (`None`: not said).
 fn host_of(
     node: &DeclaredNode<'_>,
-    patches: Option<&crate::repo::talos::Patches>,
+    patches: Option<&crate::declared::talos::Patches>,
     label: &str,
 ) -> Option<String> {
     if node.is_vm() {

@@ -14,7 +14,7 @@ use crate::verdict::Finding;
 
 use super::spread::{self, Spread};
 use super::{RepoContext, at, manifests_except, reads, talos_patches};
-use crate::repo::yaml::Node;
+use crate::declared::yaml::Node;
 
 /// Where a chart takes a controller's replicas, PDB and spread.
 struct ChartKeys {
@@ -231,7 +231,7 @@ pub fn declared_replicas(
 /// its unknown fields hold, it is neither the controller nor its PodDisruptionBudget nor
 /// the release that makes it.
 fn not_this_controller(object: &Node, params: &Params) -> bool {
-    use crate::repo::unread::holds_variable;
+    use crate::declared::unread::holds_variable;
     let known = |path: &[&str]| object.get(path).is_none_or(|n| !holds_variable(n));
     match object.get_str(&["kind"]) {
         Some("Deployment" | "StatefulSet") => {
@@ -445,14 +445,14 @@ impl Chart<'_> {
         if path == keys.replicas {
             let n = keys.defaults.replicas?;
             return Some(Node::new(
-                crate::repo::yaml::Value::Scalar(n.to_string(), true),
+                crate::declared::yaml::Value::Scalar(n.to_string(), true),
                 site,
             ));
         }
         if matches!(keys.pdb, Pdb::Value { enabled, .. } if enabled == path) {
             let on = keys.defaults.pdb?;
             return Some(Node::new(
-                crate::repo::yaml::Value::Scalar(on.to_string(), true),
+                crate::declared::yaml::Value::Scalar(on.to_string(), true),
                 site,
             ));
         }
@@ -650,7 +650,7 @@ struct Owner<'a> {
     /// `None`: any namespace (the live check names none).
     namespace: Option<&'a str>,
     name: &'a str,
-    site: &'a crate::repo::site::Site,
+    site: &'a crate::declared::site::Site,
 }
 
 fn pdbs(

@@ -10,8 +10,8 @@
 //! percent of the node's CPU, and CSI sidecars, CSI plugin and engine image pods it creates
 //! without requests.
 
-use crate::repo::flux::HelmRelease;
-use crate::repo::yaml::Node;
+use crate::declared::manifests::HelmRelease;
+use crate::declared::yaml::Node;
 
 use crate::selector::Selector;
 

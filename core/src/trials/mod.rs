@@ -10,10 +10,14 @@
 //! staging run also shows what production would get from the same repository.
 
 mod capacity;
-mod chart_requests;
+// Public for the engine's tests, which run trials on throwaway checkouts and call these
+// directly; not API.
+#[doc(hidden)]
+pub mod chart_requests;
 mod controllers;
 mod drift;
-mod drift_addresses;
+#[doc(hidden)]
+pub mod drift_addresses;
 mod drift_placement;
 mod ingress;
 mod l2;
@@ -21,30 +25,17 @@ mod live_workloads;
 mod nodes;
 mod spread;
 mod storage;
-#[cfg(test)]
-mod tests;
-#[cfg(test)]
-mod tests_argocd;
-#[cfg(test)]
-mod tests_capacity;
-#[cfg(test)]
-mod tests_coverage;
-#[cfg(test)]
-mod tests_drift_addresses;
-#[cfg(test)]
-mod tests_home_ops;
-#[cfg(test)]
-mod tests_l2;
-#[cfg(test)]
-mod tests_talos_layouts;
-mod workload_requests;
+#[doc(hidden)]
+pub mod workload_requests;
 
 use crate::checks::CheckSpec;
-use crate::config::{Config, Environment};
+use std::collections::BTreeMap;
+
+use crate::config::{Environment, Gate};
 use crate::state::State;
 use crate::verdict::Finding;
 
-use super::declared::{Declared, DeclaredEnv, DeclaredNode, NodesUnknown};
+use crate::declared::environments::{Declared, DeclaredEnv, DeclaredNode, NodesUnknown};
 
 /// What one repository or drift trial evaluates.
 #[derive(Debug, Clone)]
@@ -169,20 +160,22 @@ impl RepoTrial {
 }
 
 /// The repository trials of every environment the repository declares, and the drift trials
-/// of `env` against `repo_env`, its environment in the repository.
+/// of `env` against `repo_env`, its environment in the repository; `gates` and
+/// `environments` are the configuration's.
 pub fn trials(
-    config: &Config,
+    gates: &[Gate],
+    environments: &BTreeMap<String, Environment>,
     env: &Environment,
     declared: &[String],
     repo_env: &str,
 ) -> Vec<RepoTrial> {
     let mut out = Vec::new();
-    for gate in &config.gates {
+    for gate in gates {
         let applies = |name: &str| {
             let gate_name = if name == repo_env {
                 env.gate_name()
             } else {
-                configured(config, name).map_or(name, Environment::gate_name)
+                configured(environments, name).map_or(name, Environment::gate_name)
             };
             gate.applies_to(gate_name)
         };
@@ -207,24 +200,21 @@ pub fn trials(
 
 /// The configured environment a repository environment stands for: the one of that name,
 /// else one whose `repo.environment` names it, else one checked `like:` it.
-pub fn configured<'a>(config: &'a Config, repo_name: &str) -> Option<&'a Environment> {
-    config
-        .environments
+pub fn configured<'a>(
+    environments: &'a BTreeMap<String, Environment>,
+    repo_name: &str,
+) -> Option<&'a Environment> {
+    environments
         .get(repo_name)
         .or_else(|| {
-            config.environments.values().find(|e| {
+            environments.values().find(|e| {
                 e.repo
                     .as_ref()
                     .and_then(|r| r.environment.as_deref())
                     .is_some_and(|n| n == repo_name)
             })
         })
-        .or_else(|| {
-            config
-                .environments
-                .values()
-                .find(|e| e.gate_name() == repo_name)
-        })
+        .or_else(|| environments.values().find(|e| e.gate_name() == repo_name))
 }
 
 fn trial(gate: u32, shown: &str, repo_env: &str, check: RepoCheck, drift: bool) -> RepoTrial {
@@ -355,7 +345,7 @@ fn talos_reads(check: &RepoCheck) -> TalosReads {
 }
 
 impl TalosReads {
-    fn may_read(&self, unknown: &crate::repo::talos::jinja::Unknown) -> bool {
+    fn may_read(&self, unknown: &crate::declared::talos::Unknown) -> bool {
         if unknown.kind != "v1alpha1" {
             return !self.unrelated_kinds.contains(&unknown.kind.as_str());
         }
@@ -448,21 +438,21 @@ pub fn about(name: &str) -> Option<&'static str> {
     })
 }
 
-/// The Traefik crate::repo::flux::HelmReleases of an environment's manifests.
+/// The Traefik HelmReleases of an environment's manifests.
 pub fn traefik(
-    releases: &[crate::repo::flux::HelmRelease],
-) -> impl Iterator<Item = &crate::repo::flux::HelmRelease> {
+    releases: &[crate::declared::manifests::HelmRelease],
+) -> impl Iterator<Item = &crate::declared::manifests::HelmRelease> {
     releases
         .iter()
         .filter(|hr| hr.chart.as_deref() == Some("traefik"))
 }
 
-// `file:line: key: value`, the shape of every evidence line, is written in core.
-pub use super::site::at;
+// `file:line: key: value`, the shape of every evidence line, is written with the sites.
+pub use crate::declared::site::at;
 
 /// The finding for a part that could not be read: a skip when the repository simply does
-/// not declare the value (see [`super::site::RepoError::undeclared`]), else an error.
-pub fn unreadable(what: &str, err: &super::site::RepoError) -> Finding {
+/// not declare the value (see [`crate::declared::site::RepoError::undeclared`]), else an error.
+pub fn unreadable(what: &str, err: &crate::declared::site::RepoError) -> Finding {
     if err.undeclared {
         Finding::skip(format!(
             "{what}: the repository does not declare it: {err} (name the tfvars file in repo.tfvars)"
@@ -487,7 +477,7 @@ pub fn declared_nodes<'a>(env: &'a DeclaredEnv) -> Result<Vec<DeclaredNode<'a>>,
 pub fn manifests<'a>(
     env: &'a DeclaredEnv,
     reads: &[&str],
-) -> Result<&'a super::flux::Manifests, Finding> {
+) -> Result<&'a crate::declared::manifests::Manifests, Finding> {
     manifests_except(env, reads, &|_| false)
 }
 
@@ -497,8 +487,8 @@ pub fn manifests<'a>(
 pub fn manifests_except<'a>(
     env: &'a DeclaredEnv,
     reads: &[&str],
-    not_mine: &dyn Fn(&super::yaml::Node) -> bool,
-) -> Result<&'a super::flux::Manifests, Finding> {
+    not_mine: &dyn Fn(&crate::declared::yaml::Node) -> bool,
+) -> Result<&'a crate::declared::manifests::Manifests, Finding> {
     let m = match &env.manifests {
         None => {
             return Err(Finding::skip(format!(
@@ -569,7 +559,9 @@ pub mod reads {
 }
 
 /// The Talos patches; `None` when the repository has none for the environment.
-pub fn talos_patches(env: &DeclaredEnv) -> Result<Option<&super::talos::Patches>, Finding> {
+pub fn talos_patches(
+    env: &DeclaredEnv,
+) -> Result<Option<&crate::declared::talos::Patches>, Finding> {
     match &env.talos {
         None => Ok(None),
         Some(Ok(p)) => Ok(Some(p)),
@@ -585,7 +577,7 @@ pub fn talos_patches(env: &DeclaredEnv) -> Result<Option<&super::talos::Patches>
 pub fn nodes_and_patches<'a>(
     env: &'a DeclaredEnv,
     unpatched: impl FnOnce() -> String,
-) -> Result<(Vec<DeclaredNode<'a>>, &'a super::talos::Patches), Finding> {
+) -> Result<(Vec<DeclaredNode<'a>>, &'a crate::declared::talos::Patches), Finding> {
     let nodes = declared_nodes(env)?;
     match talos_patches(env)? {
         Some(patches) => {
@@ -593,7 +585,7 @@ pub fn nodes_and_patches<'a>(
             let by_name = patches
                 .patches
                 .iter()
-                .any(|p| matches!(p.applies, super::talos::Applies::Node(_)))
+                .any(|p| matches!(p.applies, crate::declared::talos::Applies::Node(_)))
                 || !patches.unmatched.is_empty();
             if by_name && let Some(err) = nodes.iter().find_map(|n| n.name_unknown()) {
                 return Err(unnamed(err));
@@ -614,7 +606,7 @@ pub fn named_nodes(env: &DeclaredEnv) -> Result<Vec<DeclaredNode<'_>>, Finding> 
     }
 }
 
-fn unnamed(err: &super::site::RepoError) -> Finding {
+fn unnamed(err: &crate::declared::site::RepoError) -> Finding {
     Finding::error(format!(
         "this trial matches nodes by name, and a VM's name is not known: {err}"
     ))

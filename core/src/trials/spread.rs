@@ -7,8 +7,8 @@
 //! `interpodaffinity` filters only on required terms, `podtopologyspread` filters only on
 //! `DoNotSchedule` constraints.)
 
-use crate::repo::site::Site;
-use crate::repo::yaml::Node;
+use crate::declared::site::Site;
+use crate::declared::yaml::Node;
 
 const HOSTNAME: &str = "kubernetes.io/hostname";
 
@@ -85,7 +85,7 @@ pub fn of(affinity: Option<&Node>, constraints: Option<&Node>, host_label: &str)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::repo::yaml::parse;
+    use crate::declared::yaml::parse;
 
     fn judge(text: &str) -> Spread {
         let doc = parse("pod.yaml", text).unwrap().remove(0);

@@ -8,10 +8,10 @@
 //! a `skip`. A container that requests nothing is counted as 0, as the scheduler counts it,
 //! and named.
 
-use crate::repo::declared::DeclaredNode;
-use crate::repo::flux::HelmRelease;
-use crate::repo::talos::Patches;
-use crate::repo::yaml::Node;
+use crate::declared::environments::DeclaredNode;
+use crate::declared::manifests::HelmRelease;
+use crate::declared::talos::Patches;
+use crate::declared::yaml::Node;
 use crate::verdict::Finding;
 
 use super::chart_requests::{NodeSize, NotCounted, chart_requests};

@@ -5,7 +5,7 @@
 use crate::verdict::Finding;
 
 use super::{RepoContext, at, manifests_except, reads, traefik};
-use crate::repo::flux::HelmRelease;
+use crate::declared::manifests::HelmRelease;
 
 /// Where Traefik's chart takes the Service's traffic policy.
 pub const TRAEFIK_ETP: [&str; 3] = ["service", "spec", "externalTrafficPolicy"];
@@ -77,7 +77,7 @@ pub fn external_traffic_policy(ctx: &RepoContext<'_>) -> Finding {
 }
 
 /// The environments of the repository whose effective value comes from `site`.
-fn inheritors(ctx: &RepoContext<'_>, site: &crate::repo::site::Site) -> Vec<String> {
+fn inheritors(ctx: &RepoContext<'_>, site: &crate::declared::site::Site) -> Vec<String> {
     ctx.declared
         .environments
         .values()

@@ -16,8 +16,8 @@ use super::controllers::declared_pdb;
 
 use super::live_workloads::{in_namespace, live_workloads};
 use super::{RepoContext, at, both, named_nodes, nodes_and_patches};
-use crate::repo::declared::DeclaredNode;
-use crate::repo::yaml::Node;
+use crate::declared::environments::DeclaredNode;
+use crate::declared::yaml::Node;
 
 fn agree(same: bool, what: &str, evidence: Vec<String>) -> Finding {
     if same {
