@@ -57,11 +57,88 @@ pub trait Check {
 }
 
 /// The registry of check kinds: one line per kind gives the variant of [`CheckSpec`], the
-/// module that holds its parameters and evaluation, the name gate files use, and the one-line
-/// description `gates list --kinds` prints. Adding a kind is its file, one line here, and a
-/// gate file that names it (docs/architecture.md).
+/// module that holds its parameters and evaluation, the name gate files use, the one-line
+/// description `gates list --kinds` prints, and its declared part: the name of its
+/// repository trial (`repo::NAME`) and of its drift trials (`drift::NAME`), or `repo: none`
+/// for a kind judged on the live state only. A kind with a declared part implements the
+/// trials' `DeclaredCheck` beside [`Check`]; the trials read this list through `with_registry!`
+/// to dispatch to it. Adding a kind is its file, one line here, and a gate file that names
+/// it (docs/architecture.md).
+macro_rules! with_registry {
+    ($then:ident) => {
+        $then! {
+            ControlPlaneNodes => control_plane_nodes, "control-plane-nodes",
+                "exactly N nodes carry the control-plane role, all Ready",
+                repo: "control-plane-nodes", drift: ["control-plane-nodes"];
+            DistinctHosts => distinct_hosts, "distinct-hosts",
+                "every node names its Proxmox host, and the control planes sit on distinct hosts",
+                repo: "distinct-hosts", drift: ["host-labels"];
+            SchedulableControlPlane => schedulable_control_plane, "schedulable-control-plane",
+                "no control-plane node keeps the control-plane NoSchedule taint",
+                repo: "schedulable-control-plane", drift: ["schedulable-control-plane"];
+            ReplicatedController => replicated_controller, "replicated-controller",
+                "a controller runs enough ready replicas on distinct nodes and hosts, with one PDB that lets one go",
+                repo: "replicated-controller", drift: ["replicated-controller", "pdb"];
+            L2Announcement => l2_announcement, "l2-announcement",
+                "the Cilium L2 announcement policies of each ingress Service select every node",
+                repo: "l2-announcement", drift: ["l2-announcement"];
+            ExternalTrafficPolicy => external_traffic_policy, "external-traffic-policy",
+                "each ingress Service uses externalTrafficPolicy: Cluster",
+                repo: "external-traffic-policy", drift: ["external-traffic-policy"];
+            LonghornDisks => longhorn_disks, "longhorn-disks",
+                "every node has a schedulable Longhorn disk, volumes are healthy, replicas on distinct hosts",
+                repo: "longhorn-disks", drift: ["longhorn-nodes"];
+            // Declared and live capacity are different quantities (VM size against
+            // allocatable): no drift trial.
+            CapacityHeadroom => capacity_headroom, "capacity-headroom",
+                "every node keeps the capacity margin free, for CPU and memory, measured",
+                repo: "capacity-headroom", drift: [];
+            // Chaos, membership, host sharing and the host-loss prediction are about what
+            // runs, not what is declared; failure domains need Proxmox's storage list and the
+            // environment's switches, which a repository does not hold.
+            ChaosReport => chaos_report, "chaos-report",
+                "the newest chaos report of the environment proves the host-failure gate",
+                repo: none, drift: [];
+            EtcdMembers => etcd_members, "etcd-members",
+                "every control plane, asked over the Talos API, sees the same N voting etcd members",
+                repo: none, drift: [];
+            TalosEndpoints => talos_endpoints, "talos-endpoints",
+                "the talosconfig lists every control-plane address and not the API VIP",
+                repo: "talos-endpoints", drift: ["talos-endpoints"];
+            // The live check reads the kubeconfig; the repository declares the VIP itself.
+            ApiEndpoint => api_endpoint, "api-endpoint",
+                "the kubeconfig points at the API VIP, which answers /readyz under the cluster CA",
+                repo: "vip", drift: ["vip"];
+            HostSharing => host_sharing, "host-sharing",
+                "informational: which environments' VMs each Proxmox host runs",
+                repo: none, drift: [];
+            FailureDomains => failure_domains, "failure-domains",
+                "no switch, power feed or shared datastore carries a quorum of the control planes",
+                repo: none, drift: [];
+            HostLoss => host_loss, "host-loss",
+                "the loss of every Proxmox host is predicted survivable (etcd, VIP, L2, workloads, room, Longhorn)",
+                repo: none, drift: [];
+        }
+    };
+}
+pub(crate) use with_registry;
+
+/// The trial kinds of a declared part as a registry line writes it: `None` for `repo: none`.
+macro_rules! declared_kinds {
+    (none, [$($drift:literal),*]) => {
+        None
+    };
+    ($repo:literal, [$($drift:literal),*]) => {
+        Some(DeclaredKinds {
+            repo: concat!("repo::", $repo),
+            drifts: &[$(concat!("drift::", $drift)),*],
+        })
+    };
+}
+
 macro_rules! registry {
-    ($($variant:ident => $module:ident, $kind:literal, $about:literal;)*) => {
+    ($($variant:ident => $module:ident, $kind:literal, $about:literal,
+        repo: $repo:tt, drift: [$($drift:literal),*];)*) => {
         /// One check as written in a gate file: `kind` picks the variant, the other keys are
         /// its parameters.
         #[derive(Debug, Clone, Deserialize)]
@@ -77,11 +154,23 @@ macro_rules! registry {
         /// Every kind a gate file may name, with what it asks, in registry order.
         pub const KINDS: &[(&str, &str)] = &[$(($kind, $about)),*];
 
+        /// Every kind with the trial kinds of its declared part, in registry order.
+        pub const DECLARED: &[(&str, Option<DeclaredKinds>)] =
+            &[$(($kind, declared_kinds!($repo, [$($drift),*]))),*];
+
         impl CheckSpec {
             /// The name gate files and trial names use (`distinct-hosts`).
             pub fn kind(&self) -> &'static str {
                 match self {
                     $(CheckSpec::$variant(_) => $kind,)*
+                }
+            }
+
+            /// The trial kinds of the kind's declared part; `None` for a kind judged on the
+            /// live state only.
+            pub fn declared(&self) -> Option<DeclaredKinds> {
+                match self {
+                    $(CheckSpec::$variant(_) => declared_kinds!($repo, [$($drift),*]),)*
                 }
             }
 
@@ -94,37 +183,15 @@ macro_rules! registry {
     };
 }
 
-registry! {
-    ControlPlaneNodes => control_plane_nodes, "control-plane-nodes",
-        "exactly N nodes carry the control-plane role, all Ready";
-    DistinctHosts => distinct_hosts, "distinct-hosts",
-        "every node names its Proxmox host, and the control planes sit on distinct hosts";
-    SchedulableControlPlane => schedulable_control_plane, "schedulable-control-plane",
-        "no control-plane node keeps the control-plane NoSchedule taint";
-    ReplicatedController => replicated_controller, "replicated-controller",
-        "a controller runs enough ready replicas on distinct nodes and hosts, with one PDB that lets one go";
-    L2Announcement => l2_announcement, "l2-announcement",
-        "the Cilium L2 announcement policies of each ingress Service select every node";
-    ExternalTrafficPolicy => external_traffic_policy, "external-traffic-policy",
-        "each ingress Service uses externalTrafficPolicy: Cluster";
-    LonghornDisks => longhorn_disks, "longhorn-disks",
-        "every node has a schedulable Longhorn disk, volumes are healthy, replicas on distinct hosts";
-    CapacityHeadroom => capacity_headroom, "capacity-headroom",
-        "every node keeps the capacity margin free, for CPU and memory, measured";
-    ChaosReport => chaos_report, "chaos-report",
-        "the newest chaos report of the environment proves the host-failure gate";
-    EtcdMembers => etcd_members, "etcd-members",
-        "every control plane, asked over the Talos API, sees the same N voting etcd members";
-    TalosEndpoints => talos_endpoints, "talos-endpoints",
-        "the talosconfig lists every control-plane address and not the API VIP";
-    ApiEndpoint => api_endpoint, "api-endpoint",
-        "the kubeconfig points at the API VIP, which answers /readyz under the cluster CA";
-    HostSharing => host_sharing, "host-sharing",
-        "informational: which environments' VMs each Proxmox host runs";
-    FailureDomains => failure_domains, "failure-domains",
-        "no switch, power feed or shared datastore carries a quorum of the control planes";
-    HostLoss => host_loss, "host-loss",
-        "the loss of every Proxmox host is predicted survivable (etcd, VIP, L2, workloads, room, Longhorn)";
+with_registry!(registry);
+
+/// The trials a kind's declared part gives, by the kinds in their names: one repository
+/// trial (`repo::vip`) and one drift trial for each thing both a cluster and the repository
+/// say (`drift::vip`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeclaredKinds {
+    pub repo: &'static str,
+    pub drifts: &'static [&'static str],
 }
 
 impl CheckSpec {

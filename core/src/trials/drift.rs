@@ -1,6 +1,7 @@
 //! Drift: where the cluster (live or a snapshot) and the repository disagree about what a
 //! gate reads, one trial per gate check: the control-plane count, a controller's replicas,
-//! the L2 policies' node selectors and Traefik's traffic policy here; PDBs, scheduling on
+//! the L2 policies' node selectors and Traefik's traffic policy here (each kind's
+//! `DeclaredCheck` in `kinds` picks its own); PDBs, scheduling on
 //! control planes, Longhorn's nodes and host labels in `drift_placement`; the VIP and the
 //! talosconfig endpoints in `drift_addresses`. A disagreement fails with
 //! both sides named; a side that could not be read is an error, an undeclared one a skip.
@@ -17,28 +18,9 @@ use super::controllers::declared_replicas;
 use super::ingress::TRAEFIK_ETP;
 use super::live_workloads::live_workloads;
 use super::traefik;
-use super::{
-    RepoCheck, RepoContext, both, declared_nodes, drift_addresses, drift_placement, manifests,
-    reads,
-};
+use super::{RepoContext, both, declared_nodes, manifests, reads};
 
-pub fn evaluate(check: &RepoCheck, ctx: &RepoContext<'_>) -> Finding {
-    match check {
-        RepoCheck::ControlPlaneNodes => control_planes(ctx),
-        RepoCheck::ReplicatedController(p) => replicas(ctx, p),
-        RepoCheck::ExternalTrafficPolicy => traffic_policy(ctx),
-        RepoCheck::L2Announcement => l2_policies(ctx),
-        RepoCheck::ControllerPdb(p) => drift_placement::pdb(ctx, p),
-        RepoCheck::SchedulableControlPlane => drift_placement::schedulable_control_plane(ctx),
-        RepoCheck::LonghornDisks => drift_placement::longhorn_nodes(ctx),
-        RepoCheck::DistinctHosts => drift_placement::host_labels(ctx),
-        RepoCheck::TalosEndpoints => drift_addresses::talos_endpoints(ctx),
-        RepoCheck::ApiVip => drift_addresses::vip(ctx),
-        RepoCheck::CapacityHeadroom => Finding::skip("no drift trial for this check"),
-    }
-}
-
-fn control_planes(ctx: &RepoContext<'_>) -> Finding {
+pub(super) fn control_planes(ctx: &RepoContext<'_>) -> Finding {
     let nodes = match ctx.live.nodes.get("nodes") {
         Ok(nodes) => nodes,
         Err(finding) => return finding,
@@ -74,7 +56,7 @@ fn control_planes(ctx: &RepoContext<'_>) -> Finding {
     }
 }
 
-fn replicas(
+pub(super) fn replicas(
     ctx: &RepoContext<'_>,
     params: &crate::checks::replicated_controller::Params,
 ) -> Finding {
@@ -136,7 +118,7 @@ fn ingress_services<'a>(ctx: &RepoContext<'a>) -> Result<Vec<&'a Service>, Findi
         .collect())
 }
 
-fn traffic_policy(ctx: &RepoContext<'_>) -> Finding {
+pub(super) fn traffic_policy(ctx: &RepoContext<'_>) -> Finding {
     let m = match manifests(ctx.env, reads::TRAFFIC_POLICY) {
         Ok(m) => m,
         Err(finding) => return finding,
@@ -222,7 +204,7 @@ fn traffic_policy(ctx: &RepoContext<'_>) -> Finding {
     }
 }
 
-fn l2_policies(ctx: &RepoContext<'_>) -> Finding {
+pub(super) fn l2_policies(ctx: &RepoContext<'_>) -> Finding {
     let m = match manifests(ctx.env, reads::L2) {
         Ok(m) => m,
         Err(finding) => return finding,

@@ -6,7 +6,8 @@
 //! `file:line: key: value`.
 //!
 //! Which trials exist follows from the gate files: each live check kind that has a declared
-//! counterpart gets one, for every environment of the repository the gate applies to, so a
+//! counterpart (its line in the check registry, `crate::checks`, names the trials, and its
+//! parameters implement [`DeclaredCheck`] in `kinds`) gets one, for every environment of the repository the gate applies to, so a
 //! staging run also shows what production would get from the same repository.
 
 mod capacity;
@@ -20,6 +21,7 @@ mod drift;
 pub mod drift_addresses;
 mod drift_placement;
 mod ingress;
+mod kinds;
 mod l2;
 mod live_workloads;
 mod nodes;
@@ -37,103 +39,90 @@ use crate::verdict::Finding;
 
 use crate::declared::environments::{Declared, DeclaredEnv, DeclaredNode, NodesUnknown};
 
-/// What one repository or drift trial evaluates.
+/// What a check kind's parameters implement, beside the live [`crate::checks::Check`], when
+/// the kind has a declared part (its registry line names the trials, `kinds` implements
+/// them): the check judged on what the repository declares, and the drift trials that
+/// compare the cluster with it.
+pub trait DeclaredCheck {
+    /// The repository trial: the check, on what the repository declares.
+    fn evaluate_declared(&self, ctx: &RepoContext<'_>) -> Finding;
+
+    /// The drift trial of that kind (one of the registry line's, `drift::pdb`).
+    fn evaluate_drift(&self, kind: &str, ctx: &RepoContext<'_>) -> Finding {
+        let _ = (kind, ctx);
+        Finding::skip("no drift trial for this check")
+    }
+
+    /// Where in the Talos configuration the repository trial reads (see [`TalosReads`]);
+    /// `None` when no Talos patch can decide it.
+    fn talos_reads(&self) -> Option<&'static [&'static str]> {
+        None
+    }
+
+    /// Whether a fail stands although some Talos patches could not be read.
+    fn settles_a_fail(&self, ctx: &RepoContext<'_>) -> bool {
+        let _ = ctx;
+        false
+    }
+}
+
+/// The declared part of a registry line: `none`, or the kind's [`DeclaredCheck`].
+macro_rules! declared_part {
+    (none, $p:ident) => {{
+        let _ = $p;
+        None
+    }};
+    ($repo:literal, $p:ident) => {
+        Some($p as &dyn DeclaredCheck)
+    };
+}
+
+macro_rules! declared_parts {
+    ($($variant:ident => $module:ident, $kind:literal, $about:literal,
+        repo: $repo:tt, drift: [$($drift:literal),*];)*) => {
+        /// The declared evaluation of a check, as its registry line says; `None` for a kind
+        /// judged on the live state only.
+        fn declared_part(check: &CheckSpec) -> Option<&dyn DeclaredCheck> {
+            match check {
+                $(CheckSpec::$variant(p) => declared_part!($repo, p),)*
+            }
+        }
+    };
+}
+
+crate::checks::with_registry!(declared_parts);
+
+/// What one repository or drift trial evaluates: a gate's check, on the declared side, and
+/// the trial kind its registry line gives (`repo::vip`, `drift::pdb`).
 #[derive(Debug, Clone)]
-pub enum RepoCheck {
-    ControlPlaneNodes,
-    DistinctHosts,
-    SchedulableControlPlane,
-    TalosEndpoints,
-    ApiVip,
-    ReplicatedController(crate::checks::replicated_controller::Params),
-    /// A controller's PodDisruptionBudget, compared live and declared (drift only; the
-    /// repository trial checks it as part of `ReplicatedController`).
-    ControllerPdb(crate::checks::replicated_controller::Params),
-    L2Announcement,
-    ExternalTrafficPolicy,
-    LonghornDisks,
-    CapacityHeadroom,
+pub struct RepoCheck {
+    pub check: CheckSpec,
+    pub kind: &'static str,
 }
 
 impl RepoCheck {
-    /// The declared counterpart of a live check, if it has one.
+    /// The repository trial of a live check, if its kind has a declared part.
     fn of(check: &CheckSpec) -> Option<RepoCheck> {
-        Some(match check {
-            CheckSpec::ControlPlaneNodes(_) => RepoCheck::ControlPlaneNodes,
-            CheckSpec::DistinctHosts(_) => RepoCheck::DistinctHosts,
-            CheckSpec::SchedulableControlPlane(_) => RepoCheck::SchedulableControlPlane,
-            CheckSpec::TalosEndpoints(_) => RepoCheck::TalosEndpoints,
-            CheckSpec::ApiEndpoint(_) => RepoCheck::ApiVip,
-            CheckSpec::ReplicatedController(p) => RepoCheck::ReplicatedController(p.clone()),
-            CheckSpec::L2Announcement(_) => RepoCheck::L2Announcement,
-            CheckSpec::ExternalTrafficPolicy(_) => RepoCheck::ExternalTrafficPolicy,
-            CheckSpec::LonghornDisks(_) => RepoCheck::LonghornDisks,
-            CheckSpec::CapacityHeadroom(_) => RepoCheck::CapacityHeadroom,
-            // Membership, host sharing, chaos and the host-loss prediction are about what
-            // runs, not what is declared; failure domains need Proxmox's storage list and the
-            // environment's switches, which a repository does not hold.
-            CheckSpec::EtcdMembers(_)
-            | CheckSpec::HostSharing(_)
-            | CheckSpec::FailureDomains(_)
-            | CheckSpec::ChaosReport(_)
-            | CheckSpec::HostLoss(_) => {
-                return None;
-            }
+        check.declared().map(|d| RepoCheck {
+            check: check.clone(),
+            kind: d.repo,
         })
     }
 
-    /// The kind as it appears in trial names (`repo::vip`).
-    pub fn kind(&self, drift: bool) -> &'static str {
-        match (self, drift) {
-            (RepoCheck::ControlPlaneNodes, false) => "repo::control-plane-nodes",
-            (RepoCheck::ControlPlaneNodes, true) => "drift::control-plane-nodes",
-            (RepoCheck::DistinctHosts, false) => "repo::distinct-hosts",
-            (RepoCheck::DistinctHosts, true) => "drift::host-labels",
-            (RepoCheck::SchedulableControlPlane, false) => "repo::schedulable-control-plane",
-            (RepoCheck::SchedulableControlPlane, true) => "drift::schedulable-control-plane",
-            (RepoCheck::TalosEndpoints, false) => "repo::talos-endpoints",
-            (RepoCheck::TalosEndpoints, true) => "drift::talos-endpoints",
-            (RepoCheck::ApiVip, false) => "repo::vip",
-            (RepoCheck::ApiVip, true) => "drift::vip",
-            (RepoCheck::ReplicatedController(_), false) => "repo::replicated-controller",
-            (RepoCheck::ReplicatedController(_), true) => "drift::replicated-controller",
-            (RepoCheck::ControllerPdb(_), _) => "drift::pdb",
-            (RepoCheck::L2Announcement, false) => "repo::l2-announcement",
-            (RepoCheck::L2Announcement, true) => "drift::l2-announcement",
-            (RepoCheck::ExternalTrafficPolicy, false) => "repo::external-traffic-policy",
-            (RepoCheck::ExternalTrafficPolicy, true) => "drift::external-traffic-policy",
-            (RepoCheck::LonghornDisks, false) => "repo::longhorn-disks",
-            (RepoCheck::LonghornDisks, true) => "drift::longhorn-nodes",
-            (RepoCheck::CapacityHeadroom, _) => "repo::capacity-headroom",
-        }
-    }
-
-    /// The drift trials of a check: one per thing both a cluster and the repository say.
-    fn drifts(&self) -> Vec<RepoCheck> {
-        match self {
-            RepoCheck::ControlPlaneNodes
-            | RepoCheck::DistinctHosts
-            | RepoCheck::SchedulableControlPlane
-            | RepoCheck::L2Announcement
-            | RepoCheck::ExternalTrafficPolicy
-            | RepoCheck::LonghornDisks
-            | RepoCheck::TalosEndpoints
-            | RepoCheck::ApiVip => vec![self.clone()],
-            RepoCheck::ReplicatedController(p) => vec![
-                RepoCheck::ReplicatedController(p.clone()),
-                RepoCheck::ControllerPdb(p.clone()),
-            ],
-            // Declared and live capacity are different quantities (VM size against
-            // allocatable).
-            RepoCheck::CapacityHeadroom | RepoCheck::ControllerPdb(_) => Vec::new(),
-        }
+    /// The drift trials of a live check: one per thing both a cluster and the repository say.
+    fn drifts(check: &CheckSpec) -> Vec<RepoCheck> {
+        let kinds = check.declared().map_or(&[][..], |d| d.drifts);
+        kinds
+            .iter()
+            .map(|kind| RepoCheck {
+                check: check.clone(),
+                kind,
+            })
+            .collect()
     }
 
     fn instance(&self) -> Option<&str> {
-        match self {
-            RepoCheck::ReplicatedController(p) | RepoCheck::ControllerPdb(p) => Some(&p.name),
-            _ => None,
-        }
+        self.check.instance()
     }
 }
 
@@ -151,7 +140,7 @@ pub struct RepoTrial {
 
 impl RepoTrial {
     pub fn kind(&self) -> &'static str {
-        self.check.kind(self.drift)
+        self.check.kind
     }
 
     pub fn instance(&self) -> Option<&str> {
@@ -185,12 +174,7 @@ pub fn trials(
             }
         }
         if gate.applies_to(env.gate_name()) && declared.iter().any(|n| n == repo_env) {
-            for check in gate
-                .checks
-                .iter()
-                .filter_map(RepoCheck::of)
-                .flat_map(|c| c.drifts())
-            {
+            for check in gate.checks.iter().flat_map(RepoCheck::drifts) {
                 out.push(trial(gate.number, &env.name, repo_env, check, true));
             }
         }
@@ -218,7 +202,7 @@ pub fn configured<'a>(
 }
 
 fn trial(gate: u32, shown: &str, repo_env: &str, check: RepoCheck, drift: bool) -> RepoTrial {
-    let kind = check.kind(drift);
+    let kind = check.kind;
     let name = match check.instance() {
         Some(instance) => format!("gate{gate}::{shown}::{kind}::{instance}"),
         None => format!("gate{gate}::{shown}::{kind}"),
@@ -244,31 +228,30 @@ pub struct RepoContext<'a> {
 
 /// Evaluate one trial. Pure.
 pub fn evaluate(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
+    let Some(part) = declared_part(&trial.check.check) else {
+        return Finding::error(format!(
+            "{} has no declared part to judge",
+            trial.check.check.kind()
+        ));
+    };
     if trial.drift {
-        return drift::evaluate(&trial.check, ctx);
+        return part.evaluate_drift(trial.check.kind, ctx);
     }
-    let finding = declared(trial, ctx);
+    let finding = part.evaluate_declared(ctx);
     // A Talos patch that was not read could decide what these trials read: say so on each.
-    let reads_talos = matches!(
-        trial.check,
-        RepoCheck::DistinctHosts
-            | RepoCheck::SchedulableControlPlane
-            | RepoCheck::TalosEndpoints
-            | RepoCheck::ApiVip
-            | RepoCheck::L2Announcement
-            | RepoCheck::LonghornDisks
-    );
     let Some(Ok(patches)) = &ctx.env.talos else {
         return finding;
     };
-    if !reads_talos {
+    let Some(paths) = part.talos_reads() else {
         return finding;
-    }
+    };
+    let reads = TalosReads {
+        paths,
+        unrelated_kinds: NOT_NODE_PLACEMENT,
+    };
     // Values a template writes decide the trial only where it reads them.
-    let (deciding, aside): (Vec<_>, Vec<_>) = patches
-        .unknown
-        .iter()
-        .partition(|u| talos_reads(&trial.check).may_read(u));
+    let (deciding, aside): (Vec<_>, Vec<_>) =
+        patches.unknown.iter().partition(|u| reads.may_read(u));
     let unread: Vec<String> = patches
         .skipped
         .iter()
@@ -279,12 +262,7 @@ pub fn evaluate(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
     if unread.is_empty() {
         return finding;
     }
-    let settled = finding.verdict == crate::verdict::Verdict::Fail
-        && match trial.check {
-            RepoCheck::DistinctHosts => nodes::hosts_settle_a_fail(ctx),
-            RepoCheck::L2Announcement => l2::fails_without_nodes(ctx),
-            _ => false,
-        };
+    let settled = finding.verdict == crate::verdict::Verdict::Fail && part.settles_a_fail(ctx);
     if settled {
         finding.with_warnings(unread.iter().map(|s| format!("not read: {s}")))
     } else {
@@ -316,33 +294,6 @@ const NOT_NODE_PLACEMENT: &[&str] = &[
 
 /// What every trial reads: which nodes there are and their roles.
 const EVERY_TRIAL: &[&str] = &["machine.type", "machine.network.hostname"];
-
-fn talos_reads(check: &RepoCheck) -> TalosReads {
-    let paths: &'static [&'static str] = match check {
-        RepoCheck::DistinctHosts => &["machine.nodeLabels"],
-        RepoCheck::SchedulableControlPlane => &[
-            "cluster.allowSchedulingOnControlPlanes",
-            "machine.nodeTaints",
-        ],
-        RepoCheck::TalosEndpoints | RepoCheck::ApiVip => {
-            &["machine.network", "cluster.controlPlane"]
-        }
-        // Cilium's L2 announcer reads node labels only.
-        RepoCheck::L2Announcement => &["machine.nodeLabels"],
-        RepoCheck::LonghornDisks => &[
-            "machine.kubelet",
-            "machine.disks",
-            "machine.nodeLabels",
-            "machine.nodeTaints",
-            "cluster.allowSchedulingOnControlPlanes",
-        ],
-        _ => &[],
-    };
-    TalosReads {
-        paths,
-        unrelated_kinds: NOT_NODE_PLACEMENT,
-    }
-}
 
 impl TalosReads {
     fn may_read(&self, unknown: &crate::declared::talos::Unknown) -> bool {
@@ -388,22 +339,6 @@ fn unread_patches(finding: Finding, skipped: &[String]) -> Finding {
     }
 }
 
-fn declared(trial: &RepoTrial, ctx: &RepoContext<'_>) -> Finding {
-    match &trial.check {
-        RepoCheck::ControlPlaneNodes => nodes::control_plane_nodes(ctx),
-        RepoCheck::DistinctHosts => nodes::distinct_hosts(ctx),
-        RepoCheck::SchedulableControlPlane => nodes::schedulable_control_plane(ctx),
-        RepoCheck::TalosEndpoints => nodes::talos_endpoints(ctx),
-        RepoCheck::ApiVip => nodes::vip(ctx),
-        RepoCheck::ReplicatedController(p) => controllers::evaluate(ctx, p),
-        RepoCheck::ControllerPdb(p) => controllers::evaluate(ctx, p),
-        RepoCheck::L2Announcement => l2::l2_announcement(ctx),
-        RepoCheck::ExternalTrafficPolicy => ingress::external_traffic_policy(ctx),
-        RepoCheck::LonghornDisks => storage::longhorn_disks(ctx),
-        RepoCheck::CapacityHeadroom => capacity::capacity_headroom(ctx),
-    }
-}
-
 /// What the repository and drift trials of one kind ask, by the kind's name after `repo::`
 /// or `drift::` in trial names (`vip`, `pdb`), for reports that describe each kind once
 /// (the rules of the SARIF log). A kind named after a live check asks what that check asks,
@@ -422,19 +357,20 @@ pub fn about(name: &str) -> Option<&'static str> {
         "longhorn-nodes" => {
             "Longhorn runs on the nodes the Terraform role lists admit, and on no others"
         }
-        "control-plane-nodes"
-        | "distinct-hosts"
-        | "schedulable-control-plane"
-        | "talos-endpoints"
-        | "replicated-controller"
-        | "l2-announcement"
-        | "external-traffic-policy"
-        | "longhorn-disks"
-        | "capacity-headroom" => crate::checks::KINDS
-            .iter()
-            .find(|(kind, _)| *kind == name)
-            .map(|(_, about)| *about)?,
-        _ => return None,
+        // A kind named after its live check: the check's own words.
+        _ => {
+            let named = |kind: &str| kind.split_once("::").is_some_and(|(_, n)| n == name);
+            let declares = |part: &Option<crate::checks::DeclaredKinds>| {
+                part.is_some_and(|p| named(p.repo) || p.drifts.iter().any(|d| named(d)))
+            };
+            crate::checks::DECLARED
+                .iter()
+                .find(|(kind, part)| *kind == name && declares(part))?;
+            crate::checks::KINDS
+                .iter()
+                .find(|(kind, _)| *kind == name)
+                .map(|(_, about)| *about)?
+        }
     })
 }
 
@@ -615,4 +551,131 @@ fn unnamed(err: &crate::declared::site::RepoError) -> Finding {
 /// The two sides of a drift, as evidence lines.
 fn both(live: String, declared: String) -> Vec<String> {
     vec![format!("live: {live}"), format!("declared: {declared}")]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::EnvironmentSet;
+
+    const GATE_FILES: [&str; 5] = [
+        include_str!("../../../gates/adr-007/1-control-plane.yaml"),
+        include_str!("../../../gates/adr-007/2-controllers.yaml"),
+        include_str!("../../../gates/adr-007/3-ingress-address.yaml"),
+        include_str!("../../../gates/adr-007/4-host-failure.yaml"),
+        include_str!("../../../gates/adr-007/5-production-capacity.yaml"),
+    ];
+
+    /// The trial kinds each registry kind gives, in registry order: a check with a declared
+    /// part is its registry line and its `DeclaredCheck`, and nothing else names its trials.
+    const TRIAL_KINDS: &[(&str, &[&str])] = &[
+        (
+            "control-plane-nodes",
+            &["repo::control-plane-nodes", "drift::control-plane-nodes"],
+        ),
+        (
+            "distinct-hosts",
+            &["repo::distinct-hosts", "drift::host-labels"],
+        ),
+        (
+            "schedulable-control-plane",
+            &[
+                "repo::schedulable-control-plane",
+                "drift::schedulable-control-plane",
+            ],
+        ),
+        (
+            "replicated-controller",
+            &[
+                "repo::replicated-controller",
+                "drift::replicated-controller",
+                "drift::pdb",
+            ],
+        ),
+        (
+            "l2-announcement",
+            &["repo::l2-announcement", "drift::l2-announcement"],
+        ),
+        (
+            "external-traffic-policy",
+            &[
+                "repo::external-traffic-policy",
+                "drift::external-traffic-policy",
+            ],
+        ),
+        (
+            "longhorn-disks",
+            &["repo::longhorn-disks", "drift::longhorn-nodes"],
+        ),
+        ("capacity-headroom", &["repo::capacity-headroom"]),
+        ("chaos-report", &[]),
+        ("etcd-members", &[]),
+        (
+            "talos-endpoints",
+            &["repo::talos-endpoints", "drift::talos-endpoints"],
+        ),
+        ("api-endpoint", &["repo::vip", "drift::vip"]),
+        ("host-sharing", &[]),
+        ("failure-domains", &[]),
+        ("host-loss", &[]),
+    ];
+
+    #[test]
+    fn every_kind_of_the_registry_gives_the_trials_its_declared_part_names() {
+        let mut gates: Vec<Gate> = GATE_FILES
+            .iter()
+            .map(|text| crate::yaml::from_str(text).expect("a shipped gate file"))
+            .collect();
+        for gate in &mut gates {
+            gate.environments = EnvironmentSet::All;
+        }
+        let env = crate::checks::testing::env();
+        let made = trials(
+            &gates,
+            &BTreeMap::new(),
+            &env,
+            &["staging".to_string()],
+            "staging",
+        );
+        // What each kind's trials are called, as the trials made them.
+        let mut by_kind: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut expected = Vec::new();
+        for gate in &gates {
+            let (mut repo, mut drift) = (Vec::new(), Vec::new());
+            for check in &gate.checks {
+                let named = |kind: &str| match check.instance() {
+                    Some(i) => format!("gate{}::staging::{kind}::{i}", gate.number),
+                    None => format!("gate{}::staging::{kind}", gate.number),
+                };
+                let kinds = by_kind.entry(check.kind()).or_default();
+                let Some(part) = check.declared() else {
+                    assert!(declared_part(check).is_none(), "{}", check.kind());
+                    continue;
+                };
+                assert!(declared_part(check).is_some(), "{}", check.kind());
+                kinds.clear();
+                kinds.push(part.repo);
+                kinds.extend(part.drifts);
+                repo.push(named(part.repo));
+                drift.extend(part.drifts.iter().map(|d| named(d)));
+            }
+            expected.extend(repo);
+            expected.extend(drift);
+        }
+        let names: Vec<&str> = made.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, expected);
+        // Every kind of the registry is walked, and gives the trials it always gave.
+        let walked: Vec<(&str, &[&str])> = crate::checks::KINDS
+            .iter()
+            .map(|(kind, _)| (*kind, by_kind.get(kind).map_or(&[][..], Vec::as_slice)))
+            .collect();
+        assert_eq!(walked, TRIAL_KINDS);
+        for trial in &made {
+            let (_, name) = trial.kind().split_once("::").unwrap();
+            assert!(about(name).is_some(), "{}", trial.kind());
+            assert!(trial.name.contains(trial.kind()), "{}", trial.name);
+        }
+        assert_eq!(about("api-endpoint"), None);
+        assert_eq!(about("etcd-members"), None);
+    }
 }
