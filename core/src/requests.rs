@@ -44,22 +44,70 @@ pub fn pod_request(pod: &Pod, resource: &str) -> Result<Quantity, RequestError> 
     {
         return Ok(request_of(Some(pod_level), resource).map_err(in_pod)? + overhead);
     }
-    let mut app = Quantity::ZERO;
-    for c in &spec.containers {
-        app = app + container_request(c, resource)?;
+    let app = spec
+        .containers
+        .iter()
+        .map(|c| container_request(c, resource))
+        .collect::<Result<Vec<_>, _>>()?;
+    let init = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .map(|c| {
+            Ok((
+                container_request(c, resource)?,
+                is_sidecar(c.restart_policy.as_deref()),
+            ))
+        })
+        .collect::<Result<Vec<_>, RequestError>>()?;
+    Ok(containers(app, init) + overhead)
+}
+
+/// An amount the scheduler adds up over a pod's containers: one resource's [`Quantity`], or
+/// the repository trials' CPU and memory together (each resource summed on its own).
+pub trait Requested: Copy {
+    const ZERO: Self;
+    fn plus(self, other: Self) -> Self;
+    fn larger(self, other: Self) -> Self;
+}
+
+impl Requested for Quantity {
+    const ZERO: Quantity = Quantity::ZERO;
+    fn plus(self, other: Quantity) -> Quantity {
+        self + other
     }
-    let mut sidecars = Quantity::ZERO;
-    let mut init_peak = Quantity::ZERO;
-    for c in spec.init_containers.iter().flatten() {
-        let r = container_request(c, resource)?;
-        if c.restart_policy.as_deref() == Some("Always") {
-            sidecars = sidecars + r;
-            init_peak = init_peak.max(sidecars);
+    fn larger(self, other: Quantity) -> Quantity {
+        self.max(other)
+    }
+}
+
+/// An init container with `restartPolicy: Always` is a sidecar: it keeps running beside the
+/// app containers and the init containers after it.
+pub fn is_sidecar(restart_policy: Option<&str>) -> bool {
+    restart_policy == Some("Always")
+}
+
+/// What the containers of a pod request together, by the sidecar KEP's rule the scheduler
+/// follows (`AggregateContainerRequests` in k8s.io/component-helpers): the app containers
+/// plus every sidecar, or the largest init step (an init container beside the sidecars
+/// started before it), whichever is larger. `init` in order, each with whether it is a
+/// sidecar. The live state and the repository's templates are both counted by it.
+pub fn containers<T: Requested>(
+    app: impl IntoIterator<Item = T>,
+    init: impl IntoIterator<Item = (T, bool)>,
+) -> T {
+    let app = app.into_iter().fold(T::ZERO, T::plus);
+    let mut sidecars = T::ZERO;
+    let mut init_peak = T::ZERO;
+    for (request, sidecar) in init {
+        if sidecar {
+            sidecars = sidecars.plus(request);
+            init_peak = init_peak.larger(sidecars);
         } else {
-            init_peak = init_peak.max(sidecars + r);
+            init_peak = init_peak.larger(sidecars.plus(request));
         }
     }
-    Ok((app + sidecars).max(init_peak) + overhead)
+    app.plus(sidecars).larger(init_peak)
 }
 
 fn request_of(
