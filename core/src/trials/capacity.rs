@@ -39,7 +39,7 @@ pub fn capacity_headroom(ctx: &RepoContext<'_>) -> Finding {
     let labels: Vec<_> = sizes.iter().map(|n| n.labels.clone()).collect();
     let mut tally = match tally_manifests(&m.objects, &labels) {
         Ok(tally) => tally,
-        Err(malformed) => return Finding::error(malformed),
+        Err(malformed) => return Finding::error(malformed.0),
     };
     let manifests_counted = tally.counted.len();
     let charted = match count_charts(&m.helm_releases, &sizes, &mut tally) {

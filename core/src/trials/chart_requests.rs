@@ -396,7 +396,8 @@ fn resources(values: &Node, path: &[&str]) -> Result<(Amount, Vec<String>), NotC
             }
         };
         let full = format!("{key}.{which}.{resource}");
-        let value = parse_quantity(node, &full, resource).map_err(NotCounted::Malformed)?;
+        let value =
+            parse_quantity(node, &full, resource).map_err(|m| NotCounted::Malformed(m.0))?;
         lines.push(format!("{}: {full}: {}", node.site, node.show()));
         match resource {
             "cpu" => amount.cpu = value,

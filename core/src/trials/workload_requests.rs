@@ -57,19 +57,25 @@ pub struct Tally {
     pub transient: Vec<String>,
 }
 
-/// A malformed value a trial reads: its file, line and key.
-pub type Malformed = String;
+crate::sentence_error! {
+    /// A malformed value a trial reads: its file, line and key.
+    pub struct Malformed;
+}
 
 /// Parse a request or limit, numbers (`cpu: 1`) and strings alike.
 pub fn parse_quantity(node: &Node, key: &str, resource: &str) -> Result<i128, Malformed> {
-    let text = node
-        .as_str()
-        .ok_or_else(|| format!("{}: {key}: {} is not a quantity", node.site, node.show()))?;
+    let text = node.as_str().ok_or_else(|| {
+        Malformed(format!(
+            "{}: {key}: {} is not a quantity",
+            node.site,
+            node.show()
+        ))
+    })?;
     let parsed = match resource {
         "cpu" => quantity::cpu_millicores(text),
         _ => quantity::memory_bytes(text),
     };
-    parsed.map_err(|err| format!("{}: {key}: {err}", node.site))
+    parsed.map_err(|err| Malformed(format!("{}: {key}: {err}", node.site)))
 }
 
 /// What a container (or a pod's `spec.resources`) declares of each resource: its request,
@@ -238,11 +244,11 @@ fn copies(object: &Node, kind: &str, nodes: &[NodeLabels]) -> Result<(i128, Stri
             )),
             Some(selector) => {
                 let Some(labels) = selector.string_map() else {
-                    return Err(format!(
+                    return Err(Malformed(format!(
                         "{}: spec.template.spec.nodeSelector: {} is not a map of labels",
                         selector.site,
                         selector.show()
-                    ));
+                    )));
                 };
                 let admits = Selector::from_labels(&labels);
                 let n = nodes.iter().filter(|l| admits.matches(l)).count();
@@ -261,11 +267,11 @@ fn copies(object: &Node, kind: &str, nodes: &[NodeLabels]) -> Result<(i128, Stri
             None => Ok((1, "replicas not set, 1 (the API's default)".to_string())),
             Some(r) => match r.as_i64() {
                 Some(n) if n >= 0 => Ok((n.into(), at(&r.site, "spec.replicas", n))),
-                _ => Err(format!(
+                _ => Err(Malformed(format!(
                     "{}: spec.replicas: {} is not a count",
                     r.site,
                     r.show()
-                )),
+                ))),
             },
         },
     }
@@ -302,7 +308,10 @@ pub fn tally_manifests(objects: &[Node], nodes: &[NodeLabels]) -> Result<Tally, 
         };
         let workload = format!("{kind} {}", name(object));
         let Some(spec) = template else {
-            return Err(format!("{}: {workload} has no pod template", object.site));
+            return Err(Malformed(format!(
+                "{}: {workload} has no pod template",
+                object.site
+            )));
         };
         let namespace = object.get_str(&["metadata", "namespace"]).unwrap_or("");
         let mut zero = Vec::new();
@@ -468,7 +477,9 @@ mod tests {
             "  containers:\n",
             "  - {name: app}\n",
         ));
-        let err = tally_manifests(&[node], &[]).expect_err("refused");
+        let err = tally_manifests(&[node], &[])
+            .expect_err("refused")
+            .to_string();
         assert!(
             err.starts_with("pod.yaml:8: spec.resources.requests.memory:"),
             "{err}"

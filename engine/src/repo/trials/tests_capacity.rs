@@ -225,13 +225,17 @@ spec: {}
 #[test]
 fn malformed_replicas_or_quantities_in_a_manifest_are_errors_at_their_line() {
     let bad_replicas = WEB.replace("replicas: 3", "replicas: three");
-    let err = tally_manifests(&docs(&bad_replicas), &nodes(3)).unwrap_err();
+    let err = tally_manifests(&docs(&bad_replicas), &nodes(3))
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         err,
         "apps/workloads.yaml:5: spec.replicas: three is not a count"
     );
     let bad_cpu = WEB.replace("cpu: 500m", "cpu: half");
-    let err = tally_manifests(&docs(&bad_cpu), &nodes(3)).unwrap_err();
+    let err = tally_manifests(&docs(&bad_cpu), &nodes(3))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with("apps/workloads.yaml:13: resources.requests.cpu:"),
         "{err}"
