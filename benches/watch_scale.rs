@@ -167,6 +167,8 @@ async fn latency(
     let mut pod = some_pod(lab)?;
     let mut latencies = Vec::new();
     let mut evaluations = Vec::new();
+    // How many other evaluations were published between a change and its own.
+    let mut between = Vec::new();
     for round in 0..20 {
         let before = newest_of(&newest).map_or(0, |p| p.evaluation);
         // The pod turns not ready, then ready again: a change every trial reading pods sees.
@@ -187,6 +189,7 @@ async fn latency(
                     .any(|t| t.contains("replicated-controller"))
             {
                 latencies.push(changed.elapsed());
+                between.push(published.evaluation - before - 1);
                 evaluations.push(published.record.collect_time);
                 if round == 19 {
                     let mut slow: Vec<(u128, &str)> = published
@@ -205,6 +208,15 @@ async fn latency(
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     engine.abort();
+    // In the order of the rounds, so a slow round can be matched with what ran then.
+    eprintln!(
+        "change → re-evaluated per round (ms): {:?}",
+        latencies
+            .iter()
+            .map(Duration::as_millis)
+            .collect::<Vec<_>>()
+    );
+    eprintln!("evaluations published in between per round: {between:?}");
     latencies.sort();
     evaluations.sort();
     eprintln!("evaluation (apply + evaluate) per change: {evaluations:?}");

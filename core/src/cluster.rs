@@ -60,10 +60,19 @@ pub fn not_ready_nodes(nodes: &[Node]) -> Vec<String> {
 }
 
 /// Controllers with no ready replica among `pods`, by name.
-pub fn controllers_without_ready_replica(controllers: &[Controller], pods: &[Pod]) -> Vec<String> {
+/// `pods` is the state's list or one read anew (chaos's watcher), hence any `Borrow<Pod>`.
+pub fn controllers_without_ready_replica<P: std::borrow::Borrow<Pod>>(
+    controllers: &[Controller],
+    pods: &[P],
+) -> Vec<String> {
     controllers
         .iter()
-        .filter(|c| !pods.iter().any(|p| selects(c, p) && pod_ready(p)))
+        .filter(|c| {
+            !pods
+                .iter()
+                .map(P::borrow)
+                .any(|p| selects(c, p) && pod_ready(p))
+        })
         .map(|c| c.name.clone())
         .collect()
 }

@@ -221,7 +221,10 @@ async fn agree_at_one_revision(
     compared
 }
 
-async fn sorted(client: &kube::Client, encoding: Encoding) -> (Vec<gates::state::Pod>, String) {
+async fn sorted(
+    client: &kube::Client,
+    encoding: Encoding,
+) -> (Vec<std::sync::Arc<gates::state::Pod>>, String) {
     let (objects, revision) = list_typed_in(client.clone(), Kind::Pod, 2, encoding)
         .await
         .unwrap_or_else(|err| panic!("pods listed in {encoding:?}: {err}"));

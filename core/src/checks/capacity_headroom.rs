@@ -13,6 +13,7 @@
 //! the largest init step), plus the pod overhead. Quantities are summed exactly.
 
 use k8s_openapi::api::core::v1::Node;
+use std::sync::Arc;
 
 use crate::requests::pod_request;
 use crate::state::Pod;
@@ -209,7 +210,7 @@ struct Table<'n> {
 
 fn table<'n>(
     nodes: &'n [Node],
-    pods: &[Pod],
+    pods: &[Arc<Pod>],
     metrics: Option<&[NodeMetrics]>,
     load: Option<&NodeLoad>,
     hosts: &Hosts,
@@ -304,7 +305,7 @@ fn table<'n>(
 }
 
 /// The pods that are not terminated, by the node they are bound to.
-fn running_by_node(pods: &[Pod]) -> std::collections::HashMap<&str, Vec<&Pod>> {
+fn running_by_node(pods: &[Arc<Pod>]) -> std::collections::HashMap<&str, Vec<&Pod>> {
     let mut by_node: std::collections::HashMap<&str, Vec<&Pod>> = std::collections::HashMap::new();
     for pod in pods.iter().filter(|p| !pod_is_terminated(p)) {
         if let Some(node) = pod_node(pod) {

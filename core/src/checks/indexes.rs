@@ -45,7 +45,7 @@ impl<'a> Indexes<'a> {
     /// of `wanted`, in their order in the list. `wanted` empty gives every pod.
     pub fn pods_labelled<'p>(
         &self,
-        pods: &'p [Pod],
+        pods: &'p [Arc<Pod>],
         wanted: &BTreeMap<String, String>,
     ) -> Vec<&'p Pod> {
         let indexed = self.state.pods.get("pods").ok();
@@ -54,7 +54,11 @@ impl<'a> Indexes<'a> {
             || !indexed.is_some_and(|all| std::ptr::eq(all.as_slice(), pods))
         {
             // Not the state's list (a check's own subset): read it whole.
-            return pods.iter().filter(|p| carries(p, wanted)).collect();
+            return pods
+                .iter()
+                .map(|p| &**p)
+                .filter(|p| carries(p, wanted))
+                .collect();
         }
         self.pods_by_label.carrying(pods, wanted)
     }
@@ -95,7 +99,7 @@ struct PodsByLabel {
 type KeyIndex = HashMap<String, Vec<u32>>;
 
 impl PodsByLabel {
-    fn key(&self, pods: &[Pod], key: &str) -> Arc<OnceLock<KeyIndex>> {
+    fn key(&self, pods: &[Arc<Pod>], key: &str) -> Arc<OnceLock<KeyIndex>> {
         let slot = {
             let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
             keys.entry(key.to_string()).or_default().clone()
@@ -119,16 +123,20 @@ impl PodsByLabel {
 
     /// The pods of `pods` (the list the index was built from) carrying every pair of
     /// `wanted` (not empty): those carrying its first pair, checked against every pair.
-    fn carrying<'p>(&self, pods: &'p [Pod], wanted: &BTreeMap<String, String>) -> Vec<&'p Pod> {
+    fn carrying<'p>(
+        &self,
+        pods: &'p [Arc<Pod>],
+        wanted: &BTreeMap<String, String>,
+    ) -> Vec<&'p Pod> {
         let Some((key, value)) = wanted.iter().next() else {
-            return pods.iter().collect();
+            return pods.iter().map(|p| &**p).collect();
         };
         let slot = self.key(pods, key);
         let Some(list) = slot.get().and_then(|by_value| by_value.get(value.as_str())) else {
             return Vec::new();
         };
         list.iter()
-            .map(|&i| &pods[i as usize])
+            .map(|&i| &*pods[i as usize])
             .filter(|p| carries(p, wanted))
             .collect()
     }
@@ -178,7 +186,11 @@ mod tests {
             want(&[("app", "none")]),
             want(&[]),
         ] {
-            let whole: Vec<&Pod> = pods.iter().filter(|p| carries(p, &wanted)).collect();
+            let whole: Vec<&Pod> = pods
+                .iter()
+                .map(|p| &**p)
+                .filter(|p| carries(p, &wanted))
+                .collect();
             assert_eq!(
                 names(indexes.pods_labelled(pods, &wanted)),
                 names(whole),
@@ -196,7 +208,7 @@ mod tests {
     #[test]
     fn a_list_that_is_not_the_states_is_read_whole_not_looked_up() {
         let state = state_of(vec![pod_with("a", &[("app", "dns")])]);
-        let other = vec![pod_with("z", &[("app", "dns")])];
+        let other = vec![Arc::new(pod_with("z", &[("app", "dns")]))];
         let indexes = Indexes::new(&state);
         assert_eq!(
             names(indexes.pods_labelled(&other, &want(&[("app", "dns")]))),

@@ -28,6 +28,7 @@
 //! it allows two disruptions) but is never reported as selecting nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::state::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -388,7 +389,7 @@ struct Pdbs<'a, 'p> {
     params: &'a Params,
     wanted: &'a Selector,
     compiled: &'a [CompiledPdb<'p>],
-    pods: &'p [Pod],
+    pods: &'p [Arc<Pod>],
     matched: &'a [&'p Pod],
     controller_names: &'a BTreeSet<String>,
     replicas: i64,
@@ -511,7 +512,7 @@ fn no_pdb_message(
     params: &Params,
     wanted: &Selector,
     compiled: &[CompiledPdb<'_>],
-    all_pods: &[Pod],
+    all_pods: &[Arc<Pod>],
     matched: &[&Pod],
     controller_names: &BTreeSet<String>,
     evidence: &mut Vec<String>,

@@ -120,9 +120,17 @@ macro_rules! adders {
 }
 
 impl StateBuilder {
+    /// The state holds each pod behind an `Arc` (shared with a copy of the state).
+    pub fn pods(mut self, items: impl IntoIterator<Item = Pod>) -> Self {
+        push(
+            &mut self.state.pods,
+            items.into_iter().map(std::sync::Arc::new),
+        );
+        self
+    }
+
     adders! {
         nodes: nodes: Node;
-        pods: pods: Pod;
         deployments: deployments: Deployment;
         statefulsets: statefulsets: StatefulSet;
         pdbs: pdbs: PodDisruptionBudget;

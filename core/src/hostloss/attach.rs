@@ -15,6 +15,7 @@
 use super::cluster::{Cluster, name};
 use super::outcome::{HostLoss, Outcome};
 use crate::state::{LonghornKubernetesStatus, LonghornVolume, LonghornWorkloadStatus, Pod, State};
+use std::sync::Arc;
 
 pub const SETTING: &str = "node-down-pod-deletion-policy";
 /// Longhorn's default when the setting is not there (`types/setting.go`).
@@ -223,7 +224,7 @@ fn lost_owner<'p>(cluster: &Cluster<'_>, lost: &[usize], pod: &'p Pod) -> Option
 /// The pods Longhorn records as using a volume, each with its record, that the state holds.
 fn users<'a>(
     k8s: &'a LonghornKubernetesStatus,
-    pods: &'a [Pod],
+    pods: &'a [Arc<Pod>],
 ) -> impl Iterator<Item = (&'a LonghornWorkloadStatus, &'a Pod)> + 'a {
     k8s.workloads_status
         .iter()
@@ -234,7 +235,7 @@ fn users<'a>(
                     name(&p.metadata) == user.pod_name
                         && p.metadata.namespace.as_deref() == Some(k8s.namespace.as_str())
                 })
-                .map(|pod| (user, pod))
+                .map(|pod| (user, &**pod))
         })
 }
 

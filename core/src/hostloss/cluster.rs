@@ -8,6 +8,7 @@
 //! never guesses where a node runs or what a pod needs.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
@@ -487,7 +488,7 @@ fn readiness(node: &Node) -> (bool, Vec<Taint>) {
 /// node's pods, and what is requested on each node. Only the first three pods whose requests
 /// do not parse are named.
 fn index_pods<'s>(
-    pods: &'s [Pod],
+    pods: &'s [Arc<Pod>],
     state: &'s State,
     node_index: &HashMap<&str, usize>,
     infos: &mut [NodeInfo<'s>],

@@ -1224,10 +1224,11 @@ fn a_policy_value_longhorn_does_not_define_is_unknown_not_taken_for_do_nothing()
     // The same value when a chaos run reads its lost nodes: the fix says it was not known.
     let mut s = rwo_state("ReplicaSet", "rwo", Some("delete-all-pods"));
     if let crate::state::Collected::Present(pods) = &mut s.pods {
-        pods[0].metadata.deletion_timestamp =
-            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-            ));
+        std::sync::Arc::make_mut(&mut pods[0])
+            .metadata
+            .deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ));
     }
     let held = super::attach::held_on(&s, &["cp-1".to_string()]).unwrap();
     assert_eq!(held.pods.len(), 1, "{held:?}");
@@ -1430,7 +1431,7 @@ fn the_controllers_zone_key_reads_the_beta_labels_first_and_is_empty_without_any
 fn evicted(mut s: State) -> State {
     if let Collected::Present(pods) = &mut s.pods {
         for p in pods.iter_mut() {
-            p.metadata.deletion_timestamp =
+            std::sync::Arc::make_mut(p).metadata.deletion_timestamp =
                 Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
                     "2026-12-05T10:00:00Z".parse().unwrap(),
                 ));

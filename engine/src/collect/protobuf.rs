@@ -115,7 +115,9 @@ impl Opened {
         let (objects, list) = match kind {
             Kind::Pod => {
                 let list = wire::decode::<pod::PodList>(raw, "PodList")?;
-                (Objects::Pod(convert(list.items)?), list.metadata)
+                let pods: Vec<gates_core::state::Pod> = convert(list.items)?;
+                let pods = pods.into_iter().map(std::sync::Arc::new).collect();
+                (Objects::Pod(pods), list.metadata)
             }
             Kind::Node => {
                 let list = wire::decode::<node::NodeList>(raw, "NodeList")?;
@@ -234,7 +236,7 @@ mod tests {
                 .map(|r| r["cpu"].0.as_str()),
             Some("100m")
         );
-        assert_eq!(pods[1], gates_core::state::Pod::default());
+        assert_eq!(*pods[1], gates_core::state::Pod::default());
     }
 
     #[test]

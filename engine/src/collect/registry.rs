@@ -211,7 +211,7 @@ macro_rules! registry {
 
 registry! {
     Node => nodes: Node,
-    Pod => pods: Pod,
+    Pod => pods: std::sync::Arc<Pod>,
     Deployment => deployments: Deployment,
     DaemonSet => daemonsets: DaemonSet,
     StatefulSet => statefulsets: StatefulSet,

@@ -94,7 +94,7 @@ pub fn refusals(
 /// PDBs that select a protected controller's pods and allow no disruption right now.
 fn blocking_pdbs(
     pdbs: &[PodDisruptionBudget],
-    pods: &[gates_core::state::Pod],
+    pods: &[std::sync::Arc<gates_core::state::Pod>],
     controllers: &[Controller],
 ) -> Vec<String> {
     let mut out = Vec::new();
