@@ -38,6 +38,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../fixtures/lab/adr-007-full-survivors.yaml"),
     ),
     (
+        "adr-007-sidecar-fills-survivors",
+        include_str!("../../fixtures/lab/adr-007-sidecar-fills-survivors.yaml"),
+    ),
+    (
         "adr-007-anti-affinity-nowhere",
         include_str!("../../fixtures/lab/adr-007-anti-affinity-nowhere.yaml"),
     ),
@@ -385,6 +389,11 @@ pub struct WorkloadSpec {
     pub replicas: i32,
     #[serde(default)]
     pub requests: Resources,
+    /// A native sidecar beside the app container: an init container with
+    /// `restartPolicy: Always` requesting this. It runs as long as the pod, so the scheduler
+    /// counts its request with the app container's (and so does the lab's placement).
+    #[serde(default)]
+    pub sidecar: Option<Resources>,
     /// Measured usage per pod (metrics.k8s.io); defaults to half the requests.
     #[serde(default)]
     pub usage: Option<Resources>,
@@ -628,6 +637,7 @@ impl Scenario {
                     cpu: "10m".into(),
                     memory: "16Mi".into(),
                 },
+                sidecar: None,
                 usage: None,
                 anti_affinity: AntiAffinity::None,
                 tolerate_control_plane: false,

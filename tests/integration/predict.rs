@@ -189,6 +189,26 @@ async fn full_survivors_make_every_host_loss_fatal_for_insufficient_memory() {
     lab.stop().await;
 }
 
+/// The sidecars take the room: whoami's 2Gi app containers would fit on the survivors, the
+/// pods with their 2Gi sidecars do not, and the scheduler counts both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sidecar_beside_each_pod_counts_so_every_host_loss_is_fatal_for_insufficient_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab("adr-007-sidecar-fills-survivors", 138, dir.path()).await;
+    let (out, json) = predict(dir.path().join("environments"), "lab", &[]).await;
+    assert_eq!(out.status.code(), Some(1), "{json:#}");
+    for (name, outcome) in outcomes(&json) {
+        let why = reasons(host(&json, &name));
+        assert_eq!(outcome, "lost", "{name}: {why}");
+        assert!(
+            why.contains("Deployment whoami/whoami: pod whoami/whoami-")
+                && why.contains("2 Insufficient memory"),
+            "{name}: {why}"
+        );
+    }
+    lab.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anti_affinity_with_nowhere_to_go_makes_every_host_loss_fatal() {
     let dir = tempfile::tempdir().unwrap();

@@ -224,8 +224,16 @@ fn build_workloads(
     es.workloads
         .iter()
         .map(|w| {
-            let cpu = quantity::cpu_milli(&w.requests.cpu).map_err(invalid)?;
-            let mem = quantity::bytes(&w.requests.memory).map_err(invalid)?;
+            let sidecar = match &w.sidecar {
+                Some(s) => Some((
+                    quantity::cpu_milli(&s.cpu).map_err(invalid)?,
+                    quantity::bytes(&s.memory).map_err(invalid)?,
+                )),
+                None => None,
+            };
+            let (side_cpu, side_mem) = sidecar.unwrap_or((0, 0));
+            let cpu = quantity::cpu_milli(&w.requests.cpu).map_err(invalid)? + side_cpu;
+            let mem = quantity::bytes(&w.requests.memory).map_err(invalid)? + side_mem;
             let (ucpu, umem) = match &w.usage {
                 Some(u) => (
                     quantity::cpu_milli(&u.cpu).map_err(invalid)?,
@@ -238,6 +246,7 @@ fn build_workloads(
                 uid: ids::uuid(&[&es.name, "workload", &w.namespace, &w.name]),
                 cpu_milli: cpu,
                 memory_bytes: mem,
+                sidecar,
                 usage_cpu_milli: ucpu,
                 usage_memory_bytes: umem,
                 template_hash: ids::suffix(&[&es.name, &w.namespace, &w.name, "template"], 10),

@@ -188,8 +188,13 @@ impl Node {
 pub struct Workload {
     pub spec: WorkloadSpec,
     pub uid: String,
+    /// The pod's request as the scheduler counts it (`PodRequests`): the app container's
+    /// and the sidecar's, which runs beside it.
     pub cpu_milli: i64,
     pub memory_bytes: i64,
+    /// The sidecar's part of that request (CPU millicores, memory bytes), when it has one.
+    pub sidecar: Option<(i64, i64)>,
+    /// The whole pod's usage: the app container uses what is left of it beside the sidecar.
     pub usage_cpu_milli: i64,
     pub usage_memory_bytes: i64,
     /// pod-template-hash of the ReplicaSet (Deployments).

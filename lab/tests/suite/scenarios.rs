@@ -288,6 +288,53 @@ async fn each_variant_breaks_one_thing() {
     );
 }
 
+/// A sidecar is an init container with `restartPolicy: Always` in the template and in each
+/// pod, reported in `initContainerStatuses` and in the pod's metrics; the app container keeps
+/// its own request, and the lab places the pods by both together, one 4Gi pod per 7Gi node.
+#[tokio::test]
+async fn a_sidecar_runs_beside_the_app_container_and_is_placed_with_it() {
+    let w = world("adr-007-sidecar-fills-survivors");
+    let mib = |v: &Value| v.as_str().map(str::to_string);
+    let deployment = get(&w, 0, Res::Deployments, "whoami", "whoami").expect("whoami");
+    let template = &deployment["spec"]["template"]["spec"];
+    assert_eq!(template["initContainers"][0]["name"], "whoami-sidecar");
+    assert_eq!(template["initContainers"][0]["restartPolicy"], "Always");
+    assert_eq!(
+        mib(&template["initContainers"][0]["resources"]["requests"]["memory"]).as_deref(),
+        Some("2Gi")
+    );
+    assert_eq!(
+        mib(&template["containers"][0]["resources"]["requests"]["memory"]).as_deref(),
+        Some("2Gi")
+    );
+    let pods: Vec<Value> = list(&w, 0, Res::Pods)
+        .into_iter()
+        .filter(|p| p["metadata"]["labels"]["app.kubernetes.io/name"] == "whoami")
+        .collect();
+    assert_eq!(pods.len(), 3);
+    let nodes: BTreeSet<&str> = pods
+        .iter()
+        .filter_map(|p| p["spec"]["nodeName"].as_str())
+        .collect();
+    assert_eq!(nodes.len(), 3, "one 4Gi pod per node: {nodes:?}");
+    for pod in &pods {
+        assert_eq!(pod["spec"]["initContainers"], template["initContainers"]);
+        let status = &pod["status"]["initContainerStatuses"][0];
+        assert_eq!(status["name"], "whoami-sidecar");
+        assert_eq!(status["ready"], true);
+        assert!(status["state"]["running"].is_object(), "{status}");
+        let name = pod["metadata"]["name"].as_str().unwrap();
+        let metrics = get(&w, 0, Res::PodMetrics, "whoami", name).expect("metrics");
+        let containers: Vec<&str> = metrics["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        assert_eq!(containers, ["whoami", "whoami-sidecar"]);
+    }
+}
+
 /// The disk's `Schedulable` condition, as longhorn-manager reports it in
 /// `status.diskStatus.<disk>.conditions`, on every Longhorn node of `env` that has a disk.
 fn disk_schedulable(w: &Shared, env: usize) -> Vec<Value> {

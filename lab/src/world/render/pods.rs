@@ -64,6 +64,10 @@ impl World {
                 pod_ips: pod_ip(p).map(|ip| vec![core::PodIP { ip }]),
                 qos_class: Some("Burstable".into()),
                 start_time: p.node.map(|_| self.time(p.created)),
+                init_container_statuses: p
+                    .node
+                    .and(w.sidecar)
+                    .map(|_| vec![self.sidecar_status(w, p, &container_status)]),
                 container_statuses: p.node.map(|_| vec![container_status]),
                 ..Default::default()
             }),
@@ -176,6 +180,24 @@ impl World {
         }
     }
 
+    /// A sidecar's status, in `initContainerStatuses` as the kubelet reports an init
+    /// container: it starts before the app container and runs beside it, so it is in the
+    /// app container's state.
+    fn sidecar_status(
+        &self,
+        w: &Workload,
+        p: &Pod,
+        app: &core::ContainerStatus,
+    ) -> core::ContainerStatus {
+        core::ContainerStatus {
+            name: sidecar_name(w),
+            container_id: p
+                .started_at
+                .map(|_| format!("containerd://{}", ids::suffix(&[&p.uid, "sidecar"], 32))),
+            ..app.clone()
+        }
+    }
+
     /// PodScheduled (False with the scheduler's message while pending), and once on a node
     /// Initialized, ContainersReady and Ready.
     fn pod_conditions(&self, env: usize, p: &Pod) -> Vec<core::PodCondition> {
@@ -264,23 +286,32 @@ impl World {
                 })
             }
         };
-        let requests = BTreeMap::from([
-            ("cpu".to_string(), q(quantity::cpu_string(w.cpu_milli))),
-            (
-                "memory".to_string(),
-                q(quantity::mem_string(w.memory_bytes)),
-            ),
-        ]);
+        let requests = |cpu_milli: i64, memory_bytes: i64| {
+            Some(core::ResourceRequirements {
+                requests: Some(BTreeMap::from([
+                    ("cpu".to_string(), q(quantity::cpu_string(cpu_milli))),
+                    ("memory".to_string(), q(quantity::mem_string(memory_bytes))),
+                ])),
+                ..Default::default()
+            })
+        };
+        let (side_cpu, side_mem) = w.sidecar.unwrap_or((0, 0));
         core::PodSpec {
             containers: vec![core::Container {
                 name: w.spec.name.clone(),
-                image: Some(image),
-                resources: Some(core::ResourceRequirements {
-                    requests: Some(requests),
-                    ..Default::default()
-                }),
+                image: Some(image.clone()),
+                resources: requests(w.cpu_milli - side_cpu, w.memory_bytes - side_mem),
                 ..Default::default()
             }],
+            init_containers: w.sidecar.map(|(cpu, mem)| {
+                vec![core::Container {
+                    name: sidecar_name(w),
+                    image: Some(image),
+                    restart_policy: Some("Always".into()),
+                    resources: requests(cpu, mem),
+                    ..Default::default()
+                }]
+            }),
             node_selector: if w.spec.node_selector.is_empty() {
                 None
             } else {
@@ -322,6 +353,21 @@ impl World {
                 continue;
             };
             let w = &e.workloads[p.workload];
+            let usage = |cpu_milli: i64, memory_bytes: i64| json!({"cpu": quantity::cpu_nano_string(cpu_milli), "memory": format!("{}Ki", memory_bytes / 1024)});
+            // The pod's usage, the sidecar's part half its request at most.
+            let (side_cpu, side_mem) = w.sidecar.map_or((0, 0), |(cpu, mem)| {
+                (
+                    (cpu / 2).min(w.usage_cpu_milli),
+                    (mem / 2).min(w.usage_memory_bytes),
+                )
+            });
+            let mut containers = vec![
+                json!({"name": w.spec.name, "usage": usage(w.usage_cpu_milli - side_cpu, w.usage_memory_bytes - side_mem)}),
+            ];
+            if w.sidecar.is_some() {
+                containers
+                    .push(json!({"name": sidecar_name(w), "usage": usage(side_cpu, side_mem)}));
+            }
             puts.push((
                 Res::PodMetrics,
                 json!({
@@ -330,11 +376,16 @@ impl World {
                     "metadata": {"name": p.name, "namespace": p.namespace, "creationTimestamp": self.rfc3339(Duration::ZERO), "labels": self.pod_labels(w)},
                     "timestamp": self.rfc3339(p.started_at.unwrap_or_default()),
                     "window": "18.433s",
-                    "containers": [{"name": w.spec.name, "usage": {"cpu": quantity::cpu_nano_string(w.usage_cpu_milli), "memory": format!("{}Ki", w.usage_memory_bytes / 1024)}}],
+                    "containers": containers,
                 }),
             ));
         }
     }
+}
+
+/// The sidecar container's name: the workload's, then `-sidecar`.
+fn sidecar_name(w: &Workload) -> String {
+    format!("{}-sidecar", w.spec.name)
 }
 
 /// What a workload's template tolerates beyond what every pod gets added.
