@@ -182,11 +182,12 @@ async fn latency(
                 .map_err(|_| format!("round {round}: no evaluation within a minute"))?
                 .map_err(|e| e.to_string())?;
             let published = newest_of(&newest).ok_or("nothing published")?;
-            if published.evaluation > before
-                && published
-                    .reevaluated
-                    .iter()
-                    .any(|t| t.contains("replicated-controller"))
+            // Evaluated since the change, though the channel may have shown only a newer
+            // evaluation (one of the host-loss prediction alone) than the one that did it.
+            if published
+                .evaluated_in
+                .iter()
+                .any(|(t, at)| t.contains("replicated-controller") && *at > before)
             {
                 latencies.push(changed.elapsed());
                 between.push(published.evaluation - before - 1);
@@ -196,7 +197,12 @@ async fn latency(
                         .record
                         .trials
                         .iter()
-                        .filter(|t| published.reevaluated.contains(&t.name))
+                        .filter(|t| {
+                            published
+                                .evaluated_in
+                                .get(&t.name)
+                                .is_some_and(|e| *e > before)
+                        })
                         .map(|t| (t.duration.as_micros(), t.name.as_str()))
                         .collect();
                     slow.sort();

@@ -437,3 +437,130 @@ fn a_watch_that_cannot_reach_its_cluster_at_all_or_listen_stops_at_once_saying_w
         stderr(&out)
     );
 }
+
+/// The published channel keeps only the newest evaluation, so a reader can miss the one that
+/// re-evaluated its trial (the host-loss prediction is published on its own after the quick
+/// trials). Each evaluation says in which evaluation every trial was last re-evaluated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_evaluation_says_when_each_trial_was_last_evaluated_so_a_missed_one_is_not_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = start_lab("adr-007", LAB_SUBNET + 2, dir.path()).await;
+    let config = gates_engine::config::Config::load(
+        &root().join("gates"),
+        &[dir.path().join("environments")],
+    )
+    .expect("the project's configuration");
+    let (publish, mut newest) = tokio::sync::watch::channel(None);
+    let engine = tokio::spawn(gates_engine::watch::run(
+        config,
+        root(),
+        gates_engine::watch::WatchOptions {
+            env: "lab".into(),
+            reports: dir.path().join("reports"),
+            interval: Duration::from_secs(3600),
+            stale_after: Duration::from_secs(3600),
+            debounce: Duration::ZERO,
+        },
+        publish,
+    ));
+    let newest_of = |rx: &tokio::sync::watch::Receiver<
+        Option<Arc<gates_engine::watch::Published>>,
+    >| rx.borrow().clone();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let ready = loop {
+        tokio::time::timeout_at(deadline.into(), newest.changed())
+            .await
+            .expect("ready within a minute")
+            .expect("the watch runs");
+        if let Some(p) = newest_of(&newest).filter(|p| p.ready) {
+            break p;
+        }
+    };
+    // Every trial has been evaluated (the first evaluation is whole), none after the newest.
+    let names: Vec<&str> = ready
+        .record
+        .trials
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert!(names.contains(&COREDNS), "{names:?}");
+    for name in &names {
+        let at = ready.evaluated_in.get(*name).copied();
+        assert!(
+            at.is_some_and(|at| at <= ready.evaluation),
+            "{name}: {at:?}"
+        );
+    }
+    for name in &ready.reevaluated {
+        assert_eq!(ready.evaluated_in[name], ready.evaluation, "{name}");
+    }
+
+    // A coredns pod turns not ready: whatever the reader sees next, it can tell that
+    // coredns's trial was evaluated after the change.
+    let last = newest_of(&newest).expect("published");
+    let before = last.evaluation;
+    let coredns_before = last
+        .record
+        .trials
+        .iter()
+        .find(|t| t.name == COREDNS)
+        .expect("coredns's trial")
+        .clone();
+    let mut pod = lab.shared.read(|w| {
+        w.envs[0]
+            .store
+            .list(Res::Pods)
+            .into_iter()
+            .map(|(_, o)| (*o).clone())
+            .find(|p| p["metadata"]["labels"]["k8s-app"] == "kube-dns")
+            .expect("a coredns pod")
+    });
+    for condition in pod["status"]["conditions"].as_array_mut().unwrap() {
+        if condition["type"] == "Ready" {
+            condition["status"] = serde_json::json!("False");
+        }
+    }
+    lab.shared
+        .change(|w, _| w.envs[0].store.put(Res::Pods, pod.clone()));
+    let name = pod["metadata"]["name"]
+        .as_str()
+        .expect("a name")
+        .to_string();
+    let not_ready = |p: &gates_engine::watch::Published| {
+        p.record.trials.iter().any(|t| {
+            t.name == COREDNS
+                && t.finding
+                    .evidence
+                    .iter()
+                    .any(|line| line.contains(&name) && !line.ends_with(": Ready"))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        tokio::time::timeout_at(deadline.into(), newest.changed())
+            .await
+            .expect("coredns's trial evaluated with the pod not ready within 30 s")
+            .expect("the watch runs");
+        let p = newest_of(&newest).expect("published");
+        for name in &p.reevaluated {
+            assert_eq!(p.evaluated_in[name], p.evaluation, "{name}");
+        }
+        assert!(p.evaluated_in.values().all(|at| *at <= p.evaluation));
+        if not_ready(&p) {
+            // Whether or not the evaluation that saw it was the one read here.
+            assert!(p.evaluated_in[COREDNS] > before);
+            assert_ne!(
+                p.record
+                    .trials
+                    .iter()
+                    .find(|t| t.name == COREDNS)
+                    .unwrap()
+                    .finding,
+                coredns_before.finding
+            );
+            break;
+        }
+    }
+    engine.abort();
+    lab.stop().await;
+}

@@ -10,7 +10,7 @@ pub mod policy_report;
 pub mod poll;
 pub mod shared;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,6 +51,10 @@ pub struct Published {
     pub evaluation: u64,
     /// The trials this evaluation re-evaluated (the others kept their findings).
     pub reevaluated: Vec<String>,
+    /// Each trial's name → the evaluation that last re-evaluated it. A reader of the
+    /// published channel sees only the newest evaluation; this says whether a trial was
+    /// evaluated since a given one, though the evaluation that did it was not seen.
+    pub evaluated_in: BTreeMap<String, u64>,
     pub at: DateTime<Utc>,
 }
 
@@ -112,6 +116,7 @@ pub async fn run(
         require_all: false,
     };
     let mut evaluator = Evaluator::new(&specs, &env);
+    let mut evaluated_in: BTreeMap<String, u64> = BTreeMap::new();
     loop {
         tokio::select! {
             _ = shared.changed.notified() => tokio::time::sleep(options.debounce).await,
@@ -119,7 +124,7 @@ pub async fn run(
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
         let started = Instant::now();
-        let publish_now = |evaluator: &Evaluator, reevaluated: Vec<String>| {
+        let mut publish_now = |evaluator: &Evaluator, reevaluated: Vec<String>| {
             let record = Judged {
                 collect_time: started.elapsed(),
                 ..judged
@@ -135,12 +140,16 @@ pub async fn run(
                 &[],
             );
             let evaluation = publish.borrow().as_ref().map_or(0, |p| p.evaluation + 1);
+            for name in &reevaluated {
+                evaluated_in.insert(name.clone(), evaluation);
+            }
             publish.send_replace(Some(Arc::new(Published {
                 record,
                 sources: shared.health(),
                 ready: shared.ready(),
                 evaluation,
                 reevaluated,
+                evaluated_in: evaluated_in.clone(),
                 at: Utc::now(),
             })));
         };

@@ -326,6 +326,7 @@ mod tests {
             ready,
             evaluation,
             reevaluated: Vec::new(),
+            evaluated_in: Default::default(),
             at,
         })
     }
