@@ -170,62 +170,60 @@ async fn every_host_loss_of_the_adr_target_is_survivable_and_the_vip_host_is_wor
     lab.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn full_survivors_make_every_host_loss_fatal_for_insufficient_memory() {
+/// `scenario`'s lab, where every host's loss must be lost with reasons containing `says`.
+async fn every_host_loss_is_lost(scenario: &str, subnet: u8, says: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    let lab = lab("adr-007-full-survivors", 131, dir.path()).await;
+    let lab = lab(scenario, subnet, dir.path()).await;
     let (out, json) = predict(dir.path().join("environments"), "lab", &[]).await;
     assert_eq!(out.status.code(), Some(1), "{json:#}");
     for (name, outcome) in outcomes(&json) {
         let why = reasons(host(&json, &name));
         assert_eq!(outcome, "lost", "{name}: {why}");
-        assert!(
-            why.contains("Deployment whoami/whoami: pod whoami/whoami-")
-                && why.contains("cannot be rescheduled: 0/3 nodes are available:")
-                && why.contains("2 Insufficient memory"),
-            "{name}: {why}"
-        );
+        assert!(says.iter().all(|s| why.contains(s)), "{name}: {why}");
     }
     lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_survivors_make_every_host_loss_fatal_for_insufficient_memory() {
+    every_host_loss_is_lost(
+        "adr-007-full-survivors",
+        131,
+        &[
+            "Deployment whoami/whoami: pod whoami/whoami-",
+            "cannot be rescheduled: 0/3 nodes are available:",
+            "2 Insufficient memory",
+        ],
+    )
+    .await;
 }
 
 /// The sidecars take the room: whoami's 2Gi app containers would fit on the survivors, the
 /// pods with their 2Gi sidecars do not, and the scheduler counts both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sidecar_beside_each_pod_counts_so_every_host_loss_is_fatal_for_insufficient_memory() {
-    let dir = tempfile::tempdir().unwrap();
-    let lab = lab("adr-007-sidecar-fills-survivors", 138, dir.path()).await;
-    let (out, json) = predict(dir.path().join("environments"), "lab", &[]).await;
-    assert_eq!(out.status.code(), Some(1), "{json:#}");
-    for (name, outcome) in outcomes(&json) {
-        let why = reasons(host(&json, &name));
-        assert_eq!(outcome, "lost", "{name}: {why}");
-        assert!(
-            why.contains("Deployment whoami/whoami: pod whoami/whoami-")
-                && why.contains("2 Insufficient memory"),
-            "{name}: {why}"
-        );
-    }
-    lab.stop().await;
+    every_host_loss_is_lost(
+        "adr-007-sidecar-fills-survivors",
+        138,
+        &[
+            "Deployment whoami/whoami: pod whoami/whoami-",
+            "2 Insufficient memory",
+        ],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anti_affinity_with_nowhere_to_go_makes_every_host_loss_fatal() {
-    let dir = tempfile::tempdir().unwrap();
-    let lab = lab("adr-007-anti-affinity-nowhere", 132, dir.path()).await;
-    let (out, json) = predict(dir.path().join("environments"), "lab", &[]).await;
-    assert_eq!(out.status.code(), Some(1), "{json:#}");
-    for (name, outcome) in outcomes(&json) {
-        let why = reasons(host(&json, &name));
-        assert_eq!(outcome, "lost", "{name}: {why}");
-        assert!(
-            why.contains(
-                "Deployment kube-system/cilium-operator: pod kube-system/cilium-operator-"
-            ) && why.contains("2 node(s) didn't match pod anti-affinity rules"),
-            "{name}: {why}"
-        );
-    }
-    lab.stop().await;
+    every_host_loss_is_lost(
+        "adr-007-anti-affinity-nowhere",
+        132,
+        &[
+            "Deployment kube-system/cilium-operator: pod kube-system/cilium-operator-",
+            "2 node(s) didn't match pod anti-affinity rules",
+        ],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

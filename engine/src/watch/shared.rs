@@ -614,16 +614,21 @@ mod tests {
             .collect()
     }
 
+    const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);
+
+    /// A feed that listed the ready pods a and b, applied to a new state.
+    fn listed_a_and_b() -> (Shared, State, BTreeSet<Input>) {
+        let shared = Shared::new(std::time::Duration::from_secs(60));
+        let mut state = State::empty(crate::state::Source::Snapshot { files: vec![] }, Utc::now());
+        let mut stale = BTreeSet::new();
+        shared.listed(Kind::Pod, keyed(&[pod("a", "True"), pod("b", "True")]));
+        shared.apply(&mut state, &mut stale, HOUR);
+        (shared, state, stale)
+    }
+
     #[test]
     fn watched_changes_are_patched_into_the_state_and_a_list_after_them_replaces_it_whole() {
-        let shared = Shared::new(std::time::Duration::from_secs(60));
-        let (mut state, mut stale) = (
-            State::empty(crate::state::Source::Snapshot { files: vec![] }, Utc::now()),
-            BTreeSet::new(),
-        );
-        let hour = std::time::Duration::from_secs(3600);
-        shared.listed(Kind::Pod, keyed(&[pod("a", "True"), pod("b", "True")]));
-        shared.apply(&mut state, &mut stale, hour);
+        let (shared, mut state, mut stale) = listed_a_and_b();
         assert_eq!(
             held(&state),
             [("a".into(), "True".into()), ("b".into(), "True".into())]
@@ -633,7 +638,7 @@ mod tests {
         shared.remove(Kind::Pod, &pod("b", "True"));
         shared.upsert(Kind::Pod, pod("c", "True"));
         shared.upsert(Kind::Pod, pod("0", "True"));
-        let dirty = shared.apply(&mut state, &mut stale, hour);
+        let dirty = shared.apply(&mut state, &mut stale, HOUR);
         assert!(dirty.contains(&Input::Pods));
         let expected: Vec<(String, String)> = [("0", "True"), ("a", "False"), ("c", "True")]
             .map(|(n, r)| (n.to_string(), r.to_string()))
@@ -644,7 +649,7 @@ mod tests {
         // only the changed pod patched into what the state held before the list.
         shared.listed(Kind::Pod, keyed(&[pod("d", "True")]));
         shared.upsert(Kind::Pod, pod("e", "False"));
-        shared.apply(&mut state, &mut stale, hour);
+        shared.apply(&mut state, &mut stale, HOUR);
         assert_eq!(
             held(&state),
             [("d".into(), "True".into()), ("e".into(), "False".into())]
@@ -655,7 +660,7 @@ mod tests {
             Kind::Pod,
             json!({"metadata": {"name": "f", "namespace": "apps"}, "spec": 7}),
         );
-        shared.apply(&mut state, &mut stale, hour);
+        shared.apply(&mut state, &mut stale, HOUR);
         assert!(state.pods.present().is_none());
     }
 
@@ -664,14 +669,7 @@ mod tests {
     /// pod, leaving the others (and any copy of the state) as they were.
     #[test]
     fn the_state_holds_the_watched_pods_themselves_and_a_change_replaces_only_its_own() {
-        let shared = Shared::new(std::time::Duration::from_secs(60));
-        let (mut state, mut stale) = (
-            State::empty(crate::state::Source::Snapshot { files: vec![] }, Utc::now()),
-            BTreeSet::new(),
-        );
-        let hour = std::time::Duration::from_secs(3600);
-        shared.listed(Kind::Pod, keyed(&[pod("a", "True"), pod("b", "True")]));
-        shared.apply(&mut state, &mut stale, hour);
+        let (shared, mut state, mut stale) = listed_a_and_b();
         let watched = |shared: &Shared, name: &str| {
             let inner = shared.inner.lock().unwrap();
             let Ok(Keyed::Pod(pods)) = &inner.kinds[&Kind::Pod].objects else {
@@ -685,7 +683,7 @@ mod tests {
         assert!(Arc::ptr_eq(&before[1], &watched(&shared, "b")));
 
         shared.upsert(Kind::Pod, pod("a", "False"));
-        shared.apply(&mut state, &mut stale, hour);
+        shared.apply(&mut state, &mut stale, HOUR);
         let after = pods(&state);
         assert!(Arc::ptr_eq(&after[0], &watched(&shared, "a")));
         assert!(!Arc::ptr_eq(&after[0], &before[0]), "a is replaced");
