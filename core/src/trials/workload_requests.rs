@@ -391,55 +391,62 @@ mod tests {
 
     const MI: i128 = 1 << 20;
 
-    #[test]
-    fn a_sidecar_counts_beside_the_app_containers_and_the_init_steps_after_it() {
-        let (node, pod) = pod(concat!(
-            "  initContainers:\n",
-            "  - {name: mesh, restartPolicy: Always, resources: {requests: {cpu: 50m, memory: 32Mi}}}\n",
-            "  - {name: migrate, resources: {requests: {cpu: 500m, memory: 16Mi}}}\n",
-            "  containers:\n",
-            "  - {name: app, resources: {requests: {cpu: 100m, memory: 64Mi}}}\n",
-        ));
-        // CPU: the migration beside the sidecar (550m) outweighs app and sidecar (150m);
-        // memory: app and sidecar (96Mi) outweigh the migration beside the sidecar (48Mi).
-        let want = Amount {
-            cpu: 550,
-            memory: 96 * MI,
-        };
+    /// `spec`'s pod counted as `want`, by the repository's count and by the live pods' rule.
+    fn counted_alike(spec: &str, want: Amount) {
+        let (node, pod) = pod(spec);
         assert_eq!(declared(&node).0, want);
         assert_eq!(live(&pod), want, "the live pods' rule agrees");
     }
 
     #[test]
+    fn a_sidecar_counts_beside_the_app_containers_and_the_init_steps_after_it() {
+        // CPU: the migration beside the sidecar (550m) outweighs app and sidecar (150m);
+        // memory: app and sidecar (96Mi) outweigh the migration beside the sidecar (48Mi).
+        counted_alike(
+            concat!(
+                "  initContainers:\n",
+                "  - {name: mesh, restartPolicy: Always, resources: {requests: {cpu: 50m, memory: 32Mi}}}\n",
+                "  - {name: migrate, resources: {requests: {cpu: 500m, memory: 16Mi}}}\n",
+                "  containers:\n",
+                "  - {name: app, resources: {requests: {cpu: 100m, memory: 64Mi}}}\n",
+            ),
+            Amount {
+                cpu: 550,
+                memory: 96 * MI,
+            },
+        );
+    }
+
+    #[test]
     fn a_sidecar_started_after_an_init_step_does_not_run_beside_it() {
-        let (node, pod) = pod(concat!(
-            "  initContainers:\n",
-            "  - {name: migrate, resources: {requests: {cpu: 300m, memory: 200Mi}}}\n",
-            "  - {name: mesh, restartPolicy: Always, resources: {requests: {cpu: 50m, memory: 32Mi}}}\n",
-            "  containers:\n",
-            "  - {name: app, resources: {requests: {cpu: 100m, memory: 64Mi}}}\n",
-        ));
-        let want = Amount {
-            cpu: 300,
-            memory: 200 * MI,
-        };
-        assert_eq!(declared(&node).0, want);
-        assert_eq!(live(&pod), want);
+        counted_alike(
+            concat!(
+                "  initContainers:\n",
+                "  - {name: migrate, resources: {requests: {cpu: 300m, memory: 200Mi}}}\n",
+                "  - {name: mesh, restartPolicy: Always, resources: {requests: {cpu: 50m, memory: 32Mi}}}\n",
+                "  containers:\n",
+                "  - {name: app, resources: {requests: {cpu: 100m, memory: 64Mi}}}\n",
+            ),
+            Amount {
+                cpu: 300,
+                memory: 200 * MI,
+            },
+        );
     }
 
     #[test]
     fn a_pod_level_request_decides_its_resource_and_the_containers_the_other() {
-        let (node, pod) = pod(concat!(
-            "  resources: {requests: {cpu: '2'}}\n",
-            "  containers:\n",
-            "  - {name: app, resources: {requests: {cpu: 100m, memory: 64Mi}}}\n",
-        ));
-        let want = Amount {
-            cpu: 2000,
-            memory: 64 * MI,
-        };
-        assert_eq!(declared(&node).0, want);
-        assert_eq!(live(&pod), want);
+        counted_alike(
+            concat!(
+                "  resources: {requests: {cpu: '2'}}\n",
+                "  containers:\n",
+                "  - {name: app, resources: {requests: {cpu: 100m, memory: 64Mi}}}\n",
+            ),
+            Amount {
+                cpu: 2000,
+                memory: 64 * MI,
+            },
+        );
     }
 
     #[test]
