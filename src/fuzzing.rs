@@ -248,6 +248,7 @@ pub fn chaos_report(data: &[u8]) {
             env: &env,
             state: &state,
             indexes: &crate::checks::Indexes::new(&state),
+            pause: &gates_core::pause::NEVER,
         });
     }
 }

@@ -45,6 +45,7 @@ fn main() {
                 env: &env,
                 state: &state,
                 protected: &[],
+                pause: &gates_core::pause::NEVER,
             },
             None,
         );

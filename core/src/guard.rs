@@ -51,6 +51,7 @@ pub fn judge(env: &Environment, state: &State) -> Readiness {
             env,
             state,
             indexes: &crate::checks::Indexes::new(state),
+            pause: &crate::pause::NEVER,
         });
         let line = format!("{}: {}", spec.kind(), finding.summary);
         match finding.verdict {

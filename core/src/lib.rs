@@ -15,6 +15,7 @@ pub mod guard;
 pub mod hostloss;
 pub mod load;
 pub mod meta;
+pub mod pause;
 pub mod quantity;
 pub mod record;
 pub mod requests;

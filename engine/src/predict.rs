@@ -37,6 +37,7 @@ pub fn over_fault(
         env,
         state,
         protected: &named,
+        pause: &gates_core::pause::NEVER,
     };
     hostloss::predict_fault(input, host, fault)
 }

@@ -55,12 +55,25 @@ pub fn selected<'a>(asked: &Asked<'_>, specs: &'a [TrialSpec]) -> Vec<&'a TrialS
 /// (on a large cluster the host-loss prediction alone takes as long as all the others
 /// together); the results keep the order of `specs`.
 pub fn evaluate(specs: &[&TrialSpec], env: &Environment, state: &State) -> Vec<TrialResult> {
+    evaluate_pausing(specs, env, state, &gates_core::pause::NEVER)
+}
+
+/// [`evaluate`], the long evaluations held at their pause points while `pause` says so
+/// (`gates watch` holds its host-loss prediction while it evaluates a change).
+pub fn evaluate_pausing(
+    specs: &[&TrialSpec],
+    env: &Environment,
+    state: &State,
+    pause: &dyn gates_core::pause::Pause,
+) -> Vec<TrialResult> {
     // One set of indexes for the whole evaluation: the trials side by side share them.
-    let indexes = crate::checks::Indexes::new(state);
+    let indexes = crate::checks::Indexes::new(state)
+        .expecting(specs.iter().filter_map(|s| s.check.pods_asked()));
     let ctx = Context {
         env,
         state,
         indexes: &indexes,
+        pause,
     };
     let one = |spec: &TrialSpec| {
         let started = Instant::now();

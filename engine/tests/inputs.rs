@@ -69,13 +69,15 @@ fn every_trial_finds_the_same_with_the_shared_indexes_as_reading_each_list_whole
     let mut differ = Vec::new();
     let judged = each_fixture(|path, env, specs, state| {
         // One set of indexes for all the trials, as an evaluation shares them.
-        let indexed = Indexes::new(state);
+        let indexed =
+            Indexes::new(state).expecting(specs.iter().filter_map(|s| s.check.pods_asked()));
         for spec in specs {
             let with = |indexes: &Indexes<'_>| {
                 serde_json::to_value(spec.check.evaluate(Context {
                     env,
                     state,
                     indexes,
+                    pause: &gates_core::pause::NEVER,
                 }))
                 .unwrap()
             };

@@ -50,6 +50,7 @@ fn over_domain(
             env,
             state,
             protected: &named,
+            pause: &gates_core::pause::NEVER,
         },
         &name,
         &nodes,

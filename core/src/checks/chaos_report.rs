@@ -348,6 +348,7 @@ mod tests {
                 env: &env,
                 state: &state,
                 indexes: &crate::checks::Indexes::new(&state),
+                pause: &crate::pause::NEVER,
             },
             &Params {},
         )

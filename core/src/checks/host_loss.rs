@@ -55,6 +55,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
             env: ctx.env,
             state: ctx.state,
             protected: &[],
+            pause: ctx.pause,
         },
         None,
     );

@@ -4,11 +4,16 @@
 //! label value, one per label key they ask for, and read only the pods that carry their
 //! labels.
 //!
+//! When the evaluation knows beforehand which label pairs its trials will ask for (the
+//! controllers' selectors), the first trial to ask reads the pods once for all of them,
+//! split over the cores, and keeps only the pods carrying a pair asked for: at 100,000 pods
+//! that is one pass instead of one per key, and no index of values nobody asks for.
+//!
 //! An index only narrows: every check still applies its whole filter to what the index
 //! gives, so a finding is the same with or without it (a test compares both on every
 //! fixture).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -30,6 +35,24 @@ impl<'a> Indexes<'a> {
             enabled: true,
             pods_by_label: PodsByLabel::default(),
         }
+    }
+
+    /// The indexes, told which label selectors the trials will ask for the pods of (each
+    /// selector's first pair is looked up; a selector not told is still answered).
+    pub fn expecting<'s>(
+        mut self,
+        selectors: impl IntoIterator<Item = &'s BTreeMap<String, String>>,
+    ) -> Indexes<'a> {
+        for selector in selectors {
+            if let Some((key, value)) = selector.iter().next() {
+                self.pods_by_label
+                    .expected
+                    .entry(key.clone())
+                    .or_default()
+                    .insert(value.clone());
+            }
+        }
+        self
     }
 
     /// Indexes that look nothing up: every lookup reads its list whole. The findings over
@@ -92,6 +115,10 @@ fn carries(pod: &Pod, wanted: &BTreeMap<String, String>) -> bool {
 #[derive(Default)]
 struct PodsByLabel {
     keys: Mutex<HashMap<String, Arc<OnceLock<KeyIndex>>>>,
+    /// The pairs the trials said they would ask for: key → values.
+    expected: BTreeMap<String, BTreeSet<String>>,
+    /// The pods carrying each expected pair, read in one pass on first use.
+    pairs: OnceLock<HashMap<String, KeyIndex>>,
 }
 
 /// One key's values → the positions of the pods carrying each. Owned strings keep the index
@@ -131,14 +158,57 @@ impl PodsByLabel {
         let Some((key, value)) = wanted.iter().next() else {
             return pods.iter().map(|p| &**p).collect();
         };
-        let slot = self.key(pods, key);
-        let Some(list) = slot.get().and_then(|by_value| by_value.get(value.as_str())) else {
-            return Vec::new();
+        let positions = |list: Option<&Vec<u32>>| -> Vec<&'p Pod> {
+            list.into_iter()
+                .flatten()
+                .map(|&i| &*pods[i as usize])
+                .filter(|p| carries(p, wanted))
+                .collect()
         };
-        list.iter()
-            .map(|&i| &*pods[i as usize])
-            .filter(|p| carries(p, wanted))
-            .collect()
+        if self
+            .expected
+            .get(key)
+            .is_some_and(|values| values.contains(value))
+        {
+            let pairs = self.pairs.get_or_init(|| self.read_expected(pods));
+            return positions(pairs.get(key).and_then(|v| v.get(value.as_str())));
+        }
+        let slot = self.key(pods, key);
+        positions(slot.get().and_then(|by_value| by_value.get(value.as_str())))
+    }
+
+    /// The positions of the pods carrying each expected pair, ascending: the pods read once,
+    /// in as many slices as there are cores.
+    fn read_expected(&self, pods: &[Arc<Pod>]) -> HashMap<String, KeyIndex> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let slice = pods.len().div_ceil(threads.max(1)).max(1);
+        let starts: Vec<usize> = (0..pods.len()).step_by(slice).collect();
+        let parts = crate::side_by_side::map(&starts, |&start| {
+            let mut found: Vec<(&str, &str, u32)> = Vec::new();
+            let end = (start + slice).min(pods.len());
+            for (i, pod) in pods[start..end].iter().enumerate() {
+                let have = labels(&pod.metadata);
+                for (key, values) in &self.expected {
+                    if let Some(value) = have.get(key)
+                        && values.contains(value)
+                    {
+                        found.push((key, value, (start + i) as u32));
+                    }
+                }
+            }
+            found
+        });
+        let mut pairs: HashMap<String, KeyIndex> = HashMap::new();
+        // The slices in order: each pair's positions stay ascending.
+        for (key, value, i) in parts.into_iter().flatten() {
+            pairs
+                .entry(key.to_string())
+                .or_default()
+                .entry(value.to_string())
+                .or_default()
+                .push(i);
+        }
+        pairs
     }
 }
 
@@ -215,5 +285,45 @@ mod tests {
             ["z"]
         );
         assert_eq!(indexes.keys_built(), 0);
+    }
+
+    #[test]
+    fn pairs_told_beforehand_are_read_in_one_pass_and_give_what_a_whole_read_gives() {
+        let state = state_of(vec![
+            pod_with("a", &[("app", "dns"), ("tier", "x")]),
+            pod_with("b", &[("k8s-app", "web")]),
+            pod_with("c", &[("app", "dns")]),
+            pod_with("d", &[]),
+            pod_with("e", &[("app", "dns"), ("tier", "x")]),
+            pod_with("f", &[("k8s-app", "web"), ("app", "web")]),
+        ]);
+        let pods = state.pods.get("pods").unwrap();
+        let told = [
+            want(&[("app", "dns"), ("tier", "x")]),
+            want(&[("k8s-app", "web")]),
+        ];
+        let indexes = Indexes::new(&state).expecting(&told);
+        for wanted in told.iter().cloned().chain([
+            want(&[("app", "dns")]),
+            want(&[("app", "web")]),
+            want(&[("app", "none")]),
+        ]) {
+            let whole: Vec<&Pod> = pods
+                .iter()
+                .map(|p| &**p)
+                .filter(|p| carries(p, &wanted))
+                .collect();
+            assert_eq!(
+                names(indexes.pods_labelled(pods, &wanted)),
+                names(whole),
+                "{wanted:?}"
+            );
+        }
+        // `app: dns` was told; `app: web` and `app: none` were not, and read the key once.
+        assert_eq!(indexes.keys_built(), 1);
+        let pairs = indexes.pods_by_label.pairs.get().expect("read once");
+        assert_eq!(pairs["app"]["dns"], [0, 2, 4]);
+        assert_eq!(pairs["k8s-app"]["web"], [1, 5]);
+        assert!(!pairs["app"].contains_key("web"), "only the pairs told");
     }
 }

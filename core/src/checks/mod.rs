@@ -37,6 +37,9 @@ pub struct Context<'a> {
     pub env: &'a Environment,
     pub state: &'a State,
     pub indexes: &'a Indexes<'a>,
+    /// Where a long evaluation (the host-loss prediction) may be held: `gates watch` holds
+    /// it while it evaluates a change; [`crate::pause::NEVER`] everywhere else.
+    pub pause: &'a dyn crate::pause::Pause,
 }
 
 /// What every check kind implements: a pure evaluation over the state, and the name that tells
@@ -225,6 +228,29 @@ impl CheckSpec {
             | CheckSpec::HostSharing(_)
             | CheckSpec::FailureDomains(_)
             | CheckSpec::HostLoss(_) => None,
+        }
+    }
+
+    /// The label selector a trial looks its pods up by, in the evaluation's shared index
+    /// ([`Indexes::expecting`]): told beforehand, the index reads the pods once for every
+    /// trial.
+    pub fn pods_asked(&self) -> Option<&std::collections::BTreeMap<String, String>> {
+        match self {
+            CheckSpec::ReplicatedController(p) => Some(&p.selector),
+            CheckSpec::ControlPlaneNodes(_)
+            | CheckSpec::DistinctHosts(_)
+            | CheckSpec::SchedulableControlPlane(_)
+            | CheckSpec::LonghornDisks(_)
+            | CheckSpec::CapacityHeadroom(_)
+            | CheckSpec::ChaosReport(_)
+            | CheckSpec::EtcdMembers(_)
+            | CheckSpec::TalosEndpoints(_)
+            | CheckSpec::ApiEndpoint(_)
+            | CheckSpec::HostSharing(_)
+            | CheckSpec::FailureDomains(_)
+            | CheckSpec::HostLoss(_)
+            | CheckSpec::L2Announcement(_)
+            | CheckSpec::ExternalTrafficPolicy(_) => None,
         }
     }
 

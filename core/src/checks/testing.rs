@@ -193,6 +193,7 @@ pub fn run<P>(
             env,
             state,
             indexes: &super::Indexes::new(state),
+            pause: &crate::pause::NEVER,
         },
         params,
     )
@@ -986,6 +987,7 @@ pub fn undeclared_inputs(
             env,
             state,
             indexes: &indexes,
+            pause: &crate::pause::NEVER,
         }))
         .unwrap_or_default()
     };

@@ -172,6 +172,8 @@ impl PodInfo<'_> {
 pub struct Cluster<'a> {
     pub env: &'a Environment,
     pub state: &'a State,
+    /// Where the prediction over this model may be held (see [`crate::pause`]).
+    pub pause: &'a dyn crate::pause::Pause,
     pub nodes: Vec<NodeInfo<'a>>,
     pub pods: Vec<PodInfo<'a>>,
     pub node_index: HashMap<&'a str, usize>,
@@ -212,6 +214,7 @@ impl<'a> Cluster<'a> {
         let mut infos: Vec<NodeInfo<'a>> = sorted
             .into_iter()
             .map(|node| {
+                input.pause.point();
                 let at = Placement {
                     env: input.env,
                     placed: placed.as_ref(),
@@ -222,7 +225,7 @@ impl<'a> Cluster<'a> {
             .collect();
         let node_index: HashMap<&str, usize> =
             infos.iter().enumerate().map(|(i, n)| (n.name, i)).collect();
-        let (pod_infos, pods_on) = index_pods(pods, state, &node_index, &mut infos, &mut said);
+        let (pod_infos, pods_on) = index_pods(pods, input, &node_index, &mut infos, &mut said);
         let hosts: BTreeSet<String> = infos.iter().filter_map(|n| n.host.clone()).collect();
         let mut by_host: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, n) in infos.iter().enumerate() {
@@ -233,6 +236,7 @@ impl<'a> Cluster<'a> {
         Ok(Cluster {
             env: input.env,
             state,
+            pause: input.pause,
             nodes: infos,
             pods: pod_infos,
             node_index,
@@ -489,7 +493,7 @@ fn readiness(node: &Node) -> (bool, Vec<Taint>) {
 /// do not parse are named.
 fn index_pods<'s>(
     pods: &'s [Arc<Pod>],
-    state: &'s State,
+    Input { state, pause, .. }: Input<'s>,
     node_index: &HashMap<&str, usize>,
     infos: &mut [NodeInfo<'s>],
     said: &mut Said,
@@ -498,6 +502,7 @@ fn index_pods<'s>(
         state.pod_metrics.present().map(|all| {
             all.iter()
                 .map(|m| {
+                    pause.point();
                     (
                         (
                             m.metadata.namespace.as_deref().unwrap_or(""),
@@ -512,6 +517,7 @@ fn index_pods<'s>(
     let mut pods_on = vec![Vec::new(); infos.len()];
     let mut bad_requests = 0usize;
     for pod in pods {
+        pause.point();
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
         if matches!(phase, Some("Succeeded") | Some("Failed")) {
             continue;

@@ -149,6 +149,7 @@ fn both(seed: u64) -> (Prediction, Prediction) {
         env: &env,
         state: &s,
         protected: &[],
+        pause: &crate::pause::NEVER,
     };
     (
         predict_with(input, None, Mode::Fast),

@@ -81,6 +81,9 @@ pub struct Input<'a> {
     pub env: &'a Environment,
     pub state: &'a State,
     pub protected: &'a [ProtectedRef],
+    /// Where the prediction may be held (`gates watch` holds it while it evaluates a
+    /// change); [`crate::pause::NEVER`] everywhere else.
+    pub pause: &'a dyn crate::pause::Pause,
 }
 
 /// Predicts the loss of every host (or only `only`, when given).
@@ -121,6 +124,7 @@ fn predict_as(
         .filter(|host| only.is_none_or(|h| h == *host))
         .collect();
     let hosts = each_host(&chosen, |host| {
+        cluster.pause.point();
         let lost = cluster.nodes_on(host);
         predict_lost(&cluster, &shared, &workloads, host, lost, (mode, fault))
     });

@@ -116,6 +116,7 @@ impl Shared {
         let mut holders_everywhere = Vec::new();
         let mut terms_of = HashMap::new();
         for (i, p) in cluster.pods.iter().enumerate() {
+            cluster.pause.point();
             match by_namespace.get_mut(p.namespace) {
                 Some(pods) => pods.push(i),
                 None => {
@@ -194,7 +195,10 @@ fn controller_names(cluster: &Cluster<'_>) -> Vec<String> {
     cluster
         .pods
         .iter()
-        .map(|p| runs.get((p.namespace, &p.owner), || name_of(p, &deployments)))
+        .map(|p| {
+            cluster.pause.point();
+            runs.get((p.namespace, &p.owner), || name_of(p, &deployments))
+        })
         .collect()
 }
 
@@ -273,6 +277,7 @@ pub fn reschedule(cluster: &Cluster<'_>, shared: &Shared, lost: &[usize], mode: 
     });
     let mut queue: VecDeque<Pending> = pending.into();
     while let Some(job) = queue.pop_front() {
+        cluster.pause.point();
         let p = &cluster.pods[job.pod];
         let from = cluster.nodes[p.node.unwrap_or_default()].name.to_string();
         let controller = shared.controllers.get(job.pod).cloned().unwrap_or_default();
@@ -312,6 +317,7 @@ impl Sim<'_, '_> {
         let mut pending = Vec::new();
         for &node in lost {
             for &i in &cluster.pods_on[node] {
+                cluster.pause.point();
                 let p = &cluster.pods[i];
                 if p.terminating {
                     continue;

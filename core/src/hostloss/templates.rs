@@ -78,6 +78,7 @@ impl Templates {
         // write equal keys, so this only saves the writing.
         let mut runs = super::runs::Runs::new();
         for (i, p) in cluster.pods.iter().enumerate() {
+            cluster.pause.point();
             if p.node.is_none() || p.terminating || !p.owner.recreates() {
                 continue;
             }
@@ -218,6 +219,7 @@ mod tests {
             env: &env,
             state: &state,
             protected: &[],
+            pause: &crate::pause::NEVER,
         })
         .expect("a cluster");
         let templates = Templates::new(&cluster);

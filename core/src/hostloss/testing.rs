@@ -38,6 +38,7 @@ pub fn run(state: &State) -> Prediction {
             env: &env(),
             state,
             protected: &[],
+            pause: &crate::pause::NEVER,
         },
         None,
     )
@@ -49,6 +50,7 @@ pub fn run_fault(env: &Environment, state: &State, fault: Fault) -> Prediction {
         env,
         state,
         protected: &[],
+        pause: &crate::pause::NEVER,
     };
     predict_fault(input, None, fault)
 }
@@ -59,6 +61,7 @@ pub fn run_with(env: &Environment, state: &State, protected: &[ProtectedRef]) ->
             env,
             state,
             protected,
+            pause: &crate::pause::NEVER,
         },
         None,
     )

@@ -691,6 +691,7 @@ fn a_lost_replica_is_rebuilt_where_a_survivor_holds_none_or_anti_affinity_is_sof
             env: &env,
             state: &s,
             protected: &[],
+            pause: &crate::pause::NEVER,
         },
         Some("pve1"),
     );

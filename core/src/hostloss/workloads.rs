@@ -54,6 +54,7 @@ pub struct Workloads {
 pub fn index(cluster: &Cluster<'_>, named: &[ProtectedRef]) -> Workloads {
     let mut by_namespace: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, p) in cluster.pods.iter().enumerate() {
+        cluster.pause.point();
         if p.node.is_some() {
             by_namespace.entry(p.namespace).or_default().push(i);
         }

@@ -8,6 +8,7 @@
 pub mod feed;
 pub mod policy_report;
 pub mod poll;
+pub mod prediction;
 pub mod shared;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -117,12 +118,18 @@ pub async fn run(
     };
     let mut evaluator = Evaluator::new(&specs, &env);
     let mut evaluated_in: BTreeMap<String, u64> = BTreeMap::new();
+    let gate = Arc::new(prediction::Gate::default());
+    let mut predicting: Option<prediction::Running> = None;
     loop {
-        tokio::select! {
-            _ = shared.changed.notified() => tokio::time::sleep(options.debounce).await,
+        let predicted = tokio::select! {
+            _ = shared.changed.notified() => {
+                tokio::time::sleep(options.debounce).await;
+                None
+            }
+            done = prediction::finished(&mut predicting) => Some(done),
             // Staleness comes with time alone.
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-        }
+            _ = tokio::time::sleep(Duration::from_secs(1)) => None,
+        };
         let started = Instant::now();
         let mut publish_now = |evaluator: &Evaluator, reevaluated: Vec<String>| {
             let record = Judged {
@@ -153,12 +160,23 @@ pub async fn run(
                 at: Utc::now(),
             })));
         };
-        let Some(reevaluated) = evaluator.step(&shared, options.stale_after, |e, quick| {
-            publish_now(e, quick)
-        }) else {
-            continue;
-        };
-        publish_now(&evaluator, reevaluated);
+        if let Some(done) = predicted {
+            let names = evaluator.predicted(done);
+            if !names.is_empty() {
+                publish_now(&evaluator, names);
+            }
+        }
+        // The prediction waits while a change is taken and evaluated.
+        let held = gate.hold();
+        if let Some(reevaluated) = evaluator.step(&shared, options.stale_after) {
+            publish_now(&evaluator, reevaluated);
+        }
+        drop(held);
+        if predicting.is_none()
+            && let Some(job) = evaluator.prediction()
+        {
+            predicting = Some(job.start(gate.clone()));
+        }
     }
 }
 
@@ -169,7 +187,17 @@ pub struct Evaluator<'a> {
     pub state: State,
     pub results: Vec<TrialResult>,
     stale: BTreeSet<Input>,
+    /// The next evaluation is whole, the prediction in it: the first, and the first once
+    /// every source's first read is in (so what is served as ready is whole).
     first: bool,
+    /// That evaluation once every source was read has been made.
+    whole_once_read: bool,
+    /// Whole evaluations so far: a prediction started before the last one is older than
+    /// its verdict and set aside.
+    wholes: u64,
+    /// The slow trials (the host-loss prediction) whose inputs changed since their last
+    /// prediction started: the next one predicts them.
+    wanted: BTreeSet<usize>,
 }
 
 impl<'a> Evaluator<'a> {
@@ -185,30 +213,29 @@ impl<'a> Evaluator<'a> {
             results: Vec::new(),
             stale: BTreeSet::new(),
             first: true,
+            whole_once_read: false,
+            wholes: 0,
+            wanted: BTreeSet::new(),
         }
     }
 
-    /// Take what changed and re-evaluate the trials that read it; the names of those
+    /// Take what changed and re-evaluate the quick trials that read it; the names of those
     /// trials, or `None` when nothing changed. The host-loss prediction reads every pod and
-    /// takes most of a change's evaluation at scale (0.8 s at 5,000 nodes), so after the first
-    /// evaluation the other trials are evaluated first and handed to `early` with their
-    /// names, while the prediction still shows its verdict of the change before.
-    pub fn step(
-        &mut self,
-        shared: &Shared,
-        stale_after: Duration,
-        early: impl FnOnce(&Self, Vec<String>),
-    ) -> Option<Vec<String>> {
+    /// takes most of a second at 5,000 nodes: after the first evaluation (which is whole) it
+    /// is only marked wanted, for [`Evaluator::prediction`] to hand over, and its verdict of
+    /// the state before is served meanwhile.
+    pub fn step(&mut self, shared: &Shared, stale_after: Duration) -> Option<Vec<String>> {
+        // Read before the apply: every first read is then in what it takes.
+        if !self.whole_once_read && shared.ready() {
+            self.whole_once_read = true;
+            self.first = true;
+        }
         let dirty = shared.apply(&mut self.state, &mut self.stale, stale_after);
-        self.reevaluate(&dirty, early)
+        self.reevaluate(&dirty)
     }
 
     /// [`Evaluator::step`] once the state holds what changed (`dirty`).
-    fn reevaluate(
-        &mut self,
-        dirty: &BTreeSet<Input>,
-        early: impl FnOnce(&Self, Vec<String>),
-    ) -> Option<Vec<String>> {
+    fn reevaluate(&mut self, dirty: &BTreeSet<Input>) -> Option<Vec<String>> {
         if dirty.is_empty() && !self.first {
             return None;
         }
@@ -222,37 +249,63 @@ impl<'a> Evaluator<'a> {
                         .any(|input| dirty.contains(input))
             })
             .collect();
-        let names = |chosen: &[usize]| -> Vec<String> {
-            chosen.iter().map(|i| self.specs[*i].name.clone()).collect()
-        };
-        let all = names(&affected);
         if self.first {
             let chosen: Vec<&TrialSpec> = self.specs.iter().collect();
             self.results = runner::evaluate(&chosen, self.env, &self.state);
             self.first = false;
-            return Some(all);
+            // What a prediction running now gives is older than this: set aside.
+            self.wholes += 1;
+            self.wanted.clear();
+            return Some(self.names(&affected));
         }
-        let (slow, quick): (Vec<usize>, Vec<usize>) = affected
-            .iter()
-            .partition(|i| matches!(self.specs[**i].check, CheckSpec::HostLoss(_)));
-        self.evaluate(&quick);
-        if !slow.is_empty() && !quick.is_empty() {
-            early(self, names(&quick));
+        let (slow, quick): (Vec<usize>, Vec<usize>) =
+            affected.iter().partition(|i| self.is_slow(**i));
+        self.wanted.extend(slow);
+        if quick.is_empty() {
+            return None;
         }
-        self.evaluate(&slow);
-        Some(all)
-    }
-
-    /// Evaluate the trials at `chosen` (indices into the specs) over the state.
-    fn evaluate(&mut self, chosen: &[usize]) {
-        if chosen.is_empty() {
-            return;
-        }
-        let specs: Vec<&TrialSpec> = chosen.iter().map(|i| &self.specs[*i]).collect();
+        let specs: Vec<&TrialSpec> = quick.iter().map(|i| &self.specs[*i]).collect();
         let fresh = runner::evaluate(&specs, self.env, &self.state);
-        for (i, result) in chosen.iter().zip(fresh) {
+        for (i, result) in quick.iter().zip(fresh) {
             self.results[*i] = result;
         }
+        Some(self.names(&quick))
+    }
+
+    fn is_slow(&self, i: usize) -> bool {
+        matches!(self.specs[i].check, CheckSpec::HostLoss(_))
+    }
+
+    fn names(&self, chosen: &[usize]) -> Vec<String> {
+        chosen.iter().map(|i| self.specs[*i].name.clone()).collect()
+    }
+
+    /// The prediction wanted since the last one started, over a copy of the state as it is
+    /// now; `None` when none is wanted.
+    pub fn prediction(&mut self) -> Option<prediction::Job> {
+        if self.wanted.is_empty() {
+            return None;
+        }
+        let indices: Vec<usize> = std::mem::take(&mut self.wanted).into_iter().collect();
+        Some(prediction::Job {
+            after_whole: self.wholes,
+            specs: indices.iter().map(|i| self.specs[*i].clone()).collect(),
+            indices,
+            env: self.env.clone(),
+            state: self.state.clone(),
+        })
+    }
+
+    /// A prediction's results, kept; the names of its trials (none when it started before
+    /// the last whole evaluation, whose verdicts are newer).
+    pub fn predicted(&mut self, done: prediction::Predicted) -> Vec<String> {
+        if done.after_whole < self.wholes {
+            return Vec::new();
+        }
+        for (i, result) in done.indices.iter().zip(done.results) {
+            self.results[*i] = result;
+        }
+        self.names(&done.indices)
     }
 }
 
@@ -260,48 +313,90 @@ impl<'a> Evaluator<'a> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn after_a_pod_changes_the_quick_trials_are_handed_over_before_the_host_loss_prediction() {
+    fn production() -> (Config, State) {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let config = Config::load(&root.join("gates"), &[]).expect("the project's config");
-        let env = config.environment("production").expect("production");
         let snapshot = crate::collect::snapshot::read(
             &[root.join("fixtures/snapshots/target-production.json")],
             Utc::now(),
         )
         .expect("the fixture reads");
-        let specs = runner::trials(&config, env);
-        let host_loss = specs
+        (config, snapshot.state)
+    }
+
+    fn host_loss(specs: &[TrialSpec]) -> usize {
+        specs
             .iter()
             .position(|s| matches!(s.check, CheckSpec::HostLoss(_)))
-            .expect("production predicts a host loss");
-        let mut evaluator = Evaluator::new(&specs, env);
-        evaluator.state = snapshot.state;
-        let first = evaluator
-            .reevaluate(&BTreeSet::new(), |_, _| {
-                panic!("the first evaluation is whole")
-            })
-            .expect("evaluated");
-        assert_eq!(first.len(), specs.len());
-        let before = evaluator.results[host_loss].finding.clone();
+            .expect("production predicts a host loss")
+    }
 
-        let pods = BTreeSet::from([Input::Pods]);
-        let mut handed = None;
-        let all = evaluator
-            .reevaluate(&pods, |e, quick| {
-                // What is served meanwhile: the prediction of the change before.
-                assert_eq!(e.results[host_loss].finding, before);
-                handed = Some(quick);
-            })
+    #[test]
+    fn after_a_pod_changes_the_quick_trials_are_evaluated_at_once_and_the_prediction_handed_over() {
+        let (config, state) = production();
+        let env = config.environment("production").expect("production");
+        let specs = runner::trials(&config, env);
+        let host_loss = host_loss(&specs);
+        let mut evaluator = Evaluator::new(&specs, env);
+        evaluator.state = state;
+        let first = evaluator
+            .reevaluate(&BTreeSet::new())
+            .expect("the first evaluation is whole");
+        assert_eq!(first.len(), specs.len());
+        assert!(evaluator.prediction().is_none(), "the first is whole");
+        let before = evaluator.results[host_loss].clone();
+
+        let quick = evaluator
+            .reevaluate(&BTreeSet::from([Input::Pods]))
             .expect("re-evaluated");
-        let quick = handed.expect("the quick trials were handed over first");
         assert!(
             quick.iter().any(|t| t.contains("capacity-headroom")),
             "{quick:?}"
         );
         assert!(!quick.iter().any(|t| t.contains("host-loss")), "{quick:?}");
-        assert!(all.iter().any(|t| t.contains("host-loss")), "{all:?}");
-        assert!(quick.iter().all(|t| all.contains(t)));
-        assert!(all.len() > quick.len());
+        // What is served meanwhile: the prediction of the state before.
+        assert_eq!(evaluator.results[host_loss].finding, before.finding);
+
+        let job = evaluator.prediction().expect("the prediction is wanted");
+        assert_eq!(job.indices, vec![host_loss]);
+        assert!(evaluator.prediction().is_none(), "handed over once");
+        let chosen: Vec<&TrialSpec> = job.specs.iter().collect();
+        let results = runner::evaluate(&chosen, &job.env, &job.state);
+        let names = evaluator.predicted(prediction::Predicted {
+            after_whole: job.after_whole,
+            indices: job.indices,
+            results,
+        });
+        assert_eq!(names, vec![specs[host_loss].name.clone()]);
+        assert_eq!(evaluator.results[host_loss].finding, before.finding);
+    }
+
+    #[test]
+    fn a_prediction_started_before_a_whole_evaluation_is_set_aside_as_older() {
+        let (config, state) = production();
+        let env = config.environment("production").expect("production");
+        let specs = runner::trials(&config, env);
+        let host_loss = host_loss(&specs);
+        let mut evaluator = Evaluator::new(&specs, env);
+        // Before anything is read: the prediction cannot tell.
+        evaluator.reevaluate(&BTreeSet::new()).expect("whole");
+        evaluator.reevaluate(&BTreeSet::from([Input::Pods]));
+        let early = evaluator.prediction().expect("wanted");
+        // Every source read: the whole evaluation predicts over all of it.
+        evaluator.state = state;
+        evaluator.first = true;
+        evaluator.reevaluate(&BTreeSet::new()).expect("whole");
+        let whole = evaluator.results[host_loss].finding.clone();
+
+        let chosen: Vec<&TrialSpec> = early.specs.iter().collect();
+        let results = runner::evaluate(&chosen, &early.env, &early.state);
+        assert_ne!(results[0].finding, whole, "the early one saw nothing read");
+        let names = evaluator.predicted(prediction::Predicted {
+            after_whole: early.after_whole,
+            indices: early.indices,
+            results,
+        });
+        assert!(names.is_empty());
+        assert_eq!(evaluator.results[host_loss].finding, whole);
     }
 }

@@ -45,6 +45,7 @@ pub fn outstanding(
         env,
         state,
         indexes: &indexes,
+        pause: &gates_core::pause::NEVER,
     };
     for check in controller_checks {
         let finding = check.evaluate(ctx);
