@@ -232,6 +232,24 @@ mod tests {
             .collect()
     }
 
+    /// The index gives the pods a whole read of `pods` gives, in the same order.
+    fn looked_up_as_read_whole(
+        indexes: &Indexes<'_>,
+        pods: &[Arc<Pod>],
+        wanted: &BTreeMap<String, String>,
+    ) {
+        let whole: Vec<&Pod> = pods
+            .iter()
+            .map(|p| &**p)
+            .filter(|p| carries(p, wanted))
+            .collect();
+        assert_eq!(
+            names(indexes.pods_labelled(pods, wanted)),
+            names(whole),
+            "{wanted:?}"
+        );
+    }
+
     fn names(pods: Vec<&Pod>) -> Vec<&str> {
         pods.into_iter()
             .map(|p| p.metadata.name.as_deref().unwrap_or(""))
@@ -256,16 +274,7 @@ mod tests {
             want(&[("app", "none")]),
             want(&[]),
         ] {
-            let whole: Vec<&Pod> = pods
-                .iter()
-                .map(|p| &**p)
-                .filter(|p| carries(p, &wanted))
-                .collect();
-            assert_eq!(
-                names(indexes.pods_labelled(pods, &wanted)),
-                names(whole),
-                "{wanted:?}"
-            );
+            looked_up_as_read_whole(&indexes, pods, &wanted);
         }
         // Every selector above begins with `app`: the pods were read for that key once.
         assert_eq!(indexes.keys_built(), 1);
@@ -308,16 +317,7 @@ mod tests {
             want(&[("app", "web")]),
             want(&[("app", "none")]),
         ]) {
-            let whole: Vec<&Pod> = pods
-                .iter()
-                .map(|p| &**p)
-                .filter(|p| carries(p, &wanted))
-                .collect();
-            assert_eq!(
-                names(indexes.pods_labelled(pods, &wanted)),
-                names(whole),
-                "{wanted:?}"
-            );
+            looked_up_as_read_whole(&indexes, pods, &wanted);
         }
         // `app: dns` was told; `app: web` and `app: none` were not, and read the key once.
         assert_eq!(indexes.keys_built(), 1);

@@ -331,6 +331,17 @@ mod tests {
             .expect("production predicts a host loss")
     }
 
+    /// The prediction `job` hands over, run on this thread.
+    fn predicted_here(job: prediction::Job) -> prediction::Predicted {
+        let chosen: Vec<&TrialSpec> = job.specs.iter().collect();
+        let results = runner::evaluate(&chosen, &job.env, &job.state);
+        prediction::Predicted {
+            after_whole: job.after_whole,
+            indices: job.indices,
+            results,
+        }
+    }
+
     #[test]
     fn after_a_pod_changes_the_quick_trials_are_evaluated_at_once_and_the_prediction_handed_over() {
         let (config, state) = production();
@@ -360,13 +371,7 @@ mod tests {
         let job = evaluator.prediction().expect("the prediction is wanted");
         assert_eq!(job.indices, vec![host_loss]);
         assert!(evaluator.prediction().is_none(), "handed over once");
-        let chosen: Vec<&TrialSpec> = job.specs.iter().collect();
-        let results = runner::evaluate(&chosen, &job.env, &job.state);
-        let names = evaluator.predicted(prediction::Predicted {
-            after_whole: job.after_whole,
-            indices: job.indices,
-            results,
-        });
+        let names = evaluator.predicted(predicted_here(job));
         assert_eq!(names, vec![specs[host_loss].name.clone()]);
         assert_eq!(evaluator.results[host_loss].finding, before.finding);
     }
@@ -388,14 +393,12 @@ mod tests {
         evaluator.reevaluate(&BTreeSet::new()).expect("whole");
         let whole = evaluator.results[host_loss].finding.clone();
 
-        let chosen: Vec<&TrialSpec> = early.specs.iter().collect();
-        let results = runner::evaluate(&chosen, &early.env, &early.state);
-        assert_ne!(results[0].finding, whole, "the early one saw nothing read");
-        let names = evaluator.predicted(prediction::Predicted {
-            after_whole: early.after_whole,
-            indices: early.indices,
-            results,
-        });
+        let done = predicted_here(early);
+        assert_ne!(
+            done.results[0].finding, whole,
+            "the early one saw nothing read"
+        );
+        let names = evaluator.predicted(done);
         assert!(names.is_empty());
         assert_eq!(evaluator.results[host_loss].finding, whole);
     }
