@@ -84,29 +84,8 @@ pub async fn run(
     let watch_client =
         crate::collect::kube::client_reading(&env, Some(feed::SILENT_AT_MOST)).await?;
     let shared = Arc::new(Shared::new(options.interval));
-    let timing = feed::Timing {
-        interval: options.interval,
-        backoff: Duration::from_millis(500),
-        backoff_max: options.stale_after.min(Duration::from_secs(30)),
-    };
-    let mut tasks = tokio::task::JoinSet::new();
-    for kind in Kind::ALL {
-        tasks.spawn(feed::run(
-            kind,
-            watch_client.clone(),
-            env.kube.page_size,
-            timing,
-            shared.clone(),
-        ));
-    }
-    tasks.spawn(poll::run(
-        config.clone(),
-        env.clone(),
-        Some(client),
-        options.reports.clone(),
-        options.interval,
-        shared.clone(),
-    ));
+    // Held while the watch runs: dropped with it, the feeds and polls stop.
+    let _sources = start_sources(&config, &env, &options, client, watch_client, &shared);
     let specs = runner::trials(&config, &env);
     let judged = Judged {
         config: &config,
@@ -178,6 +157,42 @@ pub async fn run(
             predicting = Some(job.start(gate.clone()));
         }
     }
+}
+
+/// One feed per Kubernetes kind and the poll of what cannot be watched, handing what they
+/// read to `shared`.
+fn start_sources(
+    config: &Config,
+    env: &crate::config::Environment,
+    options: &WatchOptions,
+    client: kube::Client,
+    watch_client: kube::Client,
+    shared: &Arc<Shared>,
+) -> tokio::task::JoinSet<()> {
+    let timing = feed::Timing {
+        interval: options.interval,
+        backoff: Duration::from_millis(500),
+        backoff_max: options.stale_after.min(Duration::from_secs(30)),
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    for kind in Kind::ALL {
+        tasks.spawn(feed::run(
+            kind,
+            watch_client.clone(),
+            env.kube.page_size,
+            timing,
+            shared.clone(),
+        ));
+    }
+    tasks.spawn(poll::run(
+        config.clone(),
+        env.clone(),
+        Some(client),
+        options.reports.clone(),
+        options.interval,
+        shared.clone(),
+    ));
+    tasks
 }
 
 /// The state kept current and the findings over it.
