@@ -78,16 +78,25 @@ pub fn evaluate_pausing(
     let one = |spec: &TrialSpec| {
         let started = Instant::now();
         let finding = spec.check.evaluate(ctx);
-        TrialResult {
-            name: spec.name.clone(),
-            gate: spec.gate,
-            kind: spec.check.kind().into(),
-            instance: spec.check.instance().map(str::to_string),
-            finding,
-            duration: started.elapsed(),
-        }
+        result_of(spec, finding, started.elapsed())
     };
     gates_core::side_by_side::map(specs, |spec| one(spec))
+}
+
+/// The result of trial `spec`: its finding and how long it took.
+pub fn result_of(
+    spec: &TrialSpec,
+    finding: crate::verdict::Finding,
+    duration: std::time::Duration,
+) -> TrialResult {
+    TrialResult {
+        name: spec.name.clone(),
+        gate: spec.gate,
+        kind: spec.check.kind().into(),
+        instance: spec.check.instance().map(str::to_string),
+        finding,
+        duration,
+    }
 }
 
 pub fn gate_statuses(

@@ -328,7 +328,8 @@ impl<'a> Evaluator<'a> {
 mod tests {
     use super::*;
 
-    fn production() -> (Config, State) {
+    /// The project's configuration and production's fixture snapshot.
+    pub(super) fn production() -> (Config, State) {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let config = Config::load(&root.join("gates"), &[]).expect("the project's config");
         let snapshot = crate::collect::snapshot::read(

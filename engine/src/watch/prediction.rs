@@ -70,7 +70,7 @@ pub struct Held<'g>(&'g Gate);
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         let gate = self.0;
-        self.0.held.store(false, Ordering::Release);
+        gate.held.store(false, Ordering::Release);
         *lock(&gate.shut) = false;
         gate.open.notify_all();
     }
@@ -142,16 +142,12 @@ impl Running {
             Err(_) => self
                 .specs
                 .iter()
-                .map(|spec| TrialResult {
-                    name: spec.name.clone(),
-                    gate: spec.gate,
-                    kind: spec.check.kind().into(),
-                    instance: spec.check.instance().map(str::to_string),
-                    finding: Finding::error(
+                .map(|spec| {
+                    let finding = Finding::error(
                         "the host-loss prediction ended without a verdict (its thread stopped; \
                          the log says why): restart gates watch",
-                    ),
-                    duration: std::time::Duration::ZERO,
+                    );
+                    runner::result_of(spec, finding, std::time::Duration::ZERO)
                 })
                 .collect(),
         };
@@ -178,23 +174,15 @@ pub async fn finished(running: &mut Option<Running>) -> Predicted {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
     use std::time::{Duration, Instant};
 
     #[tokio::test]
     async fn a_held_prediction_waits_at_a_pause_point_and_once_let_go_gives_the_same_verdict() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let config = Config::load(&root.join("gates"), &[]).expect("the project's config");
+        let (config, state) = super::super::tests::production();
         let env = config
             .environment("production")
             .expect("production")
             .clone();
-        let state = crate::collect::snapshot::read(
-            &[root.join("fixtures/snapshots/target-production.json")],
-            chrono::Utc::now(),
-        )
-        .expect("the fixture reads")
-        .state;
         let specs: Vec<TrialSpec> = runner::trials(&config, &env)
             .into_iter()
             .filter(|s| matches!(s.check, crate::checks::CheckSpec::HostLoss(_)))
