@@ -3,6 +3,7 @@
 //! and Longhorn volume health. Pure functions, shared by preflight, probes and recovery.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 
@@ -51,7 +52,7 @@ pub fn node_name(node: &Node) -> &str {
 }
 
 /// Nodes that are not Ready, by name.
-pub fn not_ready_nodes(nodes: &[Node]) -> Vec<String> {
+pub fn not_ready_nodes(nodes: &[Arc<Node>]) -> Vec<String> {
     nodes
         .iter()
         .filter(|n| !node_ready(n))
@@ -133,7 +134,7 @@ pub fn etcd_problems(talos: &TalosState) -> Vec<String> {
 }
 
 /// Longhorn volumes that are attached but not healthy.
-pub fn unhealthy_volumes(volumes: &[LonghornVolume]) -> Vec<String> {
+pub fn unhealthy_volumes(volumes: &[Arc<LonghornVolume>]) -> Vec<String> {
     volumes
         .iter()
         .filter_map(|v| {
@@ -199,7 +200,7 @@ mod tests {
 
     #[test]
     fn only_attached_volumes_must_be_healthy() {
-        let volume = |name: &str, state: &str, robustness: &str| -> LonghornVolume {
+        let volume = |name: &str, state: &str, robustness: &str| -> Arc<LonghornVolume> {
             serde_json::from_value(serde_json::json!({
                 "metadata": {"name": name},
                 "status": {"state": state, "robustness": robustness, "currentNodeID": "cp1"}

@@ -170,12 +170,13 @@ fn margins(ctx: Context<'_>) -> Result<(f64, f64), Finding> {
     Ok((base, rebuild))
 }
 
+/// The node metrics a basis measures by, and the load over a window they stand for.
+type Measuring<'s> = (Option<&'s [Arc<NodeMetrics>]>, Option<&'s NodeLoad>);
+
 /// What the basis measures by: nothing (requests), metrics-server's sample (usage), or the
 /// load over a window with its statistic as node metrics (prometheus). An error finding
 /// when the basis needs a measurement that could not be read.
-fn measured<'s>(
-    ctx: Context<'s>,
-) -> Result<(Option<&'s [NodeMetrics]>, Option<&'s NodeLoad>), Finding> {
+fn measured<'s>(ctx: Context<'s>) -> Result<Measuring<'s>, Finding> {
     match ctx.env.capacity.basis {
         CapacityBasis::Requests => Ok((None, None)),
         CapacityBasis::Usage => match ctx
@@ -209,9 +210,9 @@ struct Table<'n> {
 }
 
 fn table<'n>(
-    nodes: &'n [Node],
+    nodes: &'n [Arc<Node>],
     pods: &[Arc<Pod>],
-    metrics: Option<&[NodeMetrics]>,
+    metrics: Option<&[Arc<NodeMetrics>]>,
     load: Option<&NodeLoad>,
     hosts: &Hosts,
     margin: f64,
@@ -233,7 +234,7 @@ fn table<'n>(
     // Index pods and metrics by node once: a cluster has thousands of each.
     let pods_by_node = running_by_node(pods);
     let metrics_by_node: Option<std::collections::HashMap<&str, &NodeMetrics>> =
-        metrics.map(|all| all.iter().map(|m| (name(&m.metadata), m)).collect());
+        metrics.map(|all| all.iter().map(|m| (name(&m.metadata), &**m)).collect());
     for node in nodes {
         let node_name = name(&node.metadata);
         let host = hosts.of(node_name).unwrap_or("?").to_string();
@@ -405,7 +406,7 @@ fn node_cells(
 
 /// What was measured over which window: the statistic, the window and its step, and per node
 /// the statistic and the peak of CPU and memory with when it happened.
-fn load_evidence(load: &NodeLoad, nodes: &[Node]) -> Vec<String> {
+fn load_evidence(load: &NodeLoad, nodes: &[Arc<Node>]) -> Vec<String> {
     let w = &load.window;
     let mut lines = vec![format!(
         "used = max(requests, {} of the load over the window): {} from {} to {}, one value every {}s, at most {}% of steps missing (capacity.basis: prometheus)",
@@ -552,7 +553,7 @@ mod tests {
         let state = state()
             .nodes(target_nodes())
             .with(|s| {
-                s.node_metrics = Collected::Present(metrics);
+                s.node_metrics = listed(metrics);
                 s.node_load = Collected::Present(load);
             })
             .build();
@@ -688,7 +689,7 @@ mod tests {
     #[test]
     fn measured_usage_above_the_margin_fails_naming_node_and_host() {
         let s = good()
-            .with(|s| s.node_metrics = Collected::Present(vec![]))
+            .with(|s| s.node_metrics = listed(vec![]))
             .node_metrics([
                 node_metrics("cp-1", "3", "1Gi"),
                 node_metrics("cp-2", "1", "1Gi"),
@@ -860,7 +861,7 @@ mod tests {
     fn a_node_without_metrics_or_allocatable_is_an_error_unless_another_fails() {
         let s = good()
             .with(|s| {
-                s.node_metrics = Collected::Present(vec![
+                s.node_metrics = listed(vec![
                     node_metrics("cp-1", "1", "1Gi"),
                     node_metrics("cp-2", "1", "1Gi"),
                 ])

@@ -3,6 +3,7 @@
 //! Workers may share a host with a control plane; only control planes must be apart.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 
@@ -109,7 +110,7 @@ pub fn evaluate(ctx: Context<'_>, _params: &Params) -> Finding {
 }
 
 /// Every node names its host with the host label.
-fn labels_match_hosts(nodes: &[Node], hosts: &Hosts) -> Vec<String> {
+fn labels_match_hosts(nodes: &[Arc<Node>], hosts: &Hosts) -> Vec<String> {
     let unlabelled: Vec<&str> = nodes
         .iter()
         .map(|n| name(&n.metadata))
@@ -129,7 +130,7 @@ fn labels_match_hosts(nodes: &[Node], hosts: &Hosts) -> Vec<String> {
 /// Where Proxmox is known, each node's label agrees with the host its VM runs on; the nodes
 /// whose VM may be one whose config could not be read (unknown, not broken).
 fn placements<'n>(
-    nodes: &'n [Node],
+    nodes: &'n [Arc<Node>],
     hosts: &Hosts,
     unread: &[String],
     problems: &mut Vec<String>,
@@ -157,7 +158,7 @@ fn placements<'n>(
 
 /// The control planes on each known host, and how many control planes there are.
 fn control_planes_by_host<'n>(
-    nodes: &'n [Node],
+    nodes: &'n [Arc<Node>],
     hosts: &'n Hosts,
 ) -> (BTreeMap<&'n str, Vec<&'n str>>, usize) {
     let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();

@@ -14,6 +14,7 @@
 //! load balancers do, and Talos puts it on every control plane since 1.8.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Service;
@@ -175,7 +176,7 @@ struct Found {
 struct Announcing<'a> {
     ctx: Context<'a>,
     policies: &'a [Policy<'a>],
-    nodes: &'a [k8s_openapi::api::core::v1::Node],
+    nodes: &'a [Arc<k8s_openapi::api::core::v1::Node>],
     hosts: &'a Hosts,
 }
 
@@ -321,6 +322,7 @@ impl Announcing<'_> {
         };
         let lease: Option<&Lease> = leases
             .iter()
+            .map(|l| &**l)
             .filter(|l| l.metadata.name.as_deref() == Some(lease_name.as_str()))
             .min_by_key(|l| l.metadata.namespace.as_deref() != Some(CILIUM_NAMESPACE));
         match lease {
@@ -405,7 +407,7 @@ mod tests {
     }
 
     fn policies(list: Vec<L2AnnouncementPolicy>) -> impl FnOnce(&mut State) {
-        move |s| s.l2_policies = Collected::Present(list)
+        move |s| s.l2_policies = listed(list)
     }
 
     #[test]
@@ -531,9 +533,7 @@ mod tests {
     #[test]
     fn no_load_balancer_service_fails_naming_the_selector() {
         let s = good()
-            .with(|s| {
-                s.services = Collected::Present(vec![traefik_service().type_("NodePort").build()])
-            })
+            .with(|s| s.services = listed(vec![traefik_service().type_("NodePort").build()]))
             .build();
         fails_with(
             &s,
@@ -545,7 +545,7 @@ mod tests {
     fn a_foreign_load_balancer_class_fails() {
         let s = good()
             .with(|s| {
-                s.services = Collected::Present(vec![
+                s.services = listed(vec![
                     traefik_service()
                         .lb_class("io.cilium/bgp-control-plane")
                         .build(),
@@ -554,9 +554,7 @@ mod tests {
             .build();
         fails_with(&s, "has loadBalancerClass io.cilium/bgp-control-plane");
         let s = good()
-            .with(|s| {
-                s.services = Collected::Present(vec![traefik_service().lb_class(L2_CLASS).build()])
-            })
+            .with(|s| s.services = listed(vec![traefik_service().lb_class(L2_CLASS).build()]))
             .build();
         assert_eq!(check(&s).verdict, Verdict::Pass);
     }
@@ -569,7 +567,7 @@ mod tests {
             .control_plane()
             .label(EXCLUDE_LABEL, "")
             .build();
-        let s = good().with(|s| s.nodes = Collected::Present(nodes)).build();
+        let s = good().with(|s| s.nodes = listed(nodes)).build();
         let f = check(&s);
         assert_eq!(f.verdict, Verdict::Pass);
         assert_eq!(f.warnings.len(), 1);
@@ -585,26 +583,14 @@ mod tests {
 
     #[test]
     fn lease_problems_are_warnings() {
-        let f = check(
-            &good()
-                .with(|s| s.leases = Collected::Present(vec![]))
-                .build(),
-        );
+        let f = check(&good().with(|s| s.leases = listed(vec![])).build());
         assert_eq!(f.verdict, Verdict::Pass);
         assert!(f.warnings[0].starts_with("no Lease cilium-l2announce-traefik-traefik"));
         let released = lease("kube-system", "cilium-l2announce-traefik-traefik", "");
-        let f = check(
-            &good()
-                .with(|s| s.leases = Collected::Present(vec![released]))
-                .build(),
-        );
+        let f = check(&good().with(|s| s.leases = listed(vec![released])).build());
         assert!(f.warnings[0].contains("has no holder"));
         let elsewhere = lease("cilium", "cilium-l2announce-traefik-traefik", "outsider");
-        let f = check(
-            &good()
-                .with(|s| s.leases = Collected::Present(vec![elsewhere]))
-                .build(),
-        );
+        let f = check(&good().with(|s| s.leases = listed(vec![elsewhere])).build());
         assert!(text(&f).contains("Lease cilium/cilium-l2announce-traefik-traefik is held by node outsider (not in the node list)"));
         assert!(f.warnings[0].contains("node outsider, is not selected"));
         // Renewed 60s before collection with a 15s duration: stale; 10s before: fine.
@@ -620,11 +606,7 @@ mod tests {
                     k8s_openapi::jiff::Timestamp::from_second(collected - age).unwrap(),
                 ));
             }
-            let f = check(
-                &good()
-                    .with(|s| s.leases = Collected::Present(vec![l]))
-                    .build(),
-            );
+            let f = check(&good().with(|s| s.leases = listed(vec![l])).build());
             assert_eq!(f.verdict, Verdict::Pass);
             assert_eq!(
                 f.warnings.iter().any(|w| w.contains(&format!(

@@ -13,6 +13,7 @@
 //! `spec.volumeName`; replicas not yet placed on a node are ignored.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -275,7 +276,12 @@ struct Found {
 }
 
 /// Every node can hold replicas.
-fn usable_nodes(nodes: &[Node], lh_nodes: &[LonghornNode], hosts: &Hosts, found: &mut Found) {
+fn usable_nodes(
+    nodes: &[Arc<Node>],
+    lh_nodes: &[Arc<LonghornNode>],
+    hosts: &Hosts,
+    found: &mut Found,
+) {
     let mut unusable = Vec::new();
     for node in nodes {
         let node_name = name(&node.metadata);
@@ -308,7 +314,7 @@ fn usable_nodes(nodes: &[Node], lh_nodes: &[LonghornNode], hosts: &Hosts, found:
 }
 
 /// Attached volumes are healthy; how many are attached.
-fn attached_health(volumes: &[LonghornVolume], hosts: &Hosts, found: &mut Found) -> usize {
+fn attached_health(volumes: &[Arc<LonghornVolume>], hosts: &Hosts, found: &mut Found) -> usize {
     let mut attached = 0;
     for volume in volumes.iter().filter(|v| v.status.state == "attached") {
         attached += 1;
@@ -335,7 +341,7 @@ fn attached_health(volumes: &[LonghornVolume], hosts: &Hosts, found: &mut Found)
 }
 
 /// Replicas of one volume sit on distinct hosts; how many volumes have replicas placed.
-fn replica_hosts(replicas: &[LonghornReplica], hosts: &Hosts, found: &mut Found) -> usize {
+fn replica_hosts(replicas: &[Arc<LonghornReplica>], hosts: &Hosts, found: &mut Found) -> usize {
     let mut by_volume: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
     for replica in replicas {
         let volume = labels(&replica.metadata)
@@ -382,7 +388,7 @@ fn replica_hosts(replicas: &[LonghornReplica], hosts: &Hosts, found: &mut Found)
 }
 
 /// Settings that let Longhorn put two replicas of a volume on one node.
-fn setting_warnings(settings: &[LonghornSetting]) -> Vec<String> {
+fn setting_warnings(settings: &[Arc<LonghornSetting>]) -> Vec<String> {
     settings
         .iter()
         .filter(|s| name(&s.metadata) == "replica-soft-anti-affinity" && setting_is_true(&s.value))
@@ -448,7 +454,7 @@ mod tests {
     }
 
     fn lh_nodes(list: Vec<crate::state::LonghornNode>) -> impl FnOnce(&mut State) {
-        move |s| s.longhorn_nodes = Collected::Present(list)
+        move |s| s.longhorn_nodes = listed(list)
     }
 
     #[test]
@@ -728,7 +734,7 @@ mod tests {
     fn an_attached_degraded_volume_fails_but_a_detached_unknown_one_does_not() {
         let s = good()
             .with(|s| {
-                s.longhorn_volumes = Collected::Present(vec![
+                s.longhorn_volumes = listed(vec![
                     longhorn_volume("pvc-a", "attached", "degraded", "cp-2"),
                     longhorn_volume("pvc-b", "detached", "unknown", ""),
                 ])

@@ -351,7 +351,7 @@ fn owners(
 /// The PDBs in the pods' namespaces with their selectors compiled (an instance manager's
 /// own left out), or the error naming one whose selector is invalid.
 fn compile_pdbs<'a>(
-    pdbs: &'a [PodDisruptionBudget],
+    pdbs: &'a [Arc<PodDisruptionBudget>],
     namespaces: &BTreeSet<&str>,
 ) -> Result<Vec<CompiledPdb<'a>>, Finding> {
     let mut compiled: Vec<CompiledPdb<'_>> = Vec::new();

@@ -2,6 +2,7 @@
 //! node → physical host lookup, and finding the configured LoadBalancer Services.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Service};
 
@@ -69,7 +70,7 @@ pub struct Hosts {
 }
 
 impl Hosts {
-    pub fn new(ctx: Context<'_>, nodes: &[Node]) -> Self {
+    pub fn new(ctx: Context<'_>, nodes: &[Arc<Node>]) -> Self {
         let label = ctx.env.nodes.host_label.clone();
         let by_node = nodes
             .iter()
@@ -207,7 +208,7 @@ pub struct FoundServices<'a> {
     pub other_types: Vec<&'a Service>,
 }
 
-pub fn find_services<'a>(services: &'a [Service], wanted: &ServiceRef) -> FoundServices<'a> {
+pub fn find_services<'a>(services: &'a [Arc<Service>], wanted: &ServiceRef) -> FoundServices<'a> {
     let selector = Selector::from_labels(&wanted.selector);
     let mut found = FoundServices {
         load_balancers: Vec::new(),

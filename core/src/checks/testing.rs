@@ -111,8 +111,9 @@ fn push<T>(list: &mut Collected<Vec<T>>, items: impl IntoIterator<Item = T>) {
 macro_rules! adders {
     ($($method:ident: $field:ident: $ty:ty;)*) => {
         $(
+            /// The state holds each object behind an `Arc` (shared with a copy of the state).
             pub fn $method(mut self, items: impl IntoIterator<Item = $ty>) -> Self {
-                push(&mut self.state.$field, items);
+                push(&mut self.state.$field, items.into_iter().map(std::sync::Arc::new));
                 self
             }
         )*
@@ -120,16 +121,8 @@ macro_rules! adders {
 }
 
 impl StateBuilder {
-    /// The state holds each pod behind an `Arc` (shared with a copy of the state).
-    pub fn pods(mut self, items: impl IntoIterator<Item = Pod>) -> Self {
-        push(
-            &mut self.state.pods,
-            items.into_iter().map(std::sync::Arc::new),
-        );
-        self
-    }
-
     adders! {
+        pods: pods: Pod;
         nodes: nodes: Node;
         deployments: deployments: Deployment;
         statefulsets: statefulsets: StatefulSet;
@@ -153,6 +146,11 @@ impl StateBuilder {
     pub fn build(self) -> State {
         self.state
     }
+}
+
+/// A list as the state holds it read: each object behind an `Arc`.
+pub fn listed<T>(items: impl IntoIterator<Item = T>) -> Collected<Vec<std::sync::Arc<T>>> {
+    Collected::Present(items.into_iter().map(std::sync::Arc::new).collect())
 }
 
 /// A resource the collector could not read.

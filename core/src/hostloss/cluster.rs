@@ -209,7 +209,7 @@ impl<'a> Cluster<'a> {
             _ => &[],
         };
         let usage = Usage::of(input.env, state, &mut said.notes);
-        let mut sorted: Vec<&Node> = nodes.iter().collect();
+        let mut sorted: Vec<&Node> = nodes.iter().map(|n| &**n).collect();
         sorted.sort_by(|a, b| name(&a.metadata).cmp(name(&b.metadata)));
         let mut infos: Vec<NodeInfo<'a>> = sorted
             .into_iter()
@@ -353,7 +353,9 @@ impl<'s> Usage<'s> {
                 ));
                 None
             }
-            (Collected::Present(m), _) => Some(m.iter().map(|m| (name(&m.metadata), m)).collect()),
+            (Collected::Present(m), _) => {
+                Some(m.iter().map(|m| (name(&m.metadata), &**m)).collect())
+            }
             (Collected::Absent(why) | Collected::NotApplicable(why), _) if usage_basis => {
                 unknown = Some(format!(
                     "node metrics (metrics.k8s.io) could not be read ({why}). Install metrics-server, or set `capacity: {{basis: requests}}` in environment {} to judge by requests alone",
@@ -508,7 +510,7 @@ fn index_pods<'s>(
                             m.metadata.namespace.as_deref().unwrap_or(""),
                             name(&m.metadata),
                         ),
-                        m,
+                        &**m,
                     )
                 })
                 .collect()

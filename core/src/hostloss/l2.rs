@@ -9,6 +9,7 @@
 //! announced.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::cluster::{Cluster, labels, name, ns_name};
 pub use super::findings::L2Loss;
@@ -63,7 +64,7 @@ type Announcer<'s> = (&'s str, Selector, Selector);
 /// The policies that announce load-balancer addresses, compiled; `None` (the prediction
 /// unknown) when one has a selector that does not compile.
 fn compile<'s>(
-    policies: &'s [L2AnnouncementPolicy],
+    policies: &'s [Arc<L2AnnouncementPolicy>],
     loss: &mut HostLoss,
 ) -> Option<Vec<Announcer<'s>>> {
     let mut compiled = Vec::new();
@@ -90,12 +91,13 @@ fn compile<'s>(
 /// The LoadBalancer Services one `ingress.services` entry names; none is an unknown.
 fn matching<'s>(
     wanted: &ServiceRef,
-    services: &'s [Service],
+    services: &'s [Arc<Service>],
     loss: &mut HostLoss,
 ) -> Vec<&'s Service> {
     let selector = Selector::from_labels(&wanted.selector);
     let found: Vec<_> = services
         .iter()
+        .map(|s| &**s)
         .filter(|s| {
             wanted
                 .namespace
@@ -118,7 +120,7 @@ fn matching<'s>(
 struct Announced<'a, 'c> {
     cluster: &'a Cluster<'c>,
     announcers: Vec<Announcer<'a>>,
-    leases: &'a [Lease],
+    leases: &'a [Arc<Lease>],
     lost: &'a [usize],
     fault: Fault,
 }

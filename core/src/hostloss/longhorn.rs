@@ -61,7 +61,9 @@ pub fn predict(cluster: &Cluster<'_>, lost: &[usize], loss: &mut HostLoss) {
 }
 
 /// The nodes of each volume's replicas that hold a copy of its data.
-fn replica_nodes(replicas: &[crate::state::LonghornReplica]) -> HashMap<&str, Vec<&str>> {
+fn replica_nodes(
+    replicas: &[std::sync::Arc<crate::state::LonghornReplica>],
+) -> HashMap<&str, Vec<&str>> {
     let mut by_volume: HashMap<&str, Vec<&str>> = HashMap::new();
     for r in replicas.iter().filter(|r| is_copy(r)) {
         let volume = if r.spec.volume_name.is_empty() {

@@ -1562,7 +1562,7 @@ fn on_prometheus_a_receiving_node_is_judged_on_its_nightly_peak_and_an_unmeasure
                 app_pod("web", 2, "cp-2", "100m", "1Gi"),
             ])
             .with(|s| {
-                s.node_metrics = Collected::Present(metrics);
+                s.node_metrics = crate::checks::testing::listed(metrics);
                 s.node_load = Collected::Present(load);
             })
             .build()

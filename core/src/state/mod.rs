@@ -37,6 +37,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde::Serialize;
+use std::sync::Arc;
 
 use crate::verdict::Finding;
 
@@ -91,24 +92,25 @@ pub enum Source {
 pub struct State {
     pub source: Source,
     pub collected_at: DateTime<Utc>,
-    pub nodes: Collected<Vec<Node>>,
-    /// Each pod behind an `Arc`: `gates watch` keeps the pods it watches and the state it
-    /// evaluates sharing each pod (a second copy of 100,000 pods was a third of its memory),
-    /// a watched change replaces one pod, and a copy of the state copies no pod.
-    pub pods: Collected<Vec<std::sync::Arc<Pod>>>,
-    pub deployments: Collected<Vec<Deployment>>,
-    pub daemonsets: Collected<Vec<DaemonSet>>,
-    pub statefulsets: Collected<Vec<StatefulSet>>,
-    pub pdbs: Collected<Vec<PodDisruptionBudget>>,
-    pub services: Collected<Vec<Service>>,
-    pub leases: Collected<Vec<Lease>>,
-    pub l2_policies: Collected<Vec<L2AnnouncementPolicy>>,
-    pub longhorn_nodes: Collected<Vec<LonghornNode>>,
-    pub longhorn_volumes: Collected<Vec<LonghornVolume>>,
-    pub longhorn_replicas: Collected<Vec<LonghornReplica>>,
-    pub longhorn_settings: Collected<Vec<LonghornSetting>>,
-    pub node_metrics: Collected<Vec<NodeMetrics>>,
-    pub pod_metrics: Collected<Vec<PodMetrics>>,
+    /// Each object behind an `Arc`: `gates watch` keeps the objects it watches and the state
+    /// it evaluates sharing each one (a second copy of 100,000 pods was a third of its
+    /// memory), a watched change replaces one object, and a copy of the state (the host-loss
+    /// prediction's, taken while changes go on) copies none.
+    pub nodes: Collected<Vec<Arc<Node>>>,
+    pub pods: Collected<Vec<Arc<Pod>>>,
+    pub deployments: Collected<Vec<Arc<Deployment>>>,
+    pub daemonsets: Collected<Vec<Arc<DaemonSet>>>,
+    pub statefulsets: Collected<Vec<Arc<StatefulSet>>>,
+    pub pdbs: Collected<Vec<Arc<PodDisruptionBudget>>>,
+    pub services: Collected<Vec<Arc<Service>>>,
+    pub leases: Collected<Vec<Arc<Lease>>>,
+    pub l2_policies: Collected<Vec<Arc<L2AnnouncementPolicy>>>,
+    pub longhorn_nodes: Collected<Vec<Arc<LonghornNode>>>,
+    pub longhorn_volumes: Collected<Vec<Arc<LonghornVolume>>>,
+    pub longhorn_replicas: Collected<Vec<Arc<LonghornReplica>>>,
+    pub longhorn_settings: Collected<Vec<Arc<LonghornSetting>>>,
+    pub node_metrics: Collected<Vec<Arc<NodeMetrics>>>,
+    pub pod_metrics: Collected<Vec<Arc<PodMetrics>>>,
     /// Each node's load over a window from Prometheus (`capacity.basis: prometheus`); with
     /// that basis `node_metrics` holds the statistic of each node whose load is known.
     pub node_load: Collected<crate::load::NodeLoad>,

@@ -20,6 +20,7 @@
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Node;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 use crate::config::Environment;
 use crate::state::State;
@@ -216,7 +217,7 @@ impl ClusterIdentity {
 
 impl Topology {
     /// The control-plane nodes (by the control-plane role label), sorted by name.
-    pub fn of(nodes: &[Node], host_label: &str) -> Topology {
+    pub fn of(nodes: &[Arc<Node>], host_label: &str) -> Topology {
         let mut control_planes: Vec<TopologyNode> = nodes
             .iter()
             .filter(|n| crate::meta::is_control_plane(n))
@@ -319,12 +320,14 @@ mod tests {
     #[test]
     fn the_topology_digest_changes_when_a_control_plane_moves_host_or_vm() {
         let nodes = |host3: &str| {
-            vec![
+            [
                 node("cp-2").host("pve2").control_plane().build(),
                 node("cp-1").host("pve1").control_plane().build(),
                 node("cp-3").host(host3).control_plane().build(),
                 node("worker-1").host("pve1").build(),
             ]
+            .map(Arc::new)
+            .to_vec()
         };
         let label = crate::checks::testing::HOST_LABEL;
         let a = Topology::of(&nodes("pve3"), label);

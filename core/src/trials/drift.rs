@@ -107,6 +107,7 @@ fn ingress_services<'a>(ctx: &RepoContext<'a>) -> Result<Vec<&'a Service>, Findi
     let services = ctx.live.services.get("services")?;
     Ok(services
         .iter()
+        .map(|s| &**s)
         .filter(|s| {
             ctx.settings.ingress.services.iter().any(|r| {
                 r.namespace

@@ -101,6 +101,7 @@ pub fn schedulable_control_plane(ctx: &RepoContext<'_>) -> Finding {
     };
     let live_cps: Vec<&KubeNode> = live_nodes
         .iter()
+        .map(|n| &**n)
         .filter(|n| support::is_control_plane(n))
         .collect();
     if live_cps.is_empty() {

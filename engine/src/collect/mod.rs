@@ -76,7 +76,7 @@ pub async fn load_part(
     env: &Environment,
     end: chrono::DateTime<chrono::Utc>,
 ) -> Option<(
-    Collected<Vec<crate::state::NodeMetrics>>,
+    Collected<Vec<std::sync::Arc<crate::state::NodeMetrics>>>,
     Collected<gates_core::load::NodeLoad>,
 )> {
     let spec = env.capacity.prometheus.as_ref()?;
@@ -142,7 +142,7 @@ pub async fn proxmox_read(config: &Config, env: &Environment) -> Collected<proxm
 /// The Proxmox state, with the VMs matched to `nodes`.
 pub fn proxmox_place(
     read: Collected<proxmox::Read>,
-    nodes: Option<&[k8s_openapi::api::core::v1::Node]>,
+    nodes: Option<&[std::sync::Arc<k8s_openapi::api::core::v1::Node>]>,
 ) -> Collected<crate::state::ProxmoxState> {
     match read {
         Collected::Present(read) => Collected::Present(proxmox::place(read, nodes)),

@@ -131,7 +131,10 @@ pub async fn collect(
     env: &Environment,
     spec: &PrometheusLoad,
     end: DateTime<Utc>,
-) -> (Collected<Vec<NodeMetrics>>, Collected<NodeLoad>) {
+) -> (
+    Collected<Vec<std::sync::Arc<NodeMetrics>>>,
+    Collected<NodeLoad>,
+) {
     let load = match read(env, spec, end).await {
         Ok(load) => load,
         Err(why) => {
@@ -140,7 +143,12 @@ pub async fn collect(
         }
     };
     (
-        Collected::Present(gates_core::state::NodeMetrics::of_load(&load)),
+        Collected::Present(
+            gates_core::state::NodeMetrics::of_load(&load)
+                .into_iter()
+                .map(std::sync::Arc::new)
+                .collect(),
+        ),
         Collected::Present(load),
     )
 }

@@ -115,9 +115,7 @@ impl Opened {
         let (objects, list) = match kind {
             Kind::Pod => {
                 let list = wire::decode::<pod::PodList>(raw, "PodList")?;
-                let pods: Vec<gates_core::state::Pod> = convert(list.items)?;
-                let pods = pods.into_iter().map(std::sync::Arc::new).collect();
-                (Objects::Pod(pods), list.metadata)
+                (Objects::Pod(convert(list.items)?), list.metadata)
             }
             Kind::Node => {
                 let list = wire::decode::<node::NodeList>(raw, "NodeList")?;
@@ -152,8 +150,14 @@ fn not_read(kind: Kind) -> DecodeError {
 }
 
 /// Each decoded message into the shape gates holds; the first that cannot be is the error.
-fn convert<M, T: TryFrom<M, Error = DecodeError>>(items: Vec<M>) -> Result<Vec<T>, DecodeError> {
-    items.into_iter().map(T::try_from).collect()
+/// The items converted, each behind an `Arc` as the state holds them.
+fn convert<M, T: TryFrom<M, Error = DecodeError>>(
+    items: Vec<M>,
+) -> Result<Vec<std::sync::Arc<T>>, DecodeError> {
+    items
+        .into_iter()
+        .map(|item| T::try_from(item).map(std::sync::Arc::new))
+        .collect()
 }
 
 /// The list's metadata alone, read before its items (which are skipped here) so that the

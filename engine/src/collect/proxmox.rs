@@ -157,7 +157,7 @@ pub async fn read(
 }
 
 /// The Proxmox picture of the environment: what was read, with its VMs matched to `nodes`.
-pub fn place(read: Read, nodes: Option<&[Node]>) -> ProxmoxState {
+pub fn place(read: Read, nodes: Option<&[std::sync::Arc<Node>]>) -> ProxmoxState {
     let Read {
         inventory,
         mine,

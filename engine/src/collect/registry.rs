@@ -5,6 +5,7 @@
 //! are exhaustive, so a kind added to [`Kind`] without a row here does not compile.
 
 use serde::de::DeserializeOwned;
+use std::sync::Arc;
 
 use super::kinds::Kind;
 use crate::state::{
@@ -210,21 +211,21 @@ macro_rules! registry {
 }
 
 registry! {
-    Node => nodes: Node,
-    Pod => pods: std::sync::Arc<Pod>,
-    Deployment => deployments: Deployment,
-    DaemonSet => daemonsets: DaemonSet,
-    StatefulSet => statefulsets: StatefulSet,
-    PodDisruptionBudget => pdbs: PodDisruptionBudget,
-    Service => services: Service,
-    Lease => leases: Lease,
-    L2AnnouncementPolicy => l2_policies: L2AnnouncementPolicy,
-    LonghornNode => longhorn_nodes: LonghornNode,
-    LonghornVolume => longhorn_volumes: LonghornVolume,
-    LonghornReplica => longhorn_replicas: LonghornReplica,
-    LonghornSetting => longhorn_settings: LonghornSetting,
-    NodeMetrics => node_metrics: NodeMetrics,
-    PodMetrics => pod_metrics: PodMetrics,
+    Node => nodes: Arc<Node>,
+    Pod => pods: Arc<Pod>,
+    Deployment => deployments: Arc<Deployment>,
+    DaemonSet => daemonsets: Arc<DaemonSet>,
+    StatefulSet => statefulsets: Arc<StatefulSet>,
+    PodDisruptionBudget => pdbs: Arc<PodDisruptionBudget>,
+    Service => services: Arc<Service>,
+    Lease => leases: Arc<Lease>,
+    L2AnnouncementPolicy => l2_policies: Arc<L2AnnouncementPolicy>,
+    LonghornNode => longhorn_nodes: Arc<LonghornNode>,
+    LonghornVolume => longhorn_volumes: Arc<LonghornVolume>,
+    LonghornReplica => longhorn_replicas: Arc<LonghornReplica>,
+    LonghornSetting => longhorn_settings: Arc<LonghornSetting>,
+    NodeMetrics => node_metrics: Arc<NodeMetrics>,
+    PodMetrics => pod_metrics: Arc<PodMetrics>,
 }
 
 fn decode_all<T: DeserializeOwned>(

@@ -55,7 +55,7 @@ pub async fn write_live(
         proxmox_read(config, env)
     );
     // The VMs are matched to the node list just read, typed as `check` types it.
-    let nodes: Collected<Vec<k8s_openapi::api::core::v1::Node>> = results
+    let nodes: Collected<Vec<std::sync::Arc<k8s_openapi::api::core::v1::Node>>> = results
         .iter()
         .find(|(kind, _)| *kind == Kind::Node)
         .map_or_else(

@@ -93,7 +93,7 @@ pub fn refusals(
 
 /// PDBs that select a protected controller's pods and allow no disruption right now.
 fn blocking_pdbs(
-    pdbs: &[PodDisruptionBudget],
+    pdbs: &[std::sync::Arc<PodDisruptionBudget>],
     pods: &[std::sync::Arc<gates_core::state::Pod>],
     controllers: &[Controller],
 ) -> Vec<String> {
@@ -145,7 +145,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::checks::testing::{node, pdb, pod, state};
+    use crate::checks::testing::{listed, node, pdb, pod, state};
     use crate::state::{
         Collected, EtcdMemberView, EtcdView, ProxmoxHost, ProxmoxState, TalosEndpoint, TalosState,
     };
@@ -264,14 +264,14 @@ mod tests {
     #[test]
     fn a_not_ready_node_a_down_host_and_a_blocking_pdb_each_refuse() {
         let mut s = healthy();
-        s.nodes = Collected::Present(vec![
+        s.nodes = listed(vec![
             node("cp1").control_plane().ready().build(),
             node("cp2").control_plane().not_ready().build(),
         ]);
         if let Collected::Present(p) = &mut s.proxmox {
             p.hosts[2].online = false;
         }
-        s.pdbs = Collected::Present(vec![
+        s.pdbs = listed(vec![
             pdb("kube-system", "coredns", &[("k8s-app", "kube-dns")])
                 .max_unavailable(1)
                 .status_counts(2, 1, 1, 0)
