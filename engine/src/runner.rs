@@ -69,10 +69,22 @@ pub fn evaluate_pausing(
     // One set of indexes for the whole evaluation: the trials side by side share them.
     let indexes = crate::checks::Indexes::new(state)
         .expecting(specs.iter().filter_map(|s| s.check.pods_asked()));
+    evaluate_indexed(specs, env, state, &indexes, pause)
+}
+
+/// [`evaluate_pausing`] over the indexes `indexes` (of `state`): `gates watch` keeps part of
+/// them from one evaluation to the next.
+pub fn evaluate_indexed(
+    specs: &[&TrialSpec],
+    env: &Environment,
+    state: &State,
+    indexes: &crate::checks::Indexes<'_>,
+    pause: &dyn gates_core::pause::Pause,
+) -> Vec<TrialResult> {
     let ctx = Context {
         env,
         state,
-        indexes: &indexes,
+        indexes,
         pause,
     };
     let one = |spec: &TrialSpec| {

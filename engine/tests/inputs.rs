@@ -10,11 +10,13 @@
 
 use std::path::{Path, PathBuf};
 
+use gates_core::checks::indexes::Kept;
 use gates_core::checks::{Context, Indexes};
 use gates_core::config::Environment;
-use gates_core::state::State;
+use gates_core::state::{Pod, State};
 use gates_engine::config::Config;
 use gates_engine::runner::TrialSpec;
+use std::sync::Arc;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -64,13 +66,36 @@ fn every_check_kind_declares_every_part_of_the_state_it_reads() {
     );
 }
 
+/// The state's pods as a list before might have held them, one edit of each kind apart: a
+/// pod gone since at the front (like the first, renamed), the fifth not there yet, and every
+/// fourth from the third another object (equal; the walk must still edit it in).
+fn before(state: &State) -> Vec<Arc<Pod>> {
+    let pods = state.pods.present().map_or(&[][..], Vec::as_slice);
+    let gone = pods.first().map(|first| {
+        let mut gone = (**first).clone();
+        gone.metadata.name = Some(format!("{}-gone", gates_core::meta::name(&first.metadata)));
+        Arc::new(gone)
+    });
+    let kept = pods.iter().enumerate().filter_map(|(i, pod)| match i % 4 {
+        _ if i == 4 => None,
+        2 => Some(Arc::new((**pod).clone())),
+        _ => Some(pod.clone()),
+    });
+    gone.into_iter().chain(kept).collect()
+}
+
 #[test]
 fn every_trial_finds_the_same_with_the_shared_indexes_as_reading_each_list_whole() {
     let mut differ = Vec::new();
     let judged = each_fixture(|path, env, specs, state| {
         // One set of indexes for all the trials, as an evaluation shares them.
-        let indexed =
-            Indexes::new(state).expecting(specs.iter().filter_map(|s| s.check.pods_asked()));
+        let asked = || specs.iter().filter_map(|s| s.check.pods_asked());
+        let indexed = Indexes::new(state).expecting(asked());
+        // And as `gates watch` keeps them: brought up from a list before, edited for what
+        // differs.
+        let mut kept = Kept::new(asked());
+        kept.refresh(&before(state));
+        let kept = Indexes::new(state).expecting(asked()).kept(&mut kept);
         for spec in specs {
             let with = |indexes: &Indexes<'_>| {
                 serde_json::to_value(spec.check.evaluate(Context {
@@ -81,13 +106,15 @@ fn every_trial_finds_the_same_with_the_shared_indexes_as_reading_each_list_whole
                 }))
                 .unwrap()
             };
-            let (fast, whole) = (with(&indexed), with(&Indexes::unindexed(state)));
-            if fast != whole {
-                differ.push(format!(
-                    "{} on {}:\n  indexed: {fast}\n  whole:   {whole}",
-                    spec.name,
-                    path.display()
-                ));
+            let whole = with(&Indexes::unindexed(state));
+            for (how, fast) in [("indexed", with(&indexed)), ("kept", with(&kept))] {
+                if fast != whole {
+                    differ.push(format!(
+                        "{} on {}:\n  {how}: {fast}\n  whole:   {whole}",
+                        spec.name,
+                        path.display()
+                    ));
+                }
             }
         }
     });

@@ -9,6 +9,11 @@
 //! split over the cores, and keeps only the pods carrying a pair asked for: at 100,000 pods
 //! that is one pass instead of one per key, and no index of values nobody asks for.
 //!
+//! `gates watch` evaluates again after every change, and a change replaces a pod or two of
+//! 100,000: there the pairs' index is [kept](Kept) from one evaluation to the next and
+//! brought up to date by the pods that differ, found by pointer (the state shares every
+//! unchanged pod with the one before), instead of a read of every pod's labels.
+//!
 //! An index only narrows: every check still applies its whole filter to what the index
 //! gives, so a finding is the same with or without it (a test compares both on every
 //! fixture).
@@ -20,12 +25,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::meta::labels;
 use crate::state::{Pod, State};
 
+mod kept;
+pub use kept::Kept;
+
 /// The lazily built indexes over one state.
 pub struct Indexes<'a> {
     state: &'a State,
     /// Off, every lookup reads its list whole: what the index is compared with.
     enabled: bool,
     pods_by_label: PodsByLabel,
+    /// The pairs' index kept from the evaluation before, brought up to this state's pods.
+    kept: Option<&'a Kept>,
 }
 
 impl<'a> Indexes<'a> {
@@ -34,7 +44,16 @@ impl<'a> Indexes<'a> {
             state,
             enabled: true,
             pods_by_label: PodsByLabel::default(),
+            kept: None,
         }
+    }
+
+    /// The indexes, answering the pairs `kept` indexes from it once it is brought up to
+    /// this state's pods (which it is, here) instead of reading the pods.
+    pub fn kept(mut self, kept: &'a mut Kept) -> Indexes<'a> {
+        kept.refresh(self.state.pods.present().map_or(&[], Vec::as_slice));
+        self.kept = Some(kept);
+        self
     }
 
     /// The indexes, told which label selectors the trials will ask for the pods of (each
@@ -83,8 +102,31 @@ impl<'a> Indexes<'a> {
                 .filter(|p| carries(p, wanted))
                 .collect();
         }
+        if let Some(kept) = self.kept
+            && let Some((key, value)) = wanted.iter().next()
+            && kept.indexes(key, value)
+        {
+            return positions(pods, kept.pairs().get(key), value, wanted);
+        }
         self.pods_by_label.carrying(pods, wanted)
     }
+}
+
+/// The pods at the positions the pairs' index gives for `key`'s `value`, checked against
+/// every pair of `wanted`.
+fn positions<'p>(
+    pods: &'p [Arc<Pod>],
+    by_value: Option<&KeyIndex>,
+    value: &str,
+    wanted: &BTreeMap<String, String>,
+) -> Vec<&'p Pod> {
+    by_value
+        .and_then(|by_value| by_value.get(value))
+        .into_iter()
+        .flatten()
+        .map(|&i| &*pods[i as usize])
+        .filter(|p| carries(p, wanted))
+        .collect()
 }
 
 impl fmt::Debug for Indexes<'_> {
@@ -118,7 +160,7 @@ struct PodsByLabel {
     /// The pairs the trials said they would ask for: key → values.
     expected: BTreeMap<String, BTreeSet<String>>,
     /// The pods carrying each expected pair, read in one pass on first use.
-    pairs: OnceLock<HashMap<String, KeyIndex>>,
+    pairs: OnceLock<Pairs>,
 }
 
 /// One key's values → the positions of the pods carrying each. Owned strings keep the index
@@ -158,58 +200,54 @@ impl PodsByLabel {
         let Some((key, value)) = wanted.iter().next() else {
             return pods.iter().map(|p| &**p).collect();
         };
-        let positions = |list: Option<&Vec<u32>>| -> Vec<&'p Pod> {
-            list.into_iter()
-                .flatten()
-                .map(|&i| &*pods[i as usize])
-                .filter(|p| carries(p, wanted))
-                .collect()
-        };
         if self
             .expected
             .get(key)
             .is_some_and(|values| values.contains(value))
         {
-            let pairs = self.pairs.get_or_init(|| self.read_expected(pods));
-            return positions(pairs.get(key).and_then(|v| v.get(value.as_str())));
+            let pairs = self.pairs.get_or_init(|| read_pairs(pods, &self.expected));
+            return positions(pods, pairs.get(key), value, wanted);
         }
         let slot = self.key(pods, key);
-        positions(slot.get().and_then(|by_value| by_value.get(value.as_str())))
+        positions(pods, slot.get(), value, wanted)
     }
+}
 
-    /// The positions of the pods carrying each expected pair, ascending: the pods read once,
-    /// in as many slices as there are cores.
-    fn read_expected(&self, pods: &[Arc<Pod>]) -> HashMap<String, KeyIndex> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let slice = pods.len().div_ceil(threads.max(1)).max(1);
-        let starts: Vec<usize> = (0..pods.len()).step_by(slice).collect();
-        let parts = crate::side_by_side::map(&starts, |&start| {
-            let mut found: Vec<(&str, &str, u32)> = Vec::new();
-            let end = (start + slice).min(pods.len());
-            for (i, pod) in pods[start..end].iter().enumerate() {
-                let have = labels(&pod.metadata);
-                for (key, values) in &self.expected {
-                    if let Some(value) = have.get(key)
-                        && values.contains(value)
-                    {
-                        found.push((key, value, (start + i) as u32));
-                    }
+/// Each label key → each of its values → the positions of the pods carrying it, ascending.
+type Pairs = HashMap<String, KeyIndex>;
+
+/// The positions of the pods carrying each pair of `expected`, ascending: the pods read once,
+/// in as many slices as there are cores.
+fn read_pairs(pods: &[Arc<Pod>], expected: &BTreeMap<String, BTreeSet<String>>) -> Pairs {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let slice = pods.len().div_ceil(threads.max(1)).max(1);
+    let starts: Vec<usize> = (0..pods.len()).step_by(slice).collect();
+    let parts = crate::side_by_side::map(&starts, |&start| {
+        let mut found: Vec<(&str, &str, u32)> = Vec::new();
+        let end = (start + slice).min(pods.len());
+        for (i, pod) in pods[start..end].iter().enumerate() {
+            let have = labels(&pod.metadata);
+            for (key, values) in expected {
+                if let Some(value) = have.get(key)
+                    && values.contains(value)
+                {
+                    found.push((key, value, (start + i) as u32));
                 }
             }
-            found
-        });
-        let mut pairs: HashMap<String, KeyIndex> = HashMap::new();
-        // The slices in order: each pair's positions stay ascending.
-        for (key, value, i) in parts.into_iter().flatten() {
-            pairs
-                .entry(key.to_string())
-                .or_default()
-                .entry(value.to_string())
-                .or_default()
-                .push(i);
         }
+        found
+    });
+    let mut pairs: Pairs = HashMap::new();
+    // The slices in order: each pair's positions stay ascending.
+    for (key, value, i) in parts.into_iter().flatten() {
         pairs
+            .entry(key.to_string())
+            .or_default()
+            .entry(value.to_string())
+            .or_default()
+            .push(i);
     }
+    pairs
 }
 
 #[cfg(test)]

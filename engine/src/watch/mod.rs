@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use crate::check::Judged;
-use crate::checks::CheckSpec;
+use crate::checks::indexes::Kept;
+use crate::checks::{CheckSpec, Indexes};
 use crate::collect::kinds::Kind;
 use crate::config::{Config, UnknownEnvironment};
 use crate::record::CheckRecord;
@@ -213,6 +214,10 @@ pub struct Evaluator<'a> {
     /// The slow trials (the host-loss prediction) whose inputs changed since their last
     /// prediction started: the next one predicts them.
     wanted: BTreeSet<usize>,
+    /// The pods carrying each controller's selector, kept from one evaluation to the next
+    /// and edited for the pods a change replaced (at 100,000 pods a read of every pod's
+    /// labels was most of a change's evaluation).
+    kept: Kept,
 }
 
 impl<'a> Evaluator<'a> {
@@ -231,7 +236,23 @@ impl<'a> Evaluator<'a> {
             whole_once_read: false,
             wholes: 0,
             wanted: BTreeSet::new(),
+            kept: Kept::new(specs.iter().filter_map(|s| s.check.pods_asked())),
         }
+    }
+
+    /// `chosen` evaluated over the state, with the pairs' index kept from the evaluation
+    /// before brought up to it.
+    fn evaluate(&mut self, chosen: &[&TrialSpec]) -> Vec<TrialResult> {
+        let indexes = Indexes::new(&self.state)
+            .expecting(chosen.iter().filter_map(|s| s.check.pods_asked()))
+            .kept(&mut self.kept);
+        runner::evaluate_indexed(
+            chosen,
+            self.env,
+            &self.state,
+            &indexes,
+            &gates_core::pause::NEVER,
+        )
     }
 
     /// Take what changed and re-evaluate the quick trials that read it; the names of those
@@ -264,9 +285,10 @@ impl<'a> Evaluator<'a> {
                         .any(|input| dirty.contains(input))
             })
             .collect();
+        let specs = self.specs;
         if self.first {
-            let chosen: Vec<&TrialSpec> = self.specs.iter().collect();
-            self.results = runner::evaluate(&chosen, self.env, &self.state);
+            let chosen: Vec<&TrialSpec> = specs.iter().collect();
+            self.results = self.evaluate(&chosen);
             self.first = false;
             // What a prediction running now gives is older than this: set aside.
             self.wholes += 1;
@@ -279,8 +301,8 @@ impl<'a> Evaluator<'a> {
         if quick.is_empty() {
             return None;
         }
-        let specs: Vec<&TrialSpec> = quick.iter().map(|i| &self.specs[*i]).collect();
-        let fresh = runner::evaluate(&specs, self.env, &self.state);
+        let chosen: Vec<&TrialSpec> = quick.iter().map(|i| &specs[*i]).collect();
+        let fresh = self.evaluate(&chosen);
         for (i, result) in quick.iter().zip(fresh) {
             self.results[*i] = result;
         }
