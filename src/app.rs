@@ -57,6 +57,7 @@ pub async fn run(cli: Cli, streams: &mut Streams) -> Result<ExitCode, AppError> 
         Command::Demo(args) => return commands::demo::demo(&cli.config, args, streams).await,
         Command::Completions(args) => return Ok(commands::completions::completions(args.shell)),
         Command::Man => return commands::completions::man(),
+        Command::ChartValues(args) => return Ok(commands::chart_values::run(&args.files, streams)),
         command => Cli { command, ..cli },
     };
     let mut config = Config::load(&cli.config, &cli.env_dirs)?;
@@ -84,7 +85,7 @@ pub async fn run(cli: Cli, streams: &mut Streams) -> Result<ExitCode, AppError> 
         Command::Lab(_) | Command::Demo(_) => {
             unreachable!("handled before loading the configuration")
         }
-        Command::Completions(_) | Command::Man => {
+        Command::Completions(_) | Command::Man | Command::ChartValues(_) => {
             unreachable!("handled before loading the configuration")
         }
     }

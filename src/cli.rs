@@ -65,6 +65,9 @@ pub enum Command {
     Adr(AdrArgs),
     /// Load and check the configuration without touching any system.
     Validate,
+    /// Check values files for the Helm chart against its schema, naming the file, line and key
+    /// of every problem (Helm names the path alone); needs no configuration.
+    ChartValues(ChartValuesArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
     /// Print the man page (roff).
@@ -131,6 +134,13 @@ pub struct AdrArgs {
     /// Directory of the reports.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub reports: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ChartValuesArgs {
+    /// The values files, as given to `helm install -f`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

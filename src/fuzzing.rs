@@ -29,6 +29,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("prometheus_answer", prometheus_answer),
     ("env_list", env_list),
     ("protobuf_list", protobuf_list),
+    ("chart_values", chart_values),
 ];
 
 /// Where one input is cut into the files of a Kustomize tree, in order: the overlay's
@@ -108,6 +109,28 @@ pub fn prometheus_answer(data: &[u8]) {
             ] {
                 let _ = gates_core::load::measure(&window, &s.values, statistic);
             }
+        }
+    }
+}
+
+/// A values file for the Helm chart (`gates chart-values FILE`), judged against the chart's
+/// schema over its own values: every problem names a line of the input.
+pub fn chart_values(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let schema: serde_json::Value =
+        serde_json::from_str(crate::commands::chart_values::SCHEMA).expect("the chart's schema");
+    let defaults =
+        gates_core::chart_values::values("values.yaml", crate::commands::chart_values::DEFAULTS)
+            .expect("the chart's values");
+    if let Ok(problems) = gates_core::chart_values::check("values.yaml", text, &schema, &defaults) {
+        let lines = text.lines().count().max(1);
+        for problem in problems {
+            assert!(
+                (1..=lines).contains(&problem.site.line),
+                "{problem} names no line of the input"
+            );
         }
     }
 }

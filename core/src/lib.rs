@@ -6,6 +6,7 @@
 //! never the reverse. Cargo enforces it: this crate has no runtime or client in its
 //! dependencies (`tests/purity.rs` proves it against `cargo tree`).
 
+pub mod chart_values;
 pub mod checks;
 pub mod cluster;
 pub mod config;

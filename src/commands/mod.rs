@@ -3,6 +3,7 @@
 
 pub mod adr;
 pub mod chaos;
+pub mod chart_values;
 pub mod check;
 pub mod completions;
 #[cfg(feature = "lab")]

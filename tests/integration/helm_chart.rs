@@ -490,3 +490,116 @@ fn the_watch_writes_the_policy_report_when_the_chart_does_and_its_account_may() 
         account
     );
 }
+
+/// Values files a user might write wrong, each with constructs Helm and gates must read
+/// alike: YAML 1.1's booleans, quoted and plain numbers, a null over a default and a null
+/// with none, unknown keys at every depth, each keyword of the schema, lists of the wrong
+/// items, and files that fit.
+const VALUES_CASES: &[&str] = &[
+    "watch:\n  port: ninety\n  enabled: yes\n  interval: null\nschedul: x\n",
+    "watch:\n  port: 70000\n  staleAfter: 5\n  enabled: \"yes\"\n  serviceMonitor:\n    interval: 1 minute\n    labels:\n      a: 1\n",
+    "secretMounts:\n  - secretName: a\n    mountPath: rel\n    extra: 1\n  - mountPath: /b\n",
+    "secretEnv:\n  - name: a\n    secretName: \"\"\n    key: null\n",
+    "schedule: \"\"\nfailedJobsHistoryLimit: -1\nsuccessfulJobsHistoryLimit: 1.5\ntimeZone: ~\n",
+    "resources:\n  requests:\n    cpu: [1]\n    memory: 64Mi\n  limits:\n    cpu: 0.5\n  other: {}\n",
+    "extraArgs: [1, \"a\", on, 0755]\npushgateway: ftp://x\npolicyReport: true\n",
+    "image:\n  pullPolicy: Sometimes\ntimeZone: 1.5\nunknownnull: ~\nenvironmentFiles:\n  a: 1\n",
+    "serviceAccount:\n  create: off\n  name: 7\nwatch:\n  port: 8080.0\n  staleAfter: 1h 30m\n",
+    "watch:\n  port: 1e3\n  resources:\n    requests:\n      memory: 1e3\nglobal:\n  anything: 1\n",
+    "watch: ~\nsecretMounts: []\nschedule: '0 4 * * *'\n",
+    "policyReport: ~\nwatch:\n  enabled: true\n  serviceMonitor: ~\nglobal: ~\n",
+    "serviceAccount:\n  name: ~\n  create: yes\n",
+    "",
+];
+
+/// Helm's refusals (`- at '/watch/port': got string, want integer`) as (path, message),
+/// one per unknown key for `additional properties 'a', 'b' not allowed` (at the key's path).
+fn helm_refusals(said: &str) -> std::collections::BTreeSet<(String, String)> {
+    let mut out = std::collections::BTreeSet::new();
+    for line in said.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("- at '") else {
+            continue;
+        };
+        let (path, message) = rest.split_once("': ").expect("Helm's `- at 'P': M`");
+        if message == "validation failed" {
+            continue;
+        }
+        match message
+            .strip_prefix("additional properties ")
+            .and_then(|m| m.strip_suffix(" not allowed"))
+        {
+            Some(keys) => {
+                for key in keys.split(", ") {
+                    let key = key.trim_matches('\'');
+                    out.insert((
+                        format!("{path}/{key}"),
+                        format!("additional property '{key}' not allowed"),
+                    ));
+                }
+            }
+            None => {
+                out.insert((path.to_string(), message.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// `gates chart-values`'s lines (`FILE:LINE: a.b[0].c: M`) as (JSON pointer, message); each
+/// must name a line.
+fn gates_refusals(said: &str, file: &str) -> std::collections::BTreeSet<(String, String)> {
+    said.lines()
+        .filter(|line| !line.ends_with("fits the chart's schema"))
+        .map(|line| {
+            let rest = line
+                .strip_prefix(&format!("{file}:"))
+                .unwrap_or_else(|| panic!("names the file: {line}"));
+            let (number, rest) = rest.split_once(": ").expect("a line");
+            assert!(number.parse::<usize>().unwrap() > 0, "names a line: {line}");
+            let (key, message) = rest.split_once(": ").expect("a key");
+            let pointer: String = key
+                .replace('[', ".")
+                .replace(']', "")
+                .split('.')
+                .map(|step| format!("/{step}"))
+                .collect();
+            (pointer, message.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn gates_refuses_the_chart_values_helm_refuses_naming_the_line_helm_cannot() {
+    let Some(helm) = helm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for (i, text) in VALUES_CASES.iter().enumerate() {
+        let file = dir.path().join(format!("case-{i}.yaml"));
+        std::fs::write(&file, text).unwrap();
+        let name = file.display().to_string();
+        let values = [staging_values(), vec!["-f".to_string(), name.clone()]].concat();
+        let out = run(&helm, &["template", "t"], &values);
+        let helm_said = format!("{}{}", stdout(&out), stderr(&out));
+        let refused = helm_refusals(&helm_said);
+        assert_eq!(
+            out.status.success(),
+            refused.is_empty(),
+            "case {i}: Helm failed otherwise than by the schema: {helm_said}"
+        );
+        let reports = tempfile::tempdir().unwrap();
+        let judged = gates(reports.path())
+            .args(["chart-values", &name])
+            .output()
+            .unwrap();
+        let gates_said = stdout(&judged);
+        assert_eq!(
+            gates_refusals(&gates_said, &name),
+            refused,
+            "case {i}:\n{text}\ngates said:\n{gates_said}\nHelm said:\n{helm_said}"
+        );
+        assert_eq!(
+            judged.status.code(),
+            Some(if refused.is_empty() { 0 } else { 2 }),
+            "case {i}"
+        );
+    }
+}

@@ -3,11 +3,14 @@
 {{- printf "%s-gates" .Release.Name | trunc 52 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* A table the values may drop with a null (`watch: ~` drops the chart's defaults): read
+as empty, so what it turns on is off and what it must name is asked for, never a nil. */}}
 {{- define "gates.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create -}}
-{{- default (include "gates.fullname" .) .Values.serviceAccount.name -}}
+{{- $account := .Values.serviceAccount | default dict -}}
+{{- if $account.create -}}
+{{- default (include "gates.fullname" .) $account.name -}}
 {{- else -}}
-{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" $account.name -}}
 {{- end -}}
 {{- end -}}
 
@@ -25,7 +28,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 
 {{/* The image, which gates does not ship: required. */}}
 {{- define "gates.image" -}}
-{{ printf "%s:%s" (required "image.repository is required: gates ships no image" .Values.image.repository) (toString (required "image.tag is required" .Values.image.tag)) | quote }}
+{{- $image := .Values.image | default dict -}}
+{{ printf "%s:%s" (required "image.repository is required: gates ships no image" $image.repository) (toString (required "image.tag is required" $image.tag)) | quote }}
 {{- end -}}
 
 {{/* The pod's security context, the same for the CronJob's and the watch's pods. */}}
