@@ -259,6 +259,20 @@ fn the_chart_refuses_to_render_without_what_it_needs_naming_it() {
         assert!(!out.status.success(), "{key}: rendered anyway");
         assert!(stderr(&out).contains(said), "{key}: {}", stderr(&out));
     }
+    // A null drops the chart's schedule: refused by name, not rendered as `schedule: ""`
+    // (which the API server refuses only at install). A null time zone leaves it out.
+    let nulls = |set: &str| [values.clone(), vec!["--set".into(), set.into()]].concat();
+    let out = run(&helm, &["template", "t"], &nulls("schedule=null"));
+    assert!(!out.status.success(), "rendered without a schedule");
+    assert!(
+        stderr(&out).contains("schedule is required"),
+        "{}",
+        stderr(&out)
+    );
+    let docs = template(&helm, &nulls("timeZone=null"));
+    let cronjob = of_kind(&docs, "CronJob")[0];
+    assert!(cronjob["spec"].get("timeZone").is_none(), "{cronjob}");
+    assert_eq!(cronjob["spec"]["schedule"], "0 3 * * *");
 }
 
 #[test]
