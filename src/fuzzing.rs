@@ -125,7 +125,13 @@ pub fn chart_values(data: &[u8]) {
         gates_core::chart_values::values("values.yaml", crate::commands::chart_values::DEFAULTS)
             .expect("the chart's values");
     if let Ok(problems) = gates_core::chart_values::check("values.yaml", text, &schema, &defaults) {
-        let lines = text.lines().count().max(1);
+        // YAML's lines: a lone carriage return breaks a line too (`str::lines` keeps it).
+        let lines = text
+            .replace("\r\n", "\n")
+            .replace('\r', "\n")
+            .lines()
+            .count()
+            + 1;
         for problem in problems {
             assert!(
                 (1..=lines).contains(&problem.site.line),
