@@ -373,13 +373,18 @@ fn grouped(n: f64) -> String {
 /// The JSON type Helm's validator sees for `node`: Helm holds every number as a float, so
 /// a number is a `number` (and fits `integer` when whole).
 fn type_of(node: &Node) -> &'static str {
-    match helm_json(node) {
-        Json::Null => "null",
-        Json::Bool(_) => "boolean",
-        Json::Number(_) => "number",
-        Json::String(_) => "string",
-        Json::Array(_) => "array",
-        Json::Object(_) => "object",
+    match &node.value {
+        Value::Null => "null",
+        Value::Seq(_) => "array",
+        Value::Map(_) => "object",
+        Value::Scalar(..) => match helm_json(node) {
+            Json::Null => "null",
+            Json::Bool(_) => "boolean",
+            Json::Number(_) => "number",
+            Json::String(_) => "string",
+            Json::Array(_) => "array",
+            Json::Object(_) => "object",
+        },
     }
 }
 

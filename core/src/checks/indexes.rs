@@ -62,15 +62,7 @@ impl<'a> Indexes<'a> {
         mut self,
         selectors: impl IntoIterator<Item = &'s BTreeMap<String, String>>,
     ) -> Indexes<'a> {
-        for selector in selectors {
-            if let Some((key, value)) = selector.iter().next() {
-                self.pods_by_label
-                    .expected
-                    .entry(key.clone())
-                    .or_default()
-                    .insert(value.clone());
-            }
-        }
+        ask(&mut self.pods_by_label.expected, selectors);
         self
     }
 
@@ -158,7 +150,7 @@ fn carries(pod: &Pod, wanted: &BTreeMap<String, String>) -> bool {
 struct PodsByLabel {
     keys: Mutex<HashMap<String, Arc<OnceLock<KeyIndex>>>>,
     /// The pairs the trials said they would ask for: key → values.
-    expected: BTreeMap<String, BTreeSet<String>>,
+    expected: Asked,
     /// The pods carrying each expected pair, read in one pass on first use.
     pairs: OnceLock<Pairs>,
 }
@@ -200,11 +192,7 @@ impl PodsByLabel {
         let Some((key, value)) = wanted.iter().next() else {
             return pods.iter().map(|p| &**p).collect();
         };
-        if self
-            .expected
-            .get(key)
-            .is_some_and(|values| values.contains(value))
-        {
+        if asks(&self.expected, key, value) {
             let pairs = self.pairs.get_or_init(|| read_pairs(pods, &self.expected));
             return positions(pods, pairs.get(key), value, wanted);
         }
@@ -216,9 +204,26 @@ impl PodsByLabel {
 /// Each label key → each of its values → the positions of the pods carrying it, ascending.
 type Pairs = HashMap<String, KeyIndex>;
 
+/// The pairs the trials ask for the pods of: key → values.
+type Asked = BTreeMap<String, BTreeSet<String>>;
+
+/// Each selector's first pair (the one its pods are looked up by) put into `asked`.
+fn ask<'s>(asked: &mut Asked, selectors: impl IntoIterator<Item = &'s BTreeMap<String, String>>) {
+    for selector in selectors {
+        if let Some((key, value)) = selector.iter().next() {
+            asked.entry(key.clone()).or_default().insert(value.clone());
+        }
+    }
+}
+
+/// Whether `key: value` is one of the pairs asked for.
+fn asks(asked: &Asked, key: &str, value: &str) -> bool {
+    asked.get(key).is_some_and(|values| values.contains(value))
+}
+
 /// The positions of the pods carrying each pair of `expected`, ascending: the pods read once,
 /// in as many slices as there are cores.
-fn read_pairs(pods: &[Arc<Pod>], expected: &BTreeMap<String, BTreeSet<String>>) -> Pairs {
+fn read_pairs(pods: &[Arc<Pod>], expected: &Asked) -> Pairs {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let slice = pods.len().div_ceil(threads.max(1)).max(1);
     let starts: Vec<usize> = (0..pods.len()).step_by(slice).collect();

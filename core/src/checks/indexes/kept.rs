@@ -9,10 +9,10 @@
 //! pods only when they are the same object, and a list too different to walk cheaply (a
 //! relist replaces every pod) is read whole.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{Pairs, read_pairs};
+use super::{Asked, Pairs, ask, asks, read_pairs};
 use crate::meta::labels;
 use crate::state::Pod;
 
@@ -25,7 +25,7 @@ const MOST_EDITS: usize = 256;
 #[derive(Default)]
 pub struct Kept {
     /// The pairs indexed: key → values.
-    expected: BTreeMap<String, BTreeSet<String>>,
+    expected: Asked,
     /// The pods the index stands for: the last state's, the same `Arc`s in the same order.
     pods: Vec<Arc<Pod>>,
     pairs: Pairs,
@@ -59,15 +59,8 @@ impl Kept {
     /// An index of the pairs the selectors begin with (the pairs [`super::Indexes`] looks
     /// pods up by), empty until first brought up to a list.
     pub fn new<'s>(selectors: impl IntoIterator<Item = &'s BTreeMap<String, String>>) -> Kept {
-        let mut expected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for selector in selectors {
-            if let Some((key, value)) = selector.iter().next() {
-                expected
-                    .entry(key.clone())
-                    .or_default()
-                    .insert(value.clone());
-            }
-        }
+        let mut expected = Asked::new();
+        ask(&mut expected, selectors);
         Kept {
             expected,
             ..Kept::default()
@@ -76,9 +69,7 @@ impl Kept {
 
     /// Whether the pods carrying `key: value` are looked up here.
     pub fn indexes(&self, key: &str, value: &str) -> bool {
-        self.expected
-            .get(key)
-            .is_some_and(|values| values.contains(value))
+        asks(&self.expected, key, value)
     }
 
     /// Each key's values → the positions of the pods carrying them, in the last list.
